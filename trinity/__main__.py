@@ -1,0 +1,3 @@
+from trinity.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""trinity.analysis — see DESIGN §2."""

@@ -1,0 +1,1 @@
+"""Benchmarks (`trinity bench …`): timings that live outside the test suite."""

@@ -1,0 +1,1 @@
+"""trinity.benchmarks — see DESIGN §2."""

@@ -1,0 +1,1 @@
+"""Questions, outcome matrices and deterministic splits: the inputs every other part reads."""

@@ -1,0 +1,51 @@
+"""Errors that the CLI turns into one clear line and a non-zero exit.
+
+Raise these (never bare exceptions) for anything a user can fix: bad input files, broken
+configs, unknown model ids, provider faults. The message names the thing and says what to do.
+"""
+
+from __future__ import annotations
+
+
+class TrinityError(Exception):
+    """A user-facing error: `str(err)` is the one-line message, `exit_code` the CLI status."""
+
+    exit_code = 2
+
+
+class ConfigError(TrinityError):
+    """A config file or flag is invalid."""
+
+
+class InputError(TrinityError):
+    """An input file (questions, matrix, theta, bundle …) is missing or malformed."""
+
+
+class CheckpointError(TrinityError):
+    """A checkpoint is corrupt, truncated, or belongs to another run."""
+
+
+class RunLockedError(TrinityError):
+    """Another engine process holds the run directory."""
+
+    exit_code = 3
+
+
+class ModelLoadError(TrinityError):
+    """An encoder model id or path could not be loaded."""
+
+
+class ProviderError(TrinityError):
+    """A provider refused a call in a way that retrying cannot fix (400/401/403)."""
+
+
+class OutOfCredit(TrinityError):
+    """The provider answered 402: the account has no credit left."""
+
+    exit_code = 4
+
+
+class BudgetExceeded(TrinityError):
+    """The next call would pass the run's --budget-usd cap."""
+
+    exit_code = 4

@@ -1,0 +1,1 @@
+"""trinity.grading — see DESIGN §2."""

@@ -1,0 +1,172 @@
+"""Small file primitives every writer and reader of a run directory shares.
+
+- `atomic_write_*`: temp file in the same dir, fsync, `os.replace`, fsync the dir — a reader
+  (or a crash) sees the old file or the new one, never half of one.
+- `append_jsonl`: one `write()` of a whole line on an O_APPEND descriptor (+ optional fsync), so
+  concurrent readers see whole lines except, at worst, a torn final line after a crash.
+- `read_jsonl` / `JsonlTail`: readers that tolerate a torn last line (the writer may be
+  mid-append) and never block the writer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from trinity.errors import InputError
+
+
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON: sorted keys, no whitespace, UTF-8 kept (used for hashing)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    fsync_dir(path.parent)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any, indent: int | None = 2) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
+
+
+def read_json(path: str | os.PathLike, what: str = "JSON file") -> Any:
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{what} not found: {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"{what} {path} is not valid JSON ({e}); fix or regenerate it") from None
+
+
+def append_jsonl(path: str | os.PathLike, obj: Any, fsync: bool = False) -> None:
+    """Append one JSON object as one line with a single write on an O_APPEND descriptor."""
+    line = (json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class JsonlProblem:
+    """A line that could not be parsed. `torn` = it is the last line and has no newline."""
+
+    lineno: int
+    torn: bool
+    text: str
+
+
+def iter_jsonl(path: str | os.PathLike, strict: bool = False) -> Iterator[tuple[int, Any]]:
+    """Yield (1-based line number, object). A torn final line (no trailing newline, not JSON)
+    is skipped silently; a bad line elsewhere raises InputError when `strict`, else is skipped."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"file not found: {path}") from None
+    lines = data.split(b"\n")
+    complete_last = data.endswith(b"\n")
+    for i, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        is_last = i == len(lines)  # only when the file does not end with "\n"
+        try:
+            yield i, json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            if is_last and not complete_last:
+                return  # torn final line: the writer is mid-append (or crashed mid-append)
+            if strict:
+                raise InputError(
+                    f"{path}: line {i} is not valid JSON; fix or delete that line"
+                ) from None
+
+
+def read_jsonl(path: str | os.PathLike, strict: bool = False) -> list[Any]:
+    return [obj for _, obj in iter_jsonl(path, strict=strict)]
+
+
+@dataclass
+class JsonlTail:
+    """Incremental reader: each `read_new()` returns the whole new lines since the last call.
+
+    Keeps a byte offset; a partial last line stays unread until its newline arrives. If the
+    file shrinks (replaced or truncated) it starts over and sets `reset`.
+    """
+
+    path: Path
+    offset: int = 0
+    lineno: int = 0
+    reset: bool = False
+    bad_lines: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
+
+    def read_new(self, max_bytes: int | None = None) -> list[Any]:
+        self.reset = False
+        try:
+            size = os.path.getsize(self.path)
+        except FileNotFoundError:
+            return []
+        if size < self.offset:
+            self.offset, self.lineno, self.reset = 0, 0, True
+        if size == self.offset:
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            chunk = f.read(max_bytes if max_bytes else size - self.offset)
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            return []
+        chunk = chunk[: end + 1]
+        self.offset += len(chunk)
+        out = []
+        for raw in chunk.split(b"\n")[:-1]:
+            self.lineno += 1
+            if not raw.strip():
+                continue
+            try:
+                out.append(json.loads(raw))
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                self.bad_lines.append(self.lineno)
+        return out

@@ -1,0 +1,1 @@
+"""trinity.model — see DESIGN §2."""

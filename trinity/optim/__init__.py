@@ -1,0 +1,1 @@
+"""trinity.optim — see DESIGN §2."""

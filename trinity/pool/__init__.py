@@ -1,0 +1,1 @@
+"""trinity.pool — see DESIGN §2."""

@@ -1,0 +1,5 @@
+"""The run directory (DESIGN §8): the only state the engine and the app share."""
+
+from trinity.runs.rundir import RunDir, RunLock, list_runs, new_run_id
+
+__all__ = ["RunDir", "RunLock", "list_runs", "new_run_id"]

@@ -1,0 +1,183 @@
+"""`RunDir`: paths and small read/write helpers for `runs/<run-id>/`.
+
+| file            | writer           | what                                                       |
+|-----------------|------------------|------------------------------------------------------------|
+| run.json        | engine (atomic)  | id, created, status, mode, resolved config, models, splits |
+| events.jsonl    | engine (append)  | `generation`, `progress`, `status`, `log` events           |
+| traces.jsonl    | engine (append)  | one routing trajectory a line                              |
+| ledger.jsonl    | pool ledger      | hash-chained cost records                                  |
+| checkpoint/     | trainer          | ES state + RNG states + generation, with a checksum        |
+| best_theta.npy, history.json, summary.json, eval.json | artifacts                     |
+
+Event shapes (every event has "type" and "time", unix seconds):
+  {"type": "generation", "gen", "best", "mean", "max", "sigma", "evals", "cost_usd", "calls", "secs"}
+  {"type": "progress", "gen", "done", "total"}            # within a generation, ≤ 2 per second
+  {"type": "status", "status": "running|finished|stopped|failed", "message"}
+  {"type": "log", "level": "info|warning|error", "message"}
+Readers tolerate a torn last line and never block the writer.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from trinity.errors import InputError, RunLockedError
+from trinity.io import append_jsonl, atomic_write_json, read_json, read_jsonl
+
+STATUSES = ("created", "running", "finished", "stopped", "failed")
+
+
+def new_run_id(prefix: str = "run") -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return f"{prefix}-{stamp}-{uuid.uuid4().hex[:6]}"
+
+
+def utc_now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class RunLock:
+    """An exclusive, non-blocking flock on `<run>/.lock`: one engine per run directory.
+
+    The lock dies with the process (even on SIGKILL), so a stale lock never blocks a resume.
+    """
+
+    def __init__(self, run_dir: "RunDir"):
+        self.path = run_dir.path / ".lock"
+        self.fd: int | None = None
+
+    def acquire(self) -> "RunLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise RunLockedError(
+                f"run directory {self.path.parent} is in use by another engine process; "
+                "stop it first or use another --run-dir") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd = fd
+        return self
+
+    def release(self) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self) -> "RunLock":
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class RunDir:
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    # ---- paths -----------------------------------------------------------------------------
+    @property
+    def run_json(self) -> Path: return self.path / "run.json"
+    @property
+    def events(self) -> Path: return self.path / "events.jsonl"
+    @property
+    def traces(self) -> Path: return self.path / "traces.jsonl"
+    @property
+    def ledger(self) -> Path: return self.path / "ledger.jsonl"
+    @property
+    def journal(self) -> Path: return self.path / "journal.jsonl"
+    @property
+    def checkpoint_dir(self) -> Path: return self.path / "checkpoint"
+    @property
+    def best_theta(self) -> Path: return self.path / "best_theta.npy"
+    @property
+    def history(self) -> Path: return self.path / "history.json"
+    @property
+    def summary(self) -> Path: return self.path / "summary.json"
+    @property
+    def eval_json(self) -> Path: return self.path / "eval.json"
+    @property
+    def engine_log(self) -> Path: return self.path / "engine.log"
+
+    @property
+    def id(self) -> str:
+        return self.path.name
+
+    def exists(self) -> bool:
+        return self.run_json.exists()
+
+    # ---- run.json --------------------------------------------------------------------------
+    def read_meta(self) -> dict[str, Any]:
+        if not self.run_json.exists():
+            raise InputError(f"{self.path} is not a run directory (no run.json)")
+        meta = read_json(self.run_json, "run.json")
+        if not isinstance(meta, dict):
+            raise InputError(f"{self.run_json} is not a JSON object")
+        return meta
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        meta = dict(meta)
+        meta["updated"] = utc_now_iso()
+        atomic_write_json(self.run_json, meta)
+
+    def update_meta(self, **changes: Any) -> dict[str, Any]:
+        meta = self.read_meta()
+        meta.update(changes)
+        self.write_meta(meta)
+        return meta
+
+    # ---- events ----------------------------------------------------------------------------
+    def append_event(self, type_: str, **fields: Any) -> dict[str, Any]:
+        ev = {"type": type_, "time": round(time.time(), 3), **fields}
+        append_jsonl(self.events, ev, fsync=type_ in ("generation", "status"))
+        return ev
+
+    def set_status(self, status: str, message: str = "") -> None:
+        """Record a status change in run.json and as a `status` event."""
+        assert status in STATUSES, status
+        self.update_meta(status=status, status_message=message)
+        self.append_event("status", status=status, message=message)
+
+    def log(self, message: str, level: str = "info") -> None:
+        self.append_event("log", level=level, message=message)
+
+    def read_events(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.events) if self.events.exists() else []
+
+    def lock(self) -> RunLock:
+        return RunLock(self)
+
+    def is_locked(self) -> bool:
+        """True while some engine process holds the run's lock (i.e. it is really running)."""
+        p = self.path / ".lock"
+        if not p.exists():
+            return False
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        finally:
+            os.close(fd)
+
+
+def list_runs(root: str | os.PathLike) -> list[RunDir]:
+    """Every run directory directly under `root` (those with a run.json), newest first."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    runs = [RunDir(p) for p in root.iterdir() if (p / "run.json").is_file()]
+    runs.sort(key=lambda r: r.run_json.stat().st_mtime, reverse=True)
+    return runs

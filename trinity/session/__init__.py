@@ -1,0 +1,1 @@
+"""trinity.session — see DESIGN §2."""

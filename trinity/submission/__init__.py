@@ -1,0 +1,1 @@
+"""trinity.submission — see DESIGN §2."""
