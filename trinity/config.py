@@ -1,0 +1,188 @@
+"""Training configuration: `TrainConfig` (pydantic) and `load_config(path, overrides)`.
+
+A config file is YAML with the keys of `TrainConfig`; unknown keys are errors, except a
+top-level `practice:` section (the simulated pool of `configs/practice.yaml`, read by
+`trinity.data.practice`). Flags override file values. `questions: practice` / `matrix: practice`
+mean the built-in practice set.
+
+Relative paths (questions, matrix) are taken from the current directory, like flags, and stored
+absolute in the resolved config, so `trinity resume` finds them from anywhere.
+
+The app's "new run" form validates through `TrainConfig` too: `field_errors(data)` gives one
+message per bad field instead of raising.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from trinity.errors import ConfigError
+from trinity.io import canonical_json
+
+PRACTICE = "practice"
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "trinity.yaml"
+
+# Keys that may change between a run and its resume without making the checkpoint foreign:
+# they change neither which candidates are sampled nor how they are scored.
+RESUMABLE_KEYS = ("generations", "device", "max_batch_tokens", "budget_usd")
+
+
+class Splits(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    train: float = Field(0.6, ge=0, le=1)
+    val: float = Field(0.2, ge=0, le=1)
+    test: float = Field(0.2, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _sum_to_one(self) -> "Splits":
+        if abs(self.train + self.val + self.test - 1.0) > 1e-9:
+            raise ValueError(f"train + val + test must sum to 1 (got {self.train + self.val + self.test:g})")
+        if self.train <= 0:
+            raise ValueError("train must be > 0")
+        return self
+
+    def as_tuple(self) -> tuple[float, float, float]:
+        return (self.train, self.val, self.test)
+
+
+class TrainConfig(BaseModel):
+    """Everything that defines a training run (DESIGN §4). Defaults = configs/trinity.yaml."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    mode: Literal["cached", "live"] = "cached"
+    encoder: str = Field("Qwen/Qwen3-0.6B", min_length=1)
+    encoder_seed: int = Field(0, ge=0, description="init seed of random-weight encoders (tiny-qwen3)")
+    questions: str | None = Field(None, description="questions JSONL path, or 'practice'")
+    matrix: str | None = Field(None, description="outcome matrix JSON path, or 'practice'")
+    practice_config: str | None = Field(
+        None, description="file whose practice: section defines the simulated pool (set by load_config)")
+    benchmarks: list[str] | None = Field(None, description="keep only these benchmarks (default: all)")
+    pool: str | None = Field(None, description="pool name (live mode: a provider pool of configs/models.yaml)")
+    popsize: int = Field(32, ge=2, le=4096)
+    generations: int = Field(60, ge=1, le=100_000)
+    m: int = Field(16, ge=1, description="training questions per candidate per generation")
+    sigma0: float = Field(0.1, gt=0, le=10)
+    seed: int = Field(0, ge=0)
+    budget_usd: float | None = Field(None, ge=0)
+    policy: Literal["argmax", "sample"] = "argmax"
+    temperature: float = Field(1.0, gt=0)
+    max_batch_tokens: int = Field(8192, ge=64)
+    device: str | None = Field(None, description="cpu, cuda, cuda:N (default: cuda when available)")
+    dtype: Literal["float32", "bfloat16", "float16"] | None = None
+    splits: Splits = Field(default_factory=Splits)
+    val_every: int = Field(1, ge=0, description="validate every N generations (0: never)")
+    max_turns: int = Field(5, ge=1, le=5)
+    concurrency: int = Field(8, ge=1, le=256, description="live mode: parallel sessions")
+    shaping: bool = Field(False, description="live mode: format bonus / turn penalty in the training reward")
+    format_bonus: float = Field(0.05, ge=0)
+    turn_penalty: float = Field(0.02, ge=0)
+    traces: Literal["all", "best", "none"] = Field(
+        "all", description="cached mode: trace every candidate x question, only the best candidate's, or none")
+
+    @model_validator(mode="after")
+    def _inputs_present(self) -> "TrainConfig":
+        if self.mode == "cached" and (self.questions is None) != (self.matrix is None):
+            raise ValueError("cached mode needs both questions and matrix (or neither, to be set later)")
+        return self
+
+    def resolved(self) -> dict[str, Any]:
+        """JSON-ready dict, paths made absolute (stored in run.json)."""
+        data = self.model_dump(mode="json")
+        for key in ("questions", "matrix", "practice_config"):
+            v = data.get(key)
+            if v and v != PRACTICE:
+                data[key] = str(Path(v).expanduser().resolve())
+        return data
+
+    def hash(self) -> str:
+        """Identity of the run's randomness and scoring; a checkpoint carries it."""
+        data = self.resolved()
+        for key in RESUMABLE_KEYS:
+            data.pop(key, None)
+        return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:16]
+
+
+def _loc(err: dict) -> str:
+    return ".".join(str(p) for p in err.get("loc", ())) or "config"
+
+
+def _message(err: dict) -> str:
+    if err.get("type") == "extra_forbidden":
+        return "unknown key; remove it (see configs/trinity.yaml for the valid keys)"
+    msg = str(err.get("msg", "invalid"))
+    return msg.removeprefix("Value error, ")
+
+
+def field_errors(data: dict[str, Any]) -> dict[str, str]:
+    """Per-field messages for `data` (empty when it is a valid TrainConfig). For forms."""
+    try:
+        TrainConfig.model_validate(data)
+    except ValidationError as e:
+        return {_loc(err): _message(err) for err in e.errors()}
+    return {}
+
+
+def validate_config(data: dict[str, Any], where: str = "config",
+                    sources: dict[str, str] | None = None) -> TrainConfig:
+    """TrainConfig from a dict, or a one-line ConfigError naming the first bad key (and the
+    file or flag it came from, when `sources` maps keys to where they were set)."""
+    try:
+        return TrainConfig.model_validate(data)
+    except ValidationError as e:
+        errs = e.errors()
+        first = errs[0]
+        top = str(first.get("loc", ("",))[0]) if first.get("loc") else ""
+        origin = (sources or {}).get(top, where)
+        more = f" (+{len(errs) - 1} more)" if len(errs) > 1 else ""
+        what = origin if origin.startswith("--") else f"{origin}: {_loc(first)}"
+        raise ConfigError(f"{what}: {_message(first)}{more}") from None
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}:{line} is not valid YAML; fix it") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}: a config must be a mapping of keys to values")
+    return doc
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None,
+                defaults: str | Path | None = DEFAULT_CONFIG) -> TrainConfig:
+    """Defaults file (configs/trinity.yaml) < config file < overrides (flags; None = not given)."""
+    data: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    if defaults is not None and Path(defaults).is_file():
+        base = read_config_file(defaults)
+        base.pop(PRACTICE, None)
+        data.update(base)
+        sources.update({k: str(defaults) for k in base})
+    if path is not None:
+        doc = read_config_file(path)
+        section = doc.pop(PRACTICE, None)
+        if section is not None:
+            if not isinstance(section, dict):
+                raise ConfigError(f"{path}: practice: must be a mapping (the simulated pool)")
+            data["practice_config"] = str(Path(path).resolve())
+        data.update(doc)
+        sources.update({k: str(path) for k in doc})
+    for k, v in (overrides or {}).items():
+        if v is not None:
+            data[k] = v
+            sources[k] = "--" + k.replace("_", "-")
+    return validate_config(data, str(path) if path else "config", sources)
