@@ -1,0 +1,187 @@
+"""The multi-turn Thinker / Worker / Verifier loop, run for many trajectories at once.
+
+One turn step for every active trajectory:
+  1. encode its transcript (all trajectories of the step in one batched router call),
+  2. pick (model, role) — argmax per group by default,
+  3. send the chat completions concurrently (the pool client bounds concurrency),
+  4. trim the output and append it; a Verifier's `VERDICT: ACCEPT` ends the session once a
+     Worker output exists.
+So the wall time of a generation is ≈ turns × call latency, not trajectories × turns × latency.
+The scored answer is the newest non-Verifier turn that has an extractable answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from trinity.data.questions import Question
+from trinity.session.prompts import render_question, system_prompt, user_message
+from trinity.session.transcript import Trajectory, Turn, parse_verdict, trim_output
+
+ROLES = ("Thinker", "Worker", "Verifier")
+MAX_TURNS = 5
+
+
+def extract_answer(kind: str, text: str) -> str | None:
+    """The answer a grader would see in `text`, or None when there is none."""
+    if not text or not text.strip():
+        return None
+    from trinity import grading
+
+    if kind == "math":
+        return grading.extract_math_answer(text)
+    if kind == "mc":
+        return grading.extract_choice(text)
+    from trinity.grading.code import extract_code
+
+    code = extract_code(text)
+    return code if code and code.strip() else None
+
+
+def grade_answer(question: Question, text: str):
+    from trinity.grading import grade
+
+    return grade(question.kind, text, question.answer)
+
+
+@dataclass
+class SessionSpec:
+    """What a batch of sessions needs besides the questions."""
+
+    models: Sequence[str]  # pool model ids, in θ order
+    purpose: str = "train"  # ledger purpose: train | eval | collect
+    max_turns: int = MAX_TURNS
+    policy: str = "argmax"  # or "sample"
+    temperature: float = 1.0  # softmax temperature when policy == "sample"
+    seed: int = 0
+    key_prefix: str = ""  # journal key prefix, e.g. "g12" for generation 12
+
+
+def _stable_seed(*parts: object) -> int:
+    """A seed that is the same in every process (Python's hash() of str is salted)."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256("|".join(map(str, parts)).encode()).digest()[:4], "big")
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    x = x - x.max(axis=-1, keepdims=True)
+    e = np.exp(x)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+class SessionRunner:
+    """Runs trajectories for (candidate, question) pairs against a pool client.
+
+    `logits_fn(texts, candidate_of_text) -> (N, n_models + 3)` wraps the router (the fast
+    batched path); `client` is a `trinity.pool.client.PoolClient` (or anything with the same
+    `chat`). `on_turn` is called after each turn step with the number of finished trajectories.
+    """
+
+    def __init__(self, client: Any, logits_fn: Callable[[list[str], np.ndarray], np.ndarray],
+                 spec: SessionSpec, on_step: Callable[[int, int], None] | None = None):
+        self.client = client
+        self.logits_fn = logits_fn
+        self.spec = spec
+        self.on_step = on_step
+
+    def _decide(self, logits: np.ndarray, trajs: list[Trajectory], turn: int):
+        n_models = len(self.spec.models)
+        model_logits, role_logits = logits[:, :n_models], logits[:, n_models:]
+        model_probs = _softmax(model_logits.astype(np.float64))
+        role_probs = _softmax(role_logits.astype(np.float64))
+        if self.spec.policy == "sample":
+            t = max(self.spec.temperature, 1e-6)
+            mp, rp = _softmax(model_logits / t), _softmax(role_logits / t)
+            mi, ri = [], []
+            for k, tr in enumerate(trajs):
+                rng = np.random.RandomState(_stable_seed(self.spec.seed, self.spec.key_prefix,
+                                                         tr.candidate, tr.qid, turn))
+                mi.append(int(rng.choice(n_models, p=mp[k])))
+                ri.append(int(rng.choice(3, p=rp[k])))
+            return np.array(mi), np.array(ri), model_probs, role_probs
+        return model_logits.argmax(axis=1), role_logits.argmax(axis=1), model_probs, role_probs
+
+    async def _one_turn(self, q: Question, traj: Trajectory, model: str, role: str,
+                        mprobs: np.ndarray, rprobs: np.ndarray, turn: int) -> None:
+        messages = [
+            {"role": "system", "content": system_prompt(role, q)},
+            {"role": "user", "content": user_message(render_question(q), traj.transcript())},
+        ]
+        key = f"{self.spec.key_prefix}/c{traj.candidate}/{q.id}/t{turn}/{model}/{role}"
+        res = await self.client.chat(model, messages, purpose=self.spec.purpose, journal_key=key)
+        t = Turn(model=model, role=role, model_probs=[round(float(x), 4) for x in mprobs],
+                 role_probs=[round(float(x), 4) for x in rprobs],
+                 output=trim_output(res.text or "") if res.ok else "", ok=res.ok, error=res.error,
+                 cost_usd=float(res.cost_usd or 0.0), cache_hit=bool(res.cache_hit),
+                 prompt_tokens=int(res.prompt_tokens or 0), completion_tokens=int(res.completion_tokens or 0))
+        traj.turns.append(t)
+        if not res.ok:
+            # A failed call (provider error body, retries exhausted): reward 0 for this session.
+            traj.done, traj.failed, traj.reason = True, True, f"call failed: {res.error}"
+            return
+        if role == "Verifier":
+            t.verdict = parse_verdict(t.output)
+            if t.verdict == "ACCEPT" and traj.has_worker_output():
+                traj.done = True
+
+    async def run(self, pairs: Sequence[tuple[int, Question]]) -> list[Trajectory]:
+        """Run one session per (candidate index, question); returns them in the same order."""
+        trajs = [Trajectory(candidate=c, qid=q.id) for c, q in pairs]
+        questions = [q for _, q in pairs]
+        from trinity.model.text import encoder_input
+
+        for turn in range(1, self.spec.max_turns + 1):
+            active = [i for i, t in enumerate(trajs) if not t.done]
+            if not active:
+                break
+            texts = [encoder_input(questions[i].question, trajs[i].encoder_turns()) for i in active]
+            cands = np.array([trajs[i].candidate for i in active], dtype=np.int64)
+            logits = np.asarray(self.logits_fn(texts, cands))  # (A, n_models + 3)
+            mi, ri, mp, rp = self._decide(logits, [trajs[i] for i in active], turn)
+            await asyncio.gather(*(
+                self._one_turn(questions[i], trajs[i], self.spec.models[int(mi[k])], ROLES[int(ri[k])],
+                               mp[k], rp[k], turn)
+                for k, i in enumerate(active)))
+            if self.on_step:
+                self.on_step(turn, sum(t.done for t in trajs))
+        for q, traj in zip(questions, trajs):
+            self._score(q, traj)
+        return trajs
+
+    @staticmethod
+    def _score(q: Question, traj: Trajectory) -> None:
+        traj.done = True
+        if traj.failed:
+            traj.correct = False
+            return
+        for t in reversed(traj.turns):
+            if t.role == "Verifier" or not t.ok:
+                continue
+            ans = extract_answer(q.kind, t.output)
+            if ans is not None:
+                traj.answer_text, traj.answer = t.output, ans
+                break
+        if traj.answer_text is None:
+            traj.correct, traj.reason = False, "no extractable answer in any non-Verifier turn"
+            return
+        v = grade_answer(q, traj.answer_text)
+        traj.correct, traj.reason = bool(v.correct), v.reason
+
+
+def trace_record(traj: Trajectory, q: Question, gen: int | None, mode: str = "live") -> dict:
+    """The `traces.jsonl` line of one trajectory (docs/CONTRACTS.md)."""
+    import time
+
+    gold = q.answer if q.kind != "code" else None
+    return {
+        "gen": gen, "candidate": traj.candidate, "qid": q.id, "benchmark": q.benchmark, "kind": q.kind,
+        "mode": mode, "turns": [t.to_trace() for t in traj.turns],
+        "answer": traj.answer if q.kind != "code" else ("<code>" if traj.answer else None),
+        "gold": gold, "correct": bool(traj.correct), "reward": 1.0 if traj.correct else 0.0,
+        "reason": traj.reason, "cost_usd": round(traj.cost_usd, 8), "time": round(time.time(), 3),
+    }

@@ -1,0 +1,61 @@
+"""Role system prompts and the user message of one turn (DESIGN §5).
+
+Each system prompt names its role in the first line (`You are the <Role> …`): providers see a
+plain instruction, and the practice server reads the role from there.
+"""
+
+from __future__ import annotations
+
+from trinity.data.questions import Question
+
+ANSWER_FORMAT = {
+    "math": "End with the final answer in \\boxed{...}.",
+    "mc": "End with a line of the form 'Answer: X', where X is the letter of the correct option.",
+    "code": "Give the complete program in one fenced ```python block at the end.",
+}
+
+SYSTEM_PROMPTS = {
+    "Thinker": (
+        "You are the Thinker in a team of models solving one problem together.\n"
+        "Analyse the problem and the transcript so far: lay out a plan, point out pitfalls, and "
+        "critique earlier attempts. Do NOT give a final answer; another model will write it."
+    ),
+    "Worker": (
+        "You are the Worker in a team of models solving one problem together.\n"
+        "Solve the problem completely, using the transcript so far where it helps. {answer_format}"
+    ),
+    "Verifier": (
+        "You are the Verifier in a team of models solving one problem together.\n"
+        "Check the latest answer in the transcript step by step. End with exactly one line: "
+        "'VERDICT: ACCEPT' if it is correct and complete, or 'VERDICT: REVISE' if it is not."
+    ),
+}
+
+
+def answer_format(question: Question) -> str:
+    """The benchmark's own answer instruction when its adapter has one, else the kind's."""
+    try:
+        from trinity.benchmarks import get_benchmark
+
+        return get_benchmark(question.benchmark).answer_instruction()
+    except Exception:  # practice, unknown benchmark, or adapters not importable
+        return ANSWER_FORMAT[question.kind]
+
+
+def system_prompt(role: str, question: Question) -> str:
+    return SYSTEM_PROMPTS[role].format(answer_format=answer_format(question))
+
+
+def user_message(question_text: str, transcript: str) -> str:
+    body = f"QUERY:\n{question_text}\n\nTRANSCRIPT SO FAR:\n"
+    return body + (transcript if transcript else "(empty: you are the first turn)")
+
+
+def render_question(question: Question) -> str:
+    """The question text models see (the adapter's rendering when there is one)."""
+    try:
+        from trinity.benchmarks import get_benchmark
+
+        return get_benchmark(question.benchmark).render_question(question)
+    except Exception:
+        return question.question
