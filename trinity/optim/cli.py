@@ -1,0 +1,93 @@
+"""`trinity train` and `trinity resume` (no torch import at module level: the CLI starts fast)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+TRAIN_FLAGS = ("mode", "encoder", "questions", "matrix", "pool", "generations", "popsize", "m", "sigma0",
+               "seed", "budget_usd", "max_batch_tokens", "device", "dtype", "policy", "temperature")
+
+
+def _printer(as_json: bool):
+    """Event sink for the terminal: a progress line per generation, or every event as JSON."""
+    def on_event(ev: dict[str, Any]) -> None:
+        if as_json:
+            print(json.dumps(ev, ensure_ascii=False), flush=True)
+            return
+        t = ev.get("type")
+        if t == "generation":
+            val = f"  val {ev['val_acc']:.3f}" if "val_acc" in ev else ""
+            cost = f"  ${ev['cost_usd']:.4f}" if ev.get("cost_usd") else ""
+            print(f"gen {ev['gen']:>4}  best {ev['best']:.3f}  mean {ev['mean']:.3f}  max {ev['max']:.3f}  "
+                  f"sigma {ev['sigma']:.4f}{val}{cost}  {ev['secs']:.2f}s", flush=True)
+        elif t == "status" and ev.get("status") in ("finished", "stopped"):
+            print(ev.get("message") or ev["status"], flush=True)
+    return on_event
+
+
+def _overrides(args: argparse.Namespace, keys: tuple[str, ...]) -> dict[str, Any]:
+    out = {k: getattr(args, k, None) for k in keys}
+    if getattr(args, "benchmarks", None):
+        out["benchmarks"] = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
+    return out
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from trinity.config import load_config
+    from trinity.optim.engine import start_run
+
+    cfg = load_config(args.config, _overrides(args, TRAIN_FLAGS))
+    res = start_run(cfg, run_dir=args.run_dir, runs_root=args.runs_root, on_event=_printer(args.json),
+                    argv=sys.argv[1:])
+    if res.exit_code and not args.json:
+        print(res.message, file=sys.stderr)
+    return res.exit_code
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from trinity.optim.engine import resume_run
+
+    res = resume_run(args.run_dir, _overrides(args, ("generations", "device", "max_batch_tokens", "budget_usd")),
+                     on_event=_printer(args.json))
+    if res.exit_code and not args.json:
+        print(res.message, file=sys.stderr)
+    return res.exit_code
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train a router with sep-CMA-ES (writes a run directory)",
+                       description="Train a router. Flags override --config, which overrides configs/trinity.yaml.")
+    p.add_argument("--config", help="YAML config (keys of TrainConfig; e.g. configs/practice.yaml)")
+    p.add_argument("--mode", choices=["cached", "live"])
+    p.add_argument("--questions", help="questions JSONL, or 'practice'")
+    p.add_argument("--matrix", help="outcome matrix JSON (TinyRouter oracle-matrix), or 'practice'")
+    p.add_argument("--benchmarks", help="comma-separated benchmarks to keep (default: all)")
+    p.add_argument("--encoder", help="HF id or path of the encoder; tiny-qwen3 for tests")
+    p.add_argument("--pool", help="pool name (live mode)")
+    p.add_argument("--generations", type=int)
+    p.add_argument("--popsize", type=int)
+    p.add_argument("--m", type=int, help="questions per candidate per generation")
+    p.add_argument("--sigma0", type=float)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--budget-usd", type=float, dest="budget_usd")
+    p.add_argument("--max-batch-tokens", type=int, dest="max_batch_tokens")
+    p.add_argument("--device")
+    p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"])
+    p.add_argument("--policy", choices=["argmax", "sample"])
+    p.add_argument("--temperature", type=float)
+    p.add_argument("--run-dir", help="run directory (default: RUNS_ROOT/<auto id>)")
+    p.add_argument("--runs-root", default="runs", help="where auto-named runs go (default ./runs)")
+    p.add_argument("--json", action="store_true", help="print every event as one JSON object a line")
+    p.set_defaults(func=cmd_train)
+
+    r = sub.add_parser("resume", help="continue a stopped or killed run from its last checkpoint")
+    r.add_argument("run_dir", metavar="RUN_DIR")
+    r.add_argument("--generations", type=int, help="extend the run to N generations in all")
+    r.add_argument("--budget-usd", type=float, dest="budget_usd", help="raise or set the budget cap")
+    r.add_argument("--device")
+    r.add_argument("--max-batch-tokens", type=int, dest="max_batch_tokens")
+    r.add_argument("--json", action="store_true", help="print every event as one JSON object a line")
+    r.set_defaults(func=cmd_resume)

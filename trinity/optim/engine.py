@@ -1,0 +1,167 @@
+"""Start or resume a training run: inputs → encoder → run directory → Trainer.
+
+Everything a user can get wrong (config, questions, matrix, encoder, run dir, checkpoint) is
+checked before the run directory is created or touched.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from trinity.config import TrainConfig, validate_config
+from trinity.errors import ConfigError, InputError
+from trinity.optim import checkpoint as ckpt
+from trinity.optim.fitness import CachedFitness, Fitness
+from trinity.optim.runinputs import RunInputs, inputs_from_config, load_run_inputs
+from trinity.optim.trainer import Trainer, TrainResult
+from trinity.runs.rundir import RunDir, new_run_id, utc_now_iso
+
+WARM_CHUNK = 64  # questions per feature-cache warm-up call (fixed: the batches must not vary)
+
+
+def build_router(cfg: TrainConfig, n_models: int) -> Any:
+    from trinity.model import Router, load_encoder
+
+    enc = load_encoder(cfg.encoder, device=cfg.device, dtype=cfg.dtype, seed=cfg.encoder_seed)
+    return Router(enc, n_models, max_batch_tokens=cfg.max_batch_tokens)
+
+
+def make_fitness(cfg: TrainConfig, run: RunDir, router: Any, inputs: RunInputs, models: list[str]) -> Fitness:
+    if cfg.mode == "cached":
+        return CachedFitness(router, inputs.matrix, models, policy=cfg.policy, temperature=cfg.temperature,
+                             seed=cfg.seed, traces=cfg.traces)
+    try:
+        from trinity.session.fitness import make_live_fitness
+    except ModuleNotFoundError as e:
+        if e.name and e.name.startswith("trinity.session"):
+            raise ConfigError("live mode is not available in this build (trinity.session.fitness is "
+                              "missing); use --mode cached") from None
+        raise
+    return make_live_fitness(cfg, run, router, inputs, models)
+
+
+def pool_models(cfg: TrainConfig, inputs: RunInputs) -> list[str]:
+    """θ's model order: the matrix's (the order of per_model keys in its first task)."""
+    if inputs.matrix is not None:
+        return list(inputs.matrix.models)
+    try:
+        from trinity.pool.providers import pool_model_ids
+    except ModuleNotFoundError:
+        raise ConfigError("live mode without a matrix needs the pool package to name the models; "
+                          "pass --matrix") from None
+    return list(pool_model_ids(cfg.pool))
+
+
+def _git_sha() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parents[2])
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for pkg in ("minertui", "numpy", "cma", "torch", "transformers"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def _warmup(fitness: Fitness, router: Any, inputs: RunInputs, trainer: Trainer) -> Callable[[], None]:
+    """Encode every train+val question once, in fixed batches, before the first generation.
+
+    The encoder's feature cache then holds values computed the same way whether the run is
+    fresh or resumed, so a resumed run's numbers equal the uninterrupted run's bit for bit.
+    """
+    def warm() -> None:
+        if not isinstance(fitness, CachedFitness):
+            return
+        import numpy as np
+
+        qs = trainer.train_q + trainer.val_q
+        x0 = np.asarray(router.initial_mean(), dtype=np.float64)[None, :]
+        for a in range(0, len(qs), WARM_CHUNK):
+            router.population_logits(x0, fitness.texts(qs[a:a + WARM_CHUNK]))
+    return warm
+
+
+def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_root: str | os.PathLike = "runs",
+              on_event: Callable[[dict], None] | None = None, argv: list[str] | None = None) -> TrainResult:
+    inputs = inputs_from_config(cfg)  # cross-checks: errors before anything is created
+    models = pool_models(cfg, inputs)
+    run = RunDir(run_dir) if run_dir else RunDir(Path(runs_root) / new_run_id())
+    if run.exists():
+        raise InputError(f"{run.path} already holds a run; continue it with `trinity resume {run.path}` "
+                         "or pick another --run-dir")
+    if run.path.exists() and any(run.path.iterdir()):
+        raise InputError(f"{run.path} exists and is not empty; pick another --run-dir")
+    router = build_router(cfg, len(models))  # ModelLoadError before the run dir exists
+    run.path.mkdir(parents=True, exist_ok=True)
+    with run.lock():
+        meta = {
+            "id": run.id, "created": utc_now_iso(), "status": "created", "status_message": "",
+            "mode": cfg.mode, "config": cfg.resolved(), "config_hash": cfg.hash(), "models": models,
+            "pool": cfg.pool or (inputs.matrix.benchmark if inputs.matrix is not None else None),
+            "benchmarks": sorted({q.benchmark for q in inputs.questions}), "encoder": cfg.encoder,
+            "n_params": int(router.n_params), "splits": inputs.splits, "git_sha": _git_sha(),
+            "versions": _versions(), "pid": os.getpid(), "budget_usd": cfg.budget_usd,
+            "argv": argv or [],
+        }
+        run.write_meta(meta)
+        if inputs.matrix is not None and inputs.matrix.notes:
+            for note in inputs.matrix.notes:
+                run.log(f"matrix: {note}")
+        fitness = make_fitness(cfg, run, router, inputs, models)
+        trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=run.id, on_event=on_event)
+        trainer.set_warmup(_warmup(fitness, router, inputs, trainer))
+        return trainer.train()
+
+
+def resume_run(run_dir: str | os.PathLike, overrides: dict[str, Any] | None = None,
+               on_event: Callable[[dict], None] | None = None) -> TrainResult:
+    """Continue a run from its last checkpoint (from scratch when it has none yet).
+
+    `overrides` may change only keys that leave the checkpoint valid (generations, device,
+    max_batch_tokens, budget_usd)."""
+    run = RunDir(run_dir)
+    meta = run.read_meta()
+    data = dict(meta.get("config") or {})
+    data.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    cfg = validate_config(data, where=f"{run.run_json} config")
+    with run.lock():  # a second engine is refused here, before anything is read or written
+        state = None
+        if ckpt.has_checkpoint(run):
+            _, state = ckpt.read_checkpoint(run, run_id=meta.get("id", run.id), config_hash=cfg.hash())
+            if state["gen"] >= cfg.generations:
+                raise InputError(f"{run.path} already ran {state['gen']} of {cfg.generations} generations; "
+                                 "nothing to resume (pass --generations N to extend it)")
+        inputs = load_run_inputs(run)
+        models = list(meta.get("models") or pool_models(cfg, inputs))
+        router = build_router(cfg, len(models))
+        fitness = make_fitness(cfg, run, router, inputs, models)
+        trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=meta.get("id", run.id),
+                          on_event=on_event)
+        if state is not None:
+            trainer.load_state(state)
+        if overrides:
+            run.update_meta(config=cfg.resolved(), pid=os.getpid(), budget_usd=cfg.budget_usd)
+        else:
+            run.update_meta(pid=os.getpid())
+        trainer.set_warmup(_warmup(fitness, router, inputs, trainer))
+        return trainer.train(resume=True)
+
+
+def python_cmd() -> list[str]:
+    """How to run the trinity CLI in a child process (used by the app and the tests)."""
+    return [sys.executable, "-m", "trinity"]

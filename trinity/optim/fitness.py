@@ -1,0 +1,157 @@
+"""Fitness: how the trainer scores a population. The trainer does not care which mode it is.
+
+Protocol (`Fitness`), for cached mode (`CachedFitness`, here) and live mode (the session
+package's multi-turn fitness):
+
+    evaluate(gen, thetas (P, D) float64, questions [m], hooks) -> rewards (P, m) float64
+        every candidate on the same m questions; call hooks.progress(done, total) as work
+        completes (it raises StopRequested when the run must stop), hooks.choices(model_idx,
+        role_idx) once with the turn-1 choices (P, m), hooks.trace(record) per trajectory.
+        May raise trinity.errors.OutOfCredit / BudgetExceeded; the trainer then stops cleanly
+        at the last completed generation.
+    validate(thetas (T, D), questions [n]) -> correctness (T, n) float64, or None when
+        validation is not free (the trainer then skips val_acc).
+    cost_usd, calls: cumulative spend of this run (0 in cached mode).
+    state_dict() / load_state_dict(d): whatever must survive a resume (RNG states, counters).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from trinity.data.matrix import OutcomeMatrix
+from trinity.data.questions import Question
+from trinity.optim import choice
+
+
+class StopRequested(Exception):
+    """Raised from a progress hook when SIGINT/SIGTERM asked the run to stop."""
+
+
+@dataclass
+class GenerationHooks:
+    progress: Callable[[int, int], None]
+    choices: Callable[[np.ndarray, np.ndarray], None]
+    trace: Callable[[dict], None]
+
+
+def null_hooks() -> GenerationHooks:
+    return GenerationHooks(lambda done, total: None, lambda mi, ri: None, lambda rec: None)
+
+
+class Fitness(Protocol):
+    mode: str
+    cost_usd: float
+    calls: int
+
+    def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question],
+                 hooks: GenerationHooks) -> np.ndarray: ...
+
+    def validate(self, thetas: np.ndarray, questions: list[Question]) -> np.ndarray | None: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+def default_text(q: Question) -> str:
+    """Turn-1 encoder input of a question (DESIGN §3)."""
+    from trinity.model.text import encoder_input
+
+    return encoder_input(q.question)
+
+
+class CachedFitness:
+    """Turn 1 only: the chosen model's recorded correctness (mean of its k samples).
+
+    `router` is anything with `population_logits(thetas (P, D), texts [N]) -> (P, N, M + 3)`.
+    Candidates are evaluated in `chunks` groups so progress can be reported within a generation.
+    """
+
+    mode = "cached"
+
+    def __init__(self, router: Any, matrix: OutcomeMatrix, models: list[str], *, policy: str = "argmax",
+                 temperature: float = 1.0, seed: int = 0, traces: str = "all", chunks: int = 4,
+                 text: Callable[[Question], str] = default_text):
+        self.router = router
+        self.matrix = matrix
+        self.models = list(models)
+        self.acc = matrix.accuracy()  # (Q, M): the cached reward of choosing model j for question i
+        self.policy = policy
+        self.temperature = temperature
+        self.rng = np.random.RandomState(seed + 7919)  # only the `sample` policy draws from it
+        self.traces = traces
+        self.chunks = max(1, chunks)
+        self.text = text
+        self._texts: dict[str, str] = {}
+        self.cost_usd = 0.0
+        self.calls = 0
+
+    def texts(self, questions: list[Question]) -> list[str]:
+        out = []
+        for q in questions:
+            if q.id not in self._texts:
+                self._texts[q.id] = self.text(q)
+            out.append(self._texts[q.id])
+        return out
+
+    def rewards_for(self, questions: list[Question], model_idx: np.ndarray) -> np.ndarray:
+        """(P, N) recorded correctness of the chosen models."""
+        rows = np.array([self.matrix.row(q.id) for q in questions])  # (N,)
+        return self.acc[rows[None, :], model_idx]
+
+    def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question],
+                 hooks: GenerationHooks) -> np.ndarray:
+        P, n_m = thetas.shape[0], len(self.models)
+        texts = self.texts(questions)
+        total = P * len(questions)
+        bounds = np.linspace(0, P, min(self.chunks, P) + 1).astype(int)
+        logits = []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            logits.append(np.asarray(self.router.population_logits(thetas[a:b], texts), dtype=np.float64))
+            hooks.progress(int(b) * len(questions), total)
+        lg = np.concatenate(logits, axis=0)  # (P, m, M + 3)
+        if self.policy == "sample":
+            model_idx, role_idx = choice.sample(lg, n_m, self.temperature, self.rng)
+        else:
+            model_idx, role_idx = choice.argmax(lg, n_m)
+        rewards = self.rewards_for(questions, model_idx)  # (P, m)
+        hooks.choices(model_idx, role_idx)
+        if self.traces != "none":
+            self._trace(gen, lg, model_idx, role_idx, rewards, questions, hooks)
+        return rewards
+
+    def _trace(self, gen: int, lg: np.ndarray, model_idx: np.ndarray, role_idx: np.ndarray,
+               rewards: np.ndarray, questions: list[Question], hooks: GenerationHooks) -> None:
+        mp, rp = choice.probs(lg, len(self.models), self.temperature if self.policy == "sample" else 1.0)
+        cands = range(lg.shape[0]) if self.traces == "all" else [int(np.argmax(rewards.mean(axis=1)))]
+        now = round(time.time(), 3)
+        for c in cands:
+            for i, q in enumerate(questions):
+                r = float(rewards[c, i])
+                hooks.trace({
+                    "gen": gen, "candidate": int(c), "qid": q.id, "benchmark": q.benchmark,
+                    "mode": "cached",
+                    "turns": [{"model": self.models[model_idx[c, i]], "role": choice.ROLES[role_idx[c, i]],
+                               "model_probs": [round(float(p), 4) for p in mp[c, i]],
+                               "role_probs": [round(float(p), 4) for p in rp[c, i]],
+                               "output": "", "verdict": None, "cost_usd": 0.0, "cache_hit": True}],
+                    "answer": None, "gold": q.answer if q.kind != "code" else None,
+                    "correct": r >= 0.5, "reward": r, "cost_usd": 0.0, "time": now,
+                })
+
+    def validate(self, thetas: np.ndarray, questions: list[Question]) -> np.ndarray:
+        """(T, n) recorded correctness of argmax choices: held-out evaluation never samples."""
+        lg = np.asarray(self.router.population_logits(thetas, self.texts(questions)), dtype=np.float64)
+        model_idx, _ = choice.argmax(lg, len(self.models))
+        return self.rewards_for(questions, model_idx)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rng": self.rng.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.rng.set_state(state["rng"])

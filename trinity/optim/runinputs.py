@@ -1,0 +1,109 @@
+"""The questions, outcome matrix and splits of a run, loaded and cross-checked (issue 2, item 7).
+
+`load_run_inputs(run_dir or config)` rebuilds exactly what a run trained on, so `trinity eval`,
+`trinity score` and the app see the same questions, model order and splits as the trainer.
+
+Cross-checks, all before any training: every question has a matrix row, every matrix row has a
+question, the matrix has tasks and every task lists every model (the last two are checked while
+parsing, in `trinity.data.matrix`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from trinity.config import PRACTICE, TrainConfig, validate_config
+from trinity.data.matrix import OutcomeMatrix, load_matrix
+from trinity.data.questions import Question, load_questions, split_ids
+from trinity.errors import InputError
+from trinity.runs.rundir import RunDir
+
+
+class RunInputs(NamedTuple):
+    questions: list[Question]       # in input order, after the benchmark filter
+    matrix: OutcomeMatrix | None    # rows in the order of `questions`; None in live mode without one
+    splits: dict[str, list[str]]    # {"train", "val", "test"} -> question ids
+
+
+def _ids_line(ids: list[str]) -> str:
+    return ", ".join(ids[:8]) + (f" (+{len(ids) - 8} more)" if len(ids) > 8 else "")
+
+
+def cross_check(questions: list[Question], matrix: OutcomeMatrix, qsrc: str, msrc: str) -> None:
+    """Every question has a matrix row and every row a question; else name the ids."""
+    qids = {q.id for q in questions}
+    no_row = [q.id for q in questions if q.id not in matrix]
+    if no_row:
+        raise InputError(f"{len(no_row)} question(s) of {qsrc} have no row in the matrix {msrc}: "
+                         f"{_ids_line(no_row)}; collect them (trinity collect) or drop them from the questions")
+    no_question = [i for i in matrix.ids if i not in qids]
+    if no_question:
+        raise InputError(f"{len(no_question)} matrix row(s) of {msrc} have no question in {qsrc}: "
+                         f"{_ids_line(no_question)}; use the questions file the matrix was collected on")
+
+
+def _load_questions(cfg: TrainConfig) -> list[Question]:
+    if cfg.questions is None:
+        raise InputError("no questions given; pass --questions FILE.jsonl (or 'practice')")
+    if cfg.questions == PRACTICE:
+        from trinity.data.practice import practice_questions
+        return practice_questions()
+    return load_questions(cfg.questions)
+
+
+def _load_matrix(cfg: TrainConfig) -> OutcomeMatrix | None:
+    if cfg.matrix is None:
+        if cfg.mode == "cached":
+            raise InputError("cached mode needs an outcome matrix; pass --matrix FILE.json (or 'practice')")
+        return None
+    if cfg.matrix == PRACTICE:
+        from trinity.data.practice import practice_matrix, practice_setup
+        return practice_matrix(setup=practice_setup(cfg.practice_config))
+    return load_matrix(cfg.matrix)
+
+
+def inputs_from_config(cfg: TrainConfig) -> RunInputs:
+    """Load, cross-check, filter by benchmark, and split by the config's seed."""
+    questions = _load_questions(cfg)
+    matrix = _load_matrix(cfg)
+    if matrix is not None:
+        cross_check(questions, matrix, str(cfg.questions), str(cfg.matrix))
+    if cfg.benchmarks:
+        known = sorted({q.benchmark for q in questions})
+        unknown = [b for b in cfg.benchmarks if b not in known]
+        if unknown:
+            raise InputError(f"benchmark(s) {', '.join(unknown)} not in {cfg.questions} "
+                             f"(it has {', '.join(known)}); fix --benchmarks")
+        questions = [q for q in questions if q.benchmark in cfg.benchmarks]
+    if matrix is not None:
+        matrix = matrix.subset([q.id for q in questions])
+    splits = split_ids(questions, cfg.seed, cfg.splits.as_tuple())
+    if not splits["train"]:
+        raise InputError(f"the train split is empty ({len(questions)} questions); add questions "
+                         "or raise splits.train")
+    return RunInputs(questions, matrix, splits)
+
+
+def load_run_inputs(source: str | os.PathLike | RunDir | TrainConfig) -> RunInputs:
+    """From a run directory (its resolved config and recorded splits) or from a TrainConfig."""
+    if isinstance(source, TrainConfig):
+        return inputs_from_config(source)
+    run = source if isinstance(source, RunDir) else RunDir(Path(source))
+    meta = run.read_meta()
+    cfg = validate_config(meta.get("config") or {}, where=f"{run.run_json} config")
+    inputs = inputs_from_config(cfg)
+    recorded = meta.get("splits")
+    if recorded:
+        have = {q.id for q in inputs.questions}
+        gone = [i for part in recorded.values() for i in part if i not in have]
+        if gone:
+            raise InputError(f"{run.path}: the run's questions changed since it was trained; "
+                             f"{len(gone)} recorded id(s) are gone: {_ids_line(gone)}")
+        inputs = RunInputs(inputs.questions, inputs.matrix, {k: list(v) for k, v in recorded.items()})
+    models = meta.get("models")
+    if models and inputs.matrix is not None and list(models) != inputs.matrix.models:
+        raise InputError(f"{run.path}: the matrix's models {inputs.matrix.models} differ from the run's "
+                         f"{models}; use the matrix the run was trained on")
+    return inputs

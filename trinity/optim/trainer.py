@@ -1,0 +1,330 @@
+"""The sep-CMA-ES training loop (DESIGN §4), writing the run directory (DESIGN §8).
+
+One generation:
+  1. draw the minibatch: m training ids, from the run's own RandomState (`batch_rng`);
+  2. `es.ask()` → P candidates θ (P, D); the fitness scores all of them on that one minibatch;
+  3. `es.tell` (pycma minimises, so it gets −fitness);
+  4. validation (every `val_every` gens): argmax accuracy on the val split of the generation's
+     best candidate and of the ES mean; the best-θ rule below may take either;
+  5. traces of the generation appended, then the checkpoint (atomic), then history.json,
+     best_theta.npy and the `generation` event.
+
+Everything random lives in the checkpoint (the ES pickles its own `randn` RandomState, the
+minibatch RNG, the fitness' RNG), so a run killed at any point and resumed continues exactly
+as the uninterrupted run. `traces.jsonl` is cut back to the checkpoint's byte offset on resume
+(the lines of a half-done generation are written again); events are append-only.
+
+Best-θ rule (written into summary.json): the candidate with the highest validation accuracy
+among every validated generation's best candidate and ES mean; ties go to the later one (the
+mean before the best candidate within a generation). Without a validation split: the ES mean
+after the last generation.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from trinity.config import TrainConfig
+from trinity.errors import BudgetExceeded, OutOfCredit
+from trinity.io import atomic_write_bytes, atomic_write_json
+from trinity.optim import checkpoint as ckpt
+from trinity.optim.fitness import Fitness, GenerationHooks, StopRequested
+from trinity.optim.runinputs import RunInputs
+from trinity.runs.rundir import RunDir
+
+BEST_RULE = ("highest validation accuracy (argmax routing, cached rewards) among each validated "
+             "generation's best candidate and its ES mean; ties go to the later generation, and "
+             "within a generation to the best candidate; without a validation split, the ES mean "
+             "after the last generation")
+PROGRESS_MIN_INTERVAL = 0.5  # seconds: at most 2 progress events a second
+
+
+@dataclass
+class TrainResult:
+    status: str        # finished | stopped
+    message: str
+    exit_code: int     # 0, or the stop condition's TrinityError exit code
+    generations: int
+
+
+def make_es(x0: np.ndarray, sigma0: float, popsize: int, rng: np.random.RandomState):
+    """Separable CMA-ES that samples from `rng` only and never stops on its own."""
+    import cma
+
+    opts = {
+        "CMA_diagonal": True, "popsize": popsize, "randn": rng.randn, "seed": np.nan,
+        "verbose": -9, "verb_log": 0, "verb_disp": 0, "verb_filenameprefix": "",
+        # the trainer decides when to stop (generations, budget, signals), not pycma
+        "maxiter": np.inf, "maxfevals": np.inf, "tolfun": 0, "tolfunhist": 0, "tolx": 0,
+        "tolflatfitness": np.inf, "tolstagnation": np.inf, "tolfunrel": 0,
+    }
+    return cma.CMAEvolutionStrategy(x0, sigma0, opts)
+
+
+def _mix(names: list[str] | tuple[str, ...], idx: np.ndarray) -> dict[str, int]:
+    counts = np.bincount(idx.ravel(), minlength=len(names))
+    return {n: int(c) for n, c in zip(names, counts)}
+
+
+class Trainer:
+    def __init__(self, run: RunDir, cfg: TrainConfig, inputs: RunInputs, router: Any,
+                 fitness: Fitness, models: list[str], *, run_id: str,
+                 on_event: Callable[[dict], None] | None = None):
+        self.run = run
+        self.cfg = cfg
+        self.inputs = inputs
+        self.router = router
+        self.fitness = fitness
+        self.models = list(models)
+        self.run_id = run_id
+        self.config_hash = cfg.hash()
+        self.on_event = on_event or (lambda ev: None)
+        by_id = {q.id: q for q in inputs.questions}
+        self.train_q = [by_id[i] for i in inputs.splits["train"]]
+        self.val_q = [by_id[i] for i in inputs.splits["val"]]
+        self._stop_signal: str | None = None
+        self._last_progress = 0.0
+        self.state: dict[str, Any] = {}
+
+    # ---- state --------------------------------------------------------------------------------
+    def fresh_state(self) -> dict[str, Any]:
+        es_rng = np.random.RandomState(self.cfg.seed)
+        x0 = np.asarray(self.router.initial_mean(), dtype=np.float64)
+        return {
+            "gen": 0,
+            "es": make_es(x0, self.cfg.sigma0, self.cfg.popsize, es_rng),
+            "batch_rng": np.random.RandomState(self.cfg.seed + 1),
+            "fitness": self.fitness.state_dict(),
+            "history": [],
+            "best": None,  # {"theta", "val_acc", "gen", "which"}
+            "traces_bytes": 0,
+            "evals": 0,
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.state = state
+        self.fitness.load_state_dict(state["fitness"])
+
+    # ---- events -------------------------------------------------------------------------------
+    def event(self, type_: str, **fields: Any) -> dict:
+        ev = self.run.append_event(type_, **fields)
+        self.on_event(ev)
+        return ev
+
+    def _progress(self, gen: int) -> Callable[[int, int], None]:
+        def progress(done: int, total: int) -> None:
+            if self._stop_signal:
+                raise StopRequested(self._stop_signal)
+            now = time.monotonic()
+            if now - self._last_progress >= PROGRESS_MIN_INTERVAL:
+                self._last_progress = now
+                self.event("progress", gen=gen, done=int(done), total=int(total))
+        return progress
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self._stop_signal = signal.Signals(signum).name
+
+    # ---- the loop -----------------------------------------------------------------------------
+    def train(self, resume: bool = False) -> TrainResult:
+        """Run (or continue) until cfg.generations; returns how it ended. The caller holds the lock."""
+        if not self.state:
+            self.state = self.fresh_state()
+        self._restore_outputs()
+        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self.run.set_status("running", f"resumed at generation {self.state['gen']}" if resume else "")
+            if self._warm is not None:
+                self._warm()
+            while self.state["gen"] < self.cfg.generations:
+                if self._stop_signal:
+                    raise StopRequested(self._stop_signal)
+                self.generation()
+        except StopRequested as e:
+            return self._stopped(f"stopped: interrupted by {e}; continue with `trinity resume {self.run.path}`", 0)
+        except OutOfCredit as e:
+            return self._stopped(f"stopped: out of credit ({e})", e.exit_code)
+        except BudgetExceeded as e:
+            return self._stopped(f"stopped: budget reached ({e})", e.exit_code)
+        except BaseException as e:
+            self.run.set_status("failed", f"{type(e).__name__}: {e}"[:500])
+            raise
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+        self.write_summary()
+        msg = f"finished {self.state['gen']} generations"
+        self.run.set_status("finished", msg)
+        self.on_event({"type": "status", "status": "finished", "message": msg})
+        return TrainResult("finished", msg, 0, self.state["gen"])
+
+    _warm: Callable[[], None] | None = None
+
+    def set_warmup(self, fn: Callable[[], None]) -> None:
+        """Called once before the first generation of this process (e.g. encoder feature cache)."""
+        self._warm = fn
+
+    def _stopped(self, message: str, code: int) -> TrainResult:
+        self.write_summary()
+        self.run.set_status("stopped", message)
+        self.on_event({"type": "status", "status": "stopped", "message": message})
+        return TrainResult("stopped", message, code, self.state["gen"])
+
+    def generation(self) -> None:
+        st, cfg = self.state, self.cfg
+        gen = st["gen"] + 1
+        t0 = time.monotonic()
+        n_batch = min(cfg.m, len(self.train_q))
+        pick = st["batch_rng"].choice(len(self.train_q), size=n_batch, replace=False)
+        batch = [self.train_q[i] for i in pick]
+        thetas = np.asarray(st["es"].ask(), dtype=np.float64)  # (P, D)
+        mix: dict[str, dict[str, int]] = {}
+        traces: list[dict] = []
+
+        def choices(model_idx: np.ndarray, role_idx: np.ndarray) -> None:
+            from trinity.optim.choice import ROLES
+            mix["model"], mix["role"] = _mix(self.models, model_idx), _mix(ROLES, role_idx)
+
+        hooks = GenerationHooks(self._progress(gen), choices, traces.append)
+        rewards = np.asarray(self.fitness.evaluate(gen, thetas, batch, hooks), dtype=np.float64)  # (P, m)
+        if rewards.shape != (thetas.shape[0], n_batch):
+            raise RuntimeError(f"fitness returned shape {rewards.shape}, expected {(thetas.shape[0], n_batch)}")
+        fit = rewards.mean(axis=1)  # (P,)
+        st["es"].tell(list(thetas), list(-fit))
+        st["evals"] += int(rewards.size)
+        record: dict[str, Any] = {
+            "gen": gen,
+            "best": float(max(fit.max(), st["history"][-1]["best"] if st["history"] else -np.inf)),
+            "mean": float(fit.mean()), "max": float(fit.max()), "min": float(fit.min()),
+            "sigma": float(st["es"].sigma), "evals": st["evals"],
+            "cost_usd": float(self.fitness.cost_usd), "calls": int(self.fitness.calls),
+        }
+        self._validate(gen, thetas[int(np.argmax(fit))], record)
+        if mix:
+            record["model_mix"], record["role_mix"] = mix["model"], mix["role"]
+        record["secs"] = round(time.monotonic() - t0, 4)
+        st["history"].append(record)
+        st["gen"] = gen
+        st["fitness"] = self.fitness.state_dict()
+        if traces:
+            st["traces_bytes"] = _append_lines(self.run.traces, traces)
+        ckpt.write_checkpoint(self.run, st, run_id=self.run_id, config_hash=self.config_hash)
+        self._write_artifacts()
+        self.event("generation", **record)
+
+    def _validate(self, gen: int, best_cand: np.ndarray, record: dict[str, Any]) -> None:
+        cfg, st = self.cfg, self.state
+        if not self.val_q or not cfg.val_every or gen % cfg.val_every:
+            return
+        mean = np.asarray(st["es"].mean, dtype=np.float64)
+        acc = self.fitness.validate(np.stack([mean, best_cand]), self.val_q)  # (2, n_val)
+        if acc is None:
+            return
+        val_mean, val_best = (float(a) for a in np.asarray(acc).mean(axis=1))
+        record["val_acc"], record["val_acc_mean"] = val_best, val_mean
+        # order = tie preference: later entries win ties (mean, then the best candidate)
+        for which, theta, v in (("es_mean", mean, val_mean), ("best_candidate", best_cand, val_best)):
+            if st["best"] is None or v >= st["best"]["val_acc"]:
+                st["best"] = {"theta": theta.copy(), "val_acc": v, "gen": gen, "which": which}
+        record["best_val_acc"] = st["best"]["val_acc"]
+
+    # ---- outputs ------------------------------------------------------------------------------
+    def best_theta(self) -> tuple[np.ndarray, dict[str, Any]]:
+        st = self.state
+        if st["best"] is not None:
+            b = st["best"]
+            return b["theta"], {"gen": b["gen"], "which": b["which"], "val_acc": b["val_acc"]}
+        return np.asarray(st["es"].mean, dtype=np.float64).copy(), {"gen": st["gen"], "which": "es_mean", "val_acc": None}
+
+    def _write_artifacts(self) -> None:
+        import io
+
+        theta, _ = self.best_theta()
+        buf = io.BytesIO()
+        np.save(buf, theta.astype(np.float64))
+        atomic_write_bytes(self.run.best_theta, buf.getvalue())
+        atomic_write_json(self.run.history, self.state["history"])
+
+    def _restore_outputs(self) -> None:
+        """Bring the run's files in line with the state: cut traces of a half-done generation,
+        rewrite artifacts, and emit `generation` events the killed process did not get to write."""
+        st = self.state
+        tr = self.run.traces
+        if tr.exists() and tr.stat().st_size > st["traces_bytes"]:
+            with open(tr, "r+b") as f:
+                f.truncate(st["traces_bytes"])
+        if not st["history"]:
+            return
+        self._write_artifacts()
+        seen = {ev.get("gen") for ev in self.run.read_events() if ev.get("type") == "generation"}
+        for rec in st["history"]:
+            if rec["gen"] not in seen:
+                self.event("generation", **rec)
+
+    def write_summary(self) -> None:
+        st = self.state
+        theta, info = self.best_theta()
+        hist = st["history"]
+        summary: dict[str, Any] = {
+            "run_id": self.run_id, "mode": self.cfg.mode, "encoder": self.cfg.encoder,
+            "models": self.models, "n_params": int(theta.shape[0]),
+            "generations": st["gen"], "generations_planned": self.cfg.generations,
+            "popsize": self.cfg.popsize, "m": self.cfg.m, "sigma0": self.cfg.sigma0, "seed": self.cfg.seed,
+            "final_sigma": float(st["es"].sigma),
+            "best_fitness": hist[-1]["best"] if hist else None,
+            "final_mean_fitness": hist[-1]["mean"] if hist else None,
+            "best_theta": {**info, "rule": BEST_RULE},
+            "evals": st["evals"], "cost_usd": float(self.fitness.cost_usd), "calls": int(self.fitness.calls),
+            "config_hash": self.config_hash,
+            "fitness_definition": ("cached: turn-1 model choice scored by that model's mean recorded "
+                                   "correctness over its k samples; candidate fitness = mean over the "
+                                   "generation's m-question minibatch; evals = candidate x question "
+                                   "evaluations so far" if self.cfg.mode == "cached" else
+                                   "live: graded final answer of the multi-turn session"),
+        }
+        summary.update(self._held_out(theta))
+        atomic_write_json(self.run.summary, summary)
+
+    def _held_out(self, theta: np.ndarray) -> dict[str, Any]:
+        """Cached accuracy of best θ on val/test and the single-model baselines there."""
+        out: dict[str, Any] = {}
+        matrix = self.inputs.matrix
+        if matrix is None:
+            return out
+        by_id = {q.id: q for q in self.inputs.questions}
+        acc_table = matrix.accuracy()
+        for split in ("val", "test"):
+            ids = self.inputs.splits[split]
+            if not ids:
+                continue
+            qs = [by_id[i] for i in ids]
+            acc = self.fitness.validate(theta[None, :], qs)
+            if acc is None:
+                continue
+            rows = [matrix.row(i) for i in ids]
+            singles = acc_table[rows].mean(axis=0)  # (M,)
+            j = int(np.argmax(singles))
+            out[f"{split}_acc"] = float(np.mean(acc))
+            out[f"{split}_single"] = {m: float(v) for m, v in zip(self.models, singles)}
+            out[f"{split}_best_single"] = {"model": self.models[j], "acc": float(singles[j])}
+            out[f"{split}_n"] = len(ids)
+        return out
+
+
+def _append_lines(path, records: list[dict]) -> int:
+    """Append records as JSON lines in one write; returns the file size after it."""
+    import json
+    import os
+
+    data = "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records).encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
