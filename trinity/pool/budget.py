@@ -1,0 +1,69 @@
+"""A run's USD cap: the worst-case cost of a call is reserved before it is sent.
+
+`reserve()` raises `BudgetExceeded` when spent + in-flight reservations + this call's worst case
+would pass the cap, so the cap holds even with hundreds of concurrent calls. `settle()` swaps a
+reservation for the call's actual cost (0 when the call was never billed). Money is kept in
+integer micro-USD, like the ledger, so totals add up exactly.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from trinity.errors import BudgetExceeded, ConfigError
+
+MICRO = 1_000_000
+
+
+def to_micro(usd: float) -> int:
+    return int(round(usd * MICRO))
+
+
+@dataclass
+class Reservation:
+    micro_usd: int
+    settled: bool = False
+
+
+class Budget:
+    def __init__(self, cap_usd: float | None, spent_usd: float = 0.0):
+        if cap_usd is not None and cap_usd < 0:
+            raise ConfigError(f"--budget-usd must be >= 0, got {cap_usd}")
+        self.cap_micro = None if cap_usd is None else to_micro(cap_usd)
+        self.spent_micro = to_micro(spent_usd)  # a resumed run starts from its ledger total
+        self.reserved_micro = 0
+        self._lock = threading.Lock()
+
+    @property
+    def cap_usd(self) -> float | None:
+        return None if self.cap_micro is None else self.cap_micro / MICRO
+
+    @property
+    def spent_usd(self) -> float:
+        return self.spent_micro / MICRO
+
+    @property
+    def remaining_usd(self) -> float | None:
+        if self.cap_micro is None:
+            return None
+        return (self.cap_micro - self.spent_micro - self.reserved_micro) / MICRO
+
+    def reserve(self, worst_case_usd: float, what: str = "the next call") -> Reservation:
+        amount = max(0, to_micro(worst_case_usd))
+        with self._lock:
+            if self.cap_micro is not None and self.spent_micro + self.reserved_micro + amount > self.cap_micro:
+                raise BudgetExceeded(
+                    f"budget of ${self.cap_micro / MICRO:.4f} reached: spent ${self.spent_micro / MICRO:.4f}, "
+                    f"in flight ${self.reserved_micro / MICRO:.4f}, {what} may cost up to "
+                    f"${amount / MICRO:.4f}; raise --budget-usd to continue")
+            self.reserved_micro += amount
+        return Reservation(amount)
+
+    def settle(self, reservation: Reservation, actual_micro_usd: int) -> None:
+        with self._lock:
+            if reservation.settled:
+                return
+            reservation.settled = True
+            self.reserved_micro -= reservation.micro_usd
+            self.spent_micro += max(0, int(actual_micro_usd))

@@ -1,0 +1,380 @@
+"""`PoolClient`: the async OpenAI-compatible chat client every live call goes through.
+
+One `chat()` = journal → cache → budget reservation → HTTP with the fault policy
+(`trinity.pool.faults`) → ledger → journal → cache. Built to be driven by hundreds of concurrent
+trajectories from one asyncio loop: a per-pool semaphore bounds requests in flight, a shared
+cool-down slows the whole pool after a 429, and the ledger/journal fsyncs are group-committed off
+the event loop.
+
+    pool = load_pool("practice", base_url=server.base_url)
+    async with PoolClient(pool, run_id=run.id, ledger=Ledger(run.ledger, run.id),
+                          cache=ResponseCache(), budget=Budget(5.0),
+                          journal=CallJournal(run.journal)) as client:
+        r = await client.chat(pool.models[0], messages, purpose="train", journal_key="3/7/q12/1")
+
+Raises only `OutOfCredit` (402), `BudgetExceeded` (the cap would be passed) and `ProviderError`
+(400/401/403/404/…: retrying cannot help); every other provider fault ends as a failed
+`ChatResult` (ok=False, reward 0) after bounded retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import random
+import time
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from trinity.errors import ConfigError, OutOfCredit, ProviderError
+from trinity.pool.budget import Budget, to_micro
+from trinity.pool.cache import ResponseCache, cache_key
+from trinity.pool.faults import Cooldown, is_retryable, parse_retry_after
+from trinity.pool.journal import CallJournal
+from trinity.pool.keys import redact, resolve_key
+from trinity.pool.ledger import PURPOSES, Ledger
+from trinity.pool.providers import PoolConfig
+
+ERROR_EXCERPT = 300  # chars of a provider's error body kept in a message
+
+
+@dataclass
+class ChatResult:
+    text: str
+    ok: bool
+    error: str | None
+    status: int  # the final HTTP status (0: no HTTP answer, e.g. a timeout)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    cost_source: str = "none"  # reported | estimated | none (not billed) | cache
+    cache_hit: bool = False
+    latency_s: float = 0.0
+    attempts: int = 0
+    model: str = ""
+    provider: str = ""
+    finish_reason: str | None = None
+    journal_hit: bool = False  # returned from the call journal: no call was made now
+    server_ms: float | None = None  # the server's own time (Server-Timing), when it says
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "ChatResult":
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass
+class PoolStats:
+    requests: int = 0  # HTTP attempts
+    calls: int = 0  # calls that reached the model and were billed (ledger records)
+    ok: int = 0
+    failed: int = 0  # calls that ended without a usable answer
+    retries: int = 0
+    n_429: int = 0
+    n_5xx: int = 0
+    timeouts: int = 0  # timeouts and connection errors
+    cache_hits: int = 0
+    journal_hits: int = 0
+    cost_micro_usd: int = 0
+    cooldown_s: float = 0.0
+    per_model: dict[str, int] = field(default_factory=dict)  # billed calls per model
+
+    @property
+    def cost_usd(self) -> float:
+        return self.cost_micro_usd / 1e6
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["cost_usd"] = self.cost_usd
+        return d
+
+
+def _is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def estimate_tokens(text: str) -> int:
+    """~4 characters a token (used only when a provider reports no usage)."""
+    return (len(text) + 3) // 4
+
+
+def _server_ms(headers: httpx.Headers) -> float | None:
+    st = headers.get("server-timing")
+    if not st:
+        return None
+    for part in st.split(";"):
+        part = part.strip()
+        if part.startswith("dur="):
+            try:
+                return float(part[4:])
+            except ValueError:
+                return None
+    return None
+
+
+class PoolClient:
+    def __init__(self, pool: PoolConfig, *, run_id: str, ledger: Ledger | None = None,
+                 cache: ResponseCache | None = None, budget: Budget | None = None,
+                 journal: CallJournal | None = None, env_file: str | None = None,
+                 seed: int | None = None):
+        self.pool = pool
+        self.run_id = run_id
+        self.ledger = ledger
+        self.cache = cache
+        self.budget = budget
+        self.journal = journal
+        self._key = resolve_key(pool.key_env, provider=pool.name, env_file=env_file,
+                                optional=pool.key_optional)
+        self.stats = PoolStats()
+        self.cooldown = Cooldown()
+        self._rng = random.Random(seed)
+        self._sem = asyncio.Semaphore(pool.max_concurrency)
+        self._url = f"{pool.base_url}/chat/completions"
+        self._http: httpx.AsyncClient | None = None
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    async def __aenter__(self) -> "PoolClient":
+        headers = {"Content-Type": "application/json", **self.pool.headers}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        t = self.pool.timeouts
+        n = self.pool.max_concurrency
+        self._http = httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(connect=t.connect_s, read=t.read_s, write=t.write_s, pool=None),
+            limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
+            # Proxy variables are for reaching the internet, not a server on this machine.
+            trust_env=not _is_loopback(self.pool.base_url),
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    # ---- helpers -----------------------------------------------------------------------------
+    def _redact(self, text: str) -> str:
+        return redact(text, [self._key])
+
+    def _body(self, model: str, messages: list[dict], params: dict[str, Any]) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": model, "messages": messages}
+        for k, v in params.items():
+            if v is None:
+                continue
+            if k == "reasoning_effort":
+                if self.pool.reasoning_style == "openrouter":
+                    body["reasoning"] = {"effort": v}
+                elif self.pool.reasoning_style == "reasoning_effort":
+                    body["reasoning_effort"] = v
+                continue  # "none": the provider does not take it
+            body[k] = v
+        if self.pool.request_usage_cost:
+            body["usage"] = {"include": True}
+        return body
+
+    def _worst_case_usd(self, model: str, messages: list[dict], params: dict[str, Any]) -> float:
+        # Worst case: a token is at least ~2 bytes of prompt text in practice (so this over-counts),
+        # plus a little framing per message, and the full max_tokens of output.
+        prompt_bytes = sum(len(json.dumps(m.get("content", ""), ensure_ascii=False).encode()) for m in messages)
+        prompt_tokens = prompt_bytes // 2 + 16 * len(messages)
+        max_out = int(params.get("max_tokens") or 4096)
+        return self.pool.price(model).cost_usd(prompt_tokens, max_out)
+
+    def _fault_message(self, status: int, model: str, resp: httpx.Response | None) -> str:
+        detail = ""
+        if resp is not None:
+            try:
+                body = resp.json()
+                err = body.get("error") if isinstance(body, dict) else None
+                detail = (err.get("message") if isinstance(err, dict) else err) or resp.text
+            except (ValueError, AttributeError):
+                detail = resp.text
+            detail = self._redact(" ".join(str(detail).split()))[:ERROR_EXCERPT]
+        return f"provider {self.pool.name} answered HTTP {status} for model {model}" + (f": {detail}" if detail else "")
+
+    # ---- the call ----------------------------------------------------------------------------
+    async def chat(self, model: str, messages: list[dict], *, purpose: str,
+                   journal_key: str | None = None, seed: int | None = None,
+                   **decoding: Any) -> ChatResult:
+        if self._http is None:
+            raise RuntimeError("use `async with PoolClient(...)` before calling chat()")
+        if purpose not in PURPOSES:
+            raise ConfigError(f"call purpose must be one of {', '.join(PURPOSES)}, got {purpose!r}")
+        self.pool.check_model(model)
+
+        if journal_key is not None and self.journal is not None:
+            rec = self.journal.get(journal_key)
+            if rec is not None:
+                self.stats.journal_hits += 1
+                res = ChatResult.from_json(rec)
+                res.journal_hit = True
+                return res
+
+        params = {**self.pool.decoding, **decoding}
+        if seed is not None:
+            params["seed"] = seed
+        ckey = None
+        if self.cache is not None and self.cache.cacheable(params):
+            ckey = cache_key(self.pool.cache_namespace, model, messages, params)
+            hit = self.cache.get(ckey)
+            if hit is not None:
+                self.stats.cache_hits += 1
+                return ChatResult(text=hit["text"], ok=True, error=None, status=200,
+                                  prompt_tokens=hit.get("prompt_tokens", 0),
+                                  completion_tokens=hit.get("completion_tokens", 0),
+                                  cost_usd=0.0, cost_source="cache", cache_hit=True, attempts=0,
+                                  model=model, provider=self.pool.name,
+                                  finish_reason=hit.get("finish_reason"))
+
+        reservation = None
+        if self.budget is not None:
+            reservation = self.budget.reserve(self._worst_case_usd(model, messages, params),
+                                              what=f"a {model} call")
+        actual_micro = 0
+        try:
+            res = await self._send(model, self._body(model, messages, params))
+            billed = res.cost_source in ("reported", "estimated")
+            if billed:
+                actual_micro = to_micro(res.cost_usd)
+                self.stats.calls += 1
+                self.stats.cost_micro_usd += actual_micro
+                self.stats.per_model[model] = self.stats.per_model.get(model, 0) + 1
+                if self.ledger is not None:
+                    await self.ledger.append_async(
+                        provider=self.pool.name, model=model, prompt_tokens=res.prompt_tokens,
+                        completion_tokens=res.completion_tokens, cost_micro_usd=actual_micro,
+                        cost_source=res.cost_source, purpose=purpose)
+                if journal_key is not None and self.journal is not None:
+                    await self.journal.record_async(journal_key, res.to_json())
+            if res.ok:
+                self.stats.ok += 1
+                if ckey is not None:
+                    self.cache.put(ckey, self.pool.name, model, {
+                        "text": res.text, "prompt_tokens": res.prompt_tokens,
+                        "completion_tokens": res.completion_tokens, "finish_reason": res.finish_reason,
+                        "cost_usd": res.cost_usd})
+            else:
+                self.stats.failed += 1
+            return res
+        finally:
+            if reservation is not None:
+                self.budget.settle(reservation, actual_micro)
+
+    async def _send(self, model: str, body: dict[str, Any]) -> ChatResult:
+        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        policy = self.pool.retry
+        t0 = time.perf_counter()
+        attempt = 0
+        last_error = ""
+        last_status = 0
+        while True:
+            attempt += 1
+            await self.cooldown.wait()
+            resp: httpx.Response | None = None
+            try:
+                async with self._sem:
+                    await self.cooldown.wait()  # a 429 may have arrived while we queued
+                    self.stats.requests += 1
+                    resp = await self._http.post(self._url, content=payload)
+            except httpx.TimeoutException as e:
+                self.stats.timeouts += 1
+                last_status, last_error = 0, f"{type(e).__name__} talking to {self.pool.name} for model {model}"
+                delay = policy.backoff(attempt, self._rng)
+            except httpx.TransportError as e:
+                self.stats.timeouts += 1
+                last_status = 0
+                last_error = self._redact(f"{type(e).__name__} talking to {self.pool.name} for model {model}: {e}")
+                delay = policy.backoff(attempt, self._rng)
+            else:
+                status = resp.status_code
+                if status == 200:
+                    return self._parse_ok(model, resp, attempt, time.perf_counter() - t0)
+                last_status, last_error = status, self._fault_message(status, model, resp)
+                if status == 402:
+                    raise OutOfCredit(f"provider {self.pool.name} is out of credit (HTTP 402 for model "
+                                      f"{model}); top up the account, then resume the run")
+                if status == 429:
+                    self.stats.n_429 += 1
+                    ra = parse_retry_after(resp.headers.get("retry-after"))
+                    delay = min(ra, policy.max_retry_after_s) if ra is not None else policy.backoff(attempt, self._rng)
+                    before = self.cooldown.total_s
+                    self.cooldown.extend(delay)  # every request of the pool waits with us
+                    self.stats.cooldown_s += self.cooldown.total_s - before
+                    delay = 0.0  # the cool-down wait at the top of the loop covers it
+                elif is_retryable(status):
+                    if status >= 500:
+                        self.stats.n_5xx += 1
+                    delay = policy.backoff(attempt, self._rng)
+                else:
+                    raise ProviderError(last_error + " (not retried; check the model id, the key and the request)")
+            if attempt > policy.max_retries:
+                return ChatResult(text="", ok=False, error=f"{last_error} (gave up after {attempt} attempts)",
+                                  status=last_status, latency_s=time.perf_counter() - t0, attempts=attempt,
+                                  model=model, provider=self.pool.name)
+            self.stats.retries += 1
+            if delay > 0:
+                await asyncio.sleep(delay)
+
+    def _parse_ok(self, model: str, resp: httpx.Response, attempts: int, latency: float) -> ChatResult:
+        base = dict(model=model, provider=self.pool.name, attempts=attempts, latency_s=latency,
+                    status=200, server_ms=_server_ms(resp.headers))
+        try:
+            body = json.loads(resp.content)
+        except (ValueError, UnicodeDecodeError):
+            return ChatResult(text="", ok=False, error=f"provider {self.pool.name} sent a 200 with a body "
+                              f"that is not JSON for model {model}", **base)
+        if not isinstance(body, dict):
+            body = {"error": "body is not a JSON object"}
+        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        choices = body.get("choices")
+        text, finish, error = "", None, None
+        if body.get("error") is not None:
+            err = body["error"]
+            msg = err.get("message", err) if isinstance(err, dict) else err
+            error = f"provider {self.pool.name} sent a 200 carrying an error for model {model}: " + \
+                self._redact(" ".join(str(msg).split()))[:ERROR_EXCERPT]
+        elif not isinstance(choices, list) or not choices:
+            error = f"provider {self.pool.name} sent a 200 without choices for model {model}"
+        else:
+            c0 = choices[0] if isinstance(choices[0], dict) else {}
+            msg = c0.get("message") if isinstance(c0.get("message"), dict) else {}
+            text = msg.get("content") or ""
+            if not isinstance(text, str):  # some servers send content parts
+                text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
+            finish = c0.get("finish_reason")
+
+        pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        have_tokens = isinstance(pt, int) and isinstance(ct, int)
+        reported = usage.get("cost")
+        if error is None and not have_tokens:
+            # No usage at all: estimate from the text so the call is still accounted for.
+            prompt_chars = len(resp.request.content) if resp.request is not None else 0
+            pt, ct, have_tokens = estimate_tokens("x" * prompt_chars), estimate_tokens(text), True
+        pt, ct = (int(pt), int(ct)) if have_tokens else (0, 0)
+        if isinstance(reported, (int, float)) and not isinstance(reported, bool) and reported >= 0:
+            cost, source = float(reported), "reported"
+        elif have_tokens:
+            cost, source = self.pool.price(model).cost_usd(pt, ct), "estimated"
+        else:
+            cost, source = 0.0, "none"  # a failed 200 that reports nothing is not billed
+        if source == "none" and (pt or ct):
+            source = "estimated"
+        return ChatResult(text=text, ok=error is None, error=error, prompt_tokens=pt, completion_tokens=ct,
+                          cost_usd=cost, cost_source=source, finish_reason=finish, **base)

@@ -1,0 +1,256 @@
+"""The cost ledger: `runs/<id>/ledger.jsonl`, one hash-chained record per paid call.
+
+Record (written as `canonical_json`, one line each):
+  {"seq", "run_id", "time" (ISO-8601 UTC, ms), "provider", "model", "prompt_tokens",
+   "completion_tokens", "cost_micro_usd" (int), "cost_source": "reported"|"estimated",
+   "purpose": "train"|"eval"|"collect", "prev_h", "h"}
+  h = sha256(prev_h + canonical_json(record without h)); the first record's prev_h is 64 zeros.
+
+Tamper evidence: an edited, deleted, inserted or reordered line breaks the chain (or `seq`); a
+line that is not byte-for-byte canonical JSON is also refused. Deleting records at the END can
+only be seen against a head hash kept elsewhere (the trainer's checkpoint, the summary): pass it
+as `expected_head`. A torn final line (a crash mid-append: a prefix of a record, no newline) is
+reported as `torn_tail`, not as tampering; reopening the ledger moves it to `ledger.jsonl.torn`
+and continues the chain from the last good record.
+
+Single writer: `Ledger` holds an exclusive lock on the file and appends through a group-commit
+thread (O_APPEND, fsync before `append` returns).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from trinity.errors import InputError
+from trinity.io import canonical_json
+from trinity.pool.appender import GroupCommitAppender
+from concurrent.futures import Future
+
+GENESIS = "0" * 64
+PURPOSES = ("train", "eval", "collect")
+COST_SOURCES = ("reported", "estimated")
+FIELDS = ("seq", "run_id", "time", "provider", "model", "prompt_tokens", "completion_tokens",
+          "cost_micro_usd", "cost_source", "purpose", "prev_h", "h")
+
+
+def record_hash(record_without_h: dict[str, Any]) -> str:
+    return hashlib.sha256((record_without_h["prev_h"] + canonical_json(record_without_h)).encode("utf-8")).hexdigest()
+
+
+def utc_iso_ms() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _bucket() -> dict[str, int]:
+    return {"calls": 0, "micro_usd": 0, "prompt_tokens": 0, "completion_tokens": 0}
+
+
+@dataclass
+class LedgerReport:
+    ok: bool
+    n_records: int  # good records before the first bad line
+    total_micro_usd: int
+    head_hash: str
+    first_bad_line: int | None = None  # 1-based
+    problem: str | None = None
+    torn_tail: bool = False  # a crash left a partial final line (not tampering)
+    torn_bytes: int = 0
+    missing_final_newline: bool = False  # last record complete but its "\n" never hit the disk
+    good_bytes: int = 0  # byte length of the verified prefix (where a resumed writer continues)
+    per_model: dict[str, dict[str, int]] = field(default_factory=dict)
+    per_purpose: dict[str, dict[str, int]] = field(default_factory=dict)
+    per_day: dict[str, dict[str, int]] = field(default_factory=dict)
+    run_ids: list[str] = field(default_factory=list)
+
+    @property
+    def total_usd(self) -> float:
+        return self.total_micro_usd / 1e6
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["total_usd"] = self.total_usd
+        return d
+
+
+def _check_record(obj: Any, raw: bytes, prev_h: str, seq: int) -> str | None:
+    """Why this line is not the next good record, or None."""
+    if not isinstance(obj, dict):
+        return "not a JSON object"
+    if set(obj) != set(FIELDS):
+        missing = sorted(set(FIELDS) - set(obj))
+        extra = sorted(set(obj) - set(FIELDS))
+        return f"wrong fields (missing {missing}, extra {extra})"
+    if canonical_json(obj).encode("utf-8") != raw:
+        return "not in canonical form (the line was edited)"
+    if obj["seq"] != seq:
+        return f"seq is {obj['seq']!r}, expected {seq} (a line was deleted, inserted or moved)"
+    if obj["prev_h"] != prev_h:
+        return "prev_h does not match the previous record's h (a line was deleted, inserted or moved)"
+    body = {k: v for k, v in obj.items() if k != "h"}
+    if record_hash(body) != obj["h"]:
+        return "hash mismatch (the record was edited)"
+    if not isinstance(obj["cost_micro_usd"], int) or isinstance(obj["cost_micro_usd"], bool):
+        return "cost_micro_usd is not an integer"
+    return None
+
+
+def _is_torn_prefix(raw: bytes) -> bool:
+    """A crash mid-append leaves a PREFIX of a record: never a complete JSON value plus more."""
+    text = raw.decode("utf-8", errors="replace")
+    if not text.startswith("{"):
+        return False
+    try:
+        json.JSONDecoder().raw_decode(text)
+    except json.JSONDecodeError:
+        return True  # ran out of input (or garbled) before the object closed
+    return False  # a whole object followed by junk: someone edited the line end
+
+
+def verify_ledger(path: str | os.PathLike, expected_head: str | None = None) -> LedgerReport:
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"ledger not found: {path}") from None
+    rep = LedgerReport(ok=True, n_records=0, total_micro_usd=0, head_hash=GENESIS)
+    parts = data.split(b"\n")
+    complete, tail = parts[:-1], parts[-1]  # tail is b"" when the file ends with "\n"
+    offset = 0
+
+    def fail(lineno: int, problem: str) -> LedgerReport:
+        rep.ok, rep.first_bad_line, rep.problem = False, lineno, problem
+        return rep
+
+    def accept(obj: dict, nbytes: int) -> None:
+        nonlocal offset
+        rep.n_records += 1
+        rep.head_hash = obj["h"]
+        rep.total_micro_usd += obj["cost_micro_usd"]
+        day = str(obj["time"])[:10]
+        for table, key in ((rep.per_model, obj["model"]), (rep.per_purpose, obj["purpose"]),
+                           (rep.per_day, day)):
+            b = table.setdefault(str(key), _bucket())
+            b["calls"] += 1
+            b["micro_usd"] += obj["cost_micro_usd"]
+            b["prompt_tokens"] += int(obj["prompt_tokens"])
+            b["completion_tokens"] += int(obj["completion_tokens"])
+        if obj["run_id"] not in rep.run_ids:
+            rep.run_ids.append(obj["run_id"])
+        offset += nbytes
+        rep.good_bytes = offset
+
+    for i, raw in enumerate(complete, start=1):
+        if not raw:
+            return fail(i, "empty line")
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return fail(i, "not valid JSON (the line was edited or cut short)")
+        why = _check_record(obj, raw, rep.head_hash, rep.n_records)
+        if why:
+            return fail(i, why)
+        accept(obj, len(raw) + 1)
+
+    if tail:
+        lineno = len(complete) + 1
+        try:
+            obj = json.loads(tail.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            obj = None
+        if obj is not None and _check_record(obj, tail, rep.head_hash, rep.n_records) is None:
+            accept(obj, len(tail))
+            rep.missing_final_newline = True
+        elif _is_torn_prefix(tail):
+            rep.torn_tail, rep.torn_bytes = True, len(tail)
+        else:
+            return fail(lineno, "last line is neither a record nor a torn write (it was edited)")
+
+    if expected_head is not None and rep.head_hash != expected_head:
+        return fail(rep.n_records + 1, f"the chain ends at record {rep.n_records} with head "
+                                       f"{rep.head_hash[:12]}…, expected head {expected_head[:12]}… "
+                                       "(records at the end were deleted, or this is another ledger)")
+    return rep
+
+
+class Ledger:
+    """The single writer of one run's ledger. Reopening continues the chain (resume)."""
+
+    def __init__(self, path: str | os.PathLike, run_id: str, *, fsync: bool = True):
+        self.path = Path(path)
+        self.run_id = run_id
+        self._appender = GroupCommitAppender(self.path, fsync=fsync, what="ledger")
+        try:
+            rep = verify_ledger(self.path)
+            if not rep.ok:
+                raise InputError(f"ledger {self.path} is broken at line {rep.first_bad_line} ({rep.problem}); "
+                                 f"run `trinity ledger verify {self.path}`, then restore it or start a new run")
+            if rep.torn_tail:
+                # Keep the evidence, then continue from the last good record.
+                data = self.path.read_bytes()
+                with open(self.path.with_name(self.path.name + ".torn"), "ab") as f:
+                    f.write(data[rep.good_bytes:] + b"\n")
+                self._appender.truncate_to(rep.good_bytes)
+            elif rep.missing_final_newline:
+                self._appender.write(b"\n")
+        except BaseException:
+            self._appender.close()
+            raise
+        self.recovered_torn_tail = rep.torn_tail
+        self.n_records = rep.n_records
+        self.head_hash = rep.head_hash
+        self.total_micro_usd = rep.total_micro_usd
+        self._lock = threading.Lock()
+
+    def _make(self, *, provider: str, model: str, prompt_tokens: int, completion_tokens: int,
+              cost_micro_usd: int, cost_source: str, purpose: str) -> tuple[dict[str, Any], Future]:
+        if purpose not in PURPOSES:
+            raise ValueError(f"ledger purpose must be one of {PURPOSES}, got {purpose!r}")
+        if cost_source not in COST_SOURCES:
+            raise ValueError(f"cost_source must be one of {COST_SOURCES}, got {cost_source!r}")
+        with self._lock:  # seq, prev_h and the queue order must agree
+            rec: dict[str, Any] = {
+                "seq": self.n_records, "run_id": self.run_id, "time": utc_iso_ms(),
+                "provider": provider, "model": model, "prompt_tokens": int(prompt_tokens),
+                "completion_tokens": int(completion_tokens), "cost_micro_usd": int(cost_micro_usd),
+                "cost_source": cost_source, "purpose": purpose, "prev_h": self.head_hash,
+            }
+            rec["h"] = record_hash(rec)
+            line = (canonical_json(rec) + "\n").encode("utf-8")
+            self.n_records += 1
+            self.head_hash = rec["h"]
+            self.total_micro_usd += rec["cost_micro_usd"]
+            fut = self._appender.submit(line)
+        return rec, fut
+
+    def append(self, **fields: Any) -> dict[str, Any]:
+        """Append one record; returns it once it is on disk."""
+        rec, fut = self._make(**fields)
+        fut.result()
+        return rec
+
+    async def append_async(self, **fields: Any) -> dict[str, Any]:
+        import asyncio
+
+        rec, fut = self._make(**fields)
+        await asyncio.wrap_future(fut)
+        return rec
+
+    @property
+    def total_usd(self) -> float:
+        return self.total_micro_usd / 1e6
+
+    def close(self) -> None:
+        self._appender.close()
+
+    def __enter__(self) -> "Ledger":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

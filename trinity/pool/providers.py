@@ -1,0 +1,183 @@
+"""Providers and pools from `configs/models.yaml` → `PoolConfig`.
+
+`load_pool(name)` accepts a provider name (`openrouter`, `chutes`, `local`, `practice`) or a pool
+alias (`tinyrouter`, `minirouter`). Overrides (base_url, models, concurrency, …) come from flags;
+a `practice` pool needs the practice server's base_url (`start_practice_server().base_url`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trinity.errors import ConfigError
+from trinity.pool.faults import RetryPolicy
+
+MODELS_YAML = Path(__file__).resolve().parents[2] / "configs" / "models.yaml"
+REASONING_STYLES = ("openrouter", "reasoning_effort", "none")
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    connect_s: float = 10.0
+    read_s: float = 600.0  # a completion with long reasoning can take minutes
+    write_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class Price:
+    input_per_1m: float  # USD per 1M prompt tokens
+    output_per_1m: float  # USD per 1M completion tokens
+
+    def cost_usd(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.input_per_1m + completion_tokens * self.output_per_1m) / 1e6
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    name: str  # provider name (goes into the ledger and the cache key)
+    base_url: str
+    models: tuple[str, ...]  # pool order = the router's model order
+    prices: dict[str, Price]
+    key_env: str | None = None
+    key_optional: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
+    decoding: dict[str, Any] = field(default_factory=dict)  # defaults of every request
+    reasoning_style: str = "none"
+    request_usage_cost: bool = False
+    max_concurrency: int = 16
+    timeouts: Timeouts = Timeouts()
+    retry: RetryPolicy = RetryPolicy()
+    simulated: bool = False
+    cache_namespace: str = ""  # response-cache identity of this endpoint (never the key)
+
+    def price(self, model: str) -> Price:
+        p = self.prices.get(model)
+        if p is None:
+            return Price(0.0, 0.0)
+        return p
+
+    def check_model(self, model: str) -> None:
+        if model not in self.models:
+            raise ConfigError(f"model {model!r} is not in the {self.name} pool "
+                              f"({', '.join(self.models) or 'no models'}); check configs/models.yaml")
+
+    def to_json(self) -> dict[str, Any]:
+        """A description safe to store in run.json (no key, only the key's variable name)."""
+        return {"name": self.name, "base_url": self.base_url, "models": list(self.models),
+                "key_env": self.key_env, "simulated": self.simulated,
+                "prices": {m: [p.input_per_1m, p.output_per_1m] for m, p in self.prices.items()},
+                "decoding": dict(self.decoding), "max_concurrency": self.max_concurrency}
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise ConfigError(f"models config not found: {path}")
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML ({e})") from None
+    if not isinstance(doc.get("providers"), dict):
+        raise ConfigError(f"{path}: missing 'providers' section")
+    return doc
+
+
+def _num(sec: dict, key: str, default: float, where: str) -> float:
+    v = sec.get(key, default)
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: {key} must be a number, got {v!r}") from None
+    if v < 0:
+        raise ConfigError(f"{where}: {key} must be >= 0")
+    return v
+
+
+def _practice_models() -> tuple[tuple[str, ...], dict[str, Price]]:
+    from trinity.data.practice import practice_models
+
+    profiles = practice_models()
+    return tuple(profiles), {m: Price(p.price_in, p.price_out) for m, p in profiles.items()}
+
+
+def load_pool(name: str, models_yaml: str | os.PathLike | None = None, *,
+              base_url: str | None = None, models: list[str] | None = None,
+              max_concurrency: int | None = None, decoding: dict[str, Any] | None = None,
+              retry: RetryPolicy | None = None, timeouts: Timeouts | None = None,
+              cache_namespace: str | None = None) -> PoolConfig:
+    path = Path(models_yaml) if models_yaml else MODELS_YAML
+    doc = _read_yaml(path)
+    providers: dict[str, Any] = doc["providers"]
+    aliases: dict[str, str] = doc.get("pools") or {}
+    pname = aliases.get(name, name)
+    if pname not in providers:
+        known = sorted(set(providers) | set(aliases))
+        raise ConfigError(f"unknown pool {name!r}; known: {', '.join(known)} (see {path})")
+    sec = providers[pname] or {}
+    where = f"{path}: providers.{pname}"
+
+    if sec.get("models_from") == "practice":
+        pool_models, prices = _practice_models()
+    else:
+        raw = sec.get("models") or {}
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{where}.models must be a mapping of model id -> prices")
+        pool_models = tuple(raw)
+        prices = {}
+        for m, p in raw.items():
+            p = p or {}
+            prices[m] = Price(_num(p, "price_in", 0.0, f"{where}.models.{m}"),
+                              _num(p, "price_out", 0.0, f"{where}.models.{m}"))
+    if models:
+        for m in models:
+            if m not in prices:
+                prices[m] = Price(0.0, 0.0)  # unknown price: estimated cost is 0, say so in docs
+        pool_models = tuple(models)
+    if not pool_models:
+        raise ConfigError(f"pool {name!r} has no models; list them in {path} or pass --models")
+
+    url = base_url or sec.get("base_url")
+    if not url:
+        hint = ("start `trinity pool serve-practice` and pass its base URL"
+                if pname == "practice" else "pass --base-url")
+        raise ConfigError(f"pool {name!r} has no base_url; {hint}")
+    if not str(url).startswith(("http://", "https://")):
+        raise ConfigError(f"pool {name!r}: base_url {url!r} must start with http:// or https://")
+    url = str(url).rstrip("/")
+
+    rs = sec.get("reasoning_style", "none")
+    if rs not in REASONING_STYLES:
+        raise ConfigError(f"{where}.reasoning_style must be one of {', '.join(REASONING_STYLES)}")
+    t = sec.get("timeouts") or {}
+    r = sec.get("retry") or {}
+    dec = {"temperature": 0, "max_tokens": 4096, **(sec.get("decoding") or {}), **(decoding or {})}
+    conc = int(max_concurrency or sec.get("max_concurrency") or 16)
+    if conc < 1:
+        raise ConfigError(f"{where}: max_concurrency must be >= 1")
+    headers = {str(k): str(v) for k, v in (sec.get("headers") or {}).items()}
+    if any(k.lower() == "authorization" for k in headers):
+        raise ConfigError(f"{where}.headers must not carry Authorization; name the key's env var in key_env")
+    fixed_url = bool(sec.get("base_url")) and not base_url
+    return PoolConfig(
+        name=pname, base_url=url, models=pool_models, prices=prices,
+        key_env=sec.get("key_env"), key_optional=bool(sec.get("key_optional", False)),
+        headers=headers, decoding=dec, reasoning_style=rs,
+        request_usage_cost=bool(sec.get("request_usage_cost", False)),
+        max_concurrency=conc,
+        timeouts=timeouts or Timeouts(_num(t, "connect_s", 10, where), _num(t, "read_s", 600, where),
+                                      _num(t, "write_s", 30, where)),
+        retry=retry or RetryPolicy(int(_num(r, "max_retries", 5, where)), _num(r, "backoff_base_s", 1.0, where),
+                                   _num(r, "backoff_max_s", 60, where), _num(r, "max_retry_after_s", 300, where)),
+        simulated=bool(sec.get("simulated", False)),
+        # A named cloud endpoint is the same service wherever it is reached from; a local or
+        # practice server is only the same service at the same address.
+        cache_namespace=cache_namespace or (pname if fixed_url else f"{pname}@{url}"),
+    )
+
+
+def with_overrides(pool: PoolConfig, **changes: Any) -> PoolConfig:
+    return replace(pool, **changes)
