@@ -1,0 +1,229 @@
+"""`trinity oracle | baselines | eval | score` — where a router stands (issue 5).
+
+No heavy imports here: numpy-level work happens inside the commands, torch only when a run's
+router has to be loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from trinity.errors import InputError
+
+SPLITS = ("train", "val", "test", "all")
+
+
+def _common(p: argparse.ArgumentParser, plot: bool = True) -> None:
+    p.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
+    p.add_argument("--bootstrap", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
+    if plot:
+        p.add_argument("--plot", metavar="FILE.png", help="also draw the report as a PNG")
+
+
+def _positive(name: str, value: int, least: int = 1) -> None:
+    if value < least:
+        raise InputError(f"{name} must be >= {least}, got {value}")
+
+
+def _emit(args, report, view_fn, plot_fn=None) -> None:
+    if getattr(args, "plot", None) and plot_fn is not None:
+        from trinity.analysis import plots
+
+        getattr(plots, plot_fn)(report, args.plot)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False, allow_nan=False))
+    else:
+        from trinity.analysis.render import print_view
+
+        print_view(view_fn(report))
+        if getattr(args, "plot", None):
+            print(f"plot: {args.plot}")
+
+
+def _progress_printer(args):
+    if args.json:
+        return None
+    import sys
+
+    def progress(done: int, total: int, what: str) -> None:
+        if sys.stderr.isatty():
+            print(f"\r{what}: {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+    return progress
+
+
+# ---- oracle ---------------------------------------------------------------------------------
+
+def cmd_oracle(args) -> int:
+    import numpy as np
+
+    from trinity.analysis.inputs import resolve_matrix, select_ids
+    from trinity.analysis.oracle import oracle_ceiling, validate_solves
+    from trinity.analysis.render import oracle_view
+
+    _positive("--splits", args.splits)
+    _positive("--bootstrap", args.bootstrap)
+    matrix = resolve_matrix(args.matrix)
+    router_correct = None
+    if args.run or args.split != "all" or args.benchmark:
+        sel = select_ids(matrix, args.split, args.benchmark, run=args.run)
+        matrix = matrix.subset(sel.ids)
+        matrix.notes.append(f"questions: {sel.source}")
+    if args.run:
+        from trinity.analysis.evaluate import load_router
+        from trinity.optim.runinputs import load_run_inputs
+
+        inputs = load_run_inputs(args.run)
+        by_id = {q.id: q for q in inputs.questions}
+        missing = [i for i in matrix.ids if i not in by_id]
+        if missing:
+            raise InputError(f"{len(missing)} matrix question(s) are not among the run's questions "
+                             f"(e.g. {', '.join(missing[:5])}); use the run's matrix")
+        run_models = inputs.matrix.models if inputs.matrix is not None else matrix.models
+        if list(run_models) != list(matrix.models):
+            raise InputError(f"the matrix's models {matrix.models} differ from the run's {run_models}")
+        routing = load_router(args.run).route([by_id[i] for i in matrix.ids])
+        p = validate_solves(matrix.solves).mean(axis=2)
+        router_correct = p[np.arange(len(matrix.ids)), np.asarray(routing.model_idx, dtype=np.int64)]
+    report = oracle_ceiling(matrix, seed=args.seed, splits=args.splits, bootstrap=args.bootstrap,
+                            router_correct=router_correct, progress=_progress_printer(args))
+    _emit(args, report, oracle_view, "plot_oracle")
+    return 0
+
+
+# ---- baselines --------------------------------------------------------------------------------
+
+def cmd_baselines(args) -> int:
+    from trinity.analysis.render import baselines_view
+
+    _positive("--seeds", args.seeds)
+    _positive("--samples", args.samples)
+    if bool(args.matrix) == bool(args.pool):
+        raise InputError("give exactly one of --matrix FILE.json (cached, free) or --pool NAME (live)")
+    if args.matrix:
+        from trinity.analysis.baselines import cached_baselines
+        from trinity.analysis.inputs import resolve_matrix, select_ids
+
+        matrix = resolve_matrix(args.matrix)
+        sel = select_ids(matrix, args.split, args.benchmark, run=args.run, questions=args.questions,
+                         split_seed=args.split_seed)
+        report = cached_baselines(matrix, sel.ids, split=args.split, source=sel.source, seeds=args.seeds,
+                                  seed=args.seed, bootstrap=args.bootstrap, progress=_progress_printer(args))
+    else:
+        from trinity.analysis.inputs import resolve_questions
+        from trinity.analysis.live import live_baselines
+        from trinity.data.questions import split_ids
+        from trinity.runs.rundir import RunDir
+
+        if not args.questions or not args.run:
+            raise InputError("live baselines need --questions FILE (or practice) and --run DIR (its ledger and "
+                             "response cache record the calls)")
+        questions = resolve_questions(args.questions)
+        if args.benchmark:
+            questions = [q for q in questions if q.benchmark == args.benchmark]
+        if args.split != "all":
+            keep = set(split_ids(questions, args.split_seed)[args.split])
+            questions = [q for q in questions if q.id in keep]
+        if not questions:
+            raise InputError("no questions left after the benchmark/split filter")
+        from trinity.pool.providers import load_pool
+
+        models = list(load_pool(args.pool).models)
+        report = live_baselines(questions, models, run_dir=RunDir(args.run), pool=args.pool, split=args.split,
+                                source=f"the {args.split} split of {args.questions}", repeats=args.samples,
+                                seeds=args.seeds, seed=args.seed, bootstrap=args.bootstrap,
+                                progress=_progress_printer(args))
+    _emit(args, report, baselines_view, "plot_baselines")
+    return 0
+
+
+# ---- eval -----------------------------------------------------------------------------------
+
+def cmd_eval(args) -> int:
+    from trinity.analysis.evaluate import evaluate_run
+    from trinity.analysis.render import eval_view
+
+    _positive("--samples", args.samples)
+    _positive("--seeds", args.seeds)
+    report = evaluate_run(args.run_dir, split=args.split, mode=args.mode, samples=args.samples, seed=args.seed,
+                          seeds=args.seeds, bootstrap=args.bootstrap, pool=args.pool, write=not args.no_write,
+                          progress=_progress_printer(args))
+    _emit(args, report, eval_view, "plot_eval")
+    return 0
+
+
+# ---- score ----------------------------------------------------------------------------------
+
+def cmd_score(args) -> int:
+    from trinity.analysis.render import score_view
+    from trinity.analysis.score import score_estimate
+
+    report = score_estimate(args.run_dir, king=args.king, eval_split=args.eval_split,
+                            audit_split=args.audit_split, progress=_progress_printer(args))
+    _emit(args, report, score_view)
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("oracle", help="oracle ceiling of a pool from an outcome matrix",
+                              description="Best single model, naive and split-half cross-fitted oracle, headroom "
+                                          "with a bootstrap CI, McNemar, and a verdict (POOL_BOUND / ROUTER_BOUND / "
+                                          "NEAR_CEILING / INCONCLUSIVE).")
+    p.add_argument("matrix", metavar="MATRIX.json", help="TinyRouter oracle-matrix JSON (or 'practice')")
+    p.add_argument("--splits", type=int, default=200, metavar="B", help="random split-half partitions (default 200)")
+    p.add_argument("--run", metavar="DIR", help="a trained run: also report its router's accuracy and the "
+                                                "headroom it captured (on --split, default test)")
+    p.add_argument("--split", choices=SPLITS, default=None, help="questions to use (default: all; test with --run)")
+    p.add_argument("--benchmark", help="only this benchmark's questions")
+    _common(p)
+    p.set_defaults(func=_oracle_defaults)
+
+    p = subparsers.add_parser("baselines", help="always-model-X and random-routing baselines",
+                              description="Each single model and random routing (many seeds) on the same questions; "
+                                          "cached from a matrix (free) or live against a pool.")
+    src = p.add_argument_group("source (one of)")
+    src.add_argument("--matrix", metavar="M.json", help="outcome matrix (or 'practice'): cached mode, no calls")
+    src.add_argument("--pool", metavar="NAME", help="pool of configs/models.yaml: live mode (paid, cached, ledgered)")
+    p.add_argument("--benchmark", help="only this benchmark's questions")
+    p.add_argument("--split", choices=SPLITS, default="test", help="question split (default test)")
+    p.add_argument("--run", metavar="DIR", help="take the split from this run (live: its ledger/cache)")
+    p.add_argument("--questions", metavar="FILE", help="questions JSONL (or 'practice') that define the split")
+    p.add_argument("--split-seed", type=int, default=0, help="seed of the split when no --run (default 0)")
+    p.add_argument("--seeds", type=int, default=100, help="random-routing seeds (default 100)")
+    p.add_argument("--samples", type=int, default=1, help="live: answers per question and model (default 1)")
+    _common(p)
+    p.set_defaults(func=cmd_baselines)
+
+    p = subparsers.add_parser("eval", help="evaluate a trained run against the baselines",
+                              description="Router accuracy with a 95%% CI, each single model and random routing on "
+                                          "the same questions, paired CIs and McNemar; writes eval.json.")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--split", choices=("train", "val", "test"), default="test")
+    p.add_argument("--mode", choices=("cached", "live"), default="cached")
+    p.add_argument("--samples", type=int, default=1, metavar="R", help="live: sessions per question (default 1)")
+    p.add_argument("--seeds", type=int, default=100, help="random-routing seeds (default 100)")
+    p.add_argument("--pool", help="live: pool name (default: the run's)")
+    p.add_argument("--no-write", action="store_true", help="do not write eval.json")
+    _common(p)
+    p.set_defaults(func=cmd_eval)
+
+    p = subparsers.add_parser("score", help="local estimate of the competition score",
+                              description="(0.70 cached + 0.15 live + 0.10 efficiency + 0.05 novelty) × overfit "
+                                          "penalty per benchmark, the composite, and the margin over a king.")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--king", metavar="THETA_OR_BUNDLE", help="the king: a theta .npy or a bundle dir "
+                                                            "(head_weights.npy + svf_scales.npy)")
+    p.add_argument("--eval-split", default="val", choices=("train", "val", "test"),
+                   help="split standing in for the competition's eval set (default val)")
+    p.add_argument("--audit-split", default="test", choices=("train", "val", "test"),
+                   help="split standing in for the audit set (default test)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_score)
+
+
+def _oracle_defaults(args) -> int:
+    if args.split is None:
+        args.split = "test" if args.run else "all"
+    return cmd_oracle(args)

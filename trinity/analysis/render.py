@@ -1,0 +1,132 @@
+"""Rich tables for the analysis reports (the terminal view; `--json` gives the data)."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from trinity.analysis.stats import CI
+
+VERDICT_STYLE = {"POOL_BOUND": "yellow", "ROUTER_BOUND": "cyan", "NEAR_CEILING": "green",
+                 "INCONCLUSIVE": "magenta"}
+
+
+def ci_text(ci: CI | dict | None, signed: bool = False) -> str:
+    if ci is None:
+        return "—"
+    if isinstance(ci, dict):
+        ci = CI(**ci)
+    f = "{:+.3f}" if signed else "{:.3f}"
+    return f"{f.format(ci.point)} [{f.format(ci.lo)}, {f.format(ci.hi)}]"
+
+
+def _notes(notes: list[str]) -> Text:
+    return Text("\n".join(f"note: {n}" for n in notes), style="dim")
+
+
+def oracle_view(rep) -> Group:
+    t = Table(title=f"Oracle ceiling — {rep.benchmark}: {rep.n_questions} questions, {len(rep.models)} models, "
+                    f"k={rep.k}", title_justify="left")
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    t.add_column("how", style="dim")
+    for m, ci in zip(rep.models, rep.per_model):
+        star = " ★" if m == rep.best_single else ""
+        t.add_row(f"always {m}{star}", ci_text(ci), "accuracy, 95% CI over questions")
+    t.add_row("best single", f"{rep.best_single_acc:.3f}", rep.best_single)
+    t.add_row("naive oracle", f"{rep.naive_oracle:.3f}", "in-sample max over models — BIASED UPWARD")
+    t.add_row("models disagree", f"{rep.disagreement_rate:.1%}", "questions whose majority verdicts differ")
+    cf = rep.crossfit
+    if cf:
+        t.add_row("cross-fit oracle", f"{cf['oracle']:.3f}",
+                  f"choose on {cf['half']} sample(s), score on the rest; {cf['splits']} splits")
+        t.add_row("cross-fit best single", f"{cf['best_single']:.3f}", f"{cf['best_single_model']}, same splits")
+        t.add_row("headroom", ci_text(cf["headroom_ci"], signed=True) if cf["headroom_ci"] else f"{cf['headroom']:+.3f}",
+                  f"oracle − best single, bootstrap {rep.bootstrap}× over questions")
+        mc = cf["mcnemar"]
+        t.add_row("McNemar oracle vs best", f"p = {mc['p_value']:.3g}",
+                  f"{mc['a_only']} only-oracle vs {mc['b_only']} only-best questions")
+        t.add_row("oracle switches model", f"{cf['oracle_switch_rate']:.1%}", "questions routed away from the best")
+    else:
+        t.add_row("cross-fit oracle", "—", "impossible with k < 2")
+    if rep.router:
+        t.add_row("router accuracy", f"{rep.router['accuracy']:.3f}", "the trained router on these questions")
+        cap = rep.router.get("headroom_captured")
+        t.add_row("headroom captured", f"{cap:.0%}" if cap is not None else "—",
+                  rep.router.get("headroom_captured_note", "(router − best) / (oracle − best)"))
+    style = VERDICT_STYLE.get(rep.verdict, "")
+    verdict = Text.assemble(("verdict: ", "bold"), (rep.verdict, f"bold {style}"), f" — {rep.verdict_reason}")
+    return Group(t, verdict, _notes(rep.notes))
+
+
+def _system_rows(t: Table, systems, random_ci, seeds: int) -> None:
+    for s in systems:
+        cpc = s.cost_per_correct
+        t.add_row(s.name, ci_text(s.accuracy), f"{s.avg_turns:.2f}", f"${s.cost_usd:.4f}",
+                  f"${cpc:.5f}" if cpc is not None else "—")
+    t.add_row(f"random routing ({seeds} seeds)", ci_text(random_ci), "", "", "")
+
+
+def baselines_view(rep) -> Group:
+    t = Table(title=f"Baselines — {rep.benchmark}, {rep.mode}, {rep.n_questions} questions ({rep.source})",
+              title_justify="left")
+    for col, j in (("system", "left"), ("accuracy [95%]", "right"), ("turns", "right"), ("cost", "right"),
+                   ("$/correct", "right")):
+        t.add_column(col, justify=j)
+    _system_rows(t, rep.always, rep.random, rep.random_seeds)
+    return Group(t, Text(f"best single: {rep.best_single}"), _notes(rep.notes))
+
+
+def eval_view(rep) -> Group:
+    t = Table(title=f"Evaluation — {rep.split}, {rep.mode}, {rep.n_questions} questions", title_justify="left")
+    for col, j in (("system", "left"), ("accuracy [95%]", "right"), ("turns", "right"), ("cost", "right"),
+                   ("$/correct", "right")):
+        t.add_column(col, justify=j)
+    _system_rows(t, [rep.router, *rep.singles], rep.random, rep.random_seeds)
+    c = Table(title="Router minus baseline (paired, same questions)", title_justify="left")
+    for col, j in (("baseline", "left"), ("difference [95%]", "right"), ("McNemar p", "right"), ("reading", "left")):
+        c.add_column(col, justify=j)
+    for cmp in rep.comparisons:
+        style = {"better": "green", "worse": "red"}.get(cmp.outcome, "yellow")
+        c.add_row(cmp.baseline, ci_text(cmp.diff, signed=True), f"{cmp.mcnemar.p_value:.3g}",
+                  Text(cmp.outcome, style=style))
+    mix = ", ".join(f"{m} {n}" for m, n in rep.model_mix.items())
+    roles = ", ".join(f"{r} {n}" for r, n in rep.role_mix.items())
+    lines = [Text.assemble(("router ", "bold"), rep.claim), Text(f"turn-1 models: {mix}" + (f"; roles: {roles}" if roles else ""))]
+    return Group(t, c, *lines, _notes(rep.notes))
+
+
+def score_view(rep) -> Group:
+    out = []
+    for b in rep.benchmarks:
+        i = b.inputs
+        t = Table(title=f"Score estimate — {i.benchmark}", title_justify="left")
+        t.add_column("component")
+        t.add_column("value", justify="right")
+        t.add_column("source", style="dim")
+        for name, comp in (("cached accuracy ×0.70", i.cached), ("live accuracy ×0.15", i.live),
+                           ("avg turns (live)", i.avg_turns), ("novelty ×0.05", i.novelty),
+                           ("overfit gap (eval − audit)", i.overfit_gap)):
+            t.add_row(name, "not measured" if comp.value is None else f"{comp.value:.3f}", comp.source)
+        t.add_row("overfit penalty", "REJECTED" if b.rejected else f"×{b.penalty:.2f}", "> 0.15 rejects, > 0.08 ×0.85")
+        for s in b.scenarios:
+            t.add_row(f"score [{s.name}]", f"{s.score:.4f}", f"efficiency {s.efficiency:.3f} at {s.avg_turns:.2f} turns")
+        out.append(t)
+    comp = Table(title="Composite (mean over benchmarks)", title_justify="left")
+    comp.add_column("scenario")
+    comp.add_column("composite", justify="right")
+    if rep.king:
+        comp.add_column("king estimate", justify="right")
+        comp.add_column("margin", justify="right")
+    for n, v in rep.composite.items():
+        row = [n, f"{v:.4f}"]
+        if rep.king:
+            row += [f"{rep.king['composite'].get(n, float('nan')):.4f}", f"{rep.king['margin'][n]:+.4f}"]
+        comp.add_row(*row)
+    out += [comp, Text(rep.dethrone), _notes(rep.notes)]
+    return Group(*out)
+
+
+def print_view(view) -> None:
+    Console().print(view)
