@@ -1,0 +1,60 @@
+"""TrainConfig / load_config: defaults, overrides, one-line errors naming the key and its source."""
+
+import pytest
+
+from trinity.config import DEFAULT_CONFIG, TrainConfig, field_errors, load_config
+from trinity.errors import ConfigError
+
+
+def test_defaults_file_matches_the_model_defaults():
+    # configs/trinity.yaml documents the defaults; it must not drift from TrainConfig's
+    assert load_config(None).model_dump() == TrainConfig().model_dump()
+    assert DEFAULT_CONFIG.is_file()
+
+
+def test_file_then_flags_override(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("popsize: 8\nm: 4\nseed: 3\n")
+    cfg = load_config(f, {"popsize": 12, "seed": None})
+    assert (cfg.popsize, cfg.m, cfg.seed, cfg.generations) == (12, 4, 3, 60)
+
+
+def test_practice_section_is_allowed_and_recorded():
+    cfg = load_config("configs/practice.yaml")
+    assert cfg.questions == "practice" and cfg.matrix == "practice"
+    assert cfg.practice_config and cfg.practice_config.endswith("configs/practice.yaml")
+
+
+@pytest.mark.parametrize("text, overrides, needle", [
+    ("popsize: 4\nbogus: 1\n", {}, "c.yaml: bogus: unknown key"),
+    ("popsize: 1\n", {}, "c.yaml: popsize: Input should be greater than or equal to 2"),
+    ("splits: {train: 0.5, val: 0.1, test: 0.1}\n", {}, "splits: train + val + test must sum to 1"),
+    ("mode: turbo\n", {}, "c.yaml: mode:"),
+    ("", {"sigma0": -1.0}, "--sigma0: Input should be greater than 0"),
+    ("- a\n- b\n", {}, "must be a mapping"),
+    ("popsize: [\n", {}, "is not valid YAML"),
+])
+def test_bad_configs_give_one_line_errors(tmp_path, text, overrides, needle):
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load_config(f, overrides)
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_missing_config_file(tmp_path):
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_field_errors_for_forms():
+    errs = field_errors({"popsize": 1, "foo": 2, "temperature": 0})
+    assert set(errs) == {"popsize", "foo", "temperature"}
+    assert field_errors({"popsize": 8}) == {}
+
+
+def test_hash_ignores_resumable_keys_only():
+    a = TrainConfig(questions="q.jsonl", matrix="m.json")
+    assert a.hash() == a.model_copy(update={"generations": 5, "device": "cpu", "budget_usd": 2.0}).hash()
+    assert a.hash() != a.model_copy(update={"seed": 1}).hash()
+    assert a.hash() != a.model_copy(update={"popsize": 8}).hash()
