@@ -1,1 +1,16 @@
-"""trinity.model — see DESIGN §2."""
+"""trinity.model — the router: frozen encoder, SVF on one layer, linear head (DESIGN §3).
+
+Modules (import them directly; this package stays light so CLI modules may import it):
+- `encoder`  — `load_encoder(name_or_path, device, dtype, seed) -> Encoder` (HF or built-in)
+- `builtin`  — the no-download encoders `tiny-qwen3` and `qwen3-0.6b-random`
+- `text`     — `encoder_input(question, turns)`: the text the encoder reads
+- `svf`      — SVD of the SVF layer's 7 matrices; the naive reference path
+- `fastpath` — batched population evaluation (factored SVF, last layer at position -2 only)
+- `router`   — `Router`: θ → logits, fast and reference paths, the layer-input cache
+- `theta`    — θ layout, `best_theta.npy` and the bundle's `head_weights.npy` + `svf_scales.npy`
+- `policy`   — argmax / softmax / sampling per group (model, role)
+"""
+
+ROLES = ("Thinker", "Worker", "Verifier")
+
+__all__ = ["ROLES"]

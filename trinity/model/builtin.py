@@ -1,0 +1,75 @@
+"""Encoders that need no download: a random-init Qwen3 built from a config + a byte-level
+tokenizer built locally with `tokenizers`. Both are deterministic from a seed.
+
+- `tiny-qwen3`: hidden 64, 4 layers, 8 heads / 4 KV heads of 16 (GQA like the real model), MLP 192.
+  Every SVF matrix has min(out, in) = hidden, so the SVF has 7 × hidden scales as in Qwen3-0.6B.
+  The test and practice encoder.
+- `qwen3-0.6b-random`: the real Qwen3-0.6B dimensions (hidden 1024, 28 layers, 16/8 heads of 128,
+  MLP 3072, vocab 151936, tied embeddings), random weights. For benchmarks: same FLOPs, no download.
+"""
+
+from __future__ import annotations
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+EOS_TOKEN = "<|endoftext|>"
+
+_COMMON = dict(
+    rms_norm_eps=1e-6,
+    tie_word_embeddings=True,
+    hidden_act="silu",
+    attention_bias=False,
+    use_sliding_window=False,
+    initializer_range=0.02,
+)
+
+CONFIGS: dict[str, dict] = {
+    "tiny-qwen3": dict(
+        vocab_size=320,  # 256 bytes + EOS, rounded up to a multiple of 64
+        hidden_size=64,
+        intermediate_size=192,
+        num_hidden_layers=4,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        head_dim=16,
+        max_position_embeddings=40960,
+        rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0},
+    ),
+    "qwen3-0.6b-random": dict(
+        vocab_size=151936,
+        hidden_size=1024,
+        intermediate_size=3072,
+        num_hidden_layers=28,
+        num_attention_heads=16,
+        num_key_value_heads=8,
+        head_dim=128,
+        max_position_embeddings=40960,
+        rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0},
+    ),
+}
+
+BUILTIN_NAMES = tuple(CONFIGS)
+
+
+def byte_level_tokenizer() -> PreTrainedTokenizerFast:
+    """A byte-level tokenizer (one token per UTF-8 byte, ids 0..255) with EOS `<|endoftext|>`
+    (id 256), also used as the pad token. Built in memory: deterministic, no download."""
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    tok = Tokenizer(models.BPE(vocab={ch: i for i, ch in enumerate(alphabet)}, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([EOS_TOKEN])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS_TOKEN, pad_token=EOS_TOKEN)
+
+
+def build_builtin(name: str, seed: int = 0) -> tuple[Qwen3ForCausalLM, PreTrainedTokenizerFast]:
+    """Random-init model + tokenizer for a built-in name; the same seed gives the same weights
+    in any process. Built in fp32 on the CPU (the caller moves and casts it)."""
+    config = Qwen3Config(**CONFIGS[name], **_COMMON)
+    # fork_rng: seed the init without disturbing the caller's global torch RNG.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Qwen3ForCausalLM(config)
+    return model, byte_level_tokenizer()

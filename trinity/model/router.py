@@ -1,0 +1,297 @@
+"""`Router`: θ → logits for transcripts, with a fast batched path and a naive reference path.
+
+θ layout (see `theta`): `[head (n_models + 3, hidden) flattened | svf (svf_size,)]`.
+Feature of a text: final-layer hidden state at position -2 (the token before EOS) of the encoder
+with SVF scales `z` on layer L = num_layers - 2, L2-normalised; logits = head @ feature.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from trinity.errors import ConfigError, InputError
+from trinity.model.encoder import Encoder
+from trinity.model.fastpath import FastLayers, plan_chunk
+from trinity.model.svf import SvfLayer
+from trinity.model.theta import N_ROLES, split_theta, theta_size
+
+DEFAULT_MAX_BATCH_TOKENS = 8192
+DEFAULT_CACHE_MB = 1024
+
+
+class _StopForward(Exception):
+    """Raised by the pre-hook on layer L: the layers after it are not needed for the cache."""
+
+
+class LayerInputCache:
+    """LRU map token-id hash → SVF-layer input `(n - 1, hidden)` on the model's device, bounded
+    by `max_bytes`."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._items: OrderedDict[str, torch.Tensor] = OrderedDict()
+        self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: str) -> torch.Tensor | None:
+        item = self._items.get(key)
+        if item is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        self._items.move_to_end(key)
+        return item
+
+    def put(self, key: str, value: torch.Tensor) -> None:
+        if key in self._items:
+            return
+        size = value.numel() * value.element_size()
+        self._items[key] = value
+        self.bytes += size
+        while self.bytes > self.max_bytes and len(self._items) > 1:
+            _, old = self._items.popitem(last=False)
+            self.bytes -= old.numel() * old.element_size()
+
+
+def token_key(ids: list[int]) -> str:
+    return hashlib.sha256(np.asarray(ids, dtype=np.int64).tobytes()).hexdigest()
+
+
+class Router:
+    """The trainable router over a frozen encoder.
+
+    `max_batch_tokens` bounds the token rows (candidate × transcript tokens) processed at once,
+    hence memory (~60 KB a row at Qwen3-0.6B size in fp32); `cache_mb` bounds the SVF-layer
+    input cache (~4 KB a token at hidden 1024 in fp32).
+    """
+
+    def __init__(
+        self,
+        encoder: Encoder,
+        n_models: int,
+        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+        cache_mb: float = DEFAULT_CACHE_MB,
+    ):
+        if n_models < 1:
+            raise ConfigError(f"the router needs at least 1 model in the pool, got {n_models}")
+        if max_batch_tokens < 1:
+            raise ConfigError(f"--max-batch-tokens must be >= 1, got {max_batch_tokens}")
+        if encoder.num_layers < 2:
+            raise ConfigError(f"encoder {encoder.name!r} has {encoder.num_layers} layer(s); the router needs >= 2")
+        self.encoder = encoder
+        self.n_models = n_models
+        self.n_outputs = n_models + N_ROLES
+        self.hidden = encoder.hidden_size
+        self.svf_layer = encoder.num_layers - 2
+        self.max_batch_tokens = int(max_batch_tokens)
+        self.svf = SvfLayer(encoder.decoder, self.svf_layer)
+        self.svf_size = self.svf.size
+        self.n_params = theta_size(n_models, self.hidden, self.svf_size)
+        self.fast = FastLayers(encoder.decoder, self.svf, encoder.dtype)
+        self.cache = LayerInputCache(int(cache_mb * 2**20))
+        self.last_flops = 0  # useful FLOPs of the last fast-path call (benchmarks)
+
+    # ---- θ ----
+
+    def initial_mean(self) -> np.ndarray:
+        """θ at init: head zeros, SVF scales ones (the unmodified encoder). float64 `(n_params,)`."""
+        theta = np.zeros(self.n_params, dtype=np.float64)
+        theta[self.n_outputs * self.hidden :] = 1.0
+        return theta
+
+    def _thetas(self, thetas: np.ndarray) -> np.ndarray:
+        thetas = np.asarray(thetas, dtype=np.float64)
+        if thetas.ndim == 1:
+            thetas = thetas[None, :]
+        if thetas.ndim != 2 or thetas.shape[1] != self.n_params:
+            raise InputError(
+                f"theta batch has shape {thetas.shape}; this router needs (P, {self.n_params}) "
+                f"({self.n_models} models, hidden {self.hidden}, {self.svf_size} SVF scales)"
+            )
+        if not np.all(np.isfinite(thetas)):
+            raise InputError("theta contains NaN or infinite values; check the optimizer state")
+        return thetas
+
+    def _split(self, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(P, D) → heads (P, n_outputs, hidden), svf (P, svf_size)."""
+        n_head = self.n_outputs * self.hidden
+        return thetas[:, :n_head].reshape(-1, self.n_outputs, self.hidden), thetas[:, n_head:]
+
+    # ---- the SVF-layer input cache ----
+
+    def _token_ids(self, texts: list[str]) -> list[list[int]]:
+        if isinstance(texts, str):
+            raise InputError("texts must be a list of strings, not one string")
+        ids = [self.encoder.token_ids(t) for t in texts]
+        for t, i in zip(texts, ids):
+            if len(i) < 2:
+                raise InputError(f"text {t[:40]!r} tokenises to nothing before EOS; build it with encoder_input()")
+        return ids
+
+    def layer_inputs(self, texts: list[str]) -> list[torch.Tensor]:
+        """SVF-layer input `(n_i - 1, hidden)` per text (positions 0..-2 of the tokens with EOS),
+        from the cache or computed by running layers 0..L-1 on the missing texts in batches."""
+        ids = self._token_ids(texts)
+        keys = [token_key(i) for i in ids]
+        found: dict[str, torch.Tensor] = {}
+        missing: dict[str, list[int]] = {}
+        for k, i in zip(keys, ids):
+            if k in found or k in missing:
+                continue
+            hit = self.cache.get(k)
+            if hit is None:
+                missing[k] = i[:-1]  # causal: EOS never influences position -2, skip it
+            else:
+                found[k] = hit
+        if missing:
+            order = sorted(missing, key=lambda k: len(missing[k]))
+            for batch in _batches(order, lambda k: len(missing[k]), self.max_batch_tokens):
+                for k, x in zip(batch, self._run_prefix([missing[k] for k in batch])):
+                    self.cache.put(k, x)
+                    found[k] = x
+        return [found[k] for k in keys]
+
+    @torch.inference_mode()
+    def _run_prefix(self, seqs: list[list[int]]) -> list[torch.Tensor]:
+        """Layers 0..L-1 on right-padded `seqs`; returns the input of layer L per sequence."""
+        dev = self.encoder.device
+        T = max(len(s) for s in seqs)
+        input_ids = torch.full((len(seqs), T), self.encoder.eos_token_id, dtype=torch.long)
+        mask = torch.zeros((len(seqs), T), dtype=torch.long)
+        for b, s in enumerate(seqs):
+            input_ids[b, : len(s)] = torch.tensor(s)
+            mask[b, : len(s)] = 1
+        captured: list[torch.Tensor] = []
+
+        def grab(module, args, kwargs):
+            captured.append(args[0] if args else kwargs["hidden_states"])
+            raise _StopForward
+
+        handle = self.encoder.decoder.layers[self.svf_layer].register_forward_pre_hook(grab, with_kwargs=True)
+        try:
+            self.encoder.decoder(input_ids=input_ids.to(dev), attention_mask=mask.to(dev), use_cache=False)
+        except _StopForward:
+            pass
+        finally:
+            handle.remove()
+        x = captured[0]  # (B, T, hidden)
+        return [x[b, : len(s)].clone() for b, s in enumerate(seqs)]
+
+    # ---- fast path ----
+
+    def _pair_features(self, texts: list[str], pair_text: np.ndarray, scales: np.ndarray) -> np.ndarray:
+        """Feature of each pair: text `pair_text[j]` under SVF scales `scales[j]` → (J, hidden) float32."""
+        xs = self.layer_inputs(texts)
+        lengths = [int(x.shape[0]) for x in xs]
+        order = sorted(range(len(pair_text)), key=lambda j: lengths[pair_text[j]])
+        out = torch.empty((len(pair_text), self.hidden), dtype=torch.float32)
+        dev = self.encoder.device
+        flops = 0
+        for batch in _batches(order, lambda j: lengths[pair_text[j]], self.max_batch_tokens):
+            uniq: dict[int, int] = {}
+            for j in batch:
+                uniq.setdefault(int(pair_text[j]), len(uniq))
+            u_texts = list(uniq)
+            chunk_lengths = [lengths[t] for t in u_texts]
+            pair_u = [uniq[int(pair_text[j])] for j in batch]
+            chunk = plan_chunk(chunk_lengths, pair_u, dev)
+            x_text = torch.cat([xs[t] for t in u_texts])
+            z = torch.as_tensor(scales[batch], dtype=torch.float32, device=dev)
+            feats = self.fast.features(x_text, chunk, z)
+            out[torch.as_tensor(batch)] = feats.cpu()
+            flops += self.fast.flops(chunk_lengths, pair_u)
+        self.last_flops = flops
+        return out.numpy()
+
+    def population_features(self, thetas: np.ndarray, texts: list[str]) -> np.ndarray:
+        """Every candidate on every text: thetas (P, D) → features (P, N, hidden) float32."""
+        thetas = self._thetas(thetas)
+        _, svf = self._split(thetas)
+        P, N = thetas.shape[0], len(texts)
+        pair_text = np.tile(np.arange(N), P)  # pair j = candidate j // N on text j % N
+        return self._pair_features(texts, pair_text, np.repeat(svf, N, axis=0)).reshape(P, N, self.hidden)
+
+    def population_logits(self, thetas: np.ndarray, texts: list[str]) -> np.ndarray:
+        """thetas (P, D), N texts → logits (P, N, n_models + 3) float32 (fast path)."""
+        thetas = self._thetas(thetas)
+        heads, _ = self._split(thetas)
+        feats = self.population_features(thetas, texts).astype(np.float64)
+        return np.einsum("pnh,pch->pnc", feats, heads).astype(np.float32)
+
+    def paired_features(self, thetas: np.ndarray, texts: list[str], candidate_of_text: np.ndarray) -> np.ndarray:
+        """Text i under candidate `candidate_of_text[i]`: thetas (P, D) → features (N, hidden)."""
+        thetas = self._thetas(thetas)
+        cand = np.asarray(candidate_of_text, dtype=np.int64)
+        if cand.shape != (len(texts),) or (cand.size and (cand.min() < 0 or cand.max() >= thetas.shape[0])):
+            raise InputError(
+                f"candidate_of_text must hold one index in 0..{thetas.shape[0] - 1} per text "
+                f"({len(texts)} texts), got shape {cand.shape}"
+            )
+        _, svf = self._split(thetas)
+        return self._pair_features(texts, np.arange(len(texts)), svf[cand])
+
+    def paired_logits(self, thetas: np.ndarray, texts: list[str], candidate_of_text: np.ndarray) -> np.ndarray:
+        """thetas (P, D), N texts, candidate index per text → logits (N, n_models + 3) float32."""
+        thetas = self._thetas(thetas)
+        heads, _ = self._split(thetas)
+        feats = self.paired_features(thetas, texts, candidate_of_text).astype(np.float64)
+        cand = np.asarray(candidate_of_text, dtype=np.int64)
+        return np.einsum("nh,nch->nc", feats, heads[cand]).astype(np.float32)
+
+    # ---- naive reference path ----
+
+    @torch.inference_mode()
+    def reference_features(self, theta: np.ndarray, texts: list[str]) -> np.ndarray:
+        """One candidate, naive: rebuild the SVF layer's weights, run the whole encoder on the
+        (right-padded) texts, take position -2 of each. theta (D,) → features (N, hidden) float32."""
+        theta = self._thetas(theta)[0]
+        _, svf = split_theta(theta, self.n_models, self.hidden)
+        ids = self._token_ids(texts)
+        out = np.empty((len(texts), self.hidden), dtype=np.float32)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        dev = self.encoder.device
+        with self.svf.applied(svf):
+            for batch in _batches(order, lambda i: len(ids[i]), self.max_batch_tokens):
+                T = max(len(ids[i]) for i in batch)
+                input_ids = torch.full((len(batch), T), self.encoder.eos_token_id, dtype=torch.long)
+                mask = torch.zeros((len(batch), T), dtype=torch.long)
+                for b, i in enumerate(batch):
+                    input_ids[b, : len(ids[i])] = torch.tensor(ids[i])
+                    mask[b, : len(ids[i])] = 1
+                hidden = self.encoder.decoder(
+                    input_ids=input_ids.to(dev), attention_mask=mask.to(dev), use_cache=False
+                ).last_hidden_state  # (B, T, hidden), after the final norm
+                at = torch.tensor([len(ids[i]) - 2 for i in batch], device=dev)
+                feats = F.normalize(hidden[torch.arange(len(batch), device=dev), at].float(), dim=-1)
+                out[batch] = feats.cpu().numpy()
+        return out
+
+    def reference_logits(self, theta: np.ndarray, texts: list[str]) -> np.ndarray:
+        """theta (D,), N texts → logits (N, n_models + 3) float32 (naive path)."""
+        theta = self._thetas(theta)[0]
+        head, _ = split_theta(theta, self.n_models, self.hidden)
+        feats = self.reference_features(theta, texts).astype(np.float64)
+        return (feats @ head.T).astype(np.float32)
+
+
+def _batches(items: list, size_of, budget: int):
+    """Consecutive groups of `items` whose sizes sum to <= budget (an item larger than the budget
+    goes alone)."""
+    batch, used = [], 0
+    for it in items:
+        n = size_of(it)
+        if batch and used + n > budget:
+            yield batch
+            batch, used = [], 0
+        batch.append(it)
+        used += n
+    if batch:
+        yield batch

@@ -1,0 +1,123 @@
+"""θ layout and files (DESIGN §3).
+
+θ is one float64 vector `[head.flatten() (C order) | svf]`:
+- `head`: `(n_models + 3, hidden)`; rows `[:n_models]` score the models, the last 3 the roles
+  (Thinker, Worker, Verifier);
+- `svf`: the multiplicative singular-value scales of the SVF layer's 7 matrices, in the order
+  q, k, v, o, gate, up, down, each `min(out, in)` long, largest singular value first
+  (7 × 1024 = 7168 for Qwen3-0.6B).
+
+Files: `best_theta.npy` (float64, the whole vector) and the TinyRouter bundle's
+`head_weights.npy` `(n_models + 3, hidden)` float32 + `svf_scales.npy` `(svf_size,)` float32.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+
+from trinity.errors import InputError
+from trinity.io import atomic_write_bytes
+
+N_ROLES = 3
+HEAD_FILE = "head_weights.npy"
+SVF_FILE = "svf_scales.npy"
+
+
+def theta_size(n_models: int, hidden: int, svf_size: int) -> int:
+    """Length of θ: `(n_models + 3) * hidden + svf_size` (13,312 for 3 models, 1024, 7168)."""
+    return (n_models + N_ROLES) * hidden + svf_size
+
+
+def split_theta(theta: np.ndarray, n_models: int, hidden: int) -> tuple[np.ndarray, np.ndarray]:
+    """θ `(D,)` → `(head (n_models + 3, hidden), svf (D - head.size,))`; views, same dtype."""
+    theta = np.asarray(theta)
+    n_head = (n_models + N_ROLES) * hidden
+    if theta.ndim != 1 or theta.size < n_head:
+        raise InputError(
+            f"theta has shape {theta.shape}; expected a vector of at least {n_head} values "
+            f"(head of {n_models}+{N_ROLES} rows × {hidden}) followed by the SVF scales"
+        )
+    return theta[:n_head].reshape(n_models + N_ROLES, hidden), theta[n_head:]
+
+
+def join_theta(head: np.ndarray, svf: np.ndarray) -> np.ndarray:
+    """`head (n_models + 3, hidden)` + `svf (svf_size,)` → θ float64 `(D,)`."""
+    head = np.asarray(head, dtype=np.float64)
+    svf = np.asarray(svf, dtype=np.float64)
+    if head.ndim != 2 or head.shape[0] <= N_ROLES:
+        raise InputError(f"head weights have shape {head.shape}; expected (n_models + 3, hidden) with n_models >= 1")
+    if svf.ndim != 1:
+        raise InputError(f"SVF scales have shape {svf.shape}; expected a vector")
+    return np.concatenate([head.reshape(-1), svf])
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    return buf.getvalue()
+
+
+def _load_npy(path: Path, what: str) -> np.ndarray:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError(f"{what} not found: {path}") from None
+    except (ValueError, OSError, EOFError) as e:
+        raise InputError(f"{what} {path} is not a readable .npy file ({e}); regenerate it") from None
+    if not isinstance(array, np.ndarray) or array.dtype.kind != "f":
+        raise InputError(f"{what} {path} holds {getattr(array, 'dtype', type(array))}, not floats; regenerate it")
+    if not np.all(np.isfinite(array)):
+        raise InputError(f"{what} {path} contains NaN or infinite values; regenerate it")
+    return array
+
+
+def save_theta(path: str | os.PathLike, theta: np.ndarray) -> None:
+    """Write θ as float64 `.npy` atomically (a reader never sees half a file)."""
+    theta = np.asarray(theta, dtype=np.float64)
+    if theta.ndim != 1:
+        raise InputError(f"theta to save has shape {theta.shape}; expected a vector")
+    atomic_write_bytes(path, _npy_bytes(theta))
+
+
+def load_theta(path: str | os.PathLike, expected_size: int | None = None) -> np.ndarray:
+    """Read a θ file → float64 `(D,)`; `InputError` if missing, corrupt, not a float vector, or
+    not `expected_size` long."""
+    path = Path(path)
+    theta = _load_npy(path, "theta file")
+    if theta.ndim != 1:
+        raise InputError(f"theta file {path} has shape {theta.shape}; expected a vector")
+    if expected_size is not None and theta.size != expected_size:
+        raise InputError(
+            f"theta file {path} has {theta.size} values but this router needs {expected_size} "
+            "(different pool size or encoder?); use the theta trained for this setup"
+        )
+    return theta.astype(np.float64, copy=False)
+
+
+def save_bundle_weights(directory: str | os.PathLike, theta: np.ndarray, n_models: int, hidden: int) -> tuple[Path, Path]:
+    """Split θ into `head_weights.npy` `(n_models + 3, hidden)` and `svf_scales.npy` `(svf_size,)`,
+    both float32, in `directory`; returns the two paths."""
+    directory = Path(directory)
+    head, svf = split_theta(np.asarray(theta, dtype=np.float64), n_models, hidden)
+    head_path, svf_path = directory / HEAD_FILE, directory / SVF_FILE
+    atomic_write_bytes(head_path, _npy_bytes(head.astype(np.float32)))
+    atomic_write_bytes(svf_path, _npy_bytes(svf.astype(np.float32)))
+    return head_path, svf_path
+
+
+def load_bundle_weights(directory: str | os.PathLike) -> np.ndarray:
+    """`head_weights.npy` + `svf_scales.npy` in `directory` → θ float64 `(D,)`."""
+    directory = Path(directory)
+    head = _load_npy(directory / HEAD_FILE, "head weights")
+    svf = _load_npy(directory / SVF_FILE, "SVF scales")
+    if head.ndim != 2 or head.shape[0] <= N_ROLES:
+        raise InputError(
+            f"head weights {directory / HEAD_FILE} have shape {head.shape}; expected (n_models + 3, hidden)"
+        )
+    if svf.ndim != 1:
+        raise InputError(f"SVF scales {directory / SVF_FILE} have shape {svf.shape}; expected a vector")
+    return join_theta(head, svf)
