@@ -116,7 +116,10 @@ def evaluate_live(run: RunDir, *, split: str, samples: int, seed: int, seeds: in
     router = load_router(run.path)
     if progress:
         progress(0, 1, f"router sessions: {len(questions)} questions × {samples}")
-    trajs = run_sessions(questions, router.logits_fn(), models=models, run_dir=run, pool=pool, purpose="eval",
+    def router_logits(texts, candidates=None):  # (N, M + 3): the run's θ on the encoder
+        return np.asarray(router.router.population_logits(router.theta[None, :], list(texts)))[0]
+
+    trajs = run_sessions(questions, router_logits, models=models, run_dir=run, pool=pool, purpose="eval",
                          max_turns=max_turns, repeats=samples, key_prefix="eval/router")
     router_q, router_turns, router_costs = outcomes(trajs, len(questions), samples)
     first = [t.turns[0] if t.turns else None for t in trajs[::samples]]

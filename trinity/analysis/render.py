@@ -122,7 +122,8 @@ def score_view(rep) -> Group:
     for n, v in rep.composite.items():
         row = [n, f"{v:.4f}"]
         if rep.king:
-            row += [f"{rep.king['composite'].get(n, float('nan')):.4f}", f"{rep.king['margin'][n]:+.4f}"]
+            k, m = rep.king["composite"].get(n), rep.king["margin"].get(n)
+            row += [f"{k:.4f}" if k is not None else "—", f"{m:+.4f}" if m is not None else "see below"]
         comp.add_row(*row)
     out += [comp, Text(rep.dethrone), _notes(rep.notes)]
     return Group(*out)

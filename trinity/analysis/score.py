@@ -164,7 +164,9 @@ def score_from_inputs(benches: list[BenchInputs], *, king_benches: list[BenchInp
     king = None
     if king_benches is not None:
         kcomp = _composite([score_bench(b) for b in king_benches])
-        margins = {n: comp[n] - kcomp.get(n, float("nan")) for n in comp}
+        # compare like with like; a measured live score is compared with both king bounds
+        pairs = [(n, n) for n in comp if n in kcomp] or [(n, k) for n in comp for k in kcomp]
+        margins = {(n if n == k else f"ours {n} − king {k}"): comp[n] - kcomp[k] for n, k in pairs}
         king = {"benchmarks": [score_bench(b).to_json() for b in king_benches], "composite": kcomp,
                 "margin": margins, "dethrones": {n: bool(m >= DETHRONE_MARGIN) for n, m in margins.items()}}
         parts = [f"{n}: {m:+.4f} ({'≥' if m >= DETHRONE_MARGIN else '<'} {DETHRONE_MARGIN})" for n, m in margins.items()]
@@ -188,3 +190,97 @@ def load_king_theta(spec: str | Path) -> tuple[np.ndarray, str]:
     if not path.exists():
         raise InputError(f"king not found: {path}; pass a theta .npy file or a bundle directory")
     return load_theta(path), f"theta {path}"
+
+
+def _bench_order(questions) -> list[str]:
+    seen: list[str] = []
+    for q in questions:
+        if q.benchmark not in seen:
+            seen.append(q.benchmark)
+    return seen
+
+
+def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_split: str = "val",
+                   audit_split: str = "test", progress: Progress | None = None) -> ScoreReport:
+    """The score estimate of a trained run (cached numbers computed now; live read from eval.json)."""
+    from trinity.analysis.evaluate import load_router, read_eval
+    from trinity.analysis.oracle import validate_solves
+    from trinity.optim.runinputs import load_run_inputs
+    from trinity.runs.rundir import RunDir
+
+    run = RunDir(run_dir)
+    run.read_meta()
+    if eval_split == audit_split:
+        raise InputError(f"--eval-split and --audit-split are both {eval_split!r}; the overfit gap needs two splits")
+    inputs = load_run_inputs(run)
+    if inputs.matrix is None:
+        raise InputError(f"{run.path}: the run has no outcome matrix; the cached score needs one")
+    for s in (eval_split, audit_split):
+        if s not in inputs.splits:
+            raise InputError(f"{run.path}: the run records no {s!r} split")
+    by_id = {q.id: q for q in inputs.questions}
+    audit_q = [by_id[i] for i in inputs.splits[audit_split]]
+    eval_q = [by_id[i] for i in inputs.splits[eval_split]]
+    if not audit_q:
+        raise InputError(f"{run.path}: the {audit_split} split is empty; nothing to score on")
+    p = validate_solves(inputs.matrix.solves, f"{run.path} matrix").mean(axis=2)  # (Q, M)
+    if progress:
+        progress(0, 2 if king else 1, "routing")
+    ours = load_router(run.path)
+    everything = audit_q + eval_q
+    routing = ours.route(everything)
+    rows = np.array([inputs.matrix.row(q.id) for q in everything], dtype=np.int64)
+    correct = p[rows, np.asarray(routing.model_idx, dtype=np.int64)]  # (N,) expected correctness
+    n_audit = len(audit_q)
+    king_routing = king_correct = None
+    notes = [f"cached accuracy: {audit_split} split, turn 1, mean of the k={inputs.matrix.k} recorded answers",
+             f"overfit gap: {eval_split} − {audit_split} cached accuracy (local stand-in for eval − audit)"]
+    if king is not None:
+        from trinity.optim.routing import TrainedRouter
+
+        theta, label = load_king_theta(king)
+        king_router = TrainedRouter(ours.router, theta, ours.models, run_id="king")
+        king_routing = king_router.route(audit_q)
+        king_correct = p[rows[:n_audit], np.asarray(king_routing.model_idx, dtype=np.int64)]
+        notes.append(f"king: {label}, routed with this run's encoder and pool")
+        if progress:
+            progress(1, 2, "routed the king")
+    live = read_eval(run.path, "live", audit_split)
+    live_bench = (live or {}).get("per_benchmark", {})
+    benches, king_benches = [], []
+    for b in _bench_order(audit_q):
+        a_idx = np.array([i for i, q in enumerate(audit_q) if q.benchmark == b])
+        e_idx = np.array([n_audit + i for i, q in enumerate(eval_q) if q.benchmark == b], dtype=np.int64)
+        acc = float(correct[a_idx].mean())
+        cached = Component(acc, f"cached, {audit_split} split, {a_idx.size} questions")
+        if e_idx.size:
+            gap_v = float(correct[e_idx].mean()) - acc
+            gap = Component(gap_v, f"cached, {eval_split} ({e_idx.size} q) − {audit_split} ({a_idx.size} q)")
+        else:
+            gap = Component(None, f"no {eval_split} questions for {b}: penalty not applied")
+        if b in live_bench:
+            lb = live_bench[b]
+            lv = Component(float(lb["accuracy"]), f"live eval.json, {audit_split} split, {lb['n']} questions "
+                                                  f"× {live.get('samples', 1)} sessions")
+            turns = Component(float(lb.get("avg_turns", 1.0)), "live eval.json")
+        else:
+            lv = Component(None, f"not measured (run trinity eval {run.path} --mode live)")
+            turns = Component(None, "not measured (needs a live eval)")
+        if king_routing is not None:
+            nov_idx = a_idx[:NOVELTY_QUESTIONS]
+            nov = Component(novelty((routing.model_idx[nov_idx], routing.role_idx[nov_idx]),
+                                    (king_routing.model_idx[nov_idx], king_routing.role_idx[nov_idx])),
+                            f"turn-1 (model, role) vs the king on {nov_idx.size} {audit_split} questions")
+            kacc = float(king_correct[a_idx].mean())
+            king_benches.append(BenchInputs(
+                b, Component(kacc, f"king, cached, {audit_split} split, {a_idx.size} questions"),
+                Component(None, "not measured for the king"), Component(None, "not measured for the king"),
+                Component(None, f"unknown for the king; {NOVELTY_NO_KING} assumed (the no-king rule value)"),
+                Component(None, "the king has passed its audit")))
+        else:
+            nov = Component(None, f"no king given: {NOVELTY_NO_KING} by rule")
+        benches.append(BenchInputs(b, cached, lv, turns, nov, gap))
+    if progress:
+        progress(2 if king else 1, 2 if king else 1, "scored")
+    return score_from_inputs(benches, king_benches=king_benches if king is not None else None,
+                             run=str(run.path), notes=notes)
