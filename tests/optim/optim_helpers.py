@@ -53,9 +53,10 @@ def trinity(*args: str, timeout: float = 120, env: dict | None = None) -> subpro
 
 
 def tree_digest(path: Path) -> dict[str, str]:
-    """{relative file: sha256} of everything under `path` (to prove a dir was left as it was)."""
+    """{relative file: sha256} of everything under `path` (to prove a dir was left as it was);
+    the engine lock file (it holds the pid of the last engine) is not run content."""
     return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(path.rglob("*")) if p.is_file()}
+            for p in sorted(path.rglob("*")) if p.is_file() and p.name != ".lock"}
 
 
 def history_sans_secs(path: Path) -> list[dict]:

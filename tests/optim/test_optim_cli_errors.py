@@ -1,0 +1,126 @@
+"""Every bad input of issue 2 items 7 and 9: one `error:` line, a non-zero exit, nothing changed."""
+
+import json
+import shutil
+
+import pytest
+from optim_helpers import standin_trainer, tree_digest, trinity, write_inputs
+
+from trinity.config import TrainConfig
+from trinity.runs.rundir import RunDir
+
+
+def _train(q, m, run_dir, *extra):
+    return trinity("train", "--mode", "cached", "--questions", str(q), "--matrix", str(m),
+                   "--encoder", "tiny-qwen3", "--generations", "2", "--popsize", "4", "--m", "4",
+                   "--seed", "0", "--run-dir", str(run_dir), *extra)
+
+
+def _one_error_line(res, *needles):
+    assert res.returncode != 0, res.stdout + res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def _edit_matrix(m, fn):
+    doc = json.loads(m.read_text())
+    fn(doc)
+    m.write_text(json.dumps(doc))
+
+
+def test_question_without_matrix_row(tmp_path):
+    q, m = write_inputs(tmp_path)
+    _edit_matrix(m, lambda d: d["tasks"].pop(3))
+    missing = json.loads(q.read_text().splitlines()[3])["id"]
+    res = _train(q, m, tmp_path / "run")
+    _one_error_line(res, "have no row in the matrix", missing)
+    assert not (tmp_path / "run").exists()
+
+
+def test_matrix_row_without_question(tmp_path):
+    q, m = write_inputs(tmp_path)
+    lines = q.read_text().splitlines()
+    q.write_text("\n".join(lines[:5] + lines[6:]) + "\n")
+    gone = json.loads(lines[5])["id"]
+    res = _train(q, m, tmp_path / "run")
+    _one_error_line(res, "have no question in", gone)
+    assert not (tmp_path / "run").exists()
+
+
+def test_empty_matrix(tmp_path):
+    q, m = write_inputs(tmp_path)
+    m.write_text(json.dumps({"benchmark": "synth", "k": 4, "tasks": []}))
+    _one_error_line(_train(q, m, tmp_path / "run"), "no tasks")
+    assert not (tmp_path / "run").exists()
+
+
+def test_model_missing_from_some_rows(tmp_path):
+    q, m = write_inputs(tmp_path)
+
+    def drop(d):
+        for t in d["tasks"][7:9]:
+            del t["per_model"]["m-hist"]
+    _edit_matrix(m, drop)
+    ids = [json.loads(line)["id"] for line in q.read_text().splitlines()[7:9]]
+    _one_error_line(_train(q, m, tmp_path / "run"), "'m-hist' is missing", *ids)
+    assert not (tmp_path / "run").exists()
+
+
+def test_existing_run_dir_is_not_overwritten(tmp_path):
+    q, m = write_inputs(tmp_path)
+    cfg = TrainConfig(questions=str(q), matrix=str(m), popsize=4, generations=1, m=4)
+    standin_trainer(tmp_path / "run", cfg).train()
+    before = tree_digest(tmp_path / "run")
+    _one_error_line(_train(q, m, tmp_path / "run"), "already holds a run", "trinity resume")
+    assert tree_digest(tmp_path / "run") == before
+
+
+@pytest.fixture()
+def two_runs(tmp_path):
+    q, m = write_inputs(tmp_path)
+    cfg = TrainConfig(questions=str(q), matrix=str(m), popsize=4, generations=3, m=4, encoder="tiny-qwen3")
+    for name in ("a", "b"):
+        t = standin_trainer(tmp_path / name, cfg.model_copy(update={"generations": 2}), run_id=name)
+        t.train()
+        # as if the run had been asked for 3 generations and killed after 2
+        RunDir(tmp_path / name).update_meta(config=cfg.resolved())
+    return tmp_path / "a", tmp_path / "b"
+
+
+def test_resume_corrupt_checkpoint(two_runs):
+    a, _ = two_runs
+    f = next((a / "checkpoint").glob("state-*.pkl"))
+    f.write_bytes(f.read_bytes()[:-100])  # truncated
+    before = tree_digest(a)
+    _one_error_line(trinity("resume", str(a)), "corrupt", "checksum")
+    assert tree_digest(a) == before
+
+
+def test_resume_foreign_checkpoint(two_runs):
+    a, b = two_runs
+    shutil.rmtree(a / "checkpoint")
+    shutil.copytree(b / "checkpoint", a / "checkpoint")
+    before = tree_digest(a)
+    _one_error_line(trinity("resume", str(a)), "belongs to run 'b'", "foreign")
+    assert tree_digest(a) == before
+
+
+def test_resume_refuses_a_second_engine(two_runs):
+    a, _ = two_runs
+    before = tree_digest(a)
+    with RunDir(a).lock():
+        res = trinity("resume", str(a))
+    _one_error_line(res, "in use by another engine")
+    assert res.returncode == 3
+    assert tree_digest(a) == before
+
+
+def test_resume_not_a_run(tmp_path):
+    _one_error_line(trinity("resume", str(tmp_path)), "not a run directory")
+
+
+def test_resume_finished_run(two_runs):
+    a, _ = two_runs
+    _one_error_line(trinity("resume", str(a), "--generations", "2"), "nothing to resume")
