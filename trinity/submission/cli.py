@@ -1,0 +1,113 @@
+"""`trinity pack`, `trinity check`, `trinity submit` (DESIGN §10). Heavy imports stay inside the
+commands so the CLI starts fast."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _history_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--history", metavar="FILE",
+                   help="submission history JSONL (default: $MINERTUI_DATA_DIR/submissions.jsonl, "
+                        "else $XDG_DATA_HOME/minertui/submissions.jsonl)")
+
+
+def _gate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--against", metavar="DIR", action="append",
+                   help="directory of prior bundles (searched recursively; repeatable)")
+    p.add_argument("--king", metavar="BUNDLE", help="the current king's bundle directory")
+    p.add_argument("--run", metavar="RUN_DIR", dest="run_dir",
+                   help="the run the bundle was packed from (default: found via the submission history)")
+    p.add_argument("--pool-models", metavar="A,B,C",
+                   help="the configured pool in router order (default: the run's pool in configs/models.yaml)")
+    _history_arg(p)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("pack", help="pack a finished run into a submission bundle")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--miner", required=True, help="your miner (GitHub user) name")
+    p.add_argument("--format", required=True, choices=("minirouter", "tinyrouter"), dest="fmt")
+    p.add_argument("--out", metavar="DIR",
+                   help="root of the competition checkout; the bundle goes to DIR/submissions/… (default: .)")
+    p.add_argument("--force", action="store_true", help="pack a run that has not finished (best θ so far)")
+    _history_arg(p)
+    p.set_defaults(func=cmd_pack)
+
+    p = sub.add_parser("check", help="run the submission gates on a bundle")
+    p.add_argument("bundle_dir", metavar="BUNDLE_DIR")
+    p.add_argument("--miner", help="miner name for the rate limit (default: from the bundle)")
+    _gate_args(p)
+    p.add_argument("--json", action="store_true", help="print the gate report as JSON")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("submit", help="commit a bundle on sn74-<miner>, push it and open the PR")
+    p.add_argument("bundle_dir", metavar="BUNDLE_DIR")
+    p.add_argument("--repo", required=True, metavar="PATH", help="your clone of the competition repository")
+    p.add_argument("--miner", required=True)
+    p.add_argument("--base", default="main", help="base branch of the PR (default: main)")
+    p.add_argument("--remote", default="origin", help="remote to push to (your fork; default: origin)")
+    p.add_argument("--upstream", help="remote of the competition repository (default: 'upstream' if "
+                                      "present, else --remote)")
+    p.add_argument("--push", action="store_true", help="push the branch")
+    p.add_argument("--pr", action="store_true", help="open the PR via the GitHub API ($GITHUB_TOKEN)")
+    p.add_argument("--dry-run", action="store_true", help="show the plan and stop")
+    p.add_argument("--skip-gates", action="store_true", help="do not run the gates (recorded in the commit)")
+    p.add_argument("--api-url", help="GitHub API base URL (default: $GITHUB_API_URL or api.github.com)")
+    _gate_args(p)
+    p.set_defaults(func=cmd_submit)
+
+
+def _pool(args) -> list[str] | None:
+    return [m.strip() for m in args.pool_models.split(",") if m.strip()] if args.pool_models else None
+
+
+def cmd_pack(args) -> int:
+    from trinity.submission.pack import pack_run
+
+    b = pack_run(args.run_dir, args.miner, args.fmt, out=args.out, force=args.force, history=args.history)
+    print("\n".join(b.describe()))
+    print(f"next: trinity check {b.path}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    from trinity.submission.gates import check_bundle
+
+    rep = check_bundle(args.bundle_dir, args.against, args.king, args.history, miner=args.miner,
+                       run_dir=args.run_dir, pool_models=_pool(args))
+    if args.json:
+        print(json.dumps(rep.to_dict(), indent=2))
+    else:
+        print("\n".join(rep.lines()))
+    return 0 if rep.ok else 1
+
+
+def cmd_submit(args) -> int:
+    from trinity.submission.gitsubmit import SubmitRefused, execute_plan, plan_submission
+
+    plan = plan_submission(args.bundle_dir, args.repo, args.miner, base=args.base, remote=args.remote,
+                           upstream=args.upstream, push=args.push, pr=args.pr, dry_run=args.dry_run,
+                           skip_gates=args.skip_gates, api_url=args.api_url, history=args.history,
+                           against=args.against, king=args.king, run_dir=args.run_dir,
+                           pool_models=_pool(args))
+    print("plan:")
+    print("\n".join(f"  {ln}" for ln in plan.describe()))
+    if plan.dry_run:
+        if plan.refusals:
+            raise SubmitRefused(f"this submission would be refused: {plan.refusals[0]}")
+        print("dry run: nothing was done")
+        return 0
+    print("running:")
+    result = execute_plan(plan, on_step=lambda s: s.status != "running" and print(f"  {s.line()}", flush=True))
+    if not result.ok:
+        print(f"error: {result.message}", file=sys.stderr)
+        return 5
+    print(result.message)
+    if result.pr_url:
+        print(f"PR: {result.pr_url}")
+    elif result.compare_url:
+        print(f"open the PR: {result.compare_url}")
+    return 0

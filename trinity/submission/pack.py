@@ -1,0 +1,307 @@
+"""`pack_run`: turn a finished run directory into a submission bundle.
+
+- `minirouter` → `<out>/submissions/final_model/` (replaced as a whole)
+- `tinyrouter` → `<out>/submissions/<miner>/<n>/`, n = the next free number (1, 2, …)
+
+`<out>` is the root of the competition checkout (default: the current directory), so the bundle
+lands where `trinity submit` expects it. A bundle is written into a temporary sibling directory
+and renamed into place, so a crash never leaves half a bundle under its final name.
+
+Refusals: a run that is not finished (unless `force`), one without `best_theta.npy`, one whose θ
+does not fit the run's pool, and one whose ledger does not verify (never overridable).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+
+from trinity import __version__
+from trinity.errors import InputError
+from trinity.io import atomic_write_json, atomic_write_text, read_json
+from trinity.runs.rundir import RunDir
+from trinity.submission.bundle import (
+    MINIROUTER, RECEIPT_FILE, THETA_FILE, TINYROUTER, bundle_files, bundle_hash, hidden_from_size,
+)
+from trinity.submission.history import SubmissionHistory
+
+MINER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,38}$")
+
+
+@dataclass
+class Bundle:
+    path: Path
+    format: str
+    miner: str
+    run_id: str
+    hash: str
+    files: list[str]
+    receipt: dict[str, Any] | None = None
+
+    def describe(self) -> list[str]:
+        lines = [f"{self.format} bundle {self.path}", f"  run {self.run_id}, miner {self.miner}",
+                 f"  hash {self.hash[:16]}…"]
+        lines += [f"  {f}" for f in self.files]
+        return lines
+
+
+@dataclass
+class LedgerTotals:
+    """What the run's verified ledger says (an absent ledger = no paid call)."""
+
+    present: bool
+    n_records: int
+    total_micro_usd: int
+    head_hash: str | None
+
+    @property
+    def total_usd(self) -> float:
+        return self.total_micro_usd / 1e6
+
+
+def check_miner(miner: str) -> str:
+    if not isinstance(miner, str) or not MINER_RE.match(miner):
+        raise InputError(f"miner name {miner!r} is not valid; use your GitHub user name "
+                         "(letters, digits, '-', '_', '.')")
+    return miner
+
+
+def verified_ledger(run: RunDir) -> LedgerTotals:
+    """Totals of the run's ledger after verifying its hash chain; InputError when it is broken."""
+    if not run.ledger.exists() or run.ledger.stat().st_size == 0:
+        return LedgerTotals(False, 0, 0, None)
+    from trinity.pool.ledger import verify_ledger
+
+    rep = verify_ledger(run.ledger)
+    if not rep.ok:
+        where = f" at line {rep.first_bad_line}" if rep.first_bad_line else ""
+        raise InputError(f"ledger {run.ledger} does not verify{where}: {rep.problem}; "
+                         "a bundle needs an intact cost ledger (check it with `trinity ledger verify`)")
+    return LedgerTotals(True, int(rep.n_records), int(rep.total_micro_usd), rep.head_hash)
+
+
+def run_hidden(meta: dict[str, Any], summary: Any, size: int, n_models: int) -> int | None:
+    """The encoder's hidden width for a run's θ: recorded in run.json / summary.json when the
+    trainer says, else the width that makes `size` = (n_models + 3)·hidden + 7·hidden."""
+    for doc in (meta, summary if isinstance(summary, dict) else {}):
+        h = doc.get("hidden")
+        if isinstance(h, int) and not isinstance(h, bool) and 0 < (n_models + 3) * h < size:
+            return h
+    return hidden_from_size(size, n_models)
+
+
+def _read_optional(path: Path, what: str) -> Any:
+    return read_json(path, what) if path.exists() else None
+
+
+def fitness_history(history: Any) -> list[dict[str, Any]]:
+    """The receipt's `fitness_history` from the run's `history.json` generation records."""
+    if not isinstance(history, list):
+        return []
+    out = []
+    for rec in history:
+        if not isinstance(rec, dict) or "gen" not in rec:
+            continue
+        out.append({"generation": int(rec["gen"]), "mean_fitness": _num(rec.get("mean")),
+                    "max_fitness": _num(rec.get("max")), "best_fitness": _num(rec.get("best"))})
+    return out
+
+
+def _num(v: Any) -> float | None:
+    """A finite float, or None (JSON has no NaN)."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _best_fitness(summary: Any, fh: list[dict[str, Any]]) -> float | None:
+    if isinstance(summary, dict):
+        for key in ("best_fitness", "best"):
+            if isinstance(summary.get(key), (int, float)):
+                return float(summary[key])
+    vals = [r["best_fitness"] for r in fh if r["best_fitness"] is not None]
+    return max(vals) if vals else None
+
+
+def _benchmark_name(meta: dict[str, Any]) -> tuple[str, list[str]]:
+    benches = meta.get("benchmarks") or (meta.get("config") or {}).get("benchmarks") or []
+    benches = [str(b) for b in benches] if isinstance(benches, list) else [str(benches)]
+    return (benches[0] if len(benches) == 1 else "composite"), benches
+
+
+def _readme(receipt: dict[str, Any]) -> str:
+    fh = receipt["fitness_history"]
+    rows = "\n".join(f"| {r['generation']} | {_fmt(r['mean_fitness'])} | {_fmt(r['max_fitness'])} | "
+                     f"{_fmt(r['best_fitness'])} |" for r in fh)
+    best = receipt["best_fitness"]
+    return f"""# TinyRouter submission — {receipt['miner']}
+
+Routing head trained by separable CMA-ES (minertui / trinity {receipt['packed_by']}).
+
+| | |
+|---|---|
+| run | `{receipt['run_id']}` ({receipt['mode']} fitness) |
+| benchmark | {receipt['benchmark']} ({', '.join(receipt['benchmarks']) or 'all'}) |
+| pool | {', '.join(receipt['pool_models'])} |
+| encoder | `{receipt['encoder']}` (hidden {receipt['hidden']}) |
+| parameters | {receipt['n_total']:,} = head ({receipt['n_models']} + 3) × {receipt['hidden']} + SVF {receipt['n_svf']:,} |
+| popsize / m / σ0 / seed | {receipt['popsize']} / {receipt['m_cma']} / {receipt['sigma0']} / {receipt['seed']} |
+| generations | {receipt['generations']} |
+| best fitness | {_fmt(best)} |
+| training cost | ${receipt['total_cost_usd']:.4f} over {receipt['ledger_records']} ledger records |
+| ledger head | `{receipt['ledger_head_hash']}` |
+| packed | {receipt['packed_at']} |
+
+Files: `head_weights.npy` ({receipt['n_models'] + 3}, {receipt['hidden']}) float32,
+`svf_scales.npy` ({receipt['n_svf']},) float32, `receipt.json`.
+
+## Fitness by generation
+
+| generation | mean | max | best |
+|---|---|---|---|
+{rows}
+"""
+
+
+def _fmt(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.4f}"
+
+
+def _next_number(miner_dir: Path) -> int:
+    nums = [int(p.name) for p in miner_dir.iterdir() if p.is_dir() and p.name.isdigit()] \
+        if miner_dir.is_dir() else []
+    return max(nums, default=0) + 1
+
+
+def _place(tmp: Path, final: Path, replace: bool) -> None:
+    """Rename the finished temp bundle to its final name (replacing a previous one if asked)."""
+    if replace and final.exists():
+        old = final.with_name(f".{final.name}.old-{os.getpid()}")
+        os.replace(final, old)
+        os.replace(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(tmp, final)  # fails if `final` appeared meanwhile
+
+
+def pack_run(run_dir: str | os.PathLike, miner: str, fmt: str, out: str | os.PathLike | None = None,
+             force: bool = False, history: SubmissionHistory | str | os.PathLike | None = None) -> Bundle:
+    """Pack `run_dir` as a `fmt` bundle under `<out>/submissions/`; see the module doc."""
+    if fmt not in (TINYROUTER, MINIROUTER):
+        raise InputError(f"unknown bundle format {fmt!r}; use tinyrouter or minirouter")
+    check_miner(miner)
+    run = RunDir(run_dir)
+    meta = run.read_meta()
+    status = meta.get("status", "unknown")
+    if status != "finished" and not force:
+        raise InputError(f"run {run.id} is {status}, not finished; wait for it to finish, or pass "
+                         "--force to pack its best θ so far")
+    if not run.best_theta.exists():
+        raise InputError(f"run {run.id} has no best_theta.npy (no generation finished yet); "
+                         "train it further before packing")
+    from trinity.model.theta import load_theta
+
+    theta = load_theta(run.best_theta)  # (D,) float64; InputError when corrupt or not finite
+    models = meta.get("models")
+    if not isinstance(models, list) or not models:
+        raise InputError(f"{run.run_json} has no pool model list (`models`); the run is incomplete")
+    history_recs = _read_optional(run.history, "history.json")
+    summary = _read_optional(run.summary, "summary.json")
+    hidden = run_hidden(meta, summary, int(theta.size), len(models))
+    if hidden is None:
+        raise InputError(f"{run.best_theta} has {theta.size} values, which does not fit a {len(models)}-model "
+                         "pool ((n_models + 3)·hidden + 7·hidden); run.json should record `hidden`")
+    ledger = verified_ledger(run)
+
+    root = Path(out) if out is not None else Path.cwd()
+    subs = root / "submissions"
+    subs.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=subs, prefix=".pack-"))
+    receipt: dict[str, Any] | None = None
+    try:
+        if fmt == MINIROUTER:
+            if history_recs is None or summary is None:
+                raise InputError(f"run {run.id} has no summary.json/history.json yet; a minirouter "
+                                 "bundle needs both (let the run finish)")
+            shutil.copyfile(run.best_theta, tmp / THETA_FILE)
+            shutil.copyfile(run.summary, tmp / "summary.json")
+            shutil.copyfile(run.history, tmp / "history.json")
+            if run.eval_json.exists():
+                shutil.copyfile(run.eval_json, tmp / "eval.json")
+            final = subs / "final_model"
+            _place(tmp, final, replace=True)
+        else:
+            receipt = _receipt(run, meta, miner, theta, len(models), hidden, ledger, history_recs, summary)
+            from trinity.model.theta import save_bundle_weights
+
+            # head_weights.npy (n_models+3, hidden) float32, svf_scales.npy (svf_size,) float32
+            save_bundle_weights(tmp, theta, len(models), hidden)
+            atomic_write_json(tmp / RECEIPT_FILE, receipt)
+            atomic_write_text(tmp / "README.md", _readme(receipt))
+            miner_dir = subs / miner
+            miner_dir.mkdir(parents=True, exist_ok=True)
+            while True:
+                final = miner_dir / str(_next_number(miner_dir))
+                try:
+                    _place(tmp, final, replace=False)
+                    break
+                except OSError:
+                    if not final.exists():
+                        raise
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    files = [p.relative_to(final).as_posix() for p in bundle_files(final)]
+    bundle = Bundle(path=final.resolve(), format=fmt, miner=miner, run_id=run.id,
+                    hash=bundle_hash(final), files=files, receipt=receipt)
+    hist = history if isinstance(history, SubmissionHistory) else SubmissionHistory.open(history)
+    hist.append("pack", miner=miner, bundle=str(bundle.path), bundle_hash=bundle.hash, format=fmt,
+                run_id=run.id, run_dir=str(run.path.resolve()))
+    return bundle
+
+
+def _receipt(run: RunDir, meta: dict[str, Any], miner: str, theta: Any, n_models: int,
+             hidden: int, ledger: LedgerTotals, history_recs: Any, summary: Any) -> dict[str, Any]:
+    config = meta.get("config") or {}
+    fh = fitness_history(history_recs)
+    benchmark, benches = _benchmark_name(meta)
+    return {
+        "miner": miner,
+        "run_id": run.id,
+        "benchmark": benchmark,
+        "benchmarks": benches,
+        "mode": meta.get("mode", config.get("mode")),
+        "pool": meta.get("pool", config.get("pool")),
+        "pool_models": list(meta["models"]),
+        "encoder": meta.get("encoder", config.get("encoder")),
+        "n_models": n_models,
+        "hidden": hidden,
+        "n_total": int(theta.size),
+        "n_head": (n_models + 3) * hidden,
+        "n_svf": int(theta.size) - (n_models + 3) * hidden,
+        "popsize": config.get("popsize"),
+        "m_cma": config.get("m"),
+        "sigma0": config.get("sigma0"),
+        "seed": config.get("seed"),
+        "generations": len(fh),
+        "best_fitness": _best_fitness(summary, fh),
+        "fitness_history": fh,
+        "total_cost_usd": round(ledger.total_usd, 6),
+        "total_cost_micro_usd": ledger.total_micro_usd,
+        "ledger_records": ledger.n_records,
+        "ledger_head_hash": ledger.head_hash,
+        "run_status": meta.get("status"),
+        "git_sha": meta.get("git_sha"),
+        "packed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "packed_by": f"trinity {__version__}",
+    }
