@@ -1,0 +1,238 @@
+"""Child side of the code sandbox: runs one problem's tests and reports on a private pipe.
+
+Started by `trinity.grading.sandbox` as `python -I -S _harness.py RESULT_FD`, with the job (one
+JSON object) on stdin. It imports nothing from trinity (it runs as a plain script, inside
+bubblewrap where only the interpreter is visible) and trusts nothing after `_confine`.
+
+Why the results travel on RESULT_FD and not stdout: the candidate owns stdout (and may close it,
+flood it, or exit early). Every message carries the run's nonce; the parent compares outputs
+itself (the child never sees an expected output), and a test with no message counts as failed,
+so neither `sys.exit(0)`, a closed stdout nor a killed parent can turn into a pass.
+
+Messages: one JSON header line `{"nonce", "event", ...,"len": n}` followed by n payload bytes.
+  ready  {uid, netns, mountns}        after confinement, before any candidate code runs
+  start  {test}                       test = index, or -1 while the module body is loaded
+  done   {test, status, error}        status ok | error; payload = stdout (stdin tests) or the
+                                      JSON of the return value (call tests)
+  fatal  {error}                      the code cannot run at all (syntax error, no function)
+  end    {}                           all tests were run
+"""
+
+import builtins
+import io
+import json
+import os
+import signal
+import sys
+
+# LiveCodeBench prepends these imports to every solution; solutions rely on them (List, deque…).
+PRELUDE = (
+    "from string import *\nfrom re import *\nfrom datetime import *\nfrom collections import *\n"
+    "from heapq import *\nfrom bisect import *\nfrom copy import *\nfrom math import *\n"
+    "from random import *\nfrom statistics import *\nfrom itertools import *\n"
+    "from functools import *\nfrom operator import *\nfrom io import *\nfrom sys import *\n"
+    "import json\nfrom builtins import *\nfrom typing import *\n"
+    "import string, re, datetime, collections, heapq, bisect, copy, math, random, statistics, "
+    "itertools, functools, operator, io, sys, json\n"
+)
+
+_write = os.write
+_dumps = json.dumps
+
+
+class Reporter:
+    def __init__(self, fd: int, nonce: str):
+        self.fd, self.nonce = fd, nonce
+
+    def send(self, event: str, payload: bytes = b"", **fields) -> None:
+        head = _dumps({"nonce": self.nonce, "event": event, "len": len(payload), **fields})
+        data = memoryview(head.encode() + b"\n" + payload)
+        while data:
+            data = data[_write(self.fd, data):]
+
+
+def _libc():
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _private_mounts(libc, size: int) -> bool:
+    """Plain mode as root: own mount namespace, fresh tmpfs on the world-writable dirs."""
+    CLONE_NEWNS, MS_REC, MS_PRIVATE = 0x00020000, 0x4000, 1 << 18
+    MS_NOSUID, MS_NODEV = 2, 4
+    if libc.unshare(CLONE_NEWNS) != 0:
+        return False
+    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return False
+    opts = f"size={size},mode=1777".encode()
+    for path in (b"/tmp", b"/var/tmp", b"/dev/shm", b"/run/lock"):
+        if os.path.isdir(path):
+            libc.mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, opts)
+    return True
+
+
+def _count_tasks(uid: int) -> int:
+    """Threads owned by `uid` right now (RLIMIT_NPROC counts threads of the real uid)."""
+    n = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                status = f.read()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if int(fields.get("Uid", "-1 0").split()[0]) == uid:
+            n += int(fields.get("Threads", "1"))
+    return n
+
+
+def _confine(job: dict) -> dict:
+    """Limits, and as root: own net/mount namespaces and a throw-away uid. Returns what held."""
+    import resource
+
+    lim = job["limits"]
+    cpu = int(lim["cpu_s"])
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (lim["memory_bytes"], lim["memory_bytes"]))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (lim["output_bytes"], lim["output_bytes"]))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an over-long write fails (EFBIG), not a kill
+    held = {"uid": os.getuid(), "netns": job["in_bwrap"], "mountns": job["in_bwrap"]}
+    uid = job.get("drop_uid")
+    if uid is not None and os.geteuid() == 0:
+        libc = _libc()
+        if not job["in_bwrap"]:
+            held["netns"] = libc.unshare(0x40000000) == 0  # CLONE_NEWNET: no usable network
+            held["mountns"] = _private_mounts(libc, lim["output_bytes"] * 4)
+            os.chown(".", uid, uid)  # (inside bubblewrap the work dir is a 1777 tmpfs)
+        libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS: setuid binaries cannot give root back
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)  # from root to non-root: every capability is gone
+        resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"], lim["processes"]))
+        held["uid"] = os.getuid()
+    else:
+        if not job["in_bwrap"]:
+            _libc().prctl(38, 1, 0, 0, 0)
+        own = _count_tasks(os.getuid())  # the limit counts all of this user's tasks
+        resource.setrlimit(resource.RLIMIT_NPROC, (own + lim["processes"], own + lim["processes"]))
+    return held
+
+
+def _short(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _flush_all(*streams) -> str | None:
+    """Flush our stdout and whatever the candidate put in its place; the first failure wins."""
+    err = None
+    for s in streams:
+        try:
+            s.flush()
+        except BaseException as e:  # closed, EFBIG past the output cap, a broken replacement
+            err = err or _short(e)
+    return err
+
+
+def _fresh_stdio() -> None:
+    sys.stdin = sys.__stdin__ = open(0, "r", encoding="utf-8", errors="replace", closefd=False)
+    sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", closefd=False)
+
+
+def _redirect(fd: int, path: str, flags: int) -> None:
+    new = os.open(path, flags, 0o644)
+    os.dup2(new, fd)
+    os.close(new)
+
+
+def _run_stdin(code, base: dict, n_tests: int, rep: Reporter, cap: int) -> None:
+    for k in range(n_tests):
+        _redirect(0, f"in{k}", os.O_RDONLY)
+        _redirect(1, f"out{k}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        _fresh_stdio()
+        ours = sys.stdout
+        ns = dict(base, __name__="__main__", stdin=sys.stdin, stdout=sys.stdout)
+        status, error = "ok", None
+        rep.send("start", test=k)
+        try:
+            exec(code, ns)
+        except SystemExit as e:  # a program may end itself; only a non-zero status is an error
+            if e.code not in (None, 0):
+                status, error = "error", f"exit status {e.code!r}"
+        except BaseException as e:
+            status, error = "error", _short(e)
+        flush_error = _flush_all(ours, sys.stdout)
+        if status == "ok" and flush_error:
+            status, error = "error", flush_error
+        try:
+            with open(f"out{k}", "rb") as f:
+                out = f.read(cap + 1)
+            os.unlink(f"out{k}")
+        except OSError as e:
+            out, status, error = b"", "error", _short(e)
+        rep.send("done", out, test=k, status=status, error=error)
+
+
+def _run_call(code, base: dict, fn_name: str, args_list: list, rep: Reporter) -> None:
+    _redirect(1, os.devnull, os.O_WRONLY)
+    _fresh_stdio()
+    ns = dict(base, __name__="solution", stdin=sys.stdin, stdout=sys.stdout)
+    rep.send("start", test=-1)
+    try:
+        exec(code, ns)
+    except BaseException as e:
+        rep.send("fatal", error="the module body raised " + _short(e))
+        return
+    solution = ns.get("Solution")
+    if isinstance(solution, type) and callable(getattr(solution, fn_name, None)):
+        def target(*args):
+            return getattr(solution(), fn_name)(*args)  # a fresh instance per test
+    elif callable(ns.get(fn_name)):
+        target = ns[fn_name]
+    else:
+        rep.send("fatal", error=f"no class Solution with method {fn_name!r} and no function {fn_name!r}")
+        return
+    for k, args in enumerate(args_list):
+        rep.send("start", test=k)
+        try:
+            payload = _dumps(target(*args), allow_nan=False).encode()
+            rep.send("done", payload, test=k, status="ok", error=None)
+        except BaseException as e:  # SystemExit included: a function must return
+            rep.send("done", test=k, status="error", error=_short(e))
+
+
+def main() -> None:
+    result_fd = int(sys.argv[1])
+    os.set_inheritable(result_fd, False)  # exec'd grandchildren do not get the result pipe
+    job = json.loads(sys.stdin.buffer.read())
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    rep = Reporter(result_fd, job["nonce"])
+    if job["mode"] == "stdin":  # written before the file-size limit and while we own the dir
+        for k, text in enumerate(job["inputs"]):
+            with open(f"in{k}", "w", encoding="utf-8") as f:
+                f.write(text)
+    base: dict = {"__builtins__": builtins}
+    exec(PRELUDE, base)  # import everything while the interpreter's files are still readable
+    sys.setrecursionlimit(50000)
+    held = _confine(job)
+    rep.send("ready", **held)
+    try:
+        code = compile(job["code"], "<solution>", "exec")
+    except BaseException as e:
+        rep.send("fatal", error=_short(e))
+        os._exit(0)
+    if job["mode"] == "stdin":
+        _run_stdin(code, base, len(job["inputs"]), rep, job["limits"]["output_bytes"])
+    else:
+        _run_call(code, base, job["fn_name"], job["inputs"], rep)
+    rep.send("end")
+    os._exit(0)  # no atexit handlers or finalisers of the candidate's
+
+
+if __name__ == "__main__":
+    main()

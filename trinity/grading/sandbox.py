@@ -1,0 +1,419 @@
+"""Run untrusted code in a throw-away child process (DESIGN §6, issue 4 item 5).
+
+The process that holds keys and the ledger never runs candidate code. Each problem gets:
+
+- a fresh `python -I -S` child running `_harness.py` (never reused across problems), with an
+  allow-listed environment (no keys, no user HOME) and its own empty dir as cwd/HOME/TMPDIR;
+- a new session, and on any per-test / whole-problem deadline a SIGKILL of its process group;
+- rlimits: CPU seconds, address space, file size (= the output cap), open files, no core dumps,
+  processes;
+- as root: a throw-away uid (so RLIMIT_NPROC binds and the code cannot signal or read our
+  processes/files), no_new_privs, and a kill of every process left with that uid afterwards;
+  without bubblewrap also its own network and mount namespaces (fresh /tmp, /dev/shm, …);
+- where bubblewrap works: pid/net/ipc/uts namespaces, `--die-with-parent --new-session`, no
+  capabilities, a cleared environment, read-only /usr and interpreter, private tmpfs /tmp and
+  /sandbox. As root the user namespace is left out (so the harness can drop to the throw-away
+  uid, which a root-only user namespace cannot map); unprivileged it is `--unshare-all`.
+
+`describe_layers()` says which of these hold on this machine (`trinity doctor` prints it).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import secrets
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from trinity.errors import InputError
+
+HARNESS = Path(__file__).with_name("_harness.py")
+SANDBOX_DIR = "/sandbox"  # the work dir's path inside bubblewrap
+UID_BASE, UID_SPAN = 1_800_000_000, 200_000_000  # throw-away uids: far above any real account
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much one problem may use. Deadlines are wall-clock, enforced by the parent."""
+
+    per_test_timeout: float = 6.0
+    problem_timeout: float = 60.0
+    memory_bytes: int = 2 << 30
+    output_bytes: int = 16 << 20  # per test; also the largest file the code may write
+    open_files: int = 64
+    processes: int = 64  # tasks (threads count) the code may add
+
+    def __post_init__(self):
+        if not (self.per_test_timeout > 0 and self.problem_timeout > 0):
+            raise InputError(f"sandbox timeouts must be > 0, got {self.per_test_timeout}, {self.problem_timeout}")
+        if min(self.memory_bytes, self.output_bytes, self.open_files, self.processes) <= 0:
+            raise InputError("sandbox limits (memory, output, open files, processes) must be > 0")
+
+
+@dataclass
+class SandboxRun:
+    """What happened. `outcome`: completed | stopped (the callback said stop) | timeout |
+    exited (the child ended before reporting every test) | fatal (the code cannot run) |
+    protocol (a message without the nonce or over the cap)."""
+
+    outcome: str
+    test: int | None = None  # the test that was running when it ended early
+    detail: str = ""
+    layers: dict = field(default_factory=dict)  # what the child reported as held (uid, netns…)
+    bwrap: bool = False
+    startup_s: float = 0.0  # spawn → "ready"
+    wall_s: float = 0.0
+
+
+# ---------------------------------------------------------------- what this machine can do
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _interpreter() -> str:
+    """The base interpreter (a venv's python would need its venv bound in too)."""
+    return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+
+
+def _ro_binds(paths: set[str]) -> list[str]:
+    """Read-only binds for `paths` (nested ones dropped); their parents are created 0755
+    (bwrap would make them 0700, which the throw-away uid cannot enter)."""
+    args: list[str] = []
+    made: set[str] = set()
+    bound: list[str] = []
+    for path in sorted(paths, key=len):
+        if any(path == b or path.startswith(b + "/") for b in bound):
+            continue
+        parts = Path(path).parts
+        for i in range(2, len(parts)):
+            parent = str(Path(*parts[:i]))
+            if parent not in made:
+                args += ["--perms", "0755", "--dir", parent]
+                made.add(parent)
+        args += ["--ro-bind", path, path]
+        bound.append(path)
+    return args
+
+
+def _bwrap_argv(workdir_size: int, result_fd: int) -> list[str]:
+    exe = shutil.which("bwrap")
+    if exe is None:
+        raise FileNotFoundError("bwrap")
+    if _is_root():  # no user namespace: the harness must be able to setuid to a throw-away uid
+        ns = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+              "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:
+        ns = ["--unshare-all", "--cap-drop", "ALL"]
+    args = [exe, *ns, "--die-with-parent", "--new-session", "--clearenv",
+            "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
+            "--setenv", "HOME", SANDBOX_DIR, "--setenv", "TMPDIR", SANDBOX_DIR,
+            "--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    args += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    python_dirs = {os.path.realpath(d) for d in (sys.base_prefix, sys.base_exec_prefix,
+                                                os.path.dirname(_interpreter()))}
+    args += _ro_binds({d for d in python_dirs if not (d == "/usr" or d.startswith("/usr/"))})
+    args += ["--ro-bind", str(HARNESS), "/harness/_harness.py",
+             "--proc", "/proc", "--dev", "/dev",
+             "--size", str(64 << 20), "--tmpfs", "/tmp",
+             "--size", str(workdir_size), "--perms", "1777", "--tmpfs", SANDBOX_DIR,
+             "--chdir", SANDBOX_DIR,
+             "--", _interpreter(), "-I", "-S", "/harness/_harness.py", str(result_fd)]
+    return args
+
+
+@functools.cache
+def bwrap_status() -> tuple[bool, str]:
+    """(usable, why): runs the real sandbox command once with a trivial job."""
+    if shutil.which("bwrap") is None:
+        return False, "bwrap not installed (apt-get install bubblewrap)"
+    try:
+        run = _run(_probe_job(), Limits(per_test_timeout=10, problem_timeout=10), None, True)
+    except OSError as e:
+        return False, f"bwrap could not start: {e}"
+    if run.outcome != "completed":
+        return False, f"bwrap is installed but does not work here ({run.outcome}: {run.detail})"
+    return True, "works"
+
+
+def _probe_job() -> dict:
+    return {"mode": "stdin", "code": "print(input())", "inputs": ["ok"], "fn_name": None}
+
+
+def describe_layers() -> list[tuple[str, bool, str]]:
+    """(layer, active on this machine, note) for `trinity doctor`."""
+    root = _is_root()
+    bw, why = bwrap_status()
+    layers = [
+        ("separate process", True, "candidate code runs only in a fresh `python -I -S` child, one per problem"),
+        ("allow-listed environment", True, "PATH, LANG, HOME/TMPDIR = the sandbox dir; no API keys, no user HOME"),
+        ("private work dir", True, "an empty dir as cwd/HOME/TMPDIR, deleted afterwards"),
+        ("new session + group kill", True, "per-test and whole-problem wall-clock deadlines SIGKILL the process group"),
+        ("rlimits", True, "CPU seconds, address space, file size (output cap), open files, no core dumps"),
+        ("results on a private pipe", True, "nonce-tagged; outputs compared in the parent; a missing result is a fail"),
+    ]
+    if root:
+        layers.append(("throw-away uid", True, "runs as an unused uid with no capabilities and no_new_privs: "
+                       "RLIMIT_NPROC binds (fork bombs stop), cannot signal or read our processes or "
+                       "root-only files; every process left with that uid is killed afterwards"))
+    else:
+        layers.append(("throw-away uid", False, "not root: the code runs as your uid; RLIMIT_NPROC is set to "
+                       "your current task count + the limit"))
+    if bw:
+        mode = "pid/net/ipc/uts namespaces, no user namespace (root)" if root else "--unshare-all"
+        layers.append(("bubblewrap", True, f"{mode}, --die-with-parent --new-session --clearenv, no capabilities, "
+                       "read-only /usr and interpreter, private tmpfs /tmp and /sandbox; nothing else visible"))
+    else:
+        layers.append(("bubblewrap", False, why))
+        if root:
+            layers.append(("network + mount namespaces", True, "own empty network namespace (no localhost), "
+                           "fresh tmpfs on /tmp, /var/tmp, /dev/shm, /run/lock"))
+            layers.append(("warning", False, "root without bubblewrap: the code can read world-readable files, see "
+                           "other processes in /proc, and fill the disk through its work dir (per-file cap only); "
+                           "install bubblewrap"))
+        else:
+            layers.append(("warning", False, "no bubblewrap and not root: the code runs as your user with your "
+                           "network; it can read your files and signal your processes; install bubblewrap"))
+    return layers
+
+
+# ---------------------------------------------------------------- running one job
+
+
+def run_in_sandbox(job: dict, limits: Limits, on_result: Callable[[int, str, str | None, bytes], bool] | None,
+                   *, use_bwrap: bool | None = None) -> SandboxRun:
+    """Run one problem's tests in a fresh sandboxed child.
+
+    job: {"mode": "stdin"|"call", "code": str, "inputs": [str] (stdin) or [[arg, …]] (call),
+    "fn_name": str|None}. `on_result(test, status, error, payload)` is called in the parent for
+    each finished test (payload: the raw stdout, or the JSON of the return value) and returns
+    False to stop the problem (the child is killed at once). `use_bwrap`: None = when usable.
+    """
+    if use_bwrap is None:
+        use_bwrap = bwrap_status()[0]
+    return _run(job, limits, on_result, use_bwrap)
+
+
+def _env(workdir: str) -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir, "TMPDIR": workdir}
+
+
+def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
+    import json
+
+    nonce = secrets.token_hex(16)
+    drop_uid = UID_BASE + secrets.randbelow(UID_SPAN) if _is_root() else None
+    n_tests = len(job["inputs"])
+    full = {**job, "nonce": nonce, "drop_uid": drop_uid, "in_bwrap": use_bwrap,
+            "limits": {"cpu_s": max(1, int(limits.problem_timeout) + 1), "memory_bytes": limits.memory_bytes,
+                       "output_bytes": limits.output_bytes, "open_files": limits.open_files,
+                       "processes": limits.processes}}
+    payload = json.dumps(full).encode()
+    read_fd, write_fd = os.pipe()
+    workdir = None
+    t0 = time.monotonic()
+    try:
+        if use_bwrap:
+            input_bytes = sum(len(x) for x in job["inputs"]) if job["mode"] == "stdin" else 0
+            argv, cwd, env = _bwrap_argv(input_bytes + 2 * limits.output_bytes + (16 << 20), write_fd), None, {}
+        else:
+            workdir = tempfile.mkdtemp(prefix="trinity-sandbox-")
+            argv = [_interpreter(), "-I", "-S", str(HARNESS), str(write_fd)]
+            cwd, env = workdir, _env(workdir)
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                cwd=cwd, env=env, pass_fds=(write_fd,), start_new_session=True)
+    except BaseException:
+        os.close(read_fd)
+        os.close(write_fd)
+        if workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    os.close(write_fd)
+    feeder = threading.Thread(target=_feed, args=(proc.stdin, payload), daemon=True)
+    feeder.start()
+    run = SandboxRun(outcome="exited", bwrap=use_bwrap)
+    try:
+        _pump(proc, read_fd, nonce, n_tests, limits, on_result, run, t0)
+    finally:
+        _kill(proc, drop_uid)
+        os.close(read_fd)
+        feeder.join(timeout=1.0)
+        if workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+        run.wall_s = time.monotonic() - t0
+    return run
+
+
+def _feed(pipe, payload: bytes) -> None:
+    try:
+        pipe.write(payload)
+        pipe.close()
+    except OSError:  # the child died before reading its job: the parent reports it
+        pass
+
+
+def _pump(proc, fd: int, nonce: str, n_tests: int, limits: Limits, on_result, run: SandboxRun, t0: float) -> None:
+    """Read messages until every test has reported, a deadline passes, or the child is gone."""
+    import json
+
+    problem_deadline = t0 + limits.problem_timeout
+    test_deadline = problem_deadline
+    current: int | None = None
+    reported = 0
+    buf = bytearray()
+    cap = limits.output_bytes + 4096
+    sel = selectors.DefaultSelector()
+    sel.register(fd, selectors.EVENT_READ)
+    eof = False
+    try:
+        while True:
+            # Parse every complete message in the buffer.
+            while True:
+                nl = buf.find(b"\n")
+                if nl < 0:
+                    if len(buf) > 4096:
+                        run.outcome, run.detail = "protocol", "header too long"
+                        return
+                    break
+                try:
+                    head = json.loads(buf[:nl])
+                    size = int(head["len"])
+                except (ValueError, KeyError, TypeError):
+                    run.outcome, run.detail = "protocol", "unreadable message"
+                    return
+                if head.get("nonce") != nonce or not 0 <= size <= cap:
+                    run.outcome, run.detail = "protocol", "message without the run's nonce or over the cap"
+                    return
+                if len(buf) < nl + 1 + size:
+                    break
+                body = bytes(buf[nl + 1: nl + 1 + size])
+                del buf[: nl + 1 + size]
+                event = head.get("event")
+                now = time.monotonic()
+                if event == "ready":
+                    run.startup_s = now - t0
+                    run.layers = {k: head.get(k) for k in ("uid", "netns", "mountns")}
+                elif event == "start":
+                    current = head.get("test")
+                    test_deadline = min(problem_deadline, now + limits.per_test_timeout)
+                elif event == "done":
+                    k = head.get("test")
+                    if k != reported:
+                        run.outcome, run.detail = "protocol", f"result for test {k} out of order"
+                        return
+                    reported += 1
+                    current, test_deadline = None, problem_deadline
+                    go_on = on_result(k, head.get("status", "error"), head.get("error"), body) if on_result else True
+                    if not go_on:
+                        run.outcome, run.test = "stopped", k
+                        return
+                elif event == "fatal":
+                    run.outcome, run.detail = "fatal", str(head.get("error"))[:300]
+                    return
+                elif event == "end":
+                    if reported == n_tests:
+                        run.outcome = "completed"
+                    else:
+                        run.outcome, run.test = "exited", reported
+                    return
+            if eof:
+                run.outcome, run.test = "exited", (current if current is not None else reported)
+                run.detail = _exit_detail(proc)
+                return
+            now = time.monotonic()
+            deadline = min(test_deadline, problem_deadline)
+            if now >= deadline:
+                run.outcome, run.test = "timeout", (current if current is not None else reported)
+                run.detail = "whole-problem timeout" if deadline >= problem_deadline else "per-test timeout"
+                return
+            events = sel.select(timeout=min(deadline - now, 0.05))
+            if events:
+                chunk = os.read(fd, 1 << 20)
+                if chunk:
+                    buf += chunk
+                else:
+                    eof = True
+            elif proc.poll() is not None:
+                # The harness is gone; a forked grandchild may still hold the pipe open.
+                more = _drain(fd)
+                buf += more
+                eof = True
+    finally:
+        sel.close()
+
+
+def _drain(fd: int) -> bytes:
+    os.set_blocking(fd, False)
+    out = bytearray()
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            out += chunk
+    except BlockingIOError:
+        pass
+    return bytes(out)
+
+
+def _exit_detail(proc) -> str:
+    try:
+        rc = proc.wait(timeout=0.5)
+    except subprocess.TimeoutExpired:
+        return "the child closed its result pipe"
+    if rc < 0:
+        return f"the child was killed by {signal.Signals(-rc).name}"
+    return f"the child exited with status {rc}"
+
+
+def _kill(proc: subprocess.Popen, drop_uid: int | None) -> None:
+    """SIGKILL the child's process group, then every process left with the throw-away uid."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # cannot happen for SIGKILL short of a hung kernel
+        pass
+    if proc.stdin:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+    if drop_uid is not None:
+        _kill_uid(drop_uid)
+
+
+def _kill_uid(uid: int) -> None:
+    """Kill everything running as `uid` (processes that left the group with setsid, too).
+
+    A child that takes the uid can signal exactly that uid's processes: kill(-1) from it reaches
+    them all and nothing else. Repeat until none is left (a fork bomb may fork while we kill).
+    """
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the forked child
+        try:
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            for _ in range(1000):
+                os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+        os._exit(2)
+    os.waitpid(pid, 0)
