@@ -1,0 +1,198 @@
+"""`trinity grade CASES.jsonl [--out FILE]` and `trinity doctor`.
+
+grade: each input line is `{"benchmark", "response", "gold"}` (+ `"kind"` for `practice` or any
+other benchmark name; `benchmark` may itself be a kind: math | mc | code). Each output line is the
+input plus `"correct"`, `"reason"` and `"extracted"`. A line that cannot be graded (not JSON,
+missing fields, unknown kind, bad gold) becomes an error record `{"line", "correct": false,
+"error", ...}` in the output and the command exits non-zero after grading every other line — one
+torn line never costs the rest of a collection.
+
+doctor: the facts that decide whether grading and loading will work on this machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from importlib import metadata
+
+from trinity.errors import InputError, TrinityError
+
+KIND_OF = {"math": "math", "mc": "mc", "code": "code",
+           "math500": "math", "mmlu": "mc", "livecodebench": "code"}
+
+
+def case_kind(case: dict) -> str:
+    """The grader a case needs: its `kind`, else the one its `benchmark` implies."""
+    kind = case.get("kind")
+    if kind is None:
+        bench = case.get("benchmark")
+        if bench not in KIND_OF:
+            raise InputError(f"benchmark {bench!r} needs a \"kind\" field (math | mc | code)")
+        kind = KIND_OF[bench]
+    if kind not in ("math", "mc", "code"):
+        raise InputError(f"unknown kind {kind!r} (expected math | mc | code)")
+    return kind
+
+
+def grade_case(case: dict) -> dict:
+    """Grade one case object; raises TrinityError for a case that cannot be graded."""
+    from trinity.grading import LETTERS, grade
+
+    for field in ("benchmark", "response", "gold"):
+        if field not in case:
+            raise InputError(f"missing field {field!r} (each line needs benchmark, response, gold)")
+    if not isinstance(case["response"], str):
+        raise InputError("\"response\" must be a string")
+    kind = case_kind(case)
+    letters = LETTERS
+    if kind == "mc" and isinstance(case.get("choices"), list) and 2 <= len(case["choices"]) <= len(LETTERS):
+        letters = LETTERS[: len(case["choices"])]
+    v = grade(kind, case["response"], case["gold"], letters)
+    return {**case, "correct": v.correct, "reason": v.reason, "extracted": v.extracted}
+
+
+def _parse_lines(path: str) -> list[tuple[int, dict | None, str | None]]:
+    """(line number, case or None, error or None) for every non-blank line."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise InputError(f"cases file not found: {path}") from None
+    except IsADirectoryError:
+        raise InputError(f"{path} is a folder; pass a JSONL file of cases") from None
+    out = []
+    for lineno, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            out.append((lineno, None, "not valid JSON (torn or corrupt line)"))
+            continue
+        if not isinstance(obj, dict):
+            out.append((lineno, None, f"expected a JSON object, got {type(obj).__name__}"))
+            continue
+        out.append((lineno, obj, None))
+    return out
+
+
+def _grade_one(item: tuple[int, dict | None, str | None]) -> dict:
+    lineno, case, err = item
+    if err is None:
+        try:
+            return grade_case(case)
+        except TrinityError as e:
+            err = str(e)
+    return {**(case or {}), "line": lineno, "correct": False, "error": err}
+
+
+def _cmd_grade(args) -> int:
+    if args.jobs < 1:
+        raise InputError(f"--jobs must be >= 1, got {args.jobs}")
+    items = _parse_lines(args.cases)
+    if not items:
+        raise InputError(f"{args.cases}: no cases in file")
+    if args.jobs > 1:  # code cases each run in a sandboxed child: overlap them
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            results = list(pool.map(_grade_one, items))
+    else:
+        results = [_grade_one(it) for it in items]
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in results)
+    if args.out:
+        from trinity.io import atomic_write_text
+
+        atomic_write_text(args.out, text)
+    else:
+        sys.stdout.write(text)
+    errors = [r for r in results if "error" in r]
+    graded = [r for r in results if "error" not in r]
+    n_ok = sum(r["correct"] for r in graded)
+    by: dict[str, list[int]] = {}
+    for r in graded:
+        by.setdefault(str(r.get("benchmark")), []).append(int(r["correct"]))
+    parts = ", ".join(f"{b} {sum(v)}/{len(v)}" for b, v in sorted(by.items()))
+    acc = f" ({100 * n_ok / len(graded):.1f}%)" if graded else ""
+    print(f"graded {len(graded)} cases: {n_ok} correct{acc}" + (f" — {parts}" if parts else ""),
+          file=sys.stderr)
+    if errors:
+        first = errors[0]
+        raise InputError(f"{len(errors)} line(s) could not be graded (first: line {first['line']}: "
+                         f"{first['error']}); see the \"error\" records in the output")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
+    """(topic, finding) lines for `trinity doctor`."""
+    facts: list[tuple[str, str]] = [("python", f"{sys.version.split()[0]} ({sys.executable})"),
+                                    ("minertui", _version("minertui"))]
+    try:
+        import torch
+
+        dev = "cuda" if torch.cuda.is_available() else ("mps" if getattr(torch.backends, "mps", None)
+                                                         and torch.backends.mps.is_available() else "cpu")
+        facts.append(("torch", f"{torch.__version__}, device {dev}, {torch.get_num_threads()} threads"))
+    except Exception as e:  # noqa: BLE001 — a broken torch install is a finding, not a crash
+        facts.append(("torch", f"unavailable ({type(e).__name__}: {e})"))
+    for dist in ("transformers", "datasets", "math-verify", "cma", "httpx"):
+        facts.append((dist, _version(dist)))
+    bwrap = shutil.which("bwrap")
+    facts.append(("bwrap", bwrap or "not found (install bubblewrap for the strongest code sandbox)"))
+    try:
+        from trinity.grading.sandbox import describe_layers
+
+        for layer, active, note in describe_layers():
+            facts.append((f"sandbox: {layer}", f"{'on ' if active else 'OFF'} — {note}"))
+    except ModuleNotFoundError as e:
+        facts.append(("sandbox", f"unavailable ({e.name} missing)"))
+    offline = [v for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+               if os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")]
+    try:
+        from huggingface_hub import constants
+
+        cache, endpoint = constants.HF_HUB_CACHE, constants.ENDPOINT
+    except Exception:  # noqa: BLE001
+        cache, endpoint = os.path.expanduser("~/.cache/huggingface/hub"), "https://huggingface.co"
+    facts.append(("HF hub", f"offline ({', '.join(offline)} set)" if offline else f"online mode, {endpoint}"))
+    if probe_hub and not offline:
+        from trinity.benchmarks.sources import _hub_reachable
+
+        ok, why = _hub_reachable()
+        facts.append(("HF hub reachable", "yes" if ok else f"no ({why}): use --data FILE for benchmarks"))
+    facts.append(("HF cache", f"{cache} ({'exists' if os.path.isdir(cache) else 'not created yet'})"))
+    return facts
+
+
+def _cmd_doctor(args) -> int:
+    facts = doctor_facts(probe_hub=args.network)
+    width = max(len(t) for t, _ in facts)
+    for topic, finding in facts:
+        print(f"{topic:<{width}}  {finding}")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("grade", help="grade collected responses: CASES.jsonl -> verdicts JSONL")
+    p.add_argument("cases", metavar="CASES.jsonl",
+                   help='one {"benchmark", "response", "gold"[, "kind"]} object a line')
+    p.add_argument("--out", metavar="FILE", help="write verdicts here (default: stdout)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="grade N cases at once (code: N sandboxes)")
+    p.set_defaults(func=_cmd_grade)
+
+    d = sub.add_parser("doctor", help="check this machine: torch device, code sandbox layers, HF offline/cache")
+    d.add_argument("--network", action="store_true", help="also try to reach the Hugging Face Hub (5 s max)")
+    d.set_defaults(func=_cmd_doctor)
