@@ -81,7 +81,9 @@ def wilson_ci(successes: int, n: int, level: float = LEVEL) -> tuple[float, floa
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)  # exact ends: no rounding residue
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return lo, hi
 
 
 def bootstrap_means(values, n_resamples: int = 2000, seed: int = 0) -> np.ndarray:
