@@ -34,7 +34,7 @@ from trinity.pool.practice_replies import BadRequest, PracticeResponder
 
 MAX_HEADER = 64 * 1024
 MAX_BODY = 16 * 1024 * 1024
-REASONS = {200: "OK", 400: "Bad Request", 402: "Payment Required", 404: "Not Found",
+REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 404: "Not Found",
            405: "Method Not Allowed", 411: "Length Required", 413: "Payload Too Large",
            429: "Too Many Requests", 431: "Request Header Fields Too Large", 500: "Internal Server Error"}
 
@@ -96,7 +96,11 @@ def _u(*parts: object) -> float:
 
 class PracticeServer:
     def __init__(self, *, faults: Faults | None = None, latency_ms: int | None = 0,
-                 seed: int | None = None, responder: PracticeResponder | None = None):
+                 seed: int | None = None, responder: PracticeResponder | None = None,
+                 api_key: str | None = None):
+        # api_key: when set, requests must carry `Authorization: Bearer <api_key>` (else 401),
+        # like a real provider; tests use it to check the client sends the key and leaks it nowhere.
+        self.api_key = api_key
         self.responder = responder or PracticeResponder(seed=seed)
         self.seed = self.responder.setup.seed
         self.faults = faults or Faults()
@@ -278,11 +282,15 @@ class _Conn(asyncio.Protocol):
             del self.buf[:end + 4 + length]
             conn = headers.get("connection", "").lower()
             keep = conn != "close" and (version != "HTTP/1.0" or conn == "keep-alive")
-            self._dispatch(method, target, body, keep, t0)
+            self._dispatch(method, target, headers, body, keep, t0)
 
-    def _dispatch(self, method: str, target: str, body: bytes, keep: bool, t0: float) -> None:
+    def _dispatch(self, method: str, target: str, headers: dict, body: bytes, keep: bool, t0: float) -> None:
         srv = self.server
         what = srv.route(method, target)
+        if srv.api_key is not None and what == "chat" and headers.get("authorization") != f"Bearer {srv.api_key}":
+            srv.stats.requests += 1
+            srv.stats.count("?", 401)
+            return self._reply_sync(401, _err("simulated: invalid API key"), {}, keep, t0)
         if what is None:
             return self._reply_sync(404, _err(f"no route {method} {target}"), {}, keep, t0)
         if what == "405":
@@ -393,11 +401,12 @@ class PracticeServerHandle:
 
 
 def start_practice_server(port: int = 0, faults: Faults | None = None, latency_ms: int | None = 0,
-                          seed: int | None = None, host: str = "127.0.0.1") -> PracticeServerHandle:
+                          seed: int | None = None, host: str = "127.0.0.1",
+                          api_key: str | None = None) -> PracticeServerHandle:
     """Start the server in a daemon thread; returns once it accepts connections.
     `seed`: the simulation seed (None: the one in configs/practice.yaml).
     `latency_ms`: added to every reply (None: each model's profile latency)."""
-    server = PracticeServer(faults=faults, latency_ms=latency_ms, seed=seed)
+    server = PracticeServer(faults=faults, latency_ms=latency_ms, seed=seed, api_key=api_key)
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     failure: list[BaseException] = []

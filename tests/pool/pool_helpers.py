@@ -1,0 +1,41 @@
+"""Shared fixtures of the pool tests: a real practice server on loopback, fast retry policies."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from trinity.data.practice import practice_questions
+from trinity.pool.faults import RetryPolicy
+from trinity.pool.practice_server import Faults, start_practice_server
+from trinity.pool.providers import Timeouts, load_pool
+from trinity.session.prompts import system_prompt, user_message
+
+FAST_RETRY = RetryPolicy(max_retries=3, backoff_base_s=0.01, backoff_max_s=0.05, max_retry_after_s=2.0)
+
+
+@pytest.fixture
+def server():
+    srv = start_practice_server()
+    yield srv
+    srv.stop()
+
+
+def practice_pool(base_url: str, **over):
+    over.setdefault("retry", FAST_RETRY)
+    over.setdefault("timeouts", Timeouts(connect_s=2, read_s=10, write_s=5))
+    return load_pool("practice", base_url=base_url, **over)
+
+
+def messages(q, role: str = "Worker", transcript: str = "") -> list[dict]:
+    return [{"role": "system", "content": system_prompt(role, q)},
+            {"role": "user", "content": user_message(q.question, transcript)}]
+
+
+def questions(kind: str | None = None):
+    qs = practice_questions()
+    return [q for q in qs if kind is None or q.kind == kind]
+
+
+__all__ = ["server", "practice_pool", "messages", "questions", "FAST_RETRY", "Faults", "replace"]

@@ -1,0 +1,184 @@
+"""`trinity pool …` and `trinity ledger …`.
+
+    trinity pool serve-practice [--port P] [--latency-ms MS] [--fault-429 F] …   the simulated pool
+    trinity pool list                                                            pools and models
+    trinity ledger verify FILE [--head H] [--json]                               check the hash chain
+    trinity ledger report FILE [--json]                                          totals per model/purpose/day
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _rate(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"a rate must be in [0, 1], got {v}")
+    return v
+
+
+def register(sub) -> None:
+    p = sub.add_parser("pool", help="model pools: run the simulated practice pool, list pools")
+    psub = p.add_subparsers(dest="pool_cmd", metavar="SUBCOMMAND")
+    psub.required = True
+
+    s = psub.add_parser("serve-practice", help="serve the SIMULATED practice models over OpenAI-compatible HTTP")
+    s.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (0: any free port; default 8765)")
+    s.add_argument("--latency-ms", type=int, default=None,
+                   help="latency added to every reply (default: each model's profile latency)")
+    s.add_argument("--seed", type=int, default=None, help="simulation seed (default: configs/practice.yaml)")
+    s.add_argument("--fault-429", type=_rate, default=0.0, metavar="RATE", help="fraction of requests answered 429")
+    s.add_argument("--retry-after", type=float, default=1.0, metavar="S",
+                   help="Retry-After seconds sent with a 429 (negative: send none)")
+    s.add_argument("--retry-after-date", action="store_true", help="send Retry-After as an HTTP date")
+    s.add_argument("--fault-500", type=_rate, default=0.0, metavar="RATE", help="fraction answered 500")
+    s.add_argument("--fault-error-body", type=_rate, default=0.0, metavar="RATE",
+                   help="fraction answered 200 with an error body")
+    s.add_argument("--fault-slow", type=_rate, default=0.0, metavar="RATE", help="fraction answered slowly")
+    s.add_argument("--slow-ms", type=int, default=2000, help="extra latency of a slow reply (default 2000)")
+    s.add_argument("--credit-after", type=int, default=None, metavar="N",
+                   help="answer 402 (out of credit) once N completions were served")
+    s.set_defaults(func=cmd_serve_practice)
+
+    ls = psub.add_parser("list", help="list the pools of configs/models.yaml")
+    ls.add_argument("--models-yaml", default=None, help="another models.yaml")
+    ls.set_defaults(func=cmd_list)
+
+    led = sub.add_parser("ledger", help="verify or summarise a hash-chained cost ledger")
+    lsub = led.add_subparsers(dest="ledger_cmd", metavar="SUBCOMMAND")
+    lsub.required = True
+    v = lsub.add_parser("verify", help="check the hash chain; exit 0 and print totals when it holds")
+    v.add_argument("file", help="a ledger.jsonl (e.g. runs/<id>/ledger.jsonl)")
+    v.add_argument("--head", default=None,
+                   help="the head hash recorded elsewhere (checkpoint, summary): also detects records "
+                        "deleted from the end")
+    v.add_argument("--json", action="store_true", help="print the report as JSON")
+    v.set_defaults(func=cmd_ledger_verify)
+    r = lsub.add_parser("report", help="totals per model, per purpose and per day")
+    r.add_argument("file")
+    r.add_argument("--json", action="store_true", help="print JSON")
+    r.set_defaults(func=cmd_ledger_report)
+
+
+def _faults(args):
+    from trinity.errors import ConfigError
+    from trinity.pool.practice_server import Faults
+
+    try:
+        return Faults(rate_429=args.fault_429, retry_after_s=None if args.retry_after < 0 else args.retry_after,
+                      retry_after_as_date=args.retry_after_date, rate_500=args.fault_500,
+                      rate_error_body=args.fault_error_body, rate_slow=args.fault_slow, slow_ms=args.slow_ms,
+                      credit_after=args.credit_after)
+    except ValueError as e:
+        raise ConfigError(f"serve-practice: {e}") from None
+
+
+def cmd_serve_practice(args) -> int:
+    import asyncio
+    import signal
+
+    from trinity.errors import ConfigError
+    from trinity.pool.practice_server import serve_forever
+
+    faults = _faults(args)
+
+    def announce(server) -> None:
+        # First line: the base URL (scripts and benches read it).
+        print(server.base_url, flush=True)
+        print(f"practice pool (SIMULATED models: {', '.join(server.responder.models)}), seed {server.seed}; "
+              "Ctrl-C to stop", file=sys.stderr, flush=True)
+
+    async def main() -> None:
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        try:
+            await serve_forever(args.port, faults, args.latency_ms, args.seed, announce=announce)
+        except OSError as e:
+            raise ConfigError(f"cannot listen on 127.0.0.1:{args.port} ({e.strerror}); pick another --port") from None
+
+    try:
+        asyncio.run(main())
+    except asyncio.CancelledError:
+        pass
+    return 0
+
+
+def cmd_list(args) -> int:
+    import yaml
+
+    from trinity.pool.providers import MODELS_YAML, load_pool
+
+    path = args.models_yaml or MODELS_YAML
+    doc = yaml.safe_load(open(path, encoding="utf-8"))
+    aliases = {v: k for k, v in (doc.get("pools") or {}).items()}
+    for name in doc["providers"]:
+        try:
+            pool = load_pool(name, path, base_url=None if doc["providers"][name].get("base_url") else "http://127.0.0.1:0/v1")
+            models = ", ".join(pool.models)
+        except Exception as e:  # a pool without models (local) still gets listed
+            models = f"({e})"
+        alias = f" [{aliases[name]}]" if name in aliases else ""
+        key = doc["providers"][name].get("key_env") or "no key"
+        print(f"{name}{alias}: {models}  — key: ${key}" if key != "no key" else f"{name}{alias}: {models}  — no key")
+    return 0
+
+
+def _usd(micro: int) -> float:
+    return micro / 1e6
+
+
+def _tables(rep) -> dict:
+    def conv(t):
+        return {k: {**v, "usd": _usd(v["micro_usd"])} for k, v in t.items()}
+
+    return {"per_model": conv(rep.per_model), "per_purpose": conv(rep.per_purpose), "per_day": conv(rep.per_day)}
+
+
+def cmd_ledger_verify(args) -> int:
+    from trinity.pool.ledger import verify_ledger
+
+    rep = verify_ledger(args.file, expected_head=args.head)
+    if args.json:
+        print(json.dumps(rep.to_json(), indent=2))
+        return 0 if rep.ok else 1
+    if not rep.ok:
+        print(f"ledger {args.file}: BROKEN at line {rep.first_bad_line}: {rep.problem} "
+              f"({rep.n_records} good records before it)")
+        return 1
+    print(f"ledger {args.file}: OK — {rep.n_records} records, total ${rep.total_usd:.6f}, head {rep.head_hash}")
+    for model, b in rep.per_model.items():
+        print(f"  {model}: {b['calls']} calls, ${_usd(b['micro_usd']):.6f}")
+    if rep.torn_tail:
+        print(f"  note: the last line is a torn write ({rep.torn_bytes} bytes, a crash mid-append); it is not "
+              "tampering and is set aside when the run resumes")
+    return 0
+
+
+def cmd_ledger_report(args) -> int:
+    from trinity.pool.ledger import verify_ledger
+
+    rep = verify_ledger(args.file)
+    out = {"file": str(args.file), "ok": rep.ok, "first_bad_line": rep.first_bad_line, "problem": rep.problem,
+           "n_records": rep.n_records, "total_micro_usd": rep.total_micro_usd, "total_usd": rep.total_usd,
+           "torn_tail": rep.torn_tail, "run_ids": rep.run_ids, **_tables(rep)}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        if not rep.ok:
+            print(f"WARNING: the chain is broken at line {rep.first_bad_line} ({rep.problem}); totals cover "
+                  f"the {rep.n_records} records before it")
+        print(f"{rep.n_records} records, total ${rep.total_usd:.6f}")
+        for title in ("per_model", "per_purpose", "per_day"):
+            print(title.replace("_", " ") + ":")
+            for k, b in out[title].items():
+                print(f"  {k:40s} {b['calls']:8d} calls  ${b['usd']:.6f}  "
+                      f"{b['prompt_tokens']} in / {b['completion_tokens']} out tokens")
+    return 0 if rep.ok else 1
