@@ -132,6 +132,8 @@ def _flush_all(*streams) -> str | None:
     """Flush our stdout and whatever the candidate put in its place; the first failure wins."""
     err = None
     for s in streams:
+        if getattr(s, "closed", False):  # closed by the program: close() already flushed it
+            continue
         try:
             s.flush()
         except BaseException as e:  # closed, EFBIG past the output cap, a broken replacement

@@ -233,9 +233,13 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
             input_bytes = sum(len(x) for x in job["inputs"]) if job["mode"] == "stdin" else 0
             argv, cwd, env = _bwrap_argv(input_bytes + 2 * limits.output_bytes + (16 << 20), write_fd), None, {}
         else:
+            # The work dir sits in a 0700 dir of ours, so "../x" from it goes nowhere (the
+            # harness hands the work dir itself to the throw-away uid).
             workdir = tempfile.mkdtemp(prefix="trinity-sandbox-")
+            cwd = os.path.join(workdir, "work")
+            os.mkdir(cwd, 0o700)
             argv = [_interpreter(), "-I", "-S", str(HARNESS), str(write_fd)]
-            cwd, env = workdir, _env(workdir)
+            env = _env(cwd)
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 cwd=cwd, env=env, pass_fds=(write_fd,), start_new_session=True)
     except BaseException:
