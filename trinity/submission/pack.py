@@ -146,7 +146,7 @@ def _readme(receipt: dict[str, Any]) -> str:
     best = receipt["best_fitness"]
     return f"""# TinyRouter submission — {receipt['miner']}
 
-Routing head trained by separable CMA-ES (minertui / trinity {receipt['packed_by']}).
+Routing head trained by separable CMA-ES (minertui, {receipt['packed_by']}).
 
 | | |
 |---|---|
