@@ -1,0 +1,52 @@
+"""`minertui [--runs-dir DIR] [--theme NAME]`, `minertui demo`, `minertui open RUN_DIR`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="minertui", description="The miner's terminal workstation: "
+                                "runs, live training, ledger, traces, analysis, submission.")
+    p.add_argument("--runs-dir", default="runs", help="where runs live (default ./runs)")
+    p.add_argument("--theme", help="theme name (see themes/*.toml; remembered between sessions)")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    d = sub.add_parser("demo", help="offline demo: practice pool server + a live practice run, no key needed")
+    d.add_argument("--runs-dir", dest="demo_runs_dir", default=None,
+                   help="runs dir for the demo (default: a fresh temporary one)")
+    o = sub.add_parser("open", help="open one run directory (running or finished)")
+    o.add_argument("run_dir", metavar="RUN_DIR")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from trinity.errors import TrinityError
+
+    try:
+        from minertui.app import MinerApp
+
+        if args.command == "open":
+            run = Path(args.run_dir)
+            if not (run / "run.json").is_file():
+                raise TrinityError(f"{run} is not a run directory (no run.json); give a directory under runs/")
+            app = MinerApp(runs_root=run.resolve().parent, theme=args.theme, open_run=run, start_mode="train")
+        elif args.command == "demo":
+            from minertui.demo import demo_runs_dir
+            app = MinerApp(runs_root=demo_runs_dir(args.demo_runs_dir), theme=args.theme,
+                           start_mode="train", demo=True)
+        else:
+            app = MinerApp(runs_root=Path(args.runs_dir), theme=args.theme)
+        rc = app.run()
+    except TrinityError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        return 130
+    return int(rc or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,195 @@
+"""The minertui app: modes, key bindings, the reader timer, themes, quitting.
+
+Data flow (like dolphie / memray's live view): a 2 Hz timer starts one poll at a time in a
+worker thread (`Reader.poll`); the poll posts one immutable `RunsUpdated`; the app keeps the
+latest and asks only the visible screen to redraw (inside `batch_update`).
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.worker import Worker, WorkerState
+
+from minertui.messages import RunsUpdated
+from minertui.reader import Poll, Reader
+from minertui.screens.analysis import AnalysisScreen
+from minertui.screens.common import ModeScreen
+from minertui.screens.help import ConfirmScreen, HelpScreen
+from minertui.screens.ledger import LedgerScreen
+from minertui.screens.runs import RunsScreen
+from minertui.screens.submit import SubmitScreen
+from minertui.screens.traces import TracesScreen
+from minertui.screens.train import TrainScreen
+from minertui.settings import DEFAULT_THEME, load_settings, load_themes, save_settings
+from minertui.supervisor import Supervisor
+
+MODE_KEYS = [("1", "runs", "Runs"), ("2", "train", "Train"), ("3", "ledger", "Ledger"),
+             ("4", "traces", "Traces"), ("5", "analysis", "Analysis"), ("6", "submit", "Submit")]
+
+
+class MinerApp(App):
+    TITLE = "minertui"
+    CSS_PATH = ["app.tcss"]
+    ENABLE_COMMAND_PALETTE = True
+    MODES = {"runs": RunsScreen, "train": TrainScreen, "ledger": LedgerScreen,
+             "traces": TracesScreen, "analysis": AnalysisScreen, "submit": SubmitScreen}
+    BINDINGS = [
+        *(Binding(key, f"mode('{mode}')", label, id=f"mode.{mode}") for key, mode, label in MODE_KEYS),
+        Binding("question_mark,f1", "help", "Help", id="app.help"),
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("ctrl+p", "command_palette", "Palette", show=False, id="app.palette"),
+    ]
+    POLL_S = 0.5  # ≤ 2 Hz redraws
+
+    def __init__(self, runs_root: str | Path = "runs", theme: str | None = None,
+                 open_run: str | Path | None = None, start_mode: str = "runs",
+                 poll: bool = True, demo: bool = False) -> None:
+        super().__init__()
+        self.runs_root = Path(runs_root)
+        self.supervisor = Supervisor(self.runs_root)
+        self.reader = Reader(self.runs_root, self.supervisor)
+        if open_run is not None:
+            self.reader.open(open_run)
+        self.latest: Poll | None = None
+        self.start_mode = start_mode
+        self.auto_poll = poll
+        self.demo = demo
+        self.demo_note = ""
+        self.unsaved: dict[str, str] = {}  # what would be lost on quit -> why
+        self._polling = False
+        self._requested_theme = theme
+        self._theme_errors: list[str] = []
+
+    # ---- start-up ------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        themes, self._theme_errors = load_themes()
+        for t in themes:
+            self.register_theme(t)
+        wanted = self._requested_theme or load_settings().get("theme") or DEFAULT_THEME
+        if wanted not in self.available_themes:
+            if self._requested_theme:
+                self._theme_errors.append(f"theme '{wanted}' not found; using {DEFAULT_THEME}")
+            wanted = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
+        self.theme = wanted
+        self.theme_changed_signal.subscribe(self, lambda t: save_settings(theme=t.name))
+        for err in self._theme_errors:
+            self.notify(err, title="theme", severity="warning", timeout=8)
+        self._install_signal_handlers()
+        self.switch_mode(self.start_mode)
+        if self.auto_poll:
+            self.set_interval(self.POLL_S, self.poll_soon)
+            self.call_after_refresh(self.poll_soon)
+        if self.demo:
+            from minertui.demo import start_demo
+            start_demo(self)
+
+    def _install_signal_handlers(self) -> None:
+        """SIGHUP (SSH dropped, terminal closed) and SIGTERM end the app cleanly; the engines
+        live in their own sessions and keep running."""
+        import asyncio
+        try:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGHUP, signal.SIGTERM):
+                loop.add_signal_handler(sig, self._hang_up)
+        except (RuntimeError, NotImplementedError, ValueError):
+            pass
+
+    def _hang_up(self) -> None:
+        self.exit(return_code=0)
+
+    # ---- the reader ----------------------------------------------------------------------
+    def poll_soon(self) -> None:
+        if not self._polling:
+            self._polling = True
+            self._poll_worker()
+
+    @work(thread=True, group="poll", exit_on_error=False)
+    def _poll_worker(self) -> None:
+        try:
+            poll = self.reader.poll()
+        finally:
+            self._polling = False
+        self.post_message(RunsUpdated(poll))
+
+    async def refresh_now(self) -> Poll:
+        """Poll synchronously (tests, after an action) and redraw."""
+        import asyncio
+        poll = await asyncio.to_thread(self.reader.poll, True)
+        self._apply(poll)
+        return poll
+
+    def on_runs_updated(self, message: RunsUpdated) -> None:
+        self._apply(message.poll)
+
+    def _apply(self, poll: Poll) -> None:
+        if self.latest is not None and poll.seq < self.latest.seq:
+            return
+        self.latest = poll
+        for ex in poll.exited:
+            if ex.code != 0:
+                self.notify(f"engine for {ex.run_dir.name} exited with status {ex.code}\n{ex.log_tail}",
+                            title="engine", severity="error", timeout=12)
+        screen = self.screen
+        if isinstance(screen, ModeScreen):
+            with self.batch_update():
+                screen.show(poll)
+
+    # ---- selection -----------------------------------------------------------------------
+    def select_run(self, path: Path) -> None:
+        self.reader.current = Path(path).resolve()
+        self.poll_soon()
+
+    @property
+    def current(self):
+        return self.latest.current if self.latest else None
+
+    # ---- actions -------------------------------------------------------------------------
+    def action_mode(self, mode: str) -> None:
+        if mode == "traces":
+            self.reader.want_traces = True
+        self.switch_mode(mode)
+        if self.latest is not None and isinstance(self.screen, ModeScreen):
+            self.screen.show(self.latest)
+        self.poll_soon()
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    async def action_quit(self) -> None:
+        if not self.unsaved:
+            self.exit()
+            return
+        why = "; ".join(self.unsaved.values())
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.exit()
+
+        self.push_screen(ConfirmScreen(f"Quit? {why} will be lost.", "Quit", "Stay"), answer)
+
+    def get_system_commands(self, screen):
+        yield from super().get_system_commands(screen)
+        for key, mode, label in MODE_KEYS:
+            yield SystemCommand(f"Mode: {label}", f"Switch to the {label} mode (key {key})",
+                                lambda m=mode: self.action_mode(m))
+        yield SystemCommand("Help", "Keys and what each mode shows (key ?)", self.action_help)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            err = event.worker.error
+            self.notify(f"{type(err).__name__}: {err}" if not _is_user_error(err) else str(err),
+                        title=event.worker.name or "error", severity="error", timeout=10)
+
+    def on_unmount(self) -> None:
+        self.supervisor.stop_servers()
+
+
+def _is_user_error(err: BaseException) -> bool:
+    from trinity.errors import TrinityError
+    return isinstance(err, TrinityError)

@@ -1,0 +1,95 @@
+"""`minertui demo`: no network, no key. Starts the practice pool server (simulated models) and
+a live practice run on tiny-qwen3 in a fresh runs dir, and shows it in Train mode.
+
+If live practice training is not available in this install (the engine exits with an error
+before its first generation), it falls back to a cached-mode practice run and says so on screen.
+Everything is labelled "practice (simulated pool)".
+"""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+from trinity.runs.rundir import RunDir, new_run_id
+
+REPO = Path(__file__).resolve().parents[1]
+PRACTICE_CONFIG = REPO / "configs" / "practice.yaml"
+LIVE_GRACE_S = 25.0  # a live engine that has not written a generation by then and exited = failed
+
+
+def demo_runs_dir(explicit: str | None = None) -> Path:
+    if explicit:
+        p = Path(explicit)
+        p.mkdir(parents=True, exist_ok=True)
+        return p
+    return Path(tempfile.mkdtemp(prefix="minertui-demo-"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_argv(port: int) -> list[str]:
+    return ["pool", "serve-practice", "--port", str(port)]
+
+
+def live_args(port: int) -> list[str]:
+    return ["--config", str(PRACTICE_CONFIG), "--mode", "live", "--pool", "practice",
+            "--base-url", f"http://127.0.0.1:{port}/v1"]
+
+
+def cached_args() -> list[str]:
+    return ["--config", str(PRACTICE_CONFIG), "--mode", "cached"]
+
+
+def start_demo(app) -> None:
+    """Kick off the demo from the app (runs in a thread worker; never blocks the UI)."""
+    app.demo_note = "practice (simulated pool): starting…"
+    app.run_worker(lambda: _demo(app), thread=True, group="demo", exit_on_error=False, name="demo")
+
+
+def _demo(app) -> None:
+    from minertui.supervisor import trinity_argv
+
+    sup = app.supervisor
+    root = sup.runs_root
+    port = free_port()
+    sup.start_server(trinity_argv(*server_argv(port)), root / "practice-server.log")
+    run_dir = sup.start_train(live_args(port), run_id=new_run_id("demo-live"))
+    app.call_from_thread(_select, app, run_dir, "practice (simulated pool): live run starting")
+    deadline = time.monotonic() + LIVE_GRACE_S
+    while time.monotonic() < deadline:
+        launched = sup.launched.get(run_dir)
+        code = launched.proc.poll() if launched else None
+        gens = [e for e in RunDir(run_dir).read_events() if e.get("type") == "generation"] \
+            if RunDir(run_dir).events.exists() else []
+        if gens:
+            app.call_from_thread(_note, app, "practice (simulated pool): live run")
+            return
+        if code is not None and code != 0 or (launched is None and not RunDir(run_dir).is_locked()):
+            break
+        time.sleep(0.25)
+    else:
+        return  # still starting after the grace period, no error: leave it running
+    from minertui.supervisor import log_tail
+    why = (log_tail(sup.log_of(run_dir), 1) or "the live engine exited").strip()
+    sup.stop_servers()
+    cached = sup.start_train(cached_args(), run_id=new_run_id("demo-cached"))
+    app.call_from_thread(_select, app, cached,
+                         f"live practice mode unavailable ({why[:60]}); showing a cached practice run")
+
+
+def _select(app, run_dir: Path, note: str) -> None:
+    app.demo_note = note
+    app.reader.open(run_dir) if run_dir.parent.resolve() != app.runs_root.resolve() else None
+    app.select_run(run_dir)
+
+
+def _note(app, note: str) -> None:
+    app.demo_note = note
+    app.poll_soon()

@@ -1,0 +1,1 @@
+"""Child-process jobs the app runs (they may import torch; the app never does)."""

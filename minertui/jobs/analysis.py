@@ -1,0 +1,110 @@
+"""`python -m minertui.jobs.analysis KIND RUN_DIR [--width N]` — one analysis of a run, in a
+child process, because loading a run's router imports torch and the app process must not.
+
+It calls the analysis library (`trinity.analysis`: oracle_ceiling, cached_baselines,
+evaluate_run) with a progress callback and speaks JSON lines on stdout:
+  {"progress": [done, total, "what"]}
+  {"result": KIND, "report": <report.to_json()>, "view": "<the report rendered with ANSI>"}
+  {"error": "one line"}
+The view is the library's own Rich rendering (`trinity.analysis.render`), so the app and
+`trinity oracle|baselines|eval` show the same tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+KINDS = ("oracle", "baselines", "eval")
+
+
+def _say(obj: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, allow_nan=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def progress(done: int, total: int, what: str) -> None:
+    _say({"progress": [int(done), int(total), str(what)]})
+
+
+def _render(view, width: int) -> str:
+    from rich.console import Console
+    console = Console(width=width, record=True, file=open("/dev/null", "w"), color_system="truecolor",
+                      force_terminal=True)
+    console.print(view)
+    return console.export_text(styles=True)
+
+
+def run_oracle(run_dir: str, split: str):
+    import numpy as np
+
+    from trinity.analysis.evaluate import load_router
+    from trinity.analysis.inputs import select_ids
+    from trinity.analysis.oracle import oracle_ceiling, validate_solves
+    from trinity.analysis.render import oracle_view
+    from trinity.optim.runinputs import load_run_inputs
+
+    inputs = load_run_inputs(run_dir)
+    if inputs.matrix is None:
+        from trinity.errors import InputError
+        raise InputError(f"{run_dir}: the run has no outcome matrix; the oracle ceiling needs one")
+    sel = select_ids(inputs.matrix, split, None, run=run_dir)
+    matrix = inputs.matrix.subset(sel.ids)
+    matrix.notes.append(f"questions: {sel.source}")
+    by_id = {q.id: q for q in inputs.questions}
+    progress(0, 1, "routing the questions with the trained router")
+    routing = load_router(run_dir).route([by_id[i] for i in matrix.ids])
+    p = validate_solves(matrix.solves).mean(axis=2)  # (Q, M)
+    router_correct = p[np.arange(len(matrix.ids)), np.asarray(routing.model_idx, dtype=np.int64)]
+    rep = oracle_ceiling(matrix, router_correct=router_correct, progress=progress)
+    return rep, oracle_view(rep)
+
+
+def run_baselines(run_dir: str, split: str):
+    from trinity.analysis.baselines import cached_baselines
+    from trinity.analysis.inputs import select_ids
+    from trinity.analysis.render import baselines_view
+    from trinity.errors import InputError
+    from trinity.optim.runinputs import load_run_inputs
+
+    inputs = load_run_inputs(run_dir)
+    if inputs.matrix is None:
+        raise InputError(f"{run_dir}: the run has no outcome matrix; use `trinity baselines --pool` for live")
+    sel = select_ids(inputs.matrix, split, None, run=run_dir)
+    rep = cached_baselines(inputs.matrix, sel.ids, split=split, source=sel.source, progress=progress)
+    return rep, baselines_view(rep)
+
+
+def run_eval(run_dir: str, split: str):
+    from trinity.analysis.evaluate import evaluate_run
+    from trinity.analysis.render import eval_view
+
+    rep = evaluate_run(run_dir, split=split, mode="cached", progress=progress)
+    return rep, eval_view(rep)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m minertui.jobs.analysis")
+    ap.add_argument("kind", choices=KINDS)
+    ap.add_argument("run_dir")
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--width", type=int, default=100)
+    args = ap.parse_args(argv)
+    from trinity.errors import TrinityError
+    try:
+        fn = {"oracle": run_oracle, "baselines": run_baselines, "eval": run_eval}[args.kind]
+        rep, view = fn(args.run_dir, args.split)
+        _say({"result": args.kind, "report": rep.to_json(), "view": _render(view, args.width)})
+    except TrinityError as e:
+        _say({"error": str(e)})
+        return 2
+    except Exception as e:  # show it in the app as one line; the app never prints tracebacks
+        _say({"error": f"{type(e).__name__}: {e}"})
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,99 @@
+"""The reader: polls every run under the runs root (plus runs opened by path) in a worker
+thread and returns one immutable `Poll`. No textual here, so the benchmark and tests can drive
+it directly.
+
+Cheap by design: the runs root is listed at most every `LIST_EVERY_S`; each run's files are
+read incrementally; only the selected run reads its (possibly huge) traces, and only once the
+Traces mode has asked for them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from minertui.runmodel import RunModel, RunSnapshot
+from minertui.supervisor import Launched, Supervisor, log_tail
+from trinity.runs.rundir import list_runs
+
+
+@dataclass(frozen=True)
+class Exited:
+    run_dir: Path
+    code: int
+    log_tail: str
+
+
+@dataclass(frozen=True)
+class Poll:
+    runs: tuple[RunSnapshot, ...]      # newest first
+    current: RunSnapshot | None
+    exited: tuple[Exited, ...] = ()
+    poll_ms: float = 0.0
+    seq: int = 0
+
+
+class Reader:
+    LIST_EVERY_S = 2.0
+
+    def __init__(self, runs_root: str | os.PathLike, supervisor: Supervisor | None = None):
+        self.runs_root = Path(runs_root)
+        self.supervisor = supervisor
+        self.models: dict[Path, RunModel] = {}
+        self.extra: list[Path] = []          # runs opened by path, outside the root
+        self.order: list[Path] = []
+        self.current: Path | None = None
+        self.want_traces = False
+        self._listed_at = 0.0
+        self._seq = 0
+
+    def open(self, path: str | os.PathLike) -> Path:
+        p = Path(path).resolve()
+        if p not in self.extra and p.parent != self.runs_root.resolve():
+            self.extra.append(p)
+        self.current = p
+        self._listed_at = 0.0
+        return p
+
+    def model(self, path: Path) -> RunModel:
+        m = self.models.get(path)
+        if m is None:
+            m = self.models[path] = RunModel(path)
+        return m
+
+    def poll(self, force_list: bool = False) -> Poll:
+        t0 = time.perf_counter()
+        if force_list or time.monotonic() - self._listed_at > self.LIST_EVERY_S:
+            found = [r.path.resolve() for r in list_runs(self.runs_root)]
+            launched = list(self.supervisor.launched) if self.supervisor else []
+            seen = set(found)
+            self.order = found + [p for p in (*launched, *self.extra)
+                                  if p not in seen and not seen.add(p)]
+            self._listed_at = time.monotonic()
+            if self.current is None and self.order:
+                self.current = self.order[0]
+        cur = self.current
+        snaps = []
+        for p in self.order:
+            m = self.model(p)
+            m.want_traces = self.want_traces and p == cur
+            m.poll()
+            snaps.append(m.snapshot())
+        current = None
+        if cur is not None:
+            m = self.model(cur)
+            if cur not in self.order:
+                m.want_traces = self.want_traces
+                m.poll()
+            current = m.snapshot()
+        exited: list[Exited] = []
+        if self.supervisor:
+            self.supervisor.adopt_logs()
+            for l in self.supervisor.reap():
+                exited.append(Exited(l.run_dir, l.proc.returncode,
+                                     log_tail(self.supervisor.log_of(l.run_dir))))
+        self._seq += 1
+        return Poll(tuple(snaps), current, tuple(exited),
+                    (time.perf_counter() - t0) * 1000, self._seq)

@@ -1,0 +1,423 @@
+"""One run directory, read incrementally into compact columns; immutable snapshots for the UI.
+
+`RunModel.poll()` runs in a worker thread: it reads whatever the engine appended to
+`events.jsonl`, `ledger.jsonl` and (when asked for) `traces.jsonl` since the last call, at most
+a few MB per file per call, so a refresh stays bounded even when the app opens a huge finished
+run. `snapshot()` returns a frozen `RunSnapshot` of numpy views (no copies) that the UI thread
+renders. Formats: docs/CONTRACTS.md ("Run directory").
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from minertui.store import Column, Interner, OffsetTail
+from trinity.errors import InputError
+from trinity.io import read_json
+from trinity.runs.rundir import RunDir
+
+def model_letter(i: int) -> str:
+    """A, B, C … for the pool's models in θ order (the head's model rows)."""
+    return chr(ord("A") + i) if i < 26 else f"M{i}"
+
+
+@dataclass(frozen=True)
+class Generations:
+    gen: np.ndarray
+    best: np.ndarray
+    mean: np.ndarray
+    max: np.ndarray
+    sigma: np.ndarray
+    evals: np.ndarray
+    cost_usd: np.ndarray
+    secs: np.ndarray
+    val_acc: np.ndarray  # NaN where validation did not run
+
+    def __len__(self) -> int:
+        return len(self.gen)
+
+
+@dataclass(frozen=True)
+class TraceView:
+    gen: np.ndarray        # (N,) int32
+    candidate: np.ndarray  # (N,) int32
+    correct: np.ndarray    # (N,) int8: 1 right, 0 wrong, -1 unknown
+    cost: np.ndarray       # (N,) float64 USD
+    turns: np.ndarray      # (N,) int8
+    bench: np.ndarray      # (N,) int16 -> bench_names
+    qid: np.ndarray        # (N,) int32 -> qid_names
+    path: np.ndarray       # (N,) int32 -> path_names
+    models: np.ndarray     # (N,) int64 bitmask over model_names
+    offset: np.ndarray     # (N,) int64 byte offset of the line in traces.jsonl
+    bench_names: list[str]
+    qid_names: list[str]
+    path_names: list[str]
+    model_names: list[str]
+
+    def __len__(self) -> int:
+        return len(self.gen)
+
+
+@dataclass(frozen=True)
+class LedgerView:
+    time: np.ndarray        # (N,) float64 unix seconds
+    model: np.ndarray       # (N,) int16 -> model_names
+    purpose: np.ndarray     # (N,) int8 -> purpose_names
+    prompt_tokens: np.ndarray
+    completion_tokens: np.ndarray
+    cost_micro: np.ndarray  # (N,) int64 micro-USD
+    estimated: np.ndarray   # (N,) bool: price-table estimate, not provider-reported
+    model_names: list[str]
+    purpose_names: list[str]
+
+    def __len__(self) -> int:
+        return len(self.time)
+
+    @property
+    def total_usd(self) -> float:
+        return int(self.cost_micro.sum()) / 1e6
+
+    def totals_by(self, codes: np.ndarray, names: list[str]) -> list[tuple[str, int, int, float]]:
+        """[(name, calls, tokens, usd)] per name, largest spend first."""
+        k = len(names)
+        calls = np.bincount(codes, minlength=k)
+        toks = np.bincount(codes, weights=self.prompt_tokens + self.completion_tokens, minlength=k)
+        usd = np.bincount(codes, weights=self.cost_micro, minlength=k) / 1e6
+        rows = [(names[i], int(calls[i]), int(toks[i]), float(usd[i])) for i in range(k) if calls[i]]
+        return sorted(rows, key=lambda r: -r[3])
+
+
+@dataclass(frozen=True)
+class Progress:
+    gen: int
+    done: int
+    total: int
+    time: float
+
+
+@dataclass(frozen=True)
+class LogLine:
+    time: float
+    level: str
+    message: str
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    path: Path
+    id: str
+    version: int
+    meta: dict[str, Any]
+    status: str            # run.json status, or "interrupted" (says running, no engine holds it)
+    locked: bool           # an engine process holds the run right now
+    gens: Generations
+    progress: Progress | None
+    logs: tuple[LogLine, ...]
+    model_mix: dict[str, int]
+    role_mix: dict[str, int]
+    ledger: LedgerView
+    traces: TraceView | None  # None until someone asked for traces
+    catching_up: bool      # more bytes on disk than read so far
+    error: str = ""        # run.json unreadable etc.
+
+    # ---- derived figures (all from the files) --------------------------------------------
+    @property
+    def generations_total(self) -> int | None:
+        g = (self.meta.get("config") or {}).get("generations")
+        return int(g) if isinstance(g, (int, float)) else None
+
+    @property
+    def generations_done(self) -> int:
+        return len(self.gens)
+
+    @property
+    def best(self) -> float | None:
+        return float(np.nanmax(self.gens.best)) if len(self.gens) else None
+
+    @property
+    def budget_usd(self) -> float | None:
+        b = self.meta.get("budget_usd", (self.meta.get("config") or {}).get("budget_usd"))
+        return float(b) if isinstance(b, (int, float)) else None
+
+    @property
+    def spend_usd(self) -> float:
+        """Ledger total when there is a ledger (the truth), else the engine's running total
+        (`cost_usd` of a generation event is cumulative)."""
+        if len(self.ledger):
+            return self.ledger.total_usd
+        c = self.gens.cost_usd[np.isfinite(self.gens.cost_usd)] if len(self.gens) else []
+        return float(c.max()) if len(c) else 0.0
+
+    @property
+    def secs_per_gen(self) -> float | None:
+        s = self.gens.secs[-10:]
+        s = s[np.isfinite(s)]
+        return float(s.mean()) if len(s) else None
+
+    @property
+    def eta_secs(self) -> float | None:
+        total, per = self.generations_total, self.secs_per_gen
+        if total is None or per is None or self.status not in ("running", "created"):
+            return None
+        left = max(0, total - self.generations_done)
+        if self.progress and self.progress.total and self.progress.gen >= self.generations_done:
+            left -= min(1.0, self.progress.done / self.progress.total)
+        return max(0.0, left * per)
+
+    @property
+    def evals_per_sec(self) -> float | None:
+        if not len(self.gens):
+            return None
+        e, s = self.gens.evals[-1], self.gens.secs[-1]
+        return float(e / s) if s > 0 and np.isfinite(e) else None
+
+    @property
+    def started(self) -> str:
+        return str(self.meta.get("created", ""))
+
+
+class RunModel:
+    """Incremental reader of one run directory. Not thread-safe: one poller at a time."""
+
+    MAX_BYTES_PER_POLL = 4 << 20  # per file; ~10k traces a poll, ~50 ms of JSON parsing
+    LOG_LINES = 200
+
+    def __init__(self, path: str | os.PathLike, want_traces: bool = False):
+        self.run = RunDir(path)
+        self.want_traces = want_traces
+        self.version = 0
+        self._meta: dict[str, Any] = {}
+        self._meta_mtime = -1.0
+        self._error = ""
+        self._events = OffsetTail(self.run.events)
+        self._ledger_tail = OffsetTail(self.run.ledger)
+        self._traces_tail = OffsetTail(self.run.traces)
+        self._reset_events()
+        self._reset_ledger()
+        self._reset_traces()
+        self._snapshot: RunSnapshot | None = None
+
+    # ---- state ---------------------------------------------------------------------------
+    def _reset_events(self) -> None:
+        f8 = np.float64
+        self._g = {k: Column(f8, fill=np.nan) for k in
+                   ("gen", "best", "mean", "max", "sigma", "evals", "cost_usd", "secs", "val_acc")}
+        self._progress: Progress | None = None
+        self._logs: deque[LogLine] = deque(maxlen=self.LOG_LINES)
+        self._model_mix: dict[str, int] = {}
+        self._role_mix: dict[str, int] = {}
+        self._last_status: str | None = None
+
+    def _reset_ledger(self) -> None:
+        self._l = {"time": Column(np.float64), "model": Column(np.int16), "purpose": Column(np.int8),
+                   "prompt_tokens": Column(np.int64), "completion_tokens": Column(np.int64),
+                   "cost_micro": Column(np.int64), "estimated": Column(np.bool_)}
+        self._l_models, self._l_purposes = Interner(), Interner()
+
+    def _reset_traces(self) -> None:
+        self._t = {"gen": Column(np.int32), "candidate": Column(np.int32), "correct": Column(np.int8),
+                   "cost": Column(np.float64), "turns": Column(np.int8), "bench": Column(np.int16),
+                   "qid": Column(np.int32), "path": Column(np.int32), "models": Column(np.int64),
+                   "offset": Column(np.int64)}
+        self._t_bench, self._t_qid, self._t_path, self._t_models = (Interner() for _ in range(4))
+        self._traces_loaded = False
+
+    # ---- reading -------------------------------------------------------------------------
+    def poll(self, max_bytes: int | None = None) -> bool:
+        """Read what is new; True when anything changed (then `snapshot()` is a new object)."""
+        max_bytes = max_bytes or self.MAX_BYTES_PER_POLL
+        changed = self._poll_meta()
+        for obj in self._read(self._events, max_bytes, self._reset_events):
+            self._on_event(obj)
+            changed = True
+        for obj in self._read(self._ledger_tail, max_bytes, self._reset_ledger):
+            self._on_ledger(obj)
+            changed = True
+        if self.want_traces:
+            if not self._traces_loaded:
+                self._traces_loaded, changed = True, True
+            for at, obj in self._read(self._traces_tail, max_bytes, self._reset_traces, offsets=True):
+                self._on_trace(at, obj)
+                changed = True
+        locked = self.run.is_locked()
+        if self._snapshot is None or changed or locked != self._snapshot.locked:
+            self.version += 1
+            self._snapshot = None
+            return True
+        return False
+
+    def _read(self, tail: OffsetTail, max_bytes: int, reset, offsets: bool = False):
+        items = list(tail.read_new(max_bytes))
+        if tail.reset:
+            reset()
+        for at, obj in items:
+            if isinstance(obj, dict):
+                yield (at, obj) if offsets else obj
+
+    def _poll_meta(self) -> bool:
+        try:
+            mtime = self.run.run_json.stat().st_mtime
+        except FileNotFoundError:
+            if not self._error:
+                self._error = f"{self.run.path}: no run.json yet"
+                return True
+            return False
+        if mtime == self._meta_mtime:
+            return False
+        try:
+            meta = read_json(self.run.run_json, "run.json")
+            if not isinstance(meta, dict):
+                raise InputError(f"{self.run.run_json} is not a JSON object")
+        except InputError as e:  # mid-replace on an odd filesystem, or a broken file
+            self._error = str(e)
+            return True
+        self._meta, self._meta_mtime, self._error = meta, mtime, ""
+        return True
+
+    def _on_event(self, ev: dict[str, Any]) -> None:
+        kind, t = ev.get("type"), _num(ev.get("time"), 0.0)
+        if kind == "generation":
+            for k, col in self._g.items():
+                col.append(_num(ev.get(k), math.nan))
+            if isinstance(ev.get("model_mix"), dict):
+                self._model_mix = {str(k): int(v) for k, v in ev["model_mix"].items()}
+            if isinstance(ev.get("role_mix"), dict):
+                self._role_mix = {str(k): int(v) for k, v in ev["role_mix"].items()}
+        elif kind == "progress":
+            self._progress = Progress(int(_num(ev.get("gen"), 0)), int(_num(ev.get("done"), 0)),
+                                      int(_num(ev.get("total"), 0)), t)
+        elif kind == "status":
+            self._last_status = str(ev.get("status", ""))
+            msg = str(ev.get("message") or "")
+            self._logs.append(LogLine(t, "status", f"{self._last_status}" + (f": {msg}" if msg else "")))
+        elif kind == "log":
+            self._logs.append(LogLine(t, str(ev.get("level", "info")), str(ev.get("message", ""))))
+
+    def _on_ledger(self, rec: dict[str, Any]) -> None:
+        c = self._l
+        c["time"].append(_time(rec.get("time")))
+        c["model"].append(self._l_models(str(rec.get("model", "?"))))
+        c["purpose"].append(self._l_purposes(str(rec.get("purpose", "?"))))
+        c["prompt_tokens"].append(int(_num(rec.get("prompt_tokens"), 0)))
+        c["completion_tokens"].append(int(_num(rec.get("completion_tokens"), 0)))
+        c["cost_micro"].append(int(_num(rec.get("cost_micro_usd"), 0)))
+        c["estimated"].append(rec.get("cost_source") == "estimated")
+
+    def _on_trace(self, at: int, tr: dict[str, Any]) -> None:
+        c = self._t
+        turns = tr.get("turns") if isinstance(tr.get("turns"), list) else []
+        pool = self._meta.get("models") or []
+        steps, mask = [], 0
+        for turn in turns:
+            if not isinstance(turn, dict):
+                continue
+            m = str(turn.get("model", "?"))
+            mask |= 1 << min(self._t_models(m), 62)
+            letter = model_letter(pool.index(m)) if m in pool else m
+            steps.append(f"{letter}·{turn.get('role', '?')}")
+        correct = tr.get("correct")
+        mark = {True: " ✓", False: " ✗"}.get(correct, "")
+        c["gen"].append(int(_num(tr.get("gen"), -1)))
+        c["candidate"].append(int(_num(tr.get("candidate"), -1)))
+        c["correct"].append(1 if correct is True else 0 if correct is False else -1)
+        c["cost"].append(_num(tr.get("cost_usd"), 0.0))
+        c["turns"].append(min(len(turns), 127))
+        c["bench"].append(self._t_bench(str(tr.get("benchmark", "?"))))
+        c["qid"].append(self._t_qid(str(tr.get("qid", "?"))))
+        c["path"].append(self._t_path(" → ".join(steps) + mark))
+        c["models"].append(mask)
+        c["offset"].append(at)
+
+    # ---- snapshot ------------------------------------------------------------------------
+    def snapshot(self) -> RunSnapshot:
+        if self._snapshot is not None:
+            return self._snapshot
+        locked = self.run.is_locked()
+        status = str(self._meta.get("status") or ("running" if locked else "created"))
+        if status == "running" and not locked:
+            status = "interrupted"
+        g = {k: col.view() for k, col in self._g.items()}
+        l = {k: col.view() for k, col in self._l.items()}
+        traces = None
+        if self.want_traces:
+            t = {k: col.view() for k, col in self._t.items()}
+            traces = TraceView(**t, bench_names=self._t_bench.names, qid_names=self._t_qid.names,
+                               path_names=self._t_path.names, model_names=self._t_models.names)
+        catching_up = self._events.pending or self._ledger_tail.pending or (
+            self.want_traces and self._traces_tail.pending)
+        self._snapshot = RunSnapshot(
+            path=self.run.path, id=str(self._meta.get("id") or self.run.id), version=self.version,
+            meta=self._meta, status=status, locked=locked, gens=Generations(**g),
+            progress=self._progress, logs=tuple(self._logs), model_mix=dict(self._model_mix),
+            role_mix=dict(self._role_mix),
+            ledger=LedgerView(**l, model_names=self._l_models.names,
+                              purpose_names=self._l_purposes.names),
+            traces=traces, catching_up=catching_up, error=self._error)
+        return self._snapshot
+
+    def trace_record(self, offset: int) -> dict[str, Any]:
+        from minertui.store import read_line_at
+        return read_line_at(self.run.traces, offset)
+
+
+def _num(v: Any, default: float) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return default
+    return float(v)
+
+
+def _time(v: Any) -> float:
+    """Ledger times may be unix seconds or ISO strings."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    if isinstance(v, str):
+        from datetime import datetime
+        try:
+            return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return math.nan
+    return math.nan
+
+
+def filter_traces(tv: TraceView, bench: str | None = None, correct: int | None = None,
+                  model: str | None = None, gen: int | None = None,
+                  qid_search: str = "") -> np.ndarray:
+    """Indices (int64, ascending) of the traces that pass every filter; vectorised over 100k."""
+    keep = np.ones(len(tv), dtype=bool)
+    if bench is not None:
+        code = tv.bench_names.index(bench) if bench in tv.bench_names else -1
+        keep &= tv.bench == code
+    if correct is not None:
+        keep &= tv.correct == correct
+    if model is not None:
+        i = tv.model_names.index(model) if model in tv.model_names else -1
+        keep &= (tv.models & (1 << min(i, 62))) != 0 if i >= 0 else False
+    if gen is not None:
+        keep &= tv.gen == gen
+    if qid_search:
+        s = qid_search.lower()
+        hits = np.array([s in q.lower() for q in tv.qid_names[: int(tv.qid.max()) + 1]]
+                        if len(tv) else [], dtype=bool)
+        keep &= hits[tv.qid] if len(hits) else False
+    return np.flatnonzero(keep)
+
+
+def fmt_duration(secs: float | None) -> str:
+    if secs is None or not math.isfinite(secs):
+        return "—"
+    secs = int(round(secs))
+    h, rem = divmod(secs, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def now() -> float:
+    return time.time()

@@ -1,0 +1,1 @@
+"""One screen per mode (Runs, Train, Ledger, Traces, Analysis, Submit) plus dialogs."""

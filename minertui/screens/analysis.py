@@ -1,0 +1,213 @@
+"""Analysis mode: the oracle ceiling, baselines and evaluation of the selected run.
+
+Each analysis runs `python -m minertui.jobs.analysis` in a child process (a run's router needs
+torch, which the app process never imports), driven by a thread worker that reads its JSON-line
+progress into a progress bar. Results are kept per run for the session."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Group
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import ProgressBar, Static
+from textual_plotext import PlotextPlot
+
+from minertui.reader import Poll
+from minertui.screens.common import ModeScreen
+
+VERDICT_WORDS = {
+    "POOL_BOUND": ("the pool is the limit", "yellow"),
+    "ROUTER_BOUND": ("the router is the limit: there is headroom left to capture", "cyan"),
+    "NEAR_CEILING": ("near the ceiling: the router captures most of the headroom", "green"),
+    "INCONCLUSIVE": ("inconclusive: too little data to tell", "yellow"),
+}
+ORDER = ("oracle", "baselines", "eval")
+
+
+def chart_bars(results: dict[str, dict]) -> list[tuple[str, float]]:
+    """(label, accuracy) for the chart, all read from the reports."""
+    bars: list[tuple[str, float]] = []
+    ev, ba, orc = (results.get(k, {}).get("report") for k in ("eval", "baselines", "oracle"))
+    singles = (ev or {}).get("singles") or (ba or {}).get("always") or []
+    for s in singles:
+        bars.append((str(s["name"]).removeprefix("always ").split("/")[-1][:14], float(s["accuracy"]["point"])))
+    rnd = (ev or ba or {}).get("random")
+    if rnd:
+        bars.append(("random", float(rnd["point"])))
+    if ev:
+        bars.append(("router", float(ev["router"]["accuracy"]["point"])))
+    elif orc and orc.get("router"):
+        bars.append(("router", float(orc["router"]["accuracy"])))
+    if orc and orc.get("crossfit"):
+        bars.append(("oracle (x-fit)", float(orc["crossfit"]["oracle"])))
+    return bars
+
+
+def verdict_text(results: dict[str, dict]) -> Text:
+    t = Text()
+    orc = results.get("oracle", {}).get("report")
+    if orc:
+        words, style = VERDICT_WORDS.get(orc.get("verdict"), (orc.get("verdict", "?"), ""))
+        t.append("verdict: ", style="bold")
+        t.append(f"{orc.get('verdict')} — {words}", style=f"bold {style}")
+        t.append(f"\n{orc.get('verdict_reason', '')}\n")
+    ev = results.get("eval", {}).get("report")
+    if ev:
+        t.append("router ", style="bold")
+        t.append(f"{ev.get('claim', '')}\n")
+    if not t:
+        t.append("Press o (oracle ceiling), b (baselines), e (evaluate the router) or a (all three).",
+                 style="dim")
+    return t
+
+
+class AccuracyChart(PlotextPlot):
+    def set_bars(self, bars: list[tuple[str, float]]) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title("accuracy on the test split")
+        if bars:
+            plt.bar([b[0] for b in bars], [round(b[1], 4) for b in bars], orientation="horizontal", width=0.3)
+            plt.xlim(0, 1)
+        self.refresh()
+
+
+class AnalysisScreen(ModeScreen):
+    MODE = "Analysis"
+    BINDINGS = [
+        Binding("o", "run('oracle')", "Oracle", id="analysis.oracle"),
+        Binding("b", "run('baselines')", "Baselines", id="analysis.baselines"),
+        Binding("e", "run('eval')", "Eval", id="analysis.eval"),
+        Binding("a", "run_all", "All", id="analysis.all"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.results: dict[str, dict[str, dict]] = {}  # run path -> kind -> {"report", "view"}
+        self.running: str | None = None
+        self._shown: tuple | None = None
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="analysis-status"):
+            yield Static("", id="analysis-job")
+            yield ProgressBar(total=1, show_eta=False, id="analysis-progress")
+        yield Static(id="analysis-verdict")
+        with Horizontal(id="analysis-main"):
+            with VerticalScroll(id="analysis-reports"):
+                for kind in ORDER:
+                    yield Static(id=f"analysis-{kind}")
+            yield AccuracyChart(id="analysis-chart")
+
+    def update_body(self, poll: Poll) -> None:
+        s = poll.current
+        key = (str(s.path) if s else None, s.status if s else None, self.running,
+               tuple(self.results.get(str(s.path), {})) if s else ())
+        if key == self._shown:
+            return
+        self._shown = key
+        res = self.results.get(str(s.path), {}) if s else {}
+        job = self.query_one("#analysis-job", Static)
+        if s is None:
+            job.update(Text("No run selected.", style="dim"))
+        elif self.running:
+            job.update(Text(f"running {self.running}…", style="bold"))
+        elif s.status in ("running", "created"):
+            job.update(Text("the run is still training: results describe its current best θ", style="yellow"))
+        else:
+            job.update(Text(f"{s.id}: {s.status}", style="dim"))
+        self.query_one("#analysis-verdict", Static).update(verdict_text(res))
+        for kind in ORDER:
+            r = res.get(kind)
+            w = self.query_one(f"#analysis-{kind}", Static)
+            if r is None:
+                w.update("")
+            elif "error" in r:
+                w.update(Text(f"{kind}: {r['error']}", style="red"))
+            else:
+                w.update(Text.from_ansi(r["view"]))
+        self.query_one(AccuracyChart).set_bars(chart_bars(res))
+
+    # ---- jobs ----------------------------------------------------------------------------
+    def action_run(self, kind: str) -> None:
+        self._start([kind])
+
+    def action_run_all(self) -> None:
+        self._start(list(ORDER))
+
+    def _start(self, kinds: list[str]) -> None:
+        s = self.app.current
+        if s is None:
+            self.notify("no run selected: open one in Runs (1)", severity="warning")
+            return
+        if self.running:
+            self.notify(f"{self.running} is still running", severity="warning")
+            return
+        width = max(60, self.query_one("#analysis-reports").size.width - 2)
+        self.running = kinds[0]
+        self._jobs(s.path, kinds, width)
+
+    @work(thread=True, exclusive=True, group="analysis", exit_on_error=False)
+    def _jobs(self, run_dir: Path, kinds: list[str], width: int) -> None:
+        for kind in kinds:
+            self.app.call_from_thread(self._begin, kind)
+            result = self._job(run_dir, kind, width)
+            self.app.call_from_thread(self._finish, run_dir, kind, result)
+        self.app.call_from_thread(self._done)
+
+    def _job(self, run_dir: Path, kind: str, width: int) -> dict[str, Any]:
+        argv = [sys.executable, "-m", "minertui.jobs.analysis", kind, str(run_dir), "--width", str(width)]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL)
+        result: dict[str, Any] = {"error": f"the {kind} job ended without a result"}
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if "progress" in msg:
+                done, total, what = msg["progress"]
+                self.app.call_from_thread(self._progress, done, total, what)
+            elif "result" in msg:
+                result = {"report": msg["report"], "view": msg["view"]}
+            elif "error" in msg:
+                result = {"error": msg["error"]}
+        err = proc.stderr.read() if proc.stderr else ""
+        if proc.wait() != 0 and "error" in result and err.strip():
+            result = {"error": f"{result['error']} ({err.strip().splitlines()[-1]})"}
+        return result
+
+    def _begin(self, kind: str) -> None:
+        self.running = kind
+        bar = self.query_one(ProgressBar)
+        bar.update(total=None, progress=0)
+        self.query_one("#analysis-job", Static).update(Text(f"running {kind}…", style="bold"))
+
+    def _progress(self, done: int, total: int, what: str) -> None:
+        self.query_one(ProgressBar).update(total=max(total, 1), progress=done)
+        self.query_one("#analysis-job", Static).update(Text(f"{self.running}: {what}", style="bold"))
+
+    def _finish(self, run_dir: Path, kind: str, result: dict[str, Any]) -> None:
+        self.results.setdefault(str(run_dir), {})[kind] = result
+        if "error" in result:
+            self.notify(f"{kind}: {result['error']}", severity="error", timeout=10)
+        self._shown = None
+        if self.app.latest is not None and self.is_current:
+            self.show(self.app.latest)
+
+    def _done(self) -> None:
+        self.running = None
+        self.query_one(ProgressBar).update(total=1, progress=1)
+        self._shown = None
+        if self.app.latest is not None and self.is_current:
+            self.show(self.app.latest)

@@ -1,0 +1,44 @@
+"""The frame every mode shares: the run bar on top, the body, the footer with the keys."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from minertui.reader import Poll
+from minertui.widgets.runbar import RunBar
+
+
+class ModeScreen(Screen):
+    MODE = ""
+
+    def compose(self) -> ComposeResult:
+        yield RunBar(id="runbar")
+        yield from self.compose_body()
+        yield Footer(compact=True)
+
+    def compose_body(self) -> ComposeResult:
+        return iter(())
+
+    def show(self, poll: Poll) -> None:
+        """Redraw from one poll. Called only while this screen is the visible one."""
+        try:
+            self.query_one(RunBar).show(self.MODE, poll.current, getattr(self.app, "demo_note", ""))
+            self.update_body(poll)
+        except NoMatches:  # resumed before its widgets were mounted: on_mount draws it
+            pass
+
+    def update_body(self, poll: Poll) -> None:
+        pass
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self.on_screen_resume)
+
+    def on_screen_resume(self) -> None:
+        latest = getattr(self.app, "latest", None)
+        if latest is not None:
+            self.show(latest)
+        elif self.query(RunBar):
+            self.query_one(RunBar).show(self.MODE, None, getattr(self.app, "demo_note", ""))

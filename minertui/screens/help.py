@@ -1,0 +1,89 @@
+"""`?` help (every binding, from the bindings themselves) and the yes/no dialog."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+MODES_TEXT = {
+    "Runs": "every run under the runs root: status, generation, best, spend, ETA; n new, Enter open, "
+            "p pause (checkpoint + stop), s stop, r resume",
+    "Train": "live fitness curves (best/mean/max, σ on the right axis), progress, throughput, spend, "
+             "routing mix, validation accuracy, status log",
+    "Ledger": "every paid call, totals per model and purpose, spend over time, budget, hash-chain check",
+    "Traces": "every routing trajectory; filters, / to search a question id, Enter to drill down",
+    "Analysis": "o oracle ceiling, b baselines, e evaluate the router, a all three (in a child process)",
+    "Submit": "pack a bundle, run the gates, show the plan, x to execute it, c to copy the PR URL",
+}
+
+
+def bindings_table(app) -> Table:
+    t = Table(box=None, expand=True, show_header=True)
+    t.add_column("key", style="bold", no_wrap=True)
+    t.add_column("what")
+    t.add_column("where", style="dim")
+    seen = set()
+    screens = [("everywhere", app)] + [(type(s).__name__.removesuffix("Screen"), s) for s in app.screen_stack[-2:-1]]
+    for where, node in screens:
+        for b in node.BINDINGS:
+            if not isinstance(b, Binding) or (b.key, where) in seen or not b.description:
+                continue
+            seen.add((b.key, where))
+            t.add_row(b.key.replace("question_mark", "?").replace("left_square_bracket", "[")
+                      .replace("right_square_bracket", "]"), b.description, where)
+    return t
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close", id="help.close")]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    #help { width: 90%; max-width: 110; height: 90%; border: round $primary; background: $surface; padding: 0 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help"):
+            yield Static(Text("minertui — keys", style="bold"))
+            yield Static(bindings_table(self.app))
+            modes = Table(box=None, expand=True, show_header=False)
+            modes.add_column(style="bold", no_wrap=True)
+            modes.add_column()
+            for k, (name, text) in enumerate(MODES_TEXT.items(), start=1):
+                modes.add_row(f"{k} {name}", text)
+            yield Static(Text("\nmodes", style="bold"))
+            yield Static(modes)
+            yield Static(Text("\nCtrl+P opens the command palette (modes, themes). Engines run detached: "
+                              "quitting or losing SSH leaves them training; reopen minertui to see them.",
+                              style="dim"))
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    BINDINGS = [Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+                Binding("n,escape", "answer(False)", "No", id="confirm.no")]
+    DEFAULT_CSS = """
+    ConfirmScreen { align: center middle; }
+    #confirm { width: 60; height: auto; border: round $warning; background: $surface; padding: 1 2; }
+    #confirm-buttons { height: 3; align-horizontal: right; }
+    """
+
+    def __init__(self, question: str, yes: str = "Yes", no: str = "No") -> None:
+        super().__init__()
+        self.question, self.yes, self.no = question, yes, no
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm"):
+            yield Static(self.question)
+            with Horizontal(id="confirm-buttons"):
+                yield Button(f"{self.no} (n)", id="no")
+                yield Button(f"{self.yes} (y)", id="yes", variant="warning")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

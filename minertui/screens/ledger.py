@@ -1,0 +1,200 @@
+"""Ledger mode: per-call table (paged), totals per model and per purpose, spend over time, the
+budget bar, and the hash-chain status from `trinity.pool.ledger.verify_ledger`."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Static
+from textual_plotext import PlotextPlot
+
+from minertui.reader import Poll
+from minertui.runmodel import LedgerView, RunSnapshot
+from minertui.screens.common import ModeScreen
+from minertui.widgets.curves import reduce
+from minertui.widgets.format import bar, usd, utc
+
+PAGE = 100
+CALL_COLUMNS = ("time (UTC)", "model", "purpose", "tokens in/out", "cost", "source")
+
+
+def totals_table(title: str, rows: list[tuple[str, int, int, float]]) -> Table:
+    t = Table(title=title, title_justify="left", expand=True, box=None, pad_edge=False)
+    t.add_column(title.split()[-1], overflow="ellipsis", no_wrap=True, ratio=1)
+    t.add_column("calls", justify="right")
+    t.add_column("tokens", justify="right")
+    t.add_column("$", justify="right")
+    for name, calls, toks, cost in rows:
+        t.add_row(name, f"{calls:,}", f"{toks:,}", usd(cost))
+    if not rows:
+        t.add_row("—", "0", "0", usd(0.0))
+    return t
+
+
+def chain_text(report, error: str | None) -> Text:
+    if error:
+        return Text(f"chain: not verified ({error})", style="yellow")
+    if report is None:
+        return Text("chain: verifying…", style="dim")
+    if report.ok:
+        t = Text("chain OK", style="bold green")
+        t.append(f" · {report.n_records:,} records · head {report.head_hash[:12]}…", style="")
+        if report.torn_tail:
+            t.append(" · torn last line (crash mid-append, not tampering)", style="yellow")
+        return t
+    return Text(f"chain BROKEN at line {report.first_bad_line}: {report.problem}", style="bold red")
+
+
+class SpendPlot(PlotextPlot):
+    def set_data(self, lv: LedgerView, key: tuple) -> None:
+        if key == getattr(self, "_key", None):
+            return
+        self._key = key
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title("cumulative spend ($)")
+        if len(lv):
+            t = lv.time
+            ok = np.isfinite(t)
+            if ok.any():
+                minutes = (t[ok] - t[ok].min()) / 60.0
+                cum = np.cumsum(lv.cost_micro[ok]) / 1e6
+                x, (y,) = reduce(minutes, [cum], ["max"])
+                plt.plot(x.tolist(), y.tolist(), marker="braille", color="cyan")
+                plt.xlabel("minutes since first call")
+        self.refresh()
+
+
+class LedgerScreen(ModeScreen):
+    MODE = "Ledger"
+    BINDINGS = [
+        Binding("left_square_bracket", "page(-1)", "Newer", id="ledger.newer"),
+        Binding("right_square_bracket", "page(1)", "Older", id="ledger.older"),
+        Binding("v", "verify", "Verify", id="ledger.verify"),
+    ]
+    VERIFY_EVERY_S = 5.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.page = 0
+        self._report = None
+        self._report_error: str | None = None
+        self._verified: tuple | None = None
+        self._verified_at = 0.0
+        self._table_key: tuple | None = None
+
+    def compose_body(self) -> ComposeResult:
+        yield Static(id="ledger-head")
+        with Horizontal(id="ledger-mid"):
+            yield Static(id="ledger-models")
+            yield Static(id="ledger-purposes")
+            yield SpendPlot(id="ledger-plot")
+        table = DataTable(id="ledger-table", cursor_type="row", zebra_stripes=True)
+        table.add_columns(*CALL_COLUMNS)
+        yield table
+
+    def update_body(self, poll: Poll) -> None:
+        s = poll.current
+        if s is None:
+            self.query_one("#ledger-head", Static).update(Text("No run selected.", style="dim"))
+            return
+        lv = s.ledger
+        self._maybe_verify(s)
+        self.query_one("#ledger-head", Static).update(self._head(s))
+        self.query_one("#ledger-models", Static).update(totals_table("per model", lv.totals_by(lv.model, lv.model_names)))
+        self.query_one("#ledger-purposes", Static).update(totals_table("per purpose", lv.totals_by(lv.purpose, lv.purpose_names)))
+        self.query_one(SpendPlot).set_data(lv, (str(s.path), len(lv)))
+        self._fill_table(s)
+
+    def _head(self, s: RunSnapshot) -> Text:
+        lv = s.ledger
+        t = Text()
+        if not s.path.joinpath("ledger.jsonl").exists():
+            t.append("no ledger.jsonl: this run made no paid calls (cached mode spends $0)\n", style="dim")
+        else:
+            t.append_text(chain_text(self._report, self._report_error))
+            t.append("\n")
+        t.append(f"{len(lv):,} calls · total {usd(lv.total_usd)}")
+        est = int(lv.cost_micro[lv.estimated].sum()) / 1e6 if len(lv) else 0.0
+        if est:
+            t.append(f" (of which {usd(est)} estimated from the price table)", style="yellow")
+        budget = s.budget_usd
+        if budget:
+            frac = lv.total_usd / budget if budget > 0 else 1.0
+            t.append(f" · budget {usd(budget, 2)} ")
+            t.append(bar(frac, 20), style="red" if frac > 0.9 else "green")
+            t.append(f" {frac:.1%}")
+        return t
+
+    def _fill_table(self, s: RunSnapshot) -> None:
+        lv = s.ledger
+        n = len(lv)
+        pages = max(1, -(-n // PAGE))
+        self.page = min(self.page, pages - 1)
+        key = (str(s.path), n if self.page == 0 else None, self.page)
+        if key == self._table_key:
+            return
+        self._table_key = key
+        table = self.query_one(DataTable)
+        table.clear()
+        hi = n - self.page * PAGE  # newest first
+        lo = max(0, hi - PAGE)
+        for i in range(hi - 1, lo - 1, -1):
+            table.add_row(
+                utc(float(lv.time[i]), "%m-%d %H:%M:%S"),
+                lv.model_names[int(lv.model[i])],
+                lv.purpose_names[int(lv.purpose[i])],
+                f"{int(lv.prompt_tokens[i]):,}/{int(lv.completion_tokens[i]):,}",
+                usd(int(lv.cost_micro[i]) / 1e6, 6),
+                Text("estimated", style="yellow") if lv.estimated[i] else "reported",
+            )
+        table.border_title = f"calls {n - hi + 1 if n else 0}–{n - lo} of {n:,} (newest first) · [ ] page"
+
+    def action_page(self, delta: int) -> None:
+        self.page = max(0, self.page + delta)
+        if self.app.latest:
+            self.show(self.app.latest)
+
+    def action_verify(self) -> None:
+        self._verified = None
+        self._verified_at = 0.0
+        if self.app.current is not None:
+            self._maybe_verify(self.app.current)
+
+    def _maybe_verify(self, s: RunSnapshot) -> None:
+        path = s.path / "ledger.jsonl"
+        key = (str(s.path), len(s.ledger))
+        if key == self._verified or not path.exists():
+            return
+        if self._verified is not None and self._verified[0] == key[0] and \
+                time.monotonic() - self._verified_at < self.VERIFY_EVERY_S:
+            return  # a live run appends constantly; re-verify at most every few seconds
+        if self._verified is None or self._verified[0] != key[0]:
+            self._report, self._report_error = None, None
+        self._verified, self._verified_at = key, time.monotonic()
+        self._verify(path)
+
+    @work(thread=True, exclusive=True, group="ledger-verify", exit_on_error=False)
+    def _verify(self, path: Path) -> None:
+        try:
+            from trinity.pool.ledger import verify_ledger
+            report, error = verify_ledger(path), None
+        except ImportError as e:
+            report, error = None, f"verifier unavailable: {e}"
+        except Exception as e:  # a TrinityError, or an unreadable file
+            report, error = None, str(e)
+        self.app.call_from_thread(self._verified_result, report, error)
+
+    def _verified_result(self, report, error) -> None:
+        self._report, self._report_error = report, error
+        if self.app.latest is not None and self.is_current:
+            self.show(self.app.latest)

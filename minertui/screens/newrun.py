@@ -1,0 +1,151 @@
+"""The new-run form: a config file and/or fields, validated through `trinity.config.TrainConfig`
+(errors shown next to the field), then started as a detached engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select, Static
+
+from trinity.errors import TrinityError
+
+# (field, label, placeholder, type) — field names are TrainConfig keys
+FIELDS: list[tuple[str, str, str, type]] = [
+    ("benchmarks", "benchmarks", "all (or: math500,mmlu)", list),
+    ("questions", "questions", "practice or path.jsonl", str),
+    ("matrix", "matrix", "practice or path.json (cached)", str),
+    ("pool", "pool", "practice, openrouter …", str),
+    ("encoder", "encoder", "tiny-qwen3, Qwen/Qwen3-0.6B …", str),
+    ("popsize", "popsize", "32", int),
+    ("generations", "generations", "60", int),
+    ("m", "m (questions/cand.)", "16", int),
+    ("sigma0", "σ0", "0.1", float),
+    ("seed", "seed", "0", int),
+    ("budget_usd", "budget $", "none", float),
+]
+
+
+def form_data(config_path: str, mode: str | None, values: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """(TrainConfig data, per-field errors): the config file's keys, overridden by the fields
+    that are filled in; validated by TrainConfig."""
+    from trinity.config import DEFAULT_CONFIG, PRACTICE, field_errors, read_config_file
+
+    errors: dict[str, str] = {}
+    data: dict[str, Any] = {}
+    if DEFAULT_CONFIG.is_file():
+        data.update(read_config_file(DEFAULT_CONFIG))
+        data.pop(PRACTICE, None)
+    if config_path.strip():
+        try:
+            doc = read_config_file(Path(config_path.strip()).expanduser())
+            if doc.pop(PRACTICE, None) is not None:
+                data["practice_config"] = str(Path(config_path.strip()).expanduser().resolve())
+            data.update(doc)
+        except TrinityError as e:
+            errors["config"] = str(e)
+    if mode:
+        data["mode"] = mode
+    for name, _label, _ph, kind in FIELDS:
+        raw = values.get(name, "").strip()
+        if not raw:
+            continue
+        try:
+            data[name] = ([b.strip() for b in raw.split(",") if b.strip()] if kind is list
+                          else kind(raw))
+        except ValueError:
+            errors[name] = f"not a valid {kind.__name__}"
+    for loc, msg in field_errors(data).items():
+        errors.setdefault(loc.split(".")[0] if loc.split(".")[0] in dict((f[0], 1) for f in FIELDS) else "config", msg)
+    return data, errors
+
+
+class NewRunScreen(ModalScreen[Path | None]):
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="newrun.cancel")]
+    DEFAULT_CSS = """
+    NewRunScreen { align: center middle; }
+    #newrun { width: 90%; max-width: 100; height: 90%; border: round $primary; background: $surface; padding: 0 1; }
+    .row { height: auto; }
+    .row Label { width: 20; padding: 1 1 0 0; }
+    .row Input, .row Select { width: 1fr; }
+    .err { color: $error; height: auto; padding-left: 20; }
+    #newrun-buttons { height: 3; align-horizontal: right; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="newrun"):
+            yield Static("[b]New training run[/b] — leave a field empty to keep the config's value")
+            with VerticalScroll():
+                with Horizontal(classes="row"):
+                    yield Label("config file")
+                    yield Input(placeholder="configs/practice.yaml (optional)", id="f-config")
+                yield Static("", classes="err", id="e-config")
+                with Horizontal(classes="row"):
+                    yield Label("mode")
+                    yield Select([("cached", "cached"), ("live", "live")], allow_blank=True,
+                                 prompt="from config", id="f-mode")
+                yield Static("", classes="err", id="e-mode")
+                for name, label, ph, _kind in FIELDS:
+                    with Horizontal(classes="row"):
+                        yield Label(label)
+                        yield Input(placeholder=ph, id=f"f-{name}")
+                    yield Static("", classes="err", id=f"e-{name}")
+            with Horizontal(id="newrun-buttons"):
+                yield Button("Cancel", id="cancel")
+                yield Button("Start", id="start", variant="primary")
+
+    def _values(self) -> tuple[str, str | None, dict[str, str]]:
+        mode = self.query_one("#f-mode", Select).value
+        return (self.query_one("#f-config", Input).value,
+                mode if isinstance(mode, str) else None,
+                {name: self.query_one(f"#f-{name}", Input).value for name, *_ in FIELDS})
+
+    def validate_form(self) -> tuple[dict[str, Any], dict[str, str]]:
+        data, errors = form_data(*self._values())
+        for name in ["config", "mode", *(f[0] for f in FIELDS)]:
+            self.query_one(f"#e-{name}", Static).update(errors.get(name, ""))
+        return data, errors
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.app.unsaved["newrun"] = "the new-run form"
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.validate_form()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "cancel":
+            self.action_cancel()
+        elif event.button.id == "start":
+            self.start()
+
+    def start(self) -> None:
+        data, errors = self.validate_form()
+        if errors:
+            self.notify("fix the fields marked in red", severity="error")
+            return
+        from minertui.supervisor import EngineError
+        from trinity.io import atomic_write_text
+        from trinity.runs.rundir import new_run_id
+        import yaml
+
+        run_id = new_run_id()
+        cfg_file = (self.app.runs_root / ".configs" / f"{run_id}.yaml").resolve()  # the run dir must start empty
+        try:
+            atomic_write_text(cfg_file, "# written by minertui's new-run form\n" +
+                              yaml.safe_dump(data, sort_keys=False))
+            path = self.app.supervisor.start_train(["--config", str(cfg_file)], run_id=run_id)
+        except (EngineError, OSError) as e:
+            self.notify(str(e), severity="error")
+            return
+        self.app.unsaved.pop("newrun", None)
+        self.notify(f"started {run_id} (engine log: {path / 'engine.log'})")
+        self.app.select_run(path)
+        self.dismiss(path)
+
+    def action_cancel(self) -> None:
+        self.app.unsaved.pop("newrun", None)
+        self.dismiss(None)

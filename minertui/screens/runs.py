@@ -1,0 +1,149 @@
+"""Runs mode: every run under the runs root; open, start, pause, stop, resume."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Static
+
+from minertui.reader import Poll
+from minertui.runmodel import RunSnapshot, fmt_duration
+from minertui.screens.common import ModeScreen
+from minertui.widgets.format import iso_short, num, status_text, usd
+from trinity.errors import TrinityError
+
+COLUMNS = ("run", "status", "mode", "pool", "gen", "best", "spend", "started (UTC)", "ETA")
+
+
+def run_row(s: RunSnapshot) -> tuple:
+    total = s.generations_total
+    gen = f"{s.generations_done}/{total}" if total else str(s.generations_done)
+    budget = s.budget_usd
+    spend = usd(s.spend_usd, 2) + (f"/{usd(budget, 0)}" if budget else "")
+    pool = str(s.meta.get("pool") or (s.meta.get("config") or {}).get("pool") or "—")
+    return (s.id, s.status, str(s.meta.get("mode") or (s.meta.get("config") or {}).get("mode") or "—"),
+            pool, gen, num(s.best), spend, iso_short(s.started),
+            fmt_duration(s.eta_secs) if s.eta_secs is not None else "—")
+
+
+class RunsScreen(ModeScreen):
+    MODE = "Runs"
+    BINDINGS = [
+        Binding("enter", "open_run", "Open", id="runs.open"),
+        Binding("n", "new_run", "New", id="runs.new"),
+        Binding("p", "pause", "Pause", id="runs.pause"),
+        Binding("s", "stop", "Stop", id="runs.stop"),
+        Binding("r", "resume", "Resume", id="runs.resume"),
+    ]
+
+    def compose_body(self) -> ComposeResult:
+        table = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
+        table.add_columns(*COLUMNS)
+        yield table
+        yield Static("", id="runs-detail")
+
+    def update_body(self, poll: Poll) -> None:
+        table = self.query_one(DataTable)
+        rows = [(str(s.path), run_row(s)) for s in poll.runs]
+        if rows != getattr(self, "_rows", None):
+            keep = self._selected_key()
+            table.clear()
+            for key, row in rows:
+                table.add_row(*(status_text(v) if i == 1 else v for i, v in enumerate(row)), key=key)
+            self._rows = rows
+            if keep is not None:
+                for i, (key, _) in enumerate(rows):
+                    if key == keep:
+                        table.move_cursor(row=i, animate=False)
+        detail = self.query_one("#runs-detail", Static)
+        if not poll.runs:
+            detail.update(Text(f"No runs under {self.app.runs_root}. Press n to start one "
+                               "(or run `minertui demo`).", style="dim"))
+        else:
+            s = self._selected(poll)
+            if s is not None:
+                detail.update(self._detail(s))
+
+    def _detail(self, s: RunSnapshot) -> Text:
+        cfg = s.meta.get("config") or {}
+        t = Text()
+        t.append(f"{s.path}\n", style="dim")
+        t.append(f"encoder {s.meta.get('encoder') or cfg.get('encoder') or '—'} · "
+                 f"popsize {cfg.get('popsize', '—')} · m {cfg.get('m', '—')} · "
+                 f"σ0 {cfg.get('sigma0', '—')} · seed {cfg.get('seed', '—')}")
+        if s.meta.get("status_message"):
+            t.append(f"\n{s.meta['status_message']}", style="italic")
+        if s.error:
+            t.append(f"\n{s.error}", style="red")
+        return t
+
+    def _selected_key(self) -> str | None:
+        table = self.query_one(DataTable)
+        if table.row_count == 0:
+            return None
+        try:
+            return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        except Exception:  # cursor outside the rows while the table is rebuilt
+            return None
+
+    def _selected(self, poll: Poll | None = None) -> RunSnapshot | None:
+        poll = poll or self.app.latest
+        key = self._selected_key()
+        if poll is None or key is None:
+            return None
+        return next((s for s in poll.runs if str(s.path) == key), None)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None:
+            self.app.select_run(Path(event.row_key.value))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open_run()
+
+    # ---- actions -------------------------------------------------------------------------
+    def _run_path(self) -> Path | None:
+        key = self._selected_key()
+        if key is None:
+            self.notify("no run selected", severity="warning")
+        return Path(key) if key else None
+
+    def action_open_run(self) -> None:
+        path = self._run_path()
+        if path is not None:
+            self.app.select_run(path)
+            self.app.action_mode("train")
+
+    def action_new_run(self) -> None:
+        from minertui.screens.newrun import NewRunScreen
+        self.app.push_screen(NewRunScreen())
+
+    def _engine(self, what: str) -> None:
+        path = self._run_path()
+        if path is None:
+            return
+        sup = self.app.supervisor
+        try:
+            if what == "pause":
+                pid = sup.pause(path)
+                self.notify(f"asked engine {pid} to checkpoint and stop ({path.name})")
+            elif what == "stop":
+                pid = sup.stop(path)
+                self.notify(f"stopping engine {pid} ({path.name}); killed if still running in 15 s")
+            else:
+                sup.resume(path)
+                self.notify(f"resuming {path.name}")
+        except TrinityError as e:
+            self.notify(str(e), severity="error")
+        self.app.poll_soon()
+
+    def action_pause(self) -> None:
+        self._engine("pause")
+
+    def action_stop(self) -> None:
+        self._engine("stop")
+
+    def action_resume(self) -> None:
+        self._engine("resume")

@@ -1,0 +1,280 @@
+"""Submit mode: choose format and miner, pack the selected run (`trinity.submission.pack_run`),
+the gate table (`check_bundle`), the plan (`plan_submission`: branch, files, message, push
+target, PR), then one key to execute it (`execute_plan(on_step=…)`), streaming each git command
+and its result; the PR or compare URL at the end, copyable (OSC 52).
+
+All of it runs in thread workers (numpy + GitPython; no torch). The GitHub token, when set, is
+read from the environment by the worker and never shown, logged or put in argv."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Checkbox, Input, RichLog, Select, Static
+
+from minertui.reader import Poll
+from minertui.screens.common import ModeScreen
+
+STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "skip": "dim",
+                "ok": "green", "failed": "bold red", "running": "cyan", "skipped": "dim"}
+
+
+def gates_table(report) -> Table:
+    t = Table(title=f"gates — {report.format} bundle {Path(report.bundle).name} ({report.bundle_hash[:12]})",
+              title_justify="left", expand=True, box=None)
+    t.add_column("gate", no_wrap=True)
+    t.add_column("result", no_wrap=True)
+    t.add_column("why", ratio=1)
+    for r in report.results:
+        t.add_row(r.name, Text(r.status.upper(), style=STATUS_STYLE.get(r.status, "")), r.reason)
+    t.caption = "all gates pass" if report.ok else f"{len(report.failed())} gate(s) fail"
+    return t
+
+
+def plan_text(plan) -> Text:
+    t = Text()
+    for line in plan.describe():
+        if line.startswith("gates:") or line.startswith("  ") and plan.gate_report is not None and \
+                any(line.strip().startswith(s) for s in ("PASS", "FAIL", "WARN", "SKIP")):
+            continue  # the gate table shows those
+        style = "bold red" if line.startswith("REFUSED") else "yellow" if line.startswith("note") else ""
+        t.append(line + "\n", style=style)
+    return t
+
+
+class SubmitScreen(ModeScreen):
+    MODE = "Submit"
+    BINDINGS = [
+        Binding("k", "pack", "Pack", id="submit.pack"),
+        Binding("g", "gates", "Gates", id="submit.gates"),
+        Binding("l", "plan", "Plan", id="submit.plan"),
+        Binding("x", "execute", "Execute", id="submit.execute"),
+        Binding("c", "copy_url", "Copy URL", id="submit.copy"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bundle: Path | None = None
+        self.plan = None
+        self.url: str | None = None
+        self.busy: str | None = None
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="submit-form"):
+            yield Select([("tinyrouter", "tinyrouter"), ("minirouter", "minirouter")], value="tinyrouter",
+                         allow_blank=False, id="sub-format", compact=True)
+            yield Input(placeholder="miner name", id="sub-miner", compact=True)
+            yield Input(placeholder="competition repo clone (path)", id="sub-repo", compact=True)
+            yield Checkbox("push", id="sub-push", compact=True)
+            yield Checkbox("PR", id="sub-pr", compact=True)
+        with VerticalScroll(id="submit-body"):
+            yield Static(Text("k pack the selected run · g gates · l plan · x execute · c copy URL",
+                              style="dim"), id="submit-help")
+            yield Static(id="submit-gates")
+            yield Static(id="submit-plan")
+        yield RichLog(id="submit-log", wrap=True, markup=False, max_lines=2000)
+        yield Static(id="submit-url")
+
+    def update_body(self, poll: Poll) -> None:
+        s = poll.current
+        key = (str(s.path) if s else None, s.status if s else None, self.busy)
+        if key == getattr(self, "_key", None):
+            return
+        self._key = key
+        t = Text()
+        if s is None:
+            t.append("No run selected: open one in Runs (1).", style="dim")
+        else:
+            t.append(f"run {s.id} ({s.status})")
+            if s.status != "finished":
+                t.append(" — not finished: packing takes its best θ so far", style="yellow")
+            if self.bundle:
+                t.append(f" · bundle {self.bundle}")
+        if self.busy:
+            t.append(f" · {self.busy}…", style="bold cyan")
+        self.query_one("#submit-help", Static).update(t)
+
+    # ---- form ----------------------------------------------------------------------------
+    def _form(self) -> dict[str, Any]:
+        return {"fmt": self.query_one("#sub-format", Select).value,
+                "miner": self.query_one("#sub-miner", Input).value.strip(),
+                "repo": self.query_one("#sub-repo", Input).value.strip(),
+                "push": self.query_one("#sub-push", Checkbox).value,
+                "pr": self.query_one("#sub-pr", Checkbox).value}
+
+    def _need(self, *keys: str) -> dict[str, Any] | None:
+        f = self._form()
+        for k in keys:
+            if not f[k]:
+                self.notify(f"fill in the {k} field first", severity="warning")
+                self.query_one(f"#sub-{k}").focus()
+                return None
+        if "repo" in keys and not Path(f["repo"]).expanduser().is_dir():
+            self.notify(f"repo {f['repo']} is not a directory; give your clone of the competition repo",
+                        severity="error")
+            return None
+        return f
+
+    def _begin(self, what: str) -> bool:
+        if self.busy:
+            self.notify(f"{self.busy} is still running", severity="warning")
+            return False
+        self.busy = what
+        self._refresh_head()
+        return True
+
+    def _end(self) -> None:
+        self.busy = None
+        self._refresh_head()
+
+    def _refresh_head(self) -> None:
+        self._key = None
+        if self.app.latest is not None and self.is_current:
+            self.show(self.app.latest)
+
+    def _log(self, text: Text | str) -> None:
+        self.query_one(RichLog).write(text)
+
+    # ---- actions -------------------------------------------------------------------------
+    def action_pack(self) -> None:
+        s = self.app.current
+        if s is None:
+            self.notify("no run selected", severity="warning")
+            return
+        f = self._need("miner", "repo")
+        if f and self._begin("packing"):
+            self._pack(s.path, f, force=s.status != "finished")
+
+    @work(thread=True, group="submit", exit_on_error=False)
+    def _pack(self, run_dir: Path, f: dict[str, Any], force: bool) -> None:
+        from trinity.errors import TrinityError
+        from trinity.submission.pack import pack_run
+        try:
+            b = pack_run(run_dir, f["miner"], f["fmt"], out=Path(f["repo"]).expanduser(), force=force)
+            self.app.call_from_thread(self._packed, b)
+        except TrinityError as e:
+            self.app.call_from_thread(self._failed, "pack", str(e))
+
+    def _packed(self, b) -> None:
+        self.bundle, self.plan, self.url = Path(b.path), None, None
+        for line in b.describe():
+            self._log(line)
+        self.notify(f"packed {b.path}")
+        self._end()
+        self.action_gates()
+
+    def _failed(self, what: str, msg: str) -> None:
+        self._log(Text(f"{what}: {msg}", style="red"))
+        self.notify(f"{what}: {msg}", severity="error", timeout=10)
+        self._end()
+
+    def action_gates(self) -> None:
+        if self.bundle is None:
+            self.notify("pack a bundle first (k)", severity="warning")
+            return
+        if self._begin("checking the gates"):
+            s = self.app.current
+            self._gates(self.bundle, self._form()["miner"] or None, s.path if s else None)
+
+    @work(thread=True, group="submit", exit_on_error=False)
+    def _gates(self, bundle: Path, miner: str | None, run_dir: Path | None) -> None:
+        from trinity.errors import TrinityError
+        from trinity.submission.gates import check_bundle
+        try:
+            rep = check_bundle(bundle, miner=miner, run_dir=run_dir)
+            self.app.call_from_thread(self._gated, rep)
+        except TrinityError as e:
+            self.app.call_from_thread(self._failed, "gates", str(e))
+
+    def _gated(self, rep) -> None:
+        self.query_one("#submit-gates", Static).update(gates_table(rep))
+        self._end()
+
+    def action_plan(self) -> None:
+        if self.bundle is None:
+            self.notify("pack a bundle first (k)", severity="warning")
+            return
+        f = self._need("miner", "repo")
+        if f and self._begin("planning"):
+            s = self.app.current
+            self._plan(self.bundle, f, s.path if s else None)
+
+    @work(thread=True, group="submit", exit_on_error=False)
+    def _plan(self, bundle: Path, f: dict[str, Any], run_dir: Path | None) -> None:
+        from trinity.errors import TrinityError
+        from trinity.submission.gitsubmit import plan_submission
+        try:
+            plan = plan_submission(bundle, Path(f["repo"]).expanduser(), f["miner"], push=f["push"],
+                                   pr=f["pr"], run_dir=run_dir)
+            self.app.call_from_thread(self._planned, plan)
+        except TrinityError as e:
+            self.app.call_from_thread(self._failed, "plan", str(e))
+
+    def _planned(self, plan) -> None:
+        self.plan = plan
+        if plan.gate_report is not None:
+            self.query_one("#submit-gates", Static).update(gates_table(plan.gate_report))
+        self.query_one("#submit-plan", Static).update(plan_text(plan))
+        self.app.unsaved["submit"] = "the prepared (not executed) submission plan"
+        if plan.refusals:
+            self.notify(f"the plan is refused: {plan.refusals[0]}", severity="error", timeout=10)
+        else:
+            self.notify("plan ready: x executes it")
+        self._end()
+
+    def action_execute(self) -> None:
+        if self.plan is None:
+            self.notify("make the plan first (l)", severity="warning")
+            return
+        if self._begin("executing"):
+            self._execute(self.plan)
+
+    @work(thread=True, group="submit", exit_on_error=False)
+    def _execute(self, plan) -> None:
+        from trinity.errors import TrinityError
+        from trinity.submission import github
+        from trinity.submission.gitsubmit import execute_plan
+        token = os.environ.get(github.TOKEN_ENV) or None  # stays in this thread; never displayed
+        try:
+            res = execute_plan(plan, on_step=lambda st: self.app.call_from_thread(self._step, st), token=token)
+            self.app.call_from_thread(self._executed, res)
+        except TrinityError as e:
+            self.app.call_from_thread(self._failed, "submit", str(e))
+
+    def _step(self, st) -> None:
+        if st.status == "running":
+            self._log(Text(f"$ {st.command}", style="cyan"))
+        else:
+            out = st.output.strip()
+            self._log(Text(f"  [{st.status}] {st.seconds:.2f}s" + (f" {out.splitlines()[-1]}" if out else ""),
+                           style=STATUS_STYLE.get(st.status, "")))
+
+    def _executed(self, res) -> None:
+        self.app.unsaved.pop("submit", None)
+        self.url = res.pr_url or res.compare_url
+        t = Text()
+        t.append("done: " if res.ok else "stopped: ", style="bold green" if res.ok else "bold red")
+        t.append(res.message)
+        if res.continue_command and not res.ok:
+            t.append(f"\ncontinue with: {res.continue_command}")
+        if self.url:
+            t.append(f"\n{'PR' if res.pr_url else 'compare'} URL: ", style="bold")
+            t.append(self.url, style="underline")
+            t.append("  (c copies it)", style="dim")
+        self.query_one("#submit-url", Static).update(t)
+        self._end()
+
+    def action_copy_url(self) -> None:
+        if not self.url:
+            self.notify("no URL yet: execute a plan first (x)", severity="warning")
+            return
+        self.app.copy_to_clipboard(self.url)  # OSC 52: works over SSH in most terminals
+        self.notify("URL copied to the clipboard (OSC 52)")

@@ -1,0 +1,131 @@
+"""The drill-down of one trajectory: the question, each turn (model, role, both probability
+vectors as small bars, the output with highlighted code, the verdict), the graded answer vs gold.
+The trace is read from its byte offset in traces.jsonl; the question from the run's questions
+file (run.json config), loaded once per file."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from rich.console import Group
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from minertui.runmodel import RunSnapshot, model_letter
+from minertui.store import read_line_at
+from minertui.widgets.format import bar, usd
+
+ROLES = ("Thinker", "Worker", "Verifier")
+
+
+@lru_cache(maxsize=4)
+def _questions(path: str) -> dict[str, Any]:
+    from trinity.data.questions import load_questions
+    return {q.id: q for q in load_questions(path)}
+
+
+def question_for(meta: dict[str, Any], qid: str) -> tuple[str | None, str]:
+    """(question text or None, where it came from / why it is missing)."""
+    src = (meta.get("config") or {}).get("questions")
+    if not src:
+        return None, "the run's config names no questions file"
+    if src == "practice":
+        from trinity.data.practice import QUESTIONS_FILE
+        src = str(QUESTIONS_FILE)
+    if not Path(src).is_file():
+        return None, f"questions file {src} not found on this machine"
+    try:
+        q = _questions(src).get(qid)
+    except Exception as e:  # a broken file: say so, keep the rest of the drill-down
+        return None, f"questions file {src} could not be read: {e}"
+    return (q.question, src) if q is not None else (None, f"{qid} is not in {src}")
+
+
+def prob_bars(probs: Any, labels: list[str], chosen: str | None) -> Text:
+    t = Text()
+    if not isinstance(probs, list) or not probs:
+        return Text("(no probabilities recorded)", style="dim")
+    for i, p in enumerate(probs):
+        label = labels[i] if i < len(labels) else str(i)
+        style = "bold cyan" if label == chosen else ""
+        try:
+            p = float(p)
+        except (TypeError, ValueError):
+            continue
+        t.append(f"  {label[:22]:<22} {bar(p, 12)} {p:5.1%}\n", style=style)
+    return t
+
+
+def render_trace(tr: dict[str, Any], meta: dict[str, Any]) -> list[Any]:
+    pool = list(meta.get("models") or [])
+    labels = [f"{model_letter(i)} {m}" for i, m in enumerate(pool)]
+    out: list[Any] = []
+    c = tr.get("correct")
+    head = Text()
+    head.append(f"{tr.get('qid')}", style="bold")
+    head.append(f" · {tr.get('benchmark')} · gen {tr.get('gen')} · candidate {tr.get('candidate')}"
+                f" · mode {tr.get('mode', '—')} · cost {usd(tr.get('cost_usd'), 6)} · reward {tr.get('reward')} · ")
+    head.append("right ✓" if c is True else "wrong ✗" if c is False else "not graded",
+                style="bold green" if c is True else "bold red" if c is False else "dim")
+    out.append(head)
+    text, where = question_for(meta, str(tr.get("qid")))
+    out.append(Panel(Text(text) if text is not None else Text(where, style="dim"),
+                     title="question", title_align="left"))
+    for k, turn in enumerate(tr.get("turns") or [], start=1):
+        if not isinstance(turn, dict):
+            continue
+        m = str(turn.get("model", "?"))
+        letter = f"{model_letter(pool.index(m))} " if m in pool else ""
+        title = (f"turn {k} · {letter}{m} · {turn.get('role', '?')}"
+                 + (f" · verdict {turn['verdict']}" if turn.get("verdict") else "")
+                 + f" · {usd(turn.get('cost_usd'), 6)}"
+                 + (" · cache hit" if turn.get("cache_hit") else ""))
+        parts: list[Any] = [Text("model", style="dim"),
+                            prob_bars(turn.get("model_probs"), labels, f"{letter}{m}".strip()),
+                            Text("role", style="dim"),
+                            prob_bars(turn.get("role_probs"), list(ROLES), turn.get("role"))]
+        output = turn.get("output") or ""
+        if output:
+            parts.append(Markdown(output, code_theme="monokai"))
+        else:
+            parts.append(Text("(no output recorded: cached mode looks the answer up in the outcome matrix)",
+                              style="dim"))
+        out.append(Panel(Group(*parts), title=title, title_align="left"))
+    verdict = Text()
+    verdict.append("graded answer ", style="dim")
+    verdict.append(json.dumps(tr.get("answer"), ensure_ascii=False)[:400])
+    verdict.append("\ngold          ", style="dim")
+    verdict.append(json.dumps(tr.get("gold"), ensure_ascii=False)[:400])
+    out.append(Panel(verdict, title="verdict", title_align="left",
+                     border_style="green" if c is True else "red" if c is False else "dim"))
+    return out
+
+
+class TraceDetailScreen(Screen):
+    BINDINGS = [Binding("escape,backspace", "app.pop_screen", "Back", id="trace.back"),
+                Binding("q", "app.pop_screen", "Back", show=False, id="trace.q")]
+
+    def __init__(self, snap: RunSnapshot, offset: int) -> None:
+        super().__init__()
+        self.snap = snap
+        self.trace_offset = offset
+
+    def compose(self) -> ComposeResult:
+        try:
+            tr = read_line_at(self.snap.path / "traces.jsonl", self.trace_offset)
+            parts = render_trace(tr, self.snap.meta)
+        except (OSError, ValueError) as e:
+            parts = [Text(f"could not read the trace at byte {self.trace_offset}: {e}", style="red")]
+        with VerticalScroll(id="trace-detail"):
+            for p in parts:
+                yield Static(p)
+        yield Footer(compact=True)

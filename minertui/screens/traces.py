@@ -1,0 +1,152 @@
+"""Traces mode: a paged table over (up to) 100,000 trajectories held as compact columns,
+filters (benchmark, right/wrong, model, generation) and question-id search; Enter opens the
+drill-down. Filtering is vectorised; only one page of rows is ever put in the DataTable."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Input, Select, Static
+
+from minertui.reader import Poll
+from minertui.runmodel import TraceView, filter_traces, model_letter
+from minertui.screens.common import ModeScreen
+from minertui.widgets.format import usd
+
+PAGE = 100
+COLUMNS = ("gen", "cand", "question", "correct", "turns", "cost", "path", "benchmark")
+
+
+class TracesScreen(ModeScreen):
+    MODE = "Traces"
+    AUTO_FOCUS = "#traces-table"
+    BINDINGS = [
+        Binding("left_square_bracket", "page(-1)", "Prev page", id="traces.prev"),
+        Binding("right_square_bracket", "page(1)", "Next page", id="traces.next"),
+        Binding("slash", "search", "Search id", id="traces.search"),
+        Binding("escape", "focus_table", "Table", show=False, id="traces.table"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.page = 0
+        self.follow = True  # stay on the newest page while a run appends
+        self.rows = np.zeros(0, dtype=np.int64)  # filtered trace indices, current page order
+        self._filter_key: tuple | None = None
+        self._page_key: tuple | None = None
+        self._options_key: tuple | None = None
+        self._tv: TraceView | None = None
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="traces-filters"):
+            yield Select([], prompt="benchmark", id="flt-bench", compact=True)
+            yield Select([("right", 1), ("wrong", 0)], prompt="right/wrong", id="flt-correct", compact=True)
+            yield Select([], prompt="model", id="flt-model", compact=True)
+            yield Input(placeholder="gen", id="flt-gen", type="integer", compact=True)
+            yield Input(placeholder="/ question id", id="flt-qid", compact=True)
+        table = DataTable(id="traces-table", cursor_type="row", zebra_stripes=True)
+        table.add_columns(*COLUMNS)
+        yield table
+        yield Static(id="traces-status")
+
+    # ---- drawing -------------------------------------------------------------------------
+    def update_body(self, poll: Poll) -> None:
+        s = poll.current
+        status = self.query_one("#traces-status", Static)
+        if s is None or s.traces is None:
+            status.update(Text("No run selected." if s is None else "loading traces…", style="dim"))
+            return
+        tv = self._tv = s.traces
+        self._update_options(tv, s.meta.get("models") or [])
+        fkey = (str(s.path), len(tv), *self._filters())
+        if fkey != self._filter_key:
+            self._filter_key = fkey
+            self.rows = filter_traces(tv, *self._filters())
+        n = len(self.rows)
+        pages = max(1, -(-n // PAGE))
+        if self.follow:
+            self.page = pages - 1
+        self.page = min(max(0, self.page), pages - 1)
+        lo, hi = self.page * PAGE, min(n, (self.page + 1) * PAGE)
+        pkey = (str(s.path), lo, hi, fkey[2:], int(self.rows[hi - 1]) if hi else -1)
+        if pkey != self._page_key:
+            self._page_key = pkey
+            self._fill(tv, self.rows[lo:hi], s.meta.get("models") or [])
+        more = " · reading…" if s.catching_up else ""
+        right = int((tv.correct == 1).sum())
+        status.update(Text(
+            f"rows {lo + 1 if n else 0}–{hi} of {n:,} shown (of {len(tv):,} traces; {right:,} right)"
+            f" · page {self.page + 1}/{pages} · [ ] page · Enter opens{more}"))
+
+    def _fill(self, tv: TraceView, idx: np.ndarray, pool: list[str]) -> None:
+        table = self.query_one(DataTable)
+        row = table.cursor_row
+        table.clear()
+        for i in idx.tolist():
+            c = int(tv.correct[i])
+            table.add_row(
+                str(int(tv.gen[i])), str(int(tv.candidate[i])), tv.qid_names[int(tv.qid[i])],
+                Text("✓ right", style="green") if c == 1 else Text("✗ wrong", style="red") if c == 0 else "?",
+                str(int(tv.turns[i])), usd(float(tv.cost[i]), 5), tv.path_names[int(tv.path[i])],
+                tv.bench_names[int(tv.bench[i])], key=str(i))
+        if table.row_count:
+            table.move_cursor(row=min(row, table.row_count - 1), animate=False)
+
+    def _update_options(self, tv: TraceView, pool: list[str]) -> None:
+        key = (len(tv.bench_names), len(tv.model_names))
+        if key == self._options_key:
+            return
+        self._options_key = key
+        self.query_one("#flt-bench", Select).set_options([(b, b) for b in tv.bench_names])
+        names = [(f"{model_letter(pool.index(m))} {m}" if m in pool else m, m) for m in tv.model_names]
+        self.query_one("#flt-model", Select).set_options(names)
+
+    # ---- filters -------------------------------------------------------------------------
+    def _filters(self) -> tuple:
+        def val(sel: str):
+            v = self.query_one(sel, Select).value
+            return None if v is Select.NULL or v == Select.BLANK else v
+        gen_raw = self.query_one("#flt-gen", Input).value.strip()
+        gen = int(gen_raw) if gen_raw.lstrip("-").isdigit() else None
+        return (val("#flt-bench"), val("#flt-correct"), val("#flt-model"), gen,
+                self.query_one("#flt-qid", Input).value.strip())
+
+    def _refilter(self) -> None:
+        self.follow = False
+        self.page = 0
+        if self.app.latest is not None:
+            self.show(self.app.latest)
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        self._refilter()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self._refilter()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.query_one(DataTable).focus()
+
+    # ---- actions -------------------------------------------------------------------------
+    def action_page(self, delta: int) -> None:
+        pages = max(1, -(-len(self.rows) // PAGE))
+        self.page = min(max(0, self.page + delta), pages - 1)
+        self.follow = self.page == pages - 1
+        if self.app.latest is not None:
+            self.show(self.app.latest)
+
+    def action_search(self) -> None:
+        self.query_one("#flt-qid", Input).focus()
+
+    def action_focus_table(self) -> None:
+        self.query_one(DataTable).focus()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        s = self.app.current
+        if s is None or self._tv is None or event.row_key.value is None:
+            return
+        i = int(event.row_key.value)
+        from minertui.screens.trace_detail import TraceDetailScreen
+        self.app.push_screen(TraceDetailScreen(s, int(self._tv.offset[i])))

@@ -1,0 +1,162 @@
+"""Train mode: live curves, progress of the generation and of the run, throughput, spend,
+routing mix of the last generation, validation accuracy, the status/log tail."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Static
+
+from minertui.reader import Poll
+from minertui.runmodel import RunSnapshot, fmt_duration, model_letter
+from minertui.screens.common import ModeScreen
+from minertui.widgets.curves import FitnessPlot
+from minertui.widgets.format import bar, num, usd, utc
+from trinity.errors import TrinityError
+
+LOG_STYLE = {"error": "red", "warning": "yellow", "status": "bold"}
+
+
+def stats_text(s: RunSnapshot) -> Text:
+    t = Text()
+    total = s.generations_total
+    t.append("generation ", style="dim")
+    t.append(f"{s.generations_done}" + (f"/{total}" if total else "") + "\n")
+    t.append("best       ", style="dim")
+    t.append(num(s.best) + "\n", style="bold")
+    if len(s.gens):
+        t.append("last       ", style="dim")
+        t.append(f"max {num(float(s.gens.max[-1]))} mean {num(float(s.gens.mean[-1]))}\n")
+        t.append("σ          ", style="dim")
+        t.append(num(float(s.gens.sigma[-1]), ".4g") + "\n")
+    t.append("evals/s    ", style="dim")
+    eps = s.evals_per_sec
+    t.append((num(eps, ",.1f") if eps is not None else "—") + "\n")
+    t.append("spend      ", style="dim")
+    budget = s.budget_usd
+    t.append(usd(s.spend_usd) + (f" / {usd(budget, 2)}" if budget else " (no budget)") + "\n")
+    if budget:
+        frac = s.spend_usd / budget if budget > 0 else 1.0
+        t.append(bar(frac, 18) + f" {frac:.0%}\n", style="red" if frac > 0.9 else "")
+    val = s.gens.val_acc[~_isnan(s.gens.val_acc)] if len(s.gens) else []
+    t.append("val acc    ", style="dim")
+    t.append((num(float(val[-1])) if len(val) else "—") + "\n")
+    t.append("ETA        ", style="dim")
+    t.append(fmt_duration(s.eta_secs) if s.eta_secs is not None else "—")
+    return t
+
+
+def _isnan(a):
+    import numpy as np
+    return np.isnan(a)
+
+
+def mix_text(s: RunSnapshot, width: int = 10) -> Text:
+    t = Text()
+    last = int(s.gens.gen[-1]) if len(s.gens) else None
+    pool = list(s.meta.get("models") or [])
+    t.append(f"routing mix, gen {last if last is not None else '—'}\n", style="bold")
+    for title, mix in (("model", s.model_mix), ("role", s.role_mix)):
+        total = sum(mix.values())
+        if not total:
+            t.append(f"{title}: no data\n", style="dim")
+            continue
+        for name, n in sorted(mix.items(), key=lambda kv: -kv[1]):
+            label = f"{model_letter(pool.index(name))} {name.split('/')[-1]}" if name in pool else name
+            t.append(f"{label[:14]:<14} {bar(n / total, width)} {n / total:4.0%}\n")
+    return t
+
+
+def progress_text(s: RunSnapshot, width: int = 30) -> Text:
+    t = Text()
+    p = s.progress
+    if p is not None and p.total and p.gen >= s.generations_done and s.status in ("running", "created"):
+        t.append(f"gen {p.gen:<5} ", style="dim")
+        t.append(bar(p.done / p.total, width), style="cyan")
+        t.append(f" {p.done:,}/{p.total:,} candidate×question\n")
+    else:
+        t.append("gen   —     " + bar(0, width) + " (between generations)\n", style="dim")
+    total = s.generations_total
+    done = s.generations_done
+    t.append("run         ", style="dim")
+    t.append(bar(done / total if total else 0, width), style="green")
+    t.append(f" {done}/{total if total else '?'} generations")
+    if s.eta_secs is not None:
+        t.append(f" · ETA {fmt_duration(s.eta_secs)}")
+    return t
+
+
+def log_text(s: RunSnapshot, lines: int) -> Text:
+    t = Text()
+    for line in s.logs[-lines:]:
+        t.append(utc(line.time, "%H:%M:%S") + " ", style="dim")
+        t.append(line.message.splitlines()[0] if line.message else "", style=LOG_STYLE.get(line.level, ""))
+        t.append("\n")
+    if not s.logs:
+        t.append("no status or log events yet", style="dim")
+    return t
+
+
+class TrainScreen(ModeScreen):
+    MODE = "Train"
+    BINDINGS = [
+        Binding("p", "pause", "Pause", id="train.pause"),
+        Binding("s", "stop", "Stop", id="train.stop"),
+        Binding("r", "resume", "Resume", id="train.resume"),
+    ]
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="train-top"):
+            yield FitnessPlot(id="train-plot")
+            with Vertical(id="train-side"):
+                yield Static(id="train-stats")
+                yield Static(id="train-mix")
+        yield Static(id="train-progress")
+        yield Static(id="train-log")
+
+    def update_body(self, poll: Poll) -> None:
+        s = poll.current
+        if s is None:
+            self.query_one("#train-stats", Static).update(
+                Text("No run selected: open one in Runs (1) or start one (n there).", style="dim"))
+            return
+        key = (str(s.path), s.version, self.size)
+        if key == getattr(self, "_key", None):
+            return
+        self._key = key
+        self.query_one(FitnessPlot).set_data(s.gens, (str(s.path), len(s.gens)))
+        self.query_one("#train-stats", Static).update(stats_text(s))
+        self.query_one("#train-mix", Static).update(mix_text(s))
+        width = max(10, min(40, self.size.width - 50))
+        self.query_one("#train-progress", Static).update(progress_text(s, width))
+        log = self.query_one("#train-log", Static)
+        log.update(log_text(s, max(1, log.size.height or 4)))
+
+    def _engine(self, what: str) -> None:
+        s = self.app.current
+        if s is None:
+            self.notify("no run selected", severity="warning")
+            return
+        try:
+            if what == "pause":
+                self.notify(f"asked engine {self.app.supervisor.pause(s.path)} to checkpoint and stop")
+            elif what == "stop":
+                self.notify(f"stopping engine {self.app.supervisor.stop(s.path)}")
+            else:
+                self.app.supervisor.resume(s.path)
+                self.notify(f"resuming {s.id}")
+        except TrinityError as e:
+            self.notify(str(e), severity="error")
+        self.app.poll_soon()
+
+    def action_pause(self) -> None:
+        self._engine("pause")
+
+    def action_stop(self) -> None:
+        self._engine("stop")
+
+    def action_resume(self) -> None:
+        self._engine("resume")

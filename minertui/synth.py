@@ -1,0 +1,162 @@
+"""A deterministic run directory in the documented formats (docs/CONTRACTS.md), for the app's
+tests, snapshots and `trinity bench app`: fixed times, seeded numbers, a valid hash-chained
+ledger (built with `trinity.pool.ledger.record_hash`, the verifier's own function).
+
+It stands in for an engine where a real one would be too slow (100,000 traces) or not
+deterministic (snapshots). `append_*` let a test play an engine that writes while the app reads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+from trinity.io import atomic_write_json, canonical_json
+
+T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z: fixed, so snapshots never show the wall clock
+MODELS = ["simulated/mathlete", "simulated/scholar", "simulated/coder"]
+ROLES = ["Thinker", "Worker", "Verifier"]
+BENCHES = ["math", "mc", "code"]
+
+
+def meta(run_id: str, *, status: str = "finished", generations: int = 30, mode: str = "live",
+         budget_usd: float | None = 5.0, popsize: int = 16, m: int = 8) -> dict[str, Any]:
+    return {
+        "id": run_id, "created": "2026-01-01T00:00:00+00:00", "updated": "2026-01-01T00:10:00+00:00",
+        "status": status, "status_message": "", "mode": mode, "pool": "practice",
+        "config": {"mode": mode, "encoder": "tiny-qwen3", "questions": "practice", "matrix": "practice",
+                   "pool": "practice", "popsize": popsize, "generations": generations, "m": m,
+                   "sigma0": 0.1, "seed": 0, "budget_usd": budget_usd},
+        "models": list(MODELS), "benchmarks": ["practice"], "encoder": "tiny-qwen3", "n_params": 3 * 1024 + 7168,
+        "splits": {"train": [], "val": [], "test": []}, "git_sha": None, "versions": {}, "pid": 0,
+        "budget_usd": budget_usd,
+    }
+
+
+class SynthRun:
+    def __init__(self, path: str | os.PathLike, seed: int = 0):
+        self.path = Path(path)
+        self.rng = random.Random(seed)
+        self.gen = 0
+        self.best = -math.inf
+        self.cost = 0.0
+        self.seq = 0
+        self.prev_h = "0" * 64
+        self.t = T0
+
+    def create(self, **kw: Any) -> "SynthRun":
+        self.path.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self.path / "run.json", meta(self.path.name, **kw))
+        self.event({"type": "status", "status": "running", "message": ""})
+        return self
+
+    def set_status(self, status: str, message: str = "") -> None:
+        m = json.loads((self.path / "run.json").read_text())
+        m.update(status=status, status_message=message)
+        atomic_write_json(self.path / "run.json", m)
+        self.event({"type": "status", "status": status, "message": message})
+
+    # ---- writers (one whole line per write, like append_jsonl) ---------------------------
+    def _append(self, name: str, lines: list[str]) -> None:
+        with open(self.path / name, "a", encoding="utf-8") as f:
+            f.write("".join(lines))
+
+    def event(self, ev: dict[str, Any]) -> None:
+        ev.setdefault("time", round(self.t, 3))
+        self._append("events.jsonl", [json.dumps(ev) + "\n"])
+
+    def generations(self, n: int, traces_per_gen: int = 0, calls_per_gen: int = 0) -> None:
+        ev_lines, tr_lines, led_lines = [], [], []
+        for _ in range(n):
+            g = self.gen
+            r = self.rng
+            mean = 0.35 + 0.4 * (1 - math.exp(-g / 12)) + r.uniform(-0.03, 0.03)
+            mx = min(1.0, mean + r.uniform(0.05, 0.15))
+            self.best = max(self.best, mx)
+            self.t += 20.0
+            mix = {m: r.randint(0, 40) for m in MODELS}
+            gen_cost = 0.0
+            for _c in range(calls_per_gen):
+                line, c = self._ledger_line()
+                led_lines.append(line)
+                gen_cost += c
+            self.cost += gen_cost
+            for _k in range(traces_per_gen):
+                tr_lines.append(json.dumps(self._trace(g)) + "\n")
+            ev_lines.append(json.dumps({
+                "type": "generation", "time": round(self.t, 3), "gen": g, "best": round(self.best, 4),
+                "mean": round(mean, 4), "max": round(mx, 4), "min": round(mean - 0.1, 4),
+                "sigma": round(0.1 * math.exp(-g / 40), 5), "evals": (g + 1) * 128,
+                "cost_usd": round(self.cost, 6), "calls": (g + 1) * calls_per_gen, "secs": 20.0,
+                "val_acc": round(mean + 0.02, 4), "model_mix": mix,
+                "role_mix": {"Thinker": 10, "Worker": 80, "Verifier": 38}}) + "\n")
+            self.gen += 1
+        self._append("ledger.jsonl", led_lines) if led_lines else None
+        self._append("traces.jsonl", tr_lines) if tr_lines else None
+        self._append("events.jsonl", ev_lines)
+
+    def progress(self, done: int, total: int) -> None:
+        self.event({"type": "progress", "gen": self.gen, "done": done, "total": total})
+
+    def log(self, message: str, level: str = "info") -> None:
+        self.event({"type": "log", "level": level, "message": message})
+
+    def _ledger_line(self) -> tuple[str, float]:
+        from trinity.pool.ledger import record_hash
+        r = self.rng
+        pt, ct = r.randint(200, 2000), r.randint(50, 800)
+        micro = pt * 2 // 10 + ct * 8 // 10 + r.randint(0, 50)
+        rec = {"seq": self.seq, "run_id": self.path.name,
+               "time": _iso(self.t + r.uniform(0, 19)), "provider": "practice",
+               "model": r.choice(MODELS), "prompt_tokens": pt, "completion_tokens": ct,
+               "cost_micro_usd": micro, "cost_source": "estimated" if self.seq % 5 == 0 else "reported",
+               "purpose": "train" if self.seq % 7 else "eval", "prev_h": self.prev_h}
+        rec["h"] = record_hash(rec)
+        self.prev_h = rec["h"]
+        self.seq += 1
+        return canonical_json(rec) + "\n", micro / 1e6
+
+    def _trace(self, g: int) -> dict[str, Any]:
+        r = self.rng
+        bench = r.choice(BENCHES)
+        qid = f"practice-{bench}-{r.randint(0, 19):02d}"
+        turns = []
+        for k in range(r.choice((1, 1, 2, 3))):
+            mp = [r.random() for _ in MODELS]
+            rp = [r.random() for _ in ROLES]
+            mp = [round(x / sum(mp), 4) for x in mp]
+            rp = [round(x / sum(rp), 4) for x in rp]
+            role = ROLES[rp.index(max(rp))]
+            turns.append({"model": MODELS[mp.index(max(mp))], "role": role, "model_probs": mp,
+                          "role_probs": rp,
+                          "output": ("```python\nprint(sum(map(int, input().split())))\n```"
+                                     if bench == "code" else f"The answer is \\boxed{{{k + 3}}}."),
+                          "verdict": "ACCEPT" if role == "Verifier" else None,
+                          "cost_usd": 0.0001, "cache_hit": False})
+        correct = r.random() < 0.6
+        return {"gen": g, "candidate": r.randint(0, 15), "qid": qid, "benchmark": "practice",
+                "mode": "live", "turns": turns, "answer": "4", "gold": "4" if correct else "5",
+                "correct": correct, "reward": 1.0 if correct else 0.0,
+                "cost_usd": round(0.0001 * len(turns), 6), "time": round(self.t, 3)}
+
+
+def _iso(t: float) -> str:
+    from datetime import datetime, timezone
+    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def make_run(path: str | os.PathLike, *, generations: int = 12, planned: int = 30, traces_per_gen: int = 16,
+             calls_per_gen: int = 4, status: str = "finished", seed: int = 0) -> SynthRun:
+    """A whole run in one call (tests and the benchmark)."""
+    run = SynthRun(path, seed).create(status="running", generations=planned)
+    run.log("encoder tiny-qwen3 loaded; 3 simulated models")
+    run.generations(generations, traces_per_gen, calls_per_gen)
+    if status == "running":
+        run.progress(40, 128)
+    else:
+        run.set_status(status, f"{generations} generations" if status == "finished" else "")
+    return run

@@ -1,0 +1,1 @@
+"""Widgets by domain: run header, bars, curves, paged tables."""

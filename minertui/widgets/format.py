@@ -1,0 +1,56 @@
+"""Text formatting shared by the screens. Times are shown in UTC (deterministic, and what a
+remote GPU box logs in)."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+
+from rich.text import Text
+
+STATUS_STYLE = {"running": "bold $success", "finished": "$primary", "stopped": "$warning",
+                "failed": "bold $error", "interrupted": "bold $error", "created": "$secondary"}
+STATUS_RICH = {"running": "bold green", "finished": "cyan", "stopped": "yellow",
+               "failed": "bold red", "interrupted": "bold red", "created": "dim"}
+
+
+def usd(x: float | None, digits: int = 4) -> str:
+    if x is None or not math.isfinite(x):
+        return "—"
+    return f"${x:,.{digits}f}" if abs(x) < 100 else f"${x:,.2f}"
+
+
+def num(x: float | None, fmt: str = ".3f") -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "—"
+    return format(x, fmt)
+
+
+def utc(ts: float | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
+    if ts is None or not math.isfinite(ts):
+        return "—"
+    return datetime.fromtimestamp(ts, timezone.utc).strftime(fmt)
+
+
+def iso_short(iso: str) -> str:
+    """'2026-11-29T19:36:40+00:00' -> '2026-11-29 19:36' (UTC)."""
+    if not iso:
+        return "—"
+    try:
+        dt = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return iso[:16]
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(timezone.utc)
+    return dt.strftime("%Y-%m-%d %H:%M")
+
+
+def status_text(status: str) -> Text:
+    return Text(status, style=STATUS_RICH.get(status, ""))
+
+
+def bar(frac: float, width: int, fill: str = "█", empty: str = "░") -> str:
+    """A plain-text bar: readable without truecolor and in snapshots."""
+    frac = 0.0 if not math.isfinite(frac) else min(1.0, max(0.0, frac))
+    n = int(round(frac * width))
+    return fill * n + empty * (width - n)
