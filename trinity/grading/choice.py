@@ -29,7 +29,7 @@ _AFTER = r"(?![\w'])"
 
 _ANSWER_PHRASE = (
     r"(?:\b(?:final\s+|correct\s+|right\s+|best\s+)?answer(?:\s+choice|\s+option)?"
-    r"\s*(?:is|would\s+be|will\s+be|should\s+be|must\s+be|=|:|-)\s*"
+    r"\s*(?:(?:is|would\s+be|will\s+be|should\s+be|must\s+be)\s*:?|=|:|-)\s*"
     r"(?:(?:option|choice|letter)\s*:?\s*)?"
     r"|\b(?:correct|right|best)\s+(?:option|choice|letter)\s*(?:is|would\s+be|:)\s*"
     r"|\bI\s+(?:choose|select|pick|go\s+with)\s+(?:option\s+|choice\s+)?"

@@ -153,7 +153,7 @@ _UNIT_TAIL_RE = re.compile(
 def _drop_units(s: str) -> str:
     """`10\\text{ cm}` -> `10`, `5 dollars` -> `5` (only a trailing unit after a number)."""
     m = _UNIT_TAIL_RE.search(s)
-    if m and m.start() > 0 and re.search(r"[\d}]\s*$", s[: m.start()]):
+    if m and m.start() > 0 and re.search(r"[\w})]\s*$", s[: m.start()]):
         return s[: m.start()].strip()
     return s
 
@@ -375,10 +375,13 @@ def answers_equivalent(gold: str, pred: str, deadline_s: float = DEADLINE_S) -> 
         return False, f"wrong variable ({pv} instead of {gv})"
     if g == p:
         return True, "exact match"
-    gn, pn = exact_number(g), exact_number(p)
+    gpct, ppct = g.endswith("%"), p.endswith("%")
+    gn, pn = exact_number(g.rstrip("%")), exact_number(p.rstrip("%"))
     has_percent = "%" in g or "%" in p
-    if gn is not None and pn is not None and not has_percent:
-        return (True, "same number") if gn == pn else (False, "different number")
+    if gn is not None and pn is not None:
+        # `12.5%` answers a gold of `12.5` (a "what percent" question) and of `0.125`.
+        same = gn == pn or (gpct and not ppct and gn / 100 == pn) or (ppct and not gpct and pn / 100 == gn)
+        return (True, "same number") if same else (False, "different number")
     if pn is not None and _is_decimal(p) and gn is None and not has_percent:
         # the gold is symbolic (√2, π, 1/3 written oddly …): a decimal is only an approximation
         return False, "decimal approximation of an exact answer"
