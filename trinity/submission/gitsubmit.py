@@ -415,8 +415,9 @@ class _Runner:
         self.on_step(s)
         return s
 
-    def git(self, name: str, *args: str, env: dict[str, str] | None = None) -> tuple[bool, str, StepResult]:
-        shown = "git " + shlex.join(args)
+    def git(self, name: str, *args: str, env: dict[str, str] | None = None,
+            shown_args: tuple[str, ...] | None = None) -> tuple[bool, str, StepResult]:
+        shown = "git " + shlex.join(shown_args or args)
         if env and "GIT_INDEX_FILE" in env:
             shown = "GIT_INDEX_FILE=<temp> " + shown
         s = self.step(name, shown)
@@ -489,7 +490,8 @@ def _execute(plan: SubmitPlan, run: _Runner, token: str | None) -> SubmitResult:
         else:
             return fail(f"{p.base_ref} already contains this bundle exactly; nothing to submit")
     else:
-        ok, commit, s = run.git("commit", "commit-tree", tree, "-p", parent, "-m", p.commit_message.rstrip("\n"))
+        ok, commit, s = run.git("commit", "commit-tree", tree, "-p", parent, "-m", p.commit_message.rstrip("\n"),
+                                shown_args=("commit-tree", tree, "-p", parent, "-m", "<the commit message above>"))
         if not ok:
             return fail(f"`git commit-tree` failed ({_last(s.output)}); nothing was changed. {again}")
         ok, _, s = run.git("branch", "update-ref", "-m", f"trinity submit {p.bundle_rel}",
