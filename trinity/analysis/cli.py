@@ -128,10 +128,10 @@ def cmd_baselines(args) -> int:
             questions = [q for q in questions if q.id in keep]
         if not questions:
             raise InputError("no questions left after the benchmark/split filter")
-        from trinity.pool.providers import load_pool
+        from trinity.analysis.live import resolve_pool
 
-        models = list(load_pool(args.pool).models)
-        report = live_baselines(questions, models, run_dir=RunDir(args.run), pool=args.pool, split=args.split,
+        pool = resolve_pool(args.pool, args.base_url)
+        report = live_baselines(questions, list(pool.models), run_dir=RunDir(args.run), pool=pool, split=args.split,
                                 source=f"the {args.split} split of {args.questions}", repeats=args.samples,
                                 seeds=args.seeds, seed=args.seed, bootstrap=args.bootstrap,
                                 progress=_progress_printer(args))
@@ -148,7 +148,8 @@ def cmd_eval(args) -> int:
     _positive("--samples", args.samples)
     _positive("--seeds", args.seeds)
     report = evaluate_run(args.run_dir, split=args.split, mode=args.mode, samples=args.samples, seed=args.seed,
-                          seeds=args.seeds, bootstrap=args.bootstrap, pool=args.pool, write=not args.no_write,
+                          seeds=args.seeds, bootstrap=args.bootstrap, pool=args.pool, base_url=args.base_url,
+                          write=not args.no_write,
                           progress=_progress_printer(args))
     _emit(args, report, eval_view, "plot_eval")
     return 0
@@ -193,6 +194,7 @@ def register(subparsers) -> None:
     p.add_argument("--split-seed", type=int, default=0, help="seed of the split when no --run (default 0)")
     p.add_argument("--seeds", type=int, default=100, help="random-routing seeds (default 100)")
     p.add_argument("--samples", type=int, default=1, help="live: answers per question and model (default 1)")
+    p.add_argument("--base-url", help="live: the pool's endpoint (e.g. the practice server's URL)")
     _common(p)
     p.set_defaults(func=cmd_baselines)
 
@@ -205,6 +207,7 @@ def register(subparsers) -> None:
     p.add_argument("--samples", type=int, default=1, metavar="R", help="live: sessions per question (default 1)")
     p.add_argument("--seeds", type=int, default=100, help="random-routing seeds (default 100)")
     p.add_argument("--pool", help="live: pool name (default: the run's)")
+    p.add_argument("--base-url", help="live: the pool's endpoint (e.g. the practice server's URL)")
     p.add_argument("--no-write", action="store_true", help="do not write eval.json")
     _common(p)
     p.set_defaults(func=cmd_eval)

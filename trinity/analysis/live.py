@@ -7,6 +7,7 @@ running sessions is `trinity.session.live.run_sessions`, with this contract:
     run_sessions(questions, logits_fn, *, models, run_dir, pool, purpose="eval", max_turns,
                  repeats=1, key_prefix, progress=None) -> list[Trajectory]
 
+`pool` is a `trinity.pool.providers.PoolConfig` (resolved here with `load_pool(name, base_url=…)`);
 `logits_fn(texts, candidates) -> (N, n_models + 3)` as for `SessionRunner`; the result holds
 `len(questions) * repeats` trajectories, question-major (q0 r0, q0 r1, …), each with `.correct`,
 `.turns` and `.cost_usd`. Where that function is absent, live mode fails with one clear line.
@@ -62,7 +63,16 @@ def outcomes(trajs: list, n_questions: int, repeats: int) -> tuple[np.ndarray, n
     return correct.mean(axis=1), turns.mean(axis=1), cost.sum(axis=1)
 
 
-def always_model_live(questions: list[Question], models: list[str], *, run_dir: RunDir, pool: str | None,
+def resolve_pool(name: str | None, base_url: str | None = None):
+    """The pool's config (models, endpoint, prices) by name; `base_url` overrides the endpoint."""
+    if not name:
+        raise InputError("live mode needs a pool: pass --pool NAME (see configs/models.yaml)")
+    from trinity.pool.providers import load_pool
+
+    return load_pool(name, base_url=base_url)
+
+
+def always_model_live(questions: list[Question], models: list[str], *, run_dir: RunDir, pool,
                       repeats: int = 1, progress: Progress | None = None):
     """(Q, M) correctness, turns and costs of each single model answering as a one-turn Worker."""
     run_sessions = session_api()
@@ -79,7 +89,7 @@ def always_model_live(questions: list[Question], models: list[str], *, run_dir: 
     return correct, turns, costs
 
 
-def live_baselines(questions: list[Question], models: list[str], *, run_dir: RunDir, pool: str | None,
+def live_baselines(questions: list[Question], models: list[str], *, run_dir: RunDir, pool,
                    split: str, source: str, repeats: int = 1, seeds: int = 100, seed: int = 0,
                    bootstrap: int = 2000, progress: Progress | None = None):
     from trinity.analysis.baselines import baselines_from_outcomes
@@ -96,7 +106,7 @@ def live_baselines(questions: list[Question], models: list[str], *, run_dir: Run
 
 
 def evaluate_live(run: RunDir, *, split: str, samples: int, seed: int, seeds: int, bootstrap: int,
-                  pool: str | None, progress: Progress | None = None):
+                  pool: str | None, base_url: str | None = None, progress: Progress | None = None):
     """Router sessions (up to the run's max_turns) and single-model baselines, `samples` each."""
     from trinity.analysis.evaluate import compare_router, load_router
     from trinity.optim.runinputs import load_run_inputs
@@ -111,7 +121,10 @@ def evaluate_live(run: RunDir, *, split: str, samples: int, seed: int, seeds: in
     models = list(meta.get("models") or (inputs.matrix.models if inputs.matrix else []))
     if not models:
         raise InputError(f"{run.run_json} lists no models; it is not a trained run")
-    pool = pool or meta.get("pool")
+    pool_name = pool or meta.get("pool")
+    if isinstance(pool_name, dict):  # run.json may hold the pool's description
+        pool_name = pool_name.get("name")
+    pool = resolve_pool(pool_name, base_url)
     max_turns = int((meta.get("config") or {}).get("max_turns", 5))
     router = load_router(run.path)
     if progress:

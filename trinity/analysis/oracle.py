@@ -121,6 +121,9 @@ def verdict(headroom_ci: CI | None, gap_closed: float | None) -> tuple[str, str]
         if gap_closed is None:
             return "ROUTER_BOUND", (f"real headroom (CI lower bound {lo:+.3f} > 0); no router given, so "
                                     "the router's share is unknown — routing can help")
+        if gap_closed < 0:
+            return "ROUTER_BOUND", (f"real headroom (CI lower bound {lo:+.3f} > 0) and the router is below the "
+                                    f"best single model (captured {gap_closed:.0%}): improve the router")
         if gap_closed < NEAR_CEILING_GAP:
             return "ROUTER_BOUND", (f"real headroom (CI lower bound {lo:+.3f} > 0) and the router captures "
                                     f"only {gap_closed:.0%} of it: improve the router")

@@ -62,7 +62,8 @@ def _diff_panel(ax, labels, cis, title, bands=()):
         color = "#2ca02c" if c.lo > 0 else ("#d62728" if c.hi < 0 else "#7f7f7f")
         ax.errorbar(c.point, y, xerr=[[c.point - c.lo], [c.hi - c.point]], fmt="o", color=color, capsize=5,
                     markersize=7, lw=2)
-        ax.text(c.hi, y + 0.18, f"{c.point:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]", fontsize=8, ha="right")
+        ax.text(c.hi, y + 0.2, f"{c.point:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]", fontsize=8, ha="right",
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
     ax.axvline(0, color="black", lw=1)
     for x, label in bands:
         ax.axvline(x, color="#bbbbbb", lw=1, ls="--")
@@ -135,7 +136,7 @@ def plot_eval(rep, path: str | Path) -> Path:
                                    gridspec_kw={"height_ratios": [len(labels), len(rep.comparisons) + 0.6]})
     _bars(ax1, labels, cis, colors, f"Evaluation — {rep.split} split, {rep.mode}, {rep.n_questions} questions")
     _diff_panel(ax2, [f"router − {c.baseline.removeprefix('always ')}" for c in rep.comparisons],
-                [c.diff for c in rep.comparisons], "paired difference (green/red: CI excludes 0)")
+                [c.diff for c in rep.comparisons], "router − baseline, paired 95% CI (green: better, red: worse, grey: within noise)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

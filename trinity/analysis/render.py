@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from trinity.analysis.score import NOVELTY_NO_KING
 from trinity.analysis.stats import CI
 
 VERDICT_STYLE = {"POOL_BOUND": "yellow", "ROUTER_BOUND": "cyan", "NEAR_CEILING": "green",
                  "INCONCLUSIVE": "magenta"}
+
+
+def escape_title(s: str) -> str:
+    return escape(s)
 
 
 def ci_text(ci: CI | dict | None, signed: bool = False) -> str:
@@ -21,39 +27,44 @@ def ci_text(ci: CI | dict | None, signed: bool = False) -> str:
     return f"{f.format(ci.point)} [{f.format(ci.lo)}, {f.format(ci.hi)}]"
 
 
+def _row(t: Table, *cells) -> None:
+    """Add a row whose plain strings are shown literally (model names and labels may hold '[…]')."""
+    t.add_row(*(Text(c) if isinstance(c, str) else c for c in cells))
+
+
 def _notes(notes: list[str]) -> Text:
     return Text("\n".join(f"note: {n}" for n in notes), style="dim")
 
 
 def oracle_view(rep) -> Group:
-    t = Table(title=f"Oracle ceiling — {rep.benchmark}: {rep.n_questions} questions, {len(rep.models)} models, "
-                    f"k={rep.k}", title_justify="left")
+    t = Table(title=escape_title(f"Oracle ceiling — {rep.benchmark}: {rep.n_questions} questions, {len(rep.models)} models, "
+                    f"k={rep.k}"), title_justify="left")
     t.add_column("quantity")
     t.add_column("value", justify="right")
     t.add_column("how", style="dim")
     for m, ci in zip(rep.models, rep.per_model):
         star = " ★" if m == rep.best_single else ""
-        t.add_row(f"always {m}{star}", ci_text(ci), "accuracy, 95% CI over questions")
-    t.add_row("best single", f"{rep.best_single_acc:.3f}", rep.best_single)
-    t.add_row("naive oracle", f"{rep.naive_oracle:.3f}", "in-sample max over models — BIASED UPWARD")
-    t.add_row("models disagree", f"{rep.disagreement_rate:.1%}", "questions whose majority verdicts differ")
+        _row(t, f"always {m}{star}", ci_text(ci), "accuracy, 95% CI over questions")
+    _row(t, "best single", f"{rep.best_single_acc:.3f}", rep.best_single)
+    _row(t, "naive oracle", f"{rep.naive_oracle:.3f}", "in-sample max over models — BIASED UPWARD")
+    _row(t, "models disagree", f"{rep.disagreement_rate:.1%}", "questions whose majority verdicts differ")
     cf = rep.crossfit
     if cf:
-        t.add_row("cross-fit oracle", f"{cf['oracle']:.3f}",
+        _row(t, "cross-fit oracle", f"{cf['oracle']:.3f}",
                   f"choose on {cf['half']} sample(s), score on the rest; {cf['splits']} splits")
-        t.add_row("cross-fit best single", f"{cf['best_single']:.3f}", f"{cf['best_single_model']}, same splits")
-        t.add_row("headroom", ci_text(cf["headroom_ci"], signed=True) if cf["headroom_ci"] else f"{cf['headroom']:+.3f}",
+        _row(t, "cross-fit best single", f"{cf['best_single']:.3f}", f"{cf['best_single_model']}, same splits")
+        _row(t, "headroom", ci_text(cf["headroom_ci"], signed=True) if cf["headroom_ci"] else f"{cf['headroom']:+.3f}",
                   f"oracle − best single, bootstrap {rep.bootstrap}× over questions")
         mc = cf["mcnemar"]
-        t.add_row("McNemar oracle vs best", f"p = {mc['p_value']:.3g}",
+        _row(t, "McNemar oracle vs best", f"p = {mc['p_value']:.3g}",
                   f"{mc['a_only']} only-oracle vs {mc['b_only']} only-best questions")
-        t.add_row("oracle switches model", f"{cf['oracle_switch_rate']:.1%}", "questions routed away from the best")
+        _row(t, "oracle switches model", f"{cf['oracle_switch_rate']:.1%}", "questions routed away from the best")
     else:
-        t.add_row("cross-fit oracle", "—", "impossible with k < 2")
+        _row(t, "cross-fit oracle", "—", "impossible with k < 2")
     if rep.router:
-        t.add_row("router accuracy", f"{rep.router['accuracy']:.3f}", "the trained router on these questions")
+        _row(t, "router accuracy", f"{rep.router['accuracy']:.3f}", "the trained router on these questions")
         cap = rep.router.get("headroom_captured")
-        t.add_row("headroom captured", f"{cap:.0%}" if cap is not None else "—",
+        _row(t, "headroom captured", f"{cap:.0%}" if cap is not None else "—",
                   rep.router.get("headroom_captured_note", "(router − best) / (oracle − best)"))
     style = VERDICT_STYLE.get(rep.verdict, "")
     verdict = Text.assemble(("verdict: ", "bold"), (rep.verdict, f"bold {style}"), f" — {rep.verdict_reason}")
@@ -63,13 +74,13 @@ def oracle_view(rep) -> Group:
 def _system_rows(t: Table, systems, random_ci, seeds: int) -> None:
     for s in systems:
         cpc = s.cost_per_correct
-        t.add_row(s.name, ci_text(s.accuracy), f"{s.avg_turns:.2f}", f"${s.cost_usd:.4f}",
+        _row(t, s.name, ci_text(s.accuracy), f"{s.avg_turns:.2f}", f"${s.cost_usd:.4f}",
                   f"${cpc:.5f}" if cpc is not None else "—")
-    t.add_row(f"random routing ({seeds} seeds)", ci_text(random_ci), "", "", "")
+    _row(t, f"random routing ({seeds} seeds)", ci_text(random_ci), "", "", "")
 
 
 def baselines_view(rep) -> Group:
-    t = Table(title=f"Baselines — {rep.benchmark}, {rep.mode}, {rep.n_questions} questions ({rep.source})",
+    t = Table(title=escape_title(f"Baselines — {rep.benchmark}, {rep.mode}, {rep.n_questions} questions ({rep.source})"),
               title_justify="left")
     for col, j in (("system", "left"), ("accuracy [95%]", "right"), ("turns", "right"), ("cost", "right"),
                    ("$/correct", "right")):
@@ -79,7 +90,7 @@ def baselines_view(rep) -> Group:
 
 
 def eval_view(rep) -> Group:
-    t = Table(title=f"Evaluation — {rep.split}, {rep.mode}, {rep.n_questions} questions", title_justify="left")
+    t = Table(title=escape_title(f"Evaluation — {rep.split}, {rep.mode}, {rep.n_questions} questions"), title_justify="left")
     for col, j in (("system", "left"), ("accuracy [95%]", "right"), ("turns", "right"), ("cost", "right"),
                    ("$/correct", "right")):
         t.add_column(col, justify=j)
@@ -89,7 +100,7 @@ def eval_view(rep) -> Group:
         c.add_column(col, justify=j)
     for cmp in rep.comparisons:
         style = {"better": "green", "worse": "red"}.get(cmp.outcome, "yellow")
-        c.add_row(cmp.baseline, ci_text(cmp.diff, signed=True), f"{cmp.mcnemar.p_value:.3g}",
+        _row(c, cmp.baseline, ci_text(cmp.diff, signed=True), f"{cmp.mcnemar.p_value:.3g}",
                   Text(cmp.outcome, style=style))
     mix = ", ".join(f"{m} {n}" for m, n in rep.model_mix.items())
     roles = ", ".join(f"{r} {n}" for r, n in rep.role_mix.items())
@@ -101,17 +112,20 @@ def score_view(rep) -> Group:
     out = []
     for b in rep.benchmarks:
         i = b.inputs
-        t = Table(title=f"Score estimate — {i.benchmark}", title_justify="left")
+        t = Table(title=escape_title(f"Score estimate — {i.benchmark}"), title_justify="left")
         t.add_column("component")
         t.add_column("value", justify="right")
         t.add_column("source", style="dim")
         for name, comp in (("cached accuracy ×0.70", i.cached), ("live accuracy ×0.15", i.live),
                            ("avg turns (live)", i.avg_turns), ("novelty ×0.05", i.novelty),
                            ("overfit gap (eval − audit)", i.overfit_gap)):
-            t.add_row(name, "not measured" if comp.value is None else f"{comp.value:.3f}", comp.source)
-        t.add_row("overfit penalty", "REJECTED" if b.rejected else f"×{b.penalty:.2f}", "> 0.15 rejects, > 0.08 ×0.85")
+            shown = "not measured" if comp.value is None else f"{comp.value:.3f}"
+            if comp is i.novelty and comp.value is None:
+                shown = f"{NOVELTY_NO_KING:.3f}"
+            _row(t, name, shown, comp.source)
+        _row(t, "overfit penalty", "REJECTED" if b.rejected else f"×{b.penalty:.2f}", "> 0.15 rejects, > 0.08 ×0.85")
         for s in b.scenarios:
-            t.add_row(f"score [{s.name}]", f"{s.score:.4f}", f"efficiency {s.efficiency:.3f} at {s.avg_turns:.2f} turns")
+            _row(t, f"score [{s.name}]", f"{s.score:.4f}", f"efficiency {s.efficiency:.3f} at {s.avg_turns:.2f} turns")
         out.append(t)
     comp = Table(title="Composite (mean over benchmarks)", title_justify="left")
     comp.add_column("scenario")
@@ -124,7 +138,7 @@ def score_view(rep) -> Group:
         if rep.king:
             k, m = rep.king["composite"].get(n), rep.king["margin"].get(n)
             row += [f"{k:.4f}" if k is not None else "—", f"{m:+.4f}" if m is not None else "see below"]
-        comp.add_row(*row)
+        _row(comp, *row)
     out += [comp, Text(rep.dethrone), _notes(rep.notes)]
     return Group(*out)
 
