@@ -10,12 +10,22 @@ import numpy as np
 from trinity.data.matrix import OutcomeMatrix
 from trinity.data.questions import Question
 
-CATEGORIES = {
-    "geometry": ["triangle", "angle", "circle", "radius", "polygon", "area"],
-    "history": ["empire", "king", "war", "century", "treaty", "dynasty"],
-    "coding": ["function", "array", "loop", "string", "recursion", "compile"],
-}
-MODELS = ["m-geo", "m-hist", "m-code"]
+# Three kinds of question that look different byte by byte (the tiny encoder is byte-level and
+# random-init: it separates texts by their characters, not by meaning).
+CATEGORIES = ("arith", "history", "code")
+WORDS = "empire king war century treaty dynasty river temple harvest bronze".split()
+
+
+def question_text(cat: str, i: int, rng: np.random.RandomState) -> str:
+    if cat == "arith":
+        a, b, c, d = rng.randint(10, 999), rng.randint(10, 999), rng.randint(2, 99), rng.randint(1, 50)
+        return f"Compute {a} + {b} * {c} - {d} = ?"
+    if cat == "history":
+        return "In which century did the " + " ".join(rng.choice(WORDS, 6)) + " begin?"
+    return f"def f_{i}(xs):\n    return [x[{rng.randint(0, 9)}] for x in xs if x != '{{}}']  # fix it"
+
+
+MODELS = ["m-arith", "m-hist", "m-code"]
 
 
 class LinearRouter:
@@ -43,15 +53,15 @@ class LinearRouter:
         return np.einsum("pkd,nd->pnk", W, self.features(texts))  # (P, N, M+3)
 
 
-def synthetic_task(n_per_cat: int = 30, k: int = 4, seed: int = 0, best: float = 0.9, other: float = 0.3,
-                   skew: float = 0.1):
+def synthetic_task(n_per_cat: int = 30, k: int = 4, seed: int = 0, best: float = 0.9, other: float = 0.25,
+                   skew: float = 0.05):
     """Questions + matrix. Model c answers category c right with p=best, the rest with p=other;
     model 0 gets +skew everywhere so that one single model is clearly best overall."""
     rng = np.random.RandomState(seed)
     qs, rows = [], []
-    for c, (cat, words) in enumerate(CATEGORIES.items()):
+    for c, cat in enumerate(CATEGORIES):
         for i in range(n_per_cat):
-            text = " ".join(rng.choice(words, size=5)) + f" item {i}"
+            text = question_text(cat, i, rng)
             qs.append(Question(f"{cat}-{i}", "synth", text, "x", "math"))
             p = np.full(len(MODELS), other)
             p[c] = best

@@ -25,7 +25,8 @@ WARM_CHUNK = 64  # questions per feature-cache warm-up call (fixed: the batches 
 
 
 def build_router(cfg: TrainConfig, n_models: int) -> Any:
-    from trinity.model import Router, load_encoder
+    from trinity.model.encoder import load_encoder
+    from trinity.model.router import Router
 
     enc = load_encoder(cfg.encoder, device=cfg.device, dtype=cfg.dtype, seed=cfg.encoder_seed)
     return Router(enc, n_models, max_batch_tokens=cfg.max_batch_tokens)

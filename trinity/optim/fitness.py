@@ -25,7 +25,7 @@ import numpy as np
 
 from trinity.data.matrix import OutcomeMatrix
 from trinity.data.questions import Question
-from trinity.optim import choice
+from trinity.model import ROLES, policy
 
 
 class StopRequested(Exception):
@@ -116,9 +116,9 @@ class CachedFitness:
             hooks.progress(int(b) * len(questions), total)
         lg = np.concatenate(logits, axis=0)  # (P, m, M + 3)
         if self.policy == "sample":
-            model_idx, role_idx = choice.sample(lg, n_m, self.temperature, self.rng)
+            model_idx, role_idx = policy.sample(lg, n_m, self.rng, self.temperature)
         else:
-            model_idx, role_idx = choice.argmax(lg, n_m)
+            model_idx, role_idx = policy.choose(lg, n_m)
         rewards = self.rewards_for(questions, model_idx)  # (P, m)
         hooks.choices(model_idx, role_idx)
         if self.traces != "none":
@@ -127,7 +127,7 @@ class CachedFitness:
 
     def _trace(self, gen: int, lg: np.ndarray, model_idx: np.ndarray, role_idx: np.ndarray,
                rewards: np.ndarray, questions: list[Question], hooks: GenerationHooks) -> None:
-        mp, rp = choice.probs(lg, len(self.models), self.temperature if self.policy == "sample" else 1.0)
+        mp, rp = policy.group_probs(lg, len(self.models), self.temperature if self.policy == "sample" else 1.0)
         cands = range(lg.shape[0]) if self.traces == "all" else [int(np.argmax(rewards.mean(axis=1)))]
         now = round(time.time(), 3)
         for c in cands:
@@ -136,7 +136,7 @@ class CachedFitness:
                 hooks.trace({
                     "gen": gen, "candidate": int(c), "qid": q.id, "benchmark": q.benchmark,
                     "mode": "cached",
-                    "turns": [{"model": self.models[model_idx[c, i]], "role": choice.ROLES[role_idx[c, i]],
+                    "turns": [{"model": self.models[model_idx[c, i]], "role": ROLES[role_idx[c, i]],
                                "model_probs": [round(float(p), 4) for p in mp[c, i]],
                                "role_probs": [round(float(p), 4) for p in rp[c, i]],
                                "output": "", "verdict": None, "cost_usd": 0.0, "cache_hit": True}],
@@ -147,7 +147,7 @@ class CachedFitness:
     def validate(self, thetas: np.ndarray, questions: list[Question]) -> np.ndarray:
         """(T, n) recorded correctness of argmax choices: held-out evaluation never samples."""
         lg = np.asarray(self.router.population_logits(thetas, self.texts(questions)), dtype=np.float64)
-        model_idx, _ = choice.argmax(lg, len(self.models))
+        model_idx, _ = policy.choose(lg, len(self.models))
         return self.rewards_for(questions, model_idx)
 
     def state_dict(self) -> dict[str, Any]:

@@ -17,7 +17,8 @@ import numpy as np
 from trinity.config import validate_config
 from trinity.data.questions import Question
 from trinity.errors import InputError
-from trinity.optim import choice
+from trinity.model import ROLES, policy
+from trinity.model.theta import load_theta
 from trinity.runs.rundir import RunDir
 
 Turns = Sequence[tuple[str, str, str]]  # [(role, model, output)] of earlier turns
@@ -34,7 +35,7 @@ class Routing:
         return [models[i] for i in self.model_idx]
 
     def role_names(self) -> list[str]:
-        return [choice.ROLES[i] for i in self.role_idx]
+        return [ROLES[i] for i in self.role_idx]
 
 
 class TrainedRouter:
@@ -68,8 +69,8 @@ class TrainedRouter:
             m = len(self.models)
             return Routing(np.zeros(0, int), np.zeros(0, int), np.zeros((0, m)), np.zeros((0, 3)))
         lg = self.logits(questions, turns)
-        model_idx, role_idx = choice.argmax(lg, len(self.models))
-        mp, rp = choice.probs(lg, len(self.models))
+        model_idx, role_idx = policy.choose(lg, len(self.models))
+        mp, rp = policy.group_probs(lg, len(self.models))
         return Routing(model_idx, role_idx, mp, rp)
 
 
@@ -90,9 +91,6 @@ def load_trained(run_dir: str | os.PathLike | RunDir, theta_path: str | os.PathL
     path = Path(theta_path) if theta_path else run.best_theta
     if not path.exists():
         raise InputError(f"{path} not found; the run has no trained θ yet (wait for its first generation)")
-    try:
-        theta = np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as e:
-        raise InputError(f"{path} is not a readable .npy file ({e})") from None
+    theta = load_theta(path, meta.get("n_params"))
     router = build_router(cfg, len(models))
-    return TrainedRouter(router, np.asarray(theta, dtype=np.float64), list(models), meta.get("id", run.id))
+    return TrainedRouter(router, theta, list(models), meta.get("id", run.id))

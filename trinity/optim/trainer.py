@@ -31,7 +31,9 @@ import numpy as np
 
 from trinity.config import TrainConfig
 from trinity.errors import BudgetExceeded, OutOfCredit
-from trinity.io import atomic_write_bytes, atomic_write_json
+from trinity.io import atomic_write_json
+from trinity.model import ROLES
+from trinity.model.theta import save_theta
 from trinity.optim import checkpoint as ckpt
 from trinity.optim.fitness import Fitness, GenerationHooks, StopRequested
 from trinity.optim.runinputs import RunInputs
@@ -186,7 +188,6 @@ class Trainer:
         traces: list[dict] = []
 
         def choices(model_idx: np.ndarray, role_idx: np.ndarray) -> None:
-            from trinity.optim.choice import ROLES
             mix["model"], mix["role"] = _mix(self.models, model_idx), _mix(ROLES, role_idx)
 
         hooks = GenerationHooks(self._progress(gen), choices, traces.append)
@@ -241,12 +242,8 @@ class Trainer:
         return np.asarray(st["es"].mean, dtype=np.float64).copy(), {"gen": st["gen"], "which": "es_mean", "val_acc": None}
 
     def _write_artifacts(self) -> None:
-        import io
-
         theta, _ = self.best_theta()
-        buf = io.BytesIO()
-        np.save(buf, theta.astype(np.float64))
-        atomic_write_bytes(self.run.best_theta, buf.getvalue())
+        save_theta(self.run.best_theta, theta)
         atomic_write_json(self.run.history, self.state["history"])
 
     def _restore_outputs(self) -> None:
