@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from trinity.errors import ConfigError, InputError
 from trinity.model.encoder import Encoder
-from trinity.model.fastpath import FastLayers, plan_chunk
+from trinity.model.fastpath import FastLayers, plan_texts
 from trinity.model.svf import SvfLayer
 from trinity.model.theta import N_ROLES, split_theta, theta_size
 
@@ -187,37 +187,38 @@ class Router:
 
     # ---- fast path ----
 
-    def _pair_features(self, texts: list[str], pair_text: np.ndarray, scales: np.ndarray) -> np.ndarray:
-        """Feature of each pair: text `pair_text[j]` under SVF scales `scales[j]` → (J, hidden) float32."""
-        xs = self.layer_inputs(texts)
-        lengths = [int(x.shape[0]) for x in xs]
-        order = sorted(range(len(pair_text)), key=lambda j: lengths[pair_text[j]])
-        out = torch.empty((len(pair_text), self.hidden), dtype=torch.float32)
+    def _grid_features(self, xs: list[torch.Tensor], scales: np.ndarray) -> torch.Tensor:
+        """Every candidate on every text: SVF-layer inputs `xs` (N texts), `scales` (P, svf_size)
+        → features (P, N, hidden) float32 on the CPU. Texts are grouped (shortest first) and
+        candidates chunked so that one step handles at most `max_batch_tokens` token rows."""
         dev = self.encoder.device
-        flops = 0
-        for batch in _batches(order, lambda j: lengths[pair_text[j]], self.max_batch_tokens):
-            uniq: dict[int, int] = {}
-            for j in batch:
-                uniq.setdefault(int(pair_text[j]), len(uniq))
-            u_texts = list(uniq)
-            chunk_lengths = [lengths[t] for t in u_texts]
-            pair_u = [uniq[int(pair_text[j])] for j in batch]
-            chunk = plan_chunk(chunk_lengths, pair_u, dev)
-            x_text = torch.cat([xs[t] for t in u_texts])
-            z = torch.as_tensor(scales[batch], dtype=torch.float32, device=dev)
-            feats = self.fast.features(x_text, chunk, z)
-            out[torch.as_tensor(batch)] = feats.cpu()
-            flops += self.fast.flops(chunk_lengths, pair_u)
-        self.last_flops = flops
-        return out.numpy()
+        P, N = scales.shape[0], len(xs)
+        out = torch.empty((P, N, self.hidden), dtype=torch.float32)
+        lengths = [int(x.shape[0]) for x in xs]
+        order = sorted(range(N), key=lambda i: lengths[i])
+        z_all = torch.as_tensor(scales, dtype=torch.float32, device=dev)
+        for group in _batches(order, lambda i: lengths[i], self.max_batch_tokens):
+            group_lengths = [lengths[i] for i in group]
+            plan = plan_texts(group_lengths, dev)
+            x_text = torch.cat([xs[i] for i in group])  # (S, hidden)
+            xv = self.fast.shared(x_text)
+            self.last_flops += self.fast.flops(group_lengths, 0, shared=True)
+            step = max(1, self.max_batch_tokens // plan.S)
+            idx = torch.as_tensor(group)
+            for c0 in range(0, P, step):
+                c1 = min(P, c0 + step)
+                feats = self.fast.features(x_text, xv, plan, z_all[c0:c1])  # (c1-c0, B, hidden)
+                out[c0:c1, idx] = feats.cpu()
+                self.last_flops += self.fast.flops(group_lengths, c1 - c0, shared=False)
+        return out
 
     def population_features(self, thetas: np.ndarray, texts: list[str]) -> np.ndarray:
         """Every candidate on every text: thetas (P, D) → features (P, N, hidden) float32."""
         thetas = self._thetas(thetas)
         _, svf = self._split(thetas)
-        P, N = thetas.shape[0], len(texts)
-        pair_text = np.tile(np.arange(N), P)  # pair j = candidate j // N on text j % N
-        return self._pair_features(texts, pair_text, np.repeat(svf, N, axis=0)).reshape(P, N, self.hidden)
+        xs = self.layer_inputs(texts)
+        self.last_flops = 0
+        return self._grid_features(xs, svf).numpy()
 
     def population_logits(self, thetas: np.ndarray, texts: list[str]) -> np.ndarray:
         """thetas (P, D), N texts → logits (P, N, n_models + 3) float32 (fast path)."""
@@ -236,7 +237,13 @@ class Router:
                 f"({len(texts)} texts), got shape {cand.shape}"
             )
         _, svf = self._split(thetas)
-        return self._pair_features(texts, np.arange(len(texts)), svf[cand])
+        xs = self.layer_inputs(texts)
+        self.last_flops = 0
+        out = np.empty((len(texts), self.hidden), dtype=np.float32)
+        for c in np.unique(cand):  # each candidate on its own texts: a 1 × n grid
+            mine = np.flatnonzero(cand == c)
+            out[mine] = self._grid_features([xs[i] for i in mine], svf[c : c + 1])[0].numpy()
+        return out
 
     def paired_logits(self, thetas: np.ndarray, texts: list[str], candidate_of_text: np.ndarray) -> np.ndarray:
         """thetas (P, D), N texts, candidate index per text → logits (N, n_models + 3) float32."""
