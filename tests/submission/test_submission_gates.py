@@ -106,9 +106,14 @@ def test_near_duplicate_head_fails_duplicate(tmp_path):
 def test_submitted_bundles_in_history_count_as_priors(tmp_path):
     _, prior = _pack(tmp_path, "r0", seed=3)
     run, b = _pack(tmp_path, "r1", theta=np.load(tmp_path / "runs" / "r0" / "best_theta.npy"))
-    # no --against: the history's pack record of r0's bundle is enough
+    # only packed, never submitted: not a prior
+    assert _gates(check_bundle(b.path))["duplicate"].status == "warn"
+    # once submitted (pushed), the history alone makes it a prior: no --against needed
+    SubmissionHistory.open().append("submit", miner="carol", bundle=str(prior.path), bundle_hash=prior.hash,
+                                    pushed=True, outcome="pushed")
     g = _gates(check_bundle(b.path))
     assert g["duplicate"].status == "fail" and g["duplicate"].numbers["max_cosine"] == pytest.approx(1.0)
+    assert g["duplicate"].numbers["closest_origin"] == "history"
 
 
 def test_cosine_ignores_per_group_shifts_and_scale():

@@ -23,7 +23,8 @@ from trinity.errors import InputError
 from trinity.io import read_json, read_jsonl
 from trinity.runs.rundir import RunDir
 from trinity.submission.bundle import (
-    MINIROUTER, N_ROLES, N_SVF_MATRICES, TINYROUTER, LoadedBundle, find_bundles, load_bundle,
+    MINIROUTER, N_ROLES, N_SVF_MATRICES, TINYROUTER, LoadedBundle, find_bundles, hidden_from_size,
+    load_bundle,
 )
 from trinity.submission.history import SubmissionHistory
 
@@ -100,6 +101,8 @@ def _expected_layout(b: LoadedBundle) -> tuple[int, int, int, str]:
     r = b.receipt or b.summary or {}
     models = r.get("pool_models") or r.get("models")
     hidden = r.get("hidden")
+    if isinstance(models, list) and models and hidden is None and _typed(r.get("n_params"), (int,)):
+        hidden = hidden_from_size(r["n_params"], len(models))  # summary.json: no hidden, but n_params
     if isinstance(models, list) and models and _typed(hidden, (int,)) and hidden > 0:
         n_svf = r.get("n_svf")
         if not (_typed(n_svf, (int,)) and n_svf > 0):
@@ -221,7 +224,7 @@ def gate_duplicate(c: _Ctx) -> GateResult:
     for root in c.against:
         for p in find_bundles(root):
             candidates.setdefault(p.resolve(), "prior")
-    for p in c.history.bundle_dirs():
+    for p in c.history.submitted_bundle_dirs():
         if p.is_dir():
             candidates.setdefault(p.resolve(), "history")
     if c.king is not None:
@@ -267,7 +270,7 @@ _NUM = (int, float)
 RECEIPT_FIELDS: dict[str, tuple[type, ...]] = {
     "benchmark": (str,), "pool_models": (list,), "n_total": (int,), "popsize": (int,),
     "m_cma": (int,), "generations": (int,), "best_fitness": _NUM, "fitness_history": (list,),
-    "total_cost_usd": _NUM, "ledger_head_hash": (str,), "seed": (int,), "packed_at": (str,),
+    "total_cost_usd": _NUM, "ledger_head_hash": (str, type(None)), "seed": (int,), "packed_at": (str,),
 }
 HISTORY_FIELDS = ("generation", "mean_fitness", "max_fitness", "best_fitness")
 
@@ -301,6 +304,8 @@ def gate_receipt(c: _Ctx) -> GateResult:
             "min_generations": MIN_GENERATIONS}
     if cost is not None and not cost > 0:
         problems.append(f"training cost ${cost:g} is not > 0 (a cached-only run has no paid calls)")
+    elif cost is not None and "ledger_head_hash" in r and r["ledger_head_hash"] is None:
+        problems.append("a paid run's receipt needs its ledger_head_hash")
     if len(fh) < MIN_GENERATIONS:
         problems.append(f"{len(fh)} fitness entries, need ≥ {MIN_GENERATIONS} generations")
     if _typed(r.get("generations"), (int,)) and r["generations"] != len(fh):

@@ -12,7 +12,7 @@ Records (every one has `kind` and `time`, ISO-8601 UTC, plus `unix`):
 
 The rate-limit gate counts `submit` records that reached the remote (`pushed`), whatever their
 result later was — the competition counts attempts, not wins. The duplicate gate compares
-against every bundle directory named in the history that still exists. `pack` records let
+against the bundle directories of those submitted attempts that still exist. `pack` records let
 `check` find the run (and its ledger) a bundle came from.
 """
 
@@ -71,12 +71,14 @@ class SubmissionHistory:
         return [r for r in self.records()
                 if r.get("kind") == "submit" and r.get("miner") == miner and r.get("pushed")]
 
-    def bundle_dirs(self) -> list[Path]:
-        """Every bundle directory the history names (packed or submitted), deduplicated."""
+    def submitted_bundle_dirs(self) -> list[Path]:
+        """Bundle directories of every attempt that reached the remote (any miner), deduplicated.
+        Packed-but-never-submitted bundles are not priors: the competition compares against
+        earlier submissions."""
         seen: dict[str, Path] = {}
         for r in self.records():
             b = r.get("bundle")
-            if isinstance(b, str) and b not in seen:
+            if r.get("kind") == "submit" and r.get("pushed") and isinstance(b, str) and b not in seen:
                 seen[b] = Path(b)
         return list(seen.values())
 
