@@ -187,7 +187,33 @@ class MinerApp(App):
                         title=event.worker.name or "error", severity="error", timeout=10)
 
     def on_unmount(self) -> None:
-        self.supervisor.stop_servers()
+        from minertui.demo import stop_demo_servers
+        stop_demo_servers(self)
+
+    def _print_error_renderables(self) -> None:
+        """An internal error never dumps a traceback on the terminal: it goes to a crash log,
+        and the terminal gets one line (the CLI contract: `error: …`)."""
+        if not self._exit_renderables:
+            return
+        import sys
+        import time as _time
+        from rich.console import Console
+        from minertui.settings import state_dir
+
+        path = state_dir() / f"crash-{_time.strftime('%Y%m%d-%H%M%S')}.log"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                console = Console(file=f, width=120, color_system=None)
+                for r in self._exit_renderables:
+                    console.print(r)
+            where = f"details in {path}"
+        except OSError:
+            where = "no crash log could be written"
+        err = self._exception
+        what = f"{type(err).__name__}: {err}" if err is not None else "internal error"
+        print(f"error: minertui stopped on an internal error ({what}); {where}", file=sys.stderr)
+        self._exit_renderables.clear()
 
 
 def _is_user_error(err: BaseException) -> bool:

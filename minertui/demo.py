@@ -93,3 +93,12 @@ def _select(app, run_dir: Path, note: str) -> None:
 def _note(app, note: str) -> None:
     app.demo_note = note
     app.poll_soon()
+
+
+def stop_demo_servers(app) -> None:
+    """On quit: stop the practice server unless a run still needs it (an engine holding a run
+    this app launched); then it stays up with that engine, in its own session."""
+    sup = app.supervisor
+    if any(RunDir(p).is_locked() for p in sup.launched):
+        return
+    sup.stop_servers()

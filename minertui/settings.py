@@ -28,6 +28,11 @@ def config_dir() -> Path:
     return Path(base) / "minertui"
 
 
+def state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "minertui"
+
+
 def load_settings() -> dict[str, Any]:
     path = config_dir() / "settings.json"
     try:

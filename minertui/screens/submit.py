@@ -75,6 +75,7 @@ class SubmitScreen(ModeScreen):
             yield Input(placeholder="competition repo clone (path)", id="sub-repo", compact=True)
             yield Checkbox("push", id="sub-push", compact=True)
             yield Checkbox("PR", id="sub-pr", compact=True)
+            yield Checkbox("skip gates", id="sub-skip", compact=True)
         with VerticalScroll(id="submit-body"):
             yield Static(Text("k pack the selected run · g gates · l plan · x execute · c copy URL",
                               style="dim"), id="submit-help")
@@ -108,7 +109,8 @@ class SubmitScreen(ModeScreen):
                 "miner": self.query_one("#sub-miner", Input).value.strip(),
                 "repo": self.query_one("#sub-repo", Input).value.strip(),
                 "push": self.query_one("#sub-push", Checkbox).value,
-                "pr": self.query_one("#sub-pr", Checkbox).value}
+                "pr": self.query_one("#sub-pr", Checkbox).value,
+                "skip_gates": self.query_one("#sub-skip", Checkbox).value}
 
     def _need(self, *keys: str) -> dict[str, Any] | None:
         f = self._form()
@@ -213,7 +215,7 @@ class SubmitScreen(ModeScreen):
         from trinity.submission.gitsubmit import plan_submission
         try:
             plan = plan_submission(bundle, Path(f["repo"]).expanduser(), f["miner"], push=f["push"],
-                                   pr=f["pr"], run_dir=run_dir)
+                                   pr=f["pr"], skip_gates=f["skip_gates"], run_dir=run_dir)
             self.app.call_from_thread(self._planned, plan)
         except TrinityError as e:
             self.app.call_from_thread(self._failed, "plan", str(e))

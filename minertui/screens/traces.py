@@ -43,7 +43,7 @@ class TracesScreen(ModeScreen):
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="traces-filters"):
             yield Select([], prompt="benchmark", id="flt-bench", compact=True)
-            yield Select([("right", 1), ("wrong", 0)], prompt="right/wrong", id="flt-correct", compact=True)
+            yield Select([("right", "right"), ("wrong", "wrong")], prompt="right/wrong", id="flt-correct", compact=True)
             yield Select([], prompt="model", id="flt-model", compact=True)
             yield Input(placeholder="gen", id="flt-gen", type="integer", compact=True)
             yield Input(placeholder="/ question id", id="flt-qid", compact=True)
@@ -108,10 +108,11 @@ class TracesScreen(ModeScreen):
     def _filters(self) -> tuple:
         def val(sel: str):
             v = self.query_one(sel, Select).value
-            return None if v is Select.NULL or v == Select.BLANK else v
+            return v if isinstance(v, str) else None  # Select.NULL when nothing is chosen
         gen_raw = self.query_one("#flt-gen", Input).value.strip()
         gen = int(gen_raw) if gen_raw.lstrip("-").isdigit() else None
-        return (val("#flt-bench"), val("#flt-correct"), val("#flt-model"), gen,
+        correct = {"right": 1, "wrong": 0}.get(val("#flt-correct") or "")
+        return (val("#flt-bench"), correct, val("#flt-model"), gen,
                 self.query_one("#flt-qid", Input).value.strip())
 
     def _refilter(self) -> None:

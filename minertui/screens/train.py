@@ -64,6 +64,7 @@ def mix_text(s: RunSnapshot, width: int = 10) -> Text:
         if not total:
             t.append(f"{title}: no data\n", style="dim")
             continue
+        t.append(f"{title}\n", style="dim")
         for name, n in sorted(mix.items(), key=lambda kv: -kv[1]):
             label = f"{model_letter(pool.index(name))} {name.split('/')[-1]}" if name in pool else name
             t.append(f"{label[:14]:<14} {bar(n / total, width)} {n / total:4.0%}\n")

@@ -1,0 +1,55 @@
+"""Fixtures for the app tests: settings in a temp dir, a real tiny training run (made once per
+test session, shared by the xdist workers), and deterministic synthetic runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_settings(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("MINERTUI_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+
+
+def train_cmd(run_dir: Path, generations: int = 3, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "trinity", "train", "--config", str(ROOT / "configs" / "practice.yaml"),
+            "--mode", "cached", "--encoder", "tiny-qwen3", "--generations", str(generations),
+            "--popsize", "4", "--m", "4", "--run-dir", str(run_dir), *extra]
+
+
+@pytest.fixture(scope="session")
+def real_run(tmp_path_factory) -> Path:
+    """A finished cached-mode practice run on tiny-qwen3 made by the real trainer (`trinity
+    train`), once per session; every test gets it read-only (copy it to change it)."""
+    shared = tmp_path_factory.getbasetemp().parent  # common to all xdist workers
+    run_dir = shared / "real-runs" / "run-real"
+    with FileLock(str(shared / "real-run.lock")):
+        if not (run_dir / "run.json").exists() or json.loads((run_dir / "run.json").read_text()).get("status") != "finished":
+            shutil.rmtree(run_dir, ignore_errors=True)
+            env = dict(os.environ, OMP_NUM_THREADS="1")
+            out = subprocess.run(train_cmd(run_dir), capture_output=True, text=True, cwd=ROOT, env=env, timeout=240)
+            assert out.returncode == 0, out.stderr[-2000:]
+    return run_dir
+
+
+@pytest.fixture
+def runs_root(tmp_path, real_run) -> Path:
+    """A runs root holding a copy of the real run."""
+    root = tmp_path / "runs"
+    root.mkdir()
+    shutil.copytree(real_run, root / real_run.name)
+    return root

@@ -1,0 +1,280 @@
+"""Pilot tests of every mode against real run directories: the numbers on screen are the
+numbers in the files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.text import Text
+from textual.widgets import DataTable, Static
+
+from minertui.app import MinerApp
+from minertui.synth import make_run
+from trinity.io import read_jsonl
+
+SIZE = (120, 40)
+
+
+def text_of(app, selector: str) -> str:
+    w = app.screen.query_one(selector, Static)
+    c = w.content
+    return c.plain if isinstance(c, Text) else str(c)
+
+
+def cells(table: DataTable, row: int) -> list[str]:
+    return [c.plain if isinstance(c, Text) else str(c) for c in table.get_row_at(row)]
+
+
+async def settle(app, pilot, times: int = 2) -> None:
+    for _ in range(times):
+        await app.refresh_now()
+        await pilot.pause()
+
+
+def generation_events(run: Path) -> list[dict]:
+    return [e for e in read_jsonl(run / "events.jsonl") if e["type"] == "generation"]
+
+
+async def test_runs_mode_lists_the_real_run(runs_root):
+    run = runs_root / "run-real"
+    gens = generation_events(run)
+    meta = json.loads((run / "run.json").read_text())
+    app = MinerApp(runs_root=runs_root, poll=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        table = app.screen.query_one(DataTable)
+        assert table.row_count == 1
+        row = cells(table, 0)
+        assert row[0] == meta["id"] and row[1] == "finished" and row[2] == "cached"
+        assert row[4] == f"{len(gens)}/{meta['config']['generations']}"
+        assert row[5] == f"{max(g['best'] for g in gens):.3f}"
+
+
+async def test_train_mode_shows_the_last_generation(runs_root):
+    run = runs_root / "run-real"
+    last = generation_events(run)[-1]
+    app = MinerApp(runs_root=runs_root, poll=False, start_mode="train")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        stats = text_of(app, "#train-stats")
+        assert f"best       {last['best']:.3f}" in stats
+        assert f"max {last['max']:.3f} mean {last['mean']:.3f}" in stats
+        assert f"{last['evals'] / last['secs']:,.1f}" in stats  # evals/s of the last generation
+        assert f"val acc    {last['val_acc']:.3f}" in stats
+        mix = text_of(app, "#train-mix")
+        total = sum(last["model_mix"].values())
+        for model, n in last["model_mix"].items():
+            assert f"{n / total:4.0%}" in mix and model.split("/")[-1][:12] in mix
+        assert "finished" in text_of(app, "#train-log")
+
+
+async def test_ledger_mode_totals_and_chain(tmp_path):
+    root = tmp_path / "runs"
+    run = make_run(root / "run-ledger", generations=10, calls_per_gen=5).path
+    records = read_jsonl(run / "ledger.jsonl")
+    total = sum(r["cost_micro_usd"] for r in records) / 1e6
+    app = MinerApp(runs_root=root, poll=False, start_mode="ledger")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await app.workers.wait_for_complete()
+        await settle(app, pilot)
+        head = text_of(app, "#ledger-head")
+        assert "chain OK" in head and f"{len(records)} records" in head
+        assert f"{len(records)} calls · total ${total:,.4f}" in head
+        table = app.screen.query_one("#ledger-table", DataTable)
+        assert table.row_count == len(records)
+        newest = records[-1]
+        assert cells(table, 0)[1] == newest["model"]
+        assert cells(table, 0)[4] == f"${newest['cost_micro_usd'] / 1e6:,.6f}"
+        per_model = {}
+        for r in records:
+            per_model[r["model"]] = per_model.get(r["model"], 0) + r["cost_micro_usd"]
+        lv = app.current.ledger
+        for name, calls, toks, usd in lv.totals_by(lv.model, lv.model_names):
+            assert usd == pytest.approx(per_model[name] / 1e6)
+
+    # tamper with line 3: the chain check names it, in red
+    lines = (run / "ledger.jsonl").read_text().splitlines(keepends=True)
+    lines[2] = lines[2].replace('"prompt_tokens":', '"prompt_tokens": ')
+    (run / "ledger.jsonl").write_text("".join(lines))
+    app = MinerApp(runs_root=root, poll=False, start_mode="ledger")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await app.workers.wait_for_complete()
+        await settle(app, pilot)
+        assert "chain BROKEN at line 3" in text_of(app, "#ledger-head")
+
+
+async def test_traces_mode_counts_filters_and_drill_down(runs_root):
+    run = runs_root / "run-real"
+    traces = read_jsonl(run / "traces.jsonl")
+    wrong = [t for t in traces if t["correct"] is False]
+    app = MinerApp(runs_root=runs_root, poll=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("4")
+        await settle(app, pilot, 3)
+        status = text_of(app, "#traces-status")
+        assert f"of {len(traces):,} traces" in status
+        assert f"{sum(t['correct'] is True for t in traces):,} right" in status
+        screen = app.screen
+        screen.query_one("#flt-correct").value = "wrong"
+        await settle(app, pilot)
+        assert f"of {len(wrong):,} shown" in text_of(app, "#traces-status")
+        table = screen.query_one(DataTable)
+        row = cells(table, 0)
+        first_wrong = wrong[(len(wrong) - 1) // 100 * 100]  # the newest page is shown
+        assert row[2] == first_wrong["qid"] and row[3] == "✗ wrong"
+        table.focus()
+        table.move_cursor(row=0)
+        await pilot.press("enter")
+        await pilot.pause()
+        detail = "\n".join(str(w.content.plain if hasattr(w.content, "plain") else w.content)
+                           for w in app.screen.query(Static))
+        assert first_wrong["qid"] in detail and "wrong ✗" in detail
+        await pilot.press("escape")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "TracesScreen"
+
+
+async def test_trace_detail_shows_question_and_gold(runs_root):
+    from minertui.screens.trace_detail import render_trace
+    from rich.console import Console
+    run = runs_root / "run-real"
+    tr = read_jsonl(run / "traces.jsonl")[0]
+    meta = json.loads((run / "run.json").read_text())
+    console = Console(width=100, record=True, file=open("/dev/null", "w"))
+    for part in render_trace(tr, meta):
+        console.print(part)
+    out = console.export_text()
+    from trinity.data.practice import practice_questions
+    q = next(q for q in practice_questions() if q.id == tr["qid"])
+    assert q.question.splitlines()[0][:40] in out
+    assert json.dumps(tr["gold"]) in out
+    probs = tr["turns"][0]["model_probs"]
+    assert f"{probs[0]:5.1%}" in out
+
+
+async def test_new_run_form_shows_validation_next_to_the_field(runs_root):
+    app = MinerApp(runs_root=runs_root, poll=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("n")
+        await pilot.pause()
+        form = app.screen
+        form.query_one("#f-popsize").value = "1"
+        form.query_one("#f-sigma0").value = "abc"
+        await pilot.pause()
+        form.validate_form()
+        await pilot.pause()
+        assert "greater than or equal to 2" in str(form.query_one("#e-popsize", Static).content)
+        assert "not a valid float" in str(form.query_one("#e-sigma0", Static).content)
+        assert str(form.query_one("#e-seed", Static).content) == ""
+        assert "newrun" in app.unsaved
+        # quitting now asks, because the form would be lost
+        await pilot.press("escape")
+        await pilot.pause()
+        assert "newrun" not in app.unsaved
+
+
+async def test_help_and_quit(runs_root):
+    app = MinerApp(runs_root=runs_root, poll=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "HelpScreen"
+        await pilot.press("escape")
+        app.unsaved["x"] = "the test's unsaved thing"
+        await pilot.press("q")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "ConfirmScreen"
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.is_running
+        app.unsaved.clear()
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code in (0, None)
+
+
+async def test_analysis_mode_runs_the_oracle_in_a_child_process(runs_root):
+    app = MinerApp(runs_root=runs_root, poll=False, start_mode="analysis")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("o")
+        await app.workers.wait_for_complete()
+        await settle(app, pilot)
+        res = app.screen.results[str((runs_root / "run-real").resolve())]["oracle"]
+        assert "error" not in res, res
+        rep = res["report"]
+        verdict = text_of(app, "#analysis-verdict")
+        assert rep["verdict"] in verdict
+        assert f"{rep['best_single_acc']:.3f}" in text_of(app, "#analysis-oracle")
+
+
+def _git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+async def test_submit_mode_packs_checks_plans_and_executes(runs_root, tmp_path):
+    origin = tmp_path / "origin.git"
+    repo = tmp_path / "repo"
+    _git("init", "-q", "--bare", "-b", "main", str(origin), cwd=tmp_path)
+    _git("init", "-q", "-b", "main", str(repo), cwd=tmp_path)
+    for k, v in (("user.name", "Test Miner"), ("user.email", "miner@example.com")):
+        _git("config", k, v, cwd=repo)
+    (repo / "README.md").write_text("competition repo (throwaway)\n")
+    _git("add", "README.md", cwd=repo)
+    _git("commit", "-q", "-m", "init", cwd=repo)
+    _git("remote", "add", "origin", str(origin), cwd=repo)
+    _git("push", "-q", "origin", "main", cwd=repo)
+
+    app = MinerApp(runs_root=runs_root, poll=False, start_mode="submit")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        s = app.screen
+        s.query_one("#sub-miner").value = "testminer"
+        s.query_one("#sub-repo").value = str(repo)
+        s.query_one("#sub-push").value = True
+        await pilot.pause()
+        s.action_pack()
+        for _ in range(3):  # pack, then the gates it starts
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        assert s.bundle is not None and s.bundle.is_dir()
+        gates = s.query_one("#submit-gates", Static).content  # a Rich table: gate | result | why
+        names = [str(c) for c in gates.columns[0]._cells]
+        assert {"weight_sanity", "receipt", "schema"} <= set(names), names
+        s.action_plan()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        # a cached run spent $0: the receipt gate refuses it, and the plan says so in red
+        assert s.plan is not None and s.plan.branch == "sn74-testminer"
+        assert any("receipt" in r for r in s.plan.refusals), s.plan.refusals
+        assert "REFUSED" in s.query_one("#submit-plan", Static).content.plain
+        s.action_execute()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "refused" in "\n".join(str(line.text) for line in s.query_one("#submit-log").lines)
+        # skipping the gates (recorded in the commit message by the library) lets it through
+        s.query_one("#sub-skip").value = True
+        s.action_plan()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not s.plan.refusals, s.plan.refusals
+        assert "submit" in app.unsaved
+        s.action_execute()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        log = "\n".join(str(line.text) for line in s.query_one("#submit-log").lines)
+        assert "$ git" in log
+        assert "done:" in str(s.query_one("#submit-url", Static).content)
+        assert "submit" not in app.unsaved
+    branches = _git("branch", "--list", "sn74-testminer", cwd=origin)
+    assert "sn74-testminer" in branches
+    files = _git("ls-tree", "-r", "--name-only", "sn74-testminer", cwd=origin).split()
+    assert any(f.startswith("submissions/testminer/") for f in files)
