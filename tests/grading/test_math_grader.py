@@ -85,6 +85,9 @@ EQUIVALENT = [
     ("6 - 5i", f"{B}{{6-5i}}", True),
     ("p - q", f"{B}{{p-q}}", True),
     ("2^{10}", f"{B}{{1024}}", True),
+    ("\\begin{pmatrix} 2 \\\\ 4 \\end{pmatrix}", f"{B}{{\\begin{{pmatrix}}\\frac{{4}}{{2}}\\\\4\\end{{pmatrix}}}}", True),
+    ("\\text{east}", f"{B}{{East}}", True),
+    ("\\frac{1}{2},\\frac{3}{2}", f"{B}{{\\frac32, \\frac12}}", True),
     # several boxes: the last non-empty one counts
     ("7", f"first {B}{{3}} then corrected: {B}{{7}} {B}{{}}", True),
     ("\\{1,2\\}", f"{B}{{\\{{1,2\\}}}}", True),
@@ -118,8 +121,13 @@ NOT_EQUIVALENT = [
     ("2\\sqrt{2}", f"{B}{{2\\sqrt{{3}}}}", False),
     ("30^\\circ", f"{B}{{60}}", False),
     ("10\\text{ cm}", f"{B}{{100}}", False),
-    # words
+    # words, vectors, lists, symbols
     ("\\text{Evelyn}", f"{B}{{\\text{{Eve}}}}", False),
+    ("\\text{east}", f"{B}{{\\text{{west}}}}", False),
+    ("\\begin{pmatrix} 2 \\\\ 4 \\end{pmatrix}", f"{B}{{\\begin{{pmatrix}}4\\\\2\\end{{pmatrix}}}}", False),
+    ("2,3", f"{B}{{2,4}}", False),
+    ("x+1", f"{B}{{y+1}}", False),
+    ("-\\infty", f"{B}{{\\infty}}", False),
     # no answer at all
     ("42", "I am not sure.", False),
     ("42", "", False),

@@ -105,7 +105,7 @@ def extract_math_answer(text: str) -> str | None:
 # normalisation and exact decisions
 
 _TEXT_CMD_RE = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}")
-_SPACING_RE = re.compile(r"\\[!,;:> ]|\\q?quad|~")
+_SPACING_RE = re.compile(r"(?<!\\)\\[!,;:> ]|\\q?quad|~")  # not the `\\` row break
 
 
 def _strip_wrappers(s: str) -> str:
@@ -197,6 +197,9 @@ def exact_number(s: str) -> Fraction | None:
     except (ValueError, ZeroDivisionError):
         return None
     return None
+
+
+_TEXT_ANSWER_RE = re.compile(r"\\text(?:bf|rm)?\s*\{\s*[A-Za-z][A-Za-z \-']*\}")
 
 
 def _is_decimal(s: str) -> bool:
@@ -364,11 +367,14 @@ def symbolic_equal(gold: str, pred: str, deadline_s: float = DEADLINE_S) -> bool
 
 def answers_equivalent(gold: str, pred: str, deadline_s: float = DEADLINE_S) -> tuple[bool, str]:
     """(equal?, reason) for two answer strings (no extraction)."""
-    g, p = normalize(_drop_units(_strip_wrappers(gold))), normalize(_drop_units(_strip_wrappers(pred)))
+    raw_gold = _strip_wrappers(gold)
+    g, p = normalize(_drop_units(raw_gold)), normalize(_drop_units(_strip_wrappers(pred)))
     if not p:
         return False, "empty answer"
     if g == p:
         return True, "exact match"
+    if _TEXT_ANSWER_RE.fullmatch(raw_gold) and g.casefold() == p.casefold():
+        return True, "same words"  # \text{East} vs "east"; not for symbols, where x != X
     gv, g = split_variable(g)
     pv, p = split_variable(p)
     if gv and pv and gv != pv:
