@@ -1,0 +1,133 @@
+"""Live fitness: every candidate of a generation runs real multi-turn sessions against a pool.
+
+The trainer calls `evaluate(gen, thetas, questions, hooks)`; here that becomes P × m sessions run
+together by `SessionRunner` (one batched router call per turn step, all chat calls of the step in
+flight at once, bounded by the pool's concurrency). Every paid call goes through the run's call
+journal keyed by (generation, candidate, question, turn, model, role), so a resumed run replays
+what it already paid for instead of buying it again; the ledger and the response cache sit
+behind the same client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import numpy as np
+
+from trinity.data.questions import Question
+from trinity.errors import ConfigError
+from trinity.session.loop import ROLES, SessionRunner, SessionSpec, trace_record
+
+BASE_URL_ENV = "TRINITY_POOL_BASE_URL"
+
+
+def resolve_pool(cfg: Any, run: Any | None = None):
+    """The run's pool config; for the practice pool with no base URL, start a simulated server
+    in this process (returned as the second value so the caller can stop it)."""
+    from trinity.pool.providers import load_pool
+
+    if not cfg.pool:
+        raise ConfigError("live mode needs a pool: pass --pool practice|openrouter|chutes|<name>")
+    base_url = getattr(cfg, "base_url", None) or os.environ.get(BASE_URL_ENV) or None
+    server = None
+    if base_url is None and cfg.pool == "practice":
+        from trinity.pool.practice_server import start_practice_server
+
+        server = start_practice_server(port=0)
+        base_url = server.base_url
+        if run is not None:
+            run.log(f"started the SIMULATED practice pool in the engine process at {base_url}")
+    return load_pool(cfg.pool, base_url=base_url), server
+
+
+class LiveFitness:
+    mode = "live"
+
+    def __init__(self, cfg: Any, run: Any, router: Any, models: list[str]):
+        from trinity.pool.budget import Budget
+        from trinity.pool.cache import ResponseCache
+        from trinity.pool.client import PoolClient
+        from trinity.pool.journal import CallJournal
+        from trinity.pool.ledger import Ledger
+
+        self.cfg, self.run, self.router = cfg, run, router
+        self.pool, self._server = resolve_pool(cfg, run)
+        if list(self.pool.models) != list(models):
+            raise ConfigError(f"pool {self.pool.name!r} models {list(self.pool.models)} differ from the run's "
+                              f"model order {list(models)}; θ rows follow the matrix/pool order")
+        self.models = list(models)
+        self.ledger = Ledger(run.ledger, run.id)
+        self.journal = CallJournal(run.journal)
+        self.cache = ResponseCache(getattr(cfg, "cache_path", None) or None)
+        self.budget = Budget(cfg.budget_usd, spent_usd=self.ledger.total_usd)
+        self.loop = asyncio.new_event_loop()
+        self.client = PoolClient(self.pool, run_id=run.id, ledger=self.ledger, cache=self.cache,
+                                 budget=self.budget, journal=self.journal, seed=cfg.seed)
+        self.loop.run_until_complete(self.client.__aenter__())
+        self.avg_turns: float | None = None
+
+    # The run's spend is what its ledger says: journal replays after a resume cost nothing new.
+    @property
+    def cost_usd(self) -> float:
+        return self.ledger.total_usd
+
+    @property
+    def calls(self) -> int:
+        return self.ledger.n_records
+
+    def _reward(self, traj) -> float:
+        r = 1.0 if traj.correct else 0.0
+        if self.cfg.shaping:  # off by default; recorded in the run's config when on
+            r += self.cfg.format_bonus * (traj.answer is not None)
+            r -= self.cfg.turn_penalty * max(0, len(traj.turns) - 1)
+        return r
+
+    def run_sessions(self, thetas: np.ndarray, pairs: list[tuple[int, Question]], key_prefix: str,
+                     purpose: str = "train", on_step=None):
+        spec = SessionSpec(self.models, purpose=purpose, max_turns=self.cfg.max_turns,
+                           policy=self.cfg.policy, temperature=self.cfg.temperature, seed=self.cfg.seed,
+                           key_prefix=key_prefix)
+        runner = SessionRunner(self.client, lambda texts, cands: self.router.paired_logits(thetas, texts, cands),
+                               spec, on_step=on_step)
+        return self.loop.run_until_complete(runner.run(pairs))
+
+    def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question], hooks) -> np.ndarray:
+        P, m = thetas.shape[0], len(questions)
+        pairs = [(c, q) for c in range(P) for q in questions]
+        total = len(pairs)
+        trajs = self.run_sessions(thetas, pairs, f"g{gen}", on_step=lambda turn, done: hooks.progress(done, total))
+        hooks.progress(total, total)
+        rewards = np.array([self._reward(t) for t in trajs], dtype=np.float64).reshape(P, m)
+        first_model = np.array([self.models.index(t.turns[0].model) if t.turns else 0 for t in trajs]).reshape(P, m)
+        first_role = np.array([ROLES.index(t.turns[0].role) if t.turns else 0 for t in trajs]).reshape(P, m)
+        hooks.choices(first_model, first_role)
+        self.avg_turns = float(np.mean([len(t.turns) for t in trajs]))
+        for (c, q), t in zip(pairs, trajs):
+            hooks.trace(trace_record(t, q, gen, mode="live"))
+        return rewards
+
+    def validate(self, thetas: np.ndarray, questions: list[Question]) -> None:
+        return None  # validation in live mode costs money: `trinity eval --mode live` does it on request
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}  # the call journal on disk is the live state that must survive a resume
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
+
+    def close(self) -> None:
+        try:
+            self.loop.run_until_complete(self.client.aclose())
+        finally:
+            self.loop.close()
+            self.ledger.close()
+            self.journal.close()
+            self.cache.close()
+            if self._server is not None:
+                self._server.stop()
+
+
+def make_live_fitness(cfg: Any, run: Any, router: Any, inputs: Any, models: list[str]) -> LiveFitness:
+    return LiveFitness(cfg, run, router, models)
