@@ -230,26 +230,38 @@ def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
 
 
+class _NoSignals(Exception):
+    """SIGALRM cannot be used here (not the main thread / interpreter, or no setitimer)."""
+
+
 def _equal_with_alarm(gold: str, pred: str, deadline_s: float) -> bool | None:
-    """Main thread only. None = ran out of time."""
+    """Main thread only (else _NoSignals). None = ran out of time."""
     import math_verify  # noqa: F401  (import cost must not count against the deadline)
 
     def on_alarm(signum, frame):
         raise _Deadline()
 
+    if not _in_main_thread():
+        raise _NoSignals()
     started = time.monotonic()
-    old_handler = signal.signal(signal.SIGALRM, on_alarm)
+    try:
+        old_handler = signal.signal(signal.SIGALRM, on_alarm)
+    except ValueError:  # main thread of a sub-interpreter
+        raise _NoSignals() from None
     old_timer = signal.setitimer(signal.ITIMER_REAL, deadline_s)
     try:
-        return _symbolic_equal_unguarded(gold, pred)
-    except _Deadline:
-        return None
+        try:
+            result: bool | None = _symbolic_equal_unguarded(gold, pred)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except _Deadline:  # also when the alarm lands between the result and the cancel above
+        result = None
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old_handler)
         if old_timer[0] > 0:  # someone else's alarm was pending: re-arm what is left of it
             left = max(old_timer[0] - (time.monotonic() - started), 0.001)
             signal.setitimer(signal.ITIMER_REAL, left, old_timer[1])
+    return result
 
 
 class _Helper:
@@ -344,10 +356,14 @@ def _helper_main() -> None:
 
 @lru_cache(maxsize=8192)
 def _symbolic_cached(gold: str, pred: str, deadline_s: float) -> bool:
-    if _in_main_thread():
+    eq: bool | None
+    try:
         eq = _equal_with_alarm(gold, pred, deadline_s)
-    else:
-        eq = _HELPER.equal(gold, pred, deadline_s)
+    except _NoSignals:  # no SIGALRM here: let the helper process (its own main thread) do it
+        try:
+            eq = _HELPER.equal(gold, pred, deadline_s)
+        except (OSError, RuntimeError):
+            eq = None  # the helper could not start: an undecided comparison, not a crash
     if eq is None:
         raise TimeoutError  # not cached: a later call on a quieter machine may finish
     return eq
@@ -395,7 +411,7 @@ def answers_equivalent(gold: str, pred: str, deadline_s: float = DEADLINE_S) -> 
         return False, "answer too long to compare symbolically (no exact match)"
     eq = symbolic_equal(g, p, deadline_s)
     if eq is None:
-        return False, f"comparison timed out after {deadline_s:g}s"
+        return False, f"comparison timed out after {deadline_s:g}s (or could not run)"
     return (True, "equivalent") if eq else (False, "not equivalent")
 
 
