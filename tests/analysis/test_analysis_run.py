@@ -1,6 +1,7 @@
 """eval / score / oracle --run on a real tiny cached run (tiny-qwen3, practice setup), made here."""
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -15,10 +16,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
+    """One trained run shared by the xdist workers (the xdist-documented FileLock pattern): whoever
+    comes first trains it, the others wait and copy it (tests write eval.json, so each gets a copy)."""
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent / "analysis-tiny-run"
+    with FileLock(str(shared) + ".lock"):
+        if not (shared / "best_theta.npy").exists():
+            rc = main(["train", "--config", str(ROOT / "configs" / "practice.yaml"), "--generations", "3",
+                       "--popsize", "4", "--m", "8", "--run-dir", str(shared)])
+            assert rc == 0 and (shared / "best_theta.npy").exists()
     d = tmp_path_factory.mktemp("analysis") / "run"
-    rc = main(["train", "--config", str(ROOT / "configs" / "practice.yaml"), "--generations", "3", "--popsize", "4",
-               "--m", "8", "--run-dir", str(d)])
-    assert rc == 0 and (d / "best_theta.npy").exists()
+    shutil.copytree(shared, d, ignore=shutil.ignore_patterns(".lock", "eval.json"))
     return d
 
 
