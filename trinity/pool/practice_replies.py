@@ -125,21 +125,24 @@ def code_mutants(source: str) -> list[str]:
 # reference programs, not model output.
 _PROBE = r"""
 import io, json, sys, contextlib
-job = json.loads(sys.stdin.read())
+jobs = json.loads(sys.stdin.read())
 res = []
-for code in job["codes"]:
-    outs = []
-    for inp in job["inputs"]:
-        sys.stdin = io.StringIO(inp)
-        buf = io.StringIO()
-        try:
-            with contextlib.redirect_stdout(buf):
-                exec(compile(code, "<mutant>", "exec"), {"__name__": "__main__"})
-            outs.append(buf.getvalue())
-        except BaseException as e:
-            outs.append(None)
-    res.append(outs)
-print(json.dumps(res))
+for codes, inputs in jobs:
+    per_code = []
+    for code in codes:
+        outs = []
+        for inp in inputs:
+            sys.stdin = io.StringIO(inp)
+            buf = io.StringIO()
+            try:
+                with contextlib.redirect_stdout(buf):
+                    exec(compile(code, "<mutant>", "exec"), {"__name__": "__main__"})
+                outs.append(buf.getvalue())
+            except BaseException:
+                outs.append(None)
+        per_code.append(outs)
+    res.append(per_code)
+sys.__stdout__.write(json.dumps(res))
 """
 
 
@@ -168,23 +171,29 @@ def _same_output(got: str | None, want: str) -> bool:
     return True
 
 
-def failing_mutants(reference: str, tests: list[dict]) -> list[str]:
-    codes = code_mutants(reference)
-    if not codes:
-        return []
-    job = json.dumps({"codes": codes, "inputs": [t.get("input", "") for t in tests]})
+def failing_mutants_many(jobs: list[tuple[str, list[dict]]]) -> list[list[str]]:
+    """For each (reference program, tests): its mutants that fail at least one test, the ones
+    that run and print a wrong answer first (that is what a model's slip usually looks like).
+    All mutants of all jobs run in ONE child process (isolated mode, empty environment)."""
+    mutants = [code_mutants(ref) for ref, _ in jobs]
+    payload = json.dumps([(codes, [t.get("input", "") for t in tests]) for codes, (_, tests) in zip(mutants, jobs)])
     try:
-        proc = subprocess.run([sys.executable, "-I", "-c", _PROBE], input=job, capture_output=True,
-                              text=True, timeout=20, env={})
+        proc = subprocess.run([sys.executable, "-I", "-c", _PROBE], input=payload, capture_output=True,
+                              text=True, timeout=60, env={})
         outs = json.loads(proc.stdout)
     except (subprocess.TimeoutExpired, ValueError):
-        return []
-    wrong = [(c, o) for c, o in zip(codes, outs)
-             if any(not _same_output(g, t.get("output", "")) for g, t in zip(o, tests))]
-    # Prefer mutants that run and print a wrong answer over ones that crash: that is what a
-    # model's slip usually looks like.
-    wrong.sort(key=lambda co: any(g is None for g in co[1]))
-    return [c for c, _ in wrong]
+        return [[] for _ in jobs]
+    result = []
+    for codes, per_code, (_, tests) in zip(mutants, outs, jobs):
+        wrong = [(c, o) for c, o in zip(codes, per_code)
+                 if any(not _same_output(g, t.get("output", "")) for g, t in zip(o, tests))]
+        wrong.sort(key=lambda co: any(g is None for g in co[1]))
+        result.append([c for c, _ in wrong])
+    return result
+
+
+def failing_mutants(reference: str, tests: list[dict]) -> list[str]:
+    return failing_mutants_many([(reference, tests)])[0]
 
 
 def constant_wrong_program(tests: list[dict]) -> str:
@@ -237,21 +246,27 @@ class PracticeResponder:
     # -- wrong code, computed once per question (a child process runs the mutants) --
     def wrong_code(self, q: Question, salt: int) -> str:
         with self._lock:
-            cands = self._wrong_code.get(q.id)
-        if cands is None:
-            ref = q.extra.get("reference_solution", "")
-            tests = q.answer.get("tests", []) if isinstance(q.answer, dict) else []
-            cands = failing_mutants(ref, tests) if ref and tests else []
+            if q.id not in self._wrong_code:
+                self._compute_wrong_code()
+            cands = self._wrong_code.get(q.id) or ["print()\n"]
+        return cands[salt % len(cands)]
+
+    def _compute_wrong_code(self) -> None:
+        """Wrong programs for every code question at once (one child process runs the mutants)."""
+        code_qs = [q for q in practice_questions() if q.kind == "code" and q.id not in self._wrong_code]
+        jobs = [(q.extra.get("reference_solution", ""),
+                 q.answer.get("tests", []) if isinstance(q.answer, dict) else []) for q in code_qs]
+        found = failing_mutants_many([(ref, tests) for ref, tests in jobs if ref and tests])
+        it = iter(found)
+        for q, (ref, tests) in zip(code_qs, jobs):
+            cands = next(it) if ref and tests else []
             if not cands and tests:
                 cands = [constant_wrong_program(tests)]
-            with self._lock:
-                self._wrong_code[q.id] = cands
-        return cands[salt % len(cands)] if cands else "print()\n"
+            self._wrong_code[q.id] = cands
 
     def warm_code(self) -> None:
-        for q in practice_questions():
-            if q.kind == "code":
-                self.wrong_code(q, 0)
+        with self._lock:
+            self._compute_wrong_code()
 
     # -- the three roles --
     def worker(self, model: str, q: Question, seed: int, turns: list) -> str:
