@@ -124,3 +124,17 @@ def test_cli_subprocess_error_line():
     out = subprocess.run([sys.executable, "-m", "trinity", "oracle", "/nonexistent/m.json"], capture_output=True,
                          text=True, cwd=ROOT)
     assert out.returncode == 2 and out.stderr.startswith("error: ") and "Traceback" not in out.stderr
+
+
+def test_oracle_one_model_and_one_question_via_the_cli(tmp_path, capsys):
+    one_model = write_matrix(tmp_path / "one_model.json",
+                             [{"id": f"q{i}", "per_model": {"a": [i % 2, 1, 0, 1]}} for i in range(8)], k=4)
+    rc, out, err = run(["oracle", str(one_model), "--json", "--bootstrap", "100", "--splits", "10"], capsys)
+    assert rc == 0, err
+    rep = json.loads(out)
+    assert rep["verdict"] == "POOL_BOUND" and rep["crossfit"]["headroom"] == 0.0
+    assert any("one model" in n for n in rep["notes"])
+    one_q = write_matrix(tmp_path / "one_q.json", [{"id": "q0", "per_model": {"a": [1, 0], "b": [0, 1]}}])
+    rc, out, err = run(["oracle", str(one_q)], capsys)
+    assert rc == 0, err
+    assert "INCONCLUSIVE" in out and "one question" in out
