@@ -172,12 +172,37 @@ def test_next_day_submission_goes_on_top_of_the_previous_one(tmp_path, work):
     hist = SubmissionHistory.open()
     day_later = [dict(r, unix=r["unix"] - 90_000) for r in hist.records()]  # pretend it was yesterday
     hist.path.write_text("".join(json.dumps(r) + "\n" for r in day_later))
+    # as if from another clone: no local branch, and a stale remote-tracking ref is not trusted
+    git(work, "branch", "-D", "sn74-alice")
+    git(work, "update-ref", "-d", "refs/remotes/origin/sn74-alice", check=False)
     plan = plan_submission(b2.path, work, "alice", push=True)
     assert plan.ok, plan.refusals
     res2 = execute_plan(plan)
-    assert res2.ok and _commits_on_fork_branch(work) == [res2.commit, res1.commit]
+    assert res2.ok, res2.message
+    assert _commits_on_fork_branch(work) == [res2.commit, res1.commit]  # on top of the fork's tip
+    assert git(work, "rev-parse", "sn74-alice") == res2.commit
     assert git(work, "diff-tree", "--no-commit-id", "--name-only", "-r", res2.commit).split() == \
         [f"submissions/alice/2/{f}" for f in ("README.md", "head_weights.npy", "receipt.json", "svf_scales.npy")]
+
+
+def test_diverged_local_and_fork_branches_are_refused(tmp_path, work):
+    b1 = _bundle(tmp_path, work)
+    assert execute_plan(plan_submission(b1.path, work, "alice", push=True)).ok
+    # rewrite the local branch: a different related commit on the base
+    git(work, "update-ref", "refs/heads/sn74-alice", git(work, "rev-parse", "upstream/main"))
+    git(work, "switch", "-q", "sn74-alice")
+    (work / "submissions" / "alice" / "note.txt").write_text("x\n")
+    git(work, "add", "submissions/alice/note.txt")
+    git(work, "commit", "-q", "-m", "local only")
+    git(work, "switch", "-q", "main")
+    b2 = _bundle(tmp_path, work, "r2", seed=2)
+    SubmissionHistory.open().path.unlink()  # no rate limit in the way
+    snap = repo_snapshot(work)
+    plan = plan_submission(b2.path, work, "alice", push=True)
+    assert any("have diverged" in r for r in plan.refusals), plan.refusals
+    with pytest.raises(SubmitRefused):
+        execute_plan(plan)
+    assert repo_snapshot(work) == snap
 
 
 def test_cli_submit_dry_run_and_refusal(tmp_path, work, capsys):

@@ -197,21 +197,42 @@ def _porcelain(repo) -> list[tuple[str, str]]:
 
 @dataclass
 class _BranchState:
-    exists: bool
-    tip: str | None
-    ahead: list[str]          # commits on the branch not in the base ref, newest first
+    local: str | None         # refs/heads/<branch> now (the old value for update-ref)
+    tip: str | None           # what the branch continues from: the local or the remote tip
+    ahead: list[str]          # commits on `tip` not in the base ref, newest first
     unrelated: list[str]      # "sha subject" of those that touch paths outside the area
     parent: str | None        # the commit the new one goes on
     describe: str
+    diverged: str | None = None  # why local and remote branch cannot be reconciled
 
 
-def _branch_state(repo, branch: str, base_ref: str, area: str) -> _BranchState:
-    tip = _rev(repo, f"refs/heads/{branch}")
+def _is_ancestor(repo, a: str, b: str) -> bool:
+    return _git(repo, "merge-base", "--is-ancestor", a, b)[0] == 0
+
+
+def _branch_state(repo, branch: str, base_ref: str, area: str, remote_ref: str | None = None) -> _BranchState:
+    """Where the submission commit goes. The branch continues from whichever of the local branch
+    and the fork's branch (`remote_ref`) contains the other; from the base when neither exists
+    or when everything on it is already in the base."""
+    local = _rev(repo, f"refs/heads/{branch}")
+    remote_tip = _rev(repo, remote_ref) if remote_ref else None
     base = _rev(repo, base_ref)
+    tip = local or remote_tip
+    if local and remote_tip and local != remote_tip:
+        if _is_ancestor(repo, remote_tip, local):
+            tip = local
+        elif _is_ancestor(repo, local, remote_tip):
+            tip = remote_tip  # e.g. pushed from another clone: continue from the fork's tip
+        else:
+            why = (f"local {branch} ({local[:10]}) and {remote_ref} ({remote_tip[:10]}) have diverged; "
+                   f"compare them with `git log --oneline --graph {branch} {remote_ref}` and delete or "
+                   "reset the one you do not want")
+            return _BranchState(local, None, [], [], None, why, diverged=why)
     if tip is None:
-        return _BranchState(False, None, [], [], base, "new branch")
+        return _BranchState(local, None, [], [], base, "new branch")
+    where = "exists" if local else f"exists only on the remote ({remote_ref})"
     if base is None:
-        return _BranchState(True, tip, [], [], None, f"exists at {tip[:10]}; base not fetched yet")
+        return _BranchState(local, tip, [], [], None, f"{where} at {tip[:10]}; base not fetched yet")
     _, out, _ = _git(repo, "rev-list", f"{base}..{tip}")
     ahead = [c for c in out.splitlines() if c]
     unrelated = []
@@ -220,10 +241,10 @@ def _branch_state(repo, branch: str, base_ref: str, area: str) -> _BranchState:
             _, subject, _ = _git(repo, "log", "-1", "--format=%s", c)
             unrelated.append(f"{c[:10]} {subject.strip()}")
     if not ahead:
-        return _BranchState(True, tip, [], [], base, f"exists at {tip[:10]}, contained in {base_ref}: "
+        return _BranchState(local, tip, [], [], base, f"{where} at {tip[:10]}, contained in {base_ref}: "
                             "moves to the new commit")
-    return _BranchState(True, tip, ahead, unrelated, tip,
-                        f"exists with {len(ahead)} commit(s) on {base_ref} touching only {area}/: "
+    return _BranchState(local, tip, ahead, unrelated, tip,
+                        f"{where} with {len(ahead)} commit(s) on {base_ref} touching only {area}/: "
                         "the new commit goes on top")
 
 
@@ -351,12 +372,14 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
     if head_branch == branch:
         refusals.append(f"{branch} is checked out; switch to another branch first (git switch {base})")
 
-    state = _branch_state(r, branch, base_ref, area)
+    state = _branch_state(r, branch, base_ref, area, f"refs/remotes/{remote}/{branch}")
+    if state.diverged:
+        refusals.append(state.diverged)
     if state.unrelated:
         refusals.append(f"branch {branch} has commits unrelated to {area}/: {'; '.join(state.unrelated[:3])}; "
                         f"rename or delete it (git branch -m {branch} {branch}-old)")
     files_abs = bundle_files(bundle)
-    if state.exists and state.tip and _holds_bundle(r, state.tip, rel, files_abs, root):
+    if state.tip and _holds_bundle(r, state.tip, rel, files_abs, root):
         notes.append(f"{branch} already holds this bundle at {state.tip[:10]}: no new commit (a retry)")
     files = [p.relative_to(root).as_posix() for p in files_abs]
     for f in scan_files([(p, p.relative_to(root).as_posix()) for p in files_abs]):
@@ -459,8 +482,21 @@ def _execute(plan: SubmitPlan, run: _Runner, token: str | None) -> SubmitResult:
     if not ok:
         return fail(f"fetching {p.base} from {p.upstream} failed ({_last(s.output)}); nothing was changed. "
                     f"Fix the remote or the network, then {again}")
+    # Does the fork already have the branch (a submission from another clone, or a push that
+    # went through before a later step failed)? Then the new commit must go on top of it.
+    remote_ref = f"refs/remotes/{p.remote}/{p.branch}"
+    ok, heads, s = run.git("remote-branch", "ls-remote", "--heads", p.remote, f"refs/heads/{p.branch}")
+    if not ok:
+        return fail(f"could not reach {p.remote} ({_last(s.output)}); nothing was changed. {again}")
+    if heads.strip():
+        ok, _, s = run.git("fetch", "fetch", p.remote, f"+refs/heads/{p.branch}:{remote_ref}")
+        if not ok:
+            return fail(f"fetching {p.branch} from {p.remote} failed ({_last(s.output)}); nothing was changed. "
+                        f"{again}")
     area = p.bundle_rel if p.bundle_format == MINIROUTER else str(Path(p.bundle_rel).parent.as_posix())
-    state = _branch_state(run.repo, p.branch, p.base_ref, area)
+    state = _branch_state(run.repo, p.branch, p.base_ref, area, remote_ref if heads.strip() else None)
+    if state.diverged:
+        return fail(f"{state.diverged}; nothing was changed. Then {again}")
     if state.unrelated:
         return fail(f"after fetching, branch {p.branch} has commits unrelated to {area}/ "
                     f"({'; '.join(state.unrelated[:3])}); nothing was changed. Rename or delete the branch, then {again}")
@@ -483,19 +519,23 @@ def _execute(plan: SubmitPlan, run: _Runner, token: str | None) -> SubmitResult:
         return fail(f"the commit would touch {outside[:3]} outside the bundle; nothing was changed")
 
     if not added.strip():
-        if parent == state.tip:
-            commit = parent
-            s = run.step("commit", f"(no commit: {p.branch} at {parent[:10]} already holds this bundle)")
-            run.finish(s, True, "", time.monotonic(), status="skipped")
-        else:
+        if parent != state.tip:
             return fail(f"{p.base_ref} already contains this bundle exactly; nothing to submit")
+        commit = parent
+        s = run.step("commit", f"(no commit: {p.branch} at {parent[:10]} already holds this bundle)")
+        run.finish(s, True, "", time.monotonic(), status="skipped")
+        if state.local != commit:  # the fork had it; bring the local branch along
+            ok, _, s = run.git("branch", "update-ref", "-m", f"trinity submit {p.bundle_rel}",
+                               f"refs/heads/{p.branch}", commit, state.local or ZERO_OID)
+            if not ok:
+                return fail(f"could not set {p.branch} to {commit[:10]} ({_last(s.output)}). {again}")
     else:
         ok, commit, s = run.git("commit", "commit-tree", tree, "-p", parent, "-m", p.commit_message.rstrip("\n"),
                                 shown_args=("commit-tree", tree, "-p", parent, "-m", "<the commit message above>"))
         if not ok:
             return fail(f"`git commit-tree` failed ({_last(s.output)}); nothing was changed. {again}")
         ok, _, s = run.git("branch", "update-ref", "-m", f"trinity submit {p.bundle_rel}",
-                           f"refs/heads/{p.branch}", commit, state.tip or ZERO_OID)
+                           f"refs/heads/{p.branch}", commit, state.local or ZERO_OID)
         if not ok:
             return fail(f"could not move {p.branch} to the new commit {commit[:10]} ({_last(s.output)}); "
                         f"the branch is unchanged (someone moved it meanwhile?). {again}")
