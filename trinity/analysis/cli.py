@@ -57,38 +57,26 @@ def _progress_printer(args):
 # ---- oracle ---------------------------------------------------------------------------------
 
 def cmd_oracle(args) -> int:
-    import numpy as np
-
     from trinity.analysis.inputs import resolve_matrix, select_ids
-    from trinity.analysis.oracle import oracle_ceiling, validate_solves
+    from trinity.analysis.oracle import oracle_ceiling
     from trinity.analysis.render import oracle_view
 
     _positive("--splits", args.splits)
     _positive("--bootstrap", args.bootstrap)
     matrix = resolve_matrix(args.matrix)
-    router_correct = None
-    if args.run or args.split != "all" or args.benchmark:
-        sel = select_ids(matrix, args.split, args.benchmark, run=args.run)
-        matrix = matrix.subset(sel.ids)
-        matrix.notes.append(f"questions: {sel.source}")
+    progress = _progress_printer(args)
     if args.run:
-        from trinity.analysis.evaluate import load_router
-        from trinity.optim.runinputs import load_run_inputs
+        from trinity.analysis.evaluate import oracle_for_run
 
-        inputs = load_run_inputs(args.run)
-        by_id = {q.id: q for q in inputs.questions}
-        missing = [i for i in matrix.ids if i not in by_id]
-        if missing:
-            raise InputError(f"{len(missing)} matrix question(s) are not among the run's questions "
-                             f"(e.g. {', '.join(missing[:5])}); use the run's matrix")
-        run_models = inputs.matrix.models if inputs.matrix is not None else matrix.models
-        if list(run_models) != list(matrix.models):
-            raise InputError(f"the matrix's models {matrix.models} differ from the run's {run_models}")
-        routing = load_router(args.run).route([by_id[i] for i in matrix.ids])
-        p = validate_solves(matrix.solves).mean(axis=2)
-        router_correct = p[np.arange(len(matrix.ids)), np.asarray(routing.model_idx, dtype=np.int64)]
-    report = oracle_ceiling(matrix, seed=args.seed, splits=args.splits, bootstrap=args.bootstrap,
-                            router_correct=router_correct, progress=_progress_printer(args))
+        report = oracle_for_run(args.run, args.split, matrix, args.benchmark, seed=args.seed, splits=args.splits,
+                                bootstrap=args.bootstrap, progress=progress)
+    else:
+        if args.split != "all" or args.benchmark:
+            sel = select_ids(matrix, args.split, args.benchmark)
+            matrix = matrix.subset(sel.ids)
+            matrix.notes.append(f"questions: {sel.source}")
+        report = oracle_ceiling(matrix, seed=args.seed, splits=args.splits, bootstrap=args.bootstrap,
+                                progress=progress)
     _emit(args, report, oracle_view, "plot_oracle")
     return 0
 

@@ -249,3 +249,44 @@ def read_eval(run_dir: str | Path, mode: str, split: str) -> dict | None:
     if not isinstance(doc, dict):
         return None
     return (doc.get("evaluations") or {}).get(f"{mode}/{split}")
+
+
+def router_correctness(run_dir: str | Path, matrix, progress: Progress | None = None) -> np.ndarray:
+    """(Q,) expected correctness of the run's router on the rows of `matrix` (turn 1, cached):
+    each question is routed by the trained router and scored on the chosen model's recorded answers."""
+    from trinity.analysis.oracle import validate_solves
+    from trinity.optim.runinputs import load_run_inputs
+
+    inputs = load_run_inputs(run_dir)
+    by_id = {q.id: q for q in inputs.questions}
+    missing = [i for i in matrix.ids if i not in by_id]
+    if missing:
+        raise InputError(f"{len(missing)} matrix question(s) are not among the run's questions "
+                         f"(e.g. {', '.join(missing[:5])}); use the run's matrix")
+    run_models = inputs.matrix.models if inputs.matrix is not None else matrix.models
+    if list(run_models) != list(matrix.models):
+        raise InputError(f"the matrix's models {matrix.models} differ from the run's {run_models}")
+    if progress:
+        progress(0, 1, f"routing {len(matrix.ids)} questions with the trained router")
+    routing = load_router(run_dir).route([by_id[i] for i in matrix.ids])
+    p = validate_solves(matrix.solves).mean(axis=2)  # (Q, M)
+    return p[np.arange(len(matrix.ids)), np.asarray(routing.model_idx, dtype=np.int64)]
+
+
+def oracle_for_run(run_dir: str | Path, split: str = "test", matrix=None, benchmark: str | None = None,
+                   seed: int = 0, splits: int = 200, bootstrap: int = 2000, progress: Progress | None = None):
+    """The oracle ceiling on a run's `split` (its own matrix unless `matrix` is given), with the
+    trained router's accuracy and the share of the headroom it captures."""
+    from trinity.analysis.inputs import select_ids
+    from trinity.analysis.oracle import oracle_ceiling
+    from trinity.optim.runinputs import load_run_inputs
+
+    if matrix is None:
+        matrix = load_run_inputs(run_dir).matrix
+        if matrix is None:
+            raise InputError(f"{run_dir}: the run has no outcome matrix; pass one (trinity oracle MATRIX --run)")
+    sel = select_ids(matrix, split, benchmark, run=run_dir)
+    sub = matrix.subset(sel.ids)
+    sub.notes.append(f"questions: {sel.source}")
+    return oracle_ceiling(sub, seed=seed, splits=splits, bootstrap=bootstrap,
+                          router_correct=router_correctness(run_dir, sub, progress), progress=progress)
