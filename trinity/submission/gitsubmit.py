@@ -18,6 +18,7 @@ to `on_step` when it starts and when it ends, so the app can stream the log.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import tempfile
 import time
@@ -30,9 +31,26 @@ from trinity.submission import github
 from trinity.submission.bundle import MINIROUTER, bundle_files, detect_format, load_bundle
 from trinity.submission.gates import GateReport, check_bundle
 from trinity.submission.history import SubmissionHistory
+from trinity.submission.pool_config import key_values
 from trinity.submission.scan import scan_files
 
 ZERO_OID = "0" * 40
+_URL_CREDENTIALS = re.compile(r"(://)[^/@\s]+@")
+
+
+def scrub(text: str) -> str:
+    """`text` without URL credentials (https://user:token@host) or the value of any key variable."""
+    text = _URL_CREDENTIALS.sub(r"\1***@", text)
+    for _, value in key_values():
+        text = text.replace(value, "***")
+    return text
+
+
+def _public(text: str, root: Path) -> str:
+    """Text for the public PR: local paths shortened (repo-relative, ~ for home)."""
+    text = text.replace(str(root) + "/", "")
+    home = str(Path.home())
+    return text.replace(home + "/", "~/") if home not in ("/", "") else text
 
 
 class SubmitRefused(TrinityError):
@@ -347,6 +365,9 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
     except ValueError:
         raise InputError(f"bundle {bundle} is not inside the repository {root}; pack it there with "
                          f"`trinity pack RUN --out {root} …`") from None
+    if rel == ".":
+        raise InputError(f"the bundle {bundle} is the repository itself; pass the bundle directory "
+                         "(submissions/<miner>/<n> or submissions/final_model)")
     area = rel if fmt == MINIROUTER else str(Path(rel).parent.as_posix())
     remotes = {rm.name for rm in r.remotes}
     if remote not in remotes:
@@ -400,7 +421,8 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
     head_owner = fork.owner if fork else (target.owner if target and upstream == remote else None)
     cmp_url = github.compare_url(target, base, head_owner, branch) if target and head_owner else None
     title, body = _pr_text(miner, rel, fmt, info, report, skip_gates)
-    push_url = _config(r, f"remote.{remote}.pushurl") or _config(r, f"remote.{remote}.url") or remote
+    body = _public(body, root)
+    push_url = scrub(_config(r, f"remote.{remote}.pushurl") or _config(r, f"remote.{remote}.url") or remote)
     return SubmitPlan(
         repo=root, bundle=bundle, bundle_rel=rel, bundle_hash=lb.hash, bundle_format=fmt, miner=miner,
         branch=branch, base=base, remote=remote, upstream=upstream, base_ref=base_ref, files=files,
@@ -433,7 +455,7 @@ class _Runner:
 
     def finish(self, s: StepResult, ok: bool, output: str, t0: float, status: str | None = None) -> StepResult:
         s.status = status or ("ok" if ok else "failed")
-        s.output = output
+        s.output = scrub(output)
         s.seconds = round(time.monotonic() - t0, 3)
         self.on_step(s)
         return s
