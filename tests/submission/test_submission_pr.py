@@ -160,3 +160,28 @@ def test_compare_url_from_remotes_fork_and_single_repo(tmp_path):
     assert plan.compare_url == "https://github.com/comp-org/tinyrouter/compare/dev...comp-org:sn74-alice?expand=1"
     assert compare_url(GitHubRepo("github.com", "o", "r"), "main", "u", "b") == \
         "https://github.com/o/r/compare/main...u:b?expand=1"
+
+
+def test_plain_path_remotes_have_no_compare_url(tmp_path, monkeypatch):
+    work = make_repo(tmp_path / "git")
+    git(work, "remote", "remove", "upstream")
+    git(work, "remote", "set-url", "origin", str(tmp_path / "git" / "fork.git"))
+    git(work, "fetch", "-q", "origin")
+    run = make_run(tmp_path / "runs" / "r1")
+    b = pack_run(run.path, "alice", "tinyrouter", out=work)
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    plan = plan_submission(b.path, work, "alice", push=True, pr=True)
+    assert plan.compare_url is None and plan.target is None
+    assert "not a GitHub URL" in "\n".join(plan.describe())
+    res = execute_plan(plan)
+    assert res.ok and res.pushed and res.pr_url is None and "open the pull request by hand" in res.message
+
+
+def test_scrub_removes_url_credentials_and_key_values(monkeypatch):
+    from trinity.submission.gitsubmit import scrub
+
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-v1-" + "ab" * 20)
+    text = f"To https://alice:{TOKEN}@github.com/a/b.git\nkey sk-or-v1-{'ab' * 20} echoed"
+    out = scrub(text)
+    assert TOKEN not in out and "ab" * 20 not in out
+    assert "https://***@github.com/a/b.git" in out
