@@ -34,7 +34,7 @@ MODE_KEYS = [("1", "runs", "Runs"), ("2", "train", "Train"), ("3", "ledger", "Le
 
 class MinerApp(App):
     TITLE = "minertui"
-    CSS_PATH = ["app.tcss"]
+    CSS_PATH = [Path(__file__).with_name("app.tcss")]  # absolute: subclasses live elsewhere
     ENABLE_COMMAND_PALETTE = True
     MODES = {"runs": RunsScreen, "train": TrainScreen, "ledger": LedgerScreen,
              "traces": TracesScreen, "analysis": AnalysisScreen, "submit": SubmitScreen}
