@@ -50,12 +50,11 @@ def pool_models(cfg: TrainConfig, inputs: RunInputs) -> list[str]:
     """θ's model order: the matrix's (the order of per_model keys in its first task)."""
     if inputs.matrix is not None:
         return list(inputs.matrix.models)
-    try:
-        from trinity.pool.providers import pool_model_ids
-    except ModuleNotFoundError:
-        raise ConfigError("live mode without a matrix needs the pool package to name the models; "
-                          "pass --matrix") from None
-    return list(pool_model_ids(cfg.pool))
+    if not cfg.pool:
+        raise ConfigError("live mode without a matrix needs --pool (its models give θ's model order)")
+    from trinity.pool.providers import load_pool
+
+    return list(load_pool(cfg.pool).models)
 
 
 def _git_sha() -> str | None:
@@ -81,6 +80,7 @@ def _versions() -> dict[str, str]:
 
 def _warmup(fitness: Fitness, router: Any, inputs: RunInputs, trainer: Trainer) -> Callable[[], None]:
     """Encode every train+val question once, in fixed batches, before the first generation.
+    (Cached mode only: live transcripts are new every generation.)
 
     The encoder's feature cache then holds values computed the same way whether the run is
     fresh or resumed, so a resumed run's numbers equal the uninterrupted run's bit for bit.
@@ -88,12 +88,9 @@ def _warmup(fitness: Fitness, router: Any, inputs: RunInputs, trainer: Trainer) 
     def warm() -> None:
         if not isinstance(fitness, CachedFitness):
             return
-        import numpy as np
-
         qs = trainer.train_q + trainer.val_q
-        x0 = np.asarray(router.initial_mean(), dtype=np.float64)[None, :]
         for a in range(0, len(qs), WARM_CHUNK):
-            router.population_logits(x0, fitness.texts(qs[a:a + WARM_CHUNK]))
+            router.layer_inputs(fitness.texts(qs[a:a + WARM_CHUNK]))
     return warm
 
 
@@ -124,9 +121,12 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
             for note in inputs.matrix.notes:
                 run.log(f"matrix: {note}")
         fitness = make_fitness(cfg, run, router, inputs, models)
-        trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=run.id, on_event=on_event)
-        trainer.set_warmup(_warmup(fitness, router, inputs, trainer))
-        return trainer.train()
+        try:
+            trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=run.id, on_event=on_event)
+            trainer.set_warmup(_warmup(fitness, router, inputs, trainer))
+            return trainer.train()
+        finally:
+            _close(fitness)
 
 
 def resume_run(run_dir: str | os.PathLike, overrides: dict[str, Any] | None = None,
@@ -151,16 +151,23 @@ def resume_run(run_dir: str | os.PathLike, overrides: dict[str, Any] | None = No
         models = list(meta.get("models") or pool_models(cfg, inputs))
         router = build_router(cfg, len(models))
         fitness = make_fitness(cfg, run, router, inputs, models)
-        trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=meta.get("id", run.id),
-                          on_event=on_event)
-        if state is not None:
-            trainer.load_state(state)
-        if overrides:
+        try:
+            trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=meta.get("id", run.id),
+                              on_event=on_event)
+            if state is not None:
+                trainer.load_state(state)
             run.update_meta(config=cfg.resolved(), pid=os.getpid(), budget_usd=cfg.budget_usd)
-        else:
-            run.update_meta(pid=os.getpid())
-        trainer.set_warmup(_warmup(fitness, router, inputs, trainer))
-        return trainer.train(resume=True)
+            trainer.set_warmup(_warmup(fitness, router, inputs, trainer))
+            return trainer.train(resume=True)
+        finally:
+            _close(fitness)
+
+
+def _close(fitness: Fitness) -> None:
+    """Live fitness holds a client, a ledger, a journal (and maybe a practice server)."""
+    close = getattr(fitness, "close", None)
+    if callable(close):
+        close()
 
 
 def python_cmd() -> list[str]:

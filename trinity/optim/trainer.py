@@ -207,6 +207,9 @@ class Trainer:
         self._validate(gen, thetas[int(np.argmax(fit))], record)
         if mix:
             record["model_mix"], record["role_mix"] = mix["model"], mix["role"]
+        avg_turns = getattr(self.fitness, "avg_turns", None)  # live mode: turns per session
+        if avg_turns is not None:
+            record["avg_turns"] = float(avg_turns)
         record["secs"] = round(time.monotonic() - t0, 4)
         st["history"].append(record)
         st["gen"] = gen
