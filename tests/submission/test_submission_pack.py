@@ -123,3 +123,19 @@ def test_cli_pack_and_its_errors(tmp_path, capsys):
     assert main(["pack", str(run.path), "--miner", "bad name!", "--format", "minirouter",
                  "--out", str(tmp_path / "repo")]) == 2
     assert "miner name" in capsys.readouterr().err
+
+
+def test_bundle_files_get_ordinary_modes_and_hidden_dirs_are_not_priors(tmp_path):
+    import os
+    import shutil
+
+    from trinity.submission.bundle import find_bundles
+
+    run = make_run(tmp_path / "r")
+    b = pack_run(run.path, "alice", "tinyrouter", out=tmp_path / "repo")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (b.path.stat().st_mode & 0o777) == 0o777 & ~mask
+    assert all((p.stat().st_mode & 0o777) == 0o666 & ~mask for p in b.path.iterdir())
+    shutil.copytree(b.path, tmp_path / "repo" / "submissions" / ".pack-tmp")
+    assert find_bundles(tmp_path / "repo" / "submissions") == [b.path]

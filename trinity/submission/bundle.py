@@ -202,9 +202,11 @@ def load_bundle(path: str | os.PathLike) -> LoadedBundle:
 
 
 def find_bundles(root: str | os.PathLike) -> list[Path]:
-    """Bundle directories under `root` (itself included): dirs holding a head or a θ file."""
+    """Bundle directories under `root` (itself included): dirs holding a head or a θ file.
+    Hidden directories (a pack in progress, `.git`) are skipped."""
     root = Path(root)
     if not root.is_dir():
         raise InputError(f"directory of prior bundles not found: {root}")
-    found = {p.parent for name in (HEAD_FILE, THETA_FILE) for p in root.rglob(name)}
+    found = {p.parent for name in (HEAD_FILE, THETA_FILE) for p in root.rglob(name)
+             if not any(part.startswith(".") for part in p.relative_to(root).parts)}
     return sorted(found)

@@ -183,8 +183,19 @@ def _next_number(miner_dir: Path) -> int:
     return max(nums, default=0) + 1
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _place(tmp: Path, final: Path, replace: bool) -> None:
-    """Rename the finished temp bundle to its final name (replacing a previous one if asked)."""
+    """Rename the finished temp bundle to its final name (replacing a previous one if asked).
+    Temp files are private (0600/0700); the bundle gets the usual modes first."""
+    mask = _umask()
+    os.chmod(tmp, 0o777 & ~mask)
+    for p in tmp.iterdir():
+        os.chmod(p, 0o666 & ~mask)
     if replace and final.exists():
         old = final.with_name(f".{final.name}.old-{os.getpid()}")
         os.replace(final, old)
