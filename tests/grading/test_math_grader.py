@@ -175,11 +175,12 @@ def test_reasons_are_short_and_specific():
     assert grade_math("\\boxed{1.414}", "\\sqrt{2}").reason == "decimal approximation of an exact answer"
 
 
-def test_pathological_input_hits_the_deadline_not_the_clock():
-    t = time.monotonic()
+def test_pathological_input_hits_the_cpu_deadline():
+    answers_equivalent("1", "1.0")  # warm the parser (not on the clock)
+    t = time.process_time()
     ok, reason = answers_equivalent("5", "10^{10^{10}}", deadline_s=0.5)
     assert not ok and "timed out" in reason
-    assert time.monotonic() - t < 3.0
+    assert time.process_time() - t < 1.5  # CPU seconds: independent of how busy the box is
 
 
 def test_huge_answer_is_compared_as_text_only():
@@ -207,21 +208,21 @@ def test_grading_from_a_thread_uses_the_helper_and_agrees():
     assert out["slow"][0] is False and "timed out" in out["slow"][1]
 
 
-def test_deadline_restores_the_callers_alarm_and_timer():
+def test_deadline_restores_the_callers_handler_and_timer():
     import signal
 
     def mine(signum, frame):  # pragma: no cover — never fires
         pass
 
-    old = signal.signal(signal.SIGALRM, mine)
-    old_timer = signal.setitimer(signal.ITIMER_REAL, 100.0)
+    old = signal.signal(signal.SIGVTALRM, mine)
+    old_timer = signal.setitimer(signal.ITIMER_VIRTUAL, 100.0)
     try:
         answers_equivalent("x^2", "x \\cdot x")
-        assert signal.getsignal(signal.SIGALRM) is mine
-        assert 90.0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 100.0
+        assert signal.getsignal(signal.SIGVTALRM) is mine
+        assert 90.0 < signal.getitimer(signal.ITIMER_VIRTUAL)[0] <= 100.0
     finally:
-        signal.setitimer(signal.ITIMER_REAL, *old_timer)
-        signal.signal(signal.SIGALRM, old)
+        signal.setitimer(signal.ITIMER_VIRTUAL, *old_timer)
+        signal.signal(signal.SIGVTALRM, old)
 
 
 def test_last_boxed_ignores_escaped_braces_when_balancing():

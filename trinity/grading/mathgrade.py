@@ -8,12 +8,15 @@ Order of decisions (cheapest first, each one final):
    thousands separators) they are compared as exact fractions, so `1000001` ≠ `1000000` and
    `0.333` / `0.3333333` ≠ `1/3` (math-verify would round the latter to equal);
 5. a decimal answer to a non-numeric gold (`\\sqrt{2}`, `\\pi`) is an approximation: wrong;
-6. otherwise math-verify (sympy) decides, under a wall-clock deadline.
+6. otherwise math-verify (sympy) decides, under a CPU-time deadline.
 
-The deadline: math-verify's own timeouts use `signal.alarm`, which only works in the main thread
-and only in whole seconds. We switch them off and guard the call ourselves: in the main thread
-with a sub-second `setitimer` alarm; in any other thread (the practice server, a thread pool) the
-comparison runs in a persistent helper process that is killed and restarted if it overruns.
+The deadline: math-verify's own timeouts use `signal.alarm`, which only works in the main thread,
+only in whole seconds, and counts wall time (so a busy machine changes verdicts). We switch them
+off and guard the call ourselves: in the main thread with a `setitimer(ITIMER_VIRTUAL)` alarm on
+this process's CPU time; in any other thread (the practice server, a thread pool) the comparison
+runs in a persistent helper process (its own main thread, same alarm) that is also killed and
+restarted if it overruns a generous wall-clock limit (C code that ignores signals).
+Results are memoised per (gold, answer); a timeout is not, so a retry may finish.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from pathlib import Path
 
 from trinity.grading.verdict import Verdict
 
-DEADLINE_S = 2.0  # per symbolic comparison (parse gold + parse answer + verify)
+DEADLINE_S = 2.0  # CPU seconds per symbolic comparison (parse gold + parse answer + verify)
+WALL_LIMIT_FACTOR = 5.0  # helper process: wall-clock kill at 5 × the deadline + 5 s
 MAX_SYMBOLIC_CHARS = 400  # longer answers are compared as strings only (sympy can take seconds)
 
 # ---------------------------------------------------------------------------------------------
@@ -227,40 +231,54 @@ def _symbolic_equal_unguarded(gold: str, pred: str) -> bool:
 
 
 def _in_main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    return threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGVTALRM")
 
 
 class _NoSignals(Exception):
-    """SIGALRM cannot be used here (not the main thread / interpreter, or no setitimer)."""
+    """SIGVTALRM cannot be used here (not the main thread / interpreter, or no setitimer)."""
+
+
+_WARM = False
+
+
+def _warm_up() -> None:
+    """The first parse builds the LaTeX parser (a second or more on a busy box): not on the clock."""
+    global _WARM
+    if not _WARM:
+        _symbolic_equal_unguarded("1", "1")
+        _WARM = True
 
 
 def _equal_with_alarm(gold: str, pred: str, deadline_s: float) -> bool | None:
-    """Main thread only (else _NoSignals). None = ran out of time."""
-    import math_verify  # noqa: F401  (import cost must not count against the deadline)
+    """Main thread only (else _NoSignals). None = ran out of time.
+
+    The deadline is CPU time of this process (ITIMER_VIRTUAL / SIGVTALRM), not wall time, so a
+    verdict does not depend on how busy the machine is."""
 
     def on_alarm(signum, frame):
         raise _Deadline()
 
     if not _in_main_thread():
         raise _NoSignals()
-    started = time.monotonic()
+    _warm_up()
+    started = time.process_time()
     try:
-        old_handler = signal.signal(signal.SIGALRM, on_alarm)
+        old_handler = signal.signal(signal.SIGVTALRM, on_alarm)
     except ValueError:  # main thread of a sub-interpreter
         raise _NoSignals() from None
-    old_timer = signal.setitimer(signal.ITIMER_REAL, deadline_s)
+    old_timer = signal.setitimer(signal.ITIMER_VIRTUAL, deadline_s)
     try:
         try:
             result: bool | None = _symbolic_equal_unguarded(gold, pred)
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.setitimer(signal.ITIMER_VIRTUAL, 0)
     except _Deadline:  # also when the alarm lands between the result and the cancel above
         result = None
     finally:
-        signal.signal(signal.SIGALRM, old_handler)
-        if old_timer[0] > 0:  # someone else's alarm was pending: re-arm what is left of it
-            left = max(old_timer[0] - (time.monotonic() - started), 0.001)
-            signal.setitimer(signal.ITIMER_REAL, left, old_timer[1])
+        signal.signal(signal.SIGVTALRM, old_handler)
+        if old_timer[0] > 0:  # someone else's timer was pending: re-arm what is left of it
+            left = max(old_timer[0] - (time.process_time() - started), 0.001)
+            signal.setitimer(signal.ITIMER_VIRTUAL, left, old_timer[1])
     return result
 
 
@@ -325,8 +343,9 @@ class _Helper:
             except BrokenPipeError:
                 self.stop()
                 return None
-            # The helper enforces the deadline itself; the margin covers C code that ignores it.
-            line = self._read_line(deadline_s + 2.0)
+            # The helper enforces the (CPU-time) deadline itself; this wall-clock limit only
+            # catches C code that ignores signals, with room for a busy machine.
+            line = self._read_line(WALL_LIMIT_FACTOR * deadline_s + 5.0)
             if line is None:
                 self.stop()
                 return None
@@ -339,7 +358,7 @@ atexit.register(_HELPER.stop)
 
 def _helper_main() -> None:
     """The helper process: one JSON request a line on stdin, one JSON answer a line on stdout."""
-    import math_verify  # noqa: F401
+    _warm_up()
 
     out = sys.stdout
     out.write("ready\n")
@@ -359,7 +378,7 @@ def _symbolic_cached(gold: str, pred: str, deadline_s: float) -> bool:
     eq: bool | None
     try:
         eq = _equal_with_alarm(gold, pred, deadline_s)
-    except _NoSignals:  # no SIGALRM here: let the helper process (its own main thread) do it
+    except _NoSignals:  # no signals here: let the helper process (its own main thread) do it
         try:
             eq = _HELPER.equal(gold, pred, deadline_s)
         except (OSError, RuntimeError):
