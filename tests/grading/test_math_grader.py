@@ -228,3 +228,11 @@ def test_deadline_restores_the_callers_handler_and_timer():
 def test_last_boxed_ignores_escaped_braces_when_balancing():
     assert last_boxed("\\boxed{\\{1,2\\}}") == "\\{1,2\\}"
     assert last_boxed("\\boxed{a\\}b}") == "a\\}b"
+
+
+def test_extraction_stays_linear_on_hostile_text():
+    t = time.process_time()
+    assert extract_math_answer("\\boxed{" * 20000 + " 5") == "5"  # no box closes: last number
+    assert extract_math_answer("\\boxed{1} " * 20000 + "\\boxed{2}") == "2"
+    assert extract_math_answer("9" * 100000) == "9" * 100000
+    assert time.process_time() - t < 2.0

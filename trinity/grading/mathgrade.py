@@ -53,42 +53,44 @@ _NUMBER_RE = re.compile(
 )
 
 
-def _balanced(text: str, open_at: int) -> int | None:
-    """Index of the `}` closing the `{` at `open_at`; escaped `\\{` `\\}` do not count."""
-    depth = 0
-    i = open_at
-    n = len(text)
+def _brace_pairs(text: str) -> dict[int, int]:
+    """{index of `{`: index of its `}`} in one pass; escaped `\\{` `\\}` do not count. Linear, so
+    a response with thousands of unclosed `\\boxed{` cannot make extraction quadratic."""
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    i, n = 0, len(text)
     while i < n:
         c = text[i]
         if c == "\\":
             i += 2  # skip the escaped character (\{, \}, \\)
             continue
         if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return i
+            stack.append(i)
+        elif c == "}" and stack:
+            pairs[stack.pop()] = i
         i += 1
-    return None
+    return pairs
 
 
 def last_boxed(text: str) -> str | None:
     """Content of the last non-empty `\\boxed{...}` / `\\fbox{...}` (or `\\boxed 5`), else None."""
-    found: str | None = None
-    for m in _BOX_RE.finditer(text):
+    matches = list(_BOX_RE.finditer(text))
+    if not matches:
+        return None
+    pairs = _brace_pairs(text)
+    for m in reversed(matches):
         start = m.end()
         if start < len(text) and text[start] == "{":
-            end = _balanced(text, start)
+            end = pairs.get(start)
             if end is None:
                 continue  # unbalanced (truncated output): not an answer
             inner = text[start + 1:end].strip()
-        else:  # `\boxed 5`: one token
-            tok = re.match(r"[^\s$]+", text[start:])
+        else:  # `\\boxed 5`: one token
+            tok = re.match(r"[^\s$]+", text[start:start + 200])
             inner = tok.group(0) if tok else ""
         if inner:
-            found = inner
-    return found
+            return inner
+    return None
 
 
 def last_number(text: str) -> str | None:
