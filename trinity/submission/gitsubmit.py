@@ -268,7 +268,7 @@ def _branch_state(repo, branch: str, base_ref: str, area: str, remote_ref: str |
 
 def _holds_bundle(repo, commit: str, rel: str, files: list[Path], root: Path) -> bool:
     """True when `commit` has exactly these files (same content) under `rel`. Writes nothing:
-    blob ids come from `git hash-object` without -w."""
+    blob ids come from `git hash-object` without -w (same filters as `git add`)."""
     _, listing, _ = _git(repo, "ls-tree", "-r", "--full-tree", commit, "--", rel)
     committed = {}
     for ln in listing.splitlines():
@@ -276,7 +276,7 @@ def _holds_bundle(repo, commit: str, rel: str, files: list[Path], root: Path) ->
         committed[path] = meta.split()[-1]
     if not files or len(committed) != len(files):
         return False
-    code, out, _ = _git(repo, "hash-object", "--no-filters", "--", *[str(f) for f in files])
+    code, out, _ = _git(repo, "hash-object", "--", *[str(f) for f in files])
     blobs = out.split()
     if code != 0 or len(blobs) != len(files):
         return False
