@@ -1,0 +1,176 @@
+"""`trinity bench pool`: the pool client against the practice server (benchmark (a)).
+
+For each simulated latency (default 0 and 50 ms) it starts `trinity pool serve-practice` as a
+SEPARATE process (as a real provider would be), then keeps `--concurrency` calls in flight through
+one `PoolClient` (with its ledger, fsync'd by group commit; no response cache, so every call is
+real HTTP) for `--seconds`, and reports:
+
+  calls_per_s      sustained completed calls per second
+  latency p50/p99  wall time of `client.chat()` (ms)
+  overhead p50/p99 latency minus the server's own time for the request (its Server-Timing, which
+                   includes the simulated latency): the client, the loopback hop and the time the
+                   request queued before the server read it (ms)
+
+Part (b), the wall time of one live generation, needs the session loop and the router; the
+trainer registers it with `register_live_generation(fn)` (fn(args) -> dict), and
+`trinity bench pool --live-generation` then runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+_LIVE_GENERATION: Callable[[argparse.Namespace], dict] | None = None
+
+
+def register_live_generation(fn: Callable[[argparse.Namespace], dict]) -> None:
+    """Hook for part (b): the session/trainer side supplies the measurement."""
+    global _LIVE_GENERATION
+    _LIVE_GENERATION = fn
+
+
+def register(sub) -> None:
+    p = sub.add_parser("pool", help="pool client throughput and latency overhead against the practice server")
+    p.add_argument("--seconds", type=float, default=5.0, help="measured seconds per latency setting (default 5)")
+    p.add_argument("--concurrency", type=int, default=64, help="calls in flight (default 64)")
+    p.add_argument("--latencies", default="0,50", help="simulated latencies in ms, comma separated (default 0,50)")
+    p.add_argument("--no-ledger", action="store_true", help="measure without the fsync'd ledger")
+    p.add_argument("--live-generation", action="store_true",
+                   help="part (b): wall time of one live generation (needs the trainer's hook)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_bench_pool)
+
+
+def _pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    i = min(len(xs) - 1, max(0, int(round(q / 100.0 * (len(xs) - 1)))))
+    return xs[i]
+
+
+def _start_server(latency_ms: int) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "trinity", "pool", "serve-practice", "--port", "0",
+                             "--latency-ms", str(latency_ms)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    base = proc.stdout.readline().strip()
+    if not base.startswith("http://"):
+        proc.kill()
+        from trinity.errors import TrinityError
+
+        raise TrinityError("bench pool: the practice server did not start (run `trinity pool serve-practice` "
+                           "to see why)")
+    return proc, base
+
+
+async def _measure(base_url: str, seconds: float, concurrency: int, ledger_dir: Path | None) -> dict[str, Any]:
+    import asyncio
+
+    from trinity.data.practice import practice_questions
+    from trinity.pool.client import PoolClient
+    from trinity.pool.ledger import Ledger
+    from trinity.pool.providers import load_pool
+    from trinity.session.prompts import system_prompt, user_message
+
+    pool = load_pool("practice", base_url=base_url, max_concurrency=concurrency)
+    qs = [q for q in practice_questions() if q.kind in ("math", "mc")]  # no grading work in the server
+    prompts = [[{"role": "system", "content": system_prompt("Worker", q)},
+                {"role": "user", "content": user_message(q.question, "")}] for q in qs]
+    ledger = Ledger(ledger_dir / "ledger.jsonl", "bench") if ledger_dir else None
+    lat: list[float] = []
+    over: list[float] = []
+    failed = 0
+    counter = 0
+    warm_until = time.perf_counter() + min(1.0, seconds / 5)
+    stop_at = warm_until + seconds
+    cpu0 = None
+
+    async def worker(c: PoolClient, wid: int) -> None:
+        nonlocal counter, failed, cpu0
+        while True:
+            counter += 1
+            i = counter
+            t0 = time.perf_counter()
+            if t0 >= stop_at:
+                return
+            r = await c.chat(pool.models[i % 3], prompts[i % len(prompts)], purpose="train", seed=i)
+            t1 = time.perf_counter()
+            if t0 < warm_until:
+                continue
+            if cpu0 is None:
+                cpu0 = time.process_time()
+            if t1 > stop_at:
+                return
+            if not r.ok:
+                failed += 1
+                continue
+            lat.append((t1 - t0) * 1000.0)
+            if r.server_ms is not None:
+                over.append((t1 - t0) * 1000.0 - r.server_ms)
+
+    try:
+        async with PoolClient(pool, run_id="bench", ledger=ledger) as c:
+            await asyncio.gather(*(worker(c, w) for w in range(concurrency)))
+            cpu = time.process_time() - (cpu0 or time.process_time())
+    finally:
+        if ledger:
+            ledger.close()
+    return {
+        "calls": len(lat), "failed": failed, "calls_per_s": round(len(lat) / seconds, 1),
+        "latency_ms": {"p50": round(_pct(lat, 50), 2), "p99": round(_pct(lat, 99), 2)},
+        "overhead_ms": {"p50": round(_pct(over, 50), 2), "p99": round(_pct(over, 99), 2)},
+        "client_cpu_ms_per_call": round(cpu * 1000.0 / max(len(lat), 1), 3),
+    }
+
+
+def cmd_bench_pool(args) -> int:
+    import asyncio
+
+    from trinity.errors import ConfigError, TrinityError
+
+    if args.live_generation:
+        if _LIVE_GENERATION is None:
+            raise TrinityError("bench pool --live-generation: part (b) is not wired in this build (the trainer "
+                               "registers it with trinity.bench.pool.register_live_generation)")
+        out = _LIVE_GENERATION(args)
+        print(json.dumps(out, indent=2) if args.json else out)
+        return 0
+    try:
+        latencies = [int(x) for x in args.latencies.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--latencies must be integers in ms, got {args.latencies!r}") from None
+    if args.concurrency < 1 or args.seconds <= 0:
+        raise ConfigError("--concurrency must be >= 1 and --seconds > 0")
+    results: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "concurrency": args.concurrency, "seconds": args.seconds, "ledger": not args.no_ledger, "runs": {},
+    }
+    for ms in latencies:
+        proc, base = _start_server(ms)
+        try:
+            with tempfile.TemporaryDirectory(prefix="bench-pool-") as tmp:
+                res = asyncio.run(_measure(base, args.seconds, args.concurrency,
+                                           None if args.no_ledger else Path(tmp)))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+        results["runs"][f"{ms}ms"] = res
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print(f"pool client vs practice server (separate process), concurrency {args.concurrency}, "
+              f"{args.seconds:g} s each, ledger {'on' if results['ledger'] else 'off'}, {os.cpu_count()} CPUs")
+        for name, r in results["runs"].items():
+            print(f"  latency {name:>6}: {r['calls_per_s']:8.1f} calls/s   latency p50 {r['latency_ms']['p50']:.1f} "
+                  f"p99 {r['latency_ms']['p99']:.1f} ms   overhead p50 {r['overhead_ms']['p50']:.1f} "
+                  f"p99 {r['overhead_ms']['p99']:.1f} ms   failed {r['failed']}")
+    return 0
