@@ -100,3 +100,14 @@ def test_bad_gold_is_an_input_error():
 def test_unknown_kind_is_an_input_error():
     with pytest.raises(InputError, match="unknown grading kind"):
         grade("essay", "text", "x")
+
+
+def test_hostile_text_does_not_backtrack():
+    import time
+
+    t = time.process_time()
+    for text in ("answer is " + "*" * 5000 + "!", "answer is" + " " * 20000 + "x", "answer is: " * 5000,
+                 "**" * 20000, "\n".join(" " * 1000 for _ in range(100))):
+        assert extract_choice(text) is None
+    assert extract_choice("answer is " + "*" * 40 + "B") is None  # too much decoration to be a commitment
+    assert time.process_time() - t < 2.0

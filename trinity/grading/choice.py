@@ -20,20 +20,23 @@ from trinity.grading.verdict import Verdict
 
 LETTERS = "ABCDEFGHIJ"
 
+# Every repetition below is bounded or over one character class, so no input can make the
+# regexes backtrack exponentially (an unbounded `(?:\*\*|\*)*` would on a run of stars).
+_S = r"\s{0,8}"  # a little whitespace (a newline included: "Answer:\nC")
 # Text that may surround the letter in a commitment: markdown bold/italics, $, \text{, brackets.
-_OPEN = r"(?:\*\*|\*|__|\$|\\text\{|\\textbf\{|\\mathrm\{|[\(\[\{]|\s)*"
-_CLOSE = r"(?:\*\*|\*|__|\$|[\)\]\}]|\.(?!\w))*"
+_OPEN = r"(?:[\s*_$(\[{]|\\text(?:bf)?\{|\\mathrm\{){0,12}"
+_CLOSE = r"(?:[*_$)\]}]|\.(?!\w)){0,12}"
 # After the letter: end of text, punctuation, or a space; never a letter/digit (so "Because" or
 # "C3" do not match).
 _AFTER = r"(?![\w'])"
 
 _ANSWER_PHRASE = (
-    r"(?:\b(?:final\s+|correct\s+|right\s+|best\s+)?answer(?:\s+choice|\s+option)?"
-    r"\s*(?:(?:is|would\s+be|will\s+be|should\s+be|must\s+be)\s*:?|=|:|-)\s*"
-    r"(?:(?:option|choice|letter)\s*:?\s*)?"
-    r"|\b(?:correct|right|best)\s+(?:option|choice|letter)\s*(?:is|would\s+be|:)\s*"
-    r"|\bI\s+(?:choose|select|pick|go\s+with)\s+(?:option\s+|choice\s+)?"
-    r"|\b(?:choose|select|pick)\s+(?:option|choice)\s+)"
+    rf"(?:\b(?:final\s|correct\s|right\s|best\s)?{_S}answer(?:\s{{1,8}}choice|\s{{1,8}}option)?"
+    rf"{_S}(?:(?:is|would\s+be|will\s+be|should\s+be|must\s+be){_S}:?|=|:|-)"
+    rf"(?:{_S}(?:option|choice|letter){_S}:?)?"
+    rf"|\b(?:correct|right|best)\s{{1,8}}(?:option|choice|letter){_S}(?:is|would\s+be|:)"
+    rf"|\bI\s{{1,8}}(?:choose|select|pick|go\s+with)(?:\s{{1,8}}(?:option|choice))?"
+    rf"|\b(?:choose|select|pick)\s{{1,8}}(?:option|choice))"
 )
 
 
