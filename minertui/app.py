@@ -125,6 +125,9 @@ class MinerApp(App):
 
     def on_runs_updated(self, message: RunsUpdated) -> None:
         self._apply(message.poll)
+        cur = message.poll.current
+        if self.auto_poll and cur is not None and cur.catching_up:
+            self.call_after_refresh(self.poll_soon)  # behind: read the next chunk after this frame
 
     def _apply(self, poll: Poll) -> None:
         if self.latest is not None and poll.seq < self.latest.seq:

@@ -187,7 +187,8 @@ class RunSnapshot:
 class RunModel:
     """Incremental reader of one run directory. Not thread-safe: one poller at a time."""
 
-    MAX_BYTES_PER_POLL = 4 << 20  # per file; ~10k traces a poll, ~50 ms of JSON parsing
+    CHUNK_BYTES = 256 << 10  # read unit: ~400 traces, ~40 ms of parsing on a busy core
+    POLL_BUDGET_S = 0.05     # per file and poll; a backlog is read over several polls
     LOG_LINES = 200
 
     def __init__(self, path: str | os.PathLike, want_traces: bool = False):
@@ -231,22 +232,29 @@ class RunModel:
         self._traces_loaded = False
 
     # ---- reading -------------------------------------------------------------------------
-    def poll(self, max_bytes: int | None = None) -> bool:
-        """Read what is new; True when anything changed (then `snapshot()` is a new object)."""
-        max_bytes = max_bytes or self.MAX_BYTES_PER_POLL
+    def poll(self, max_bytes: int | None = None, budget_s: float | None = None) -> bool:
+        """Read what is new; True when anything changed (then `snapshot()` is a new object).
+
+        Reads whole lines in chunks until `budget_s` of work is spent (the UI thread shares the
+        GIL with this one), so a huge backlog is taken in bounded bites over several polls."""
+        chunk = max_bytes or self.CHUNK_BYTES
+        deadline = time.perf_counter() + (self.POLL_BUDGET_S if budget_s is None else budget_s)
         changed = self._poll_meta()
-        for obj in self._read(self._events, max_bytes, self._reset_events):
-            self._on_event(obj)
-            changed = True
-        for obj in self._read(self._ledger_tail, max_bytes, self._reset_ledger):
-            self._on_ledger(obj)
-            changed = True
+        tails = [(self._events, self._reset_events, lambda at, o: self._on_event(o)),
+                 (self._ledger_tail, self._reset_ledger, lambda at, o: self._on_ledger(o))]
         if self.want_traces:
             if not self._traces_loaded:
                 self._traces_loaded, changed = True, True
-            for at, obj in self._read(self._traces_tail, max_bytes, self._reset_traces, offsets=True):
-                self._on_trace(at, obj)
-                changed = True
+            tails.append((self._traces_tail, self._reset_traces, self._on_trace))
+        for tail, reset, handle in tails:
+            while True:
+                n = 0
+                for at, obj in self._read(tail, chunk, reset, offsets=True):
+                    handle(at, obj)
+                    n += 1
+                changed |= n > 0
+                if not n or not tail.pending or time.perf_counter() > deadline:
+                    break
         locked = self.run.is_locked()
         if self._snapshot is None or changed or locked != self._snapshot.locked:
             self.version += 1
