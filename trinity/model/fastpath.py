@@ -24,14 +24,29 @@ import torch.nn.functional as F
 from trinity.model.svf import SvfLayer
 
 
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+# SDPA repeats KV heads itself (no expanded copies) from torch 2.5 on.
+_SDPA_GQA = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x `(..., S, heads, d)`, cos/sin `(S, d)` → rotated x (same ops as HF's apply_rotary_pos_emb)."""
-    return x * cos[:, None, :] + rotate_half(x) * sin[:, None, :]
+    """x `(..., S, heads, d)`, cos/sin `(S, d)` → `x * cos + rotate_half(x) * sin` (HF's
+    apply_rotary_pos_emb), written as two in-place half updates to save passes over x."""
+    cos, sin = cos[:, None, :], sin[:, None, :]
+    half = x.shape[-1] // 2
+    out = x * cos
+    out[..., :half].addcmul_(x[..., half:], sin[..., :half], value=-1)
+    out[..., half:].addcmul_(x[..., :half], sin[..., half:])
+    return out
+
+
+def rms_norm(mod: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """HF's Qwen3/Llama RMSNorm (`weight * (x / rms(x)).to(dtype)`, statistics in fp32) with
+    torch's fused kernel; other norm modules are called as they are."""
+    eps, weight = getattr(mod, "variance_epsilon", None), getattr(mod, "weight", None)
+    if eps is None or weight is None or "RMSNorm" not in type(mod).__name__:
+        return mod(x)
+    y = F.rms_norm(x if x.dtype == torch.float32 else x.float(), (x.shape[-1],), eps=eps)
+    return weight * y.to(x.dtype)
 
 
 def _linear(x: torch.Tensor, mod: torch.nn.Linear) -> torch.Tensor:
@@ -47,7 +62,8 @@ class TextPlan:
     """Index plan for B texts packed into S rows (text after text, no padding).
 
     pos (S,): position of each row in its text
-    pad_index (B, T): packed row of (text, position); S for padding (a zero row is appended)
+    pad_index (B, T): packed row of (text, position); padding slots repeat the text's last row
+        (never read: causal attention hides them from real queries, or a mask does)
     flat_of_row (S,): index of each row in the flattened padded (B*T) layout
     last_row (B,): row of each text's last token (position -2 of the tokenised text)
     lengths (B,): tokens per text
@@ -73,12 +89,13 @@ def plan_texts(lengths: list[int], device: torch.device) -> TextPlan:
     B, T, S = len(lengths), max(lengths), sum(lengths)
     pos = torch.cat([torch.arange(n) for n in lengths])
     flat = torch.cat([b * T + torch.arange(n) for b, n in enumerate(lengths)])
-    pad_index = torch.full((B * T,), S, dtype=torch.long)
-    pad_index[flat] = torch.arange(S)
     lengths_t = torch.tensor(lengths)
+    last_row = torch.cumsum(lengths_t, 0) - 1
+    pad_index = last_row.repeat_interleave(T)
+    pad_index[flat] = torch.arange(S)
     return TextPlan(
         pos=pos.to(device), pad_index=pad_index.view(B, T).to(device), flat_of_row=flat.to(device),
-        last_row=(torch.cumsum(lengths_t, 0) - 1).to(device), lengths=lengths_t.to(device),
+        last_row=last_row.to(device), lengths=lengths_t.to(device),
     )
 
 
@@ -112,24 +129,25 @@ class FastLayers:
         cos, sin = self.decoder.rotary_emb(like, pos[None, :])  # (1, S, d) each
         return cos[0], sin[0]
 
-    def _gqa(self, kv: torch.Tensor) -> torch.Tensor:
-        """(N, n_kv, T, d) → (N, n_heads, T, d), each KV head repeated for its query group (HF order)."""
-        N, nkv, T, d = kv.shape
-        g = self.n_heads // nkv
-        return kv if g == 1 else kv[:, :, None].expand(N, nkv, g, T, d).reshape(N, nkv * g, T, d)
+    def _attention(self, q, k, v, **kw) -> torch.Tensor:
+        """SDPA with grouped-query attention: q `(N, n_heads, Tq, d)`, k/v `(N, n_kv, T, d)`."""
+        g = self.n_heads // self.n_kv
+        if g > 1 and _SDPA_GQA:
+            return F.scaled_dot_product_attention(q, k, v, scale=self.scaling, enable_gqa=True, **kw)
+        if g > 1:  # each KV head repeated for its query group (HF's repeat_kv order)
+            N, nkv, T, d = k.shape
+            k, v = (t[:, :, None].expand(N, nkv, g, T, d).reshape(N, nkv * g, T, d) for t in (k, v))
+        return F.scaled_dot_product_attention(q, k, v, scale=self.scaling, **kw)
 
     def _pad(self, rows: torch.Tensor, plan: TextPlan) -> torch.Tensor:
-        """Packed `(P, S, heads, d)` → right-padded `(P*B, heads, T, d)` (zeros in the padding)."""
-        P = rows.shape[0]
-        ext = F.pad(rows, (0, 0, 0, 0, 0, 1))  # (P, S+1, heads, d): row S is the zero row
-        padded = ext[:, plan.pad_index]  # (P, B, T, heads, d)
-        return padded.flatten(0, 1).transpose(1, 2)
+        """Packed `(P, S, heads, d)` → right-padded `(P*B, heads, T, d)`."""
+        return rows[:, plan.pad_index].flatten(0, 1).transpose(1, 2)  # (P, B, T, heads, d) → …
 
     @torch.inference_mode()
     def shared(self, x_text: torch.Tensor) -> list[torch.Tensor]:
         """The candidate-independent part: `x V` of q, k, v for packed texts `(S, hidden)` →
         `[(S, r_q), (S, r_k), (S, r_v)]`."""
-        xv = self.layer.input_layernorm(x_text) @ self.V_qkv
+        xv = rms_norm(self.layer.input_layernorm, x_text) @ self.V_qkv
         ranks = [self.f[n].rank for n in ("q_proj", "k_proj", "v_proj")]
         return [t.contiguous() for t in torch.split(xv, ranks, dim=1)]
 
@@ -150,14 +168,12 @@ class FastLayers:
         k = _bias((xv[1] * sz_k) @ self.Ut["k_proj"], f["k_proj"].module).view(P, S, nkv, d)
         v = _bias((xv[2] * sz_v) @ self.Ut["v_proj"], f["v_proj"].module).view(P, S, nkv, d)
         if hasattr(attn, "q_norm"):
-            q, k = attn.q_norm(q), attn.k_norm(k)
+            q, k = rms_norm(attn.q_norm, q), rms_norm(attn.k_norm, k)
         cos, sin = self._rope(plan.pos, q)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         # Right padding + causal mask: a real query only sees real keys, so no padding mask.
-        out = F.scaled_dot_product_attention(
-            self._pad(q, plan), self._gqa(self._pad(k, plan)), self._gqa(self._pad(v, plan)),
-            is_causal=True, scale=self.scaling,
-        )  # (P*B, nh, T, d)
+        out = self._attention(self._pad(q, plan), self._pad(k, plan), self._pad(v, plan), is_causal=True)
+        # out: (P*B, nh, T, d)
         del q, k, v
         a = out.transpose(1, 2).reshape(P, -1, nh * d)[:, plan.flat_of_row]  # (P, S, nh*d)
         del out
@@ -166,11 +182,14 @@ class FastLayers:
         del a, o
 
         # --- layer L MLP, factored SVF ---
-        x2 = layer.post_attention_layernorm(h)
+        x2 = rms_norm(layer.post_attention_layernorm, h)
         gate = _bias((x2 @ self.V["gate_proj"]).mul_(sz_g) @ self.Ut["gate_proj"], f["gate_proj"].module)
         up = _bias((x2 @ self.V["up_proj"]).mul_(sz_u) @ self.Ut["up_proj"], f["up_proj"].module)
         del x2
-        m = mlp.act_fn(gate).mul_(up)  # (P, S, intermediate)
+        if isinstance(mlp.act_fn, torch.nn.SiLU):
+            m = F.silu(gate, inplace=True).mul_(up)  # (P, S, intermediate)
+        else:
+            m = mlp.act_fn(gate).mul_(up)
         del gate, up
         h = h.add_(_bias((m @ self.V["down_proj"]).mul_(sz_d) @ self.Ut["down_proj"], f["down_proj"].module))
         del m
@@ -181,20 +200,20 @@ class FastLayers:
         h `(P, S, hidden)` → `(P, B, hidden)`."""
         layer, attn, d, nh, nkv = self.last, self.last.self_attn, self.head_dim, self.n_heads, self.n_kv
         P, S, B = int(h.shape[0]), plan.S, int(plan.last_row.shape[0])
-        x = layer.input_layernorm(h)
+        x = rms_norm(layer.input_layernorm, h)
         k = _linear(x, attn.k_proj).view(P, S, nkv, d)
         v = _linear(x, attn.v_proj).view(P, S, nkv, d)
         q = _linear(x[:, plan.last_row], attn.q_proj).view(P, B, nh, d)
         del x
         if hasattr(attn, "q_norm"):
-            q, k = attn.q_norm(q), attn.k_norm(k)
+            q, k = rms_norm(attn.q_norm, q), rms_norm(attn.k_norm, k)
         cos, sin = self._rope(plan.pos, k)
         k = apply_rope(k, cos, sin)
         q = apply_rope(q, cos[plan.last_row], sin[plan.last_row])
         keep = torch.arange(plan.T, device=h.device)[None, :] < plan.lengths[:, None]  # (B, T)
-        out = F.scaled_dot_product_attention(
-            q.reshape(P * B, nh, 1, d), self._gqa(self._pad(k, plan)), self._gqa(self._pad(v, plan)),
-            attn_mask=keep.repeat(P, 1)[:, None, None, :], scale=self.scaling,
+        out = self._attention(
+            q.reshape(P * B, nh, 1, d), self._pad(k, plan), self._pad(v, plan),
+            attn_mask=keep.repeat(P, 1)[:, None, None, :],
         )  # (P*B, nh, 1, d)
         y = h[:, plan.last_row] + _linear(out.reshape(P, B, nh * d), attn.o_proj)
         y = y + layer.mlp(layer.post_attention_layernorm(y))
