@@ -87,6 +87,8 @@ def test_mmlu_ids_golds_prompt_and_parquet(tmp_path):
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "test-00000-of-00001.parquet")
     from_parquet = b.load(data=str(tmp_path / "test-00000-of-00001.parquet"))
     assert [q.to_json() for q in from_parquet] == [q.to_json() for q in qs]
+    (tmp_path / "rows.json").write_text(json.dumps(rows, indent=1))  # a JSON array works too
+    assert [q.to_json() for q in b.load(data=str(tmp_path / "rows.json"))] == [q.to_json() for q in qs]
 
 
 def test_mmlu_bad_answer_index(tmp_path):

@@ -33,25 +33,27 @@ def read_rows_file(path: str | os.PathLike, what: str) -> list[dict[str, Any]]:
         raise InputError(f"{what} data path {path} is a folder; pass a JSONL or parquet file")
     if path.suffix == ".parquet":
         return _read_parquet(path, what)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text; pass a JSONL or parquet file of {what} rows") from None
-    stripped = text.lstrip()
-    if stripped.startswith("["):
+    with open(path, "rb") as f:
+        first = f.read(4096).lstrip()
+    if first.startswith(b"["):  # one JSON array
         try:
-            rows = json.loads(text)
+            rows = json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError:
+            raise InputError(f"{path}: not UTF-8 text; pass a JSONL or parquet file of {what} rows") from None
         except json.JSONDecodeError as e:
             raise InputError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
-    else:
+        if not isinstance(rows, list):
+            raise InputError(f"{path}: expected a JSON array of rows")
+    else:  # JSONL, streamed: LiveCodeBench files run to gigabytes
         rows = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                raise InputError(f"{path}: line {lineno} is not valid JSON; fix or delete that line") from None
+        with open(path, "rb") as f:
+            for lineno, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rows.append(json.loads(line))
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    raise InputError(f"{path}: line {lineno} is not valid JSON; fix or delete that line") from None
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
             raise InputError(f"{path}: row {i} is not a JSON object")
