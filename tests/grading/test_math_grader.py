@@ -199,6 +199,12 @@ def test_grading_from_a_thread_uses_the_helper_and_agrees():
         out["eq"] = grade("math", "\\boxed{\\sqrt{8}}", "2\\sqrt{2}")
         out["ne"] = grade("math", "\\boxed{(x+2)(x+4)}", "x^2+7x+10")
         out["slow"] = answers_equivalent("5", "9999999^{9999999}", deadline_s=0.5)
+        # a helper that died (OOM-killed, say) is replaced on the next comparison
+        from trinity.grading import mathgrade
+
+        mathgrade._HELPER.proc.kill()
+        mathgrade._HELPER.proc.wait()
+        out["after"] = grade("math", "\\boxed{\\frac{\\sqrt{12}}{2}}", "\\sqrt{3}")
 
     th = threading.Thread(target=run)
     th.start()
@@ -206,6 +212,7 @@ def test_grading_from_a_thread_uses_the_helper_and_agrees():
     assert out["eq"].correct and out["eq"].reason == "equivalent"
     assert not out["ne"].correct
     assert out["slow"][0] is False and "timed out" in out["slow"][1]
+    assert out["after"].correct and out["after"].reason == "equivalent"
 
 
 def test_deadline_restores_the_callers_handler_and_timer():

@@ -292,6 +292,7 @@ class _Helper:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.proc: subprocess.Popen | None = None
+        self.owner_pid = os.getpid()  # a forked child must not share its parent's helper pipes
         self.buf = b""
 
     def _start(self) -> None:
@@ -325,7 +326,7 @@ class _Helper:
         return line
 
     def stop(self) -> None:
-        if self.proc is not None:
+        if self.proc is not None and self.owner_pid == os.getpid():
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -335,6 +336,8 @@ class _Helper:
 
     def equal(self, gold: str, pred: str, deadline_s: float) -> bool | None:
         with self.lock:
+            if self.owner_pid != os.getpid():  # we are a fork: leave the parent's helper alone
+                self.proc, self.owner_pid = None, os.getpid()
             if self.proc is None or self.proc.poll() is not None:
                 self._start()
             assert self.proc is not None and self.proc.stdin is not None
@@ -351,7 +354,11 @@ class _Helper:
             if line is None:
                 self.stop()
                 return None
-            return json.loads(line)["equal"]
+            try:
+                return json.loads(line)["equal"]
+            except (ValueError, KeyError, TypeError):  # not our protocol: start afresh next time
+                self.stop()
+                return None
 
 
 _HELPER = _Helper()
@@ -360,9 +367,9 @@ atexit.register(_HELPER.stop)
 
 def _helper_main() -> None:
     """The helper process: one JSON request a line on stdin, one JSON answer a line on stdout."""
+    out = os.fdopen(os.dup(1), "w")  # the protocol channel; stray library prints go to stderr
+    sys.stdout = sys.stderr
     _warm_up()
-
-    out = sys.stdout
     out.write("ready\n")
     out.flush()
     for line in sys.stdin:
