@@ -41,7 +41,8 @@ def register_live_generation(fn: Callable[[argparse.Namespace], dict]) -> None:
 def register(sub) -> None:
     p = sub.add_parser("pool", help="pool client throughput and latency overhead against the practice server")
     p.add_argument("--seconds", type=float, default=5.0, help="measured seconds per latency setting (default 5)")
-    p.add_argument("--concurrency", type=int, default=64, help="calls in flight (default 64)")
+    p.add_argument("--concurrency", default="64",
+                   help="calls in flight, comma separated for several runs (default 64)")
     p.add_argument("--latencies", default="0,50", help="simulated latencies in ms, comma separated (default 0,50)")
     p.add_argument("--no-ledger", action="store_true", help="measure without the fsync'd ledger")
     p.add_argument("--live-generation", action="store_true",
@@ -56,6 +57,15 @@ def _pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     i = min(len(xs) - 1, max(0, int(round(q / 100.0 * (len(xs) - 1)))))
     return xs[i]
+
+
+def _proc_cpu_s(pid: int) -> float | None:
+    """User+system CPU seconds of a process (Linux /proc), None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _start_server(latency_ms: int) -> tuple[subprocess.Popen, str]:
@@ -146,31 +156,37 @@ def cmd_bench_pool(args) -> int:
         return 0
     try:
         latencies = [int(x) for x in args.latencies.split(",") if x.strip()]
+        concurrencies = [int(x) for x in str(args.concurrency).split(",") if x.strip()]
     except ValueError:
-        raise ConfigError(f"--latencies must be integers in ms, got {args.latencies!r}") from None
-    if args.concurrency < 1 or args.seconds <= 0:
-        raise ConfigError("--concurrency must be >= 1 and --seconds > 0")
+        raise ConfigError("--latencies and --concurrency must be comma-separated integers") from None
+    if not latencies or not concurrencies or min(concurrencies) < 1 or args.seconds <= 0:
+        raise ConfigError("--concurrency must be >= 1, --seconds > 0, and --latencies non-empty")
     results: dict[str, Any] = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-        "concurrency": args.concurrency, "seconds": args.seconds, "ledger": not args.no_ledger, "runs": {},
+        "seconds": args.seconds, "ledger": not args.no_ledger, "runs": {},
     }
-    for ms in latencies:
+    for conc, ms in [(c, m) for c in concurrencies for m in latencies]:
         proc, base = _start_server(ms)
         try:
             with tempfile.TemporaryDirectory(prefix="bench-pool-") as tmp:
-                res = asyncio.run(_measure(base, args.seconds, args.concurrency,
+                cpu0 = _proc_cpu_s(proc.pid)
+                res = asyncio.run(_measure(base, args.seconds, conc,
                                            None if args.no_ledger else Path(tmp)))
+                cpu1 = _proc_cpu_s(proc.pid)
+            if cpu0 is not None and cpu1 is not None:
+                # includes the warm-up calls, so it slightly over-states the cost per measured call
+                res["server_cpu_ms_per_call_upper"] = round((cpu1 - cpu0) * 1000.0 / max(res["calls"], 1), 3)
         finally:
             proc.terminate()
             proc.wait(timeout=10)
-        results["runs"][f"{ms}ms"] = res
+        results["runs"][f"c{conc}/{ms}ms"] = res
     if args.json:
         print(json.dumps(results, indent=2))
     else:
-        print(f"pool client vs practice server (separate process), concurrency {args.concurrency}, "
-              f"{args.seconds:g} s each, ledger {'on' if results['ledger'] else 'off'}, {os.cpu_count()} CPUs")
+        print(f"pool client vs practice server (separate process), {args.seconds:g} s each, "
+              f"ledger {'on' if results['ledger'] else 'off'}, {os.cpu_count()} CPUs")
         for name, r in results["runs"].items():
-            print(f"  latency {name:>6}: {r['calls_per_s']:8.1f} calls/s   latency p50 {r['latency_ms']['p50']:.1f} "
+            print(f"  concurrency/latency {name:>10}: {r['calls_per_s']:8.1f} calls/s   latency p50 {r['latency_ms']['p50']:.1f} "
                   f"p99 {r['latency_ms']['p99']:.1f} ms   overhead p50 {r['overhead_ms']['p50']:.1f} "
                   f"p99 {r['overhead_ms']['p99']:.1f} ms   failed {r['failed']}")
     return 0
