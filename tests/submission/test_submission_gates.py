@@ -227,3 +227,31 @@ def test_check_of_a_non_bundle_is_a_one_line_error(tmp_path, capsys):
     assert main(["check", str(tmp_path / "empty")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "not a submission bundle" in err
+
+
+def test_check_finds_the_run_under_runs_of_the_current_directory(tmp_path, monkeypatch):
+    work = tmp_path / "ws"
+    run = make_run(work / "runs" / "r7")
+    b = pack_run(run.path, "alice", "tinyrouter", out=tmp_path / "repo")
+    other = tmp_path / "fresh-history.jsonl"  # no pack record to follow
+    monkeypatch.chdir(work)
+    rep = check_bundle(b.path, history=other)
+    from pathlib import Path
+    assert Path(rep.run_dir).resolve() == run.path.resolve()
+    assert _gates(rep)["theta_roundtrip"].status == "pass"
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), scale=st.floats(0.01, 100.0),
+       shift_m=st.floats(-5, 5), shift_r=st.floats(-5, 5))
+def test_cosine_is_invariant_to_what_argmax_cannot_see(seed, scale, shift_m, shift_r):
+    rng = np.random.RandomState(seed)
+    a = rng.randn(6, 32)
+    b = scale * a
+    b[:3] += shift_m * rng.randn(32)  # one vector added to every model row
+    b[3:] += shift_r * rng.randn(32)  # another to every role row
+    assert head_cosine(a, b, 3) == pytest.approx(1.0, abs=1e-9)
+    assert head_cosine(a, -a, 3) == pytest.approx(-1.0, abs=1e-9)
