@@ -59,6 +59,12 @@ class GateReport:
     def ok(self) -> bool:
         return all(r.status != FAIL for r in self.results)
 
+    def __iter__(self):
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
     def failed(self) -> list[GateResult]:
         return [r for r in self.results if r.status == FAIL]
 
