@@ -236,3 +236,16 @@ def test_minirouter_bundle_submits_final_model(tmp_path, work):
     assert files == [f"submissions/final_model/{f}" for f in
                      ("best_theta.npy", "history.json", "summary.json")]
     assert np.array_equal(np.load(b.path / "best_theta.npy"), np.load(run.best_theta))
+
+
+def test_unreachable_remote_changes_nothing_and_says_how_to_continue(tmp_path, work):
+    b = _bundle(tmp_path, work)
+    git(work, "remote", "set-url", "upstream", str(tmp_path / "gone.git"))  # a remote that is not there
+    snap = repo_snapshot(work)
+    res = execute_plan(plan_submission(b.path, work, "alice", push=True))
+    assert not res.ok and res.commit is None and not res.pushed
+    assert res.message.startswith("fetching main from upstream failed") and "nothing was changed" in res.message
+    assert "trinity submit" in res.message and res.log[-1].status == "failed"
+    assert repo_snapshot(work) == snap
+    rec = SubmissionHistory.open().records()[-1]
+    assert rec["outcome"] == "failed" and not rec["pushed"]
