@@ -15,7 +15,7 @@ from trinity.config import TrainConfig
 from trinity.data.matrix import save_matrix
 from trinity.data.questions import save_questions
 from trinity.optim.fitness import CachedFitness
-from trinity.optim.runinputs import inputs_from_config
+from trinity.optim.runinputs import inputs_digest, inputs_from_config
 from trinity.optim.trainer import Trainer
 from trinity.runs.rundir import RunDir
 
@@ -39,7 +39,8 @@ def standin_trainer(run_path: Path, cfg: TrainConfig, run_id: str | None = None,
     rid = run_id or run.id
     if not run.exists():
         run.write_meta({"id": rid, "status": "created", "mode": cfg.mode, "config": cfg.resolved(),
-                        "models": list(MODELS), "splits": inputs.splits})
+                        "models": list(MODELS), "splits": inputs.splits,
+                        "inputs_digest": inputs_digest(inputs)})
     router = LinearRouter(len(MODELS))
     fit = fitness_cls(router, inputs.matrix, list(MODELS), policy=cfg.policy, temperature=cfg.temperature,
                      seed=cfg.seed, traces=cfg.traces, text=lambda q: q.question)

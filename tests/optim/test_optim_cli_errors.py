@@ -124,3 +124,21 @@ def test_resume_not_a_run(tmp_path):
 def test_resume_finished_run(two_runs):
     a, _ = two_runs
     _one_error_line(trinity("resume", str(a), "--generations", "2"), "nothing to resume")
+
+
+def test_resume_refuses_changed_inputs(two_runs, tmp_path):
+    a, _ = two_runs
+    m = tmp_path / "matrix.json"
+    doc = json.loads(m.read_text())
+    cell = doc["tasks"][0]["per_model"]["m-code"]
+    cell[0] = 1 - cell[0]
+    m.write_text(json.dumps(doc))
+    before = tree_digest(a)
+    _one_error_line(trinity("resume", str(a)), "changed since the run was started")
+    assert tree_digest(a) == before
+
+
+def test_run_dir_is_a_file(tmp_path):
+    q, m = write_inputs(tmp_path)
+    (tmp_path / "f").write_text("x")
+    _one_error_line(_train(q, m, tmp_path / "f"), "is a file")

@@ -34,15 +34,17 @@ def test_learns_to_route_three_categories(tmp_path):
 
 
 def test_practice_config_learns(tmp_path):
-    run = tmp_path / "practice"
-    res = trinity("train", "--config", "configs/practice.yaml", "--generations", "16", "--run-dir", str(run), "--json")
+    root = tmp_path / "runs"
+    res = trinity("train", "--config", "configs/practice.yaml", "--generations", "16", "--runs-root", str(root), "--json")
     assert res.returncode == 0, res.stderr
+    (run,) = list(root.iterdir())  # an auto-named run directory under --runs-root
+    assert run.name.startswith("run-")
     events = [json.loads(line) for line in res.stdout.splitlines()]
     gens = [e for e in events if e["type"] == "generation"]
     assert len(gens) == 16 and events[-1]["type"] == "status" and events[-1]["status"] == "finished"
     meta = json.loads((run / "run.json").read_text())
     assert meta["models"] == ["simulated/mathlete", "simulated/scholar", "simulated/coder"]
-    assert meta["config"]["popsize"] == 16 and meta["status"] == "finished"
+    assert meta["config"]["popsize"] == 16 and meta["status"] == "finished" and meta["id"] == run.name
     assert sorted(sum(meta["splits"].values(), [])) == sorted(x.id for x in load_run_inputs(run).questions)
     # fitness rises: the population's mean over the last 4 generations beats the first 4
     means = [g["mean"] for g in gens]

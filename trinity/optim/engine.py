@@ -17,7 +17,7 @@ from trinity.config import TrainConfig, validate_config
 from trinity.errors import ConfigError, InputError
 from trinity.optim import checkpoint as ckpt
 from trinity.optim.fitness import CachedFitness, Fitness
-from trinity.optim.runinputs import RunInputs, inputs_from_config, load_run_inputs
+from trinity.optim.runinputs import RunInputs, inputs_digest, inputs_from_config, load_run_inputs
 from trinity.optim.trainer import Trainer, TrainResult
 from trinity.runs.rundir import RunDir, new_run_id, utc_now_iso
 
@@ -102,6 +102,8 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
     if run.exists():
         raise InputError(f"{run.path} already holds a run; continue it with `trinity resume {run.path}` "
                          "or pick another --run-dir")
+    if run.path.exists() and not run.path.is_dir():
+        raise InputError(f"{run.path} is a file, not a directory; pick another --run-dir")
     if run.path.exists() and any(run.path.iterdir()):
         raise InputError(f"{run.path} exists and is not empty; pick another --run-dir")
     router = build_router(cfg, len(models))  # ModelLoadError before the run dir exists
@@ -112,7 +114,8 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
             "mode": cfg.mode, "config": cfg.resolved(), "config_hash": cfg.hash(), "models": models,
             "pool": cfg.pool or (inputs.matrix.benchmark if inputs.matrix is not None else None),
             "benchmarks": sorted({q.benchmark for q in inputs.questions}), "encoder": cfg.encoder,
-            "n_params": int(router.n_params), "splits": inputs.splits, "git_sha": _git_sha(),
+            "n_params": int(router.n_params), "splits": inputs.splits,
+            "inputs_digest": inputs_digest(inputs), "git_sha": _git_sha(),
             "versions": _versions(), "pid": os.getpid(), "budget_usd": cfg.budget_usd,
             "argv": argv or [],
         }
@@ -120,6 +123,9 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
         if inputs.matrix is not None and inputs.matrix.notes:
             for note in inputs.matrix.notes:
                 run.log(f"matrix: {note}")
+        if cfg.m > len(inputs.splits["train"]):
+            run.log(f"m={cfg.m} is more than the {len(inputs.splits['train'])} training questions; "
+                    "every generation uses all of them", level="warning")
         fitness = make_fitness(cfg, run, router, inputs, models)
         try:
             trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=run.id, on_event=on_event)

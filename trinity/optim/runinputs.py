@@ -10,6 +10,7 @@ parsing, in `trinity.data.matrix`).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import NamedTuple
@@ -18,6 +19,7 @@ from trinity.config import PRACTICE, TrainConfig, validate_config
 from trinity.data.matrix import OutcomeMatrix, load_matrix
 from trinity.data.questions import Question, load_questions, split_ids
 from trinity.errors import InputError
+from trinity.io import canonical_json
 from trinity.runs.rundir import RunDir
 
 
@@ -86,6 +88,18 @@ def inputs_from_config(cfg: TrainConfig) -> RunInputs:
     return RunInputs(questions, matrix, splits)
 
 
+def inputs_digest(inputs: RunInputs) -> str:
+    """sha256 of what training reads: the questions (id, benchmark, kind, text) and the matrix
+    (ids, models, outcomes). A resume refuses inputs whose digest changed."""
+    h = hashlib.sha256()
+    for q in inputs.questions:
+        h.update(canonical_json([q.id, q.benchmark, q.kind, q.question]).encode())
+    if inputs.matrix is not None:
+        h.update(canonical_json([inputs.matrix.ids, inputs.matrix.models]).encode())
+        h.update(inputs.matrix.solves.astype("<f8").tobytes())
+    return h.hexdigest()[:16]
+
+
 def load_run_inputs(source: str | os.PathLike | RunDir | TrainConfig) -> RunInputs:
     """From a run directory (its resolved config and recorded splits) or from a TrainConfig."""
     if isinstance(source, TrainConfig):
@@ -102,6 +116,10 @@ def load_run_inputs(source: str | os.PathLike | RunDir | TrainConfig) -> RunInpu
             raise InputError(f"{run.path}: the run's questions changed since it was trained; "
                              f"{len(gone)} recorded id(s) are gone: {_ids_line(gone)}")
         inputs = RunInputs(inputs.questions, inputs.matrix, {k: list(v) for k, v in recorded.items()})
+    recorded_digest = meta.get("inputs_digest")
+    if recorded_digest and inputs_digest(inputs) != recorded_digest:
+        raise InputError(f"{run.path}: the questions or matrix files changed since the run was started "
+                         f"({cfg.questions}, {cfg.matrix}); restore them, or start a new run")
     models = meta.get("models")
     if models and inputs.matrix is not None and list(models) != inputs.matrix.models:
         raise InputError(f"{run.path}: the matrix's models {inputs.matrix.models} differ from the run's "

@@ -129,7 +129,12 @@ class Trainer:
         return progress
 
     def _on_signal(self, signum: int, frame: Any) -> None:
+        # First signal: finish nothing more, stop at the next progress point (the last completed
+        # generation is already checkpointed). A second one: stop right now.
+        again = self._stop_signal is not None
         self._stop_signal = signal.Signals(signum).name
+        if again:
+            raise StopRequested(self._stop_signal)
 
     # ---- the loop -----------------------------------------------------------------------------
     def train(self, resume: bool = False) -> TrainResult:
