@@ -43,9 +43,9 @@ def extract_answer(kind: str, text: str) -> str | None:
 
 
 def grade_answer(question: Question, text: str):
-    from trinity.grading import grade
+    from trinity.grading import grade_question
 
-    return grade(question.kind, text, question.answer)
+    return grade_question(question, text)
 
 
 @dataclass

@@ -37,7 +37,7 @@ def answer_format(question: Question) -> str:
     try:
         from trinity.benchmarks import get_benchmark
 
-        return get_benchmark(question.benchmark).answer_instruction()
+        return get_benchmark(question.benchmark).answer_instruction(question)
     except Exception:  # practice, unknown benchmark, or adapters not importable
         return ANSWER_FORMAT[question.kind]
 

@@ -1,0 +1,75 @@
+"""`trinity collect`: build an outcome matrix by asking the pool (see trinity/session/collect.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("collect", help="ask every pool model each question k times; write an oracle matrix")
+    p.add_argument("--benchmark", required=True, help="math500 | mmlu | livecodebench | practice")
+    p.add_argument("--data", help="local dataset file in the benchmark's own schema (offline)")
+    p.add_argument("--split", default="train", help="train | val | test | all (default train)")
+    p.add_argument("--n", type=int, default=None, help="first N questions of the split")
+    p.add_argument("--k", type=int, default=4, help="samples per (question, model); default 4")
+    p.add_argument("--pool", required=True, help="pool name in configs/models.yaml")
+    p.add_argument("--base-url", help="override the pool's base URL (a local server, the practice server)")
+    p.add_argument("--models-yaml", help="providers file (default configs/models.yaml)")
+    p.add_argument("--out", required=True, type=Path, help="matrix JSON to write")
+    p.add_argument("--seed", type=int, default=0, help="split seed (default 0)")
+    p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default 0.7 when k > 1)")
+    p.add_argument("--budget-usd", type=float, default=None, help="stop before spending more than this")
+    p.add_argument("--env-file", help="0600 file with the provider key (KEY=VALUE lines)")
+    p.add_argument("--cache", help="response cache path (default: the user cache dir)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run_collect)
+
+
+def run_collect(args) -> int:
+    from trinity.benchmarks import get_benchmark
+    from trinity.errors import InputError
+    from trinity.pool.providers import load_pool
+    from trinity.session.collect import collect, print_progress, select_questions
+
+    if args.k < 1:
+        raise InputError("--k must be at least 1")
+    questions = get_benchmark(args.benchmark).load(args.data)
+    questions = select_questions(questions, args.split, args.n, args.seed)
+    if not questions:
+        raise InputError(f"no questions in split {args.split!r} of {args.benchmark}")
+    base_url = args.base_url
+    if base_url is None and args.pool == "practice":
+        import os
+
+        base_url = os.environ.get("TRINITY_POOL_BASE_URL")
+    server = None
+    if base_url is None and args.pool == "practice":
+        from trinity.pool.practice_server import start_practice_server
+
+        server = start_practice_server(port=0)
+        base_url = server.base_url
+    try:
+        pool = load_pool(args.pool, args.models_yaml, base_url=base_url)
+        res = collect(questions, pool, args.out, args.k, temperature=args.temperature,
+                      budget_usd=args.budget_usd, env_file=args.env_file, cache_path=args.cache,
+                      progress=None if args.json else print_progress)
+    finally:
+        if server is not None:
+            server.stop()
+    if args.json:
+        print(json.dumps(res.to_json()))
+    else:
+        print(f"{res.complete_questions}/{res.n_questions} questions complete "
+              f"({res.cells_done}/{res.cells_total} answers, {res.new_calls} new paid calls, "
+              f"{res.failed} failed, ${res.cost_usd:.4f}) -> {res.matrix_path}")
+        if pool.simulated:
+            print("note: SIMULATED practice pool — these are not real model answers")
+    if res.stopped:
+        print(res.stopped)
+        return 4
+    if res.complete_questions < res.n_questions:
+        print(f"{res.n_questions - res.complete_questions} question(s) incomplete: re-run the same command "
+              "to ask only for the missing answers")
+        return 3
+    return 0

@@ -1,0 +1,161 @@
+"""`trinity collect`: ask every pool model each question k times (single-turn Worker), grade the
+answers, and write the TinyRouter oracle-matrix JSON, with the raw answers beside it.
+
+Files (for `--out M.json`): `M.json` (the matrix), `M.answers.jsonl` (one graded answer a line:
+qid, model, sample, text, correct, reason, cost), `M.ledger.jsonl` (hash-chained cost records),
+`M.journal.jsonl` (paid calls, so a crash between paying and recording never pays twice).
+A re-run reads the answers file and asks only for the (question, model, sample) cells it lacks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from trinity.data.matrix import OutcomeMatrix, save_matrix
+from trinity.data.questions import Question, split_ids
+from trinity.errors import BudgetExceeded, InputError, OutOfCredit
+from trinity.io import append_jsonl, read_jsonl
+from trinity.session.prompts import render_question, system_prompt, user_message
+
+
+@dataclass
+class CollectResult:
+    matrix_path: Path
+    n_questions: int
+    complete_questions: int
+    cells_done: int
+    cells_total: int
+    new_calls: int
+    failed: int
+    cost_usd: float
+    stopped: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
+
+
+def sibling(out: Path, suffix: str) -> Path:
+    return out.with_name(out.stem + suffix)
+
+
+def select_questions(questions: list[Question], split: str, n: int | None, seed: int) -> list[Question]:
+    if split != "all":
+        ids = split_ids(questions, seed).get(split)
+        if ids is None:
+            raise InputError(f"unknown split {split!r}: use train, val, test or all")
+        by_id = {q.id: q for q in questions}
+        questions = [by_id[i] for i in ids]
+    return questions[:n] if n else questions
+
+
+def _matrix_from_answers(questions: list[Question], models: list[str], k: int,
+                         answers: dict[tuple[str, str, int], bool], benchmark: str) -> tuple[OutcomeMatrix, int]:
+    complete = [q for q in questions
+                if all((q.id, m, s) in answers for m in models for s in range(k))]
+    solves = np.array([[[float(answers[(q.id, m, s)]) for s in range(k)] for m in models] for q in complete],
+                      dtype=np.float64).reshape(len(complete), len(models), k)
+    mat = OutcomeMatrix(benchmark, list(models), [q.id for q in complete], solves,
+                        [q.answer if q.kind != "code" else None for q in complete],
+                        [q.benchmark for q in complete])
+    return mat, len(complete)
+
+
+def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperature: float | None = None,
+            budget_usd: float | None = None, env_file: str | None = None, cache_path: str | None = None,
+            progress: Callable[[dict], None] | None = None) -> CollectResult:
+    from trinity.pool.budget import Budget
+    from trinity.pool.cache import ResponseCache
+    from trinity.pool.client import PoolClient
+    from trinity.pool.journal import CallJournal
+    from trinity.pool.ledger import Ledger
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    answers_path = sibling(out, ".answers.jsonl")
+    models = list(pool.models)
+    answers: dict[tuple[str, str, int], bool] = {}
+    if answers_path.exists():
+        for rec in read_jsonl(answers_path):
+            if rec.get("model") in models and "correct" in rec:
+                answers[(rec["qid"], rec["model"], int(rec["sample"]))] = bool(rec["correct"])
+    cells = [(q, m, s) for q in questions for m in models for s in range(k) if (q.id, m, s) not in answers]
+    total = len(questions) * len(models) * k
+    run_id = f"collect-{out.stem}"
+    ledger = Ledger(sibling(out, ".ledger.jsonl"), run_id)
+    journal = CallJournal(sibling(out, ".journal.jsonl"))
+    cache = ResponseCache(cache_path)
+    budget = Budget(budget_usd, spent_usd=ledger.total_usd)
+    spent0 = ledger.total_usd
+    # k samples of one model at temperature 0 would be one sample k times: sample when k > 1.
+    decoding = {} if temperature is None and k == 1 else {"temperature": 0.7 if temperature is None else temperature}
+    state = {"done": total - len(cells), "failed": 0, "new_calls": 0, "last": 0.0}
+    grade_slots = asyncio.Semaphore(2)  # code grading runs sandboxed children: bound them
+
+    def report(force: bool = False) -> None:
+        now = time.monotonic()
+        if progress and (force or now - state["last"] > 1.0):
+            state["last"] = now
+            progress({"done": state["done"], "total": total, "failed": state["failed"],
+                      "cost_usd": ledger.total_usd - spent0})
+
+    async def one(client: PoolClient, q: Question, model: str, s: int) -> None:
+        from trinity.grading import grade_question
+
+        messages = [{"role": "system", "content": system_prompt("Worker", q)},
+                    {"role": "user", "content": user_message(render_question(q), "")}]
+        res = await client.chat(model, messages, purpose="collect", seed=s,
+                                journal_key=f"collect/{q.id}/{model}/{s}", **decoding)
+        if not getattr(res, "journal_hit", False) and not res.cache_hit and res.cost_source != "none":
+            state["new_calls"] += 1
+        if not res.ok:
+            state["failed"] += 1  # not an answer: a re-run asks again
+            report()
+            return
+        async with grade_slots:
+            v = await asyncio.to_thread(grade_question, q, res.text)
+        append_jsonl(answers_path, {"qid": q.id, "benchmark": q.benchmark, "model": model, "sample": s,
+                                    "text": res.text, "correct": bool(v.correct), "reason": v.reason,
+                                    "extracted": v.extracted if q.kind != "code" else None,
+                                    "cost_usd": res.cost_usd, "cache_hit": res.cache_hit}, fsync=True)
+        answers[(q.id, model, s)] = bool(v.correct)
+        state["done"] += 1
+        report()
+
+    async def main() -> str | None:
+        async with PoolClient(pool, run_id=run_id, ledger=ledger, cache=cache, budget=budget,
+                              journal=journal, env_file=env_file) as client:
+            tasks = [asyncio.ensure_future(one(client, q, m, s)) for q, m, s in cells]
+            try:
+                await asyncio.gather(*tasks)
+            except (OutOfCredit, BudgetExceeded) as e:
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                return f"stopped: {'out of credit' if isinstance(e, OutOfCredit) else 'budget reached'} ({e})"
+        return None
+
+    try:
+        stopped = asyncio.run(main())
+    finally:
+        ledger.close()
+        journal.close()
+        cache.close()
+    report(force=True)
+    bench = "+".join(sorted({q.benchmark for q in questions})) or "unknown"
+    mat, n_complete = _matrix_from_answers(questions, models, k, answers, bench)
+    if n_complete:
+        save_matrix(out, mat)
+    return CollectResult(out, len(questions), n_complete, state["done"], total, state["new_calls"],
+                         state["failed"], ledger.total_usd - spent0, stopped)
+
+
+def print_progress(p: dict) -> None:
+    print(f"collect: {p['done']}/{p['total']} answers  failed {p['failed']}  spent ${p['cost_usd']:.4f}",
+          file=sys.stderr, flush=True)
