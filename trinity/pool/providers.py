@@ -181,3 +181,21 @@ def load_pool(name: str, models_yaml: str | os.PathLike | None = None, *,
 
 def with_overrides(pool: PoolConfig, **changes: Any) -> PoolConfig:
     return replace(pool, **changes)
+
+
+def pool_model_ids(name: str, models_yaml: str | os.PathLike | None = None) -> tuple[str, ...]:
+    """The pool's model ids in router order, without needing a base URL (for θ's layout)."""
+    path = Path(models_yaml) if models_yaml else MODELS_YAML
+    doc = _read_yaml(path)
+    providers: dict[str, Any] = doc["providers"]
+    pname = (doc.get("pools") or {}).get(name, name)
+    if pname not in providers:
+        known = sorted(set(providers) | set(doc.get("pools") or {}))
+        raise ConfigError(f"unknown pool {name!r}; known: {', '.join(known)} (see {path})")
+    sec = providers[pname] or {}
+    if sec.get("models_from") == "practice":
+        return _practice_models()[0]
+    models = tuple(sec.get("models") or {})
+    if not models:
+        raise ConfigError(f"pool {name!r} has no models listed in {path}")
+    return models
