@@ -105,6 +105,19 @@ async def test_200_with_error_body_is_a_failed_but_billed_call(server, tmp_path)
     assert c.stats.failed == 4 and c.stats.ok == 0
 
 
+async def test_200_without_choices_is_a_failed_call_billed_as_reported(server, tmp_path):
+    server.set_faults(Faults(rate_no_choices=1.0))
+    pool = practice_pool(server.base_url)
+    ledger = Ledger(tmp_path / "ledger.jsonl", "r1")
+    c, results = await _run(pool, _calls(pool, 3), ledger=ledger)
+    ledger.close()
+    assert all(not r.ok and "without choices" in r.error and r.cost_source == "reported" for r in results)
+    assert all(r.completion_tokens > 0 and r.attempts == 1 for r in results)
+    rep = verify_ledger(tmp_path / "ledger.jsonl")
+    assert rep.n_records == 3 and rep.total_micro_usd == c.stats.cost_micro_usd > 0
+    assert server.stats.completions == 0
+
+
 async def test_402_stops_the_run_with_out_of_credit(server, tmp_path):
     server.set_faults(Faults(credit_after=3))
     pool = practice_pool(server.base_url)

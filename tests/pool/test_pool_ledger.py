@@ -161,3 +161,18 @@ def test_changing_the_final_newline_is_tampering_not_a_torn_tail(tmp_path, small
     p.write_bytes(small_ledger[:-1] + byte)
     rep = verify_ledger(p)
     assert not rep.ok and rep.first_bad_line == 12 and not rep.torn_tail
+
+
+def test_recorded_head_catches_an_end_cut_but_not_a_resumed_append(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    led = _fill(run / "ledger.jsonl", 6)
+    (run / "summary.json").write_text(json.dumps({"ledger_head": led.head_hash}))
+    led.append(provider="practice", model=MODELS[0], prompt_tokens=1, completion_tokens=1, cost_micro_usd=1,
+               cost_source="estimated", purpose="eval")  # appended after the summary: fine
+    led.close()
+    assert _cli("ledger", "verify", str(run / "ledger.jsonl")).returncode == 0
+    lines = (run / "ledger.jsonl").read_bytes().splitlines(keepends=True)
+    (run / "ledger.jsonl").write_bytes(b"".join(lines[:5]))
+    out = _cli("ledger", "verify", str(run / "ledger.jsonl"))
+    assert out.returncode == 1 and "BROKEN at line 6" in out.stdout and "recorded head" in out.stdout

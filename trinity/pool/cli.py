@@ -40,6 +40,8 @@ def register(sub) -> None:
     s.add_argument("--fault-500", type=_rate, default=0.0, metavar="RATE", help="fraction answered 500")
     s.add_argument("--fault-error-body", type=_rate, default=0.0, metavar="RATE",
                    help="fraction answered 200 with an error body")
+    s.add_argument("--fault-no-choices", type=_rate, default=0.0, metavar="RATE",
+                   help="fraction answered 200 with usage but no choices")
     s.add_argument("--fault-slow", type=_rate, default=0.0, metavar="RATE", help="fraction answered slowly")
     s.add_argument("--slow-ms", type=int, default=2000, help="extra latency of a slow reply (default 2000)")
     s.add_argument("--credit-after", type=int, default=None, metavar="N",
@@ -73,7 +75,8 @@ def _faults(args):
     try:
         return Faults(rate_429=args.fault_429, retry_after_s=None if args.retry_after < 0 else args.retry_after,
                       retry_after_as_date=args.retry_after_date, rate_500=args.fault_500,
-                      rate_error_body=args.fault_error_body, rate_slow=args.fault_slow, slow_ms=args.slow_ms,
+                      rate_error_body=args.fault_error_body,
+                      rate_no_choices=args.fault_no_choices, rate_slow=args.fault_slow, slow_ms=args.slow_ms,
                       credit_after=args.credit_after)
     except ValueError as e:
         raise ConfigError(f"serve-practice: {e}") from None
@@ -142,10 +145,25 @@ def _tables(rep) -> dict:
     return {"per_model": conv(rep.per_model), "per_purpose": conv(rep.per_purpose), "per_day": conv(rep.per_day)}
 
 
+def _summary_head(ledger_file: str) -> tuple[str | None, str]:
+    """The head hash the run recorded in its summary.json next to the ledger, if any."""
+    from pathlib import Path
+
+    summary = Path(ledger_file).with_name("summary.json")
+    try:
+        head = json.loads(summary.read_text(encoding="utf-8")).get("ledger_head")
+    except (OSError, ValueError, AttributeError):
+        return None, ""
+    return (head, str(summary)) if isinstance(head, str) and len(head) == 64 else (None, "")
+
+
 def cmd_ledger_verify(args) -> int:
     from trinity.pool.ledger import verify_ledger
 
-    rep = verify_ledger(args.file, expected_head=args.head)
+    head, anchor = args.head, "--head"
+    if head is None:
+        head, anchor = _summary_head(args.file)
+    rep = verify_ledger(args.file, expected_head=head)
     if args.json:
         print(json.dumps(rep.to_json(), indent=2))
         return 0 if rep.ok else 1
@@ -154,6 +172,8 @@ def cmd_ledger_verify(args) -> int:
               f"({rep.n_records} good records before it)")
         return 1
     print(f"ledger {args.file}: OK — {rep.n_records} records, total ${rep.total_usd:.6f}, head {rep.head_hash}")
+    if head is not None:
+        print(f"  the chain reaches the head recorded in {anchor}")
     for model, b in rep.per_model.items():
         print(f"  {model}: {b['calls']} calls, ${_usd(b['micro_usd']):.6f}")
     if rep.torn_tail:

@@ -7,7 +7,8 @@
 It is the offline default pool and the test fixture: answers come from
 `trinity.pool.practice_replies` (deterministic, `simulate_correct`), `usage` and `usage.cost` are
 reported like a real provider, and faults can be injected: a fraction of 429s (with Retry-After in
-seconds or as an HTTP date), 500s, 200s carrying an error, slow replies, and 402 after N calls.
+seconds or as an HTTP date), 500s, 200s carrying an error or no choices, slow replies, and 402
+after N calls.
 
 HTTP/1.1 keep-alive over a minimal asyncio protocol (Content-Length bodies; what httpx and the
 OpenAI SDKs send) — stdlib `http.server` cannot serve 500 calls/s on 2 cores, this can. Replies
@@ -49,17 +50,18 @@ class Faults:
     retry_after_as_date: bool = False  # send Retry-After as an HTTP date instead of seconds
     rate_500: float = 0.0
     rate_error_body: float = 0.0  # HTTP 200 whose body is {"error": …} (prompt tokens billed)
+    rate_no_choices: float = 0.0  # HTTP 200 with usage but an empty `choices` list
     rate_slow: float = 0.0
     slow_ms: int = 0
     credit_after: int | None = None  # answer 402 once this many completions were served
 
     def __post_init__(self) -> None:
-        for name in ("rate_429", "rate_500", "rate_error_body", "rate_slow"):
+        for name in ("rate_429", "rate_500", "rate_error_body", "rate_no_choices", "rate_slow"):
             v = getattr(self, name)
             if not 0.0 <= v <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {v}")
-        if self.rate_429 + self.rate_500 + self.rate_error_body > 1.0:
-            raise ValueError("rate_429 + rate_500 + rate_error_body must be <= 1")
+        if self.rate_429 + self.rate_500 + self.rate_error_body + self.rate_no_choices > 1.0:
+            raise ValueError("the 429, 500, error-body and no-choices rates must add up to <= 1")
 
 
 @dataclass
@@ -149,7 +151,8 @@ class PracticeServer:
     def _fault_for(self, n: int) -> str | None:
         f = self.faults
         u = _u(self.seed, "fault", n)
-        for name, rate in (("429", f.rate_429), ("500", f.rate_500), ("error", f.rate_error_body)):
+        for name, rate in (("429", f.rate_429), ("500", f.rate_500), ("error", f.rate_error_body),
+                           ("empty", f.rate_no_choices)):
             if u < rate:
                 return name
             u -= rate
@@ -214,6 +217,12 @@ class PracticeServer:
                                    "cost": round(pt * price.price_in / 1e6, 12)}}
         ct = _tokens(text)
         cost = round((pt * price.price_in + ct * price.price_out) / 1e6, 12)
+        if fault == "empty":
+            # Billed as if generated, but the gateway lost the choices.
+            self.stats.count(model, 200)
+            return 200, {"id": f"chatcmpl-sim-{n}", "object": "chat.completion", "model": model, "choices": [],
+                         "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct,
+                                   "cost": cost}}
         self.stats.completions += 1
         self.stats.count(model, 200)
         return 200, {
