@@ -103,11 +103,10 @@ def cmd_baselines(args) -> int:
         from trinity.analysis.inputs import resolve_questions
         from trinity.analysis.live import live_baselines
         from trinity.data.questions import split_ids
-        from trinity.runs.rundir import RunDir
 
         if not args.questions or not args.run:
-            raise InputError("live baselines need --questions FILE (or practice) and --run DIR (its ledger and "
-                             "response cache record the calls)")
+            raise InputError("live baselines need --questions FILE (or practice) and --run DIR (its ledger, call "
+                             "journal and response cache record the calls; a new folder is fine)")
         questions = resolve_questions(args.questions)
         if args.benchmark:
             questions = [q for q in questions if q.benchmark == args.benchmark]
@@ -116,13 +115,10 @@ def cmd_baselines(args) -> int:
             questions = [q for q in questions if q.id in keep]
         if not questions:
             raise InputError("no questions left after the benchmark/split filter")
-        from trinity.analysis.live import resolve_pool
-
-        pool = resolve_pool(args.pool, args.base_url)
-        report = live_baselines(questions, list(pool.models), run_dir=RunDir(args.run), pool=pool, split=args.split,
-                                source=f"the {args.split} split of {args.questions}", repeats=args.samples,
-                                seeds=args.seeds, seed=args.seed, bootstrap=args.bootstrap,
-                                progress=_progress_printer(args))
+        report = live_baselines(questions, run_dir=args.run, pool=args.pool, base_url=args.base_url,
+                                split=args.split, source=f"the {args.split} split of {args.questions}",
+                                repeats=args.samples, seeds=args.seeds, seed=args.seed, bootstrap=args.bootstrap,
+                                budget_usd=args.budget_usd, progress=_progress_printer(args))
     _emit(args, report, baselines_view, "plot_baselines")
     return 0
 
@@ -183,6 +179,7 @@ def register(subparsers) -> None:
     p.add_argument("--seeds", type=int, default=100, help="random-routing seeds (default 100)")
     p.add_argument("--samples", type=int, default=1, help="live: answers per question and model (default 1)")
     p.add_argument("--base-url", help="live: the pool's endpoint (e.g. the practice server's URL)")
+    p.add_argument("--budget-usd", type=float, help="live: stop before spending more than this (USD)")
     _common(p)
     p.set_defaults(func=cmd_baselines)
 

@@ -1,25 +1,20 @@
-"""Live-mode evaluation and baselines: full sessions against a pool, through the session runner.
+"""Live-mode evaluation and baselines: full sessions against a pool, through the session package.
 
-Every call goes through the pool client, so the response cache, the budget and the ledger apply
-(purpose "eval"). This module only decides *what* to run and turns trajectories into numbers;
-running sessions is `trinity.session.live.run_sessions`, with this contract:
+Sessions run on `trinity.session.fitness.LiveFitness` — the same pool client, call journal,
+response cache, budget and hash-chained ledger that live training uses — with ledger purpose
+"eval". Journal keys are `eval/<split>/<system>/c<repeat>/<qid>/t<turn>/<model>/<role>`, so a
+re-run of the same evaluation replays what it already paid for. The practice pool needs no URL:
+the session package starts the simulated server in-process.
 
-    run_sessions(questions, logits_fn, *, models, run_dir, pool, purpose="eval", max_turns,
-                 repeats=1, key_prefix, progress=None) -> list[Trajectory]
-
-`pool` is a `trinity.pool.providers.PoolConfig` (resolved here with `load_pool(name, base_url=…)`);
-`logits_fn(texts, candidates) -> (N, n_models + 3)` as for `SessionRunner`; the result holds
-`len(questions) * repeats` trajectories, question-major (q0 r0, q0 r1, …), each with `.correct`,
-`.turns` and `.cost_usd`. Where that function is absent, live mode fails with one clear line.
-
-Baselines are single-turn Worker sessions of one fixed model with the router's token budget;
-random routing is computed from them (at temperature 0 a single-turn random router asks exactly
-those requests, which the response cache answers for free).
+Baselines are single-turn Worker sessions of one fixed model (the pool's decoding settings, so
+the same token budget as the router); random routing is computed from them — at temperature 0
+a single-turn random router asks exactly those requests, which the response cache serves free.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+import types
+from typing import Any, Callable
 
 import numpy as np
 
@@ -28,81 +23,132 @@ from trinity.errors import InputError, TrinityError
 from trinity.runs.rundir import RunDir
 
 Progress = Callable[[int, int, str], None]
-WORKER = 1  # role index of Worker in (Thinker, Worker, Verifier)
+ROLES = ("Thinker", "Worker", "Verifier")
+WORKER = 1
 
 
-def session_api():
+def _live_fitness_class():
     try:
-        from trinity.session.live import run_sessions
+        from trinity.session.fitness import LiveFitness
     except ImportError as e:
-        raise TrinityError("live mode needs trinity.session.live.run_sessions (the live session runner), "
-                           f"which this install lacks ({e}); use --mode cached / --matrix for now") from None
-    return run_sessions
+        raise TrinityError(f"live mode needs the session package (trinity.session.fitness), which this "
+                           f"install lacks ({e}); use --mode cached / --matrix") from None
+    return LiveFitness
 
 
-def fixed_logits(model: int, n_models: int, role: int = WORKER) -> Callable:
-    """A logits function that always picks `model` as `role` (an always-model-X baseline)."""
-    row = np.full(n_models + 3, -1.0)
-    row[model] = 1.0
-    row[n_models + role] = 1.0
+class FixedPolicy:
+    """A stand-in router that always picks (model, role): an always-model-X baseline."""
 
-    def logits_fn(texts, candidates=None):  # (N, n_models + 3)
-        return np.tile(row, (len(texts), 1))
+    def __init__(self, model: int, n_models: int, role: int = WORKER):
+        self.row = np.full(n_models + 3, -1.0)
+        self.row[model] = 1.0
+        self.row[n_models + role] = 1.0
 
-    return logits_fn
+    def paired_logits(self, thetas, texts, candidate_of_text):  # (N, n_models + 3)
+        return np.tile(self.row, (len(texts), 1))
 
 
-def outcomes(trajs: list, n_questions: int, repeats: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Trajectories (question-major) → per-question mean correctness, mean turns, total cost, each (Q,)."""
+def session_config(base: dict, *, pool: str | None, base_url: str | None, max_turns: int | None = None,
+                   budget_usd: float | None = None) -> Any:
+    """The settings LiveFitness reads (pool, turns, policy, seed, budget, base_url), from a run's
+    resolved config with overrides; a namespace, because `base_url` is not a training key."""
+    cfg = dict(base)
+    cfg["mode"] = "live"
+    if pool:
+        cfg["pool"] = pool
+    if not cfg.get("pool"):
+        raise InputError("live mode needs a pool: pass --pool NAME (see configs/models.yaml)")
+    if max_turns is not None:
+        cfg["max_turns"] = max_turns
+    if budget_usd is not None:
+        cfg["budget_usd"] = budget_usd
+    for key, default in (("max_turns", 5), ("policy", "argmax"), ("temperature", 1.0), ("seed", 0),
+                         ("budget_usd", None), ("shaping", False), ("format_bonus", 0.05), ("turn_penalty", 0.02)):
+        cfg.setdefault(key, default)
+    cfg["policy"] = "argmax"  # evaluation is always argmax per group
+    cfg["base_url"] = base_url
+    return types.SimpleNamespace(**cfg)
+
+
+def _outcomes(trajs: list, n_questions: int, repeats: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Trajectories in (repeat, question) order → per-question mean correctness, turns, summed cost."""
     if len(trajs) != n_questions * repeats:
         raise TrinityError(f"the session runner returned {len(trajs)} sessions for {n_questions} questions "
                            f"× {repeats} repeats")
-    correct = np.array([1.0 if t.correct else 0.0 for t in trajs]).reshape(n_questions, repeats)
-    turns = np.array([len(t.turns) for t in trajs], dtype=np.float64).reshape(n_questions, repeats)
-    cost = np.array([float(t.cost_usd) for t in trajs]).reshape(n_questions, repeats)
-    return correct.mean(axis=1), turns.mean(axis=1), cost.sum(axis=1)
+    correct = np.array([1.0 if t.correct else 0.0 for t in trajs]).reshape(repeats, n_questions)
+    turns = np.array([len(t.turns) for t in trajs], dtype=np.float64).reshape(repeats, n_questions)
+    cost = np.array([float(t.cost_usd) for t in trajs]).reshape(repeats, n_questions)
+    return correct.mean(axis=0), turns.mean(axis=0), cost.sum(axis=0)
 
 
-def resolve_pool(name: str | None, base_url: str | None = None):
-    """The pool's config (models, endpoint, prices) by name; `base_url` overrides the endpoint."""
-    if not name:
-        raise InputError("live mode needs a pool: pass --pool NAME (see configs/models.yaml)")
-    from trinity.pool.providers import load_pool
+def run_system(cfg: Any, run: RunDir, policy: Any, theta: np.ndarray, models: list[str],
+               questions: list[Question], repeats: int, key_prefix: str, progress: Progress | None = None,
+               what: str = "sessions"):
+    """Run `repeats` sessions per question for one system; returns (correct, turns, cost, trajectories)."""
+    LiveFitness = _live_fitness_class()
+    fit = LiveFitness(cfg, run, policy, list(models))
+    try:
+        thetas = np.tile(np.asarray(theta, dtype=np.float64), (repeats, 1))  # (R, D): one row per repeat
+        pairs = [(r, q) for r in range(repeats) for q in questions]
+        total = len(pairs)
 
-    return load_pool(name, base_url=base_url)
+        def on_step(turn: int, done: int) -> None:
+            if progress:
+                progress(done, total, what)
+
+        trajs = fit.run_sessions(thetas, pairs, key_prefix, purpose="eval", on_step=on_step)
+    finally:
+        fit.close()
+    correct, turns, cost = _outcomes(trajs, len(questions), repeats)
+    return correct, turns, cost, trajs
 
 
-def always_model_live(questions: list[Question], models: list[str], *, run_dir: RunDir, pool,
-                      repeats: int = 1, progress: Progress | None = None):
+def always_model_live(cfg: Any, run: RunDir, questions: list[Question], models: list[str], *,
+                      key_prefix: str, repeats: int = 1, progress: Progress | None = None):
     """(Q, M) correctness, turns and costs of each single model answering as a one-turn Worker."""
-    run_sessions = session_api()
+    one_turn = types.SimpleNamespace(**{**vars(cfg), "max_turns": 1})
     q, m = len(questions), len(models)
     correct, turns, costs = np.zeros((q, m)), np.zeros((q, m)), np.zeros((q, m))
     for j, name in enumerate(models):
-        if progress:
-            progress(j, m, f"always {name}: {q} questions × {repeats}")
-        trajs = run_sessions(questions, fixed_logits(j, m), models=list(models), run_dir=run_dir, pool=pool,
-                             purpose="eval", max_turns=1, repeats=repeats, key_prefix=f"eval/always-{j}")
-        correct[:, j], turns[:, j], costs[:, j] = outcomes(trajs, q, repeats)
-    if progress:
-        progress(m, m, "baselines done")
+        correct[:, j], turns[:, j], costs[:, j], _ = run_system(
+            one_turn, run, FixedPolicy(j, m), np.zeros(1), models, questions, repeats,
+            f"{key_prefix}/always-{j}", progress, f"always {name}")
     return correct, turns, costs
 
 
-def live_baselines(questions: list[Question], models: list[str], *, run_dir: RunDir, pool,
+def live_baselines(questions: list[Question], *, run_dir: str, pool: str, base_url: str | None = None,
                    split: str, source: str, repeats: int = 1, seeds: int = 100, seed: int = 0,
-                   bootstrap: int = 2000, progress: Progress | None = None):
+                   bootstrap: int = 2000, budget_usd: float | None = None, progress: Progress | None = None):
+    """Live always-model-X and random routing on `questions`; calls are recorded in `run_dir`
+    (its ledger, journal and the response cache) — an existing run or a new folder."""
     from trinity.analysis.baselines import baselines_from_outcomes
 
-    correct, turns, costs = always_model_live(questions, models, run_dir=run_dir, pool=pool, repeats=repeats,
-                                              progress=progress)
+    run = RunDir(run_dir)
+    run.path.mkdir(parents=True, exist_ok=True)
+    base = run.read_meta().get("config", {}) if run.exists() else {}
+    cfg = session_config(base, pool=pool, base_url=base_url, budget_usd=budget_usd)
+    models = _pool_models(cfg)
+    correct, turns, costs = always_model_live(cfg, run, questions, models, key_prefix=f"eval/{split}",
+                                              repeats=repeats, progress=progress)
     rep = baselines_from_outcomes(correct, models, benchmark=questions[0].benchmark, split=split, source=source,
                                   mode="live", turns=turns, costs=costs,
-                                  cost_source=f"live: the ledger of {run_dir.path} (cache hits cost $0)",
+                                  cost_source=f"live: ledger of {run.path} (cache hits cost $0)",
                                   seeds=seeds, seed=seed, bootstrap=bootstrap, progress=progress)
     rep.notes.append("random routing = a uniformly random single-turn Worker per question, computed from the "
                      "live always-model answers (what the response cache serves a temperature-0 random router)")
     return rep
+
+
+def _pool_models(cfg: Any) -> list[str]:
+    """The pool's model ids in θ order (the session package resolves the pool, starting the
+    simulated practice server when needed; it is stopped again here)."""
+    _live_fitness_class()
+    from trinity.session.fitness import resolve_pool
+
+    pool, server = resolve_pool(cfg)
+    if server is not None:
+        server.stop()
+    return list(pool.models)
 
 
 def evaluate_live(run: RunDir, *, split: str, samples: int, seed: int, seeds: int, bootstrap: int,
@@ -111,39 +157,31 @@ def evaluate_live(run: RunDir, *, split: str, samples: int, seed: int, seeds: in
     from trinity.analysis.evaluate import compare_router, load_router
     from trinity.optim.runinputs import load_run_inputs
 
-    run_sessions = session_api()
     meta = run.read_meta()
     inputs = load_run_inputs(run)
     if split not in inputs.splits or not inputs.splits[split]:
         raise InputError(f"{run.path}: the {split} split is missing or empty")
     by_id = {qq.id: qq for qq in inputs.questions}
     questions = [by_id[i] for i in inputs.splits[split]]
-    models = list(meta.get("models") or (inputs.matrix.models if inputs.matrix else []))
+    models = list(meta.get("models") or [])
     if not models:
         raise InputError(f"{run.run_json} lists no models; it is not a trained run")
-    pool_name = pool or meta.get("pool")
-    if isinstance(pool_name, dict):  # run.json may hold the pool's description
-        pool_name = pool_name.get("name")
-    pool = resolve_pool(pool_name, base_url)
-    max_turns = int((meta.get("config") or {}).get("max_turns", 5))
+    cfg = session_config(meta.get("config") or {}, pool=pool, base_url=base_url)
     router = load_router(run.path)
-    if progress:
-        progress(0, 1, f"router sessions: {len(questions)} questions × {samples}")
-    def router_logits(texts, candidates=None):  # (N, M + 3): the run's θ on the encoder
-        return np.asarray(router.router.population_logits(router.theta[None, :], list(texts)))[0]
-
-    trajs = run_sessions(questions, router_logits, models=models, run_dir=run, pool=pool, purpose="eval",
-                         max_turns=max_turns, repeats=samples, key_prefix="eval/router")
-    router_q, router_turns, router_costs = outcomes(trajs, len(questions), samples)
-    first = [t.turns[0] if t.turns else None for t in trajs[::samples]]
+    correct_r, turns_r, cost_r, trajs = run_system(cfg, run, router.router, router.theta, models, questions,
+                                                   samples, f"eval/{split}/router", progress, "router sessions")
+    first = [t.turns[0] if t.turns else None for t in trajs[: len(questions)]]  # repeat 0, turn 1
     model_idx = np.array([models.index(t.model) if t else 0 for t in first])
-    role_idx = np.array([("Thinker", "Worker", "Verifier").index(t.role) if t else WORKER for t in first])
-    correct, turns, costs = always_model_live(questions, models, run_dir=run, pool=pool, repeats=samples,
-                                              progress=progress)
-    return compare_router(router_q, correct, models, model_idx=model_idx, role_idx=role_idx,
-                          ids=[qq.id for qq in questions], benchmarks=[qq.benchmark for qq in questions],
-                          split=split, source=f"the {split} split recorded in {run.run_json}", mode="live",
-                          run=str(run.path), router_turns=router_turns, router_costs=router_costs,
-                          baseline_turns=turns, baseline_costs=costs,
-                          cost_source=f"live: the ledger of {run.path} (cache hits cost $0)", samples=samples,
-                          seeds=seeds, seed=seed, bootstrap=bootstrap, progress=progress)
+    role_idx = np.array([ROLES.index(t.role) if t else WORKER for t in first])
+    correct, turns, costs = always_model_live(cfg, run, questions, models, key_prefix=f"eval/{split}",
+                                              repeats=samples, progress=progress)
+    rep = compare_router(correct_r, correct, models, model_idx=model_idx, role_idx=role_idx,
+                         ids=[qq.id for qq in questions], benchmarks=[qq.benchmark for qq in questions],
+                         split=split, source=f"the {split} split recorded in {run.run_json}", mode="live",
+                         run=str(run.path), router_turns=turns_r, router_costs=cost_r,
+                         baseline_turns=turns, baseline_costs=costs,
+                         cost_source=f"live: ledger of {run.path} (cache hits cost $0)", samples=samples,
+                         seeds=seeds, seed=seed, bootstrap=bootstrap, progress=progress)
+    rep.notes.append(f"live: {samples} session(s) per question and system, pool {cfg.pool}; baselines are "
+                     "single-turn Worker sessions")
+    return rep
