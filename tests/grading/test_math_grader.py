@@ -85,6 +85,8 @@ EQUIVALENT = [
     ("6 - 5i", f"{B}{{6-5i}}", True),
     ("p - q", f"{B}{{p-q}}", True),
     ("2^{10}", f"{B}{{1024}}", True),
+    ("x^2", f"{B}{{x \\cdot x}}", True),
+    ("2\\pi r", f"{B}{{2 r \\pi}}", True),
     ("\\begin{pmatrix} 2 \\\\ 4 \\end{pmatrix}", f"{B}{{\\begin{{pmatrix}}\\frac{{4}}{{2}}\\\\4\\end{{pmatrix}}}}", True),
     ("\\text{east}", f"{B}{{East}}", True),
     ("\\frac{1}{2},\\frac{3}{2}", f"{B}{{\\frac32, \\frac12}}", True),

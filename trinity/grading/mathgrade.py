@@ -142,7 +142,9 @@ def normalize(s: str) -> str:
     s = s.replace("{,}", ",")
     for _ in range(3):
         s = _TEXT_CMD_RE.sub(r"\1", s)
-    s = re.sub(r"\s+", "", s)
+    # drop spacing, but keep the one space that ends a command before a letter (`\\cdot x`)
+    s = re.sub(r"(\\[A-Za-z]+)\s+(?=[A-Za-z])", "\\1\x00", s)
+    s = re.sub(r"\s+", "", s).replace("\x00", " ")
     s = s.rstrip(".")
     # \frac12 -> \frac{1}{2}
     s = re.sub(r"\\frac(\d)(\d)", r"\\frac{\1}{\2}", s)
