@@ -52,9 +52,9 @@ def pool_models(cfg: TrainConfig, inputs: RunInputs) -> list[str]:
         return list(inputs.matrix.models)
     if not cfg.pool:
         raise ConfigError("live mode without a matrix needs --pool (its models give θ's model order)")
-    from trinity.pool.providers import load_pool
+    from trinity.pool.providers import pool_model_ids
 
-    return list(load_pool(cfg.pool).models)
+    return list(pool_model_ids(cfg.pool))  # needs no base URL: the server may start later
 
 
 def _git_sha() -> str | None:
