@@ -244,3 +244,20 @@ def test_offline_load_fails_loudly_with_the_fix(env, tmp_path):
     assert "pass --data FILE with the dataset's rows (JSONL/parquet)" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "q.jsonl").exists()
+
+
+def test_split_questions_mixes_benchmarks_and_keeps_lcb_temporal():
+    from trinity.benchmarks import split_questions
+    from trinity.data.questions import Question, split_ids
+
+    math = get_benchmark("math500").load(data=str(FIX / "math500_test.jsonl"))
+    mmlu = get_benchmark("mmlu").load(data=str(FIX / "mmlu_test.jsonl"))
+    lcb = get_benchmark("livecodebench").load(data=str(LCB_DIR))
+    other = [Question(f"custom-{i}", "custom", f"q{i}", str(i)) for i in range(5)]
+    mixed = lcb + mmlu + other + math
+    got = split_questions(mixed, seed=11)
+    plain = split_ids(math + mmlu + other, seed=11)
+    for k in ("train", "val", "test"):  # non-LCB ids exactly as split_ids gives them
+        assert sorted(i for i in got[k] if not i.startswith("livecodebench-")) == sorted(plain[k])
+    assert [i for i in got["test"] if i.startswith("livecodebench-")] == ["livecodebench-1999A"]
+    assert sorted(got["train"] + got["val"] + got["test"]) == sorted(q.id for q in mixed)

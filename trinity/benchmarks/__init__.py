@@ -1,6 +1,7 @@
 """trinity.benchmarks — benchmark adapters (DESIGN §7): math500, mmlu, livecodebench, practice.
 
     get_benchmark(name) -> Benchmark   (see trinity.benchmarks.base for the interface)
+    split_questions(questions, seed)   train/val/test ids for a mix of benchmarks
     BENCHMARK_NAMES
 
 Importing this package loads neither `datasets` nor sympy; they load when a benchmark is read
@@ -32,3 +33,21 @@ def get_benchmark(name: str):
 
 def list_benchmarks() -> list:
     return [get_benchmark(n) for n in BENCHMARK_NAMES]
+
+
+def split_questions(questions: list, seed: int) -> dict[str, list[str]]:
+    """{"train", "val", "test"} ids for questions of any mix of benchmarks: each benchmark splits
+    its own questions (livecodebench by release/date, so its test ⊄ train; the others exactly as
+    `trinity.data.questions.split_ids`, which gives the same ids as splitting them all at once)."""
+    from trinity.data.questions import split_ids
+
+    groups: dict[str, list] = {}
+    for q in questions:
+        groups.setdefault(q.benchmark, []).append(q)
+    out: dict[str, list[str]] = {"train": [], "val": [], "test": []}
+    for name in sorted(groups):
+        part = get_benchmark(name).split(groups[name], seed) if name in _ADAPTERS else \
+            split_ids(groups[name], seed)
+        for k in out:
+            out[k] += part[k]
+    return out
