@@ -200,12 +200,21 @@ class PracticeServer:
             return ("done", 500, _err("simulated: internal server error", code=500), {})
         return ("reply", model, messages, seed, n, self._delay_s(model, n), fault)
 
-    def answer(self, model: str, messages: list, seed: int, n: int, fault: str | None) -> tuple[int, dict]:
+    def compose(self, model: str, messages: list, seed: int) -> str | BadRequest:
+        """The reply text (or the reason it cannot be given). Touches no stats, so it may run in
+        the thread pool; `answer()` does the accounting on the event loop."""
         try:
-            text = self.responder.reply(model, messages, seed)
+            return self.responder.reply(model, messages, seed)
         except BadRequest as e:
+            return e
+
+    def answer(self, model: str, messages: list, seed: int, n: int, fault: str | None,
+               text: str | BadRequest | None = None) -> tuple[int, dict]:
+        if text is None:
+            text = self.compose(model, messages, seed)
+        if isinstance(text, BadRequest):
             self.stats.count(model, 400)
-            return 400, _err(str(e))
+            return 400, _err(str(text))
         prompt = sum(len(m.get("content") or "") for m in messages if isinstance(m, dict))
         pt = (prompt + 3) // 4
         price = self.responder.setup.models[model]
@@ -250,6 +259,7 @@ class _Conn(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.last: asyncio.Future | None = None  # the previous in-flight reply on this connection
         self.closing = False
+        self.continued = False  # a "100 Continue" was sent for the request being read
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -286,7 +296,11 @@ class _Conn(asyncio.Protocol):
                 self._send_now(413, _err("body too large"), {}, keep_alive=False, t0=t0)
                 return
             if len(self.buf) < end + 4 + length:
+                if headers.get("expect", "").lower() == "100-continue" and not self.continued:
+                    self.continued = True  # curl waits for this before sending a large body
+                    self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
                 return  # wait for the rest of the body
+            self.continued = False
             body = bytes(self.buf[end + 4:end + 4 + length])
             del self.buf[:end + 4 + length]
             conn = headers.get("connection", "").lower()
@@ -332,17 +346,18 @@ class _Conn(asyncio.Protocol):
     async def _later(self, prev, model, messages, seed, n, fault, delay, blocking, keep, t0) -> None:
         srv = self.server
         try:
+            text = None
             if blocking:
                 loop = asyncio.get_running_loop()
-                work = loop.run_in_executor(srv._pool, srv.answer, model, messages, seed, n, fault)
+                work = loop.run_in_executor(srv._pool, srv.compose, model, messages, seed)
                 if delay > 0:
                     await asyncio.sleep(delay)
-                status, payload = await work
-            else:
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                status, payload = srv.answer(model, messages, seed, n, fault)
+                text = await work
+            elif delay > 0:
+                await asyncio.sleep(delay)
+            status, payload = srv.answer(model, messages, seed, n, fault, text)
         except Exception as e:  # a bug must not hang the connection: answer 500 and say what
+            srv.stats.count(model, 500)
             status, payload = 500, _err(f"practice server error: {type(e).__name__}: {e}")
         if prev is not None:
             await prev
