@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,6 @@ from hypothesis import strategies as st
 from trinity.errors import InputError, RunLockedError
 from trinity.pool.ledger import GENESIS, Ledger, verify_ledger
 
-ROOT = Path(__file__).resolve().parents[2]
 MODELS = ("simulated/mathlete", "simulated/scholar", "simulated/coder")
 
 
@@ -128,7 +128,14 @@ def test_reopen_refuses_a_tampered_ledger_and_a_second_writer(tmp_path, small_le
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trinity", *args], capture_output=True, text=True, cwd=ROOT)
+    """`trinity …` in-process (the same `main()` the console script runs; a subprocess per call
+    costs ~1 s of start-up on a busy machine)."""
+    from trinity.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(list(args))
+    return subprocess.CompletedProcess(args, rc, out.getvalue(), err.getvalue())
 
 
 def test_cli_verify_and_report(tmp_path, small_ledger):
