@@ -80,6 +80,7 @@ def test_mmlu_ids_golds_prompt_and_parquet(tmp_path):
     assert "high school physics" in text
     prompt = b.prompt(qs[0])
     assert prompt.rstrip().endswith("where X is one letter (A, B, C or D).")
+    assert b.prompt(qs[0], role="Thinker") == text  # only the Worker is told how to answer
     assert b.grade(qs[0], "Force is measured in newtons.\nAnswer: B").correct
     assert not b.grade(qs[0], "Answer: A").correct
 

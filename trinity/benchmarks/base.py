@@ -4,7 +4,7 @@
     qs = b.load(data="mmlu_test.parquet")      # or data=None: the HF Hub through `datasets`
     b.render_question(qs[0])                   # the question text a model sees
     b.answer_instruction(qs[0])                # how the Worker must end its answer
-    b.prompt(qs[0])                            # both, for a single-turn call
+    b.prompt(qs[0], role="Worker")             # both (Thinker/Verifier: the question only)
     b.grade(qs[0], response) -> Verdict
     b.split(qs, seed) -> {"train", "val", "test"}
 """
@@ -66,8 +66,11 @@ class Benchmark:
             raise ValueError(f"{self.name} mixes kinds: pass the question to answer_instruction()")
         return ANSWER_INSTRUCTIONS[kind]
 
-    def prompt(self, q: Question) -> str:
-        """A single-turn prompt: the question, then how to answer."""
+    def prompt(self, q: Question, role: str = "Worker") -> str:
+        """The question, then (for the role that answers: the Worker) how to end the answer.
+        A Thinker plans and a Verifier checks; neither is asked for the final-answer format."""
+        if role in ("Thinker", "Verifier"):
+            return self.render_question(q)
         return f"{self.render_question(q)}\n\n{self.answer_instruction(q)}"
 
     # -- grading and splits ----------------------------------------------------------------------
