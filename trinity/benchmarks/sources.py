@@ -81,7 +81,7 @@ def _hub_offline() -> bool:
                for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
-def _hub_reachable() -> tuple[bool, str]:
+def hub_reachable() -> tuple[bool, str]:
     """One quick request to the Hub, so an offline machine fails in seconds, not minutes."""
     import httpx
     from huggingface_hub import constants
@@ -102,7 +102,7 @@ def check_hub(repo_id: str) -> None:
     """Raise the offline InputError now unless the Hub (or the local HF cache) can serve."""
     if _hub_offline():
         return  # datasets / huggingface_hub will try the local cache only
-    ok, why = _hub_reachable()
+    ok, why = hub_reachable()
     if not ok:
         raise _unavailable(repo_id, f"{why} reaching the Hub")
 

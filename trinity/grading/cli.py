@@ -169,9 +169,9 @@ def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
         cache, endpoint = os.path.expanduser("~/.cache/huggingface/hub"), "https://huggingface.co"
     facts.append(("HF hub", f"offline ({', '.join(offline)} set)" if offline else f"online mode, {endpoint}"))
     if probe_hub and not offline:
-        from trinity.benchmarks.sources import _hub_reachable
+        from trinity.benchmarks.sources import hub_reachable
 
-        ok, why = _hub_reachable()
+        ok, why = hub_reachable()
         facts.append(("HF hub reachable", "yes" if ok else f"no ({why}): use --data FILE for benchmarks"))
     facts.append(("HF cache", f"{cache} ({'exists' if os.path.isdir(cache) else 'not created yet'})"))
     return facts
