@@ -36,6 +36,11 @@ PRELUDE = (
     "itertools, functools, operator, io, sys, json\n"
 )
 
+# Without bubblewrap, as root, the interpreter may live under a dir the throw-away uid cannot
+# enter (/root/.pyenv): then these are imported before the drop, the rest cannot be.
+EXTRA_MODULES = ("array", "base64", "cmath", "contextlib", "dataclasses", "hashlib", "numbers", "pprint",
+                 "queue", "socket", "struct", "textwrap", "threading", "time", "unicodedata")
+
 _write = os.write
 _dumps = json.dumps
 
@@ -89,6 +94,14 @@ def _count_tasks(uid: int) -> int:
     return n
 
 
+def _hidden_from_others(path: str) -> bool:
+    while path not in ("/", ""):
+        if not os.stat(path).st_mode & 0o001:
+            return True
+        path = os.path.dirname(path)
+    return False
+
+
 def _confine(job: dict) -> dict:
     """Limits, and as root: own net/mount namespaces and a throw-away uid. Returns what held."""
     import resource
@@ -101,11 +114,15 @@ def _confine(job: dict) -> dict:
     resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an over-long write fails (EFBIG), not a kill
-    held = {"uid": os.getuid(), "netns": job["in_bwrap"], "mountns": job["in_bwrap"]}
+    held = {"uid": os.getuid(), "netns": job["in_bwrap"], "mountns": job["in_bwrap"], "stdlib": "readable"}
     uid = job.get("drop_uid")
     if uid is not None and os.geteuid() == 0:
         libc = _libc()
         if not job["in_bwrap"]:
+            if _hidden_from_others(os.path.dirname(os.__file__)):
+                for name in EXTRA_MODULES:
+                    __import__(name)
+                held["stdlib"] = "preloaded"
             held["netns"] = libc.unshare(0x40000000) == 0  # CLONE_NEWNET: no usable network
             held["mountns"] = _private_mounts(libc, lim["output_bytes"] * 4)
             os.chown(".", uid, uid)  # (inside bubblewrap the work dir is a 1777 tmpfs)

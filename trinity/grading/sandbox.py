@@ -82,6 +82,15 @@ def _is_root() -> bool:
     return os.geteuid() == 0
 
 
+def _hidden_from_others(path: str) -> bool:
+    """True when some dir on the way to `path` does not let other users through."""
+    while path not in ("/", ""):
+        if not os.stat(path).st_mode & 0o001:
+            return True
+        path = os.path.dirname(path)
+    return False
+
+
 def _interpreter() -> str:
     """The base interpreter (a venv's python would need its venv bound in too)."""
     return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
@@ -182,6 +191,9 @@ def describe_layers() -> list[tuple[str, bool, str]]:
     else:
         layers.append(("bubblewrap", False, why))
         if root:
+            if _hidden_from_others(os.path.dirname(os.__file__)):
+                layers.append(("standard library", False, f"{sys.base_prefix} is not readable by other users: "
+                               "the code can import only the modules preloaded before the uid drop"))
             layers.append(("network + mount namespaces", True, "own empty network namespace (no localhost), "
                            "fresh tmpfs on /tmp, /var/tmp, /dev/shm, /run/lock"))
             layers.append(("warning", False, "root without bubblewrap: the code can read world-readable files, see "
@@ -312,7 +324,7 @@ def _pump(proc, fd: int, nonce: str, n_tests: int, limits: Limits, on_result, ru
                 now = time.monotonic()
                 if event == "ready":
                     run.startup_s = now - t0
-                    run.layers = {k: head.get(k) for k in ("uid", "netns", "mountns")}
+                    run.layers = {k: head.get(k) for k in ("uid", "netns", "mountns", "stdlib")}
                 elif event == "start":
                     current = head.get("test")
                     test_deadline = min(problem_deadline, now + limits.per_test_timeout)
@@ -402,22 +414,45 @@ def _kill(proc: subprocess.Popen, drop_uid: int | None) -> None:
         _kill_uid(drop_uid)
 
 
-def _kill_uid(uid: int) -> None:
-    """Kill everything running as `uid` (processes that left the group with setsid, too).
-
-    A child that takes the uid can signal exactly that uid's processes: kill(-1) from it reaches
-    them all and nothing else. Repeat until none is left (a fork bomb may fork while we kill).
-    """
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the forked child
+def _live_pids(uid: int) -> set[int]:
+    """Processes (not zombies) whose real uid is `uid`. /proc/PID's owner is no guide: a
+    process that is not dumpable (every one that changed uid) shows as root there."""
+    found = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
         try:
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-            for _ in range(1000):
-                os.kill(-1, signal.SIGKILL)
-        except ProcessLookupError:
-            os._exit(0)
-        except BaseException:
-            os._exit(1)
-        os._exit(2)
-    os.waitpid(pid, 0)
+            with open(f"/proc/{name}/status", "rb") as f:
+                status = f.read(2048)
+        except OSError:
+            continue
+        state = status.partition(b"\nState:")[2].split(None, 1)[:1]
+        uids = status.partition(b"\nUid:")[2].split(None, 1)[:1]
+        if uids and int(uids[0]) == uid and state and state[0] not in (b"Z", b"X"):
+            found.add(int(name))
+    return found
+
+
+def _kill_uid(uid: int, wait_s: float = 5.0) -> None:
+    """Kill everything running as `uid` (processes that left the group with setsid, too) and
+    wait until it is gone (a process freeing a lot of memory takes a while).
+
+    A child that takes the uid can signal exactly that uid's processes, so kill(-1) from it
+    reaches them all and nothing else; it is sent again whenever a new process shows up (a fork
+    bomb may fork while we kill).
+    """
+    killed: set[int] = set()
+    deadline = time.monotonic() + wait_s
+    while (live := _live_pids(uid)) and time.monotonic() < deadline:
+        if live - killed:
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - runs in the forked child
+                try:
+                    os.setresgid(uid, uid, uid)
+                    os.setresuid(uid, uid, uid)
+                    os.kill(-1, signal.SIGKILL)
+                finally:
+                    os._exit(0)
+            os.waitpid(pid, 0)
+            killed |= live
+        time.sleep(0.002)
