@@ -104,11 +104,7 @@ def _practice_models() -> tuple[tuple[str, ...], dict[str, Price]]:
     return tuple(profiles), {m: Price(p.price_in, p.price_out) for m, p in profiles.items()}
 
 
-def load_pool(name: str, models_yaml: str | os.PathLike | None = None, *,
-              base_url: str | None = None, models: list[str] | None = None,
-              max_concurrency: int | None = None, decoding: dict[str, Any] | None = None,
-              retry: RetryPolicy | None = None, timeouts: Timeouts | None = None,
-              cache_namespace: str | None = None) -> PoolConfig:
+def _provider_section(name: str, models_yaml: str | os.PathLike | None) -> tuple[str, dict, str, Path]:
     path = Path(models_yaml) if models_yaml else MODELS_YAML
     doc = _read_yaml(path)
     providers: dict[str, Any] = doc["providers"]
@@ -117,21 +113,40 @@ def load_pool(name: str, models_yaml: str | os.PathLike | None = None, *,
     if pname not in providers:
         known = sorted(set(providers) | set(aliases))
         raise ConfigError(f"unknown pool {name!r}; known: {', '.join(known)} (see {path})")
-    sec = providers[pname] or {}
-    where = f"{path}: providers.{pname}"
+    return pname, providers[pname] or {}, f"{path}: providers.{pname}", path
 
+
+def _models_and_prices(sec: dict, where: str) -> tuple[tuple[str, ...], dict[str, Price]]:
     if sec.get("models_from") == "practice":
-        pool_models, prices = _practice_models()
-    else:
-        raw = sec.get("models") or {}
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{where}.models must be a mapping of model id -> prices")
-        pool_models = tuple(raw)
-        prices = {}
-        for m, p in raw.items():
-            p = p or {}
-            prices[m] = Price(_num(p, "price_in", 0.0, f"{where}.models.{m}"),
-                              _num(p, "price_out", 0.0, f"{where}.models.{m}"))
+        return _practice_models()
+    raw = sec.get("models") or {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}.models must be a mapping of model id -> prices")
+    prices = {}
+    for m, p in raw.items():
+        p = p or {}
+        prices[m] = Price(_num(p, "price_in", 0.0, f"{where}.models.{m}"),
+                          _num(p, "price_out", 0.0, f"{where}.models.{m}"))
+    return tuple(raw), prices
+
+
+def pool_model_ids(name: str, models_yaml: str | os.PathLike | None = None) -> tuple[str, ...]:
+    """The pool's model ids in router order, without needing its base URL (the practice server
+    may start later)."""
+    pname, sec, where, path = _provider_section(name, models_yaml)
+    models, _ = _models_and_prices(sec, where)
+    if not models:
+        raise ConfigError(f"pool {name!r} has no models; list them in {path} or pass --models")
+    return models
+
+
+def load_pool(name: str, models_yaml: str | os.PathLike | None = None, *,
+              base_url: str | None = None, models: list[str] | None = None,
+              max_concurrency: int | None = None, decoding: dict[str, Any] | None = None,
+              retry: RetryPolicy | None = None, timeouts: Timeouts | None = None,
+              cache_namespace: str | None = None) -> PoolConfig:
+    pname, sec, where, path = _provider_section(name, models_yaml)
+    pool_models, prices = _models_and_prices(sec, where)
     if models:
         for m in models:
             if m not in prices:
@@ -182,20 +197,3 @@ def load_pool(name: str, models_yaml: str | os.PathLike | None = None, *,
 def with_overrides(pool: PoolConfig, **changes: Any) -> PoolConfig:
     return replace(pool, **changes)
 
-
-def pool_model_ids(name: str, models_yaml: str | os.PathLike | None = None) -> tuple[str, ...]:
-    """The pool's model ids in router order, without needing a base URL (for θ's layout)."""
-    path = Path(models_yaml) if models_yaml else MODELS_YAML
-    doc = _read_yaml(path)
-    providers: dict[str, Any] = doc["providers"]
-    pname = (doc.get("pools") or {}).get(name, name)
-    if pname not in providers:
-        known = sorted(set(providers) | set(doc.get("pools") or {}))
-        raise ConfigError(f"unknown pool {name!r}; known: {', '.join(known)} (see {path})")
-    sec = providers[pname] or {}
-    if sec.get("models_from") == "practice":
-        return _practice_models()[0]
-    models = tuple(sec.get("models") or {})
-    if not models:
-        raise ConfigError(f"pool {name!r} has no models listed in {path}")
-    return models
