@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -245,3 +246,17 @@ def test_extraction_stays_linear_on_hostile_text():
     assert extract_math_answer("\\boxed{1} " * 20000 + "\\boxed{2}") == "2"
     assert extract_math_answer("9" * 100000) == "9" * 100000
     assert time.process_time() - t < 2.0
+
+
+def test_helper_process_gets_no_secrets(monkeypatch):
+    from trinity.grading import mathgrade
+
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-secret")
+    mathgrade._HELPER.stop()  # start a fresh one under this environment
+    th = threading.Thread(target=lambda: grade("math", "\\boxed{\\sqrt{27}}", "3\\sqrt{3}"))
+    th.start()
+    th.join(timeout=120)
+    proc = mathgrade._HELPER.proc
+    assert proc is not None and proc.poll() is None
+    env = Path(f"/proc/{proc.pid}/environ").read_bytes()
+    assert b"sk-or-test-secret" not in env and b"OPENROUTER_API_KEY" not in env
