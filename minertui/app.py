@@ -57,6 +57,7 @@ class MinerApp(App):
             self.reader.open(open_run)
         self.latest: Poll | None = None
         self.start_mode = start_mode
+        self.reader.want_traces = start_mode == "traces"
         self.auto_poll = poll
         self.demo = demo
         self.demo_note = ""

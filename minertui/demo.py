@@ -80,8 +80,10 @@ def _demo(app) -> None:
     why = (log_tail(sup.log_of(run_dir), 1) or "the live engine exited").strip()
     sup.stop_servers()
     cached = sup.start_train(cached_args(), run_id=new_run_id("demo-cached"))
-    app.call_from_thread(_select, app, cached,
-                         f"live practice mode unavailable ({why[:60]}); showing a cached practice run")
+    app.call_from_thread(_select, app, cached, "cached practice run (live practice unavailable)")
+    app.call_from_thread(app.notify, f"live practice training is not available in this install; showing a "
+                         f"cached-mode practice run instead. The engine said: {why[:300]}",
+                         title="demo", severity="warning", timeout=15)
 
 
 def _select(app, run_dir: Path, note: str) -> None:

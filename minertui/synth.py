@@ -41,7 +41,7 @@ class SynthRun:
     def __init__(self, path: str | os.PathLike, seed: int = 0):
         self.path = Path(path)
         self.rng = random.Random(seed)
-        self.gen = 0
+        self.gen = 1  # generations are numbered from 1, like the trainer's
         self.best = -math.inf
         self.cost = 0.0
         self.seq = 0

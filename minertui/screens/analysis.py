@@ -122,7 +122,7 @@ class AnalysisScreen(ModeScreen):
         elif self.running:
             job.update(Text(f"running {self.running}…", style="bold"))
         elif s.status in ("running", "created"):
-            job.update(Text("the run is still training: results describe its current best θ", style="yellow"))
+            job.update(Text("still training: results use its best θ so far", style="yellow"))
         else:
             job.update(Text(f"{s.id}: {s.status}", style="dim"))
         self.query_one("#analysis-verdict", Static).update(verdict_text(res))

@@ -26,16 +26,20 @@ PAGE = 100
 CALL_COLUMNS = ("time (UTC)", "model", "purpose", "tokens in/out", "cost", "source")
 
 
-def totals_table(title: str, rows: list[tuple[str, int, int, float]]) -> Table:
-    t = Table(title=title, title_justify="left", expand=True, box=None, pad_edge=False)
-    t.add_column(title.split()[-1], overflow="ellipsis", no_wrap=True, ratio=1)
+def totals_table(lv: LedgerView) -> Table:
+    """Spend per model, then per purpose, in one narrow table (fits 80 columns)."""
+    t = Table(expand=True, box=None, pad_edge=False)
+    t.add_column("spend by", overflow="ellipsis", no_wrap=True, ratio=1)
     t.add_column("calls", justify="right")
     t.add_column("tokens", justify="right")
     t.add_column("$", justify="right")
-    for name, calls, toks, cost in rows:
-        t.add_row(name, f"{calls:,}", f"{toks:,}", usd(cost))
-    if not rows:
-        t.add_row("—", "0", "0", usd(0.0))
+    for title, rows in (("model", lv.totals_by(lv.model, lv.model_names)),
+                        ("purpose", lv.totals_by(lv.purpose, lv.purpose_names))):
+        for i, (name, calls, toks, cost) in enumerate(rows):
+            t.add_row(Text.assemble((f"{title} " if i == 0 else " " * (len(title) + 1), "dim"),
+                                    name.split("/")[-1]), f"{calls:,}", f"{toks:,}", usd(cost))
+    if not len(lv):
+        t.add_row("no paid calls", "0", "0", usd(0.0))
     return t
 
 
@@ -95,8 +99,7 @@ class LedgerScreen(ModeScreen):
     def compose_body(self) -> ComposeResult:
         yield Static(id="ledger-head")
         with Horizontal(id="ledger-mid"):
-            yield Static(id="ledger-models")
-            yield Static(id="ledger-purposes")
+            yield Static(id="ledger-totals")
             yield SpendPlot(id="ledger-plot")
         table = DataTable(id="ledger-table", cursor_type="row", zebra_stripes=True)
         table.add_columns(*CALL_COLUMNS)
@@ -110,8 +113,7 @@ class LedgerScreen(ModeScreen):
         lv = s.ledger
         self._maybe_verify(s)
         self.query_one("#ledger-head", Static).update(self._head(s))
-        self.query_one("#ledger-models", Static).update(totals_table("per model", lv.totals_by(lv.model, lv.model_names)))
-        self.query_one("#ledger-purposes", Static).update(totals_table("per purpose", lv.totals_by(lv.purpose, lv.purpose_names)))
+        self.query_one("#ledger-totals", Static).update(totals_table(lv))
         self.query_one(SpendPlot).set_data(lv, (str(s.path), len(lv)))
         self._fill_table(s)
 
@@ -151,7 +153,7 @@ class LedgerScreen(ModeScreen):
         for i in range(hi - 1, lo - 1, -1):
             table.add_row(
                 utc(float(lv.time[i]), "%m-%d %H:%M:%S"),
-                lv.model_names[int(lv.model[i])],
+                lv.model_names[int(lv.model[i])].split("/")[-1],
                 lv.purpose_names[int(lv.purpose[i])],
                 f"{int(lv.prompt_tokens[i]):,}/{int(lv.completion_tokens[i]):,}",
                 usd(int(lv.cost_micro[i]) / 1e6, 6),

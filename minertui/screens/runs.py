@@ -15,7 +15,7 @@ from minertui.screens.common import ModeScreen
 from minertui.widgets.format import iso_short, num, status_text, usd
 from trinity.errors import TrinityError
 
-COLUMNS = ("run", "status", "mode", "pool", "gen", "best", "spend", "started (UTC)", "ETA")
+COLUMNS = ("run", "status", "gen", "best", "spend", "ETA", "mode", "pool", "started (UTC)")  # most needed first: 80 columns
 
 
 def run_row(s: RunSnapshot) -> tuple:
@@ -24,9 +24,9 @@ def run_row(s: RunSnapshot) -> tuple:
     budget = s.budget_usd
     spend = usd(s.spend_usd, 2) + (f"/{usd(budget, 0)}" if budget else "")
     pool = str(s.meta.get("pool") or (s.meta.get("config") or {}).get("pool") or "—")
-    return (s.id, s.status, str(s.meta.get("mode") or (s.meta.get("config") or {}).get("mode") or "—"),
-            pool, gen, num(s.best), spend, iso_short(s.started),
-            fmt_duration(s.eta_secs) if s.eta_secs is not None else "—")
+    mode = str(s.meta.get("mode") or (s.meta.get("config") or {}).get("mode") or "—")
+    eta = fmt_duration(s.eta_secs) if s.eta_secs is not None else "—"
+    return (s.id, s.status, gen, num(s.best), spend, eta, mode, pool, iso_short(s.started))
 
 
 class RunsScreen(ModeScreen):

@@ -21,30 +21,35 @@ LOG_STYLE = {"error": "red", "warning": "yellow", "status": "bold"}
 
 
 def stats_text(s: RunSnapshot) -> Text:
+    """Six lines (fits 80×24): best, last generation, σ and throughput, spend, validation, ETA."""
     t = Text()
     total = s.generations_total
-    t.append("generation ", style="dim")
-    t.append(f"{s.generations_done}" + (f"/{total}" if total else "") + "\n")
-    t.append("best       ", style="dim")
-    t.append(num(s.best) + "\n", style="bold")
+    t.append("best     ", style="dim")
+    t.append(num(s.best), style="bold")
+    t.append(f"  gen {s.generations_done}" + (f"/{total}" if total else "") + "\n")
+    t.append("last     ", style="dim")
     if len(s.gens):
-        t.append("last       ", style="dim")
         t.append(f"max {num(float(s.gens.max[-1]))} mean {num(float(s.gens.mean[-1]))}\n")
-        t.append("σ          ", style="dim")
-        t.append(num(float(s.gens.sigma[-1]), ".4g") + "\n")
-    t.append("evals/s    ", style="dim")
+    else:
+        t.append("—\n")
     eps = s.evals_per_sec
+    t.append("σ ", style="dim")
+    t.append(num(float(s.gens.sigma[-1]), ".3g") if len(s.gens) else "—")
+    t.append("  evals/s ", style="dim")
     t.append((num(eps, ",.1f") if eps is not None else "—") + "\n")
-    t.append("spend      ", style="dim")
+    t.append("spend    ", style="dim")
     budget = s.budget_usd
-    t.append(usd(s.spend_usd) + (f" / {usd(budget, 2)}" if budget else " (no budget)") + "\n")
+    t.append(usd(s.spend_usd))
     if budget:
         frac = s.spend_usd / budget if budget > 0 else 1.0
-        t.append(bar(frac, 18) + f" {frac:.0%}\n", style="red" if frac > 0.9 else "")
+        t.append(f" / {usd(budget, 2)} {frac:.0%}", style="bold red" if frac > 0.9 else "")
+    else:
+        t.append(" (no budget)", style="dim")
+    t.append("\n")
     val = s.gens.val_acc[~_isnan(s.gens.val_acc)] if len(s.gens) else []
-    t.append("val acc    ", style="dim")
+    t.append("val acc  ", style="dim")
     t.append((num(float(val[-1])) if len(val) else "—") + "\n")
-    t.append("ETA        ", style="dim")
+    t.append("ETA      ", style="dim")
     t.append(fmt_duration(s.eta_secs) if s.eta_secs is not None else "—")
     return t
 

@@ -49,9 +49,10 @@ async def test_runs_mode_lists_the_real_run(runs_root):
         table = app.screen.query_one(DataTable)
         assert table.row_count == 1
         row = cells(table, 0)
-        assert row[0] == meta["id"] and row[1] == "finished" and row[2] == "cached"
-        assert row[4] == f"{len(gens)}/{meta['config']['generations']}"
-        assert row[5] == f"{max(g['best'] for g in gens):.3f}"
+        assert row[0] == meta["id"] and row[1] == "finished" and row[6] == "cached"
+        assert row[2] == f"{len(gens)}/{meta['config']['generations']}"
+        assert row[3] == f"{max(g['best'] for g in gens):.3f}"
+        assert row[4] == "$0.00"  # a cached run pays nothing: no ledger, cost_usd 0
 
 
 async def test_train_mode_shows_the_last_generation(runs_root):
@@ -61,10 +62,10 @@ async def test_train_mode_shows_the_last_generation(runs_root):
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         stats = text_of(app, "#train-stats")
-        assert f"best       {last['best']:.3f}" in stats
+        assert f"best     {last['best']:.3f}" in stats
         assert f"max {last['max']:.3f} mean {last['mean']:.3f}" in stats
         assert f"{last['evals'] / last['secs']:,.1f}" in stats  # evals/s of the last generation
-        assert f"val acc    {last['val_acc']:.3f}" in stats
+        assert f"val acc  {last['val_acc']:.3f}" in stats
         mix = text_of(app, "#train-mix")
         total = sum(last["model_mix"].values())
         for model, n in last["model_mix"].items():

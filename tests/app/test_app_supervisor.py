@@ -128,6 +128,6 @@ def test_engine_survives_sighup_then_pause_resume_and_reopen(tmp_path):
             return [str(c) for c in table.get_row_at(0)]
 
     row = asyncio.run(reopen())
-    assert row[0] == "run-hup" and row[1] == "finished" and row[4] == f"{GENERATIONS}/{GENERATIONS}"
+    assert row[0] == "run-hup" and row[1] == "finished" and row[2] == f"{GENERATIONS}/{GENERATIONS}"
     meta = json.loads((run.path / "run.json").read_text())
     assert meta["status"] == "finished"

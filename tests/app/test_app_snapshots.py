@@ -1,0 +1,72 @@
+"""SVG snapshots of every mode at 80×24 and 120×40, and of both themes.
+
+Deterministic: the runs are written by `minertui.synth` (fixed times and seeds) into a fixed
+directory, nothing on screen reads the wall clock, and the "running" run is held by a lock this
+test takes (so it shows as running with an ETA). Update with `--snapshot-update` after a
+deliberate UI change, and look at the diff report before committing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from minertui.app import MinerApp
+from minertui.synth import make_run
+from trinity.runs.rundir import RunDir
+
+MODES = ("runs", "train", "ledger", "traces", "analysis", "submit")
+SIZES = ((80, 24), (120, 40))
+
+
+@pytest.fixture
+def snap_root(request):
+    """`/tmp/minertui-snapshots/<test>/runs` — a fixed path, since the Runs mode shows it."""
+    base = Path("/tmp/minertui-snapshots") / request.node.name.replace("[", "-").replace("]", "")
+    shutil.rmtree(base, ignore_errors=True)
+    root = base / "runs"
+    make_run(root / "run-a-finished", generations=24, planned=24, status="finished", seed=1)
+    make_run(root / "run-b-live", generations=9, planned=30, status="running", seed=2)
+    lock = RunDir(root / "run-b-live").lock().acquire()  # "an engine holds it": running, with an ETA
+    yield root
+    lock.release()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def settle(*extra_keys: str):
+    async def run_before(pilot) -> None:
+        app = pilot.app
+        for _ in range(3):
+            await app.refresh_now()
+            await pilot.pause()
+        await app.workers.wait_for_complete()
+        for key in extra_keys:
+            await pilot.press(key)
+            await pilot.pause()
+        await app.refresh_now()
+        await pilot.pause()
+    return run_before
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("mode", MODES)
+def test_mode_dark(snap_compare, snap_root, mode, size):
+    app = MinerApp(runs_root=snap_root, poll=False, start_mode=mode, theme="minertui-dark")
+    assert snap_compare(app, terminal_size=size, run_before=settle())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_mode_light(snap_compare, snap_root, mode):
+    app = MinerApp(runs_root=snap_root, poll=False, start_mode=mode, theme="minertui-light")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=settle())
+
+
+def test_trace_drill_down(snap_compare, snap_root):
+    app = MinerApp(runs_root=snap_root, poll=False, start_mode="traces", theme="minertui-dark")
+    assert snap_compare(app, terminal_size=(120, 40), run_before=settle("enter"))
+
+
+def test_help(snap_compare, snap_root):
+    app = MinerApp(runs_root=snap_root, poll=False, start_mode="runs", theme="minertui-dark")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=settle("question_mark"))
