@@ -249,3 +249,31 @@ def test_unreachable_remote_changes_nothing_and_says_how_to_continue(tmp_path, w
     assert repo_snapshot(work) == snap
     rec = SubmissionHistory.open().records()[-1]
     assert rec["outcome"] == "failed" and not rec["pushed"]
+
+
+def test_bundle_numbers_committed_on_any_branch_are_not_reused(tmp_path, work):
+    import shutil
+
+    b1 = _bundle(tmp_path, work)
+    assert execute_plan(plan_submission(b1.path, work, "alice", push=True)).ok
+    shutil.rmtree(b1.path)  # the main checkout no longer shows submissions/alice/1
+    b2 = _bundle(tmp_path, work, "r2", seed=2)
+    assert b2.path.name == "2"
+
+
+def test_a_taken_bundle_path_is_never_overwritten(tmp_path, work):
+    import shutil
+
+    b1 = _bundle(tmp_path, work)
+    assert execute_plan(plan_submission(b1.path, work, "alice", push=True)).ok
+    # a different bundle under the same path (copied by hand, bypassing pack's numbering)
+    shutil.rmtree(b1.path)
+    b2 = _bundle(tmp_path, work, "r2", seed=2)
+    shutil.move(b2.path, b1.path)
+    SubmissionHistory.open().path.unlink()
+    snap = repo_snapshot(work)
+    plan = plan_submission(b1.path, work, "alice", push=True)
+    assert any("already exists on sn74-alice" in r for r in plan.refusals), plan.refusals
+    with pytest.raises(SubmitRefused):
+        execute_plan(plan)
+    assert repo_snapshot(work) == snap

@@ -266,6 +266,22 @@ def _branch_state(repo, branch: str, base_ref: str, area: str, remote_ref: str |
                         "the new commit goes on top")
 
 
+def _has_path(repo, commit: str, rel: str) -> bool:
+    _, out, _ = _git(repo, "ls-tree", "--full-tree", "--name-only", commit, "--", rel)
+    return bool(out.strip())
+
+
+def _taken(rel: str, commit: str, where: str) -> str:
+    return (f"{rel} already exists on {where} ({commit[:10]}) with other files: a TinyRouter submission "
+            "is never overwritten; pack again so the bundle gets the next free number, after restoring "
+            f"the earlier bundles in your checkout (git restore --source {commit[:10]} -- {rel.rsplit('/', 1)[0]})")
+
+
+def _rel_files(p: "SubmitPlan") -> list[str]:
+    prefix = p.bundle_rel + "/"
+    return [f[len(prefix):] for f in p.files if f.startswith(prefix)]
+
+
 def _holds_bundle(repo, commit: str, rel: str, files: list[Path], root: Path) -> bool:
     """True when `commit` has exactly these files (same content) under `rel`. Writes nothing:
     blob ids come from `git hash-object` without -w (same filters as `git add`)."""
@@ -402,6 +418,8 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
     files_abs = bundle_files(bundle)
     if state.tip and _holds_bundle(r, state.tip, rel, files_abs, root):
         notes.append(f"{branch} already holds this bundle at {state.tip[:10]}: no new commit (a retry)")
+    elif fmt != MINIROUTER and state.parent and _has_path(r, state.parent, rel):
+        refusals.append(_taken(rel, state.parent, branch if state.parent == state.tip else base_ref))
     files = [p.relative_to(root).as_posix() for p in files_abs]
     for f in scan_files([(p, p.relative_to(root).as_posix()) for p in files_abs]):
         refusals.append(str(f))
@@ -524,6 +542,10 @@ def _execute(plan: SubmitPlan, run: _Runner, token: str | None) -> SubmitResult:
                     f"({'; '.join(state.unrelated[:3])}); nothing was changed. Rename or delete the branch, then {again}")
     parent = state.parent
     assert parent is not None  # the fetch succeeded, so the base ref exists
+    if (p.bundle_format != MINIROUTER and _has_path(run.repo, parent, p.bundle_rel)
+            and not _holds_bundle(run.repo, parent, p.bundle_rel, [p.bundle / f for f in _rel_files(p)], p.repo)):
+        return fail(_taken(p.bundle_rel, parent, p.branch if parent == state.tip else p.base_ref)
+                    + "; nothing was changed")
 
     with tempfile.TemporaryDirectory(prefix="trinity-index-") as d:
         env = {"GIT_INDEX_FILE": str(Path(d) / "index")}

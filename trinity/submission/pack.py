@@ -1,7 +1,8 @@
 """`pack_run`: turn a finished run directory into a submission bundle.
 
 - `minirouter` → `<out>/submissions/final_model/` (replaced as a whole)
-- `tinyrouter` → `<out>/submissions/<miner>/<n>/`, n = the next free number (1, 2, …)
+- `tinyrouter` → `<out>/submissions/<miner>/<n>/`, n = the next free number (1, 2, …): free in
+  the directory and on every ref of the git repository at `<out>`, if it is one
 
 `<out>` is the root of the competition checkout (default: the current directory), so the bundle
 lands where `trinity submit` expects it. A bundle is written into a temporary sibling directory
@@ -17,6 +18,7 @@ import math
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -177,10 +179,28 @@ def _fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.4f}"
 
 
-def _next_number(miner_dir: Path) -> int:
-    nums = [int(p.name) for p in miner_dir.iterdir() if p.is_dir() and p.name.isdigit()] \
-        if miner_dir.is_dir() else []
-    return max(nums, default=0) + 1
+def _numbers_in_git(root: Path, miner: str) -> set[int]:
+    """Bundle numbers of `miner` committed on any ref of the repository at `root` (when it is
+    one): a bundle submitted from a branch is not in the main checkout, but its number is taken."""
+    if not (root / ".git").exists():
+        return set()
+    try:
+        out = subprocess.run(["git", "-C", str(root), "log", "--all", "--format=", "--name-only", "--",
+                              f"submissions/{miner}/"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return set()
+    nums = set()
+    for line in out.stdout.splitlines():
+        parts = line.split("/")
+        if len(parts) >= 3 and parts[2].isdigit():
+            nums.add(int(parts[2]))
+    return nums
+
+
+def _next_number(miner_dir: Path, taken: set[int]) -> int:
+    nums = {int(p.name) for p in miner_dir.iterdir() if p.is_dir() and p.name.isdigit()} \
+        if miner_dir.is_dir() else set()
+    return max(nums | taken, default=0) + 1
 
 
 def _umask() -> int:
@@ -261,8 +281,9 @@ def pack_run(run_dir: str | os.PathLike, miner: str, fmt: str, out: str | os.Pat
             atomic_write_text(tmp / "README.md", _readme(receipt))
             miner_dir = subs / miner
             miner_dir.mkdir(parents=True, exist_ok=True)
+            taken = _numbers_in_git(root, miner)
             while True:
-                final = miner_dir / str(_next_number(miner_dir))
+                final = miner_dir / str(_next_number(miner_dir, taken))
                 try:
                     _place(tmp, final, replace=False)
                     break
