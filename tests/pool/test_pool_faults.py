@@ -207,3 +207,19 @@ async def test_budget_holds_under_concurrency(server, tmp_path):
     assert over and ok and len(over) + len(ok) == 64
     assert server.stats.completions == len(ok)
     assert budget.spent_micro <= 20_000 and budget.reserved_micro == 0
+
+
+async def test_after_a_402_no_further_paid_call_is_sent_but_free_answers_still_come(server, tmp_path):
+    from trinity.pool.cache import ResponseCache
+
+    pool = practice_pool(server.base_url)
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    async with PoolClient(pool, run_id="r1", cache=cache) as c:
+        first = await c.chat(pool.models[2], messages(MATH[0]), purpose="train")
+        server.set_faults(Faults(credit_after=0))
+        with pytest.raises(OutOfCredit):
+            await c.chat(pool.models[2], messages(MATH[1]), purpose="train")
+        with pytest.raises(OutOfCredit):
+            await c.chat(pool.models[0], messages(MATH[2]), purpose="train")
+        again = await c.chat(pool.models[2], messages(MATH[0]), purpose="train")  # cached: free
+    assert server.stats.by_status[402] == 1 and again.cache_hit and again.text == first.text

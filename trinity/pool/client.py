@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from trinity.errors import ConfigError, OutOfCredit, ProviderError
+from trinity.errors import BudgetExceeded, ConfigError, OutOfCredit, ProviderError
 from trinity.pool.budget import Budget, to_micro
 from trinity.pool.cache import ResponseCache, cache_key
 from trinity.pool.faults import Cooldown, is_retryable, parse_retry_after
@@ -143,6 +143,7 @@ class PoolClient:
         self._rng = random.Random(seed)
         self._url = f"{pool.base_url}/chat/completions"
         self._open = False
+        self.stopped: OutOfCredit | BudgetExceeded | None = None  # set by the first 402 / cap hit
 
     # ---- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> "PoolClient":
@@ -239,6 +240,10 @@ class PoolClient:
         if purpose not in PURPOSES:
             raise ConfigError(f"call purpose must be one of {', '.join(PURPOSES)}, got {purpose!r}")
         self.pool.check_model(model)
+        # Once the account is empty or the cap is reached, every later paid call stops the same
+        # way (no more 402s sent to the provider, no call squeezing in under the cap while the
+        # trainer checkpoints). Journal and cache hits below are free, so they still answer.
+        stop = self.stopped
 
         if journal_key is not None and self.journal is not None:
             rec = self.journal.get(journal_key)
@@ -264,10 +269,16 @@ class PoolClient:
                                   model=model, provider=self.pool.name,
                                   finish_reason=hit.get("finish_reason"))
 
+        if stop is not None:
+            raise type(stop)(str(stop))
         reservation = None
         if self.budget is not None:
-            reservation = self.budget.reserve(self._worst_case_usd(model, messages, params),
-                                              what=f"a {model} call")
+            try:
+                reservation = self.budget.reserve(self._worst_case_usd(model, messages, params),
+                                                  what=f"a {model} call")
+            except BudgetExceeded as e:
+                self.stopped = e
+                raise
         actual_micro = 0
         try:
             res = await self._send(model, self._body(model, messages, params))
@@ -332,8 +343,10 @@ class PoolClient:
                     return self._parse_ok(model, resp, attempt, time.perf_counter() - t0)
                 last_status, last_error = status, self._fault_message(status, model, resp)
                 if status == 402:
-                    raise OutOfCredit(f"provider {self.pool.name} is out of credit (HTTP 402 for model "
-                                      f"{model}); top up the account, then resume the run")
+                    self.stopped = OutOfCredit(
+                        f"provider {self.pool.name} is out of credit (HTTP 402 for model {model}); top up "
+                        "the account, then resume the run")
+                    raise self.stopped
                 if status == 429:
                     self.stats.n_429 += 1
                     ra = parse_retry_after(resp.headers.get("retry-after"))
