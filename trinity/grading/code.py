@@ -24,13 +24,14 @@ import math
 import pickle
 import re
 import zlib
+from decimal import Decimal
 from typing import Any
 
 from trinity.errors import InputError
 from trinity.grading.sandbox import Limits, SandboxRun, run_in_sandbox
 from trinity.grading.verdict import Verdict
 
-NUMBER_TOLERANCE = 1e-6  # absolute, or relative to the expected value when that is > 1
+NUMBER_TOLERANCE = 1e-6  # for non-integer expected numbers: absolute, or relative when |expected| > 1
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*([^`\s]*)[^`]*$")
 _PYTHON_TAGS = {"python", "py", "python3", "py3", "python2", "pycon", "ipython"}
@@ -180,11 +181,16 @@ def _numbers_close(got: float, want: float) -> bool:
 def tokens_equal(got: str, want: str) -> bool:
     if got == want:
         return True
-    if _INT.fullmatch(got) and _INT.fullmatch(want):
-        return _int_key(got) == _int_key(want)  # exact, at any length
-    if _FLOAT.fullmatch(got) and _FLOAT.fullmatch(want):
-        return _numbers_close(float(got), float(want))
-    return False
+    if not (_FLOAT.fullmatch(got) and _FLOAT.fullmatch(want)):
+        return False
+    if _INT.fullmatch(want):  # an integer answer is exact ("2.0" is fine, 1.55e+25 for 25! is not)
+        if _INT.fullmatch(got):
+            return _int_key(got) == _int_key(want)  # at any length
+        try:
+            return Decimal(got) == Decimal(want)
+        except ArithmeticError:  # an exponent too large to compare
+            return False
+    return _numbers_close(float(got), float(want))
 
 
 def stdout_matches(got: str, want: str) -> bool:
