@@ -15,8 +15,6 @@ from trinity.grading import grade_question
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures" / "benchmarks"
 
-CODE_GOLD = {"tests": [{"input": "3\n", "output": "9\n", "testtype": "stdin"},
-                       {"input": "-4\n", "output": "16\n", "testtype": "stdin"}]}
 LCB_GOLD = next(q.answer for q in get_benchmark("livecodebench").load(data=str(FIX / "livecodebench"))
                 if q.id == "livecodebench-3901")
 LCB_WRONG = ("```python\nclass Solution:\n    def maxEven(self, nums):\n"
@@ -28,11 +26,10 @@ CASES = [
     {"benchmark": "mmlu", "response": "Thinking...\nAnswer: b", "gold": "B"},
     {"benchmark": "practice", "kind": "math", "response": "\\boxed{391}", "gold": "391"},
     {"benchmark": "mc", "response": "**D**", "gold": "D", "choices": ["1", "2", "3", "4"]},
-    {"benchmark": "code", "response": "```python\nn = int(input())\nprint(n * n)\n```", "gold": CODE_GOLD},
     # a LiveCodeBench functional problem as the adapter emits it (fn_name + JSON-argument tests)
     {"benchmark": "livecodebench", "response": LCB_WRONG, "gold": LCB_GOLD},
 ]
-EXPECTED = [True, False, False, True, True, True, True, False]
+EXPECTED = [True, False, False, True, True, True, False]
 
 
 def _write(path: Path, lines: list[str]) -> Path:
@@ -51,9 +48,9 @@ def test_grade_cases_file_to_out(tmp_path, capsys):
         assert isinstance(row["reason"], str) and row["reason"]
     assert rows[0]["extracted"] == "\\dfrac{1}{2}" and rows[2]["extracted"] == "C"
     assert rows[1]["reason"] == "different number"
-    assert rows[7]["reason"].startswith("test 2/2: runtime error")  # functional path ran; test 1 passed
+    assert rows[6]["reason"].startswith("test 2/2: runtime error")  # functional path ran; test 1 passed
     err = capsys.readouterr().err
-    assert "graded 8 cases: 5 correct (62.5%)" in err
+    assert "graded 7 cases: 4 correct (57.1%)" in err
     assert "mmlu 1/2" in err
 
 
