@@ -36,13 +36,9 @@ RECEIPT_FILE = "receipt.json"
 THETA_FILE = "best_theta.npy"
 
 
-def n_params(n_models: int, hidden: int) -> int:
-    """(n_models + 3)·hidden head weights + 7·hidden SVF scales (13,312 for 3 models × 1024)."""
-    return (n_models + N_ROLES) * hidden + N_SVF_MATRICES * hidden
-
-
 def hidden_from_size(size: int, n_models: int) -> int | None:
-    """The hidden width that makes a θ of `size` parameters for `n_models`, or None."""
+    """The hidden width for which (n_models + 3)·hidden head weights + 7·hidden SVF scales make
+    `size` parameters (13,312 = 13 × 1024 for 3 models), or None."""
     per = n_models + N_ROLES + N_SVF_MATRICES
     return size // per if size > 0 and size % per == 0 else None
 
