@@ -402,7 +402,10 @@ def gate_theta_roundtrip(c: _Ctx) -> GateResult:
         return GateResult(name, FAIL, f"no run θ to compare with: {c.run_note}", {})
     if not c.run.best_theta.exists():
         return GateResult(name, FAIL, f"{c.run.best_theta} is missing", {})
-    ref = np.load(c.run.best_theta, allow_pickle=False).astype(np.float64).ravel()
+    try:
+        ref = np.load(c.run.best_theta, allow_pickle=False).astype(np.float64).ravel()
+    except (ValueError, OSError, EOFError) as e:
+        return GateResult(name, FAIL, f"{c.run.best_theta} is not a readable .npy ({e})", {})
     nums: dict[str, Any] = {"bundle_size": int(joined.size), "run_size": int(ref.size),
                             "run_theta": str(c.run.best_theta)}
     if ref.size != joined.size:
