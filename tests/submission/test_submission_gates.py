@@ -255,3 +255,10 @@ def test_cosine_is_invariant_to_what_argmax_cannot_see(seed, scale, shift_m, shi
     b[3:] += shift_r * rng.randn(32)  # another to every role row
     assert head_cosine(a, b, 3) == pytest.approx(1.0, abs=1e-9)
     assert head_cosine(a, -a, 3) == pytest.approx(-1.0, abs=1e-9)
+
+
+def test_unreadable_run_theta_fails_the_round_trip(tmp_path):
+    run, b = _pack(tmp_path)
+    run.best_theta.write_bytes(b"not an npy file")
+    g = _gates(check_bundle(b.path))["theta_roundtrip"]
+    assert g.status == "fail" and "not a readable .npy" in g.reason
