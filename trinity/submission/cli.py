@@ -36,7 +36,10 @@ def register(sub) -> None:
     _history_arg(p)
     p.set_defaults(func=cmd_pack)
 
-    p = sub.add_parser("check", help="run the submission gates on a bundle")
+    p = sub.add_parser("check", help="run the submission gates on a bundle",
+                       description="Run the seven gates. Exit 0 when no gate fails (WARN marks a gate that "
+                                   "does not apply to the bundle format, or had nothing to compare against), "
+                                   "1 when one fails.")
     p.add_argument("bundle_dir", metavar="BUNDLE_DIR")
     p.add_argument("--miner", help="miner name for the rate limit (default: from the bundle)")
     _gate_args(p)
