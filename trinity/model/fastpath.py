@@ -39,14 +39,41 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     return out
 
 
-def rms_norm(mod: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """HF's Qwen3/Llama RMSNorm (`weight * (x / rms(x)).to(dtype)`, statistics in fp32) with
-    torch's fused kernel; other norm modules are called as they are."""
-    eps, weight = getattr(mod, "variance_epsilon", None), getattr(mod, "weight", None)
-    if eps is None or weight is None or "RMSNorm" not in type(mod).__name__:
-        return mod(x)
-    y = F.rms_norm(x if x.dtype == torch.float32 else x.float(), (x.shape[-1],), eps=eps)
-    return weight * y.to(x.dtype)
+class Norm:
+    """A norm module split as `weight ⊙ unit(x)` so the weight can be folded into the matrix
+    (or rotary table) that follows. Recognises HF's Qwen3/Llama RMSNorm (`weight *
+    (x / rms(x)).to(dtype)`, statistics in fp32); any other norm is called as it is, weight 1."""
+
+    def __init__(self, mod: torch.nn.Module):
+        self.mod = mod
+        eps, weight = getattr(mod, "variance_epsilon", None), getattr(mod, "weight", None)
+        self.rms = eps is not None and weight is not None and "RMSNorm" in type(mod).__name__
+        self.eps = float(eps) if self.rms else 0.0
+        self.weight = weight.detach() if self.rms else None
+
+    def unit(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.rms:
+            return self.mod(x)
+        xf = x.float()
+        # One reduction pass + one scaling pass (vs pow, mean, add, rsqrt, mul).
+        inv = torch.linalg.vector_norm(xf, dim=-1, keepdim=True).square_().div_(x.shape[-1]).add_(self.eps).rsqrt_()
+        return xf.mul(inv).to(x.dtype)
+
+    def fold_in(self, matrix: torch.Tensor, dim: int) -> torch.Tensor:
+        """`matrix` scaled by the norm weight along its input dimension `dim`."""
+        if not self.rms:
+            return matrix
+        shape = [1] * matrix.dim()
+        shape[dim] = -1
+        return matrix * self.weight.to(matrix.dtype).view(shape)
+
+    def fold_rope(self, cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """rope(w ⊙ x) = x ⊙ (w ⊙ cos) + rotate_half(x) ⊙ (swap(w) ⊙ sin), swap = half exchange."""
+        if not self.rms:
+            return cos, sin
+        w = self.weight.to(cos.dtype)
+        half = w.shape[-1] // 2
+        return cos * w, sin * torch.cat([w[half:], w[:half]])
 
 
 def _linear(x: torch.Tensor, mod: torch.nn.Linear) -> torch.Tensor:
@@ -104,6 +131,7 @@ class FastLayers:
 
     Work is done on grids: P candidates × the S packed token rows of a set of texts; activations
     are `(P, S, features)`, the per-candidate scales broadcast over S (no per-row gathers).
+    RMSNorm weights are folded once into the frozen matrices (and rotary tables) that follow them.
     """
 
     def __init__(self, decoder, svf: SvfLayer, dtype: torch.dtype):
@@ -111,23 +139,43 @@ class FastLayers:
         self.svf = svf
         L = svf.index
         self.layer, self.last = decoder.layers[L], decoder.layers[L + 1]
-        attn = self.layer.self_attn
+        attn, last_attn = self.layer.self_attn, self.last.self_attn
         self.head_dim = int(attn.head_dim)
         self.n_heads = attn.q_proj.out_features // self.head_dim
         self.n_kv = attn.k_proj.out_features // self.head_dim
         self.scaling = float(getattr(attn, "scaling", self.head_dim**-0.5))
         self.f = {fac.name: fac for fac in svf.factors}
         cast = lambda t: t.to(dtype).contiguous()  # noqa: E731
+        self.ln1, self.ln2 = Norm(self.layer.input_layernorm), Norm(self.layer.post_attention_layernorm)
+        self.last_ln1 = Norm(self.last.input_layernorm)
+        has_qk_norm = hasattr(attn, "q_norm")
+        self.qk_norms = (Norm(attn.q_norm), Norm(attn.k_norm)) if has_qk_norm else None
+        self.last_qk_norms = (Norm(last_attn.q_norm), Norm(last_attn.k_norm)) if has_qk_norm else None
+        V = {n: fac.Vh.T for n, fac in self.f.items()}  # (in, r), float32
         # x V for q, k, v in one matmul: V_qkv (hidden, r_q + r_k + r_v), shared by all candidates.
-        self.V_qkv = cast(torch.cat([self.f[n].Vh.T for n in ("q_proj", "k_proj", "v_proj")], dim=1))
-        self.V = {n: cast(fac.Vh.T) for n, fac in self.f.items()}  # (in, r)
+        self.V_qkv = cast(self.ln1.fold_in(torch.cat([V[n] for n in ("q_proj", "k_proj", "v_proj")], dim=1), 0))
+        self.V_o, self.V_d = cast(V["o_proj"]), cast(V["down_proj"])
+        self.V_g, self.V_u = cast(self.ln2.fold_in(V["gate_proj"], 0)), cast(self.ln2.fold_in(V["up_proj"], 0))
         self.Ut = {n: cast(fac.U.T) for n, fac in self.f.items()}  # (r, out)
         self.s = torch.cat([fac.s for fac in svf.factors]).to(dtype)  # (svf_size,)
+        # Layer L+1's q/k/v weights (out, in) with its input norm's weight folded in.
+        self.W_last = {n: cast(self.last_ln1.fold_in(getattr(last_attn, n).weight.detach(), 1))
+                       for n in ("q_proj", "k_proj", "v_proj")}
         self.dtype = dtype
 
     def _rope(self, pos: torch.Tensor, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         cos, sin = self.decoder.rotary_emb(like, pos[None, :])  # (1, S, d) each
         return cos[0], sin[0]
+
+    @staticmethod
+    def _norm_rope(q, k, norms, cos_q, sin_q, cos_k, sin_k):
+        """Per-head q/k norm (weight folded into the rotary tables), then rotary embedding."""
+        if norms is None:
+            return apply_rope(q, cos_q, sin_q), apply_rope(k, cos_k, sin_k)
+        nq, nk = norms
+        q = apply_rope(nq.unit(q), *nq.fold_rope(cos_q, sin_q))
+        k = apply_rope(nk.unit(k), *nk.fold_rope(cos_k, sin_k))
+        return q, k
 
     def _attention(self, q, k, v, **kw) -> torch.Tensor:
         """SDPA with grouped-query attention: q `(N, n_heads, Tq, d)`, k/v `(N, n_kv, T, d)`."""
@@ -147,7 +195,7 @@ class FastLayers:
     def shared(self, x_text: torch.Tensor) -> list[torch.Tensor]:
         """The candidate-independent part: `x V` of q, k, v for packed texts `(S, hidden)` →
         `[(S, r_q), (S, r_k), (S, r_v)]`."""
-        xv = rms_norm(self.layer.input_layernorm, x_text) @ self.V_qkv
+        xv = self.ln1.unit(x_text) @ self.V_qkv
         ranks = [self.f[n].rank for n in ("q_proj", "k_proj", "v_proj")]
         return [t.contiguous() for t in torch.split(xv, ranks, dim=1)]
 
@@ -167,31 +215,29 @@ class FastLayers:
         q = _bias((xv[0] * sz_q) @ self.Ut["q_proj"], f["q_proj"].module).view(P, S, nh, d)
         k = _bias((xv[1] * sz_k) @ self.Ut["k_proj"], f["k_proj"].module).view(P, S, nkv, d)
         v = _bias((xv[2] * sz_v) @ self.Ut["v_proj"], f["v_proj"].module).view(P, S, nkv, d)
-        if hasattr(attn, "q_norm"):
-            q, k = rms_norm(attn.q_norm, q), rms_norm(attn.k_norm, k)
         cos, sin = self._rope(plan.pos, q)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        q, k = self._norm_rope(q, k, self.qk_norms, cos, sin, cos, sin)
         # Right padding + causal mask: a real query only sees real keys, so no padding mask.
         out = self._attention(self._pad(q, plan), self._pad(k, plan), self._pad(v, plan), is_causal=True)
         # out: (P*B, nh, T, d)
         del q, k, v
         a = out.transpose(1, 2).reshape(P, -1, nh * d)[:, plan.flat_of_row]  # (P, S, nh*d)
         del out
-        o = (a @ self.V["o_proj"]).mul_(sz_o)
+        o = (a @ self.V_o).mul_(sz_o)
         h = _bias(o @ self.Ut["o_proj"], f["o_proj"].module).add_(x_text)  # (P, S, hidden)
         del a, o
 
         # --- layer L MLP, factored SVF ---
-        x2 = rms_norm(layer.post_attention_layernorm, h)
-        gate = _bias((x2 @ self.V["gate_proj"]).mul_(sz_g) @ self.Ut["gate_proj"], f["gate_proj"].module)
-        up = _bias((x2 @ self.V["up_proj"]).mul_(sz_u) @ self.Ut["up_proj"], f["up_proj"].module)
+        x2 = self.ln2.unit(h)  # the norm weight is folded into V_g, V_u
+        gate = _bias((x2 @ self.V_g).mul_(sz_g) @ self.Ut["gate_proj"], f["gate_proj"].module)
+        up = _bias((x2 @ self.V_u).mul_(sz_u) @ self.Ut["up_proj"], f["up_proj"].module)
         del x2
         if isinstance(mlp.act_fn, torch.nn.SiLU):
             m = F.silu(gate, inplace=True).mul_(up)  # (P, S, intermediate)
         else:
             m = mlp.act_fn(gate).mul_(up)
         del gate, up
-        h = h.add_(_bias((m @ self.V["down_proj"]).mul_(sz_d) @ self.Ut["down_proj"], f["down_proj"].module))
+        h = h.add_(_bias((m @ self.V_d).mul_(sz_d) @ self.Ut["down_proj"], f["down_proj"].module))
         del m
         return self._last_layer(h, plan)
 
@@ -200,16 +246,13 @@ class FastLayers:
         h `(P, S, hidden)` → `(P, B, hidden)`."""
         layer, attn, d, nh, nkv = self.last, self.last.self_attn, self.head_dim, self.n_heads, self.n_kv
         P, S, B = int(h.shape[0]), plan.S, int(plan.last_row.shape[0])
-        x = rms_norm(layer.input_layernorm, h)
-        k = _linear(x, attn.k_proj).view(P, S, nkv, d)
-        v = _linear(x, attn.v_proj).view(P, S, nkv, d)
-        q = _linear(x[:, plan.last_row], attn.q_proj).view(P, B, nh, d)
+        x = self.last_ln1.unit(h)  # the norm weight is folded into W_last
+        k = F.linear(x, self.W_last["k_proj"], attn.k_proj.bias).view(P, S, nkv, d)
+        v = F.linear(x, self.W_last["v_proj"], attn.v_proj.bias).view(P, S, nkv, d)
+        q = F.linear(x[:, plan.last_row], self.W_last["q_proj"], attn.q_proj.bias).view(P, B, nh, d)
         del x
-        if hasattr(attn, "q_norm"):
-            q, k = rms_norm(attn.q_norm, q), rms_norm(attn.k_norm, k)
         cos, sin = self._rope(plan.pos, k)
-        k = apply_rope(k, cos, sin)
-        q = apply_rope(q, cos[plan.last_row], sin[plan.last_row])
+        q, k = self._norm_rope(q, k, self.last_qk_norms, cos[plan.last_row], sin[plan.last_row], cos, sin)
         keep = torch.arange(plan.T, device=h.device)[None, :] < plan.lengths[:, None]  # (B, T)
         out = self._attention(
             q.reshape(P * B, nh, 1, d), self._pad(k, plan), self._pad(v, plan),
