@@ -9,25 +9,41 @@ import pytest
 
 from trinity.cli import main
 from trinity.data.practice import practice_matrix, practice_questions
-from trinity.io import atomic_write_json
+from trinity.data.matrix import save_matrix
+from trinity.data.questions import save_questions, split_ids
+from trinity.io import atomic_write_json, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory) -> Path:
     """One trained run shared by the xdist workers (the xdist-documented FileLock pattern): whoever
-    comes first trains it, the others wait and copy it (tests write eval.json, so each gets a copy)."""
+    comes first trains it, the others wait for it.
+    The run uses the practice math and multiple-choice questions (live sessions on code questions
+    spend seconds per answer in the grading sandbox)."""
     from filelock import FileLock
 
     shared = tmp_path_factory.getbasetemp().parent / "analysis-tiny-run"
     with FileLock(str(shared) + ".lock"):
         if not (shared / "best_theta.npy").exists():
-            rc = main(["train", "--config", str(ROOT / "configs" / "practice.yaml"), "--generations", "3",
+            inputs = shared.parent / "analysis-inputs"
+            inputs.mkdir(exist_ok=True)
+            qs = [q for q in practice_questions() if q.kind != "code"]
+            save_questions(inputs / "q.jsonl", qs)
+            save_matrix(inputs / "m.json", practice_matrix().subset([q.id for q in qs]))
+            rc = main(["train", "--config", str(ROOT / "configs" / "practice.yaml"), "--questions",
+                       str(inputs / "q.jsonl"), "--matrix", str(inputs / "m.json"), "--generations", "3",
                        "--popsize", "4", "--m", "8", "--run-dir", str(shared)])
             assert rc == 0 and (shared / "best_theta.npy").exists()
-    d = tmp_path_factory.mktemp("analysis") / "run"
-    shutil.copytree(shared, d, ignore=shutil.ignore_patterns(".lock", "eval.json"))
+    return shared
+
+
+@pytest.fixture()
+def run_dir(trained_run, tmp_path) -> Path:
+    """A private copy per test: tests write eval.json, ledgers and journals."""
+    d = tmp_path / "run"
+    shutil.copytree(trained_run, d, ignore=shutil.ignore_patterns(".lock"))
     return d
 
 
@@ -56,11 +72,11 @@ def test_eval_cached_matches_an_independent_recomputation(run_dir, capsys):
     assert rc == 0, err
     rep = json.loads(out)
     ids, routing, p, correct = routed(run_dir, "test")
-    assert rep["n_questions"] == len(ids) == 12
+    assert rep["n_questions"] == len(ids) == 8
     assert rep["router"]["accuracy"]["point"] == pytest.approx(correct.mean())
     assert [s["accuracy"]["point"] for s in rep["singles"]] == pytest.approx(p.mean(axis=0).tolist())
     assert rep["router"]["avg_turns"] == 1.0 and rep["router"]["cost_usd"] == 0.0
-    assert sum(rep["model_mix"].values()) == 12
+    assert sum(rep["model_mix"].values()) == 8
     best = next(c for c in rep["comparisons"] if c["baseline"] == f"always {rep['best_single']}")
     assert best["diff"]["point"] == pytest.approx(correct.mean() - p.mean(axis=0).max())
     # the claim follows the paired CI
@@ -80,14 +96,58 @@ def test_eval_table_and_plot(run_dir, tmp_path, capsys):
     assert png.stat().st_size > 10_000
 
 
-def test_eval_live_without_a_session_runner_is_a_clear_error(run_dir, capsys):
-    import importlib.util
+def test_eval_live_against_the_simulated_pool(run_dir, capsys):
+    """Live sessions through the practice server (started in-process): each single model's live
+    accuracy must equal the simulation's ground truth for a seed-0 Worker answer."""
+    from trinity.data.practice import simulate_correct
 
-    if importlib.util.find_spec("trinity.session.live") is not None:
-        pytest.skip("the live session runner is installed; live eval is tested with the session package")
-    rc, _, err = cli(["eval", str(run_dir), "--mode", "live", "--pool", "practice", "--base-url",
-                      "http://127.0.0.1:9/v1"], capsys)
-    assert rc == 2 and "trinity.session.live" in err
+    rc, out, err = cli(["eval", str(run_dir), "--mode", "live", "--json", "--bootstrap", "300"], capsys)
+    assert rc == 0, err
+    rep = json.loads(out)
+    meta = json.loads((run_dir / "run.json").read_text())
+    ids = meta["splits"]["test"]
+    by_id = {q.id: q for q in practice_questions()}
+    truth = [np.mean([simulate_correct(m, i, by_id[i].kind, "Worker", seed=0) for i in ids]) for m in meta["models"]]
+    assert [s["accuracy"]["point"] for s in rep["singles"]] == pytest.approx(truth)
+    assert all(s["avg_turns"] == 1.0 and s["cost_usd"] > 0 for s in rep["singles"])
+    assert 1.0 <= rep["router"]["avg_turns"] <= 5.0
+    ledger = read_jsonl(run_dir / "ledger.jsonl")
+    assert ledger and {r["purpose"] for r in ledger} == {"eval"}
+    paid = sum(r["cost_micro_usd"] for r in ledger) / 1e6
+    total = rep["router"]["cost_usd"] + sum(s["cost_usd"] for s in rep["singles"])
+    assert paid == pytest.approx(total, abs=1e-5)
+    stored = json.loads((run_dir / "eval.json").read_text())["evaluations"]
+    assert stored["live/test"]["per_benchmark"]["practice"]["n"] == len(ids)
+    # the same evaluation again replays the call journal: nothing is paid twice
+    rc, out2, err = cli(["eval", str(run_dir), "--mode", "live", "--json", "--no-write"], capsys)
+    assert rc == 0, err
+    assert len(read_jsonl(run_dir / "ledger.jsonl")) == len(ledger)
+    assert json.loads(out2)["router"]["accuracy"] == rep["router"]["accuracy"]
+    # and the score now uses the measured live accuracy
+    rc, out3, err = cli(["score", str(run_dir), "--json"], capsys)
+    assert rc == 0, err
+    b = json.loads(out3)["benchmarks"][0]
+    assert b["live"]["value"] == pytest.approx(rep["router"]["accuracy"]["point"])
+    assert [s["name"] for s in b["scenarios"]] == ["measured"]
+
+
+def test_live_baselines_match_the_simulation(run_dir, tmp_path, capsys):
+    from trinity.data.practice import simulate_correct
+
+    qfile = json.loads((run_dir / "run.json").read_text())["config"]["questions"]  # the run's questions
+    rc, out, err = cli(["baselines", "--pool", "practice", "--questions", str(qfile), "--run",
+                        str(tmp_path / "b"), "--json", "--bootstrap", "200"], capsys)
+    assert rc == 0, err
+    rep = json.loads(out)
+    from trinity.data.questions import load_questions
+
+    qs = load_questions(qfile)
+    test = split_ids(qs, 0)["test"]
+    kinds = {q.id: q.kind for q in qs}
+    truth = [np.mean([simulate_correct(m, i, kinds[i], "Worker", seed=0) for i in test]) for m in rep["models"]]
+    assert rep["mode"] == "live" and rep["n_questions"] == len(test)
+    assert [s["accuracy"]["point"] for s in rep["always"]] == pytest.approx(truth)
+    assert (tmp_path / "b" / "ledger.jsonl").exists()
 
 
 def test_oracle_with_the_run_reports_the_router(run_dir, capsys):
@@ -95,7 +155,7 @@ def test_oracle_with_the_run_reports_the_router(run_dir, capsys):
     assert rc == 0, err
     rep = json.loads(out)
     _, _, _, correct = routed(run_dir, "test")
-    assert rep["n_questions"] == 12
+    assert rep["n_questions"] == 8
     assert rep["router"]["accuracy"] == pytest.approx(correct.mean())
     cf = rep["crossfit"]
     assert rep["router"]["headroom_captured"] == pytest.approx(
