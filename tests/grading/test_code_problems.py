@@ -175,3 +175,30 @@ def test_no_code_and_syntax_error_are_wrong():
     assert not v.correct and v.reason.startswith("cannot run: SyntaxError")
     v = grade_code("def g(): pass", functional("f", ((1,), 1)))
     assert not v.correct and "no function 'f'" in v.reason
+
+
+def _modes():
+    from trinity.grading.sandbox import bwrap_status
+
+    return ([True] if bwrap_status()[0] else []) + [False]
+
+
+@pytest.mark.parametrize("use_bwrap", _modes(), ids=lambda b: "bwrap" if b else "plain")
+def test_prelude_names_and_stdlib_imports_work_in_every_mode(use_bwrap):
+    """LiveCodeBench solutions use the prelude's names without importing them, and import more."""
+    code = (
+        "import array, fractions, decimal, dataclasses, cmath\n"
+        "class Solution:\n"
+        "    def go(self, xs: List[int]) -> int:\n"
+        "        d = defaultdict(int); h = []\n"
+        "        for x in xs:\n"
+        "            d[x] += 1; heappush(h, -x)\n"
+        "        q = deque(accumulate(xs)); c = Counter(xs)\n"
+        "        extra = int(sqrt(16)) + comb(4, 2) + bisect_left([1, 3, 5], 4) + reduce(lambda a, b: a + b, xs)\n"
+        "        assert array.array('i', [1])[0] == 1 and fractions.Fraction(1, 2) == decimal.Decimal('0.5')\n"
+        "        return -h[0] + len(d) + q[-1] + c.most_common(1)[0][1] + extra + (inf > 10**9)\n"
+    )
+    gold = functional("go", (([1, 2, 2],), 2 + 2 + 5 + 2 + (4 + 6 + 2 + 5) + 1))
+    assert grade_code(code, gold, use_bwrap=use_bwrap).correct
+    dynamic = "def go(xs):\n    return eval('len(List.__name__) + len(xs)')"
+    assert grade_code(dynamic, functional("go", (([1],), 5)), use_bwrap=use_bwrap).correct

@@ -2,7 +2,7 @@
 
 Started by `trinity.grading.sandbox` as `python -I -S _harness.py RESULT_FD`, with the job (one
 JSON object) on stdin. It imports nothing from trinity (it runs as a plain script, inside
-bubblewrap where only the interpreter is visible) and trusts nothing after `_confine`.
+bubblewrap where only the interpreter is visible) and trusts nothing once candidate code runs.
 
 Why the results travel on RESULT_FD and not stdout: the candidate owns stdout (and may close it,
 flood it, or exit early). Every message carries the run's nonce; the parent compares outputs
@@ -12,7 +12,7 @@ so neither `sys.exit(0)`, a closed stdout nor a killed parent can turn into a pa
 Messages: one JSON header line `{"nonce", "event", ...,"len": n}` followed by n payload bytes.
   ready  {uid, netns, mountns}        after confinement, before any candidate code runs
   start  {test}                       test = index, or -1 while the module body is loaded
-  done   {test, status, error}        status ok | error; payload = stdout (stdin tests) or the
+  done   {test, status, error, secs}  status ok | error; payload = stdout (stdin tests) or the
                                       JSON of the return value (call tests)
   fatal  {error}                      the code cannot run at all (syntax error, no function)
   end    {}                           all tests were run
@@ -37,11 +37,13 @@ PRELUDE = (
 )
 
 # Without bubblewrap, as root, the interpreter may live under a dir the throw-away uid cannot
-# enter (/root/.pyenv): then these are imported before the drop, the rest cannot be.
-EXTRA_MODULES = ("array", "base64", "cmath", "contextlib", "dataclasses", "hashlib", "numbers", "pprint",
-                 "queue", "socket", "struct", "textwrap", "threading", "time", "unicodedata")
+# enter (/root/.pyenv): then the stdlib modules the code names are imported before the uid
+# drop (never these, which act on import: open a browser, a window, print).
+NEVER_PRELOAD = frozenset({"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "webbrowser",
+                           "pydoc", "pdb", "__hello__", "__phello__"})
 
 _write = os.write
+_clock = __import__("time").perf_counter
 _dumps = json.dumps
 
 
@@ -102,8 +104,7 @@ def _hidden_from_others(path: str) -> bool:
     return False
 
 
-def _confine(job: dict) -> dict:
-    """Limits, and as root: own net/mount namespaces and a throw-away uid. Returns what held."""
+def _set_limits(job: dict) -> None:
     import resource
 
     lim = job["limits"]
@@ -114,30 +115,66 @@ def _confine(job: dict) -> dict:
     resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an over-long write fails (EFBIG), not a kill
+
+
+def _drop(job: dict, names: set) -> dict:
+    """As root: own net/mount namespaces (without bubblewrap), then a throw-away uid, and the
+    process limit. Returns what held."""
+    import resource
+
+    nproc = job["limits"]["processes"]
     held = {"uid": os.getuid(), "netns": job["in_bwrap"], "mountns": job["in_bwrap"], "stdlib": "readable"}
     uid = job.get("drop_uid")
     if uid is not None and os.geteuid() == 0:
         libc = _libc()
         if not job["in_bwrap"]:
             if _hidden_from_others(os.path.dirname(os.__file__)):
-                for name in EXTRA_MODULES:
-                    __import__(name)
+                for name in sorted(names & sys.stdlib_module_names - NEVER_PRELOAD):
+                    try:
+                        __import__(name)
+                    except BaseException:
+                        pass
                 held["stdlib"] = "preloaded"
             held["netns"] = libc.unshare(0x40000000) == 0  # CLONE_NEWNET: no usable network
-            held["mountns"] = _private_mounts(libc, lim["output_bytes"] * 4)
+            held["mountns"] = _private_mounts(libc, job["limits"]["output_bytes"] * 4)
             os.chown(".", uid, uid)  # (inside bubblewrap the work dir is a 1777 tmpfs)
         libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS: setuid binaries cannot give root back
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)  # from root to non-root: every capability is gone
-        resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"], lim["processes"]))
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
         held["uid"] = os.getuid()
     else:
         if not job["in_bwrap"]:
             _libc().prctl(38, 1, 0, 0, 0)
         own = _count_tasks(os.getuid())  # the limit counts all of this user's tasks
-        resource.setrlimit(resource.RLIMIT_NPROC, (own + lim["processes"], own + lim["processes"]))
+        resource.setrlimit(resource.RLIMIT_NPROC, (own + nproc, own + nproc))
     return held
+
+
+def _names(code) -> set:
+    """Every name the code (and the functions and classes in it) looks up or imports."""
+    out = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            out |= _names(const)
+    return out
+
+
+def _prelude(names: set, prelude_map: dict) -> dict:
+    """The globals LiveCodeBench's import prelude would give, for the names the code uses:
+    importing only those modules keeps start-up short. Code that can look names up at run time
+    (eval, exec, globals …) gets the whole prelude."""
+    base: dict = {"__builtins__": builtins}
+    if names & {"eval", "exec", "globals", "vars", "locals", "__import__", "__dict__"}:
+        exec(PRELUDE, base)
+        return base
+    for name in names:
+        source = prelude_map.get(name)
+        if source:
+            module = __import__(source[0])
+            base[name] = module if source[1] is None else getattr(module, source[1])
+    return base
 
 
 def _short(exc: BaseException) -> str:
@@ -178,6 +215,7 @@ def _run_stdin(code, base: dict, n_tests: int, rep: Reporter, cap: int) -> None:
         ns = dict(base, __name__="__main__", stdin=sys.stdin, stdout=sys.stdout)
         status, error = "ok", None
         rep.send("start", test=k)
+        t0 = _clock()
         try:
             exec(code, ns)
         except SystemExit as e:  # a program may end itself; only a non-zero status is an error
@@ -186,6 +224,7 @@ def _run_stdin(code, base: dict, n_tests: int, rep: Reporter, cap: int) -> None:
         except BaseException as e:
             status, error = "error", _short(e)
         flush_error = _flush_all(ours, sys.stdout)
+        secs = _clock() - t0
         if status == "ok" and flush_error:
             status, error = "error", flush_error
         try:
@@ -194,7 +233,7 @@ def _run_stdin(code, base: dict, n_tests: int, rep: Reporter, cap: int) -> None:
             os.unlink(f"out{k}")
         except OSError as e:
             out, status, error = b"", "error", _short(e)
-        rep.send("done", out, test=k, status=status, error=error)
+        rep.send("done", out, test=k, status=status, error=error, secs=secs)
 
 
 def _run_call(code, base: dict, fn_name: str, args_list: list, rep: Reporter) -> None:
@@ -218,11 +257,12 @@ def _run_call(code, base: dict, fn_name: str, args_list: list, rep: Reporter) ->
         return
     for k, args in enumerate(args_list):
         rep.send("start", test=k)
+        t0 = _clock()
         try:
             payload = _dumps(target(*args), allow_nan=False).encode()
-            rep.send("done", payload, test=k, status="ok", error=None)
+            rep.send("done", payload, test=k, status="ok", error=None, secs=_clock() - t0)
         except BaseException as e:  # SystemExit included: a function must return
-            rep.send("done", test=k, status="error", error=_short(e))
+            rep.send("done", test=k, status="error", error=_short(e), secs=_clock() - t0)
 
 
 def main() -> None:
@@ -235,16 +275,18 @@ def main() -> None:
         for k, text in enumerate(job["inputs"]):
             with open(f"in{k}", "w", encoding="utf-8") as f:
                 f.write(text)
-    base: dict = {"__builtins__": builtins}
-    exec(PRELUDE, base)  # import everything while the interpreter's files are still readable
-    sys.setrecursionlimit(50000)
-    held = _confine(job)
-    rep.send("ready", **held)
+    _set_limits(job)
     try:
         code = compile(job["code"], "<solution>", "exec")
     except BaseException as e:
+        rep.send("ready", uid=os.getuid())
         rep.send("fatal", error=_short(e))
         os._exit(0)
+    names = _names(code)
+    base = _prelude(names, job["prelude"])  # while the interpreter's files are still readable
+    sys.setrecursionlimit(50000)
+    held = _drop(job, names)
+    rep.send("ready", **held)
     if job["mode"] == "stdin":
         _run_stdin(code, base, len(job["inputs"]), rep, job["limits"]["output_bytes"])
     else:

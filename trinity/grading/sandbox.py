@@ -72,6 +72,7 @@ class SandboxRun:
     layers: dict = field(default_factory=dict)  # what the child reported as held (uid, netns…)
     bwrap: bool = False
     startup_s: float = 0.0  # spawn → "ready"
+    compute_s: float = 0.0  # time the child spent running the code, summed over finished tests
     wall_s: float = 0.0
 
 
@@ -161,6 +162,31 @@ def bwrap_status() -> tuple[bool, str]:
     return True, "works"
 
 
+@functools.cache
+def prelude_map() -> dict[str, tuple[str, str | None]]:
+    """name -> (module, attribute or None for the module itself) that LiveCodeBench's import
+    prelude (`_harness.PRELUDE`) binds last; builtins are left to the builtins."""
+    import importlib
+
+    from trinity.grading import _harness
+
+    bound: dict[str, tuple[str, str | None]] = {}
+    for line in _harness.PRELUDE.splitlines():
+        words = line.replace(",", " ").split()
+        if words[:1] == ["from"]:  # from M import *
+            module = importlib.import_module(words[1])
+            exported = getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]
+            for name in exported:
+                if words[1] == "builtins":
+                    bound.pop(name, None)
+                else:
+                    bound[name] = (words[1], name)
+        elif words[:1] == ["import"]:
+            for name in words[1:]:
+                bound[name] = (name, None)
+    return bound
+
+
 def _probe_job() -> dict:
     return {"mode": "stdin", "code": "print(input())", "inputs": ["ok"], "fn_name": None}
 
@@ -232,7 +258,7 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
     nonce = secrets.token_hex(16)
     drop_uid = UID_BASE + secrets.randbelow(UID_SPAN) if _is_root() else None
     n_tests = len(job["inputs"])
-    full = {**job, "nonce": nonce, "drop_uid": drop_uid, "in_bwrap": use_bwrap,
+    full = {**job, "nonce": nonce, "drop_uid": drop_uid, "in_bwrap": use_bwrap, "prelude": prelude_map(),
             "limits": {"cpu_s": max(1, int(limits.problem_timeout) + 1), "memory_bytes": limits.memory_bytes,
                        "output_bytes": limits.output_bytes, "open_files": limits.open_files,
                        "processes": limits.processes}}
@@ -334,6 +360,8 @@ def _pump(proc, fd: int, nonce: str, n_tests: int, limits: Limits, on_result, ru
                         run.outcome, run.detail = "protocol", f"result for test {k} out of order"
                         return
                     reported += 1
+                    secs = head.get("secs")
+                    run.compute_s += float(secs) if isinstance(secs, (int, float)) else 0.0
                     current, test_deadline = None, problem_deadline
                     go_on = on_result(k, head.get("status", "error"), head.get("error"), body) if on_result else True
                     if not go_on:
