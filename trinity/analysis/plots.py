@@ -100,8 +100,10 @@ def plot_oracle(rep, path: str | Path) -> Path:
                                    gridspec_kw={"height_ratios": [len(labels), 2.2]})
     _bars(ax1, labels, cis, colors, f"Oracle ceiling — {rep.benchmark}: {rep.n_questions} questions, k={rep.k}")
     if cf and cf.get("headroom_ci"):
+        captured = (rep.router or {}).get("headroom_captured")
+        extra = f"; trained router captures {captured:.0%}" if captured is not None else ""
         _diff_panel(ax2, ["headroom"], [cf["headroom_ci"]],
-                    f"headroom = cross-fit oracle − best single → {rep.verdict}",
+                    f"headroom = cross-fit oracle − best single → {rep.verdict}{extra}",
                     bands=[(0.02, "0.02 (pool-bound limit)")])
     else:
         ax2.axis("off")
