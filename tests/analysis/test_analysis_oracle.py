@@ -166,3 +166,27 @@ def test_practice_matrix_finds_real_headroom():
     assert rep.crossfit["oracle"] > rep.crossfit["best_single"]
     assert rep.naive_oracle > rep.crossfit["oracle"]
     assert rep.verdict == "ROUTER_BOUND"
+
+
+def test_merged_matrix_is_also_reported_per_benchmark():
+    from trinity.data.matrix import merge_matrices
+
+    q = 30
+    a = np.zeros((q, 2, 4))
+    a[: q // 2, 0], a[q // 2:, 1] = 1, 1  # complementary specialists: real headroom
+    b = np.ones((q, 2, 4))  # both models always right: none
+    ma = OutcomeMatrix("math500", ["x", "y"], [f"a{i}" for i in range(q)], a)
+    mb = OutcomeMatrix("mmlu", ["x", "y"], [f"b{i}" for i in range(q)], b)
+    rep = oracle_ceiling(merge_matrices([ma, mb]), splits=30, bootstrap=300)
+    assert set(rep.per_benchmark) == {"math500", "mmlu"}
+    assert rep.per_benchmark["math500"]["verdict"] == "ROUTER_BOUND"
+    assert rep.per_benchmark["mmlu"]["verdict"] == "POOL_BOUND"
+    assert rep.per_benchmark["mmlu"]["n_questions"] == q
+    from trinity.analysis.render import oracle_view
+    from rich.console import Console
+
+    import io
+
+    console = Console(width=100, record=True, file=io.StringIO())
+    console.print(oracle_view(rep))
+    assert "Each benchmark alone" in console.export_text()

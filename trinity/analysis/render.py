@@ -68,7 +68,20 @@ def oracle_view(rep) -> Group:
                   rep.router.get("headroom_captured_note", "(router − best) / (oracle − best)"))
     style = VERDICT_STYLE.get(rep.verdict, "")
     verdict = Text.assemble(("verdict: ", "bold"), (rep.verdict, f"bold {style}"), f" — {rep.verdict_reason}")
-    return Group(t, verdict, _notes(rep.notes))
+    parts = [t, verdict]
+    if rep.per_benchmark:
+        b = Table(title="Each benchmark alone (the competition scores them separately)", title_justify="left")
+        for col, j in (("benchmark", "left"), ("n", "right"), ("best single", "right"), ("cross-fit oracle", "right"),
+                       ("headroom [95%]", "right"), ("router", "right"), ("verdict", "left")):
+            b.add_column(col, justify=j)
+        for name, r in rep.per_benchmark.items():
+            cf = r["crossfit_oracle"]
+            _row(b, name, str(r["n_questions"]), f"{r['best_single_acc']:.3f}", f"{cf:.3f}" if cf is not None else "—",
+                 ci_text(r["headroom_ci"], signed=True),
+                 f"{r['router_accuracy']:.3f}" if r["router_accuracy"] is not None else "—",
+                 Text(r["verdict"], style=VERDICT_STYLE.get(r["verdict"], "")))
+        parts.append(b)
+    return Group(*parts, _notes(rep.notes))
 
 
 def _system_rows(t: Table, systems, random_ci, seeds: int) -> None:
