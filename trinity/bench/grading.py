@@ -32,7 +32,7 @@ MATH_CASES = [
     (r"\boxed{90^\circ}", "90", True),
     (r"\boxed{-7}", "-7", True),
     (r"\boxed{\frac{3}{4}}", "0.75", True),
-    (r"\boxed{e^{i\pi}}", "-1", True),
+    (r"\boxed{\frac{6}{8}}", r"\frac34", True),
     (r"\boxed{41}", "42", False),
     (r"\boxed{0.333}", r"\frac{1}{3}", False),
     (r"\boxed{\sqrt{2}}", r"\sqrt{3}", False),
@@ -91,7 +91,7 @@ def _math_figures(passes: int) -> dict:
     if cache is not None and hasattr(cache, "cache_clear"):
         cache.cache_clear()
     t0 = time.perf_counter()
-    grade("math", "\\boxed{2}", "2")  # first call: imports
+    grade("math", r"\boxed{\sqrt{4}}", "2")  # first call: imports sympy / math-verify
     warm_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     verdicts = [grade("math", r, g).correct for r, g, _ in MATH_CASES]
@@ -105,7 +105,7 @@ def _math_figures(passes: int) -> dict:
     return {
         "available": True,
         "cases": len(MATH_CASES),
-        "first_call_s": round(warm_s, 3),
+        "first_call_s": round(warm_s, 3),  # includes importing sympy / math-verify
         "cold_cases_per_s": round(len(MATH_CASES) / cold_s, 1),
         "memoised_cases_per_s": round(passes * len(MATH_CASES) / rep_s, 1) if passes else None,
         "verdicts_matching_expected": len(MATH_CASES) - len(mismatches),

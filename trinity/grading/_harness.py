@@ -126,8 +126,8 @@ def _drop(job: dict, names: set) -> dict:
     held = {"uid": os.getuid(), "netns": job["in_bwrap"], "mountns": job["in_bwrap"], "stdlib": "readable"}
     uid = job.get("drop_uid")
     if uid is not None and os.geteuid() == 0:
-        libc = _libc()
         if not job["in_bwrap"]:
+            libc = _libc()
             if _hidden_from_others(os.path.dirname(os.__file__)):
                 for name in sorted(names & sys.stdlib_module_names - NEVER_PRELOAD):
                     try:
@@ -138,17 +138,23 @@ def _drop(job: dict, names: set) -> dict:
             held["netns"] = libc.unshare(0x40000000) == 0  # CLONE_NEWNET: no usable network
             held["mountns"] = _private_mounts(libc, job["limits"]["output_bytes"] * 4)
             os.chown(".", uid, uid)  # (inside bubblewrap the work dir is a 1777 tmpfs)
-        libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS: setuid binaries cannot give root back
+            libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS (bubblewrap sets it itself)
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)  # from root to non-root: every capability is gone
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
         held["uid"] = os.getuid()
     else:
-        if not job["in_bwrap"]:
-            _libc().prctl(38, 1, 0, 0, 0)
         own = _count_tasks(os.getuid())  # the limit counts all of this user's tasks
         resource.setrlimit(resource.RLIMIT_NPROC, (own + nproc, own + nproc))
+        if not job["in_bwrap"]:
+            _libc().prctl(38, 1, 0, 0, 0)
+    if not job["in_bwrap"]:
+        # Die with the grader (bubblewrap has --die-with-parent). Set after the uid change,
+        # which clears it; if the grader is already gone, stop here.
+        _libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != job["parent_pid"]:
+            os._exit(1)
     return held
 
 

@@ -259,6 +259,7 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
     drop_uid = UID_BASE + secrets.randbelow(UID_SPAN) if _is_root() else None
     n_tests = len(job["inputs"])
     full = {**job, "nonce": nonce, "drop_uid": drop_uid, "in_bwrap": use_bwrap, "prelude": prelude_map(),
+            "parent_pid": os.getpid(),
             "limits": {"cpu_s": max(1, int(limits.problem_timeout) + 1), "memory_bytes": limits.memory_bytes,
                        "output_bytes": limits.output_bytes, "open_files": limits.open_files,
                        "processes": limits.processes}}
