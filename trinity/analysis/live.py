@@ -184,4 +184,7 @@ def evaluate_live(run: RunDir, *, split: str, samples: int, seed: int, seeds: in
                          seeds=seeds, seed=seed, bootstrap=bootstrap, progress=progress)
     rep.notes.append(f"live: {samples} session(s) per question and system, pool {cfg.pool}; baselines are "
                      "single-turn Worker sessions")
+    if samples > 1:
+        rep.notes.append("repeats at temperature 0 are answered by the response cache (the same answer, $0); "
+                         "they add information only when the pool samples (temperature > 0)")
     return rep

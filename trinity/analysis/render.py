@@ -117,6 +117,10 @@ def eval_view(rep) -> Group:
                   Text(cmp.outcome, style=style))
     mix = ", ".join(f"{m} {n}" for m, n in rep.model_mix.items())
     roles = ", ".join(f"{r} {n}" for r, n in rep.role_mix.items())
+    if len(rep.per_benchmark) > 1:
+        per = "; ".join(f"{b} {d['accuracy']:.3f} (n={d['n']}, best single {d['best_single_accuracy']:.3f})"
+                        for b, d in rep.per_benchmark.items())
+        c.caption = f"router per benchmark: {per}"
     lines = [Text.assemble(("router ", "bold"), rep.claim), Text(f"turn-1 models: {mix}" + (f"; roles: {roles}" if roles else ""))]
     return Group(t, c, *lines, _notes(rep.notes))
 
