@@ -4,6 +4,9 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from trinity.analysis.oracle import cross_fit, oracle_ceiling, validate_solves, verdict
 from trinity.analysis.stats import CI
@@ -190,3 +193,20 @@ def test_merged_matrix_is_also_reported_per_benchmark():
     console = Console(width=100, record=True, file=io.StringIO())
     console.print(oracle_view(rep))
     assert "Each benchmark alone" in console.export_text()
+
+
+@settings(max_examples=40, deadline=None)
+@given(arrays(np.int8, st.tuples(st.integers(2, 12), st.integers(1, 4), st.integers(2, 6)),
+              elements=st.integers(0, 1)), st.integers(0, 3))
+def test_invariants_on_any_tensor(s, seed):
+    rep = oracle_ceiling(matrix(s.astype(float)), seed=seed, splits=20, bootstrap=100)
+    cf = rep.crossfit
+    assert rep.naive_oracle >= rep.best_single_acc - 1e-12  # the in-sample max is never below a fixed model
+    assert 0.0 <= cf["best_single"] <= 1.0 and 0.0 <= cf["oracle"] <= 1.0
+    assert cf["headroom"] == pytest.approx(cf["oracle"] - cf["best_single"])
+    ci = cf["headroom_ci"]
+    assert ci["lo"] <= ci["point"] + 1e-12 and ci["point"] <= ci["hi"] + 1e-12
+    assert rep.verdict in ("POOL_BOUND", "ROUTER_BOUND", "NEAR_CEILING", "INCONCLUSIVE")
+    # copies of one model never show headroom
+    dup = np.repeat(s[:, :1, :], 3, axis=1).astype(float)
+    assert oracle_ceiling(matrix(dup), seed=seed, splits=10, bootstrap=50).crossfit["headroom"] == 0.0
