@@ -223,3 +223,20 @@ async def test_after_a_402_no_further_paid_call_is_sent_but_free_answers_still_c
             await c.chat(pool.models[0], messages(MATH[2]), purpose="train")
         again = await c.chat(pool.models[2], messages(MATH[0]), purpose="train")  # cached: free
     assert server.stats.by_status[402] == 1 and again.cache_hit and again.text == first.text
+
+
+async def test_reservations_follow_reported_costs_when_the_price_table_is_stale(server):
+    from dataclasses import replace
+
+    from trinity.pool.providers import Price
+
+    real = practice_pool(server.base_url)
+    stale = replace(real, prices={m: Price(p.input_per_1m / 10, p.output_per_1m / 10) for m, p in real.prices.items()})
+    async with PoolClient(stale, run_id="r1", budget=Budget(1.0)) as c:
+        m = stale.models[0]
+        before = c._worst_case_usd(m, messages(MATH[0]), stale.decoding)
+        r = await c.chat(m, messages(MATH[0]), purpose="train")
+        after = c._worst_case_usd(m, messages(MATH[0]), stale.decoding)
+    table = stale.price(m).cost_usd(r.prompt_tokens, r.completion_tokens)
+    assert r.cost_source == "reported" and abs(r.cost_usd / table - 10) < 0.5
+    assert abs(after / before - r.cost_usd / table) < 1e-9  # the reservation grew with the real price

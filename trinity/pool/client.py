@@ -144,6 +144,8 @@ class PoolClient:
         self._url = f"{pool.base_url}/chat/completions"
         self._open = False
         self.stopped: OutOfCredit | BudgetExceeded | None = None  # set by the first 402 / cap hit
+        self._price_ratio: dict[str, float] = {}  # reported / table cost, highest seen (>= 1)
+        self._per_token_usd: dict[str, float] = {}  # reported cost per token, highest seen
 
     # ---- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> "PoolClient":
@@ -217,7 +219,23 @@ class PoolClient:
         prompt_bytes = sum(len(json.dumps(m.get("content", ""), ensure_ascii=False).encode()) for m in messages)
         prompt_tokens = prompt_bytes // 2 + 16 * len(messages)
         max_out = int(params.get("max_tokens") or 4096)
-        return self.pool.price(model).cost_usd(prompt_tokens, max_out)
+        table = self.pool.price(model).cost_usd(prompt_tokens, max_out) * self._price_ratio.get(model, 1.0)
+        # A model the price table calls free (or does not know) but that was billed: reserve at the
+        # highest cost per token seen so far.
+        seen = self._per_token_usd.get(model, 0.0) * (prompt_tokens + max_out)
+        return max(table, seen)
+
+    def _learn_price(self, model: str, res: "ChatResult") -> None:
+        """Keep reservations honest when the price table is stale: if a provider reports a higher
+        cost than the table gives for the same tokens, later reservations scale up to match."""
+        if res.cost_source != "reported" or res.cost_usd <= 0:
+            return
+        tokens = res.prompt_tokens + res.completion_tokens
+        if tokens:
+            self._per_token_usd[model] = max(self._per_token_usd.get(model, 0.0), res.cost_usd / tokens)
+        est = self.pool.price(model).cost_usd(res.prompt_tokens, res.completion_tokens)
+        if est > 0 and res.cost_usd > est:
+            self._price_ratio[model] = max(self._price_ratio.get(model, 1.0), res.cost_usd / est)
 
     def _fault_message(self, status: int, model: str, resp: httpx.Response | None) -> str:
         detail = ""
@@ -284,6 +302,7 @@ class PoolClient:
             res = await self._send(model, self._body(model, messages, params))
             billed = res.cost_source in ("reported", "estimated")
             if billed:
+                self._learn_price(model, res)
                 actual_micro = to_micro(res.cost_usd)
                 self.stats.calls += 1
                 self.stats.cost_micro_usd += actual_micro
