@@ -131,14 +131,17 @@ def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperat
     async def main() -> str | None:
         async with PoolClient(pool, run_id=run_id, ledger=ledger, cache=cache, budget=budget,
                               journal=journal, env_file=env_file) as client:
-            tasks = [asyncio.ensure_future(one(client, q, m, s)) for q, m, s in cells]
-            try:
-                await asyncio.gather(*tasks)
-            except (OutOfCredit, BudgetExceeded) as e:
-                for t in tasks:
-                    t.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                return f"stopped: {'out of credit' if isinstance(e, OutOfCredit) else 'budget reached'} ({e})"
+            # Calls already in flight when one raises (402, budget) finish and are recorded.
+            results = await asyncio.gather(*(one(client, q, m, s) for q, m, s in cells), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        for e in errors:
+            if isinstance(e, OutOfCredit):
+                return f"stopped: out of credit ({e})"
+        for e in errors:
+            if isinstance(e, BudgetExceeded):
+                return f"stopped: budget reached ({e})"
+        if errors:
+            raise errors[0]
         return None
 
     try:

@@ -143,10 +143,15 @@ class SessionRunner:
             cands = np.array([trajs[i].candidate for i in active], dtype=np.int64)
             logits = np.asarray(self.logits_fn(texts, cands))  # (A, n_models + 3)
             mi, ri, mp, rp = self._decide(logits, [trajs[i] for i in active], turn)
-            await asyncio.gather(*(
+            # return_exceptions: when one call raises (402, budget), the calls already in flight
+            # still finish and land in the journal and ledger before the run stops.
+            results = await asyncio.gather(*(
                 self._one_turn(questions[i], trajs[i], self.spec.models[int(mi[k])], ROLES[int(ri[k])],
                                mp[k], rp[k], turn)
-                for k, i in enumerate(active)))
+                for k, i in enumerate(active)), return_exceptions=True)
+            errors = [r for r in results if isinstance(r, BaseException)]
+            if errors:
+                raise errors[0]
             if self.on_step:
                 self.on_step(turn, sum(t.done for t in trajs))
         for q, traj in zip(questions, trajs):
