@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from trinity.errors import InputError
+from trinity.errors import InputError, TrinityError
 
 HARNESS = Path(__file__).with_name("_harness.py")
 SANDBOX_DIR = "/sandbox"  # the work dir's path inside bubblewrap
@@ -243,6 +243,9 @@ def run_in_sandbox(job: dict, limits: Limits, on_result: Callable[[int, str, str
     each finished test (payload: the raw stdout, or the JSON of the return value) and returns
     False to stop the problem (the child is killed at once). `use_bwrap`: None = when usable.
     """
+    if not sys.platform.startswith("linux"):
+        raise TrinityError(f"the code sandbox needs Linux (rlimits, /proc, namespaces); this is {sys.platform}: "
+                           "grade code on a Linux machine")
     if use_bwrap is None:
         use_bwrap = bwrap_status()[0]
     return _run(job, limits, on_result, use_bwrap)
