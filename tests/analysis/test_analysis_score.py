@@ -78,3 +78,9 @@ def test_king_loading_errors(tmp_path):
     np.save(tmp_path / "bundle" / "svf_scales.npy", np.ones(4, np.float32))
     theta, label = load_king_theta(tmp_path / "bundle")
     assert theta.shape == (52,) and "bundle" in label
+
+
+def test_king_from_a_folder_with_best_theta(tmp_path):
+    np.save(tmp_path / "best_theta.npy", np.arange(5, dtype=np.float64))
+    theta, label = load_king_theta(tmp_path)
+    assert theta.tolist() == [0, 1, 2, 3, 4] and "best_theta.npy" in label

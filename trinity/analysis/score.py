@@ -181,11 +181,14 @@ def score_from_inputs(benches: list[BenchInputs], *, king_benches: list[BenchInp
 # ---- run-based estimate ---------------------------------------------------------------------
 
 def load_king_theta(spec: str | Path) -> tuple[np.ndarray, str]:
-    """θ from a `.npy` file or a TinyRouter bundle directory (head_weights.npy + svf_scales.npy)."""
-    from trinity.model.theta import load_bundle_weights, load_theta
+    """θ from a `.npy` file, a TinyRouter bundle directory (head_weights.npy + svf_scales.npy), or a
+    folder holding `best_theta.npy` (a MiniRouter bundle or a run directory)."""
+    from trinity.model.theta import HEAD_FILE, load_bundle_weights, load_theta
 
     path = Path(spec)
     if path.is_dir():
+        if not (path / HEAD_FILE).exists() and (path / "best_theta.npy").exists():
+            return load_theta(path / "best_theta.npy"), f"theta {path / 'best_theta.npy'}"
         return load_bundle_weights(path), f"bundle {path}"
     if not path.exists():
         raise InputError(f"king not found: {path}; pass a theta .npy file or a bundle directory")
