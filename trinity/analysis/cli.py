@@ -201,8 +201,9 @@ def register(subparsers) -> None:
                               description="(0.70 cached + 0.15 live + 0.10 efficiency + 0.05 novelty) × overfit "
                                           "penalty per benchmark, the composite, and the margin over a king.")
     p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument("--king", metavar="THETA_OR_BUNDLE", help="the king: a theta .npy or a bundle dir "
-                                                            "(head_weights.npy + svf_scales.npy)")
+    p.add_argument("--king", metavar="THETA_OR_BUNDLE", help="the king: a theta .npy, a TinyRouter bundle dir "
+                                                            "(head_weights.npy + svf_scales.npy) or a folder with "
+                                                            "best_theta.npy")
     p.add_argument("--eval-split", default="val", choices=("train", "val", "test"),
                    help="split standing in for the competition's eval set (default val)")
     p.add_argument("--audit-split", default="test", choices=("train", "val", "test"),
