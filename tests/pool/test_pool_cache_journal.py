@@ -135,3 +135,31 @@ def test_env_file_must_be_private_and_outside_the_repo(tmp_path, monkeypatch):
     with pytest.raises(ConfigError) as ei:
         read_env_file(bad)
     assert "secretvalue" not in str(ei.value)  # a malformed line is not echoed
+
+
+def test_cache_readers_in_other_processes_never_block_the_writer(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "cache.sqlite"
+    cache = ResponseCache(path)
+    cache.put("k-init", "practice", "m", {"text": "x"})
+    reader = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\nfrom trinity.pool.cache import ResponseCache\n"
+         f"c = ResponseCache({str(path)!r})\nseen = []\nt = time.time()\n"
+         "print('ready', flush=True)\n"
+         "while time.time() - t < 30:\n"
+         "    n = len(c); seen.append(n)\n"
+         "    if n >= 301: break\n"
+         "assert seen == sorted(seen), 'count went backwards'\nprint(len(seen), seen[-1])\n"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+    assert reader.stdout.readline().strip() == "ready"  # the reader is polling from here on
+    for i in range(300):
+        cache.put(f"k{i}", "practice", "m", {"text": f"answer {i}"})
+    out, err = reader.communicate(timeout=60)
+    assert reader.returncode == 0, err
+    reads, last = map(int, out.split())
+    assert last == 301 and reads > 1
+    assert cache.get("k299") == {"text": "answer 299"}
+    cache.close()
