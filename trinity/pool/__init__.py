@@ -1,1 +1,19 @@
-"""trinity.pool — see DESIGN §2."""
+"""trinity.pool — every call to a model pool, and what it cost (DESIGN §5).
+
+| module              | what                                                                   |
+|---------------------|------------------------------------------------------------------------|
+| `providers`         | `load_pool(name) -> PoolConfig` from configs/models.yaml; `pool_model_ids` |
+| `keys`              | API keys from the environment or a private env file; `redact`          |
+| `client`            | `PoolClient` (async, OpenAI-compatible), `ChatResult`, `PoolStats`     |
+| `faults`            | retry policy, Retry-After, the pool-wide cool-down                     |
+| `budget`            | `Budget`: worst-case reservation before a call, settle to actual       |
+| `ledger`            | hash-chained `ledger.jsonl`: `Ledger`, `verify_ledger`                 |
+| `cache`             | `ResponseCache` (SQLite WAL)                                           |
+| `journal`           | `CallJournal`: completed paid calls by key, so a resume never pays twice |
+| `appender`          | the fsync'd group-commit writer under the ledger and the journal       |
+| `practice_server`   | the SIMULATED practice pool over real HTTP; `start_practice_server`    |
+| `practice_replies`  | what the simulated models say                                          |
+| `cli`               | `trinity pool serve-practice|list`, `trinity ledger verify|report`     |
+
+Importing this package imports nothing heavy; httpx loads with `client`.
+"""

@@ -303,8 +303,29 @@ class PracticeResponder:
         return (f"({model.split('/')[-1]}, simulated) Plan: {steps}. I will not state the final answer; "
                 "the Worker should carry this out.")
 
+    @staticmethod
+    def _answer_key(q: Question, text: str) -> str:
+        """What the grader will look at (the code block, the boxed value, the letter): answers
+        that differ only in their prose share one grading (a code grade takes a sandbox run)."""
+        try:
+            if q.kind == "code":
+                from trinity.grading.code import extract_code
+
+                found = extract_code(text)
+            elif q.kind == "math":
+                from trinity.grading import extract_math_answer
+
+                found = extract_math_answer(text)
+            else:
+                from trinity.grading import extract_choice
+
+                found = extract_choice(text)
+        except Exception:
+            found = None
+        return "x:" + found if found is not None else "t:" + hashlib.sha256(text.encode()).hexdigest()
+
     def _grade(self, q: Question, text: str) -> bool:
-        key = (q.id, hashlib.sha256(text.encode()).hexdigest())
+        key = (q.id, self._answer_key(q, text))
         with self._lock:
             hit = self._grades.get(key)
         if hit is None:
