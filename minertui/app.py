@@ -7,8 +7,10 @@ latest and asks only the visible screen to redraw (inside `batch_update`).
 
 from __future__ import annotations
 
+import importlib
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -16,17 +18,13 @@ from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
 from minertui.messages import RunsUpdated
-from minertui.reader import Poll, Reader
-from minertui.screens.analysis import AnalysisScreen
 from minertui.screens.common import ModeScreen
 from minertui.screens.help import ConfirmScreen, HelpScreen
-from minertui.screens.ledger import LedgerScreen
-from minertui.screens.runs import RunsScreen
-from minertui.screens.submit import SubmitScreen
-from minertui.screens.traces import TracesScreen
-from minertui.screens.train import TrainScreen
 from minertui.settings import DEFAULT_THEME, load_settings, load_themes, save_settings
 from minertui.supervisor import Supervisor
+
+if TYPE_CHECKING:
+    from minertui.reader import Poll, Reader
 
 MODE_KEYS = [("1", "runs", "Runs"), ("2", "train", "Train"), ("3", "ledger", "Ledger"),
              ("4", "traces", "Traces"), ("5", "analysis", "Analysis"), ("6", "submit", "Submit")]
@@ -36,8 +34,10 @@ class MinerApp(App):
     TITLE = "minertui"
     CSS_PATH = [Path(__file__).with_name("app.tcss")]  # absolute: subclasses live elsewhere
     ENABLE_COMMAND_PALETTE = True
-    MODES = {"runs": RunsScreen, "train": TrainScreen, "ledger": LedgerScreen,
-             "traces": TracesScreen, "analysis": AnalysisScreen, "submit": SubmitScreen}
+    # screens (and numpy, plotext behind them) load when first shown: the first frame stays fast
+    MODES = {mode: (lambda mode=mode: getattr(importlib.import_module(f"minertui.screens.{mode}"),
+                                              f"{mode.capitalize()}Screen")())
+             for _key, mode, _label in MODE_KEYS}
     BINDINGS = [
         *(Binding(key, f"mode('{mode}')", label, id=f"mode.{mode}") for key, mode, label in MODE_KEYS),
         Binding("question_mark,f1", "help", "Help", id="app.help"),
@@ -52,12 +52,10 @@ class MinerApp(App):
         super().__init__()
         self.runs_root = Path(runs_root)
         self.supervisor = Supervisor(self.runs_root)
-        self.reader = Reader(self.runs_root, self.supervisor)
-        if open_run is not None:
-            self.reader.open(open_run)
+        self._reader: Reader | None = None
+        self._open_run = open_run
         self.latest: Poll | None = None
         self.start_mode = start_mode
-        self.reader.want_traces = start_mode == "traces"
         self.auto_poll = poll
         self.demo = demo
         self.demo_note = ""
@@ -104,6 +102,18 @@ class MinerApp(App):
         self.exit(return_code=0)
 
     # ---- the reader ----------------------------------------------------------------------
+    @property
+    def reader(self) -> "Reader":
+        """Made on first use (it brings numpy), i.e. in the first poll, after the first frame."""
+        if self._reader is None:
+            from minertui.reader import Reader
+            reader = Reader(self.runs_root, self.supervisor)
+            if self._open_run is not None:
+                reader.open(self._open_run)
+            reader.want_traces = self.start_mode == "traces"
+            self._reader = reader
+        return self._reader
+
     def poll_soon(self) -> None:
         if not self._polling:
             self._polling = True

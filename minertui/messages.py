@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from minertui.reader import Poll
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from minertui.reader import Poll
 
 
 class RunsUpdated(Message):

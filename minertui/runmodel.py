@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from minertui.store import Column, Interner, OffsetTail
+from minertui.widgets.format import fmt_duration  # noqa: F401  (re-exported)
 from trinity.errors import InputError
 from trinity.io import read_json
 from trinity.runs.rundir import RunDir
@@ -418,14 +419,3 @@ def filter_traces(tv: TraceView, bench: str | None = None, correct: int | None =
     return np.flatnonzero(keep)
 
 
-def fmt_duration(secs: float | None) -> str:
-    if secs is None or not math.isfinite(secs):
-        return "—"
-    secs = int(round(secs))
-    h, rem = divmod(secs, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"
-
-
-def now() -> float:
-    return time.time()

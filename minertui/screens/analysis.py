@@ -19,10 +19,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import ProgressBar, Static
-from textual_plotext import PlotextPlot
 
 from minertui.reader import Poll
 from minertui.screens.common import ModeScreen
+from minertui.widgets.curves import CachedPlot
 
 VERDICT_WORDS = {
     "POOL_BOUND": ("the pool is the limit", "yellow"),
@@ -70,7 +70,7 @@ def verdict_text(results: dict[str, dict]) -> Text:
     return t
 
 
-class AccuracyChart(PlotextPlot):
+class AccuracyChart(CachedPlot):
     def set_bars(self, bars: list[tuple[str, float]]) -> None:
         plt = self.plt
         plt.clear_data()
@@ -79,7 +79,7 @@ class AccuracyChart(PlotextPlot):
         if bars:
             plt.bar([b[0] for b in bars], [round(b[1], 4) for b in bars], orientation="horizontal", width=0.3)
             plt.xlim(0, 1)
-        self.refresh()
+        self.data_changed(tuple(bars))
 
 
 class AnalysisScreen(ModeScreen):

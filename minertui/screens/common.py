@@ -7,7 +7,10 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from minertui.reader import Poll
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from minertui.reader import Poll
 from minertui.widgets.runbar import RunBar
 
 

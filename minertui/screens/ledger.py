@@ -14,12 +14,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
-from textual_plotext import PlotextPlot
 
 from minertui.reader import Poll
 from minertui.runmodel import LedgerView, RunSnapshot
 from minertui.screens.common import ModeScreen
-from minertui.widgets.curves import reduce
+from minertui.widgets.curves import CachedPlot, reduce
 from minertui.widgets.format import bar, usd, utc
 
 PAGE = 100
@@ -57,7 +56,7 @@ def chain_text(report, error: str | None) -> Text:
     return Text(f"chain BROKEN at line {report.first_bad_line}: {report.problem}", style="bold red")
 
 
-class SpendPlot(PlotextPlot):
+class SpendPlot(CachedPlot):
     def set_data(self, lv: LedgerView, key: tuple) -> None:
         if key == getattr(self, "_key", None):
             return
@@ -75,7 +74,7 @@ class SpendPlot(PlotextPlot):
                 x, (y,) = reduce(minutes, [cum], ["max"])
                 plt.plot(x.tolist(), y.tolist(), marker="braille", color="cyan")
                 plt.xlabel("minutes since first call")
-        self.refresh()
+        self.data_changed(key)
 
 
 class LedgerScreen(ModeScreen):

@@ -9,10 +9,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
-from minertui.reader import Poll
-from minertui.runmodel import RunSnapshot, fmt_duration
+from typing import TYPE_CHECKING
+
 from minertui.screens.common import ModeScreen
-from minertui.widgets.format import iso_short, num, status_text, usd
+from minertui.widgets.format import fmt_duration, iso_short, num, status_text, usd
+
+if TYPE_CHECKING:  # numpy comes with them; the Runs mode draws its first frame without it
+    from minertui.reader import Poll
+    from minertui.runmodel import RunSnapshot
 from trinity.errors import TrinityError
 
 COLUMNS = ("run", "status", "gen", "best", "spend", "ETA", "mode", "pool", "started (UTC)")  # most needed first: 80 columns

@@ -82,18 +82,26 @@ class TracesScreen(ModeScreen):
             f" · page {self.page + 1}/{pages} · [ ] page · Enter opens{more}"))
 
     def _fill(self, tv: TraceView, idx: np.ndarray, pool: list[str]) -> None:
+        """Show the page `idx`. While a run appends to the page on screen, only the new rows are
+        added (the table keeps the rendered cells of the others)."""
         table = self.query_one(DataTable)
-        row = table.cursor_row
-        table.clear()
-        for i in idx.tolist():
+        shown = getattr(self, "_shown_idx", None)
+        if shown is not None and len(idx) > len(shown) and np.array_equal(idx[: len(shown)], shown):
+            new = idx[len(shown):]
+        else:
+            row = table.cursor_row
+            table.clear()
+            new = idx
+        for i in new.tolist():
             c = int(tv.correct[i])
             table.add_row(
                 str(int(tv.gen[i])), str(int(tv.candidate[i])), tv.qid_names[int(tv.qid[i])],
                 Text("✓ right", style="green") if c == 1 else Text("✗ wrong", style="red") if c == 0 else "?",
                 str(int(tv.turns[i])), usd(float(tv.cost[i]), 5), tv.path_names[int(tv.path[i])],
                 tv.bench_names[int(tv.bench[i])], key=str(i))
-        if table.row_count:
+        if new is idx and table.row_count:
             table.move_cursor(row=min(row, table.row_count - 1), animate=False)
+        self._shown_idx = idx.copy()
 
     def _update_options(self, tv: TraceView, pool: list[str]) -> None:
         key = (len(tv.bench_names), len(tv.model_names))

@@ -31,7 +31,25 @@ def reduce(x: np.ndarray, ys: list[np.ndarray], hows: list[str], n: int = MAX_PO
     return x[edges[1:] - 1], out
 
 
-class FitnessPlot(PlotextPlot):
+class CachedPlot(PlotextPlot):
+    """A plotext plot that rebuilds its picture only when its data, size or theme changed
+    (plotext's build is the most expensive step of a refresh: tens of ms)."""
+
+    _data_key: object = None
+
+    def render(self):
+        key = (self._data_key, self.size, self.app.theme)
+        if key != getattr(self, "_rendered_key", None):
+            self._rendered = super().render()
+            self._rendered_key = key
+        return self._rendered
+
+    def data_changed(self, key: object) -> None:
+        self._data_key = key
+        self.refresh()
+
+
+class FitnessPlot(CachedPlot):
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self._key: tuple | None = None
@@ -42,7 +60,7 @@ class FitnessPlot(PlotextPlot):
             return
         self._key, self._gens = key, gens
         self._draw()
-        self.refresh()
+        self.data_changed(key)
 
     def _draw(self) -> None:
         plt = self.plt

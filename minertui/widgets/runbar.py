@@ -6,7 +6,10 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from minertui.runmodel import RunSnapshot
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from minertui.runmodel import RunSnapshot
 from minertui.widgets.format import STATUS_RICH
 
 

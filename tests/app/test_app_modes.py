@@ -89,7 +89,7 @@ async def test_ledger_mode_totals_and_chain(tmp_path):
         table = app.screen.query_one("#ledger-table", DataTable)
         assert table.row_count == len(records)
         newest = records[-1]
-        assert cells(table, 0)[1] == newest["model"]
+        assert cells(table, 0)[1] == newest["model"].split("/")[-1]
         assert cells(table, 0)[4] == f"${newest['cost_micro_usd'] / 1e6:,.6f}"
         per_model = {}
         for r in records:

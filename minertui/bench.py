@@ -1,0 +1,177 @@
+"""`python -m minertui.bench [--json]` (run by `trinity bench app`): the app's three figures.
+
+- first frame: `minertui --runs-dir …` started in a pseudo-terminal (80×24); seconds from the
+  process start until the run bar has been drawn (median of 3; it includes Python start-up);
+- refresh cost: a run with 10,000 generations of history and 100,000 traces, fully loaded in a
+  headless app (120×40); each sample appends one generation (and its 10 traces) like an engine,
+  then times one refresh: the incremental read, the snapshot, the visible mode's redraw and the
+  repaint (Train and Traces modes, median and max of 20);
+  wall time and the process's CPU time (all threads) are both reported: on a shared machine
+  the wall time mostly measures waiting for a core;
+- memory: resident set size of that app process with the 100,000 traces loaded (and the
+  share the run's columns take).
+The run is written by `minertui.synth` in the documented formats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import pty
+import select
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GENS, TRACES = 10_000, 100_000
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def first_frame_s(runs_root: Path, repeats: int = 3) -> list[float]:
+    out = []
+    for _ in range(repeats):
+        master, slave = pty.openpty()
+        import fcntl
+        import struct
+        import termios
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+        env = dict(os.environ, TERM="xterm-256color",
+                   XDG_CONFIG_HOME=str(runs_root.parent / "config"))
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "minertui", "--runs-dir", str(runs_root)],
+                                stdin=slave, stdout=slave, stderr=slave, start_new_session=True, env=env)
+        os.close(slave)
+        buf = b""
+        took = None
+        while time.perf_counter() - t0 < 30:
+            r, _, _ = select.select([master], [], [], 0.05)
+            if r:
+                try:
+                    buf += os.read(master, 65536)
+                except OSError:
+                    break
+                if b"minertui" in buf and b"Runs" in buf:
+                    took = time.perf_counter() - t0
+                    break
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        os.close(master)
+        if took is None:
+            raise RuntimeError("the app drew no first frame within 30 s")
+        out.append(took)
+    return out
+
+
+async def refresh_costs(run_dir: Path, samples: int = 20) -> dict:
+    from minertui.app import MinerApp
+    from minertui.synth import SynthRun
+
+    rss0 = rss_mb()
+    app = MinerApp(runs_root=run_dir.parent, poll=False, start_mode="traces")
+    result: dict = {}
+    async with app.run_test(size=(120, 40)) as pilot:
+        t = time.perf_counter()
+        model = app.reader.model(run_dir.resolve())
+        model.want_traces = True
+        while True:  # load the whole history (no per-poll budget: this is the initial load)
+            model.poll(budget_s=1e9, max_bytes=8 << 20)
+            if not model.snapshot().catching_up:
+                break
+        await app.refresh_now()
+        await pilot.pause()
+        result["load_s"] = time.perf_counter() - t
+        snap = app.current
+        assert len(snap.gens) == GENS and len(snap.traces) == TRACES, (len(snap.gens), len(snap.traces))
+        result["rss_mb"] = rss_mb()
+        result["rss_before_load_mb"] = rss0
+        cols = sum(c._data.nbytes for c in model._t.values()) + sum(c._data.nbytes for c in model._g.values())
+        result["columns_mb"] = cols / 2**20
+        writer = SynthRun(run_dir, seed=9)
+        writer.gen = GENS + 1
+        for mode in ("train", "traces"):
+            app.action_mode(mode)
+            await app.refresh_now()
+            await pilot.pause()
+            times, cpu = [], []
+            for _ in range(samples):
+                writer.generations(1, traces_per_gen=TRACES // GENS, calls_per_gen=0)
+                t, c = time.perf_counter(), time.process_time()
+                await app.refresh_now()
+                await pilot.pause()
+                times.append((time.perf_counter() - t) * 1000)
+                cpu.append((time.process_time() - c) * 1000)  # all threads of this process
+            result[f"refresh_ms_{mode}"] = {"median": statistics.median(times), "max": max(times),
+                                            "cpu_median": statistics.median(cpu)}
+        t = time.perf_counter()
+        await app.refresh_now()  # nothing new: what every idle 2 Hz tick costs
+        await pilot.pause()
+        result["idle_refresh_ms"] = (time.perf_counter() - t) * 1000
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="trinity bench app")
+    ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    ap.add_argument("--keep", metavar="DIR", help="write the synthetic run here and keep it")
+    args = ap.parse_args(argv)
+    from minertui.synth import make_run
+
+    base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="minertui-bench-"))
+    try:
+        small = base / "small" / "runs"
+        make_run(small / "run-a", generations=30, planned=60)
+        ff = first_frame_s(small)
+        big = base / "big" / "runs" / "run-big"
+        t = time.perf_counter()
+        make_run(big, generations=GENS, planned=GENS * 2, traces_per_gen=TRACES // GENS, calls_per_gen=1)
+        write_s = time.perf_counter() - t
+        rc = asyncio.run(refresh_costs(big))
+    finally:
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+    figures = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "first_frame_s": {"median": statistics.median(ff), "runs": ff},
+        "history": {"generations": GENS, "traces": TRACES, "write_s": write_s, "load_s": rc["load_s"]},
+        "refresh_ms_train": rc["refresh_ms_train"],
+        "refresh_ms_traces": rc["refresh_ms_traces"],
+        "idle_refresh_ms": rc["idle_refresh_ms"],
+        "memory_mb": {"rss_with_100k_traces": rc["rss_mb"], "rss_before_load": rc["rss_before_load_mb"],
+                      "run_columns": rc["columns_mb"]},
+        "targets": {"first_frame_s": 1.5, "refresh_ms": 50, "memory_mb": 400},
+    }
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print(f"first frame      {figures['first_frame_s']['median']:.2f} s (median of {len(ff)}; target < 1.5 s)")
+        for m in ("train", "traces"):
+            r = figures[f"refresh_ms_{m}"]
+            print(f"refresh {m:<8} {r['median']:.1f} ms median, {r['max']:.1f} ms max, "
+                  f"{r['cpu_median']:.1f} ms CPU median "
+                  f"({GENS:,} generations, {TRACES:,} traces; target < 50 ms)")
+        print(f"idle refresh     {figures['idle_refresh_ms']:.1f} ms")
+        mem = figures["memory_mb"]
+        print(f"memory           {mem['rss_with_100k_traces']:.0f} MB RSS with {TRACES:,} traces "
+              f"(columns {mem['run_columns']:.1f} MB; target < 400 MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
