@@ -240,3 +240,31 @@ async def test_reservations_follow_reported_costs_when_the_price_table_is_stale(
     table = stale.price(m).cost_usd(r.prompt_tokens, r.completion_tokens)
     assert r.cost_source == "reported" and abs(r.cost_usd / table - 10) < 0.5
     assert abs(after / before - r.cost_usd / table) < 1e-9  # the reservation grew with the real price
+
+
+async def test_request_bodies_follow_each_providers_conventions(server, monkeypatch):
+    """The practice server stands in for OpenRouter and for a local vLLM/llama.cpp server here:
+    what matters is the body the client sends."""
+    from trinity.pool.providers import load_pool
+
+    ids = ["simulated/mathlete"]
+    cases = [
+        (load_pool("openrouter", base_url=server.base_url, models=ids),
+         {"reasoning": {"effort": "low"}, "usage": {"include": True}}, ("reasoning_effort",)),
+        (load_pool("local", base_url=server.base_url, models=ids), {}, ("reasoning", "usage")),
+    ]
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-not-real")
+    monkeypatch.delenv("LOCAL_LLM_API_KEY", raising=False)
+    for pool, want, absent in cases:
+        # OpenRouter must send its key (the server refuses without it); local has none to send.
+        server.server.api_key = "sk-or-test-not-real" if pool.name == "openrouter" else None
+        async with PoolClient(pool, run_id="r1") as c:
+            r = await c.chat(ids[0], messages(MATH[0]), purpose="eval", seed=3)
+        body = server.recent_requests[-1]
+        assert r.ok and body["temperature"] == 0 and body["max_tokens"] == 4096 and body["seed"] == 3
+        assert all(body[k] == v for k, v in want.items()) and not any(k in body for k in absent), body
+    local = load_pool("local", base_url=server.base_url, models=ids)
+    async with PoolClient(local, run_id="r1") as c:
+        await c.chat(ids[0], messages(MATH[0]), purpose="eval", reasoning_effort="high", max_tokens=64)
+    assert server.recent_requests[-1]["reasoning_effort"] == "high"
+    assert server.recent_requests[-1]["max_tokens"] == 64

@@ -26,6 +26,7 @@ import hashlib
 import json
 import threading
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -108,6 +109,7 @@ class PracticeServer:
         self.faults = faults or Faults()
         self.latency_ms = latency_ms  # None: each model's profile latency
         self.stats = ServerStats()
+        self.recent: deque[dict] = deque(maxlen=64)  # the last request bodies (never headers): for tests
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="practice-grade")
         self._server: asyncio.AbstractServer | None = None
         self.conns: set[_Conn] = set()
@@ -178,6 +180,7 @@ class PracticeServer:
                 raise TypeError
         except (ValueError, KeyError, TypeError):
             return ("done", 400, _err("request body must be JSON with 'model' and a 'messages' list"), {})
+        self.recent.append(req)
         seed = req.get("seed")
         seed = int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else 0
         self.stats.requests += 1
@@ -399,6 +402,11 @@ class PracticeServerHandle:
     @property
     def stats(self) -> ServerStats:
         return self.server.stats.snapshot()
+
+    @property
+    def recent_requests(self) -> list[dict]:
+        """The last 64 chat request bodies as received (for tests: what did the client send?)."""
+        return list(self.server.recent)
 
     @property
     def faults(self) -> Faults:
