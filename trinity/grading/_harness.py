@@ -1,7 +1,7 @@
 """Child side of the code sandbox: runs one problem's tests and reports on a private pipe.
 
 Started by `trinity.grading.sandbox` as `python -I -S _harness.py RESULT_FD`, with the job (one
-JSON object) on stdin. It imports nothing from trinity (it runs as a plain script, inside
+dict, marshalled: the grader runs this same interpreter) on stdin. It imports nothing from trinity (it runs as a plain script, inside
 bubblewrap where only the interpreter is visible) and trusts nothing once candidate code runs.
 
 Why the results travel on RESULT_FD and not stdout: the candidate owns stdout (and may close it,
@@ -20,7 +20,7 @@ Messages: one JSON header line `{"nonce", "event", ...,"len": n}` followed by n 
 
 import builtins
 import io
-import json
+import marshal
 import os
 import signal
 import sys
@@ -44,7 +44,17 @@ NEVER_PRELOAD = frozenset({"antigravity", "this", "idlelib", "tkinter", "turtle"
 
 _write = os.write
 _clock = __import__("time").perf_counter
-_dumps = json.dumps
+# Headers are JSON, written without the json module: importing it (and re with it) would cost
+# start-up time on every problem that does not need it.
+_ESCAPES = {i: f"\\u{i:04x}" for i in range(32)} | {ord('"'): '\\"', ord("\\"): "\\\\"}
+
+
+def _json_scalar(v) -> str:
+    if v is None or isinstance(v, bool):
+        return {None: "null", True: "true", False: "false"}[v]
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return '"' + str(v).translate(_ESCAPES) + '"'
 
 
 class Reporter:
@@ -52,8 +62,9 @@ class Reporter:
         self.fd, self.nonce = fd, nonce
 
     def send(self, event: str, payload: bytes = b"", **fields) -> None:
-        head = _dumps({"nonce": self.nonce, "event": event, "len": len(payload), **fields})
-        data = memoryview(head.encode() + b"\n" + payload)
+        fields = {"nonce": self.nonce, "event": event, "len": len(payload), **fields}
+        head = "{" + ",".join(f"{_json_scalar(k)}:{_json_scalar(v)}" for k, v in fields.items()) + "}"
+        data = memoryview(head.encode("utf-8", "backslashreplace") + b"\n" + payload)
         while data:
             data = data[_write(self.fd, data):]
 
@@ -243,6 +254,7 @@ def _run_stdin(code, base: dict, n_tests: int, rep: Reporter, cap: int) -> None:
 
 
 def _run_call(code, base: dict, fn_name: str, args_list: list, rep: Reporter) -> None:
+    from json import dumps  # imported before the uid drop (main), so this is a lookup
     _redirect(1, os.devnull, os.O_WRONLY)
     _fresh_stdio()
     ns = dict(base, __name__="solution", stdin=sys.stdin, stdout=sys.stdout)
@@ -265,7 +277,7 @@ def _run_call(code, base: dict, fn_name: str, args_list: list, rep: Reporter) ->
         rep.send("start", test=k)
         t0 = _clock()
         try:
-            payload = _dumps(target(*args), allow_nan=False).encode()
+            payload = dumps(target(*args), allow_nan=False).encode()
             rep.send("done", payload, test=k, status="ok", error=None, secs=_clock() - t0)
         except BaseException as e:  # SystemExit included: a function must return
             rep.send("done", test=k, status="error", error=_short(e), secs=_clock() - t0)
@@ -274,7 +286,7 @@ def _run_call(code, base: dict, fn_name: str, args_list: list, rep: Reporter) ->
 def main() -> None:
     result_fd = int(sys.argv[1])
     os.set_inheritable(result_fd, False)  # exec'd grandchildren do not get the result pipe
-    job = json.loads(sys.stdin.buffer.read())
+    job = marshal.loads(sys.stdin.buffer.read())  # from the grader, which runs this same interpreter
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     rep = Reporter(result_fd, job["nonce"])
     if job["mode"] == "stdin":  # written before the file-size limit and while we own the dir
@@ -290,6 +302,8 @@ def main() -> None:
         os._exit(0)
     names = _names(code)
     base = _prelude(names, job["prelude"])  # while the interpreter's files are still readable
+    if job["mode"] == "call":
+        import json  # noqa: F401  (for the results; after the drop it might not be importable)
     sys.setrecursionlimit(50000)
     held = _drop(job, names)
     rep.send("ready", **held)

@@ -21,6 +21,7 @@ The process that holds keys and the ledger never runs candidate code. Each probl
 from __future__ import annotations
 
 import functools
+import marshal
 import os
 import secrets
 import selectors
@@ -256,8 +257,6 @@ def _env(workdir: str) -> dict[str, str]:
 
 
 def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
-    import json
-
     nonce = secrets.token_hex(16)
     drop_uid = UID_BASE + secrets.randbelow(UID_SPAN) if _is_root() else None
     n_tests = len(job["inputs"])
@@ -266,7 +265,7 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
             "limits": {"cpu_s": max(1, int(limits.problem_timeout) + 1), "memory_bytes": limits.memory_bytes,
                        "output_bytes": limits.output_bytes, "open_files": limits.open_files,
                        "processes": limits.processes}}
-    payload = json.dumps(full).encode()
+    payload = marshal.dumps(full)  # the child is this same interpreter; nothing to import there
     read_fd, write_fd = os.pipe()
     workdir = None
     t0 = time.monotonic()
