@@ -208,7 +208,7 @@ def register(subparsers) -> None:
                    help="split standing in for the competition's eval set (default val)")
     p.add_argument("--audit-split", default="test", choices=("train", "val", "test"),
                    help="split standing in for the audit set (default test)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
     p.set_defaults(func=cmd_score)
 
 

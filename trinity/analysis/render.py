@@ -144,7 +144,7 @@ def score_view(rep) -> Group:
         for s in b.scenarios:
             _row(t, f"score [{s.name}]", f"{s.score:.4f}", f"efficiency {s.efficiency:.3f} at {s.avg_turns:.2f} turns")
         out.append(t)
-    comp = Table(title="Composite (mean over benchmarks)", title_justify="left")
+    comp = Table(title="Composite (mean over benchmarks)", title_justify="left", min_width=48)
     comp.add_column("scenario")
     comp.add_column("composite", justify="right")
     if rep.king:

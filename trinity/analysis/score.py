@@ -258,7 +258,10 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
         cached = Component(acc, f"cached, {audit_split} split, {a_idx.size} questions")
         if e_idx.size:
             gap_v = float(correct[e_idx].mean()) - acc
-            gap = Component(gap_v, f"cached, {eval_split} ({e_idx.size} q) − {audit_split} ({a_idx.size} q)")
+            # the standard error of a difference of two independent means: is the gap more than noise?
+            se = float(np.sqrt(correct[e_idx].var() / e_idx.size + correct[a_idx].var() / a_idx.size))
+            gap = Component(gap_v, f"cached, {eval_split} ({e_idx.size} q) − {audit_split} ({a_idx.size} q), "
+                                   f"standard error ±{se:.3f}")
         else:
             gap = Component(None, f"no {eval_split} questions for {b}: penalty not applied")
         if b in live_bench:
