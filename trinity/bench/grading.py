@@ -4,6 +4,8 @@ Sandbox: a fixed stdin problem (read a number, print it) with 1 and with `--test
 `--repeats` times with bubblewrap on and off (where usable). Per problem: wall time from spawn to
 verdict; the child reports the time it spent running the code, so
     overhead per test = (problem wall time − compute) / tests.
+The CPU the sandbox's processes used per problem is reported too: on a busy machine the wall
+time mostly measures waiting for a core.
 Math: `trinity.grading.grade("math", …)` over a fixed list of cases: the first pass (memo cold),
 then repeated passes (the grader memoises symbolic results).
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import statistics
 import time
 
@@ -61,11 +64,14 @@ def _sandbox_figures(use_bwrap: bool, n_tests: int, repeats: int) -> dict:
 
     gold = {"tests": [{"input": f"{k}\n", "output": f"{k}\n", "testtype": "stdin"} for k in range(n_tests)]}
     grade_code_run(ECHO, gold, use_bwrap=use_bwrap)  # warm the page cache
-    walls, overheads, startups = [], [], []
+    walls, overheads, startups, cpus = [], [], [], []
     for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         verdict, run = grade_code_run(ECHO, gold, use_bwrap=use_bwrap)
         wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         if not verdict.correct:
             raise RuntimeError(f"benchmark problem failed: {verdict.reason}")
         walls.append(wall)
@@ -78,6 +84,10 @@ def _sandbox_figures(use_bwrap: bool, n_tests: int, repeats: int) -> dict:
         "overhead_per_test_ms_median": round(1000 * statistics.median(overheads), 2),
         "overhead_per_test_ms_p90": round(1000 * sorted(overheads)[int(0.9 * (len(overheads) - 1))], 2),
         "startup_ms_median": round(1000 * statistics.median(startups), 1),
+        # CPU the sandbox processes used (bwrap, interpreter, harness, code): what a problem
+        # costs when it does not wait for a core on a busy machine
+        # (not with bubblewrap: its pid-1 reaper does not pass its children's CPU time up)
+        "child_cpu_ms_per_problem_median": None if use_bwrap else round(1000 * statistics.median(cpus), 1),
     }
 
 
@@ -147,7 +157,9 @@ def run(args) -> int:
         for case, f in figs.items():
             print(f"sandbox {label:5s} {f['tests_per_problem']:3d} tests: problem {f['problem_wall_ms_median']} ms, "
                   f"overhead/test {f['overhead_per_test_ms_median']} ms (p90 {f['overhead_per_test_ms_p90']}), "
-                  f"start-up {f['startup_ms_median']} ms")
+                  f"start-up {f['startup_ms_median']} ms"
+                  + (f", child CPU {f['child_cpu_ms_per_problem_median']} ms/problem"
+                     if f["child_cpu_ms_per_problem_median"] is not None else ""))
     m = result["math"]
     if m["available"]:
         print(f"math: {m['cold_cases_per_s']} cases/s cold, {m['memoised_cases_per_s']} cases/s memoised, "

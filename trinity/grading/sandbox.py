@@ -296,6 +296,11 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
     try:
         _pump(proc, read_fd, nonce, n_tests, limits, on_result, run, t0)
     finally:
+        if run.outcome == "completed":  # let it exit by itself: bubblewrap then tears its pid
+            try:                         # namespace down before we go on
+                proc.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                pass
         _kill(proc, drop_uid)
         os.close(read_fd)
         feeder.join(timeout=1.0)
