@@ -133,7 +133,7 @@ def cmd_eval(args) -> int:
     _positive("--seeds", args.seeds)
     report = evaluate_run(args.run_dir, split=args.split, mode=args.mode, samples=args.samples, seed=args.seed,
                           seeds=args.seeds, bootstrap=args.bootstrap, pool=args.pool, base_url=args.base_url,
-                          write=not args.no_write,
+                          budget_usd=args.budget_usd, write=not args.no_write,
                           progress=_progress_printer(args))
     _emit(args, report, eval_view, "plot_eval")
     return 0
@@ -193,6 +193,8 @@ def register(subparsers) -> None:
     p.add_argument("--seeds", type=int, default=100, help="random-routing seeds (default 100)")
     p.add_argument("--pool", help="live: pool name (default: the run's)")
     p.add_argument("--base-url", help="live: the pool's endpoint (e.g. the practice server's URL)")
+    p.add_argument("--budget-usd", type=float, help="live: cap on the run's total spend, training included "
+                                                    "(default: the run's own cap)")
     p.add_argument("--no-write", action="store_true", help="do not write eval.json")
     _common(p)
     p.set_defaults(func=cmd_eval)

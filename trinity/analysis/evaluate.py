@@ -187,7 +187,8 @@ def cached_run_outcomes(run_dir: str | Path, split: str, progress: Progress | No
 
 def evaluate_run(run_dir: str | Path, split: str = "test", mode: str = "cached", samples: int = 1,
                  seed: int = 0, seeds: int = MIN_RANDOM_SEEDS, bootstrap: int = 2000, pool: str | None = None,
-                 base_url: str | None = None, write: bool = True, progress: Progress | None = None) -> EvalReport:
+                 base_url: str | None = None, budget_usd: float | None = None, write: bool = True,
+                 progress: Progress | None = None) -> EvalReport:
     """Evaluate a trained run on one of its splits; writes `eval.json` into the run when `write`."""
     from trinity.analysis.oracle import validate_solves
     from trinity.io import atomic_write_json
@@ -201,7 +202,7 @@ def evaluate_run(run_dir: str | Path, split: str = "test", mode: str = "cached",
         from trinity.analysis.live import evaluate_live
 
         report = evaluate_live(run, split=split, samples=samples, seed=seed, seeds=seeds, bootstrap=bootstrap,
-                               pool=pool, base_url=base_url, progress=progress)
+                               pool=pool, base_url=base_url, budget_usd=budget_usd, progress=progress)
     elif mode == "cached":
         _, questions, sub, routing = cached_run_outcomes(run.path, split, progress)
         s = validate_solves(sub.solves, f"{run.path} matrix")

@@ -152,8 +152,10 @@ def _pool_models(cfg: Any) -> list[str]:
 
 
 def evaluate_live(run: RunDir, *, split: str, samples: int, seed: int, seeds: int, bootstrap: int,
-                  pool: str | None, base_url: str | None = None, progress: Progress | None = None):
-    """Router sessions (up to the run's max_turns) and single-model baselines, `samples` each."""
+                  pool: str | None, base_url: str | None = None, budget_usd: float | None = None,
+                  progress: Progress | None = None):
+    """Router sessions (up to the run's max_turns) and single-model baselines, `samples` each.
+    The run's budget cap (or `budget_usd`) covers the run's whole ledger, training included."""
     from trinity.analysis.evaluate import compare_router, load_router
     from trinity.optim.runinputs import load_run_inputs
 
@@ -166,7 +168,7 @@ def evaluate_live(run: RunDir, *, split: str, samples: int, seed: int, seeds: in
     models = list(meta.get("models") or [])
     if not models:
         raise InputError(f"{run.run_json} lists no models; it is not a trained run")
-    cfg = session_config(meta.get("config") or {}, pool=pool, base_url=base_url)
+    cfg = session_config(meta.get("config") or {}, pool=pool, base_url=base_url, budget_usd=budget_usd)
     router = load_router(run.path)
     correct_r, turns_r, cost_r, trajs = run_system(cfg, run, router.router, router.theta, models, questions,
                                                    samples, f"eval/{split}/router", progress, "router sessions")
