@@ -4,6 +4,7 @@ numbers in the files."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -202,19 +203,28 @@ async def test_help_and_quit(runs_root):
     assert app.return_code in (0, None)
 
 
-async def test_analysis_mode_runs_the_oracle_in_a_child_process(runs_root):
+async def test_analysis_mode_runs_all_three_in_child_processes(runs_root):
+    from minertui.screens.analysis import chart_bars
     app = MinerApp(runs_root=runs_root, poll=False, start_mode="analysis")
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        await pilot.press("o")
+        await pilot.press("a")
         await app.workers.wait_for_complete()
         await settle(app, pilot)
-        res = app.screen.results[str((runs_root / "run-real").resolve())]["oracle"]
-        assert "error" not in res, res
-        rep = res["report"]
+        res = app.screen.results[str((runs_root / "run-real").resolve())]
+        for kind in ("oracle", "baselines", "eval"):
+            assert "error" not in res[kind], res[kind]
+        orc, ev = res["oracle"]["report"], res["eval"]["report"]
         verdict = text_of(app, "#analysis-verdict")
-        assert rep["verdict"] in verdict
-        assert f"{rep['best_single_acc']:.3f}" in text_of(app, "#analysis-oracle")
+        assert orc["verdict"] in verdict and ev["claim"] in verdict
+        assert f"{orc['best_single_acc']:.3f}" in text_of(app, "#analysis-oracle")
+        bars = dict(chart_bars(res))
+        assert bars["router"] == ev["router"]["accuracy"]["point"]
+        assert bars["random"] == ev["random"]["point"]
+        assert bars["oracle (x-fit)"] == orc["crossfit"]["oracle"]
+        # eval.json was written by the library, and says the same
+        stored = json.loads((runs_root / "run-real" / "eval.json").read_text())["evaluations"]["cached/test"]
+        assert stored["router"]["accuracy"] == ev["router"]["accuracy"]
 
 
 def _git(*args: str, cwd: Path) -> str:
@@ -279,3 +289,44 @@ async def test_submit_mode_packs_checks_plans_and_executes(runs_root, tmp_path):
     assert "sn74-testminer" in branches
     files = _git("ls-tree", "-r", "--name-only", "sn74-testminer", cwd=origin).split()
     assert any(f.startswith("submissions/testminer/") for f in files)
+
+
+async def test_new_run_form_starts_a_detached_engine(runs_root):
+    from minertui.screens.newrun import NewRunScreen
+    app = MinerApp(runs_root=runs_root, poll=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("n")
+        await pilot.pause()
+        form = app.screen
+        assert isinstance(form, NewRunScreen)
+        root = Path(__file__).resolve().parents[2]
+        form.query_one("#f-config").value = str(root / "configs" / "practice.yaml")
+        form.query_one("#f-generations").value = "2"
+        form.query_one("#f-popsize").value = "4"
+        form.query_one("#f-m").value = "4"
+        await pilot.pause()
+        form.start()
+        await pilot.pause()
+        assert not isinstance(app.screen, NewRunScreen)
+        (launched,) = app.supervisor.launched.values()
+        cfg = launched.argv[launched.argv.index("--config") + 1]
+        import yaml
+        data = yaml.safe_load(Path(cfg).read_text())
+        assert (data["generations"], data["popsize"], data["m"]) == (2, 4, 4)
+        assert data["encoder"] == "tiny-qwen3" and data["questions"] == "practice"
+        assert os.getpgid(launched.proc.pid) == launched.proc.pid  # its own session and group
+        code = launched.proc.wait(timeout=240)
+        assert code == 0, (launched.run_dir.parent / f".{launched.run_dir.name}.engine.log").read_text()[-2000:]
+        await settle(app, pilot)
+        assert (launched.run_dir / "engine.log").exists()  # adopted into the run dir
+        row = cells(app.screen.query_one(DataTable), 0)
+        assert row[0] == launched.run_dir.name and row[1] == "finished" and row[2] == "2/2"
+
+
+def test_cli_open_rejects_a_non_run_directory(tmp_path):
+    import sys
+    out = subprocess.run([sys.executable, "-m", "minertui", "open", str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.strip().startswith("error:") and "not a run directory" in out.stderr
+    assert "Traceback" not in out.stderr
