@@ -163,3 +163,16 @@ def test_cache_readers_in_other_processes_never_block_the_writer(tmp_path):
     assert last == 301 and reads > 1
     assert cache.get("k299") == {"text": "answer 299"}
     cache.close()
+
+
+def test_pool_list_says_whether_a_key_is_set_but_never_prints_it(monkeypatch, capsys, tmp_path):
+    from trinity.cli import main
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no default env file
+    monkeypatch.setenv("OPENROUTER_API_KEY", FAKE_KEY)
+    monkeypatch.delenv("CHUTES_API_KEY", raising=False)
+    assert main(["pool", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "$OPENROUTER_API_KEY is set" in out and "$CHUTES_API_KEY not set" in out
+    assert "practice — SIMULATED: simulated/mathlete, simulated/scholar, simulated/coder" in out
+    assert FAKE_KEY not in out

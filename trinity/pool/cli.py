@@ -115,22 +115,42 @@ def cmd_serve_practice(args) -> int:
 
 
 def cmd_list(args) -> int:
+    """Each pool, its models in router order, and whether its key is available (never the key)."""
+    import os
+
     import yaml
 
-    from trinity.pool.providers import MODELS_YAML, load_pool
+    from trinity.errors import TrinityError
+    from trinity.pool.keys import default_env_file, read_env_file
+    from trinity.pool.providers import MODELS_YAML, pool_model_ids
 
     path = args.models_yaml or MODELS_YAML
     doc = yaml.safe_load(open(path, encoding="utf-8"))
     aliases = {v: k for k, v in (doc.get("pools") or {}).items()}
-    for name in doc["providers"]:
+    env_file = default_env_file()
+    try:
+        file_keys = set(read_env_file(env_file)) if env_file.exists() else set()
+    except TrinityError as e:
+        file_keys = set()
+        print(f"note: {e}", file=sys.stderr)
+    for name, sec in doc["providers"].items():
+        sec = sec or {}
         try:
-            pool = load_pool(name, path, base_url=None if doc["providers"][name].get("base_url") else "http://127.0.0.1:0/v1")
-            models = ", ".join(pool.models)
-        except Exception as e:  # a pool without models (local) still gets listed
+            models = ", ".join(pool_model_ids(name, path))
+        except TrinityError as e:  # a pool without models (local) is still listed
             models = f"({e})"
         alias = f" [{aliases[name]}]" if name in aliases else ""
-        key = doc["providers"][name].get("key_env") or "no key"
-        print(f"{name}{alias}: {models}  — key: ${key}" if key != "no key" else f"{name}{alias}: {models}  — no key")
+        key_env = sec.get("key_env")
+        if not key_env:
+            key = "no key needed"
+        elif os.environ.get(key_env):
+            key = f"${key_env} is set"
+        elif key_env in file_keys:
+            key = f"{key_env} is in {env_file}"
+        else:
+            key = f"${key_env} not set" + (" (optional)" if sec.get("key_optional") else "")
+        sim = " — SIMULATED" if sec.get("simulated") else ""
+        print(f"{name}{alias}{sim}: {models}\n    base URL: {sec.get('base_url') or '(given at start)'}; key: {key}")
     return 0
 
 
