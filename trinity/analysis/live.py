@@ -103,17 +103,29 @@ def run_system(cfg: Any, run: RunDir, policy: Any, theta: np.ndarray, models: li
     return correct, turns, cost, trajs
 
 
+def failure_note(what: str, trajs: list) -> list[str]:
+    """A note when sessions had failed calls (they count as wrong answers, so say so)."""
+    failed = [t for t in trajs if getattr(t, "failed", False)]
+    if not failed:
+        return []
+    return [f"{what}: {len(failed)} of {len(trajs)} session(s) had a failed call and count as wrong "
+            f"(first: {failed[0].reason})"]
+
+
 def always_model_live(cfg: Any, run: RunDir, questions: list[Question], models: list[str], *,
                       key_prefix: str, repeats: int = 1, progress: Progress | None = None):
-    """(Q, M) correctness, turns and costs of each single model answering as a one-turn Worker."""
+    """(Q, M) correctness, turns and costs of each single model answering as a one-turn Worker,
+    and notes on failed calls."""
     one_turn = types.SimpleNamespace(**{**vars(cfg), "max_turns": 1})
     q, m = len(questions), len(models)
     correct, turns, costs = np.zeros((q, m)), np.zeros((q, m)), np.zeros((q, m))
+    notes: list[str] = []
     for j, name in enumerate(models):
-        correct[:, j], turns[:, j], costs[:, j], _ = run_system(
+        correct[:, j], turns[:, j], costs[:, j], trajs = run_system(
             one_turn, run, FixedPolicy(j, m), np.zeros(1), models, questions, repeats,
             f"{key_prefix}/always-{j}", progress, f"always {name}")
-    return correct, turns, costs
+        notes += failure_note(f"always {name}", trajs)
+    return correct, turns, costs, notes
 
 
 def live_baselines(questions: list[Question], *, run_dir: str, pool: str, base_url: str | None = None,
@@ -128,14 +140,15 @@ def live_baselines(questions: list[Question], *, run_dir: str, pool: str, base_u
     base = run.read_meta().get("config", {}) if run.exists() else {}
     cfg = session_config(base, pool=pool, base_url=base_url, budget_usd=budget_usd)
     models = _pool_models(cfg)
-    correct, turns, costs = always_model_live(cfg, run, questions, models, key_prefix=f"eval/{split}",
-                                              repeats=repeats, progress=progress)
+    correct, turns, costs, failures = always_model_live(cfg, run, questions, models, key_prefix=f"eval/{split}",
+                                                        repeats=repeats, progress=progress)
     rep = baselines_from_outcomes(correct, models, benchmark=questions[0].benchmark, split=split, source=source,
                                   mode="live", turns=turns, costs=costs,
                                   cost_source=f"live: ledger of {run.path} (cache hits cost $0)",
                                   seeds=seeds, seed=seed, bootstrap=bootstrap, progress=progress)
     rep.notes.append("random routing = a uniformly random single-turn Worker per question, computed from the "
                      "live always-model answers (what the response cache serves a temperature-0 random router)")
+    rep.notes += failures
     return rep
 
 
@@ -175,8 +188,9 @@ def evaluate_live(run: RunDir, *, split: str, samples: int, seed: int, seeds: in
     first = [t.turns[0] if t.turns else None for t in trajs[: len(questions)]]  # repeat 0, turn 1
     model_idx = np.array([models.index(t.model) if t else 0 for t in first])
     role_idx = np.array([ROLES.index(t.role) if t else WORKER for t in first])
-    correct, turns, costs = always_model_live(cfg, run, questions, models, key_prefix=f"eval/{split}",
-                                              repeats=samples, progress=progress)
+    correct, turns, costs, failures = always_model_live(cfg, run, questions, models, key_prefix=f"eval/{split}",
+                                                        repeats=samples, progress=progress)
+    failures = failure_note("router", trajs) + failures
     rep = compare_router(correct_r, correct, models, model_idx=model_idx, role_idx=role_idx,
                          ids=[qq.id for qq in questions], benchmarks=[qq.benchmark for qq in questions],
                          split=split, source=f"the {split} split recorded in {run.run_json}", mode="live",
@@ -186,6 +200,7 @@ def evaluate_live(run: RunDir, *, split: str, samples: int, seed: int, seeds: in
                          seeds=seeds, seed=seed, bootstrap=bootstrap, progress=progress)
     rep.notes.append(f"live: {samples} session(s) per question and system, pool {cfg.pool}; baselines are "
                      "single-turn Worker sessions")
+    rep.notes += failures
     if samples > 1:
         rep.notes.append("repeats at temperature 0 are answered by the response cache (the same answer, $0); "
                          "they add information only when the pool samples (temperature > 0)")

@@ -1,0 +1,61 @@
+"""Live baselines against a practice server that misbehaves: failures are counted and said, 402 stops."""
+
+import json
+
+import pytest
+
+from trinity.cli import main
+from trinity.data.practice import practice_questions
+from trinity.data.questions import save_questions
+from trinity.io import read_jsonl
+from trinity.pool.practice_server import Faults, start_practice_server
+
+
+@pytest.fixture()
+def qfile(tmp_path):
+    path = tmp_path / "q.jsonl"
+    save_questions(path, [q for q in practice_questions() if q.kind == "math"])
+    return path
+
+
+def baselines(qfile, run, url, capsys, *extra):
+    capsys.readouterr()
+    rc = main(["baselines", "--pool", "practice", "--questions", str(qfile), "--run", str(run), "--base-url", url,
+               "--split", "all", "--json", "--bootstrap", "100", *extra])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_error_bodies_count_as_wrong_and_are_reported(qfile, tmp_path, capsys):
+    server = start_practice_server(faults=Faults(rate_error_body=1.0))
+    try:
+        rc, out, err = baselines(qfile, tmp_path / "b", server.base_url, capsys)
+    finally:
+        server.stop()
+    assert rc == 0, err
+    rep = json.loads(out)
+    assert all(s["accuracy"]["point"] == 0.0 for s in rep["always"])
+    assert any("failed call" in n for n in rep["notes"])
+
+
+def test_out_of_credit_stops_with_one_line(qfile, tmp_path, capsys):
+    server = start_practice_server(faults=Faults(credit_after=3))
+    try:
+        rc, out, err = baselines(qfile, tmp_path / "b", server.base_url, capsys)
+    finally:
+        server.stop()
+    assert rc == 4 and out == ""
+    assert err.startswith("error: ") and err.count("\n") == 1
+    ledger = read_jsonl(tmp_path / "b" / "ledger.jsonl")
+    assert len(ledger) == 3 and {r["purpose"] for r in ledger} == {"eval"}
+
+
+def test_budget_cap_stops_before_spending_more(qfile, tmp_path, capsys):
+    server = start_practice_server()
+    try:
+        rc, out, err = baselines(qfile, tmp_path / "b", server.base_url, capsys, "--budget-usd", "0.0002")
+    finally:
+        server.stop()
+    assert rc == 4 and "budget" in err.lower()
+    paid = sum(r["cost_micro_usd"] for r in read_jsonl(tmp_path / "b" / "ledger.jsonl")) / 1e6
+    assert paid <= 0.0002
