@@ -104,3 +104,14 @@ def test_mismatched_router_outcomes_are_refused():
     with pytest.raises(InputError, match="same questions"):
         compare_router(np.ones(3), p, ["a", "b"], model_idx=np.zeros(3, int), ids=["a"] * 3,
                        benchmarks=["t"] * 3, split="test", source="x")
+
+
+def test_per_benchmark_breakdown():
+    p = np.array([[1, 0], [1, 0], [0, 1], [0, 1]], float)
+    idx = np.array([0, 0, 0, 1])
+    rep = compare_router(p[np.arange(4), idx], p, ["a", "b"], model_idx=idx, ids=["m0", "m1", "c0", "c1"],
+                         benchmarks=["math500", "math500", "mmlu", "mmlu"], split="test", source="hand",
+                         bootstrap=100)
+    assert rep.per_benchmark["math500"] == {"n": 2, "accuracy": 1.0, "avg_turns": 1.0, "best_single_accuracy": 1.0}
+    assert rep.per_benchmark["mmlu"]["accuracy"] == 0.5 and rep.per_benchmark["mmlu"]["best_single_accuracy"] == 1.0
+    assert [q["model"] for q in rep.per_question] == ["a", "a", "a", "b"]
