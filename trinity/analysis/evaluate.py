@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 
 from trinity.analysis.baselines import MIN_RANDOM_SEEDS, SystemResult, baselines_from_outcomes
-from trinity.analysis.stats import CI, McNemar, accuracy_ci, mcnemar_exact, paired_bootstrap_ci, solved
+from trinity.analysis.stats import CI, McNemar, accuracy_ci, is_binary, mcnemar_exact, paired_bootstrap_ci, solved
 from trinity.errors import InputError, TrinityError
 
 Progress = Callable[[int, int, str], None]
@@ -144,6 +144,9 @@ def compare_router(router_q: np.ndarray, per_q_model: np.ndarray, models: list[s
                      "role": ROLES[int(role_idx[i])] if role_idx is not None else None,
                      "correct": float(router_q[i])} for i in range(q)]
     notes = list(base.notes)
+    if not (is_binary(router_q) and is_binary(per_q_model)):
+        notes.append("McNemar counts a question as solved by a system when its expected correctness there is "
+                     "≥ 0.5; the paired CIs use the expected correctness itself")
     if q < 30:
         notes.append(f"only {q} questions: intervals are wide")
     return EvalReport(run, split, source, mode, q, list(models), router, model_mix, role_mix, base.always,
