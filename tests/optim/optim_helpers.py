@@ -53,6 +53,16 @@ def trinity(*args: str, timeout: float = 120, env: dict | None = None) -> subpro
                           cwd=ROOT, timeout=timeout, env=e)
 
 
+def trinity_inproc(capsys, *args: str) -> tuple[int, str, str]:
+    """`trinity ARGS` in this process (same code path as the console script, no start-up cost)."""
+    from trinity.cli import main
+
+    capsys.readouterr()
+    rc = main(list(args))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
 def tree_digest(path: Path) -> dict[str, str]:
     """{relative file: sha256} of everything under `path` (to prove a dir was left as it was);
     the engine lock file (it holds the pid of the last engine) is not run content."""

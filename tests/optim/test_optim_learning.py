@@ -1,22 +1,24 @@
 """End to end with the tiny encoder: `trinity train` learns to route, and the practice config works."""
 
 import json
+from pathlib import Path
 
 import numpy as np
-from optim_helpers import trinity, write_inputs
+from optim_helpers import trinity_inproc, write_inputs
 
 from trinity.data.matrix import load_matrix
 from trinity.optim.routing import load_trained
 from trinity.optim.runinputs import load_run_inputs
 
 
-def test_learns_to_route_three_categories(tmp_path):
+def test_learns_to_route_three_categories(tmp_path, capsys):
     q, m = write_inputs(tmp_path, n_per_cat=40)
     run = tmp_path / "run"
-    res = trinity("train", "--mode", "cached", "--questions", str(q), "--matrix", str(m), "--encoder", "tiny-qwen3",
-                  "--generations", "15", "--popsize", "16", "--m", "16", "--seed", "0", "--run-dir", str(run))
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.count("\ngen ") + res.stdout.startswith("gen ") == 15  # a line per generation
+    rc, out, err = trinity_inproc(capsys, "train", "--mode", "cached", "--questions", str(q), "--matrix", str(m),
+                                  "--encoder", "tiny-qwen3", "--generations", "15", "--popsize", "16", "--m", "16",
+                                  "--seed", "0", "--run-dir", str(run))
+    assert rc == 0, err
+    assert sum(line.startswith("gen ") for line in out.splitlines()) == 15  # a line per generation
     # held-out accuracy, recomputed here from best_theta.npy through the routing API
     questions, matrix, splits = load_run_inputs(run)
     assert matrix.models == load_matrix(m).models
@@ -33,13 +35,15 @@ def test_learns_to_route_three_categories(tmp_path):
     assert summary["test_acc"] == routed and summary["test_best_single"]["acc"] == best_single
 
 
-def test_practice_config_learns(tmp_path):
+def test_practice_config_learns(tmp_path, capsys, monkeypatch):
     root = tmp_path / "runs"
-    res = trinity("train", "--config", "configs/practice.yaml", "--generations", "16", "--runs-root", str(root), "--json")
-    assert res.returncode == 0, res.stderr
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])  # the README runs it from the checkout
+    rc, out, err = trinity_inproc(capsys, "train", "--config", "configs/practice.yaml", "--generations", "16",
+                                  "--runs-root", str(root), "--json")
+    assert rc == 0, err
     (run,) = list(root.iterdir())  # an auto-named run directory under --runs-root
     assert run.name.startswith("run-")
-    events = [json.loads(line) for line in res.stdout.splitlines()]
+    events = [json.loads(line) for line in out.splitlines()]
     gens = [e for e in events if e["type"] == "generation"]
     assert len(gens) == 16 and events[-1]["type"] == "status" and events[-1]["status"] == "finished"
     meta = json.loads((run / "run.json").read_text())

@@ -150,7 +150,7 @@ def resume_run(run_dir: str | os.PathLike, overrides: dict[str, Any] | None = No
         state = None
         if ckpt.has_checkpoint(run):
             _, state = ckpt.read_checkpoint(run, run_id=meta.get("id", run.id), config_hash=cfg.hash())
-            if state["gen"] >= cfg.generations:
+            if state["gen"] >= cfg.generations and meta.get("status") == "finished":
                 raise InputError(f"{run.path} already ran {state['gen']} of {cfg.generations} generations; "
                                  "nothing to resume (pass --generations N to extend it)")
         inputs = load_run_inputs(run)

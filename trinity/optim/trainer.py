@@ -131,6 +131,8 @@ class Trainer:
     def _on_signal(self, signum: int, frame: Any) -> None:
         # First signal: finish nothing more, stop at the next progress point (the last completed
         # generation is already checkpointed). A second one: stop right now.
+        if self._stop_signal == "done":
+            return  # the run is writing its final status; let it finish
         again = self._stop_signal is not None
         self._stop_signal = signal.Signals(signum).name
         if again:
@@ -138,14 +140,24 @@ class Trainer:
 
     # ---- the loop -----------------------------------------------------------------------------
     def train(self, resume: bool = False) -> TrainResult:
-        """Run (or continue) until cfg.generations; returns how it ended. The caller holds the lock."""
+        """Run (or continue) until cfg.generations; returns how it ended. The caller holds the lock.
+
+        SIGINT/SIGTERM are ours until the run's final status is written, so a signal that comes
+        while the summary is written cannot leave a finished run marked "running"."""
         if not self.state:
             self.state = self.fresh_state()
         self._restore_outputs()
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
+            return self._train(resume)
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+
+    def _train(self, resume: bool) -> TrainResult:
+        try:
             self.run.set_status("running", f"resumed at generation {self.state['gen']}" if resume else "")
-            if self._warm is not None:
+            if self._warm is not None and self.state["gen"] < self.cfg.generations:
                 self._warm()
             while self.state["gen"] < self.cfg.generations:
                 if self._stop_signal:
@@ -160,9 +172,7 @@ class Trainer:
         except BaseException as e:
             self.run.set_status("failed", f"{type(e).__name__}: {e}"[:500])
             raise
-        finally:
-            for s, h in old.items():
-                signal.signal(s, h)
+        self._stop_signal = self._stop_signal or "done"  # from here on a signal only sets the flag
         self.write_summary()
         msg = f"finished {self.state['gen']} generations"
         self.run.set_status("finished", msg)
