@@ -125,10 +125,17 @@ def test_env_file_must_be_private_and_outside_the_repo(tmp_path, monkeypatch):
     inside.write_text("A=1\n")
     try:
         os.chmod(inside, 0o600)
-        with pytest.raises(ConfigError, match="inside the repository"):
+        with pytest.raises(ConfigError, match="inside the git repository"):
             read_env_file(inside)
     finally:
         inside.unlink()
+    other = tmp_path / "miner-repo"  # the repository the command runs in counts too
+    (other / ".git").mkdir(parents=True)
+    (other / "secrets.env").write_text("A=1\n")
+    os.chmod(other / "secrets.env", 0o600)
+    monkeypatch.chdir(other)
+    with pytest.raises(ConfigError, match=f"inside the git repository {other}"):
+        read_env_file(other / "secrets.env")
     bad = tmp_path / "bad.env"
     bad.write_text("sk-or-v1-secretvalue\n")
     os.chmod(bad, 0o600)

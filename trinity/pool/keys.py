@@ -24,12 +24,27 @@ def default_env_file() -> Path:
     return Path(base) / "minertui" / "secrets.env"
 
 
-def _inside_repo(path: Path) -> bool:
-    try:
-        path.resolve().relative_to(REPO_ROOT)
-    except ValueError:
-        return False
-    return (REPO_ROOT / ".git").exists()
+def _work_tree(start: Path) -> Path | None:
+    """The top of the git working tree that contains `start`, if any."""
+    for d in (start, *start.parents):
+        if (d / ".git").exists():
+            return d
+    return None
+
+
+def _inside_repo(path: Path) -> Path | None:
+    """The repository (this project's checkout, or the one the command runs in) that would hold
+    `path`, if any."""
+    path = path.resolve()
+    for top in (_work_tree(REPO_ROOT), _work_tree(Path.cwd().resolve())):
+        if top is None:
+            continue
+        try:
+            path.relative_to(top)
+        except ValueError:
+            continue
+        return top
+    return None
 
 
 def read_env_file(path: str | os.PathLike) -> dict[str, str]:
@@ -45,8 +60,9 @@ def read_env_file(path: str | os.PathLike) -> dict[str, str]:
         raise ConfigError(
             f"env file {path} is readable by other users (mode {stat.S_IMODE(st.st_mode):04o}); "
             f"run `chmod 600 {path}`")
-    if _inside_repo(path):
-        raise ConfigError(f"env file {path} is inside the repository; move it outside (e.g. "
+    repo = _inside_repo(path)
+    if repo is not None:
+        raise ConfigError(f"env file {path} is inside the git repository {repo}; move it outside (e.g. "
                           f"{default_env_file()}) so it can never be committed")
     out: dict[str, str] = {}
     for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
