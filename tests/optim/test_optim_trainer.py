@@ -178,3 +178,18 @@ def test_sample_policy_is_reproducible(tmp_path, cfg):
     roles = {t["turns"][0]["role"] for t in read_jsonl(tmp_path / "a/traces.jsonl")}
     assert len(roles) == 3  # sampling does draw
     assert history_sans_secs(tmp_path / "a/history.json") == history_sans_secs(tmp_path / "b/history.json")
+
+
+def test_finishing_a_run_killed_after_its_last_checkpoint(tmp_path, cfg):
+    c = cfg.model_copy(update={"generations": 3})
+    standin_trainer(tmp_path / "run", c, run_id="r").train()
+    run = RunDir(tmp_path / "run")
+    run.update_meta(status="running")  # as if SIGKILLed after the last checkpoint, before the summary
+    run.summary.unlink()
+    n_events = len(run.read_events())
+    t = standin_trainer(run.path, c, run_id="r")
+    t.load_state(ckpt.read_checkpoint(run, run_id="r", config_hash=c.hash())[1])
+    assert t.train(resume=True).status == "finished"
+    new = run.read_events()[n_events:]
+    assert [e["type"] for e in new] == ["status", "status"]  # running, finished: no generation ran again
+    assert run.summary.exists() and run.read_meta()["status"] == "finished"
