@@ -202,3 +202,16 @@ def test_prelude_names_and_stdlib_imports_work_in_every_mode(use_bwrap):
     assert grade_code(code, gold, use_bwrap=use_bwrap).correct
     dynamic = "def go(xs):\n    return eval('len(List.__name__) + len(xs)')"
     assert grade_code(dynamic, functional("go", (([1],), 5)), use_bwrap=use_bwrap).correct
+
+
+def test_a_chatty_stderr_does_not_block_or_count():
+    code = "import sys\nfor _ in range(2000):\n    print('debug ' * 100, file=sys.stderr)\nprint(int(input()) * 2)"
+    assert grade_code(code, stdin(("21\n", "42\n")), per_test_timeout=3.0).correct
+
+
+def test_a_sandbox_that_cannot_start_says_why(monkeypatch):
+    from trinity.grading import sandbox
+
+    monkeypatch.setattr(sandbox, "_interpreter", lambda: "/nonexistent/python3")
+    with pytest.raises(sandbox.SandboxError, match="cannot start the code sandbox .*nonexistent"):
+        grade_code("print(1)", stdin(("", "1\n")), use_bwrap=False)

@@ -348,3 +348,19 @@ def test_describe_layers_matches_the_machine():
     if not bwrap_status()[0]:
         assert "warning" in layers and "bubblewrap" in layers["warning"][1]
     assert all(isinstance(note, str) and note for _, note in layers.values())
+
+
+@pytest.mark.parametrize("use_bwrap", MODES)
+def test_no_privilege_is_left_to_the_code(use_bwrap):
+    """No capabilities, no_new_privs (a setuid binary cannot give root back), not root."""
+    from trinity.grading.sandbox import Limits, run_in_sandbox
+
+    code = "print(''.join(l for l in open('/proc/self/status') if l.startswith(('Uid', 'CapEff', 'NoNewPrivs'))))"
+    seen = []
+    run = run_in_sandbox({"mode": "stdin", "code": code, "inputs": [""], "fn_name": None}, Limits(),
+                         lambda k, status, error, out: seen.append(out.decode()) or True, use_bwrap=use_bwrap)
+    assert run.outcome == "completed", run
+    fields = dict(line.split(":", 1) for line in seen[0].strip().splitlines())
+    assert int(fields["CapEff"], 16) == 0 and fields["NoNewPrivs"].strip() == "1"
+    if IS_ROOT:
+        assert set(fields["Uid"].split()) == {str(run.layers["uid"])} and run.layers["uid"] != 0

@@ -1,8 +1,9 @@
 """Child side of the code sandbox: runs one problem's tests and reports on a private pipe.
 
 Started by `trinity.grading.sandbox` as `python -I -S _harness.py RESULT_FD`, with the job (one
-dict, marshalled: the grader runs this same interpreter) on stdin. It imports nothing from trinity (it runs as a plain script, inside
-bubblewrap where only the interpreter is visible) and trusts nothing once candidate code runs.
+dict, marshalled: the grader runs this same interpreter) on stdin. It imports nothing from
+trinity (it runs as a plain script, inside bubblewrap where only the interpreter is visible) and
+trusts nothing once candidate code runs.
 
 Why the results travel on RESULT_FD and not stdout: the candidate owns stdout (and may close it,
 flood it, or exit early). Every message carries the run's nonce; the parent compares outputs
@@ -10,7 +11,7 @@ itself (the child never sees an expected output), and a test with no message cou
 so neither `sys.exit(0)`, a closed stdout nor a killed parent can turn into a pass.
 
 Messages: one JSON header line `{"nonce", "event", ...,"len": n}` followed by n payload bytes.
-  ready  {uid, netns, mountns}        after confinement, before any candidate code runs
+  ready  {uid, netns, mountns, stdlib} after confinement, before any candidate code runs
   start  {test}                       test = index, or -1 while the module body is loaded
   done   {test, status, error, secs}  status ok | error; payload = stdout (stdin tests) or the
                                       JSON of the return value (call tests)
@@ -84,10 +85,11 @@ def _private_mounts(libc, size: int) -> bool:
     if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         return False
     opts = f"size={size},mode=1777".encode()
+    ok = True
     for path in (b"/tmp", b"/var/tmp", b"/dev/shm", b"/run/lock"):
         if os.path.isdir(path):
-            libc.mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, opts)
-    return True
+            ok = libc.mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, opts) == 0 and ok
+    return ok
 
 
 def _count_tasks(uid: int) -> int:
@@ -306,6 +308,7 @@ def main() -> None:
         import json  # noqa: F401  (for the results; after the drop it might not be importable)
     sys.setrecursionlimit(50000)
     held = _drop(job, names)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # the grader reads stderr only for start-up errors
     rep.send("ready", **held)
     if job["mode"] == "stdin":
         _run_stdin(code, base, len(job["inputs"]), rep, job["limits"]["output_bytes"])

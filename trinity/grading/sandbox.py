@@ -43,6 +43,10 @@ SANDBOX_DIR = "/sandbox"  # the work dir's path inside bubblewrap
 UID_BASE, UID_SPAN = 1_800_000_000, 200_000_000  # throw-away uids: far above any real account
 
 
+class SandboxError(TrinityError):
+    """The sandbox itself could not be started (no interpreter, no bwrap binary …)."""
+
+
 @dataclass(frozen=True)
 class Limits:
     """How much one problem may use. Deadlines are wall-clock, enforced by the parent."""
@@ -121,7 +125,7 @@ def _ro_binds(paths: set[str]) -> list[str]:
 def _bwrap_argv(workdir_size: int, result_fd: int) -> list[str]:
     exe = shutil.which("bwrap")
     if exe is None:
-        raise FileNotFoundError("bwrap")
+        raise SandboxError("bwrap is not installed: apt-get install bubblewrap, or grade without it")
     if _is_root():  # no user namespace: the harness must be able to setuid to a throw-away uid
         ns = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
               "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
@@ -156,7 +160,7 @@ def bwrap_status() -> tuple[bool, str]:
         return False, "bwrap not installed (apt-get install bubblewrap)"
     try:
         run = _run(_probe_job(), Limits(per_test_timeout=10, problem_timeout=10), None, True)
-    except OSError as e:
+    except SandboxError as e:
         return False, f"bwrap could not start: {e}"
     if run.outcome != "completed":
         return False, f"bwrap is installed but does not work here ({run.outcome}: {run.detail})"
@@ -268,10 +272,11 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
     payload = marshal.dumps(full)  # the child is this same interpreter; nothing to import there
     read_fd, write_fd = os.pipe()
     workdir = None
+    argv: list[str] = []
     t0 = time.monotonic()
     try:
         if use_bwrap:
-            input_bytes = sum(len(x) for x in job["inputs"]) if job["mode"] == "stdin" else 0
+            input_bytes = sum(len(x.encode()) for x in job["inputs"]) if job["mode"] == "stdin" else 0
             argv, cwd, env = _bwrap_argv(input_bytes + 2 * limits.output_bytes + (16 << 20), write_fd), None, {}
         else:
             # The work dir sits in a 0700 dir of ours, so "../x" from it goes nowhere (the
@@ -281,13 +286,18 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
             os.mkdir(cwd, 0o700)
             argv = [_interpreter(), "-I", "-S", str(HARNESS), str(write_fd)]
             env = _env(cwd)
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        # stderr: bubblewrap's and the harness's start-up errors; the harness points it at
+        # /dev/null before the code runs (a chatty program must not block on a full pipe).
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 cwd=cwd, env=env, pass_fds=(write_fd,), start_new_session=True)
-    except BaseException:
+    except BaseException as e:
         os.close(read_fd)
         os.close(write_fd)
         if workdir:
             shutil.rmtree(workdir, ignore_errors=True)
+        if isinstance(e, OSError):
+            raise SandboxError(f"cannot start the code sandbox ({argv[0] if argv else 'bwrap'}): "
+                               f"{e.strerror or e}; check the Python install and `trinity doctor`") from None
         raise
     os.close(write_fd)
     feeder = threading.Thread(target=_feed, args=(proc.stdin, payload), daemon=True)
@@ -302,6 +312,11 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
             except subprocess.TimeoutExpired:
                 pass
         _kill(proc, drop_uid)
+        if not run.layers and run.outcome in ("exited", "protocol"):  # it died starting up: say why
+            err = _drain(proc.stderr.fileno()).decode("utf-8", "replace").strip().splitlines()
+            if err:
+                run.detail = f"{run.detail}: {err[-1][:300]}" if run.detail else err[-1][:300]
+        proc.stderr.close()
         os.close(read_fd)
         feeder.join(timeout=1.0)
         if workdir:
