@@ -69,10 +69,10 @@ class NewRunScreen(ModalScreen[Path | None]):
     DEFAULT_CSS = """
     NewRunScreen { align: center middle; }
     #newrun { width: 90%; max-width: 100; height: 90%; border: round $primary; background: $surface; padding: 0 1; }
-    .row { height: auto; }
-    .row Label { width: 20; padding: 1 1 0 0; }
+    .row { height: 1; margin-bottom: 1; }
+    .row Label { width: 20; padding: 0 1 0 0; }
     .row Input, .row Select { width: 1fr; }
-    .err { color: $error; height: auto; padding-left: 20; }
+    .err { color: $error; height: auto; padding-left: 20; margin-bottom: 1; display: none; }
     #newrun-buttons { height: 3; align-horizontal: right; }
     """
 
@@ -82,17 +82,17 @@ class NewRunScreen(ModalScreen[Path | None]):
             with VerticalScroll():
                 with Horizontal(classes="row"):
                     yield Label("config file")
-                    yield Input(placeholder="configs/practice.yaml (optional)", id="f-config")
+                    yield Input(placeholder="configs/practice.yaml (optional)", id="f-config", compact=True)
                 yield Static("", classes="err", id="e-config")
                 with Horizontal(classes="row"):
                     yield Label("mode")
                     yield Select([("cached", "cached"), ("live", "live")], allow_blank=True,
-                                 prompt="from config", id="f-mode")
+                                 prompt="from config", id="f-mode", compact=True)
                 yield Static("", classes="err", id="e-mode")
                 for name, label, ph, _kind in FIELDS:
                     with Horizontal(classes="row"):
                         yield Label(label)
-                        yield Input(placeholder=ph, id=f"f-{name}")
+                        yield Input(placeholder=ph, id=f"f-{name}", compact=True)
                     yield Static("", classes="err", id=f"e-{name}")
             with Horizontal(id="newrun-buttons"):
                 yield Button("Cancel", id="cancel")
@@ -107,7 +107,9 @@ class NewRunScreen(ModalScreen[Path | None]):
     def validate_form(self) -> tuple[dict[str, Any], dict[str, str]]:
         data, errors = form_data(*self._values())
         for name in ["config", "mode", *(f[0] for f in FIELDS)]:
-            self.query_one(f"#e-{name}", Static).update(errors.get(name, ""))
+            err = self.query_one(f"#e-{name}", Static)
+            err.update(errors.get(name, ""))
+            err.display = name in errors  # shown under its field only when there is something to say
         return data, errors
 
     def on_input_changed(self, event: Input.Changed) -> None:
