@@ -215,6 +215,10 @@ def oracle_ceiling(matrix: OutcomeMatrix, seed: int = 0, splits: int = 200, boot
         head_q = cf.oracle_q - cf.best_q
         oracle_acc, best_acc = float(cf.oracle_q.mean()), float(cf.best_q.mean())
         head_ci = bootstrap_ci(head_q, bootstrap, seed) if q >= 2 else None
+        if head_ci is not None:  # say what was resampled: the per-question cross-fit contributions
+            head_ci = CI(head_ci.point, head_ci.lo, head_ci.hi,
+                         f"paired percentile bootstrap of per-question cross-fit headroom, {q} questions, "
+                         f"{bootstrap} resamples")
         mc = mcnemar_exact(solved(cf.oracle_q), solved(cf.best_q))
         modal = cf.choice_counts.argmax(axis=1)
         best_fixed = int(cf.best_counts.argmax())
