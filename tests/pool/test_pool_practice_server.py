@@ -180,3 +180,45 @@ def test_serve_practice_runs_as_a_separate_process():
                          capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 2 and "rate must be in [0, 1]" in bad.stderr
     assert json.loads(json.dumps(stats))  # plain JSON
+
+
+def _raw(port: int, data: bytes) -> bytes:
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        chunks = []
+        try:
+            while chunk := s.recv(65536):
+                chunks.append(chunk)
+        except (TimeoutError, ConnectionResetError):
+            pass
+    return b"".join(chunks)
+
+
+def test_garbage_and_pipelined_requests_over_a_raw_socket(server):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=25, deadline=None)
+    @given(st.binary(max_size=300))
+    def garbage_never_kills_the_server(data):
+        reply = _raw(server.port, data)
+        assert reply == b"" or reply.startswith(b"HTTP/1.1 ")
+
+    garbage_never_kills_the_server()
+    # two pipelined requests on one connection come back complete and in order
+    body = json.dumps({"model": "simulated/scholar", "messages": messages(ALL[20])}).encode()
+    req = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    models = b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    reply = _raw(server.port, req + models)
+    first, rest = reply.split(b"\r\n\r\n", 1)
+    assert first.startswith(b"HTTP/1.1 200 OK")
+    length = int(re.search(rb"Content-Length: (\d+)", first).group(1))
+    assert json.loads(rest[:length])["choices"][0]["message"]["content"].endswith(
+        tuple(f"Answer: {c}" for c in "ABCD"))
+    assert rest[length:].startswith(b"HTTP/1.1 200 OK") and b"simulated/coder" in rest[length:]
+    r = httpx.post(server.base_url + "/chat/completions", json={"model": "simulated/coder", "messages": messages(ALL[0])})
+    assert r.status_code == 200  # still serving
