@@ -156,7 +156,9 @@ def _call_args(raw: Any, k: int) -> list:
         return raw
     if not isinstance(raw, str):
         raise InputError(f"code gold test {k}: input must be JSON lines (one argument a line)")
-    args = []
+    args: list = []
+    if not raw.strip():  # a function of no arguments
+        return args
     for n, line in enumerate(raw.strip("\n").split("\n"), 1):
         try:
             args.append(json.loads(line))

@@ -390,6 +390,9 @@ def _pump(proc, fd: int, nonce: str, n_tests: int, limits: Limits, on_result, ru
                     if not go_on:
                         run.outcome, run.test = "stopped", k
                         return
+                    if reported == n_tests:  # every test judged: whatever the child does next is moot
+                        run.outcome = "completed"
+                        return
                 elif event == "fatal":
                     run.outcome, run.detail = "fatal", str(head.get("error"))[:300]
                     return
