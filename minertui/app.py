@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import signal
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,6 +62,7 @@ class MinerApp(App):
         self.demo_note = ""
         self.unsaved: dict[str, str] = {}  # what would be lost on quit -> why
         self._polling = False
+        self._drawn_at = 0.0
         self._requested_theme = theme
         self._theme_errors: list[str] = []
 
@@ -131,7 +133,7 @@ class MinerApp(App):
         """Poll synchronously (tests, after an action) and redraw."""
         import asyncio
         poll = await asyncio.to_thread(self.reader.poll, True)
-        self._apply(poll)
+        self._apply(poll, force=True)
         return poll
 
     def on_runs_updated(self, message: RunsUpdated) -> None:
@@ -140,7 +142,7 @@ class MinerApp(App):
         if self.auto_poll and cur is not None and cur.catching_up:
             self.call_after_refresh(self.poll_soon)  # behind: read the next chunk after this frame
 
-    def _apply(self, poll: Poll) -> None:
+    def _apply(self, poll: Poll, force: bool = False) -> None:
         if self.latest is not None and poll.seq < self.latest.seq:
             return
         self.latest = poll
@@ -149,7 +151,12 @@ class MinerApp(App):
                 self.notify(f"engine for {ex.run_dir.name} exited with status {ex.code}\n{ex.log_tail}",
                             title="engine", severity="error", timeout=12)
         screen = self.screen
+        cur = poll.current
+        now = time.monotonic()
+        if not force and cur is not None and cur.catching_up and now - self._drawn_at < self.POLL_S:
+            return  # reading a backlog: keep reading, redraw at most at 2 Hz
         if isinstance(screen, ModeScreen):
+            self._drawn_at = now
             with self.batch_update():
                 screen.show(poll)
 

@@ -45,9 +45,9 @@ async def test_app_keeps_up_with_a_fast_writer(tmp_path):
         finally:
             polls.append(time.perf_counter() - t)
 
-    def timed_apply(poll):
+    def timed_apply(poll, force=False):
         t = time.perf_counter()
-        real_apply(poll)
+        real_apply(poll, force)
         redraws.append(time.perf_counter() - t)
 
     app.reader.poll, app._apply = timed_poll, timed_apply
