@@ -81,7 +81,7 @@ class GroupCommitAppender:
                 if self.fsync:
                     os.fsync(self._fd)
                 self.batches += 1
-            except OSError as e:
+            except Exception as e:  # a full disk, a closed descriptor: every waiter hears of it
                 for _, fut in batch:
                     fut.set_exception(e)
                 continue
