@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import subprocess
 import sys
@@ -176,6 +177,19 @@ def test_serve_practice_runs_as_a_separate_process():
         out, err = proc.communicate(timeout=10)
     assert proc.returncode == 0, err
     assert "SIMULATED" in err
+    env = {**os.environ, "PRACTICE_PROC_KEY": "sk-proc-test"}
+    proc = subprocess.Popen([sys.executable, "-m", "trinity", "pool", "serve-practice", "--port", "0",
+                             "--require-key-env", "PRACTICE_PROC_KEY"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    try:
+        base = proc.stdout.readline().strip()
+        body = {"model": "simulated/coder", "messages": messages(ALL[0])}
+        assert httpx.post(base + "/chat/completions", json=body).status_code == 401
+        ok = httpx.post(base + "/chat/completions", json=body, headers={"Authorization": "Bearer sk-proc-test"})
+        assert ok.status_code == 200
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
     bad = subprocess.run([sys.executable, "-m", "trinity", "pool", "serve-practice", "--fault-500", "2"],
                          capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 2 and "rate must be in [0, 1]" in bad.stderr

@@ -46,6 +46,8 @@ def register(sub) -> None:
     s.add_argument("--slow-ms", type=int, default=2000, help="extra latency of a slow reply (default 2000)")
     s.add_argument("--credit-after", type=int, default=None, metavar="N",
                    help="answer 402 (out of credit) once N completions were served")
+    s.add_argument("--require-key-env", default=None, metavar="VAR",
+                   help="answer 401 unless requests carry `Bearer $VAR` (the key itself never goes in argv)")
     s.set_defaults(func=cmd_serve_practice)
 
     ls = psub.add_parser("list", help="list the pools of configs/models.yaml")
@@ -90,6 +92,13 @@ def cmd_serve_practice(args) -> int:
     from trinity.pool.practice_server import serve_forever
 
     faults = _faults(args)
+    api_key = None
+    if args.require_key_env:
+        import os
+
+        api_key = os.environ.get(args.require_key_env)
+        if not api_key:
+            raise ConfigError(f"--require-key-env {args.require_key_env}: that variable is not set")
 
     def announce(server) -> None:
         # First line: the base URL (scripts and benches read it).
@@ -103,7 +112,8 @@ def cmd_serve_practice(args) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, task.cancel)
         try:
-            await serve_forever(args.port, faults, args.latency_ms, args.seed, announce=announce)
+            await serve_forever(args.port, faults, args.latency_ms, args.seed, announce=announce,
+                                api_key=api_key)
         except OSError as e:
             raise ConfigError(f"cannot listen on 127.0.0.1:{args.port} ({e.strerror}); pick another --port") from None
 

@@ -470,9 +470,9 @@ def start_practice_server(port: int = 0, faults: Faults | None = None, latency_m
 
 
 async def serve_forever(port: int, faults: Faults | None, latency_ms: int | None, seed: int | None,
-                        host: str = "127.0.0.1", announce=print) -> None:
+                        host: str = "127.0.0.1", announce=print, api_key: str | None = None) -> None:
     """Run in the current loop until cancelled (the CLI's `serve-practice`)."""
-    server = PracticeServer(faults=faults, latency_ms=latency_ms, seed=seed)
+    server = PracticeServer(faults=faults, latency_ms=latency_ms, seed=seed, api_key=api_key)
     await server.start(host, port)
     announce(server)
     try:
