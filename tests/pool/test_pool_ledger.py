@@ -179,6 +179,7 @@ def test_recorded_head_catches_an_end_cut_but_not_a_resumed_append(tmp_path):
                cost_source="estimated", purpose="eval")  # appended after the summary: fine
     led.close()
     assert _cli("ledger", "verify", str(run / "ledger.jsonl")).returncode == 0
+    assert _cli("ledger", "verify", str(run)).returncode == 0  # a run directory works too
     lines = (run / "ledger.jsonl").read_bytes().splitlines(keepends=True)
     (run / "ledger.jsonl").write_bytes(b"".join(lines[:5]))
     out = _cli("ledger", "verify", str(run / "ledger.jsonl"))

@@ -58,14 +58,14 @@ def register(sub) -> None:
     lsub = led.add_subparsers(dest="ledger_cmd", metavar="SUBCOMMAND")
     lsub.required = True
     v = lsub.add_parser("verify", help="check the hash chain; exit 0 and print totals when it holds")
-    v.add_argument("file", help="a ledger.jsonl (e.g. runs/<id>/ledger.jsonl)")
+    v.add_argument("file", help="a ledger.jsonl, or a run directory (its ledger.jsonl)")
     v.add_argument("--head", default=None,
                    help="the head hash recorded elsewhere (checkpoint, summary): also detects records "
                         "deleted from the end")
     v.add_argument("--json", action="store_true", help="print the report as JSON")
     v.set_defaults(func=cmd_ledger_verify)
     r = lsub.add_parser("report", help="totals per model, per purpose and per day")
-    r.add_argument("file")
+    r.add_argument("file", help="a ledger.jsonl, or a run directory (its ledger.jsonl)")
     r.add_argument("--json", action="store_true", help="print JSON")
     r.set_defaults(func=cmd_ledger_report)
 
@@ -187,9 +187,17 @@ def _summary_head(ledger_file: str) -> tuple[str | None, str]:
     return (head, str(summary)) if isinstance(head, str) and len(head) == 64 else (None, "")
 
 
+def _ledger_path(arg: str) -> str:
+    from pathlib import Path
+
+    p = Path(arg)
+    return str(p / "ledger.jsonl") if p.is_dir() else arg
+
+
 def cmd_ledger_verify(args) -> int:
     from trinity.pool.ledger import verify_ledger
 
+    args.file = _ledger_path(args.file)
     head, anchor = args.head, "--head"
     if head is None:
         head, anchor = _summary_head(args.file)
@@ -215,6 +223,7 @@ def cmd_ledger_verify(args) -> int:
 def cmd_ledger_report(args) -> int:
     from trinity.pool.ledger import verify_ledger
 
+    args.file = _ledger_path(args.file)
     rep = verify_ledger(args.file)
     out = {"file": str(args.file), "ok": rep.ok, "first_bad_line": rep.first_bad_line, "problem": rep.problem,
            "n_records": rep.n_records, "total_micro_usd": rep.total_micro_usd, "total_usd": rep.total_usd,
