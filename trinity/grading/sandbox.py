@@ -23,7 +23,9 @@ from __future__ import annotations
 import functools
 import marshal
 import os
+import re
 import secrets
+import select
 import selectors
 import shutil
 import signal
@@ -122,7 +124,7 @@ def _ro_binds(paths: set[str]) -> list[str]:
     return args
 
 
-def _bwrap_argv(workdir_size: int, result_fd: int) -> list[str]:
+def _bwrap_argv(workdir_size: int, result_fd: int, status_fd: int | None = None) -> list[str]:
     exe = shutil.which("bwrap")
     if exe is None:
         raise SandboxError("bwrap is not installed: apt-get install bubblewrap, or grade without it")
@@ -148,8 +150,10 @@ def _bwrap_argv(workdir_size: int, result_fd: int) -> list[str]:
              "--proc", "/proc", "--dev", "/dev",
              "--size", str(64 << 20), "--tmpfs", "/tmp",
              "--size", str(workdir_size), "--perms", "1777", "--tmpfs", SANDBOX_DIR,
-             "--chdir", SANDBOX_DIR,
-             "--", _interpreter(), "-I", "-S", "/harness/_harness.py", str(result_fd)]
+             "--chdir", SANDBOX_DIR]
+    if status_fd is not None:  # bwrap writes {"child-pid": N}: the sandbox's pid 1, seen from here
+        args += ["--json-status-fd", str(status_fd)]
+    args += ["--", _interpreter(), "-I", "-S", "/harness/_harness.py", str(result_fd)]
     return args
 
 
@@ -271,13 +275,15 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
                        "processes": limits.processes}}
     payload = marshal.dumps(full)  # the child is this same interpreter; nothing to import there
     read_fd, write_fd = os.pipe()
+    status_r, status_w = os.pipe() if use_bwrap else (None, None)
     workdir = None
     argv: list[str] = []
     t0 = time.monotonic()
     try:
         if use_bwrap:
             input_bytes = sum(len(x.encode()) for x in job["inputs"]) if job["mode"] == "stdin" else 0
-            argv, cwd, env = _bwrap_argv(input_bytes + 2 * limits.output_bytes + (16 << 20), write_fd), None, {}
+            argv = _bwrap_argv(input_bytes + 2 * limits.output_bytes + (16 << 20), write_fd, status_w)
+            cwd, env = None, {}
         else:
             # The work dir sits in a 0700 dir of ours, so "../x" from it goes nowhere (the
             # harness hands the work dir itself to the throw-away uid).
@@ -289,10 +295,12 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
         # stderr: bubblewrap's and the harness's start-up errors; the harness points it at
         # /dev/null before the code runs (a chatty program must not block on a full pipe).
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                cwd=cwd, env=env, pass_fds=(write_fd,), start_new_session=True)
+                                cwd=cwd, env=env, pass_fds=tuple(fd for fd in (write_fd, status_w) if fd is not None),
+                                start_new_session=True)
     except BaseException as e:
-        os.close(read_fd)
-        os.close(write_fd)
+        for fd in (read_fd, write_fd, status_r, status_w):
+            if fd is not None:
+                os.close(fd)
         if workdir:
             shutil.rmtree(workdir, ignore_errors=True)
         if isinstance(e, OSError):
@@ -300,6 +308,8 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
                                f"{e.strerror or e}; check the Python install and `trinity doctor`") from None
         raise
     os.close(write_fd)
+    if status_w is not None:
+        os.close(status_w)
     feeder = threading.Thread(target=_feed, args=(proc.stdin, payload), daemon=True)
     feeder.start()
     run = SandboxRun(outcome="exited", bwrap=use_bwrap)
@@ -311,7 +321,13 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
                 proc.wait(timeout=0.5)
             except subprocess.TimeoutExpired:
                 pass
+        namespace = _sandbox_init(status_r) if status_r is not None else None
         _kill(proc, drop_uid)
+        if namespace is not None:  # its processes are gone once the namespace's pid 1 is
+            select.select([namespace], [], [], 5.0)
+            os.close(namespace)
+        if status_r is not None:
+            os.close(status_r)
         if not run.layers and run.outcome in ("exited", "protocol"):  # it died starting up: say why
             err = _drain(proc.stderr.fileno()).decode("utf-8", "replace").strip().splitlines()
             if err:
@@ -323,6 +339,18 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
             shutil.rmtree(workdir, ignore_errors=True)
         run.wall_s = time.monotonic() - t0
     return run
+
+
+def _sandbox_init(status_fd: int) -> int | None:
+    """A pidfd for bubblewrap's pid 1 in the sandbox. The kernel kills and waits for every other
+    process of a pid namespace before its pid 1 is gone, so this turns readable only then."""
+    m = re.search(rb'"child-pid":\s*(\d+)', _drain(status_fd))
+    if not m:
+        return None
+    try:
+        return os.pidfd_open(int(m.group(1)))
+    except OSError:  # already gone
+        return None
 
 
 def _feed(pipe, payload: bytes) -> None:
