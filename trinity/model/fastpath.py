@@ -157,7 +157,7 @@ class FastLayers:
         self.V_o, self.V_d = cast(V["o_proj"]), cast(V["down_proj"])
         self.V_g, self.V_u = cast(self.ln2.fold_in(V["gate_proj"], 0)), cast(self.ln2.fold_in(V["up_proj"], 0))
         self.Ut = {n: cast(fac.U.T) for n, fac in self.f.items()}  # (r, out)
-        self.s = torch.cat([fac.s for fac in svf.factors]).to(dtype)  # (svf_size,)
+        self.s = torch.cat([fac.s for fac in svf.factors])  # (svf_size,) float32
         # Layer L+1's q/k/v weights (out, in) with its input norm's weight folded in.
         self.W_last = {n: cast(self.last_ln1.fold_in(getattr(last_attn, n).weight.detach(), 1))
                        for n in ("q_proj", "k_proj", "v_proj")}
@@ -208,7 +208,8 @@ class FastLayers:
         layer, attn, mlp = self.layer, self.layer.self_attn, self.layer.mlp
         f, d, nh, nkv = self.f, self.head_dim, self.n_heads, self.n_kv
         P, S = int(scales.shape[0]), plan.S
-        sz = [t[:, None, :] for t in self.svf.split(scales.to(self.dtype) * self.s)]  # (P, 1, r) each
+        # s ⊙ z in fp32, then the model dtype (z's small ES steps survive a bf16 model).
+        sz = [t[:, None, :] for t in self.svf.split((scales.float() * self.s).to(self.dtype))]  # (P, 1, r)
         sz_q, sz_k, sz_v, sz_o, sz_g, sz_u, sz_d = sz
 
         # --- layer L attention, factored SVF: ((x V) ⊙ (s ⊙ z)) Uᵀ ---
