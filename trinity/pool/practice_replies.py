@@ -87,6 +87,19 @@ _NAME_SWAP = {"max": "min", "min": "max", "sum": "len", "sorted": "reversed", "u
               "lower": "upper", "split": "strip"}
 
 
+def _replace_child(tree: ast.AST, old: ast.AST, new: ast.AST) -> bool:
+    """Put `new` where `old` sits in `tree` (ast has no parent links)."""
+    for parent in ast.walk(tree):
+        for name, value in ast.iter_fields(parent):
+            if value is old:
+                setattr(parent, name, new)
+                return True
+            if isinstance(value, list) and any(v is old for v in value):
+                value[[i for i, v in enumerate(value) if v is old][0]] = new
+                return True
+    return False
+
+
 def code_mutants(source: str) -> list[str]:
     """Every one-site mutation of `source` (operator, comparison, constant off-by-one, swapped
     builtin): the kind of slip a model makes. Each is valid Python."""
@@ -100,9 +113,7 @@ def code_mutants(source: str) -> list[str]:
         changed = False
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "int":
             # int(x) -> int(x) + 1: the classic off-by-one on the parsed input
-            node.args = [ast.BinOp(ast.Call(ast.Name("int", ast.Load()), node.args, []), ast.Add(),
-                                   ast.Constant(1))]
-            node.func, changed = ast.Name("int", ast.Load()), True
+            changed = _replace_child(t, node, ast.BinOp(node, ast.Add(), ast.Constant(1)))
         elif isinstance(node, ast.BinOp) and type(node.op) in _BINOP_SWAP:
             node.op, changed = _BINOP_SWAP[type(node.op)](), True
         elif isinstance(node, ast.Compare) and type(node.ops[0]) in _CMP_SWAP:
@@ -124,7 +135,10 @@ def code_mutants(source: str) -> list[str]:
 # its outputs; the parent decides which mutants fail. These are mutations of our own shipped
 # reference programs, not model output.
 _PROBE = r"""
-import io, json, sys, contextlib
+import io, json, sys, contextlib, signal
+def _too_slow(*_):
+    raise TimeoutError
+signal.signal(signal.SIGALRM, _too_slow)
 jobs = json.loads(sys.stdin.read())
 res = []
 for codes, inputs in jobs:
@@ -134,12 +148,15 @@ for codes, inputs in jobs:
         for inp in inputs:
             sys.stdin = io.StringIO(inp)
             buf = io.StringIO()
+            signal.setitimer(signal.ITIMER_REAL, 2.0)  # a mutant that loops forever counts as wrong
             try:
                 with contextlib.redirect_stdout(buf):
                     exec(compile(code, "<mutant>", "exec"), {"__name__": "__main__"})
                 outs.append(buf.getvalue())
             except BaseException:
                 outs.append(None)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
         per_code.append(outs)
     res.append(per_code)
 sys.__stdout__.write(json.dumps(res))
