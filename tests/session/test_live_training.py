@@ -89,13 +89,13 @@ def test_live_training_learns_and_accounts_every_call(server, questions_file, tm
 def test_kill_9_and_resume_pays_no_call_twice(server, questions_file, tmp_path):
     server.set_faults(Faults(rate_slow=1.0, slow_ms=20))  # every reply takes 20 ms: calls are in flight
     ref = tmp_path / "ref"
-    r = subprocess.run(_train_cmd(questions_file, ref, 3, 4, 4), env=_env(server, tmp_path / "cache-ref"),
+    r = subprocess.run(_train_cmd(questions_file, ref, 3, 4, 3), env=_env(server, tmp_path / "cache-ref"),
                        capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-2000:]
 
     run = tmp_path / "run"
     s0 = server.stats
-    p = subprocess.Popen(_train_cmd(questions_file, run, 3, 4, 4), env=_env(server, tmp_path / "cache"),
+    p = subprocess.Popen(_train_cmd(questions_file, run, 3, 4, 3), env=_env(server, tmp_path / "cache"),
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
     journal = run / "journal.jsonl"
     deadline = time.time() + 300
@@ -132,15 +132,15 @@ def test_kill_9_and_resume_pays_no_call_twice(server, questions_file, tmp_path):
 def test_out_of_credit_stops_cleanly_with_checkpoint(server, questions_file, tmp_path):
     run = tmp_path / "run"
     s0 = server.stats
-    # gen 1 needs <= 80 calls (16 sessions x <= 5 turns); 5 gens need >= 160 (>= 2 turns each)
-    server.set_faults(Faults(credit_after=s0.completions + 100))
-    r = subprocess.run(_train_cmd(questions_file, run, 5, 4, 4), env=_env(server, tmp_path / "cache"),
+    # gen 1 needs <= 60 calls (12 sessions x <= 5 turns); 4 gens need >= 96 (>= 2 turns each)
+    server.set_faults(Faults(credit_after=s0.completions + 70))
+    r = subprocess.run(_train_cmd(questions_file, run, 4, 4, 3), env=_env(server, tmp_path / "cache"),
                        capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 4, (r.returncode, r.stderr[-1500:])
     st = _status(run)
     assert st["status"] == "stopped" and st["message"].startswith("stopped: out of credit")
     gens = _gens(run)
-    assert 1 <= len(gens) < 5  # completed generations kept
+    assert 1 <= len(gens) < 4  # completed generations kept
     assert json.loads((run / "run.json").read_text())["status"] == "stopped"
     rep = verify_ledger(run / "ledger.jsonl")
     assert rep.ok and rep.n_records >= gens[-1]["calls"]
@@ -149,7 +149,7 @@ def test_out_of_credit_stops_cleanly_with_checkpoint(server, questions_file, tmp
 
 def test_budget_cap_stops_before_passing_it(server, questions_file, tmp_path):
     run = tmp_path / "run"
-    r = subprocess.run(_train_cmd(questions_file, run, 5, 4, 4, "--budget-usd", "0.02"), env=_env(server, tmp_path / "cache"),
+    r = subprocess.run(_train_cmd(questions_file, run, 3, 4, 3, "--budget-usd", "0.02"), env=_env(server, tmp_path / "cache"),
                        capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 4, (r.returncode, r.stderr[-1500:])
     st = _status(run)

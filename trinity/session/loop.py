@@ -24,6 +24,7 @@ from trinity.session.transcript import Trajectory, Turn, parse_verdict, trim_out
 
 ROLES = ("Thinker", "Worker", "Verifier")
 MAX_TURNS = 5
+CODE_GRADING_SLOTS = 2  # sandboxed grading children at once (2 cores)
 
 
 def extract_answer(kind: str, text: str) -> str | None:
@@ -39,7 +40,16 @@ def extract_answer(kind: str, text: str) -> str | None:
     from trinity.grading.code import extract_code
 
     code = extract_code(text)
-    return code if code and code.strip() else None
+    if not code or not code.strip():
+        return None
+    if "```" not in text:
+        # No fenced block: the whole text is the candidate, which is only an answer if it is
+        # Python at all (a Thinker's plan in prose is not).
+        try:
+            compile(code, "<answer>", "exec")
+        except (SyntaxError, ValueError):
+            return None
+    return code
 
 
 def grade_answer(question: Question, text: str):
@@ -154,26 +164,41 @@ class SessionRunner:
                 raise errors[0]
             if self.on_step:
                 self.on_step(turn, sum(t.done for t in trajs))
+        # Code answers are graded in sandboxed children, a few at a time off the event loop;
+        # math / multiple choice grade fastest in this thread (math-verify's deadline needs it).
+        code = [(q, t) for q, t in zip(questions, trajs) if q.kind == "code" and self._pick_answer(q, t)]
+        slots = asyncio.Semaphore(CODE_GRADING_SLOTS)
+
+        async def grade_code(q: Question, t: Trajectory) -> None:
+            async with slots:
+                await asyncio.to_thread(self._grade, q, t)
+
+        await asyncio.gather(*(grade_code(q, t) for q, t in code))
         for q, traj in zip(questions, trajs):
-            self._score(q, traj)
+            if q.kind != "code" and self._pick_answer(q, traj):
+                self._grade(q, traj)
         return trajs
 
     @staticmethod
-    def _score(q: Question, traj: Trajectory) -> None:
+    def _pick_answer(q: Question, traj: Trajectory) -> bool:
+        """Find the scored answer: the newest non-Verifier turn with an extractable answer.
+        Returns whether there is one to grade."""
         traj.done = True
         if traj.failed:
             traj.correct = False
-            return
+            return False
         for t in reversed(traj.turns):
             if t.role == "Verifier" or not t.ok:
                 continue
             ans = extract_answer(q.kind, t.output)
             if ans is not None:
                 traj.answer_text, traj.answer = t.output, ans
-                break
-        if traj.answer_text is None:
-            traj.correct, traj.reason = False, "no extractable answer in any non-Verifier turn"
-            return
+                return True
+        traj.correct, traj.reason = False, "no extractable answer in any non-Verifier turn"
+        return False
+
+    @staticmethod
+    def _grade(q: Question, traj: Trajectory) -> None:
         v = grade_answer(q, traj.answer_text)
         traj.correct, traj.reason = bool(v.correct), v.reason
 
