@@ -400,7 +400,8 @@ class PoolClient:
                 elif is_retryable(status):
                     if status >= 500:
                         self.stats.n_5xx += 1
-                    delay = policy.backoff(attempt, self._rng)
+                    ra = parse_retry_after(resp.headers.get("retry-after"))  # a 503 may say when
+                    delay = min(ra, policy.max_retry_after_s) if ra is not None else policy.backoff(attempt, self._rng)
                 else:
                     raise ProviderError(last_error + " (not retried; check the model id, the key and the request)")
             if attempt > policy.max_retries:
