@@ -6,7 +6,8 @@ shared cool-down.
 | 429                                      | wait `Retry-After` (seconds or HTTP date), else    |
 |                                          | exponential backoff with jitter; the whole pool    |
 |                                          | waits too (shared cool-down); bounded retries     |
-| 5xx, 408, timeouts, connection errors    | bounded retries with backoff                      |
+| 5xx, 408, timeouts, connection errors    | bounded retries with backoff (or the 5xx's own    |
+|                                          | Retry-After)                                      |
 | 400 / 401 / 403 / 404 / 422 / other 4xx  | no retry: `ProviderError` naming provider + model |
 | 402                                      | `OutOfCredit`: the run stops cleanly              |
 | 200 with an `error` body or no `choices` | a failed call (reward 0), tokens billed if given  |
