@@ -121,14 +121,15 @@ def test_env_file_must_be_private_and_outside_the_repo(tmp_path, monkeypatch):
     monkeypatch.delenv("SOME_PROVIDER_KEY")
     with pytest.raises(ConfigError, match="no API key for provider 'chutes'.*CHUTES_TEST_KEY"):
         resolve_key("CHUTES_TEST_KEY", provider="chutes", env_file=f)
-    inside = Path(__file__).resolve().parents[2] / ".pool-test-secrets.env"
-    inside.write_text("A=1\n")
-    try:
-        os.chmod(inside, 0o600)
-        with pytest.raises(ConfigError, match="inside the git repository"):
-            read_env_file(inside)
-    finally:
-        inside.unlink()
+    project = tmp_path / "checkout"  # stands in for this project's checkout (nothing written to the real one)
+    (project / ".git").mkdir(parents=True)
+    (project / ".secrets.env").write_text("A=1\n")
+    os.chmod(project / ".secrets.env", 0o600)
+    import trinity.pool.keys as keys
+
+    monkeypatch.setattr(keys, "REPO_ROOT", project)
+    with pytest.raises(ConfigError, match=f"inside the git repository {project}"):
+        read_env_file(project / ".secrets.env")
     other = tmp_path / "miner-repo"  # the repository the command runs in counts too
     (other / ".git").mkdir(parents=True)
     (other / "secrets.env").write_text("A=1\n")
