@@ -460,7 +460,10 @@ def start_practice_server(port: int = 0, faults: Faults | None = None, latency_m
 
     thread = threading.Thread(target=run, name="practice-server", daemon=True)
     thread.start()
-    ready.wait(30)
+    if not ready.wait(60):
+        from trinity.errors import TrinityError
+
+        raise TrinityError("practice server did not start within 60 s (is the machine overloaded?)")
     if failure:
         from trinity.errors import ConfigError
 
