@@ -184,3 +184,16 @@ def test_recorded_head_catches_an_end_cut_but_not_a_resumed_append(tmp_path):
     (run / "ledger.jsonl").write_bytes(b"".join(lines[:5]))
     out = _cli("ledger", "verify", str(run / "ledger.jsonl"))
     assert out.returncode == 1 and "BROKEN at line 6" in out.stdout and "recorded head" in out.stdout
+
+
+def test_a_complete_last_record_without_its_newline_is_kept_and_continued(tmp_path, small_ledger):
+    p = tmp_path / "ledger.jsonl"
+    p.write_bytes(small_ledger[:-1])  # the crash hit between the record and its "\n"
+    rep = verify_ledger(p)
+    assert rep.ok and rep.n_records == 12 and rep.missing_final_newline and not rep.torn_tail
+    led = Ledger(p, "run-a")
+    rec = led.append(provider="practice", model=MODELS[1], prompt_tokens=2, completion_tokens=3,
+                     cost_micro_usd=4, cost_source="reported", purpose="collect")
+    led.close()
+    rep = verify_ledger(p, expected_head=rec["h"])
+    assert rep.ok and rep.n_records == 13 and rec["seq"] == 12
