@@ -78,7 +78,9 @@ async def test_app_keeps_up_with_a_fast_writer(tmp_path):
         status = app.screen.query_one("#traces-status", Static).content
         assert f"of {GENS * TRACES_PER_GEN:,} traces" in (status.plain if isinstance(status, Text) else str(status))
     print("latency", latencies, "polls", sorted(polls)[-5:], len(polls), "redraws", sorted(redraws)[-5:], len(redraws))
-    assert sorted(latencies)[len(latencies) // 2] < 1.0 and max(latencies) < 3.0, latencies
+    # a UI that parsed the backlog on its own thread would freeze for the whole read (5-10 s of
+    # JSON for 50k traces); bounds are loose because the test machine may be heavily shared
+    assert sorted(latencies)[len(latencies) // 2] < 2.0 and max(latencies) < 4.0, latencies
     # bounded work per refresh, even on 2 shared cores: a poll stops after ~50 ms of parsing a file
     assert max(polls) < 3.0, sorted(polls)[-5:]
     assert max(redraws) < 0.5, sorted(redraws)[-5:]
