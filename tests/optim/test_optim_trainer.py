@@ -193,3 +193,23 @@ def test_finishing_a_run_killed_after_its_last_checkpoint(tmp_path, cfg):
     new = run.read_events()[n_events:]
     assert [e["type"] for e in new] == ["status", "status"]  # running, finished: no generation ran again
     assert run.summary.exists() and run.read_meta()["status"] == "finished"
+
+
+def test_fitness_without_validation_uses_the_cached_validator(tmp_path, cfg):
+    class NoFreeValidation(CachedFitness):  # like live mode: validating would cost money
+        def validate(self, thetas, questions):
+            return None
+
+    c = cfg.model_copy(update={"generations": 3})
+    t = standin_trainer(tmp_path / "run", c, fitness_cls=NoFreeValidation)
+    t.train()
+    gens = [e for e in RunDir(tmp_path / "run").read_events() if e["type"] == "generation"]
+    assert all("val_acc" not in g for g in gens)
+    assert json.loads((tmp_path / "run/summary.json").read_text())["best_theta"]["which"] == "es_mean"
+
+    t = standin_trainer(tmp_path / "run2", c, fitness_cls=NoFreeValidation)
+    t.validator = CachedFitness(t.router, t.inputs.matrix, list(MODELS), traces="none", text=lambda q: q.question)
+    t.train()
+    gens = [e for e in RunDir(tmp_path / "run2").read_events() if e["type"] == "generation"]
+    assert all(0 <= g["val_acc"] <= 1 for g in gens)
+    assert "test_acc" in json.loads((tmp_path / "run2/summary.json").read_text())

@@ -46,6 +46,13 @@ def make_fitness(cfg: TrainConfig, run: RunDir, router: Any, inputs: RunInputs, 
     return make_live_fitness(cfg, run, router, inputs, models)
 
 
+def make_validator(cfg: TrainConfig, router: Any, inputs: RunInputs, models: list[str]) -> CachedFitness | None:
+    """Live mode with an outcome matrix: validation accuracy from the matrix (free, cached)."""
+    if cfg.mode == "cached" or inputs.matrix is None or list(inputs.matrix.models) != list(models):
+        return None
+    return CachedFitness(router, inputs.matrix, models, traces="none")
+
+
 def pool_models(cfg: TrainConfig, inputs: RunInputs) -> list[str]:
     """θ's model order: the matrix's (the order of per_model keys in its first task)."""
     if inputs.matrix is not None:
@@ -128,7 +135,8 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
                     "every generation uses all of them", level="warning")
         fitness = make_fitness(cfg, run, router, inputs, models)
         try:
-            trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=run.id, on_event=on_event)
+            trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=run.id, on_event=on_event,
+                              validator=make_validator(cfg, router, inputs, models))
             trainer.set_warmup(_warmup(fitness, router, inputs, trainer))
             return trainer.train()
         finally:
@@ -159,7 +167,7 @@ def resume_run(run_dir: str | os.PathLike, overrides: dict[str, Any] | None = No
         fitness = make_fitness(cfg, run, router, inputs, models)
         try:
             trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=meta.get("id", run.id),
-                              on_event=on_event)
+                              on_event=on_event, validator=make_validator(cfg, router, inputs, models))
             if state is not None:
                 trainer.load_state(state)
             run.update_meta(config=cfg.resolved(), pid=os.getpid(), budget_usd=cfg.budget_usd)

@@ -76,12 +76,14 @@ def _mix(names: list[str] | tuple[str, ...], idx: np.ndarray) -> dict[str, int]:
 class Trainer:
     def __init__(self, run: RunDir, cfg: TrainConfig, inputs: RunInputs, router: Any,
                  fitness: Fitness, models: list[str], *, run_id: str,
-                 on_event: Callable[[dict], None] | None = None):
+                 on_event: Callable[[dict], None] | None = None, validator: Any = None):
         self.run = run
         self.cfg = cfg
         self.inputs = inputs
         self.router = router
         self.fitness = fitness
+        # validation when the fitness has none of its own (live mode): the outcome matrix, cached
+        self.validator = validator
         self.models = list(models)
         self.run_id = run_id
         self.config_hash = cfg.hash()
@@ -240,7 +242,7 @@ class Trainer:
         if not self.val_q or not cfg.val_every or gen % cfg.val_every:
             return
         mean = np.asarray(st["es"].mean, dtype=np.float64)
-        acc = self.fitness.validate(np.stack([mean, best_cand]), self.val_q)  # (2, n_val)
+        acc = self._accuracy(np.stack([mean, best_cand]), self.val_q)  # (2, n_val)
         if acc is None:
             return
         val_mean, val_best = (float(a) for a in np.asarray(acc).mean(axis=1))
@@ -250,6 +252,13 @@ class Trainer:
             if st["best"] is None or v >= st["best"]["val_acc"]:
                 st["best"] = {"theta": theta.copy(), "val_acc": v, "gen": gen, "which": which}
         record["best_val_acc"] = st["best"]["val_acc"]
+
+    def _accuracy(self, thetas: np.ndarray, questions: list) -> np.ndarray | None:
+        """(T, n) held-out correctness (argmax routing), or None when nothing can score it free."""
+        acc = self.fitness.validate(thetas, questions)
+        if acc is None and self.validator is not None:
+            acc = self.validator.validate(thetas, questions)
+        return acc
 
     # ---- outputs ------------------------------------------------------------------------------
     def best_theta(self) -> tuple[np.ndarray, dict[str, Any]]:
@@ -295,6 +304,8 @@ class Trainer:
             "best_theta": {**info, "rule": BEST_RULE},
             "evals": st["evals"], "cost_usd": float(self.fitness.cost_usd), "calls": int(self.fitness.calls),
             "config_hash": self.config_hash,
+            "held_out_accuracy": ("val/test accuracies below: argmax turn-1 routing scored by the outcome "
+                                  "matrix (cached, mean of k samples)"),
             "fitness_definition": ("cached: turn-1 model choice scored by that model's mean recorded "
                                    "correctness over its k samples; candidate fitness = mean over the "
                                    "generation's m-question minibatch; evals = candidate x question "
@@ -317,7 +328,7 @@ class Trainer:
             if not ids:
                 continue
             qs = [by_id[i] for i in ids]
-            acc = self.fitness.validate(theta[None, :], qs)
+            acc = self._accuracy(theta[None, :], qs)
             if acc is None:
                 continue
             rows = [matrix.row(i) for i in ids]
