@@ -169,9 +169,18 @@ class RunSnapshot:
         if total is None or per is None or self.status not in ("running", "created"):
             return None
         left = max(0, total - self.generations_done)
-        if self.progress and self.progress.total and self.progress.gen >= self.generations_done:
-            left -= min(1.0, self.progress.done / self.progress.total)
+        if self.in_progress is not None:
+            left -= min(1.0, self.in_progress.done / self.in_progress.total)
         return max(0.0, left * per)
+
+    @property
+    def in_progress(self) -> Progress | None:
+        """The progress of the generation being evaluated now (none between generations)."""
+        p = self.progress
+        last = int(self.gens.gen[-1]) if len(self.gens) else None
+        if p is None or not p.total or (last is not None and p.gen <= last):
+            return None
+        return p
 
     @property
     def evals_per_sec(self) -> float | None:
@@ -306,7 +315,8 @@ class RunModel:
         elif kind == "status":
             self._last_status = str(ev.get("status", ""))
             msg = str(ev.get("message") or "")
-            self._logs.append(LogLine(t, "status", f"{self._last_status}" + (f": {msg}" if msg else "")))
+            text = msg if msg.startswith(self._last_status) else f"{self._last_status}" + (f": {msg}" if msg else "")
+            self._logs.append(LogLine(t, "status", text))
         elif kind == "log":
             self._logs.append(LogLine(t, str(ev.get("level", "info")), str(ev.get("message", ""))))
 

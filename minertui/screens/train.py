@@ -78,8 +78,8 @@ def mix_text(s: RunSnapshot, width: int = 10) -> Text:
 
 def progress_text(s: RunSnapshot, width: int = 30) -> Text:
     t = Text()
-    p = s.progress
-    if p is not None and p.total and p.gen >= s.generations_done and s.status in ("running", "created"):
+    p = s.in_progress
+    if p is not None and s.status in ("running", "created"):
         t.append(f"gen {p.gen:<5} ", style="dim")
         t.append(bar(p.done / p.total, width), style="cyan")
         t.append(f" {p.done:,}/{p.total:,} candidate×question\n")
