@@ -25,6 +25,9 @@ def _printer(as_json: bool):
                   f"sigma {ev['sigma']:.4f}{val}{cost}  {ev['secs']:.2f}s", flush=True)
         elif t == "status" and ev.get("status") in ("finished", "stopped"):
             print(ev.get("message") or ev["status"], flush=True)
+        elif t == "log":
+            level = ev.get("level", "info")
+            print(("" if level == "info" else f"{level}: ") + str(ev.get("message", "")), flush=True)
     return on_event
 
 

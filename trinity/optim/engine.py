@@ -127,16 +127,21 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
             "argv": argv or [],
         }
         run.write_meta(meta)
-        if inputs.matrix is not None and inputs.matrix.notes:
-            for note in inputs.matrix.notes:
-                run.log(f"matrix: {note}")
-        if cfg.m > len(inputs.splits["train"]):
-            run.log(f"m={cfg.m} is more than the {len(inputs.splits['train'])} training questions; "
-                    "every generation uses all of them", level="warning")
         fitness = make_fitness(cfg, run, router, inputs, models)
         try:
             trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=run.id, on_event=on_event,
                               validator=make_validator(cfg, router, inputs, models))
+            sp = inputs.splits
+            trainer.event("log", level="info", message=(
+                f"run {run.id} in {run.path}: {cfg.mode} mode, {len(sp['train'])}/{len(sp['val'])}/"
+                f"{len(sp['test'])} train/val/test questions, models {', '.join(models)}, "
+                f"θ {router.n_params} values, popsize {cfg.popsize}, m {cfg.m}, {cfg.generations} generations"))
+            for note in (inputs.matrix.notes if inputs.matrix is not None else []):
+                trainer.event("log", level="info", message=f"matrix: {note}")
+            if cfg.m > len(sp["train"]):
+                trainer.event("log", level="warning", message=(
+                    f"m={cfg.m} is more than the {len(sp['train'])} training questions; "
+                    "every generation uses all of them"))
             trainer.set_warmup(_warmup(fitness, router, inputs, trainer))
             return trainer.train()
         finally:

@@ -120,6 +120,11 @@ class Trainer:
         self.on_event(ev)
         return ev
 
+    def set_status(self, status: str, message: str = "") -> None:
+        """RunDir.set_status (run.json, then a `status` event), with the event also sent to on_event."""
+        self.run.update_meta(status=status, status_message=message)
+        self.event("status", status=status, message=message)
+
     def _progress(self, gen: int) -> Callable[[int, int], None]:
         def progress(done: int, total: int) -> None:
             if self._stop_signal:
@@ -158,7 +163,7 @@ class Trainer:
 
     def _train(self, resume: bool) -> TrainResult:
         try:
-            self.run.set_status("running", f"resumed at generation {self.state['gen']}" if resume else "")
+            self.set_status("running", f"resumed at generation {self.state['gen']}" if resume else "")
             if self._warm is not None and self.state["gen"] < self.cfg.generations:
                 self._warm()
             while self.state["gen"] < self.cfg.generations:
@@ -172,13 +177,12 @@ class Trainer:
         except BudgetExceeded as e:
             return self._stopped(f"stopped: budget reached ({e})", e.exit_code)
         except BaseException as e:
-            self.run.set_status("failed", f"{type(e).__name__}: {e}"[:500])
+            self.set_status("failed", f"{type(e).__name__}: {e}"[:500])
             raise
         self._stop_signal = self._stop_signal or "done"  # from here on a signal only sets the flag
         self.write_summary()
         msg = f"finished {self.state['gen']} generations"
-        self.run.set_status("finished", msg)
-        self.on_event({"type": "status", "status": "finished", "message": msg})
+        self.set_status("finished", msg)
         return TrainResult("finished", msg, 0, self.state["gen"])
 
     _warm: Callable[[], None] | None = None
@@ -189,8 +193,7 @@ class Trainer:
 
     def _stopped(self, message: str, code: int) -> TrainResult:
         self.write_summary()
-        self.run.set_status("stopped", message)
-        self.on_event({"type": "status", "status": "stopped", "message": message})
+        self.set_status("stopped", message)
         return TrainResult("stopped", message, code, self.state["gen"])
 
     def generation(self) -> None:
