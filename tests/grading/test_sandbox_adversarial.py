@@ -20,12 +20,42 @@ from pathlib import Path
 import pytest
 
 from trinity.grading.code import grade_code, grade_code_run
-from trinity.grading.sandbox import bwrap_status, describe_layers
+from trinity.grading.sandbox import bwrap_status, describe_layers, probe
 
 ROOT = Path(__file__).resolve().parents[2]
 IS_ROOT = os.geteuid() == 0
+
+
+def _plain_isolates() -> bool:
+    """The plain child isolates when, as root, it could switch to a throw-away uid."""
+    run = probe(False)
+    return IS_ROOT and not isinstance(run, str) and run.layers.get("uid") not in (None, 0)
+
+
+# The modes with an isolating layer here: bubblewrap where it works; the plain child as root
+# (throw-away uid). Without either (an ordinary user without bwrap, a root without CAP_SETUID)
+# describe_layers must warn instead (test_describe_layers_matches_the_machine).
 MODES = ([pytest.param(True, id="bwrap")] if bwrap_status()[0] else []) + \
-    ([pytest.param(False, id="plain-root")] if IS_ROOT else [])
+    ([pytest.param(False, id="plain-root")] if _plain_isolates() else [])
+
+# The layer an attack is contained by, where a machine may lack it (then the attack is not
+# asserted in that mode, and describe_layers must say the layer is off).
+NEEDS = {
+    "fork_bomb": "uid", "kill_parent": "uid", "read_user_home": "uid", "read_secret_env": "uid",
+    "socket_to_localhost": "netns", "write_outside": "mountns",
+}
+
+
+def _require(attack: str, use_bwrap: bool) -> None:
+    layer = NEEDS.get(attack)
+    if layer is None:
+        return
+    held = probe(use_bwrap).layers
+    active = held.get("uid") not in (None, 0, os.getuid()) if layer == "uid" else bool(held.get(layer))
+    if not active:
+        off = [note for name, on, note in describe_layers() if not on]
+        assert off, "a layer is missing but describe_layers reports everything active"
+        pytest.skip(f"{layer} layer not active on this machine ({'; '.join(off)[:200]})")
 
 SUM = {"tests": [{"input": "2 3\n", "output": "5\n", "testtype": "stdin"},
                  {"input": "10 -4\n", "output": "6\n", "testtype": "stdin"}]}
@@ -101,10 +131,14 @@ ATTACKS = {
         try:
             if b"sk-test-secret-0123" in open("/proc/self/environ", "rb").read():
                 print(a + b)
-            if b"sk-test-secret-0123" in open(f"/proc/{os.getppid()}/environ", "rb").read():
-                print(a + b)
         except OSError:
             pass
+        for pid in (os.getppid(), GRADER_PID):
+            try:
+                if b"sk-test-secret-0123" in open(f"/proc/{pid}/environ", "rb").read():
+                    print(a + b)
+            except OSError:
+                pass
     """, SUM),
     "read_user_home": ("""
         found = os.path.expanduser("~") == HOME_DIR
@@ -277,13 +311,17 @@ def _program(body: str, world: dict, grader_pid: int) -> str:
 
 
 def _assert_contained(world: dict, run, elapsed: float) -> None:
-    for d in (world["tmp"], world["outside"], Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), ROOT, world["home"]):
+    held = run.layers if run is not None else {}
+    shared = [Path("/tmp"), Path("/var/tmp"), Path("/dev/shm")] if held.get("mountns") else []
+    for d in [world["tmp"], world["outside"], ROOT, world["home"], Path("/etc"), *shared]:
         assert not (d / world["marker"]).exists(), f"the program wrote {d / world['marker']}"
     assert not (world["outside"] / "escape.txt").exists()
     assert not list(ROOT.glob("escape-*")), "the program wrote into the repository"
-    assert not Path("/tmp", world["marker"] + "-2").exists()
-    with pytest.raises(BlockingIOError):
-        world["listener"].accept()  # nobody connected to the parent's localhost port
+    if held.get("mountns"):
+        assert not Path("/tmp", world["marker"] + "-2").exists()
+    if held.get("netns"):
+        with pytest.raises(BlockingIOError):
+            world["listener"].accept()  # nobody connected to the parent's localhost port
     assert elapsed < BOUND_S, f"took {elapsed:.1f}s"
     if run is not None:
         assert not _sandbox_uid_processes(run.layers.get("uid")), "processes of the run were left running"
@@ -292,6 +330,7 @@ def _assert_contained(world: dict, run, elapsed: float) -> None:
 @pytest.mark.parametrize("use_bwrap", MODES)
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_attack_is_contained(attack, use_bwrap, world):
+    _require(attack, use_bwrap)
     body, gold = ATTACKS[attack]
     code = _program(body, world, os.getpid())
     t0 = time.monotonic()
@@ -328,19 +367,29 @@ def test_attack_harness_is_not_vacuous(use_bwrap, world):
 
 
 @pytest.mark.parametrize("use_bwrap", MODES)
-def test_reported_layers(use_bwrap):
+def test_reported_layers_match_describe_layers(use_bwrap):
     _, run = grade_code_run("print(sum(map(int, input().split())))", SUM, use_bwrap=use_bwrap)
     assert run.outcome == "completed" and run.bwrap is use_bwrap
-    assert run.layers["netns"] is True
-    if IS_ROOT:
-        assert run.layers["uid"] != 0 and run.layers["uid"] >= 1_800_000_000
-        assert run.layers["mountns"] is True
+    layers = {name: active for name, active, _ in describe_layers()}
+    dropped = run.layers["uid"] not in (0, os.getuid())
+    assert layers["throw-away uid"] is dropped
+    if dropped:
+        assert 1_800_000_000 <= run.layers["uid"] < 2_000_000_000
+    if use_bwrap:
+        assert run.layers["netns"] is True and run.layers["mountns"] is True
+    elif not bwrap_status()[0]:  # plain is what this machine uses: doctor reports its namespaces
+        assert layers["network namespace"] is run.layers["netns"]
+        assert layers["mount namespace"] is run.layers["mountns"]
 
 
 def test_describe_layers_matches_the_machine():
     layers = {name: (active, note) for name, active, note in describe_layers()}
     assert layers["bubblewrap"][0] is bwrap_status()[0]
-    assert layers["throw-away uid"][0] is IS_ROOT
+    held = probe(bwrap_status()[0]).layers  # the mode grading uses here
+    dropped = held["uid"] not in (0, os.getuid())
+    assert layers["throw-away uid"][0] is dropped
+    if IS_ROOT and not dropped:
+        assert "failed" in layers["throw-away uid"][1] and "runs as root" in layers["throw-away uid"][1]
     for name in ("separate process", "allow-listed environment", "rlimits", "new session + group kill"):
         assert layers[name][0] is True
     if not MODES:  # neither root nor bubblewrap: the suite above cannot run, the user is warned
@@ -362,5 +411,6 @@ def test_no_privilege_is_left_to_the_code(use_bwrap):
     assert run.outcome == "completed", run
     fields = dict(line.split(":", 1) for line in seen[0].strip().splitlines())
     assert int(fields["CapEff"], 16) == 0 and fields["NoNewPrivs"].strip() == "1"
-    if IS_ROOT:
-        assert set(fields["Uid"].split()) == {str(run.layers["uid"])} and run.layers["uid"] != 0
+    assert set(fields["Uid"].split()) == {str(run.layers["uid"])}
+    if IS_ROOT and probe(use_bwrap).layers.get("uid_error") is None:
+        assert run.layers["uid"] != 0

@@ -150,17 +150,22 @@ def _drop(job: dict, names: set) -> dict:
                 held["stdlib"] = "preloaded"
             held["netns"] = libc.unshare(0x40000000) == 0  # CLONE_NEWNET: no usable network
             held["mountns"] = _private_mounts(libc, job["limits"]["output_bytes"] * 4)
-            os.chown(".", uid, uid)  # (inside bubblewrap the work dir is a 1777 tmpfs)
             libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS (bubblewrap sets it itself)
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)  # from root to non-root: every capability is gone
-        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+        try:
+            if not job["in_bwrap"]:
+                os.chown(".", uid, uid)  # (inside bubblewrap the work dir is a 1777 tmpfs)
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)  # from root to non-root: every capability is gone
+        except OSError as e:  # no CAP_SETUID (a restricted container): stay, and say so
+            held["uid_error"] = _short(e)
         held["uid"] = os.getuid()
+    if uid is not None and held["uid"] == uid:
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
     else:
         own = _count_tasks(os.getuid())  # the limit counts all of this user's tasks
         resource.setrlimit(resource.RLIMIT_NPROC, (own + nproc, own + nproc))
-        if not job["in_bwrap"]:
+        if not job["in_bwrap"] and uid is None:
             _libc().prctl(38, 1, 0, 0, 0)
     if not job["in_bwrap"]:
         # Die with the grader (bubblewrap has --die-with-parent). Set after the uid change,

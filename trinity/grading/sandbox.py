@@ -158,16 +158,24 @@ def _bwrap_argv(workdir_size: int, result_fd: int, status_fd: int | None = None)
 
 
 @functools.cache
+def probe(use_bwrap: bool) -> SandboxRun | str:
+    """Run one trivial job in that mode: the SandboxRun (its `layers` say what the child could
+    set up on this machine), or why it failed. Cached per process."""
+    try:
+        run = _run(_probe_job(), Limits(per_test_timeout=10, problem_timeout=10), None, use_bwrap)
+    except SandboxError as e:
+        return str(e)
+    return run if run.outcome == "completed" else f"{run.outcome}: {run.detail}"
+
+
+@functools.cache
 def bwrap_status() -> tuple[bool, str]:
-    """(usable, why): runs the real sandbox command once with a trivial job."""
+    """(usable, why): runs the real bubblewrap sandbox once with a trivial job."""
     if shutil.which("bwrap") is None:
         return False, "bwrap not installed (apt-get install bubblewrap)"
-    try:
-        run = _run(_probe_job(), Limits(per_test_timeout=10, problem_timeout=10), None, True)
-    except SandboxError as e:
-        return False, f"bwrap could not start: {e}"
-    if run.outcome != "completed":
-        return False, f"bwrap is installed but does not work here ({run.outcome}: {run.detail})"
+    result = probe(True)
+    if isinstance(result, str):
+        return False, f"bwrap is installed but does not work here ({result})"
     return True, "works"
 
 
@@ -201,9 +209,13 @@ def _probe_job() -> dict:
 
 
 def describe_layers() -> list[tuple[str, bool, str]]:
-    """(layer, active on this machine, note) for `trinity doctor`."""
+    """(layer, active on this machine, note) for `trinity doctor`, from a real probe run."""
     root = _is_root()
     bw, why = bwrap_status()
+    result = probe(bw)
+    if isinstance(result, str):
+        return [("separate process", False, f"the code sandbox cannot start here ({result}): code cannot be graded")]
+    held = result.layers
     layers = [
         ("separate process", True, "candidate code runs only in a fresh `python -I -S` child, one per problem"),
         ("allow-listed environment", True, "PATH, LANG, HOME/TMPDIR = the sandbox dir; no API keys, no user HOME"),
@@ -212,10 +224,15 @@ def describe_layers() -> list[tuple[str, bool, str]]:
         ("rlimits", True, "CPU seconds, address space, file size (output cap), open files, no core dumps"),
         ("results on a private pipe", True, "nonce-tagged; outputs compared in the parent; a missing result is a fail"),
     ]
-    if root:
+    dropped = held.get("uid") not in (None, os.getuid())
+    if dropped:
         layers.append(("throw-away uid", True, "runs as an unused uid with no capabilities and no_new_privs: "
                        "RLIMIT_NPROC binds (fork bombs stop), cannot signal or read our processes or "
                        "root-only files; every process left with that uid is killed afterwards"))
+    elif root:
+        layers.append(("throw-away uid", False, f"root, but switching to an unused uid failed ({held.get('uid_error')}): "
+                       "the code runs as root; RLIMIT_NPROC does not bind (only the wall-clock kill stops a fork "
+                       "bomb)"))
     else:
         layers.append(("throw-away uid", False, "not root: the code runs as your uid; RLIMIT_NPROC is set to "
                        "your current task count + the limit"))
@@ -223,20 +240,24 @@ def describe_layers() -> list[tuple[str, bool, str]]:
         mode = "pid/net/ipc/uts namespaces, no user namespace (root)" if root else "--unshare-all"
         layers.append(("bubblewrap", True, f"{mode}, --die-with-parent --new-session --clearenv, no capabilities, "
                        "read-only /usr and interpreter, private tmpfs /tmp and /sandbox; nothing else visible"))
+        return layers
+    layers.append(("bubblewrap", False, why))
+    if root:
+        layers.append(("network namespace", bool(held.get("netns")), "own empty network namespace (no localhost)"
+                       if held.get("netns") else "could not unshare the network (no CAP_SYS_ADMIN?): the code has "
+                       "your network"))
+        layers.append(("mount namespace", bool(held.get("mountns")), "fresh tmpfs on /tmp, /var/tmp, /dev/shm, "
+                       "/run/lock" if held.get("mountns") else "could not unshare mounts: the code can write "
+                       "world-writable dirs such as /tmp"))
+        if held.get("stdlib") == "preloaded" and dropped:
+            layers.append(("standard library", False, f"{sys.base_prefix} is not readable by other users: the code "
+                           "can import only the stdlib modules it names, preloaded before the uid drop"))
+        layers.append(("warning", False, "root without bubblewrap: the code can read world-readable files, see "
+                       "other processes in /proc, and fill the disk through its work dir (per-file cap only); "
+                       "install bubblewrap"))
     else:
-        layers.append(("bubblewrap", False, why))
-        if root:
-            if _hidden_from_others(os.path.dirname(os.__file__)):
-                layers.append(("standard library", False, f"{sys.base_prefix} is not readable by other users: "
-                               "the code can import only the modules preloaded before the uid drop"))
-            layers.append(("network + mount namespaces", True, "own empty network namespace (no localhost), "
-                           "fresh tmpfs on /tmp, /var/tmp, /dev/shm, /run/lock"))
-            layers.append(("warning", False, "root without bubblewrap: the code can read world-readable files, see "
-                           "other processes in /proc, and fill the disk through its work dir (per-file cap only); "
-                           "install bubblewrap"))
-        else:
-            layers.append(("warning", False, "no bubblewrap and not root: the code runs as your user with your "
-                           "network; it can read your files and signal your processes; install bubblewrap"))
+        layers.append(("warning", False, "no bubblewrap and not root: the code runs as your user with your "
+                       "network; it can read your files and signal your processes; install bubblewrap"))
     return layers
 
 
@@ -401,7 +422,7 @@ def _pump(proc, fd: int, nonce: str, n_tests: int, limits: Limits, on_result, ru
                 now = time.monotonic()
                 if event == "ready":
                     run.startup_s = now - t0
-                    run.layers = {k: head.get(k) for k in ("uid", "netns", "mountns", "stdlib")}
+                    run.layers = {k: head.get(k) for k in ("uid", "netns", "mountns", "stdlib", "uid_error")}
                 elif event == "start":
                     current = head.get("test")
                     test_deadline = min(problem_deadline, now + limits.per_test_timeout)
@@ -487,6 +508,13 @@ def _kill(proc: subprocess.Popen, drop_uid: int | None) -> None:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:  # cannot happen for SIGKILL short of a hung kernel
         pass
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:  # until the group's other members are gone too
+        try:
+            os.killpg(proc.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            break
+        time.sleep(0.002)
     if proc.stdin:
         try:
             proc.stdin.close()
