@@ -73,6 +73,8 @@ class FitnessPlot(CachedPlot):
             return
         x, (best, mean, mx, sigma) = reduce(
             g.gen, [g.best, g.mean, g.max, g.sigma], ["max", "mean", "max", "mean"])
+        lo, hi = int(x[0]), int(x[-1])
+        plt.xticks(sorted(set(np.linspace(lo, hi, min(6, hi - lo + 1)).round().astype(int).tolist())))
         x = x.tolist()
         plt.title("fitness per generation")
         plt.plot(x, mx.tolist(), label="max", marker="braille", color="green")
