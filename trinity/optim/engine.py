@@ -95,9 +95,14 @@ def _warmup(fitness: Fitness, router: Any, inputs: RunInputs, trainer: Trainer) 
     def warm() -> None:
         if not isinstance(fitness, CachedFitness):
             return
+        import time
+
         qs = trainer.train_q + trainer.val_q
+        t0 = time.monotonic()
+        trainer.event("log", level="info", message=f"encoding {len(qs)} train+val questions once (feature cache)")
         for a in range(0, len(qs), WARM_CHUNK):
             router.layer_inputs(fitness.texts(qs[a:a + WARM_CHUNK]))
+        trainer.event("log", level="info", message=f"encoded {len(qs)} questions in {time.monotonic() - t0:.1f}s")
     return warm
 
 
