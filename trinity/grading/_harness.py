@@ -20,7 +20,6 @@ Messages: one JSON header line `{"nonce", "event", ...,"len": n}` followed by n 
 """
 
 import builtins
-import io
 import marshal
 import os
 import signal

@@ -15,7 +15,12 @@ The process that holds keys and the ledger never runs candidate code. Each probl
   /sandbox. As root the user namespace is left out (so the harness can drop to the throw-away
   uid, which a root-only user namespace cannot map); unprivileged it is `--unshare-all`.
 
-`describe_layers()` says which of these hold on this machine (`trinity doctor` prints it).
+After a run nothing of it is left: the parent waits for the process group, bubblewrap's pid
+namespace (a pidfd on its pid 1) and, as root, every process of the throw-away uid to be gone.
+
+`describe_layers()` says which of these hold on this machine — from a real probe run, so a
+layer the machine refuses (no CAP_SETUID, no CAP_SYS_ADMIN, no bwrap) is reported as off, with
+what that leaves open (`trinity doctor` prints it).
 """
 
 from __future__ import annotations
@@ -230,8 +235,8 @@ def describe_layers() -> list[tuple[str, bool, str]]:
                        "RLIMIT_NPROC binds (fork bombs stop), cannot signal or read our processes or "
                        "root-only files; every process left with that uid is killed afterwards"))
     elif root:
-        layers.append(("throw-away uid", False, f"root, but switching to an unused uid failed ({held.get('uid_error')}): "
-                       "the code runs as root; RLIMIT_NPROC does not bind (only the wall-clock kill stops a fork "
+        layers.append(("throw-away uid", False, "root, but switching to an unused uid failed "
+                       f"({held.get('uid_error')}): the code runs as root; RLIMIT_NPROC does not bind (only the wall-clock kill stops a fork "
                        "bomb)"))
     else:
         layers.append(("throw-away uid", False, "not root: the code runs as your uid; RLIMIT_NPROC is set to "
@@ -276,6 +281,10 @@ def run_in_sandbox(job: dict, limits: Limits, on_result: Callable[[int, str, str
     if not sys.platform.startswith("linux"):
         raise TrinityError(f"the code sandbox needs Linux (rlimits, /proc, namespaces); this is {sys.platform}: "
                            "grade code on a Linux machine")
+    if job.get("mode") not in ("stdin", "call") or not isinstance(job.get("code"), str) \
+            or not isinstance(job.get("inputs"), list) or (job["mode"] == "call" and not job.get("fn_name")):
+        raise InputError('sandbox job must be {"mode": "stdin"|"call", "code": str, "inputs": [...], '
+                         '"fn_name": str (call)}')
     if use_bwrap is None:
         use_bwrap = bwrap_status()[0]
     return _run(job, limits, on_result, use_bwrap)
