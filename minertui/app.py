@@ -60,6 +60,7 @@ class MinerApp(App):
         self.auto_poll = poll
         self.demo = demo
         self.demo_note = ""
+        self.submit_defaults: dict[str, str] = {}  # the demo pre-fills Submit (miner, throwaway repo)
         self.unsaved: dict[str, str] = {}  # what would be lost on quit -> why
         self._polling = False
         self._drawn_at = 0.0

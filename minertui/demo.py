@@ -9,6 +9,7 @@ Everything is labelled "practice (simulated pool)".
 from __future__ import annotations
 
 import socket
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -47,6 +48,31 @@ def cached_args() -> list[str]:
     return ["--config", str(PRACTICE_CONFIG), "--mode", "cached"]
 
 
+def make_throwaway_repo(base: Path) -> Path:
+    """A local stand-in for the competition repository (a clone with a bare `origin`), so the
+    demo's Submit mode can pack, plan, commit and push without touching anything real."""
+    import subprocess
+
+    origin, repo = base / "competition-origin.git", base / "competition-repo"
+    if (repo / ".git").is_dir():
+        return repo
+
+    def git(*args: str, cwd: Path) -> None:
+        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, timeout=30)
+
+    base.mkdir(parents=True, exist_ok=True)
+    git("init", "-q", "--bare", "-b", "main", str(origin), cwd=base)
+    git("init", "-q", "-b", "main", str(repo), cwd=base)
+    git("config", "user.name", "minertui demo", cwd=repo)
+    git("config", "user.email", "demo@minertui.invalid", cwd=repo)
+    (repo / "README.md").write_text("Throwaway stand-in for the competition repository (minertui demo).\n")
+    git("add", "README.md", cwd=repo)
+    git("commit", "-q", "-m", "throwaway competition repo for the minertui demo", cwd=repo)
+    git("remote", "add", "origin", str(origin), cwd=repo)
+    git("push", "-q", "origin", "main", cwd=repo)
+    return repo
+
+
 def start_demo(app) -> None:
     """Kick off the demo from the app (runs in a thread worker; never blocks the UI)."""
     app.demo_note = "practice (simulated pool): starting…"
@@ -58,6 +84,10 @@ def _demo(app) -> None:
 
     sup = app.supervisor
     root = sup.runs_root
+    try:
+        app.submit_defaults = {"miner": "demo-miner", "repo": str(make_throwaway_repo(root / ".demo-git"))}
+    except (OSError, subprocess.SubprocessError) as e:  # no git: Submit just starts empty
+        app.call_from_thread(app.notify, f"no throwaway repo for Submit: {e}", severity="warning")
     port = free_port()
     sup.start_server(trinity_argv(*server_argv(port)), root / "practice-server.log")
     run_dir = sup.start_train(live_args(port), run_id=new_run_id("demo-live"))

@@ -84,6 +84,12 @@ class SubmitScreen(ModeScreen):
         yield RichLog(id="submit-log", wrap=True, markup=False, max_lines=2000)
         yield Static(id="submit-url")
 
+    def on_mount(self) -> None:
+        defaults = getattr(self.app, "submit_defaults", None) or {}  # the demo's throwaway repo
+        for key in ("miner", "repo"):
+            if defaults.get(key):
+                self.query_one(f"#sub-{key}", Input).value = defaults[key]
+
     def update_body(self, poll: Poll) -> None:
         s = poll.current
         key = (str(s.path) if s else None, s.status if s else None, self.busy)

@@ -39,4 +39,6 @@ class RunBar(Static):
             t.append(" · no run selected", style="dim")
         if note:
             t.append(f" · {note}", style="yellow")
-        self.update(t)
+        if t != getattr(self, "_shown", None):  # an unchanged bar costs no repaint
+            self._shown = t
+            self.update(t)

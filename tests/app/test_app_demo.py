@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 from rich.text import Text
 from textual.widgets import Static
@@ -36,4 +37,10 @@ async def test_demo_starts_a_practice_run_and_the_curves_move(tmp_path):
         # the plot has the generations that are in the file
         gens = [e for e in RunDir(s.path).read_events() if e.get("type") == "generation"]
         assert len(gens) >= len(s.gens) >= 2
+        # Submit is pre-filled with a throwaway local "competition repo"
+        repo = app.submit_defaults["repo"]
+        assert (Path(repo) / ".git").is_dir() and app.submit_defaults["miner"] == "demo-miner"
+        await pilot.press("6")
+        await pilot.pause()
+        assert app.screen.query_one("#sub-repo").value == repo
         app.supervisor.stop(s.path, grace_s=5)  # do not leave it training after the test
