@@ -215,3 +215,19 @@ def test_a_sandbox_that_cannot_start_says_why(monkeypatch):
     monkeypatch.setattr(sandbox, "_interpreter", lambda: "/nonexistent/python3")
     with pytest.raises(sandbox.SandboxError, match="cannot start the code sandbox .*nonexistent"):
         grade_code("print(1)", stdin(("", "1\n")), use_bwrap=False)
+
+
+def test_site_builtins_exit_and_quit_work():
+    """`-S` skips site.py, which normally defines exit() and quit(); programs use them."""
+    gold = stdin(("2\n", "4\n"))
+    assert grade_code("print(int(input()) * 2)\nexit()", gold).correct
+    assert grade_code("print(int(input()) * 2)\nquit(0)", gold).correct
+    assert not grade_code("print(int(input()) * 2)\nexit(3)", gold).correct  # a failure status
+
+
+def test_deep_recursion_gets_a_judge_sized_stack_and_a_crash_is_wrong():
+    code = ("import sys\nsys.setrecursionlimit(10**7)\n@lru_cache(None)\ndef depth(n):\n"
+            "    return 0 if n == 0 else 1 + depth(n - 1)\nprint(depth(int(input())))")
+    assert grade_code(code, stdin(("100000\n", "100000\n"))).correct  # through C frames: > 8 MB
+    v = grade_code(code, stdin(("3000000\n", "3000000\n")))
+    assert not v.correct and "SIGSEGV" in v.reason, v.reason

@@ -126,6 +126,11 @@ def _set_limits(job: dict) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (lim["output_bytes"], lim["output_bytes"]))
     resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # Deep recursion through C (lru_cache, recursive __eq__) overflows an 8 MB stack where
+    # judges give far more; the main thread's stack may grow to this (it counts in RLIMIT_AS).
+    hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
+    want = 256 << 20 if hard == resource.RLIM_INFINITY else min(hard, 256 << 20)
+    resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an over-long write fails (EFBIG), not a kill
 
 
@@ -307,6 +312,8 @@ def main() -> None:
         rep.send("fatal", error=_short(e))
         os._exit(0)
     names = _names(code)
+    for name in ("exit", "quit"):  # site.py adds these; `-S` skips site, programs still call them
+        builtins.__dict__.setdefault(name, sys.exit)
     base = _prelude(names, job["prelude"])  # while the interpreter's files are still readable
     if job["mode"] == "call":
         import json  # noqa: F401  (for the results; after the drop it might not be importable)

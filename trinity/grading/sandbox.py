@@ -503,8 +503,17 @@ def _exit_detail(proc) -> str:
     except subprocess.TimeoutExpired:
         return "the child closed its result pipe"
     if rc < 0:
-        return f"the child was killed by {signal.Signals(-rc).name}"
+        return f"the child was killed by {_signal_name(-rc)}"
+    if 128 < rc < 128 + 65:  # bubblewrap passes a killed child on as 128 + signal
+        return f"the child was killed by {_signal_name(rc - 128)}"
     return f"the child exited with status {rc}"
+
+
+def _signal_name(n: int) -> str:
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return f"signal {n}"
 
 
 def _kill(proc: subprocess.Popen, drop_uid: int | None) -> None:
