@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from minertui.runmodel import RunModel, RunSnapshot
-from minertui.supervisor import Launched, Supervisor, log_tail
+from minertui.supervisor import Supervisor, log_tail
 from trinity.runs.rundir import list_runs
 
 

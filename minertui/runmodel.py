@@ -13,14 +13,13 @@ import math
 import os
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from minertui.store import Column, Interner, OffsetTail
-from minertui.widgets.format import fmt_duration  # noqa: F401  (re-exported)
 from trinity.errors import InputError
 from trinity.io import read_json
 from trinity.runs.rundir import RunDir

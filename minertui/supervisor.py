@@ -39,9 +39,6 @@ class Launched:
     argv: list[str]
     started: float
 
-    def exit_code(self) -> int | None:
-        return self.proc.poll()
-
 
 def trinity_argv(*args: str) -> list[str]:
     """`python -m trinity …` with this interpreter (works without the console script on PATH)."""

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Group
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult

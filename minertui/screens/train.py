@@ -3,7 +3,6 @@ routing mix of the last generation, validation accuracy, the status/log tail."""
 
 from __future__ import annotations
 
-from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,10 +10,10 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from minertui.reader import Poll
-from minertui.runmodel import RunSnapshot, fmt_duration, model_letter
+from minertui.runmodel import RunSnapshot, model_letter
 from minertui.screens.common import ModeScreen
 from minertui.widgets.curves import FitnessPlot
-from minertui.widgets.format import bar, num, usd, utc
+from minertui.widgets.format import bar, fmt_duration, num, usd, utc
 from trinity.errors import TrinityError
 
 LOG_STYLE = {"error": "red", "warning": "yellow", "status": "bold"}

@@ -8,7 +8,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pytest
 from rich.text import Text
 from textual.widgets import DataTable, Static
