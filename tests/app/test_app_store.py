@@ -158,7 +158,11 @@ def test_no_torch_in_the_app_process():
     import subprocess
     import sys
     code = ("import sys, minertui.app, minertui.screens.train, minertui.screens.analysis, "
-            "minertui.screens.submit, minertui.screens.traces, minertui.screens.ledger;"
+            "minertui.screens.submit, minertui.screens.traces, minertui.screens.ledger, "
+            "minertui.screens.newrun, minertui.screens.trace_detail, minertui.demo, "
+            # what the Submit, Ledger and new-run workers call in the app process
+            "trinity.submission.pack, trinity.submission.gates, trinity.submission.gitsubmit, "
+            "trinity.pool.ledger, trinity.config, trinity.data.questions;"
             "print(','.join(m for m in ('torch', 'transformers', 'datasets') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
