@@ -231,3 +231,10 @@ def test_deep_recursion_gets_a_judge_sized_stack_and_a_crash_is_wrong():
     assert grade_code(code, stdin(("100000\n", "100000\n"))).correct  # through C frames: > 8 MB
     v = grade_code(code, stdin(("3000000\n", "3000000\n")))
     assert not v.correct and "SIGSEGV" in v.reason, v.reason
+
+
+def test_main_in_a_big_stack_thread_is_waited_for():
+    code = ("import sys, threading\nthreading.stack_size(1 << 26)\nsys.setrecursionlimit(10**6)\n"
+            "def main():\n    import time\n    time.sleep(0.2)\n    print(int(input()) * 2)\n"
+            "threading.Thread(target=main).start()")
+    assert grade_code(code, stdin(("4\n", "8\n"), ("5\n", "10\n"))).correct

@@ -223,6 +223,20 @@ def _flush_all(*streams) -> str | None:
     return err
 
 
+def _join_program_threads() -> None:
+    """A program ends when its non-daemon threads do (as at interpreter exit): solutions run
+    `main` in a thread with a bigger stack (`threading.stack_size(...)`)."""
+    threading = sys.modules.get("threading")
+    if threading is None:  # the program started no thread
+        return
+    for t in threading.enumerate():
+        if t is not threading.main_thread() and not t.daemon:
+            try:
+                t.join()
+            except BaseException:
+                pass
+
+
 def _fresh_stdio() -> None:
     sys.stdin = sys.__stdin__ = open(0, "r", encoding="utf-8", errors="replace", closefd=False)
     sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", closefd=False)
@@ -251,6 +265,7 @@ def _run_stdin(code, base: dict, n_tests: int, rep: Reporter, cap: int) -> None:
                 status, error = "error", f"exit status {e.code!r}"
         except BaseException as e:
             status, error = "error", _short(e)
+        _join_program_threads()
         flush_error = _flush_all(ours, sys.stdout)
         secs = _clock() - t0
         if status == "ok" and flush_error:
