@@ -53,7 +53,10 @@ class RunsScreen(ModeScreen):
         table = self.query_one(DataTable)
         rows = [(str(s.path), run_row(s)) for s in poll.runs]
         if rows != getattr(self, "_rows", None):
-            keep = self._selected_key()
+            # keep the highlighted run; on the first fill, highlight the app's selected run
+            # (e.g. the one `minertui open` named), not simply the newest
+            cur = poll.current
+            keep = self._selected_key() if getattr(self, "_rows", None) else (str(cur.path) if cur else None)
             table.clear()
             for key, row in rows:
                 table.add_row(*(status_text(v) if i == 1 else v for i, v in enumerate(row)), key=key)

@@ -329,3 +329,17 @@ def test_cli_open_rejects_a_non_run_directory(tmp_path):
     assert out.returncode == 2
     assert out.stderr.strip().startswith("error:") and "not a run directory" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+async def test_open_selects_the_named_run_even_when_it_is_not_the_newest(runs_root):
+    newer = make_run(runs_root / "run-newer", generations=2).path
+    assert newer.exists()
+    app = MinerApp(runs_root=runs_root, poll=False, open_run=runs_root / "run-real", start_mode="train")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert app.current.path == (runs_root / "run-real").resolve()
+        await pilot.press("1")
+        await settle(app, pilot)
+        assert app.current.path == (runs_root / "run-real").resolve()
+        table = app.screen.query_one(DataTable)
+        assert cells(table, table.cursor_row)[0] == json.loads((runs_root / "run-real" / "run.json").read_text())["id"]
