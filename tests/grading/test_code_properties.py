@@ -47,6 +47,8 @@ def test_unclosed_fence_runs_to_the_end_and_no_fence_is_the_whole_text():
     assert extract_code("print(3)") == "print(3)"
     assert extract_code("```cpp\nint main(){}\n```") == "```cpp\nint main(){}\n```"  # no python block
     assert extract_code(None) == ""
+    assert extract_code("```{.python}\nx = 1\n```") == "x = 1"
+    assert extract_code("```py:solution.py\ny = 2\n```\n```text\nout\n```") == "y = 2"
 
 
 def test_stdout_comparison():

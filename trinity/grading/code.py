@@ -52,7 +52,8 @@ def _fenced_blocks(text: str) -> list[tuple[str, str]]:
         if not m:
             i += 1
             continue
-        fence, tag = m.group(1), m.group(2).lower()
+        fence = m.group(1)
+        tag = re.match(r"\{?\.?([\w+-]*)", m.group(2).lower()).group(1)  # "python", "{.python}", "py:sol.py"
         close = re.compile(r"^ {0,3}" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*$")
         j = i + 1
         while j < len(lines) and not close.match(lines[j].rstrip("\r")):
