@@ -20,7 +20,7 @@ class ModeScreen(Screen):
     def compose(self) -> ComposeResult:
         yield RunBar(id="runbar")
         yield from self.compose_body()
-        yield Footer(compact=True)
+        yield Footer(compact=True, show_command_palette=False)  # 80 columns: room for the keys; ^p still works
 
     def compose_body(self) -> ComposeResult:
         return iter(())

@@ -128,4 +128,4 @@ class TraceDetailScreen(Screen):
         with VerticalScroll(id="trace-detail"):
             for p in parts:
                 yield Static(p)
-        yield Footer(compact=True)
+        yield Footer(compact=True, show_command_palette=False)  # 80 columns: room for the keys; ^p still works
