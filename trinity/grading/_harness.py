@@ -146,11 +146,13 @@ def _drop(job: dict, names: set) -> dict:
         if not job["in_bwrap"]:
             libc = _libc()
             if _hidden_from_others(os.path.dirname(os.__file__)):
-                for name in sorted(names & sys.stdlib_module_names - NEVER_PRELOAD):
-                    try:
-                        __import__(name)
-                    except BaseException:
-                        pass
+                for name in sorted(names):  # "heapq", "collections.abc", "xml.etree.ElementTree" …
+                    top = name.split(".")[0]
+                    if top in sys.stdlib_module_names and top not in NEVER_PRELOAD:
+                        try:
+                            __import__(name)
+                        except BaseException:
+                            pass
                 held["stdlib"] = "preloaded"
             held["netns"] = libc.unshare(0x40000000) == 0  # CLONE_NEWNET: no usable network
             held["mountns"] = _private_mounts(libc, job["limits"]["output_bytes"] * 4)
