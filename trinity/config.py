@@ -29,7 +29,7 @@ DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "trinity.yaml
 
 # Keys that may change between a run and its resume without making the checkpoint foreign:
 # they change neither which candidates are sampled nor how they are scored.
-RESUMABLE_KEYS = ("generations", "device", "max_batch_tokens", "budget_usd")
+RESUMABLE_KEYS = ("generations", "device", "max_batch_tokens", "budget_usd", "base_url", "cache_path")
 
 
 class Splits(BaseModel):
@@ -65,6 +65,9 @@ class TrainConfig(BaseModel):
         None, description="file whose practice: section defines the simulated pool (set by load_config)")
     benchmarks: list[str] | None = Field(None, description="keep only these benchmarks (default: all)")
     pool: str | None = Field(None, description="pool name (live mode: a provider pool of configs/models.yaml)")
+    base_url: str | None = Field(None, description="live mode: the pool's OpenAI-compatible base URL, overriding "
+                                                   "configs/models.yaml (e.g. a local vLLM server)")
+    cache_path: str | None = Field(None, description="live mode: response cache file (default: the pool's)")
     popsize: int = Field(32, ge=2, le=4096)
     generations: int = Field(60, ge=1, le=100_000)
     m: int = Field(16, ge=1, description="training questions per candidate per generation")
@@ -95,7 +98,7 @@ class TrainConfig(BaseModel):
     def resolved(self) -> dict[str, Any]:
         """JSON-ready dict, paths made absolute (stored in run.json)."""
         data = self.model_dump(mode="json")
-        for key in ("questions", "matrix", "practice_config"):
+        for key in ("questions", "matrix", "practice_config", "cache_path"):
             v = data.get(key)
             if v and v != PRACTICE:
                 data[key] = str(Path(v).expanduser().resolve())

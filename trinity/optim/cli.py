@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-TRAIN_FLAGS = ("mode", "encoder", "questions", "matrix", "pool", "generations", "popsize", "m", "sigma0",
+TRAIN_FLAGS = ("mode", "encoder", "questions", "matrix", "pool", "base_url", "generations", "popsize", "m", "sigma0",
                "seed", "budget_usd", "max_batch_tokens", "device", "dtype", "policy", "temperature")
 
 
@@ -53,7 +53,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     from trinity.optim.engine import resume_run
 
-    res = resume_run(args.run_dir, _overrides(args, ("generations", "device", "max_batch_tokens", "budget_usd")),
+    res = resume_run(args.run_dir, _overrides(args, ("generations", "device", "max_batch_tokens", "budget_usd",
+                                                     "base_url")),
                      on_event=_printer(args.json))
     if res.exit_code and not args.json:
         print(res.message, file=sys.stderr)
@@ -70,6 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--benchmarks", help="comma-separated benchmarks to keep (default: all)")
     p.add_argument("--encoder", help="HF id or path of the encoder; tiny-qwen3 for tests")
     p.add_argument("--pool", help="pool name (live mode)")
+    p.add_argument("--base-url", dest="base_url", help="live mode: the pool's base URL (overrides configs/models.yaml)")
     p.add_argument("--generations", type=int)
     p.add_argument("--popsize", type=int)
     p.add_argument("--m", type=int, help="questions per candidate per generation")
@@ -91,6 +93,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--generations", type=int, help="extend the run to N generations in all")
     r.add_argument("--budget-usd", type=float, dest="budget_usd", help="raise or set the budget cap")
     r.add_argument("--device")
+    r.add_argument("--base-url", dest="base_url", help="live mode: a new base URL for the pool")
     r.add_argument("--max-batch-tokens", type=int, dest="max_batch_tokens")
     r.add_argument("--json", action="store_true", help="print every event as one JSON object a line")
     r.set_defaults(func=cmd_resume)

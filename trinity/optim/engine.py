@@ -157,8 +157,8 @@ def resume_run(run_dir: str | os.PathLike, overrides: dict[str, Any] | None = No
                on_event: Callable[[dict], None] | None = None) -> TrainResult:
     """Continue a run from its last checkpoint (from scratch when it has none yet).
 
-    `overrides` may change only keys that leave the checkpoint valid (generations, device,
-    max_batch_tokens, budget_usd)."""
+    `overrides` may change only keys that leave the checkpoint valid (trinity.config.RESUMABLE_KEYS:
+    generations, device, max_batch_tokens, budget_usd, base_url, cache_path)."""
     run = RunDir(run_dir)
     meta = run.read_meta()
     data = dict(meta.get("config") or {})
