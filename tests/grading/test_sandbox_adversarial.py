@@ -218,6 +218,14 @@ ATTACKS = {
                 obj.send("done", b"5", test=5, status="ok", error=None)
         os._exit(0)
     """, SUM),
+    "forged_header_without_nonce": ("""
+        for fd in range(3, 64):
+            try:
+                os.write(fd, b'{"nonce": "0", "event": "done", "test": 0, "status": "ok", "len": 2}\\n5\\n')
+            except OSError:
+                pass
+        print(a + b)
+    """, SUM),
     "escaped_grandchild": ("""
         if os.fork() == 0:
             os.setsid()

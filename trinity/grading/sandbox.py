@@ -236,8 +236,8 @@ def describe_layers() -> list[tuple[str, bool, str]]:
                        "root-only files; every process left with that uid is killed afterwards"))
     elif root:
         layers.append(("throw-away uid", False, "root, but switching to an unused uid failed "
-                       f"({held.get('uid_error')}): the code runs as root; RLIMIT_NPROC does not bind (only the wall-clock kill stops a fork "
-                       "bomb)"))
+                       f"({held.get('uid_error')}): the code runs as root; RLIMIT_NPROC does not bind "
+                       "(only the wall-clock kill stops a fork bomb)"))
     else:
         layers.append(("throw-away uid", False, "not root: the code runs as your uid; RLIMIT_NPROC is set to "
                        "your current task count + the limit"))
@@ -411,17 +411,18 @@ def _pump(proc, fd: int, nonce: str, n_tests: int, limits: Limits, on_result, ru
                 nl = buf.find(b"\n")
                 if nl < 0:
                     if len(buf) > 4096:
-                        run.outcome, run.detail = "protocol", "header too long"
+                        run.outcome, run.test, run.detail = "protocol", _at(current, reported), "header too long"
                         return
                     break
                 try:
                     head = json.loads(buf[:nl])
                     size = int(head["len"])
                 except (ValueError, KeyError, TypeError):
-                    run.outcome, run.detail = "protocol", "unreadable message"
+                    run.outcome, run.test, run.detail = "protocol", _at(current, reported), "unreadable message"
                     return
                 if head.get("nonce") != nonce or not 0 <= size <= cap:
-                    run.outcome, run.detail = "protocol", "message without the run's nonce or over the cap"
+                    run.outcome, run.test = "protocol", _at(current, reported)
+                    run.detail = "message without the run's nonce or over the cap"
                     return
                 if len(buf) < nl + 1 + size:
                     break
@@ -438,7 +439,8 @@ def _pump(proc, fd: int, nonce: str, n_tests: int, limits: Limits, on_result, ru
                 elif event == "done":
                     k = head.get("test")
                     if k != reported:
-                        run.outcome, run.detail = "protocol", f"result for test {k} out of order"
+                        run.outcome, run.test = "protocol", _at(current, reported)
+                        run.detail = f"result for test {k} out of order"
                         return
                     reported += 1
                     secs = head.get("secs")
@@ -484,6 +486,11 @@ def _pump(proc, fd: int, nonce: str, n_tests: int, limits: Limits, on_result, ru
                 eof = True
     finally:
         sel.close()
+
+
+def _at(current: int | None, reported: int) -> int:
+    """The test a run ended in: the one running, else the next one due."""
+    return current if current is not None else reported
 
 
 def _drain(fd: int) -> bytes:
