@@ -319,7 +319,7 @@ def main() -> None:
     rep = Reporter(result_fd, job["nonce"])
     if job["mode"] == "stdin":  # written before the file-size limit and while we own the dir
         for k, text in enumerate(job["inputs"]):
-            with open(f"in{k}", "w", encoding="utf-8") as f:
+            with open(f"in{k}", "w", encoding="utf-8", errors="replace") as f:
                 f.write(text)
     _set_limits(job)
     try:
