@@ -258,7 +258,8 @@ def describe_layers() -> list[tuple[str, bool, str]]:
             layers.append(("standard library", False, f"{sys.base_prefix} is not readable by other users: the code "
                            "can import only the stdlib modules it names, preloaded before the uid drop"))
         layers.append(("warning", False, "root without bubblewrap: the code can read world-readable files, see "
-                       "other processes in /proc, and fill the disk through its work dir (per-file cap only); "
+                       "other processes in /proc, connect to Unix sockets on the filesystem, fill the disk through "
+                       "its work dir (per-file cap only), and processes it leaves behind outlive a killed grader; "
                        "install bubblewrap"))
     else:
         layers.append(("warning", False, "no bubblewrap and not root: the code runs as your user with your "
