@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from trinity.errors import ConfigError
 from trinity.io import canonical_json
@@ -88,6 +88,14 @@ class TrainConfig(BaseModel):
     turn_penalty: float = Field(0.02, ge=0)
     traces: Literal["all", "best", "none"] = Field(
         "all", description="cached mode: trace every candidate x question, only the best candidate's, or none")
+
+    @field_validator("benchmarks", mode="before")
+    @classmethod
+    def _comma_list(cls, v: Any) -> Any:
+        # `benchmarks: math500,mmlu` (a string) reads as the list it means
+        if isinstance(v, str):
+            return [b.strip() for b in v.split(",") if b.strip()] or None
+        return v
 
     @model_validator(mode="after")
     def _inputs_present(self) -> "TrainConfig":

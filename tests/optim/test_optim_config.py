@@ -58,3 +58,9 @@ def test_hash_ignores_resumable_keys_only():
     assert a.hash() == a.model_copy(update={"generations": 5, "device": "cpu", "budget_usd": 2.0}).hash()
     assert a.hash() != a.model_copy(update={"seed": 1}).hash()
     assert a.hash() != a.model_copy(update={"popsize": 8}).hash()
+
+
+def test_benchmarks_as_a_comma_string(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("benchmarks: math500, mmlu\n")
+    assert load_config(f).benchmarks == ["math500", "mmlu"]
