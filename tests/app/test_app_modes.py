@@ -306,8 +306,12 @@ async def test_new_run_form_starts_a_detached_engine(runs_root):
         form.query_one("#f-m").value = "4"
         await pilot.pause()
         form.start()
-        await pilot.pause()
-        assert not isinstance(app.screen, NewRunScreen)
+        for _ in range(100):  # dismissing the modal takes a few frames on a busy machine
+            await pilot.pause(0.05)
+            if not isinstance(app.screen, NewRunScreen):
+                break
+        errors = {w.id: str(w.content) for w in form.query(".err") if str(w.content)}
+        assert not isinstance(app.screen, NewRunScreen), errors
         (launched,) = app.supervisor.launched.values()
         cfg = launched.argv[launched.argv.index("--config") + 1]
         import yaml
