@@ -70,3 +70,8 @@ def test_trace_drill_down(snap_compare, snap_root):
 def test_help(snap_compare, snap_root):
     app = MinerApp(runs_root=snap_root, poll=False, start_mode="runs", theme="minertui-dark")
     assert snap_compare(app, terminal_size=(80, 24), run_before=settle("question_mark"))
+
+
+def test_new_run_form(snap_compare, snap_root):
+    app = MinerApp(runs_root=snap_root, poll=False, start_mode="runs", theme="minertui-dark")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=settle("n"))
