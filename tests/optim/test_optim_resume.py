@@ -101,3 +101,11 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path, capsys):
     assert sorted(e["gen"] for e in events if e["type"] == "generation") == list(range(1, GENS + 1))
     assert events[-1]["type"] == "status" and events[-1]["status"] == "finished"
     assert json.loads((run / "run.json").read_text())["status"] == "finished"
+
+    # a finished run can be extended: the first GENS records stay, two more follow
+    before = history_sans_secs(run / "history.json")
+    rc, out, err = trinity_inproc(capsys, "resume", str(run), "--generations", str(GENS + 2))
+    assert rc == 0, err
+    after = history_sans_secs(run / "history.json")
+    assert after[:GENS] == before and [r["gen"] for r in after[GENS:]] == [GENS + 1, GENS + 2]
+    assert json.loads((run / "run.json").read_text())["config"]["generations"] == GENS + 2
