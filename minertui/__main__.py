@@ -39,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
                            start_mode="train", demo=True)
         else:
             app = MinerApp(runs_root=Path(args.runs_dir), theme=args.theme)
-        rc = app.run()
+        app.run()
+        rc = app.return_code  # 1 after an internal error (logged to a crash file, one line shown)
     except TrinityError as e:
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code

@@ -166,3 +166,22 @@ def test_no_torch_in_the_app_process():
             "print(','.join(m for m in ('torch', 'transformers', 'datasets') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_an_internal_error_is_one_line_and_a_crash_log(tmp_path):
+    import subprocess
+    import sys
+    code = ("from minertui.app import MinerApp\n"
+            "class Boom(MinerApp):\n"
+            "    def on_mount(self):\n"
+            "        raise RuntimeError('boom for the test')\n"
+            f"app = Boom(runs_root={str(tmp_path / 'runs')!r})\n"
+            "app.run(headless=True)\n"
+            "raise SystemExit(app.return_code)\n")
+    env = {**__import__("os").environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 1
+    assert "Traceback" not in out.stderr + out.stdout
+    assert "error: minertui stopped on an internal error (RuntimeError: boom for the test)" in out.stderr
+    (log,) = (tmp_path / "state" / "minertui").glob("crash-*.log")
+    assert "boom for the test" in log.read_text() and "Traceback" in log.read_text()
