@@ -83,6 +83,7 @@ class AccuracyChart(CachedPlot):
 
 class AnalysisScreen(ModeScreen):
     MODE = "Analysis"
+    CSS_PATH = "analysis.tcss"
     BINDINGS = [
         Binding("o", "run('oracle')", "Oracle", id="analysis.oracle"),
         Binding("b", "run('baselines')", "Baselines", id="analysis.baselines"),

@@ -79,6 +79,7 @@ class SpendPlot(CachedPlot):
 
 class LedgerScreen(ModeScreen):
     MODE = "Ledger"
+    CSS_PATH = "ledger.tcss"
     BINDINGS = [
         Binding("left_square_bracket", "page(-1)", "Newer", id="ledger.newer"),
         Binding("right_square_bracket", "page(1)", "Older", id="ledger.older"),

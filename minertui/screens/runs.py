@@ -35,6 +35,7 @@ def run_row(s: RunSnapshot) -> tuple:
 
 class RunsScreen(ModeScreen):
     MODE = "Runs"
+    CSS_PATH = "runs.tcss"
     BINDINGS = [
         Binding("enter", "open_run", "Open", id="runs.open"),
         Binding("n", "new_run", "New", id="runs.new"),

@@ -52,6 +52,7 @@ def plan_text(plan) -> Text:
 
 class SubmitScreen(ModeScreen):
     MODE = "Submit"
+    CSS_PATH = "submit.tcss"
     BINDINGS = [
         Binding("k", "pack", "Pack", id="submit.pack"),
         Binding("g", "gates", "Gates", id="submit.gates"),

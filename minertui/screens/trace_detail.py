@@ -111,6 +111,7 @@ def render_trace(tr: dict[str, Any], meta: dict[str, Any]) -> list[Any]:
 
 
 class TraceDetailScreen(Screen):
+    CSS_PATH = "traces.tcss"
     BINDINGS = [Binding("escape,backspace", "app.pop_screen", "Back", id="trace.back"),
                 Binding("q", "app.pop_screen", "Back", show=False, id="trace.q")]
 

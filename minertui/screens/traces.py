@@ -22,6 +22,7 @@ COLUMNS = ("gen", "cand", "question", "correct", "turns", "cost", "path", "bench
 
 class TracesScreen(ModeScreen):
     MODE = "Traces"
+    CSS_PATH = "traces.tcss"
     AUTO_FOCUS = "#traces-table"
     BINDINGS = [
         Binding("left_square_bracket", "page(-1)", "Prev page", id="traces.prev"),

@@ -107,6 +107,7 @@ def log_text(s: RunSnapshot, lines: int) -> Text:
 
 class TrainScreen(ModeScreen):
     MODE = "Train"
+    CSS_PATH = "train.tcss"
     BINDINGS = [
         Binding("p", "pause", "Pause", id="train.pause"),
         Binding("s", "stop", "Stop", id="train.stop"),
