@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,13 +36,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def server_argv(port: int) -> list[str]:
-    return ["pool", "serve-practice", "--port", str(port)]
-
-
 def live_args(port: int) -> list[str]:
+    # smaller than practice.yaml's cached settings: a live generation is 8 × 4 multi-turn
+    # sessions, so the curves move within seconds even on 2 CPU cores
     return ["--config", str(PRACTICE_CONFIG), "--mode", "live", "--pool", "practice",
-            "--base-url", f"http://127.0.0.1:{port}/v1"]
+            "--base-url", f"http://127.0.0.1:{port}/v1", "--popsize", "8", "--m", "4"]
 
 
 def cached_args() -> list[str]:
@@ -80,8 +79,6 @@ def start_demo(app) -> None:
 
 
 def _demo(app) -> None:
-    from minertui.supervisor import trinity_argv
-
     sup = app.supervisor
     root = sup.runs_root
     try:
@@ -89,8 +86,12 @@ def _demo(app) -> None:
     except (OSError, subprocess.SubprocessError) as e:  # no git: Submit just starts empty
         app.call_from_thread(app.notify, f"no throwaway repo for Submit: {e}", severity="warning")
     port = free_port()
-    sup.start_server(trinity_argv(*server_argv(port)), root / "practice-server.log")
-    run_dir = sup.start_train(live_args(port), run_id=new_run_id("demo-live"))
+    run_id = new_run_id("demo-live")
+    # the server lives exactly as long as this run's engine needs it (see jobs/practice_server)
+    sup.start_server([sys.executable, "-m", "minertui.jobs.practice_server", "--run-dir",
+                      str((root / run_id).resolve()), "--port", str(port), "--start-timeout", "120"],
+                     root / "practice-server.log")
+    run_dir = sup.start_train(live_args(port), run_id=run_id)
     app.call_from_thread(_select, app, run_dir, "practice (simulated pool): live run starting")
     deadline = time.monotonic() + LIVE_GRACE_S
     while time.monotonic() < deadline:

@@ -43,4 +43,9 @@ async def test_demo_starts_a_practice_run_and_the_curves_move(tmp_path):
         await pilot.press("6")
         await pilot.pause()
         assert app.screen.query_one("#sub-repo").value == repo
+        servers = list(app.supervisor.servers)
         app.supervisor.stop(s.path, grace_s=5)  # do not leave it training after the test
+    if s.meta["mode"] == "live":
+        # the practice server goes away with the engine it served: no orphan
+        (server,) = servers
+        assert server.wait(timeout=60) == 0
