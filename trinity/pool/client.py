@@ -2,9 +2,9 @@
 
 One `chat()` = journal → cache → budget reservation → HTTP with the fault policy
 (`trinity.pool.faults`) → ledger → journal → cache. Built to be driven by hundreds of concurrent
-trajectories from one asyncio loop: a per-pool semaphore bounds requests in flight, a shared
-cool-down slows the whole pool after a 429, and the ledger/journal fsyncs are group-committed off
-the event loop.
+trajectories from one asyncio loop: a free list of at most `max_concurrency` keep-alive lanes
+bounds requests in flight (waiting calls cost nothing), a shared cool-down slows the whole pool
+after a 429, and the ledger/journal fsyncs are group-committed off the event loop.
 
     pool = load_pool("practice", base_url=server.base_url)
     async with PoolClient(pool, run_id=run.id, ledger=Ledger(run.ledger, run.id),
@@ -14,7 +14,9 @@ the event loop.
 
 Raises only `OutOfCredit` (402), `BudgetExceeded` (the cap would be passed) and `ProviderError`
 (400/401/403/404/…: retrying cannot help); every other provider fault ends as a failed
-`ChatResult` (ok=False, reward 0) after bounded retries.
+`ChatResult` (ok=False, reward 0) after bounded retries. After the first `OutOfCredit` or
+`BudgetExceeded`, every later paid call raises the same at once (journal and cache hits still
+answer); calls already in flight finish and are recorded.
 """
 
 from __future__ import annotations
