@@ -105,3 +105,16 @@ def test_doctor_reports_the_facts():
     assert r.returncode == 0, r.stderr
     for topic in ("python", "torch", "math-verify", "bwrap", "sandbox: separate process", "HF hub", "HF cache"):
         assert topic in r.stdout
+
+
+def test_a_kind_alone_names_the_grader(tmp_path, capsys):
+    # CONTRACTS: a line carries "benchmark" or "kind"; a kind-only line is graded, not an error.
+    lines = [json.dumps({"kind": "math", "response": "so x = \\boxed{5}", "gold": "5"}),
+             json.dumps({"kind": "mc", "response": "Answer: C", "gold": "B"}),
+             json.dumps({"response": "5", "gold": "5"})]
+    out = tmp_path / "v.jsonl"
+    assert main(["grade", str(_write(tmp_path / "c.jsonl", lines)), "--out", str(out)]) == 2
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows[0]["correct"] is True and rows[1]["correct"] is False and "error" not in rows[1]
+    assert "missing field 'benchmark' (or 'kind'" in rows[2]["error"]
+    assert "math 1/1, mc 0/1" in capsys.readouterr().err

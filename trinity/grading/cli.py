@@ -41,9 +41,12 @@ def grade_case(case: dict) -> dict:
     """Grade one case object; raises TrinityError for a case that cannot be graded."""
     from trinity.grading import LETTERS, grade
 
-    for field in ("benchmark", "response", "gold"):
+    for field in ("response", "gold"):
         if field not in case:
-            raise InputError(f"missing field {field!r} (each line needs benchmark, response, gold)")
+            raise InputError(f"missing field {field!r} (each line needs benchmark or kind, response, gold)")
+    if "benchmark" not in case and "kind" not in case:
+        raise InputError("missing field 'benchmark' (or 'kind': math | mc | code); each line needs "
+                         "benchmark or kind, response, gold")
     if not isinstance(case["response"], str):
         raise InputError("\"response\" must be a string")
     kind = case_kind(case)
@@ -114,7 +117,7 @@ def _cmd_grade(args) -> int:
     n_ok = sum(r["correct"] for r in graded)
     by: dict[str, list[int]] = {}
     for r in graded:
-        by.setdefault(str(r.get("benchmark")), []).append(int(r["correct"]))
+        by.setdefault(str(r.get("benchmark") or r.get("kind")), []).append(int(r["correct"]))
     parts = ", ".join(f"{b} {sum(v)}/{len(v)}" for b, v in sorted(by.items()))
     acc = f" ({100 * n_ok / len(graded):.1f}%)" if graded else ""
     print(f"graded {len(graded)} cases: {n_ok} correct{acc}" + (f" — {parts}" if parts else ""),
@@ -186,9 +189,13 @@ def _cmd_doctor(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("grade", help="grade collected responses: CASES.jsonl -> verdicts JSONL")
+    p = sub.add_parser("grade", help="grade collected responses: CASES.jsonl -> verdicts JSONL",
+                       description="Re-grade answers. Each output line is the input line plus \"correct\", "
+                                   "\"reason\" and \"extracted\"; a line that cannot be graded becomes an "
+                                   "\"error\" record and the command exits 2 after grading the rest.")
     p.add_argument("cases", metavar="CASES.jsonl",
-                   help='one {"benchmark", "response", "gold"[, "kind"]} object a line')
+                   help='one {"benchmark" or "kind", "response", "gold"} object a line (kind: math | mc | code; '
+                        'gold: answer string, letter, or {"tests": [...], "fn_name"?})')
     p.add_argument("--out", metavar="FILE", help="write verdicts here (default: stdout)")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="grade N cases at once (code: N sandboxes)")
     p.set_defaults(func=_cmd_grade)
