@@ -7,7 +7,12 @@ from pathlib import Path
 
 
 def register(sub) -> None:
-    p = sub.add_parser("collect", help="ask every pool model each question k times; write an oracle matrix")
+    p = sub.add_parser("collect", help="ask every pool model each question k times; write an oracle matrix",
+                       description="Ask every model of the pool each question of a benchmark split k times "
+                                   "(single-turn Worker), grade the answers and write the TinyRouter "
+                                   "oracle-matrix JSON, with the raw answers, the cost ledger and the call "
+                                   "journal beside it. Re-running the same command asks only for what is "
+                                   "missing.")
     p.add_argument("--benchmark", required=True, help="math500 | mmlu | livecodebench | practice")
     p.add_argument("--data", help="local dataset file in the benchmark's own schema (offline)")
     p.add_argument("--split", default="train", help="train | val | test | all (default train)")
@@ -60,9 +65,12 @@ def run_collect(args) -> int:
     if args.json:
         print(json.dumps(res.to_json()))
     else:
+        where = f"-> {res.matrix_path}" if res.complete_questions else "(no complete question: no matrix written)"
         print(f"{res.complete_questions}/{res.n_questions} questions complete "
               f"({res.cells_done}/{res.cells_total} answers, {res.new_calls} new paid calls, "
-              f"{res.failed} failed, ${res.cost_usd:.4f}) -> {res.matrix_path}")
+              f"{res.failed} failed, ${res.cost_usd:.4f}) {where}")
+        if res.failed and res.last_error:
+            print(f"last failure: {res.last_error}")
         if pool.simulated:
             print("note: SIMULATED practice pool — these are not real model answers")
     if res.stopped:

@@ -36,6 +36,7 @@ class CollectResult:
     failed: int
     cost_usd: float
     stopped: str | None = None
+    last_error: str | None = None  # why the newest failed call failed (model: provider message)
 
     def to_json(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -53,6 +54,17 @@ def select_questions(questions: list[Question], split: str, n: int | None, seed:
         by_id = {q.id: q for q in questions}
         questions = [by_id[i] for i in ids]
     return questions[:n] if n else questions
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a torn last line (a crash mid-write) so the next append starts on a fresh line; the
+    answer it held is asked again (its paid call comes back from the journal at no cost)."""
+    if not path.exists():
+        return
+    with open(path, "rb+") as f:
+        data = f.read()
+        if data and not data.endswith(b"\n"):
+            f.truncate(data.rfind(b"\n") + 1)
 
 
 def _matrix_from_answers(questions: list[Question], models: list[str], k: int,
@@ -81,6 +93,7 @@ def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperat
     answers_path = sibling(out, ".answers.jsonl")
     models = list(pool.models)
     answers: dict[tuple[str, str, int], bool] = {}
+    _drop_torn_tail(answers_path)
     if answers_path.exists():
         for rec in read_jsonl(answers_path):
             if rec.get("model") in models and "correct" in rec:
@@ -95,7 +108,8 @@ def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperat
     spent0 = ledger.total_usd
     # k samples of one model at temperature 0 would be one sample k times: sample when k > 1.
     decoding = {} if temperature is None and k == 1 else {"temperature": 0.7 if temperature is None else temperature}
-    state = {"done": total - len(cells), "failed": 0, "new_calls": 0, "last": 0.0}
+    state: dict[str, Any] = {"done": total - len(cells), "failed": 0, "new_calls": 0, "last": 0.0,
+                             "last_error": None}
     grade_slots = asyncio.Semaphore(2)  # code grading runs sandboxed children: bound them
 
     def report(force: bool = False) -> None:
@@ -116,6 +130,7 @@ def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperat
             state["new_calls"] += 1
         if not res.ok:
             state["failed"] += 1  # not an answer: a re-run asks again
+            state["last_error"] = f"{model}: {res.error or f'HTTP {res.status}'}"
             report()
             return
         async with grade_slots:
@@ -156,7 +171,7 @@ def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperat
     if n_complete:
         save_matrix(out, mat)
     return CollectResult(out, len(questions), n_complete, state["done"], total, state["new_calls"],
-                         state["failed"], ledger.total_usd - spent0, stopped)
+                         state["failed"], ledger.total_usd - spent0, stopped, state["last_error"])
 
 
 def print_progress(p: dict) -> None:

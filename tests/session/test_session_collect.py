@@ -1,0 +1,60 @@
+"""`trinity collect` over real loopback HTTP against the practice server (no mocks): the matrix it
+writes is `practice_matrix(k)`, a re-run asks for nothing it has, a crash's torn answer line
+does not cost the lines after it, and a failing pool says why."""
+
+import json
+
+import numpy as np
+import pytest
+
+from trinity.cli import main
+from trinity.data.matrix import load_matrix
+from trinity.data.practice import practice_matrix
+from trinity.pool.practice_server import start_practice_server
+
+
+@pytest.fixture
+def server():
+    h = start_practice_server(port=0)
+    yield h
+    h.stop()
+
+
+def _collect(server, out, *extra):
+    return main(["collect", "--benchmark", "practice", "--pool", "practice", "--base-url", server.base_url,
+                 "--split", "val", "--n", "4", "--k", "2", "--out", str(out), "--cache", str(out.parent / "c.db"),
+                 *extra])
+
+
+def test_collect_reproduces_the_practice_matrix_and_resumes(server, tmp_path, capsys):
+    out = tmp_path / "m.json"
+    assert _collect(server, out) == 0
+    m = load_matrix(out)
+    assert len(m.ids) == 4 and m.k == 2
+    assert np.array_equal(m.solves, practice_matrix(2, 0).subset(m.ids).solves)
+    answers = tmp_path / "m.answers.jsonl"
+    assert len(answers.read_text().splitlines()) == 4 * 3 * 2
+    calls = server.stats.completions
+
+    # A crash mid-write leaves a torn last line: the re-run cuts it, takes that answer back from
+    # the call journal (no new paid call) and every line of the file parses again.
+    data = answers.read_bytes()
+    answers.write_bytes(data[:-30])
+    capsys.readouterr()
+    assert _collect(server, out) == 0
+    assert "0 new paid calls" in capsys.readouterr().out
+    assert server.stats.completions == calls
+    rows = [json.loads(line) for line in answers.read_text().splitlines()]
+    assert len(rows) == 4 * 3 * 2
+    assert np.array_equal(load_matrix(out).solves, m.solves)
+
+
+def test_collect_against_a_dead_pool_says_why_and_writes_no_matrix(tmp_path, capsys):
+    out = tmp_path / "m.json"
+    code = main(["collect", "--benchmark", "practice", "--pool", "practice", "--base-url",
+                 "http://127.0.0.1:9/v1", "--n", "1", "--k", "1", "--out", str(out),
+                 "--cache", str(tmp_path / "c.db")])
+    text = capsys.readouterr().out
+    assert code == 3
+    assert "no matrix written" in text and not out.exists()
+    assert "last failure: simulated/" in text and "ConnectError" in text
