@@ -198,14 +198,30 @@ async def test_budget_stops_before_the_cap_and_settles_to_actual_cost(server, tm
 
 async def test_budget_holds_under_concurrency(server, tmp_path):
     pool = practice_pool(server.base_url)
-    budget = Budget(0.02)
+    # Room for one worst-case reservation at a time: 64 concurrent calls must queue behind the
+    # calls in flight (not stop), and stop only when the cap itself is near.
+    budget = Budget(0.006)
     async with PoolClient(pool, run_id="r1", budget=budget) as c:
+        worst = c._worst_case_usd(pool.models[1], messages(MATH[0]), dict(pool.decoding))
+        assert worst < 0.006 < 2 * worst
         results = await asyncio.gather(*(c.chat(pool.models[1], messages(MATH[i % 20]), purpose="train", seed=i)
                                          for i in range(64)), return_exceptions=True)
     over = [r for r in results if isinstance(r, BudgetExceeded)]
     ok = [r for r in results if not isinstance(r, BaseException)]
-    assert over and ok and len(over) + len(ok) == 64
+    assert over and len(ok) > 1 and len(over) + len(ok) == 64
     assert server.stats.completions == len(ok)
+    assert budget.spent_micro <= 6_000 and budget.reserved_micro == 0
+    assert budget.spent_usd + worst > 0.006 - 0.0002  # it stopped near the cap, not because it was busy
+
+
+async def test_busy_pool_waits_for_calls_in_flight_instead_of_stopping(server, tmp_path):
+    pool = practice_pool(server.base_url)
+    budget = Budget(0.02)  # 64 worst cases would not fit at once; their actual costs easily do
+    async with PoolClient(pool, run_id="r1", budget=budget) as c:
+        results = await asyncio.gather(*(c.chat(pool.models[1], messages(MATH[i % 20]), purpose="train", seed=i)
+                                         for i in range(64)), return_exceptions=True)
+    assert not [r for r in results if isinstance(r, BaseException)]
+    assert server.stats.completions == 64
     assert budget.spent_micro <= 20_000 and budget.reserved_micro == 0
 
 

@@ -1,7 +1,9 @@
 """A run's USD cap: the worst-case cost of a call is reserved before it is sent.
 
 `reserve()` raises `BudgetExceeded` when spent + in-flight reservations + this call's worst case
-would pass the cap, so the cap holds even with hundreds of concurrent calls. `settle()` swaps a
+would pass the cap, so the cap holds even with hundreds of concurrent calls. When only the
+in-flight reservations are in the way (`blocked_only_by_inflight`), the client waits for them to
+settle instead of stopping: a run stops when the cap itself is near, not when it is busy. `settle()` swaps a
 reservation for the call's actual cost (0 when the call was never billed). Money is kept in
 integer micro-USD, like the ledger, so totals add up exactly.
 """
@@ -59,6 +61,14 @@ class Budget:
                     f"${amount / MICRO:.4f}; raise --budget-usd to continue")
             self.reserved_micro += amount
         return Reservation(amount)
+
+    def blocked_only_by_inflight(self, worst_case_usd: float) -> bool:
+        """True when the call would fit once the calls in flight settle (their actual cost is
+        usually far below their worst case): the caller should wait, not stop the run."""
+        amount = max(0, to_micro(worst_case_usd))
+        with self._lock:
+            return (self.cap_micro is not None and self.reserved_micro > 0
+                    and self.spent_micro + amount <= self.cap_micro)
 
     def settle(self, reservation: Reservation, actual_micro_usd: int) -> None:
         with self._lock:

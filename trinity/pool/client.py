@@ -316,12 +316,17 @@ class PoolClient:
             raise type(stop)(str(stop))
         reservation = None
         if self.budget is not None:
-            try:
-                reservation = self.budget.reserve(self._worst_case_usd(model, messages, params),
-                                                  what=f"a {model} call")
-            except BudgetExceeded as e:
-                self.stopped = e
-                raise
+            worst = self._worst_case_usd(model, messages, params)
+            while True:
+                try:
+                    reservation = self.budget.reserve(worst, what=f"a {model} call")
+                    break
+                except BudgetExceeded as e:
+                    if self.stopped is None and self.budget.blocked_only_by_inflight(worst):
+                        await asyncio.sleep(0.005)  # calls in flight settle to their actual cost
+                        continue
+                    self.stopped = e
+                    raise
         actual_micro = 0
         try:
             res = await self._send(model, self._body(model, messages, params))
