@@ -35,7 +35,10 @@ def train_cmd(run_dir: Path, generations: int = 3, *extra: str) -> list[str]:
 def real_run(tmp_path_factory) -> Path:
     """A finished cached-mode practice run on tiny-qwen3 made by the real trainer (`trinity
     train`), once per session; every test gets it read-only (copy it to change it)."""
-    shared = tmp_path_factory.getbasetemp().parent  # common to all xdist workers
+    base = tmp_path_factory.getbasetemp()
+    # under xdist each worker's basetemp sits in the session's dir: share the run between them;
+    # without xdist, basetemp is the session's own dir (never reuse a run from an older session)
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     run_dir = shared / "real-runs" / "run-real"
     with FileLock(str(shared / "real-run.lock")):
         if not (run_dir / "run.json").exists() or json.loads((run_dir / "run.json").read_text()).get("status") != "finished":
