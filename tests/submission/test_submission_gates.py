@@ -262,3 +262,13 @@ def test_unreadable_run_theta_fails_the_round_trip(tmp_path):
     run.best_theta.write_bytes(b"not an npy file")
     g = _gates(check_bundle(b.path))["theta_roundtrip"]
     assert g.status == "fail" and "not a readable .npy" in g.reason
+
+
+def test_check_compares_with_the_checkouts_submissions_by_default(tmp_path, capsys):
+    # Without --against, `trinity check` takes the prior bundles from the submissions/ folder the
+    # bundle sits in; a copy of a prior head is caught there instead of a "nothing to compare" WARN.
+    _, prior = _pack(tmp_path, "r0", seed=3)
+    _, b = _pack(tmp_path, "r1", theta=np.load(tmp_path / "runs" / "r0" / "best_theta.npy"))
+    assert main(["check", str(b.path), "--json"]) == 1
+    dup = {g["name"]: g for g in json.loads(capsys.readouterr().out)["gates"]}["duplicate"]
+    assert dup["status"] == "fail" and dup["numbers"]["closest"] == str(prior.path)

@@ -176,22 +176,25 @@ def register(subparsers) -> None:
     p.add_argument("--run", metavar="DIR", help="take the split from this run (live: its ledger/cache)")
     p.add_argument("--questions", metavar="FILE", help="questions JSONL (or 'practice') that define the split")
     p.add_argument("--split-seed", type=int, default=0, help="seed of the split when no --run (default 0)")
-    p.add_argument("--seeds", type=int, default=100, help="random-routing seeds (default 100)")
-    p.add_argument("--samples", type=int, default=1, help="live: answers per question and model (default 1)")
+    p.add_argument("--seeds", type=int, default=100, metavar="N", help="random-routing seeds (default 100)")
+    p.add_argument("--samples", type=int, default=1, metavar="R", help="live: answers per question and model (default 1)")
     p.add_argument("--base-url", help="live: the pool's endpoint (e.g. the practice server's URL)")
     p.add_argument("--budget-usd", type=float, help="live: stop before spending more than this (USD)")
     _common(p)
     p.set_defaults(func=cmd_baselines)
 
     p = subparsers.add_parser("eval", help="evaluate a trained run against the baselines",
-                              description="Router accuracy with a 95%% CI, each single model and random routing on "
+                              description="Router accuracy with a 95% CI, each single model and random routing on "
                                           "the same questions, paired CIs and McNemar; writes eval.json.")
-    p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument("--split", choices=("train", "val", "test"), default="test")
-    p.add_argument("--mode", choices=("cached", "live"), default="cached")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory written by trinity train")
+    p.add_argument("--split", choices=("train", "val", "test"), default="test",
+                   help="questions of the run's split to evaluate on (default test)")
+    p.add_argument("--mode", choices=("cached", "live"), default="cached",
+                   help="cached: replay the run's outcome matrix (free); live: real sessions against the pool "
+                        "(default cached)")
     p.add_argument("--samples", type=int, default=1, metavar="R", help="live: sessions per question (default 1)")
-    p.add_argument("--seeds", type=int, default=100, help="random-routing seeds (default 100)")
-    p.add_argument("--pool", help="live: pool name (default: the run's)")
+    p.add_argument("--seeds", type=int, default=100, metavar="N", help="random-routing seeds (default 100)")
+    p.add_argument("--pool", metavar="NAME", help="live: pool name (default: the run's)")
     p.add_argument("--base-url", help="live: the pool's endpoint (e.g. the practice server's URL)")
     p.add_argument("--budget-usd", type=float, help="live: cap on the run's total spend, training included "
                                                     "(default: the run's own cap)")
@@ -202,7 +205,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("score", help="local estimate of the competition score",
                               description="(0.70 cached + 0.15 live + 0.10 efficiency + 0.05 novelty) × overfit "
                                           "penalty per benchmark, the composite, and the margin over a king.")
-    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (live numbers come from its eval.json)")
     p.add_argument("--king", metavar="THETA_OR_BUNDLE", help="the king: a theta .npy, a TinyRouter bundle dir "
                                                             "(head_weights.npy + svf_scales.npy) or a folder with "
                                                             "best_theta.npy")

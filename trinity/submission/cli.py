@@ -16,7 +16,8 @@ def _history_arg(p: argparse.ArgumentParser) -> None:
 
 def _gate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--against", metavar="DIR", action="append",
-                   help="directory of prior bundles (searched recursively; repeatable)")
+                   help="directory of prior bundles (searched recursively; repeatable; default: the "
+                        "submissions/ folder the bundle is in)")
     p.add_argument("--king", metavar="BUNDLE", help="the current king's bundle directory")
     p.add_argument("--run", metavar="RUN_DIR", dest="run_dir",
                    help="the run the bundle was packed from (default: found via the submission history)")
@@ -27,9 +28,10 @@ def _gate_args(p: argparse.ArgumentParser) -> None:
 
 def register(sub) -> None:
     p = sub.add_parser("pack", help="pack a finished run into a submission bundle")
-    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the finished run directory to pack")
     p.add_argument("--miner", required=True, help="your miner (GitHub user) name")
-    p.add_argument("--format", required=True, choices=("minirouter", "tinyrouter"), dest="fmt")
+    p.add_argument("--format", required=True, choices=("minirouter", "tinyrouter"), dest="fmt",
+                   help="minirouter: submissions/final_model/; tinyrouter: submissions/<miner>/<n>/")
     p.add_argument("--out", metavar="DIR",
                    help="root of the competition checkout; the bundle goes to DIR/submissions/… (default: .)")
     p.add_argument("--force", action="store_true", help="pack a run that has not finished (best θ so far)")
@@ -40,16 +42,20 @@ def register(sub) -> None:
                        description="Run the seven gates. Exit 0 when no gate fails (WARN marks a gate that "
                                    "does not apply to the bundle format, or had nothing to compare against), "
                                    "1 when one fails.")
-    p.add_argument("bundle_dir", metavar="BUNDLE_DIR")
+    p.add_argument("bundle_dir", metavar="BUNDLE_DIR", help="a bundle written by trinity pack")
     p.add_argument("--miner", help="miner name for the rate limit (default: from the bundle)")
     _gate_args(p)
     p.add_argument("--json", action="store_true", help="print the gate report as JSON")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("submit", help="commit a bundle on sn74-<miner>, push it and open the PR")
-    p.add_argument("bundle_dir", metavar="BUNDLE_DIR")
+    p = sub.add_parser("submit", help="commit a bundle on sn74-<miner>, push it and open the PR",
+                       description="Show the plan (branch, files, commit message, push target, PR), refuse a "
+                                   "dirty tree, secrets, big files or failing gates, then commit only the bundle "
+                                   "on sn74-<miner>, push it (--push) and open the PR (--pr). Prior bundles for "
+                                   "the duplicate gate: --against, else the repository's submissions/ folder.")
+    p.add_argument("bundle_dir", metavar="BUNDLE_DIR", help="the bundle inside --repo (written by trinity pack)")
     p.add_argument("--repo", required=True, metavar="PATH", help="your clone of the competition repository")
-    p.add_argument("--miner", required=True)
+    p.add_argument("--miner", required=True, help="your miner (GitHub user) name; the branch is sn74-<miner>")
     p.add_argument("--base", default="main", help="base branch of the PR (default: main)")
     p.add_argument("--remote", default="origin", help="remote to push to (your fork; default: origin)")
     p.add_argument("--upstream", help="remote of the competition repository (default: 'upstream' if "
@@ -61,6 +67,20 @@ def register(sub) -> None:
     p.add_argument("--api-url", help="GitHub API base URL (default: $GITHUB_API_URL or api.github.com)")
     _gate_args(p)
     p.set_defaults(func=cmd_submit)
+
+
+def _default_against(args, bundle_dir: str) -> None:
+    """Without --against, the prior bundles are those of the competition checkout the bundle
+    sits in (its `submissions/` folder): the duplicate gate then compares against real priors
+    instead of warning that it had nothing to compare."""
+    if args.against:
+        return
+    from pathlib import Path
+
+    for parent in Path(bundle_dir).resolve().parents:
+        if parent.name == "submissions" and parent.is_dir():
+            args.against = [str(parent)]
+            return
 
 
 def _pool(args) -> list[str] | None:
@@ -79,6 +99,7 @@ def cmd_pack(args) -> int:
 def cmd_check(args) -> int:
     from trinity.submission.gates import check_bundle
 
+    _default_against(args, args.bundle_dir)
     rep = check_bundle(args.bundle_dir, args.against, args.king, args.history, miner=args.miner,
                        run_dir=args.run_dir, pool_models=_pool(args))
     if args.json:
@@ -91,6 +112,7 @@ def cmd_check(args) -> int:
 def cmd_submit(args) -> int:
     from trinity.submission.gitsubmit import SubmitRefused, execute_plan, plan_submission
 
+    _default_against(args, args.bundle_dir)
     plan = plan_submission(args.bundle_dir, args.repo, args.miner, base=args.base, remote=args.remote,
                            upstream=args.upstream, push=args.push, pr=args.pr, dry_run=args.dry_run,
                            skip_gates=args.skip_gates, api_url=args.api_url, history=args.history,
@@ -103,7 +125,8 @@ def cmd_submit(args) -> int:
             raise SubmitRefused(f"this submission would be refused: {plan.refusals[0]}")
         print("dry run: nothing was done")
         return 0
-    print("running:")
+    if not plan.refusals:  # a refused plan runs nothing: execute_plan records it and raises
+        print("running:")
     result = execute_plan(plan, on_step=lambda s: s.status != "running" and print(f"  {s.line()}", flush=True))
     if not result.ok:
         print(f"error: {result.message}", file=sys.stderr)
