@@ -62,7 +62,7 @@ def synthetic_task(n_per_cat: int = 30, k: int = 4, seed: int = 0, best: float =
     for c, cat in enumerate(CATEGORIES):
         for i in range(n_per_cat):
             text = question_text(cat, i, rng)
-            qs.append(Question(f"{cat}-{i}", "synth", text, "x", "math"))
+            qs.append(Question(f"{cat}-{i}", f"synth-{cat}", text, "x", "math"))
             p = np.full(len(MODELS), other)
             p[c] = best
             p[0] = min(p[0] + skew, 1.0)

@@ -12,6 +12,9 @@ from trinity.optim.runinputs import load_run_inputs
 
 
 def test_learns_to_route_three_categories(tmp_path, capsys):
+    # Seed 0 reaches the per-category optimum by generation ~6 (test 0.93 vs 0.55 best single).
+    # Measured over seeds 0-4 with these settings: margins 0.38, 0.42, 0.30, 0.17, 0.37 — sep-CMA-ES
+    # on an argmax (piecewise-constant) fitness can stall in 15 generations; seed 0 does not.
     q, m = write_inputs(tmp_path, n_per_cat=40)
     run = tmp_path / "run"
     rc, out, err = trinity_inproc(capsys, "train", "--mode", "cached", "--questions", str(q), "--matrix", str(m),
