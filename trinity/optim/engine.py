@@ -103,6 +103,13 @@ def _warmup(fitness: Fitness, router: Any, inputs: RunInputs, trainer: Trainer) 
         for a in range(0, len(qs), WARM_CHUNK):
             router.layer_inputs(fitness.texts(qs[a:a + WARM_CHUNK]))
         trainer.event("log", level="info", message=f"encoded {len(qs)} questions in {time.monotonic() - t0:.1f}s")
+        cache = getattr(router, "cache", None)
+        if cache is not None and len(cache) < len({fitness.texts([q])[0] for q in qs}):
+            # evicted entries are recomputed in other batches later: numbers may then differ in
+            # the last bits from an uninterrupted run, so exact resume equality is not guaranteed
+            trainer.event("log", level="warning", message=(
+                f"the encoder feature cache holds {len(cache)} of {len(qs)} questions; "
+                "later generations re-encode the rest (slower, and a resumed run may differ in the last bits)"))
     return warm
 
 
