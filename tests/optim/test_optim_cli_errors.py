@@ -142,3 +142,12 @@ def test_run_dir_is_a_file(tmp_path):
     q, m = write_inputs(tmp_path)
     (tmp_path / "f").write_text("x")
     _one_error_line(_train(q, m, tmp_path / "f"), "is a file")
+
+
+@pytest.mark.parametrize("extra, needle", [((), "live mode needs a pool"),
+                                           (("--pool", "nope"), "unknown pool 'nope'")])
+def test_live_mode_pool_errors_before_the_run_dir(tmp_path, extra, needle):
+    res = trinity("train", "--mode", "live", "--questions", "practice", "--encoder", "tiny-qwen3",
+                  "--run-dir", str(tmp_path / "run"), *extra)
+    _one_error_line(res, needle)
+    assert not (tmp_path / "run").exists()

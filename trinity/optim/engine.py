@@ -54,14 +54,20 @@ def make_validator(cfg: TrainConfig, router: Any, inputs: RunInputs, models: lis
 
 
 def pool_models(cfg: TrainConfig, inputs: RunInputs) -> list[str]:
-    """θ's model order: the matrix's (the order of per_model keys in its first task)."""
-    if inputs.matrix is not None:
+    """θ's model order: the matrix's (the order of per_model keys in its first task); in live
+    mode the pool's, which must then agree with the matrix. Checked before a run dir exists."""
+    if cfg.mode == "cached":
         return list(inputs.matrix.models)
     if not cfg.pool:
-        raise ConfigError("live mode without a matrix needs --pool (its models give θ's model order)")
+        raise ConfigError("live mode needs a pool: pass --pool practice|openrouter|chutes|<name>")
     from trinity.pool.providers import pool_model_ids
 
-    return list(pool_model_ids(cfg.pool))  # needs no base URL: the server may start later
+    ids = list(pool_model_ids(cfg.pool))
+    if inputs.matrix is not None and ids != list(inputs.matrix.models):
+        raise ConfigError(f"pool {cfg.pool!r} has models {ids} but the matrix {cfg.matrix} has "
+                          f"{list(inputs.matrix.models)}; θ's rows follow one order: use a matrix "
+                          "collected from this pool (trinity collect), or no --matrix")
+    return ids
 
 
 def _git_sha() -> str | None:
