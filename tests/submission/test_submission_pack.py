@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -67,10 +69,21 @@ def test_minirouter_bundle_copies_run_artifacts(tmp_path):
     assert b.path == (out / "submissions" / "final_model").resolve()
     assert sorted(b.files) == ["best_theta.npy", "eval.json", "history.json", "summary.json"]
     assert (b.path / "best_theta.npy").read_bytes() == run.best_theta.read_bytes()
-    # a second pack replaces the bundle as a whole (a stale eval.json does not survive)
+    # a re-pack of the same run replaces the bundle as a whole (a stale eval.json does not survive)
+    run.eval_json.unlink()
+    b1 = pack_run(run.path, "alice", "minirouter", out=out)
+    assert sorted(b1.files) == ["best_theta.npy", "history.json", "summary.json"]
+    # another run's bundle that only exists on disk is never overwritten ...
     run2 = make_run(tmp_path / "r2", seed=1)
+    with pytest.raises(InputError, match="holds another bundle \\(run r\\) that git does not have"):
+        pack_run(run2.path, "alice", "minirouter", out=out)
+    assert (b.path / "best_theta.npy").read_bytes() == run.best_theta.read_bytes()
+    # ... but once git holds it (the checkout's current model), packing over it is safe
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    for cmd in (["init", "-q"], ["add", "submissions"], ["commit", "-qm", "king"]):
+        subprocess.run(["git", "-C", str(out), *cmd], check=True, env=env)
     b2 = pack_run(run2.path, "alice", "minirouter", out=out)
-    assert sorted(b2.files) == ["best_theta.npy", "history.json", "summary.json"]
     assert (b2.path / "best_theta.npy").read_bytes() == run2.best_theta.read_bytes()
 
 

@@ -1,6 +1,7 @@
 """`pack_run`: turn a finished run directory into a submission bundle.
 
-- `minirouter` → `<out>/submissions/final_model/` (replaced as a whole)
+- `minirouter` → `<out>/submissions/final_model/` (replaced as a whole when it holds this run's
+  bundle or git has the old one; another run's untracked bundle is never overwritten)
 - `tinyrouter` → `<out>/submissions/<miner>/<n>/`, n = the next free number (1, 2, …): free in
   the directory and on every ref of the git repository at `<out>`, if it is one
 
@@ -197,6 +198,34 @@ def _numbers_in_git(root: Path, miner: str) -> set[int]:
     return nums
 
 
+def _final_model_replaceable(final: Path, run_id: str, root: Path) -> None:
+    """A minirouter pack replaces `submissions/final_model/` as a whole. That is safe when the old
+    bundle is this run's (a re-pack) or git holds it unchanged (the checkout's current model);
+    another run's bundle that exists only on disk would be lost: refuse."""
+    if not final.exists():
+        return
+    try:
+        old_run = read_json(final / "summary.json", "summary.json").get("run_id")
+    except (InputError, AttributeError):
+        old_run = None
+    if old_run == run_id:
+        return
+    if (root / ".git").exists():
+        try:
+            rel = final.relative_to(root).as_posix()
+            tracked = subprocess.run(["git", "-C", str(root), "ls-files", "--", rel],
+                                     capture_output=True, text=True, timeout=60)
+            changed = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--ignored", "--", rel],
+                                     capture_output=True, text=True, timeout=60)
+            if tracked.returncode == 0 and changed.returncode == 0 and tracked.stdout.strip() \
+                    and not changed.stdout.strip():
+                return
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            pass
+    raise InputError(f"{final} holds another bundle (run {old_run or 'unknown'}) that git does not have; "
+                     "move it away or commit it first, then pack again")
+
+
 def _next_number(miner_dir: Path, taken: set[int]) -> int:
     nums = {int(p.name) for p in miner_dir.iterdir() if p.is_dir() and p.name.isdigit()} \
         if miner_dir.is_dir() else set()
@@ -256,6 +285,8 @@ def pack_run(run_dir: str | os.PathLike, miner: str, fmt: str, out: str | os.Pat
 
     root = Path(out) if out is not None else Path.cwd()
     subs = root / "submissions"
+    if fmt == MINIROUTER:
+        _final_model_replaceable(subs / "final_model", run.id, root)
     subs.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=subs, prefix=".pack-"))
     receipt: dict[str, Any] | None = None
