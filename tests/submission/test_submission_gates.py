@@ -54,6 +54,17 @@ def test_nan_weights_fail_weight_sanity(tmp_path):
     assert g["weight_sanity"].status == "fail"
     assert g["weight_sanity"].numbers["nan"] == 1 and g["weight_sanity"].numbers["inf"] == 1
     assert "1 NaN and 1 Inf" in g["weight_sanity"].reason
+    # a NaN cosine is neither near nor far: the duplicate gate must not pass it as "distinct"
+    _, prior = _pack(tmp_path, "r0", seed=5)
+    g = _gates(check_bundle(b.path, against=tmp_path / "repo" / "submissions"))
+    assert g["duplicate"].status == "fail" and "NaN/Inf" in g["duplicate"].reason
+    # and a NaN prior is skipped, not reported as the closest match
+    g = _gates(check_bundle(prior.path, against=tmp_path / "repo" / "submissions"))
+    assert g["duplicate"].status == "warn" and g["duplicate"].numbers["skipped"] == 1
+    # a weights file that is not .npy at all: one plain reason, no numpy pickle advice
+    (b.path / "head_weights.npy").write_text("garbage\n")
+    g = _gates(check_bundle(b.path))
+    assert "not in .npy format" in g["weight_sanity"].reason and "pickle" not in g["weight_sanity"].reason
 
 
 def test_all_zero_head_fails_weight_sanity(tmp_path):

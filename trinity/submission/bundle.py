@@ -80,7 +80,9 @@ def _load_npy(path: Path, problems: list[str]) -> np.ndarray | None:
     try:
         arr = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as e:
-        problems.append(f"{path.name} is not a readable .npy array ({e})")
+        # numpy calls any non-.npy file "pickled data" and suggests allow_pickle: not advice to pass on
+        why = "not in .npy format" if "pickle" in str(e) else str(e)
+        problems.append(f"{path.name} is not a readable .npy array ({why}); re-pack the bundle")
         return None
     if not isinstance(arr, np.ndarray) or not np.issubdtype(arr.dtype, np.floating):
         problems.append(f"{path.name} holds {getattr(arr, 'dtype', type(arr))}, not floating point")

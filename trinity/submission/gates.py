@@ -225,6 +225,8 @@ def gate_duplicate(c: _Ctx) -> GateResult:
     name, b = "duplicate", c.b
     if b.head is None or b.n_models is None or b.n_models < 1:
         return GateResult(name, FAIL, "no readable head to compare", {})
+    if not np.all(np.isfinite(b.head)):  # a NaN cosine compares as neither near nor far
+        return GateResult(name, FAIL, "the head has NaN/Inf values: no similarity can be computed", {})
     own = b.path.resolve()
     candidates: dict[Path, str] = {}
     for root in c.against:
@@ -248,6 +250,11 @@ def gate_duplicate(c: _Ctx) -> GateResult:
             continue
         if other.hash == b.hash:
             continue  # the same bundle, packed or listed twice
+        if other.head is not None and not np.all(np.isfinite(other.head)):
+            if origin == "king":
+                return GateResult(name, FAIL, f"king bundle {path} has NaN/Inf in its head", {})
+            skipped.append(f"{path}: head has NaN/Inf values")
+            continue
         if other.head is None or other.head.shape != b.head.shape:
             if origin == "king":
                 return GateResult(name, FAIL, f"king bundle {path} has no head of shape "
