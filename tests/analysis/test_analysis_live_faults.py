@@ -27,15 +27,26 @@ def baselines(qfile, run, url, capsys, *extra):
 
 
 def test_error_bodies_count_as_wrong_and_are_reported(qfile, tmp_path, capsys):
-    server = start_practice_server(faults=Faults(rate_error_body=1.0))
+    server = start_practice_server(faults=Faults(rate_error_body=0.5))
     try:
         rc, out, err = baselines(qfile, tmp_path / "b", server.base_url, capsys)
     finally:
         server.stop()
     assert rc == 0, err
     rep = json.loads(out)
-    assert all(s["accuracy"]["point"] == 0.0 for s in rep["always"])
-    assert any("failed call" in n for n in rep["notes"])
+    assert any("failed call and count as wrong" in n for n in rep["notes"])
+
+
+def test_a_pool_where_every_call_fails_is_an_error_not_a_zero(qfile, tmp_path, capsys):
+    # 0.000 for every system would read as a measurement; nothing was measured: one line, exit 2
+    server = start_practice_server(faults=Faults(rate_error_body=1.0))
+    try:
+        rc, out, err = baselines(qfile, tmp_path / "b", server.base_url, capsys)
+    finally:
+        server.stop()
+    assert rc == 2 and out == ""
+    assert err.startswith("error: always simulated/mathlete: every one of") and err.count("\n") == 1
+    assert "check the pool" in err
 
 
 def test_out_of_credit_stops_with_one_line(qfile, tmp_path, capsys):

@@ -99,6 +99,11 @@ def run_system(cfg: Any, run: RunDir, policy: Any, theta: np.ndarray, models: li
         trajs = fit.run_sessions(thetas, pairs, key_prefix, purpose="eval", on_step=on_step)
     finally:
         fit.close()
+    failed = [t for t in trajs if getattr(t, "failed", False)]
+    if trajs and len(failed) == len(trajs):  # all zeros would read as a measured accuracy of 0
+        raise TrinityError(f"{what}: every one of {len(trajs)} live session(s) failed, so nothing was measured "
+                           f"(first: {failed[0].reason}); check the pool (--base-url, the key) and run again "
+                           "(calls already paid are reused from the journal)")
     correct, turns, cost = _outcomes(trajs, len(questions), repeats)
     return correct, turns, cost, trajs
 
