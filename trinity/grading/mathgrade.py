@@ -318,8 +318,9 @@ class _Helper:
             left = end - time.monotonic()
             if left <= 0:
                 return None
-            ready, _, _ = select.select([fd], [], [], left)
-            if ready:
+            poller = select.poll()  # not select(): it fails on descriptors >= 1024
+            poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+            if poller.poll(left * 1000):
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     return None  # the helper died

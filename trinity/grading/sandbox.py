@@ -355,7 +355,7 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
         namespace = _sandbox_init(status_r) if status_r is not None else None
         _kill(proc, drop_uid)
         if namespace is not None:  # its processes are gone once the namespace's pid 1 is
-            select.select([namespace], [], [], 5.0)
+            _wait_readable(namespace, 5.0)
             os.close(namespace)
         if status_r is not None:
             os.close(status_r)
@@ -390,6 +390,14 @@ def _feed(pipe, payload: bytes) -> None:
         pipe.close()
     except OSError:  # the child died before reading its job: the parent reports it
         pass
+
+
+def _wait_readable(fd: int, timeout_s: float) -> bool:
+    """poll(), not select(): select() fails on descriptors >= 1024, which a process with
+    hundreds of open HTTP connections (live training, the practice server) easily has."""
+    p = select.poll()
+    p.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    return bool(p.poll(max(0.0, timeout_s) * 1000))
 
 
 def _pump(proc, fd: int, nonce: str, n_tests: int, limits: Limits, on_result, run: SandboxRun, t0: float) -> None:
