@@ -237,3 +237,16 @@ def test_score_errors(run_dir, tmp_path, capsys):
     assert rc == 2 and "θ has shape" in err
     rc, _, err = cli(["score", str(run_dir), "--eval-split", "test"], capsys)
     assert rc == 2 and "both 'test'" in err
+
+
+@pytest.mark.parametrize("doc, match", [
+    ([1], "is not an eval.json written by trinity eval (expected"),
+    ({"run": "x", "evaluations": {"live/test": {"router": 5}}}, "live/test entry lacks per-benchmark accuracy"),
+    ({"run": "x", "evaluations": {"live/test": {"per_benchmark": {"practice": {"accuracy": "high", "n": 3}}}}},
+     "live/test entry lacks per-benchmark accuracy"),
+])
+def test_score_refuses_an_eval_json_of_the_wrong_shape(run_dir, capsys, doc, match):
+    # a malformed live entry must neither pass silently as "not measured" nor crash with a traceback
+    atomic_write_json(run_dir / "eval.json", doc)
+    rc, out, err = cli(["score", str(run_dir)], capsys)
+    assert rc == 2 and out == "" and match in err and err.count("\n") == 1

@@ -250,9 +250,19 @@ def read_eval(run_dir: str | Path, mode: str, split: str) -> dict | None:
     if not path.exists():
         return None
     doc = read_json(path, "eval.json")
-    if not isinstance(doc, dict):
+    bad = f"{path} is not an eval.json written by trinity eval"
+    if not isinstance(doc, dict) or not isinstance(doc.get("evaluations", {}), dict):
+        raise InputError(f"{bad} (expected {{\"run\", \"evaluations\": {{...}}}}); delete it and run trinity eval again")
+    entry = doc.get("evaluations", {}).get(f"{mode}/{split}")
+    if entry is None:
         return None
-    return (doc.get("evaluations") or {}).get(f"{mode}/{split}")
+    per = entry.get("per_benchmark") if isinstance(entry, dict) else None
+    if not isinstance(per, dict) or not all(
+            isinstance(v, dict) and isinstance(v.get("accuracy"), (int, float)) and isinstance(v.get("n"), int)
+            and isinstance(v.get("avg_turns", 1.0), (int, float)) for v in per.values()):
+        raise InputError(f"{bad}: its {mode}/{split} entry lacks per-benchmark accuracy, n and avg_turns; "
+                         f"run trinity eval {Path(run_dir)} --split {split} --mode {mode} again")
+    return entry
 
 
 def router_correctness(run_dir: str | Path, matrix, progress: Progress | None = None) -> np.ndarray:
