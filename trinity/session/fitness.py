@@ -97,7 +97,14 @@ class LiveFitness:
         P, m = thetas.shape[0], len(questions)
         pairs = [(c, q) for c in range(P) for q in questions]
         total = len(pairs)
-        trajs = self.run_sessions(thetas, pairs, f"g{gen}", on_step=lambda turn, done: hooks.progress(done, total))
+        T = self.cfg.max_turns
+
+        def on_step(turn: int, done: int) -> None:
+            # Progress in session-turns: a finished session counts whole, an active one by the
+            # turns it has had; so the bar moves every turn step, not only when sessions end.
+            hooks.progress(int((done * T + (total - done) * turn) * total / (total * T)), total)
+
+        trajs = self.run_sessions(thetas, pairs, f"g{gen}", on_step=on_step)
         hooks.progress(total, total)
         rewards = np.array([self._reward(t) for t in trajs], dtype=np.float64).reshape(P, m)
         first_model = np.array([self.models.index(t.turns[0].model) if t.turns else 0 for t in trajs]).reshape(P, m)
