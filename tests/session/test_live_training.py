@@ -149,7 +149,7 @@ def test_out_of_credit_stops_cleanly_with_checkpoint(server, questions_file, tmp
 
 def test_budget_cap_stops_before_passing_it(server, questions_file, tmp_path):
     run = tmp_path / "run"
-    r = subprocess.run(_train_cmd(questions_file, run, 3, 4, 3, "--budget-usd", "0.008"), env=_env(server, tmp_path / "cache"),
+    r = subprocess.run(_train_cmd(questions_file, run, 30, 4, 3, "--budget-usd", "0.008"), env=_env(server, tmp_path / "cache"),
                        capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 4, (r.returncode, r.stderr[-1500:])
     st = _status(run)
