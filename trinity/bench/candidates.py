@@ -112,28 +112,28 @@ def measure(args) -> dict:
     t0 = time.perf_counter()
     router.population_features(thetas, texts)
     cold_s = time.perf_counter() - t0
-    # The matmul yardstick runs in windows of sustained work right before and after every warm
-    # generation, so both see the same machine (a shared machine's load changes by the minute).
+    # Warm generations, reference candidates and the matmul yardstick (sustained windows) take
+    # turns, so all three see the same machine: a shared machine's load changes by the minute.
     window_s = min(10.0, max(1.0, cold_s / 2))
-    mm = [matmul_window(enc.device, enc.dtype, window_s)]
-    warm = []
-    for _ in range(args.warm_generations):
-        t0 = time.perf_counter()
-        fast = router.population_features(thetas, texts)
-        warm.append(time.perf_counter() - t0)
-        mm.append(matmul_window(enc.device, enc.dtype, window_s))
-    warm_s = float(np.median(warm))
-    flops = router.last_flops
-
     n_ref = min(args.ref_candidates, args.popsize)
-    ref_times, diffs = [], []
-    for c in range(n_ref):
-        t0 = time.perf_counter()
-        ref = router.reference_features(thetas[c], texts)
-        ref_times.append(time.perf_counter() - t0)
-        diffs.append(float(np.abs(ref - fast[c]).max()))
-    ref_per_candidate = float(np.mean(ref_times))
+    mm = [matmul_window(enc.device, enc.dtype, window_s)]
+    warm, ref_times, diffs = [], [], []
+    for i in range(max(args.warm_generations, n_ref)):
+        if i < args.warm_generations:
+            t0 = time.perf_counter()
+            fast = router.population_features(thetas, texts)
+            warm.append(time.perf_counter() - t0)
+            mm.append(matmul_window(enc.device, enc.dtype, window_s))
+        if i < n_ref:
+            t0 = time.perf_counter()
+            ref = router.reference_features(thetas[i], texts)
+            ref_times.append(time.perf_counter() - t0)
+            diffs.append(float(np.abs(ref - fast[i]).max()))
+    warm_s = float(np.median(warm))
+    flops = router.last_flops  # of the last warm generation (all warm ones do the same work)
     fast_per_candidate = warm_s / args.popsize
+
+    ref_per_candidate = float(np.median(ref_times))
 
     mm_median, mm_best = float(np.median([m[0] for m in mm])), float(max(m[1] for m in mm))
     fast_flops_s = flops / warm_s
@@ -155,6 +155,7 @@ def measure(args) -> dict:
         "first_generation_s": cold_s,
         "warm_generation_s": warm_s,
         "warm_generations_s": warm,
+        "reference_candidate_s": ref_times,
         "fast_per_candidate_s": fast_per_candidate,
         "reference_candidates": n_ref,
         "reference_per_candidate_s": ref_per_candidate,
