@@ -70,3 +70,15 @@ def test_budget_cap_stops_before_spending_more(qfile, tmp_path, capsys):
     assert rc == 4 and "budget" in err.lower()
     paid = sum(r["cost_micro_usd"] for r in read_jsonl(tmp_path / "b" / "ledger.jsonl")) / 1e6
     assert paid <= 0.0002
+
+
+def test_cache_hits_are_said_once_with_counts():
+    from types import SimpleNamespace as NS
+
+    from trinity.analysis.live import cache_note
+
+    hit, paid = NS(cache_hit=True), NS(cache_hit=False)
+    notes = cache_note([("always a", [NS(turns=[hit]), NS(turns=[paid])]), ("always b", [NS(turns=[paid])])])
+    assert notes == ["response-cache hits cost $0 (always a 1/2 calls): the cost shown is what was paid now, "
+                     "not what a cold run would pay"]
+    assert cache_note([("router", [NS(turns=[paid, paid])])]) == []

@@ -117,6 +117,20 @@ def failure_note(what: str, trajs: list) -> list[str]:
             f"(first: {failed[0].reason})"]
 
 
+def cache_note(systems: list[tuple[str, list]]) -> list[str]:
+    """One note when response-cache hits ($0) make the cost column smaller than a cold run's."""
+    parts = []
+    for what, trajs in systems:
+        turns = [u for t in trajs for u in getattr(t, "turns", [])]
+        hits = sum(bool(getattr(u, "cache_hit", False)) for u in turns)
+        if hits:
+            parts.append(f"{what} {hits}/{len(turns)}")
+    if not parts:
+        return []
+    return [f"response-cache hits cost $0 ({', '.join(parts)} calls): the cost shown is what was paid now, "
+            "not what a cold run would pay"]
+
+
 def always_model_live(cfg: Any, run: RunDir, questions: list[Question], models: list[str], *,
                       key_prefix: str, repeats: int = 1, progress: Progress | None = None):
     """(Q, M) correctness, turns and costs of each single model answering as a one-turn Worker,
@@ -125,12 +139,14 @@ def always_model_live(cfg: Any, run: RunDir, questions: list[Question], models: 
     q, m = len(questions), len(models)
     correct, turns, costs = np.zeros((q, m)), np.zeros((q, m)), np.zeros((q, m))
     notes: list[str] = []
+    cached: list[tuple[str, list]] = []
     for j, name in enumerate(models):
         correct[:, j], turns[:, j], costs[:, j], trajs = run_system(
             one_turn, run, FixedPolicy(j, m), np.zeros(1), models, questions, repeats,
             f"{key_prefix}/always-{j}", progress, f"always {name}")
         notes += failure_note(f"always {name}", trajs)
-    return correct, turns, costs, notes
+        cached.append((f"always {name}", trajs))
+    return correct, turns, costs, notes + cache_note(cached)
 
 
 def live_baselines(questions: list[Question], *, run_dir: str, pool: str, base_url: str | None = None,
@@ -195,7 +211,7 @@ def evaluate_live(run: RunDir, *, split: str, samples: int, seed: int, seeds: in
     role_idx = np.array([ROLES.index(t.role) if t else WORKER for t in first])
     correct, turns, costs, failures = always_model_live(cfg, run, questions, models, key_prefix=f"eval/{split}",
                                                         repeats=samples, progress=progress)
-    failures = failure_note("router", trajs) + failures
+    failures = failure_note("router", trajs) + cache_note([("router", trajs)]) + failures
     rep = compare_router(correct_r, correct, models, model_idx=model_idx, role_idx=role_idx,
                          ids=[qq.id for qq in questions], benchmarks=[qq.benchmark for qq in questions],
                          split=split, source=f"the {split} split recorded in {run.run_json}", mode="live",
