@@ -1,8 +1,8 @@
 """User settings and theme files (no textual import at module level except in `load_theme`).
 
 Settings live in `$XDG_CONFIG_HOME/minertui/settings.json` (default `~/.config/...`); tests
-point XDG_CONFIG_HOME at a temp dir. Themes are TOML files: the shipped ones in `themes/` next to
-the package, and the user's own in `$XDG_CONFIG_HOME/minertui/themes/`.
+point XDG_CONFIG_HOME at a temp dir. Themes are TOML files: the shipped ones in `minertui/themes/`
+(package data; `themes/` at the repo root links there), and the user's own in `$XDG_CONFIG_HOME/minertui/themes/`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from trinity.errors import ConfigError
 from trinity.io import atomic_write_json
 
 DEFAULT_THEME = "minertui-dark"
-SHIPPED_THEMES = Path(__file__).resolve().parents[1] / "themes"
+# package data (so a non-editable install finds them); `themes/` at the repo root links here
+SHIPPED_THEMES = Path(__file__).resolve().with_name("themes")
 COLOR_KEYS = ("primary", "secondary", "warning", "error", "success", "accent", "foreground",
               "background", "surface", "panel", "boost")
 THEME_KEYS = {"name", "dark", "variables", "luminosity_spread", "text_alpha", *COLOR_KEYS}

@@ -25,7 +25,8 @@ from trinity.errors import ConfigError
 from trinity.io import canonical_json
 
 PRACTICE = "practice"
-DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "trinity.yaml"
+# package data, so a non-editable install has it; configs/trinity.yaml in the checkout links here
+DEFAULT_CONFIG = Path(__file__).resolve().parent / "optim" / "trinity.yaml"
 
 # Keys that may change between a run and its resume without making the checkpoint foreign:
 # they change neither which candidates are sampled nor how they are scored.

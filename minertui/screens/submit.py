@@ -74,9 +74,12 @@ class SubmitScreen(ModeScreen):
                          allow_blank=False, id="sub-format", compact=True)
             yield Input(placeholder="miner name", id="sub-miner", compact=True)
             yield Input(placeholder="competition repo clone (path)", id="sub-repo", compact=True)
+        with Horizontal(id="submit-options"):
             yield Checkbox("push", id="sub-push", compact=True)
             yield Checkbox("PR", id="sub-pr", compact=True)
             yield Checkbox("skip gates", id="sub-skip", compact=True)
+            # packing an unfinished run is refused unless the miner ticks this, deliberately
+            yield Checkbox("force: pack an unfinished run", id="sub-force", compact=True)
         with VerticalScroll(id="submit-body"):
             yield Static(Text("k pack the selected run · g gates · l plan · x execute · c copy URL",
                               style="dim"), id="submit-help")
@@ -103,7 +106,8 @@ class SubmitScreen(ModeScreen):
         else:
             t.append(f"run {s.id} ({s.status})")
             if s.status != "finished":
-                t.append(" — not finished: packing takes its best θ so far", style="yellow")
+                t.append(" — not finished: packing is refused unless 'force' is ticked "
+                         "(it then packs the best θ so far)", style="yellow")
             if self.bundle:
                 t.append(f" · bundle {self.bundle}")
         if self.busy:
@@ -117,7 +121,8 @@ class SubmitScreen(ModeScreen):
                 "repo": self.query_one("#sub-repo", Input).value.strip(),
                 "push": self.query_one("#sub-push", Checkbox).value,
                 "pr": self.query_one("#sub-pr", Checkbox).value,
-                "skip_gates": self.query_one("#sub-skip", Checkbox).value}
+                "skip_gates": self.query_one("#sub-skip", Checkbox).value,
+                "force": self.query_one("#sub-force", Checkbox).value}
 
     def _need(self, *keys: str) -> dict[str, Any] | None:
         f = self._form()
@@ -159,8 +164,20 @@ class SubmitScreen(ModeScreen):
             self.notify("no run selected", severity="warning")
             return
         f = self._need("miner", "repo")
-        if f and self._begin("packing"):
-            self._pack(s.path, f, force=s.status != "finished")
+        if f is None:
+            return
+        if s.status != "finished":
+            if not f["force"]:
+                # the same refusal as `trinity pack` without --force, shown where the miner looks
+                msg = (f"run {s.id} is {s.status}, not finished; wait for it to finish, or tick "
+                       "'force' to pack its best θ so far")
+                self._log(Text(f"pack refused: {msg}", style="red"))
+                self.notify(f"pack refused: {msg}", severity="error", timeout=10)
+                return
+            self._log(Text(f"force: packing unfinished run {s.id} ({s.status}): its best θ so far",
+                           style="bold yellow"))
+        if self._begin("packing"):
+            self._pack(s.path, f, force=f["force"])
 
     @work(thread=True, group="submit", exit_on_error=False)
     def _pack(self, run_dir: Path, f: dict[str, Any], force: bool) -> None:

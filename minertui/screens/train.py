@@ -95,7 +95,8 @@ def progress_text(s: RunSnapshot, width: int = 30) -> Text:
 
 
 def log_text(s: RunSnapshot, lines: int) -> Text:
-    t = Text()
+    # one event a line, cut at the edge: a long first message must not push the newest out of view
+    t = Text(no_wrap=True, overflow="ellipsis")
     for line in s.logs[-lines:]:
         t.append(utc(line.time, "%H:%M:%S") + " ", style="dim")
         t.append(line.message.splitlines()[0] if line.message else "", style=LOG_STYLE.get(line.level, ""))

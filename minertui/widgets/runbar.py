@@ -21,20 +21,31 @@ def is_practice(snap: RunSnapshot | None) -> bool:
     return any(isinstance(n, str) and "practice" in n for n in names)
 
 
+def shorten_middle(text: str, width: int) -> str:
+    """`text` cut to `width` characters with '…' in the middle (both ends of a run id matter)."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
 class RunBar(Static):
     DEFAULT_CSS = "RunBar { height: 1; background: $panel; padding: 0 1; }"
 
     def show(self, mode: str, snap: RunSnapshot | None, note: str = "") -> None:
-        t = Text()
+        t = Text(no_wrap=True, overflow="ellipsis")
         t.append("minertui", style="bold")
         t.append(f" · {mode}")
         if snap is not None:
+            label = " · practice (simulated pool)" if is_practice(snap) else ""
+            # the run id gives way (middle ellipsis) before the status or the simulated label do
+            room = (self.size.width or 80) - len(t.plain) - 3 - len(snap.status) - len(label) - len(note and f" · {note}")
             t.append(" · ")
-            t.append(snap.id, style="bold")
+            t.append(shorten_middle(snap.id, max(12, room)), style="bold")
             t.append(" ")
             t.append(snap.status, style=STATUS_RICH.get(snap.status, ""))
-            if is_practice(snap):
-                t.append(" · practice (simulated pool)", style="italic")
+            if label:
+                t.append(label, style="italic")
         else:
             t.append(" · no run selected", style="dim")
         if note:

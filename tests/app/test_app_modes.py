@@ -290,6 +290,38 @@ async def test_submit_mode_packs_checks_plans_and_executes(runs_root, tmp_path):
     assert any(f.startswith("submissions/testminer/") for f in files)
 
 
+async def test_submit_refuses_an_unfinished_run_unless_force_is_ticked(runs_root, tmp_path):
+    meta_path = runs_root / "run-real" / "run.json"
+    meta = json.loads(meta_path.read_text())
+    meta["status"] = "stopped"
+    meta_path.write_text(json.dumps(meta))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    app = MinerApp(runs_root=runs_root, poll=False, start_mode="submit")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        s = app.screen
+        assert "refused unless 'force'" in text_of(app, "#submit-help")
+        s.query_one("#sub-miner").value = "testminer"
+        s.query_one("#sub-repo").value = str(repo)
+        s.action_pack()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        log = "\n".join(str(line.text) for line in s.query_one("#submit-log").lines)
+        assert "pack refused: run run-real is stopped, not finished" in log
+        assert s.bundle is None and not (repo / "submissions").exists()
+        s.query_one("#sub-force").value = True  # the deliberate, labelled choice
+        s.action_pack()
+        for _ in range(3):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        log = "\n".join(str(line.text) for line in s.query_one("#submit-log").lines)
+        assert "force: packing unfinished run run-real (stopped)" in log
+        assert s.bundle is not None and s.bundle.is_dir()
+        receipt = json.loads((s.bundle / "receipt.json").read_text())
+        assert receipt["run_status"] == "stopped"
+
+
 async def test_new_run_form_starts_a_detached_engine(runs_root):
     from minertui.screens.newrun import NewRunScreen
     app = MinerApp(runs_root=runs_root, poll=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 
 def _rate(text: str) -> float:
@@ -128,14 +129,12 @@ def cmd_list(args) -> int:
     """Each pool, its models in router order, and whether its key is available (never the key)."""
     import os
 
-    import yaml
-
     from trinity.errors import TrinityError
     from trinity.pool.keys import default_env_file, read_env_file
-    from trinity.pool.providers import MODELS_YAML, pool_model_ids
+    from trinity.pool.providers import MODELS_YAML, _read_yaml, pool_model_ids
 
-    path = args.models_yaml or MODELS_YAML
-    doc = yaml.safe_load(open(path, encoding="utf-8"))
+    path = Path(args.models_yaml) if args.models_yaml else MODELS_YAML
+    doc = _read_yaml(path)  # ConfigError (one line) for a missing or broken file
     aliases = {v: k for k, v in (doc.get("pools") or {}).items()}
     env_file = default_env_file()
     try:

@@ -17,7 +17,8 @@ import yaml
 from trinity.errors import ConfigError
 from trinity.pool.faults import RetryPolicy
 
-MODELS_YAML = Path(__file__).resolve().parents[2] / "configs" / "models.yaml"
+# package data, so a non-editable install has it; configs/models.yaml in the checkout links here
+MODELS_YAML = Path(__file__).resolve().with_name("models.yaml")
 REASONING_STYLES = ("openrouter", "reasoning_effort", "none")
 
 
