@@ -134,7 +134,7 @@ def test_rejected_push_then_retry_commits_once(tmp_path, work):
     hook.chmod(0o755)
     res = execute_plan(plan_submission(b.path, work, "alice", push=True))
     assert not res.ok and not res.pushed and res.commit
-    assert "push to origin failed" in res.message and "trinity submit" in res.message
+    assert "push to origin failed (remote: rejected by test hook;" in res.message and "trinity submit" in res.message
     assert res.continue_command and "--push" in res.continue_command
     assert git(work, "rev-parse", "sn74-alice") == res.commit            # kept locally
     assert git(work.parent / "fork.git", "branch", "--list", "sn74-alice") == ""

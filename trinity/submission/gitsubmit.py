@@ -631,8 +631,13 @@ def _open_pr(p: SubmitPlan, run: _Runner, commit: str, token: str | None) -> Sub
 
 
 def _last(text: str) -> str:
+    """The line that says why git failed: its last line, with the remote's own reason first
+    (a hook's or the host's `remote: …` message says more than "failed to push some refs")."""
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1] if lines else "no output"
+    if not lines:
+        return "no output"
+    remote = [ln.strip() for ln in lines if ln.startswith("remote: ") and ln[8:].strip()]
+    return f"{remote[-1]}; {lines[-1]}" if remote and remote[-1] != lines[-1] else lines[-1]
 
 
 def _record(plan: SubmitPlan, result: SubmitResult) -> None:
