@@ -250,3 +250,11 @@ def test_score_refuses_an_eval_json_of_the_wrong_shape(run_dir, capsys, doc, mat
     atomic_write_json(run_dir / "eval.json", doc)
     rc, out, err = cli(["score", str(run_dir)], capsys)
     assert rc == 2 and out == "" and match in err and err.count("\n") == 1
+
+
+def test_a_king_of_another_shape_is_named_in_the_error(run_dir, tmp_path, capsys):
+    king = tmp_path / "king.npy"
+    np.save(king, np.ones(100))
+    rc, out, err = cli(["score", str(run_dir), "--king", str(king)], capsys)
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert f"king theta {king} has 100 parameters" in err and "best_theta.npy" not in err

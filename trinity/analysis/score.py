@@ -242,6 +242,10 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
         from trinity.optim.routing import TrainedRouter
 
         theta, label = load_king_theta(king)
+        if theta.shape != (ours.router.n_params,):  # say which file, not the run's best_theta.npy
+            raise InputError(f"king {label} has {theta.size} parameters; this run's router has "
+                             f"{ours.router.n_params} ({len(ours.models)} models): the king must come from "
+                             "the same encoder and pool")
         king_router = TrainedRouter(ours.router, theta, ours.models, run_id="king")
         king_routing = king_router.route(audit_q)
         king_correct = p[rows[:n_audit], np.asarray(king_routing.model_idx, dtype=np.int64)]
