@@ -58,3 +58,12 @@ def test_collect_against_a_dead_pool_says_why_and_writes_no_matrix(tmp_path, cap
     assert code == 3
     assert "no matrix written" in text and not out.exists()
     assert "last failure: simulated/" in text and "ConnectError" in text
+
+
+def test_collect_from_a_pool_without_a_model_list_takes_models(server, tmp_path, capsys):
+    # the `local` pool (a vLLM / llama.cpp server) lists no models: --models names them, in order
+    out = tmp_path / "m.json"
+    assert main(["collect", "--benchmark", "practice", "--pool", "local", "--base-url", server.base_url,
+                 "--models", "simulated/coder,simulated/scholar", "--n", "2", "--k", "1", "--out", str(out),
+                 "--cache", str(tmp_path / "c.db")]) == 0
+    assert load_matrix(out).models == ["simulated/coder", "simulated/scholar"]

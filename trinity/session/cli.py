@@ -21,6 +21,9 @@ def register(sub) -> None:
     p.add_argument("--pool", required=True, help="pool name in configs/models.yaml")
     p.add_argument("--base-url", help="override the pool's base URL (a local server, the practice server)")
     p.add_argument("--models-yaml", help="providers file (default configs/models.yaml)")
+    p.add_argument("--models", metavar="A,B,C",
+                   help="model ids to ask, in router order (default: the pool's list; needed for a pool "
+                        "without one, such as local)")
     p.add_argument("--out", required=True, type=Path, help="matrix JSON to write")
     p.add_argument("--seed", type=int, default=0, help="split seed (default 0)")
     p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default 0.7 when k > 1)")
@@ -55,7 +58,8 @@ def run_collect(args) -> int:
         server = start_practice_server(port=0)
         base_url = server.base_url
     try:
-        pool = load_pool(args.pool, args.models_yaml, base_url=base_url)
+        models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
+        pool = load_pool(args.pool, args.models_yaml, base_url=base_url, models=models)
         res = collect(questions, pool, args.out, args.k, temperature=args.temperature,
                       budget_usd=args.budget_usd, env_file=args.env_file, cache_path=args.cache,
                       progress=None if args.json else print_progress)
