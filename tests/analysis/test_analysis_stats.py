@@ -82,3 +82,16 @@ def test_solved_and_seed_interval():
     assert solved([0.5, 0.49, 1, 0]).tolist() == [1, 0, 1, 0]
     ci = seed_interval(np.arange(101) / 100)
     assert ci.point == pytest.approx(0.5) and ci.lo == pytest.approx(0.025) and ci.hi == pytest.approx(0.975)
+
+
+def test_exact_mcnemar_past_a_thousand_discordant_questions():
+    # 2.0**n overflowed a float past n = 1023: a full MMLU matrix crashed `trinity oracle`
+    from math import comb
+
+    from trinity.analysis.stats import binomial_two_sided_p
+
+    assert binomial_two_sided_p(6000, 12000) == 1.0
+    p = binomial_two_sided_p(5000, 12000)
+    assert 0 < p < 1e-70
+    assert p == pytest.approx(2 * sum(comb(12000, i) for i in range(5001)) / 2**12000, rel=1e-12)
+    assert binomial_two_sided_p(0, 5000) == 0.0  # underflows, no exception

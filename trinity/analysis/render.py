@@ -14,6 +14,11 @@ VERDICT_STYLE = {"POOL_BOUND": "yellow", "ROUTER_BOUND": "cyan", "NEAR_CEILING":
                  "INCONCLUSIVE": "magenta"}
 
 
+
+def p_text(p: float) -> str:
+    """'= 0.0123', or '< 1e-300' where the exact p-value underflows a float (it is not 0)."""
+    return f"= {p:.3g}" if p > 0 else "< 1e-300"
+
 def escape_title(s: str) -> str:
     return escape(s)
 
@@ -56,7 +61,7 @@ def oracle_view(rep) -> Group:
         _row(t, "headroom", ci_text(cf["headroom_ci"], signed=True) if cf["headroom_ci"] else f"{cf['headroom']:+.3f}",
                   f"oracle − best single, bootstrap {rep.bootstrap}× over questions")
         mc = cf["mcnemar"]
-        _row(t, "McNemar oracle vs best", f"p = {mc['p_value']:.3g}",
+        _row(t, "McNemar oracle vs best", f"p {p_text(mc['p_value'])}",
                   f"{mc['a_only']} only-oracle vs {mc['b_only']} only-best questions")
         _row(t, "oracle switches model", f"{cf['oracle_switch_rate']:.1%}", "questions routed away from the best")
     else:
@@ -113,7 +118,7 @@ def eval_view(rep) -> Group:
         c.add_column(col, justify=j)
     for cmp in rep.comparisons:
         style = {"better": "green", "worse": "red"}.get(cmp.outcome, "yellow")
-        _row(c, cmp.baseline, ci_text(cmp.diff, signed=True), f"{cmp.mcnemar.p_value:.3g}",
+        _row(c, cmp.baseline, ci_text(cmp.diff, signed=True), p_text(cmp.mcnemar.p_value).removeprefix("= "),
                   Text(cmp.outcome, style=style))
     mix = ", ".join(f"{m} {n}" for m, n in rep.model_mix.items())
     roles = ", ".join(f"{r} {n}" for r, n in rep.role_mix.items())

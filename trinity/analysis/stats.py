@@ -141,8 +141,10 @@ def binomial_two_sided_p(k: int, n: int) -> float:
     if n == 0:
         return 1.0
     k = min(k, n - k)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n
-    return min(1.0, 2.0 * tail)
+    # exact integers: 2.0**n overflows a float past n = 1023 (a full MMLU matrix has more
+    # discordant questions than that); int / int rounds correctly at any size
+    tail = sum(math.comb(n, i) for i in range(k + 1))
+    return min(1.0, 2 * tail / (1 << n))
 
 
 def mcnemar_exact(a_correct, b_correct) -> McNemar:
