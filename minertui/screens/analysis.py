@@ -30,6 +30,7 @@ VERDICT_WORDS = {
     "INCONCLUSIVE": ("inconclusive: too little data to tell", "yellow"),
 }
 ORDER = ("oracle", "baselines", "eval")
+NARROW = 100  # columns
 
 
 def chart_bars(results: dict[str, dict]) -> list[tuple[str, float]]:
@@ -108,6 +109,11 @@ class AnalysisScreen(ModeScreen):
                     yield Static(id=f"analysis-{kind}")
             yield AccuracyChart(id="analysis-chart")
 
+    def on_resize(self, event) -> None:
+        # below 100 columns the chart goes under the reports: side by side, the report tables
+        # would be squeezed into ~48 columns and wrap mid-row
+        self.set_class(event.size.width < NARROW, "-narrow")
+
     def update_body(self, poll: Poll) -> None:
         s = poll.current
         key = (str(s.path) if s else None, s.status if s else None, self.running,
@@ -152,7 +158,7 @@ class AnalysisScreen(ModeScreen):
         if self.running:
             self.notify(f"{self.running} is still running", severity="warning")
             return
-        width = max(60, self.query_one("#analysis-reports").size.width - 2)
+        width = max(40, self.query_one("#analysis-reports").size.width - 2)  # tables fit the pane
         self.running = kinds[0]
         self._jobs(s.path, kinds, width)
 

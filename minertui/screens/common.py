@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer
@@ -16,6 +17,11 @@ from minertui.widgets.runbar import RunBar
 
 class ModeScreen(Screen):
     MODE = ""
+    # a focused text field takes every letter and digit: Esc hands the keys back to the mode
+    BINDINGS = [Binding("escape", "leave_field", "Leave field", show=False, id="mode.leave_field")]
+
+    def action_leave_field(self) -> None:
+        self.set_focus(None)
 
     def compose(self) -> ComposeResult:
         yield RunBar(id="runbar")

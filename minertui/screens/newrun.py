@@ -61,10 +61,37 @@ def form_data(config_path: str, mode: str | None, values: dict[str, str]) -> tup
             errors[name] = f"not a valid {kind.__name__}"
     for loc, msg in field_errors(data).items():
         errors.setdefault(loc.split(".")[0] if loc.split(".")[0] in dict((f[0], 1) for f in FIELDS) else "config", msg)
+    for name, msg in input_errors(data).items():
+        errors.setdefault(name, msg)
     return data, errors
 
 
+def input_errors(data: dict[str, Any]) -> dict[str, str]:
+    """What the engine would only find after it started: a questions/matrix file that is not
+    there, a pool that configs/models.yaml does not name. Paths are relative to this directory,
+    which is the engine's working directory too."""
+    from trinity.config import PRACTICE
+    from trinity.pool.providers import MODELS_YAML, _read_yaml
+
+    errors: dict[str, str] = {}
+    for name in ("questions", "matrix"):
+        v = data.get(name)
+        if isinstance(v, str) and v and v != PRACTICE and not Path(v).expanduser().is_file():
+            errors[name] = f"no such file: {v}; give an existing file (or practice)"
+    pool = data.get("pool")
+    if isinstance(pool, str) and pool and pool != PRACTICE and not data.get("base_url"):
+        try:
+            doc = _read_yaml(MODELS_YAML)
+            known = set(doc["providers"]) | set(doc.get("pools") or {})
+            if pool not in known:
+                errors["pool"] = f"unknown pool {pool!r}; known: {', '.join(sorted(known))}"
+        except TrinityError as e:
+            errors["pool"] = str(e)
+    return errors
+
+
 class NewRunScreen(ModalScreen[Path | None]):
+    AUTO_FOCUS = "#f-config"  # the form scrolls: without this the scroll container takes the focus
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="newrun.cancel")]
     DEFAULT_CSS = """
     NewRunScreen { align: center middle; }

@@ -50,9 +50,22 @@ def plan_text(plan) -> Text:
     return t
 
 
+def prior_bundles(bundle: Path) -> list[str] | None:
+    """The `submissions/` folder that holds `bundle` (as `trinity check` defaults to), so the
+    duplicate gate compares against the checkout's earlier bundles instead of nothing."""
+    for parent in Path(bundle).resolve().parents:
+        if parent.name == "submissions" and parent.is_dir():
+            return [str(parent)]
+    return None
+
+
+KEYS_HINT = "k pack · g gates · l plan · x execute · c copy URL · Tab enters the form, Esc leaves it"
+
+
 class SubmitScreen(ModeScreen):
     MODE = "Submit"
     CSS_PATH = "submit.tcss"
+    AUTO_FOCUS = None  # arriving here, the mode keys work; Tab (or a click) enters the form
     BINDINGS = [
         Binding("k", "pack", "Pack", id="submit.pack"),
         Binding("g", "gates", "Gates", id="submit.gates"),
@@ -81,8 +94,7 @@ class SubmitScreen(ModeScreen):
             # packing an unfinished run is refused unless the miner ticks this, deliberately
             yield Checkbox("force: pack an unfinished run", id="sub-force", compact=True)
         with VerticalScroll(id="submit-body"):
-            yield Static(Text("k pack the selected run · g gates · l plan · x execute · c copy URL",
-                              style="dim"), id="submit-help")
+            yield Static(Text(KEYS_HINT, style="dim"), id="submit-help")
             yield Static(id="submit-gates")
             yield Static(id="submit-plan")
         yield RichLog(id="submit-log", wrap=True, markup=False, max_lines=2000)
@@ -112,6 +124,7 @@ class SubmitScreen(ModeScreen):
                 t.append(f" · bundle {self.bundle}")
         if self.busy:
             t.append(f" · {self.busy}…", style="bold cyan")
+        t.append("\n" + KEYS_HINT, style="dim")
         self.query_one("#submit-help", Static).update(t)
 
     # ---- form ----------------------------------------------------------------------------
@@ -215,7 +228,7 @@ class SubmitScreen(ModeScreen):
         from trinity.errors import TrinityError
         from trinity.submission.gates import check_bundle
         try:
-            rep = check_bundle(bundle, miner=miner, run_dir=run_dir)
+            rep = check_bundle(bundle, prior_bundles(bundle), miner=miner, run_dir=run_dir)
             self.app.call_from_thread(self._gated, rep)
         except TrinityError as e:
             self.app.call_from_thread(self._failed, "gates", str(e))
@@ -239,7 +252,8 @@ class SubmitScreen(ModeScreen):
         from trinity.submission.gitsubmit import plan_submission
         try:
             plan = plan_submission(bundle, Path(f["repo"]).expanduser(), f["miner"], push=f["push"],
-                                   pr=f["pr"], skip_gates=f["skip_gates"], run_dir=run_dir)
+                                   pr=f["pr"], skip_gates=f["skip_gates"], run_dir=run_dir,
+                                   against=prior_bundles(bundle))
             self.app.call_from_thread(self._planned, plan)
         except TrinityError as e:
             self.app.call_from_thread(self._failed, "plan", str(e))

@@ -39,7 +39,8 @@ class RunBar(Static):
         if snap is not None:
             label = " · practice (simulated pool)" if is_practice(snap) else ""
             # the run id gives way (middle ellipsis) before the status or the simulated label do
-            room = (self.size.width or 80) - len(t.plain) - 3 - len(snap.status) - len(label) - len(note and f" · {note}")
+            fixed = len(t.plain) + len(" · ") + len(" ") + len(snap.status) + len(label) + len(note and f" · {note}")
+            room = (self.size.width or 78) - fixed
             t.append(" · ")
             t.append(shorten_middle(snap.id, max(12, room)), style="bold")
             t.append(" ")
