@@ -172,6 +172,8 @@ def test_score_without_king_or_live(run_dir, capsys):
     assert b["cached"]["value"] == pytest.approx(correct.mean())
     assert b["live"]["value"] is None and "not measured" in b["live"]["source"]
     assert b["overfit_gap"]["value"] == pytest.approx(val_correct.mean() - correct.mean())
+    se = np.sqrt(np.var(val_correct, ddof=1) / val_correct.size + np.var(correct, ddof=1) / correct.size)
+    assert f"standard error ±{se:.3f}" in b["overfit_gap"]["source"]  # sample variances, not ddof=0
     c = correct.mean()
     mult = 0.85 if 0.08 < val_correct.mean() - c <= 0.15 else (0.0 if val_correct.mean() - c > 0.15 else 1.0)
     assert rep["composite"]["live=cached, 1 turn (optimistic)"] == pytest.approx(

@@ -263,9 +263,15 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
         if e_idx.size:
             gap_v = float(correct[e_idx].mean()) - acc
             # the standard error of a difference of two independent means: is the gap more than noise?
-            se = float(np.sqrt(correct[e_idx].var() / e_idx.size + correct[a_idx].var() / a_idx.size))
+            # (sample variances, ddof=1: one question per side says nothing about the spread)
+            if e_idx.size >= 2 and a_idx.size >= 2:
+                se = float(np.sqrt(correct[e_idx].var(ddof=1) / e_idx.size
+                                   + correct[a_idx].var(ddof=1) / a_idx.size))
+                noise = f"standard error ±{se:.3f}"
+            else:
+                noise = "standard error unknown (a split has 1 question)"
             gap = Component(gap_v, f"cached, {eval_split} ({e_idx.size} q) − {audit_split} ({a_idx.size} q), "
-                                   f"standard error ±{se:.3f}")
+                                   f"{noise}")
         else:
             gap = Component(None, f"no {eval_split} questions for {b}: penalty not applied")
         if b in live_bench:
