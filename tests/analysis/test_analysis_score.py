@@ -66,6 +66,8 @@ def test_composite_is_the_mean_and_the_king_margin_is_reported():
 def test_a_rejected_benchmark_scores_zero():
     rep = score_from_inputs([_bench("math500", 0.9, 0.9, 1, 0.5, 0.2)])
     assert rep.benchmarks[0].rejected and rep.composite["measured"] == 0.0
+    # no "could dethrone a king scoring ≤ -0.0200": a zero composite dethrones nobody
+    assert "this run cannot dethrone any king" in rep.dethrone and "-0.02" not in rep.dethrone
 
 
 def test_king_loading_errors(tmp_path):

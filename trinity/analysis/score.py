@@ -173,8 +173,10 @@ def score_from_inputs(benches: list[BenchInputs], *, king_benches: list[BenchInp
         dethrone = "margin over the king estimate — " + "; ".join(parts)
     else:
         best = max(comp.values())
+        reach = (f"this run could dethrone a king scoring ≤ {best - DETHRONE_MARGIN:.4f} at best"
+                 if best > DETHRONE_MARGIN else f"at {best:.4f} this run cannot dethrone any king")
         dethrone = (f"no king given: to dethrone a king, the composite must be ≥ the king's + {DETHRONE_MARGIN} "
-                    f"(this run could dethrone a king scoring ≤ {best - DETHRONE_MARGIN:.4f} at best)")
+                    f"({reach})")
     return ScoreReport(run, scores, comp, king, dethrone, list(notes or []))
 
 
