@@ -78,7 +78,8 @@ def oracle_view(rep) -> Group:
         b = Table(title="Each benchmark alone (the competition scores them separately)", title_justify="left")
         for col, j in (("benchmark", "left"), ("n", "right"), ("best single", "right"), ("cross-fit oracle", "right"),
                        ("headroom [95%]", "right"), ("router", "right"), ("verdict", "left")):
-            b.add_column(col, justify=j)
+            # the verdict is the point of the table: never cut it to "INCONCLUS…" at 80 columns
+            b.add_column(col, justify=j, no_wrap=col == "verdict", min_width=12 if col == "verdict" else None)
         for name, r in rep.per_benchmark.items():
             cf = r["crossfit_oracle"]
             _row(b, name, str(r["n_questions"]), f"{r['best_single_acc']:.3f}", f"{cf:.3f}" if cf is not None else "—",
