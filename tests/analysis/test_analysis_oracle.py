@@ -185,6 +185,10 @@ def test_merged_matrix_is_also_reported_per_benchmark():
     assert rep.per_benchmark["math500"]["verdict"] == "ROUTER_BOUND"
     assert rep.per_benchmark["mmlu"]["verdict"] == "POOL_BOUND"
     assert rep.per_benchmark["mmlu"]["n_questions"] == q
+    # math500 alone: any fixed model is right on half the questions; the per-question oracle on all
+    for name, best in (("math500", 0.5), ("mmlu", 1.0)):
+        r = rep.per_benchmark[name]
+        assert r["crossfit_best_single"] == pytest.approx(best) and r["crossfit_oracle"] == pytest.approx(1.0)
     from trinity.analysis.render import oracle_view
     from rich.console import Console
 

@@ -261,6 +261,7 @@ def oracle_ceiling(matrix: OutcomeMatrix, seed: int = 0, splits: int = 200, boot
                 "n_questions": r.n_questions, "best_single": r.best_single, "best_single_acc": r.best_single_acc,
                 "naive_oracle": r.naive_oracle,
                 "crossfit_oracle": r.crossfit["oracle"] if r.crossfit else None,
+                "crossfit_best_single": r.crossfit["best_single"] if r.crossfit else None,
                 "headroom_ci": r.crossfit["headroom_ci"] if r.crossfit else None,
                 "router_accuracy": r.router["accuracy"] if r.router else None,
                 "verdict": r.verdict}
