@@ -214,3 +214,19 @@ def test_invariants_on_any_tensor(s, seed):
     # copies of one model never show headroom
     dup = np.repeat(s[:, :1, :], 3, axis=1).astype(float)
     assert oracle_ceiling(matrix(dup), seed=seed, splits=10, bootstrap=50).crossfit["headroom"] == 0.0
+
+
+def test_headroom_that_only_routes_by_benchmark_is_called_so():
+    # x is always right on math500 and y on mmlu: routing pays pooled, but within each benchmark
+    # the best single model is already perfect (the competition compares per benchmark)
+    from trinity.data.matrix import merge_matrices
+
+    q = 20
+    a, b = np.zeros((q, 2, 4)), np.zeros((q, 2, 4))
+    a[:, 0], b[:, 1] = 1, 1
+    m = merge_matrices([OutcomeMatrix("math500", ["x", "y"], [f"a{i}" for i in range(q)], a),
+                        OutcomeMatrix("mmlu", ["x", "y"], [f"b{i}" for i in range(q)], b)])
+    rep = oracle_ceiling(m, splits=20, bootstrap=200)
+    assert rep.headroom_ci.lo > 0 and all(v["verdict"] == "POOL_BOUND" for v in rep.per_benchmark.values())
+    assert any("comes from picking a model per benchmark" in n for n in rep.notes)
+    assert not any("per benchmark" in n for n in oracle_ceiling(m.subset([f"a{i}" for i in range(q)])).notes)

@@ -265,5 +265,11 @@ def oracle_ceiling(matrix: OutcomeMatrix, seed: int = 0, splits: int = 200, boot
                 "headroom_ci": r.crossfit["headroom_ci"] if r.crossfit else None,
                 "router_accuracy": r.router["accuracy"] if r.router else None,
                 "verdict": r.verdict}
+        pooled = rep.headroom_ci
+        if pooled is not None and pooled.lo > 0 and not any(
+                (v["headroom_ci"] or {}).get("lo", 0.0) > 0 for v in rep.per_benchmark.values()):
+            notes.append("the pooled headroom is real but no benchmark alone shows any: it comes from picking a "
+                         "model per benchmark, which the per-benchmark best singles (the competition's "
+                         "baselines) already do")
     return rep
 
