@@ -153,7 +153,8 @@ def validate_config(data: dict[str, Any], where: str = "config",
         top = str(first.get("loc", ("",))[0]) if first.get("loc") else ""
         origin = (sources or {}).get(top, where)
         more = f" (+{len(errs) - 1} more)" if len(errs) > 1 else ""
-        what = origin if origin.startswith("--") else f"{origin}: {_loc(first)}"
+        # a whole-config rule (a model validator) has no key to name: just say where
+        what = origin if origin.startswith("--") or not first.get("loc") else f"{origin}: {_loc(first)}"
         raise ConfigError(f"{what}: {_message(first)}{more}") from None
 
 

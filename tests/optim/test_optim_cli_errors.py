@@ -98,6 +98,15 @@ def test_resume_corrupt_checkpoint(two_runs):
     assert tree_digest(a) == before
 
 
+def test_resume_with_the_checkpoint_lost_does_not_start_over(two_runs):
+    a, _ = two_runs
+    shutil.rmtree(a / "checkpoint")
+    (a / "checkpoint").mkdir()
+    before = tree_digest(a)
+    _one_error_line(trinity("resume", str(a), "--generations", "4"), "no checkpoint", "restore checkpoint/")
+    assert tree_digest(a) == before
+
+
 def test_resume_foreign_checkpoint(two_runs):
     a, b = two_runs
     shutil.rmtree(a / "checkpoint")

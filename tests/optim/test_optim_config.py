@@ -64,3 +64,10 @@ def test_benchmarks_as_a_comma_string(tmp_path):
     f = tmp_path / "c.yaml"
     f.write_text("benchmarks: math500, mmlu\n")
     assert load_config(f).benchmarks == ["math500", "mmlu"]
+
+
+def test_a_whole_config_rule_names_its_source_once():
+    # cached mode with questions but no matrix breaks a rule of the config, not of one key
+    with pytest.raises(ConfigError) as e:
+        load_config(None, {"mode": "cached", "questions": "q.jsonl", "matrix": None})
+    assert str(e.value) == "config: cached mode needs both questions and matrix (or neither, to be set later)"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from trinity.config import TrainConfig, validate_config
-from trinity.errors import ConfigError, InputError
+from trinity.errors import CheckpointError, ConfigError, InputError
 from trinity.optim import checkpoint as ckpt
 from trinity.optim.fitness import CachedFitness, Fitness
 from trinity.optim.runinputs import RunInputs, inputs_digest, inputs_from_config, load_run_inputs
@@ -184,6 +184,12 @@ def resume_run(run_dir: str | os.PathLike, overrides: dict[str, Any] | None = No
             if state["gen"] >= cfg.generations and meta.get("status") == "finished":
                 raise InputError(f"{run.path} already ran {state['gen']} of {cfg.generations} generations; "
                                  "nothing to resume (pass --generations N to extend it)")
+        elif run.history.exists() or run.best_theta.exists():
+            # the checkpoint is written before history.json and best_theta.npy: those without it
+            # mean it was lost, and starting over would append a second generation 1 to this run
+            raise CheckpointError(f"{run.path} has finished generations (history.json) but no checkpoint "
+                                  f"({run.checkpoint_dir / ckpt.MANIFEST} missing); restore checkpoint/ "
+                                  "from a copy, or start a new run (trinity train)")
         inputs = load_run_inputs(run)
         models = list(meta.get("models") or pool_models(cfg, inputs))
         router = build_router(cfg, len(models))
