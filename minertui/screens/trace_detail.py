@@ -27,6 +27,13 @@ from minertui.widgets.format import bar, usd
 ROLES = ("Thinker", "Worker", "Verifier")
 
 
+def answer_text(value) -> str:
+    """An answer or gold as the miner would write it: a string as is (9\\pi, not its JSON form),
+    anything else (a code task's tests) as JSON; cut at 400 characters."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text[:400]
+
+
 @lru_cache(maxsize=4)
 def _questions(path: str) -> dict[str, Any]:
     from trinity.data.questions import load_questions
@@ -102,9 +109,13 @@ def render_trace(tr: dict[str, Any], meta: dict[str, Any]) -> list[Any]:
         out.append(Panel(Group(*parts), title=title, title_align="left"))
     verdict = Text()
     verdict.append("graded answer ", style="dim")
-    verdict.append(json.dumps(tr.get("answer"), ensure_ascii=False)[:400])
+    if tr.get("answer") is None:
+        verdict.append("— none extracted" + (" (cached mode records correctness, not an answer)"
+                                            if tr.get("mode") == "cached" else ""), style="dim")
+    else:
+        verdict.append(answer_text(tr.get("answer")))
     verdict.append("\ngold          ", style="dim")
-    verdict.append(json.dumps(tr.get("gold"), ensure_ascii=False)[:400])
+    verdict.append(answer_text(tr.get("gold")))
     out.append(Panel(verdict, title="verdict", title_align="left",
                      border_style="green" if c is True else "red" if c is False else "dim"))
     return out
