@@ -38,6 +38,8 @@ class RunBar(Static):
         t.append(f" · {mode}")
         if snap is not None:
             label = " · practice (simulated pool)" if is_practice(snap) else ""
+            if label:  # the demo's note repeats the label: say it once
+                note = note.removeprefix("practice (simulated pool)").lstrip(": ")
             # the run id gives way (middle ellipsis) before the status or the simulated label do
             fixed = len(t.plain) + len(" · ") + len(" ") + len(snap.status) + len(label) + len(note and f" · {note}")
             room = (self.size.width or 78) - fixed
