@@ -205,7 +205,7 @@ class FastLayers:
     ) -> torch.Tensor:
         """x_text `(S, hidden)` packed SVF-layer inputs of B texts, `xv` = `shared(x_text)`,
         `scales` `(P, svf_size)` SVF z of P candidates → features `(P, B, hidden)` float32, L2-normed."""
-        layer, attn, mlp = self.layer, self.layer.self_attn, self.layer.mlp
+        mlp = self.layer.mlp
         f, d, nh, nkv = self.f, self.head_dim, self.n_heads, self.n_kv
         P, S = int(scales.shape[0]), plan.S
         # s ⊙ z in fp32, then the model dtype (z's small ES steps survive a bf16 model).
