@@ -90,6 +90,8 @@ def test_local_dir_without_a_model_is_a_load_error(tmp_path):
     (tmp_path / "notes.txt").write_text("not a model")
     with pytest.raises(ModelLoadError, match="local path.*--encoder tiny-qwen3"):
         load_encoder(str(tmp_path), device="cpu")
+    with pytest.raises(ModelLoadError, match="no such directory"):
+        load_encoder(str(tmp_path / "missing"), device="cpu")
 
 
 def test_bad_device_and_dtype():

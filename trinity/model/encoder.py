@@ -90,6 +90,11 @@ def _load_hf(name_or_path: str, dtype: torch.dtype) -> tuple[Any, Any]:
         return model, tok
 
     is_dir = Path(os.path.expanduser(name_or_path)).is_dir()
+    if not is_dir and name_or_path.startswith(("/", ".", "~")):  # a path, not a hub id: no network
+        raise ModelLoadError(
+            f"could not load encoder {name_or_path!r} (local path): no such directory; "
+            "use --encoder tiny-qwen3 or a local path"
+        )
     try:
         if is_dir:
             return load(local_only=True)
