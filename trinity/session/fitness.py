@@ -32,14 +32,23 @@ def resolve_pool(cfg: Any, run: Any | None = None):
         raise ConfigError("live mode needs a pool: pass --pool practice|openrouter|chutes|<name>")
     base_url = getattr(cfg, "base_url", None) or os.environ.get(BASE_URL_ENV) or None
     server = None
+    namespace = None
     if base_url is None and cfg.pool == "practice":
+        import hashlib
+
         from trinity.pool.practice_server import start_practice_server
 
         server = start_practice_server(port=0)
         base_url = server.base_url
+        # The in-process server gets a new port each time; its answers depend only on the practice
+        # setup. Key the response cache on that setup, not the port: otherwise an answer that was a
+        # cache hit the first time (so never journaled) is bought again by every later evaluation.
+        setup = server.server.responder.setup
+        namespace = "practice@simulated/" + hashlib.sha256(repr(
+            (setup.seed, setup.question_spread, setup.models)).encode()).hexdigest()[:16]
         if run is not None:
             run.log(f"started the SIMULATED practice pool in the engine process at {base_url}")
-    return load_pool(cfg.pool, base_url=base_url), server
+    return load_pool(cfg.pool, base_url=base_url, cache_namespace=namespace), server
 
 
 class LiveFitness:
