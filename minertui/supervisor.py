@@ -15,15 +15,23 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from trinity.errors import TrinityError
 from trinity.runs.rundir import RunDir, new_run_id
+
+
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
 
 
 class EngineError(TrinityError):
@@ -104,9 +112,24 @@ class Supervisor:
             raise EngineError(f"{run.path} is not a run directory (no run.json)")
         if run.is_locked():
             raise EngineError(f"run {run.id} is already running; nothing to resume")
+        self._restart_practice_server(run)
         argv = trinity_argv("resume", str(run.path.resolve()))
         proc = self.spawn(argv, run.engine_log)
         self.launched[run.path.resolve()] = Launched(run.path.resolve(), proc, argv, time.time())
+
+    def _restart_practice_server(self, run: RunDir) -> None:
+        """A demo run talks to a practice server that the app started for it and that stopped
+        with its engine; resuming against the dead port would fail every call. Start it again
+        on the recorded port, for this run, the way the demo did."""
+        cfg = run.read_meta().get("config") or {}
+        url = urlsplit(str(cfg.get("base_url") or ""))
+        if cfg.get("pool") != "practice" or url.hostname not in ("127.0.0.1", "localhost") or not url.port:
+            return
+        if port_in_use(url.hostname, url.port):
+            return  # a server (the user's own `trinity pool serve-practice`) is already there
+        self.start_server([sys.executable, "-m", "minertui.jobs.practice_server", "--run-dir",
+                           str(run.path.resolve()), "--port", str(url.port), "--start-timeout", "120"],
+                          run.path.parent / "practice-server.log")
 
     def start_server(self, argv: list[str], log_path: Path) -> subprocess.Popen:
         proc = self.spawn(argv, log_path)

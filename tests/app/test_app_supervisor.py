@@ -131,3 +131,34 @@ def test_engine_survives_sighup_then_pause_resume_and_reopen(tmp_path):
     assert row[0] == "run-hup" and row[1] == "finished" and row[2] == f"{GENERATIONS}/{GENERATIONS}"
     meta = json.loads((run.path / "run.json").read_text())
     assert meta["status"] == "finished"
+
+
+def test_resuming_a_demo_run_restarts_its_practice_server(tmp_path):
+    """The demo's practice server stops with the engine; a resume must bring it back on the
+    recorded port, else every call of the resumed run fails (connection refused)."""
+    import socket
+
+    from minertui.supervisor import port_in_use
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    run = RunDir(tmp_path / "runs" / "demo-live-x")
+    run.path.mkdir(parents=True)
+    run.write_meta({"id": "demo-live-x", "status": "stopped",
+                    "config": {"pool": "practice", "mode": "live", "base_url": f"http://127.0.0.1:{port}/v1"}})
+    sup = Supervisor(tmp_path / "runs")
+    try:
+        assert not port_in_use("127.0.0.1", port)
+        sup._restart_practice_server(run)
+        deadline = time.monotonic() + 60
+        while not port_in_use("127.0.0.1", port) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert port_in_use("127.0.0.1", port), (tmp_path / "runs" / "practice-server.log").read_text()
+        n = len(sup.servers)
+        sup._restart_practice_server(run)  # already listening: no second server
+        assert len(sup.servers) == n == 1
+    finally:
+        for p in sup.servers:
+            p.terminate()
+            p.wait(timeout=30)
