@@ -38,7 +38,11 @@ def main(argv: list[str] | None = None) -> int:
             app = MinerApp(runs_root=demo_runs_dir(args.demo_runs_dir), theme=args.theme,
                            start_mode="train", demo=True)
         else:
-            app = MinerApp(runs_root=Path(args.runs_dir), theme=args.theme)
+            root = Path(args.runs_dir)
+            if root.exists() and not root.is_dir():
+                raise TrinityError(f"--runs-dir {root} is a file, not a directory; give the folder that holds "
+                                   "your runs (default ./runs)")
+            app = MinerApp(runs_root=root, theme=args.theme)
         app.run()
         rc = app.return_code  # 1 after an internal error (logged to a crash file, one line shown)
     except TrinityError as e:

@@ -369,6 +369,15 @@ def test_cli_open_rejects_a_non_run_directory(tmp_path):
     assert "Traceback" not in out.stderr
 
 
+def test_cli_rejects_a_runs_dir_that_is_a_file(tmp_path, capsys):
+    from minertui.__main__ import main
+    f = tmp_path / "runs"
+    f.write_text("not a folder")
+    assert main(["--runs-dir", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --runs-dir") and "is a file, not a directory" in err
+
+
 async def test_open_selects_the_named_run_even_when_it_is_not_the_newest(runs_root):
     newer = make_run(runs_root / "run-newer", generations=2).path
     assert newer.exists()
