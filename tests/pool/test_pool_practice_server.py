@@ -236,3 +236,13 @@ def test_garbage_and_pipelined_requests_over_a_raw_socket(server):
     assert rest[length:].startswith(b"HTTP/1.1 200 OK") and b"simulated/coder" in rest[length:]
     r = httpx.post(server.base_url + "/chat/completions", json={"model": "simulated/coder", "messages": messages(ALL[0])})
     assert r.status_code == 200  # still serving
+
+
+@pytest.mark.parametrize("port", ["-5", "99999", "http"])
+def test_serve_practice_rejects_a_bad_port_without_a_traceback(port, capsys):
+    from trinity.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(["pool", "serve-practice", "--port", port])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --port:" in err and "Traceback" not in err

@@ -24,13 +24,23 @@ def _rate(text: str) -> float:
     return v
 
 
+def _port(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= v <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0-65535 (0: any free port), got {v}")
+    return v
+
+
 def register(sub) -> None:
     p = sub.add_parser("pool", help="model pools: run the simulated practice pool, list pools")
     psub = p.add_subparsers(dest="pool_cmd", metavar="SUBCOMMAND")
     psub.required = True
 
     s = psub.add_parser("serve-practice", help="serve the SIMULATED practice models over OpenAI-compatible HTTP")
-    s.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (0: any free port; default 8765)")
+    s.add_argument("--port", type=_port, default=8765, help="port on 127.0.0.1 (0: any free port; default 8765)")
     s.add_argument("--latency-ms", type=int, default=None,
                    help="latency added to every reply (default: each model's profile latency)")
     s.add_argument("--seed", type=int, default=None, help="simulation seed (default: configs/practice.yaml)")
