@@ -36,15 +36,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"trinity {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMAND_MODULES:
+    register_modules(sub, COMMAND_MODULES)
+    return parser
+
+
+def register_modules(sub, names: list[str]) -> None:
+    """Let each module add its subcommands; a module that is not there adds none."""
+    for name in names:
         try:
             mod = importlib.import_module(name)
         except ModuleNotFoundError as e:
-            if e.name == name:  # that concern has no commands yet
+            if e.name == name:
                 continue
             raise
         mod.register(sub)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
