@@ -93,5 +93,7 @@ def test_exact_mcnemar_past_a_thousand_discordant_questions():
     assert binomial_two_sided_p(6000, 12000) == 1.0
     p = binomial_two_sided_p(5000, 12000)
     assert 0 < p < 1e-70
-    assert p == pytest.approx(2 * sum(comb(12000, i) for i in range(5001)) / 2**12000, rel=1e-12)
+    assert p == pytest.approx(9.798976022738526e-75, rel=1e-9)  # scipy.stats.binomtest(5000, 12000)
+    assert binomial_two_sided_p(1250, 3000) == pytest.approx(
+        2 * sum(comb(3000, i) for i in range(1251)) / 2**3000, rel=1e-12)
     assert binomial_two_sided_p(0, 5000) == 0.0  # underflows, no exception

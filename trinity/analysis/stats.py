@@ -143,7 +143,10 @@ def binomial_two_sided_p(k: int, n: int) -> float:
     k = min(k, n - k)
     # exact integers: 2.0**n overflows a float past n = 1023 (a full MMLU matrix has more
     # discordant questions than that); int / int rounds correctly at any size
-    tail = sum(math.comb(n, i) for i in range(k + 1))
+    term = tail = 1  # C(n, 0); then C(n, i + 1) = C(n, i)·(n − i)/(i + 1), exact and O(k) steps
+    for i in range(k):
+        term = term * (n - i) // (i + 1)
+        tail += term
     return min(1.0, 2 * tail / (1 << n))
 
 
