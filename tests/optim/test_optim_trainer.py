@@ -213,3 +213,32 @@ def test_fitness_without_validation_uses_the_cached_validator(tmp_path, cfg):
     gens = [e for e in RunDir(tmp_path / "run2").read_events() if e["type"] == "generation"]
     assert all(0 <= g["val_acc"] <= 1 for g in gens)
     assert "test_acc" in json.loads((tmp_path / "run2/summary.json").read_text())
+
+
+def test_an_unreachable_pool_stops_the_run_without_keeping_the_generation(tmp_path, cfg):
+    from trinity.pool.client import PoolUnreachable
+
+    class DeadPool:  # the contract of PoolClient.unreachable(): an error once calls stop connecting
+        def __init__(self):
+            self.dead = False
+
+        def unreachable(self):
+            return PoolUnreachable("pool practice is unreachable at http://127.0.0.1:9/v1") if self.dead else None
+
+    class LosesItsServer(CachedFitness):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            self.client = DeadPool()
+
+        def evaluate(self, gen, thetas, qs, hooks):
+            self.client.dead = gen == 2  # the server went away during generation 2
+            return super().evaluate(gen, thetas, qs, hooks)
+
+    t = standin_trainer(tmp_path / "run", cfg, fitness_cls=LosesItsServer)
+    res = t.train()
+    assert res.status == "stopped" and res.exit_code == 4
+    assert res.message.startswith("stopped: pool practice is unreachable")
+    run = RunDir(tmp_path / "run")
+    assert json.loads((run.checkpoint_dir / "manifest.json").read_text())["generation"] == 1
+    assert [r["gen"] for r in json.loads(run.history.read_text())] == [1]  # no generation of zeros
+    assert {t["gen"] for t in read_jsonl(run.traces)} <= {1}

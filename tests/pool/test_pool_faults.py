@@ -284,3 +284,27 @@ async def test_request_bodies_follow_each_providers_conventions(server, monkeypa
         await c.chat(ids[0], messages(MATH[0]), purpose="eval", reasoning_effort="high", max_tokens=64)
     assert server.recent_requests[-1]["reasoning_effort"] == "high"
     assert server.recent_requests[-1]["max_tokens"] == 64
+
+
+async def test_calls_that_cannot_connect_make_the_pool_unreachable_until_one_connects():
+    from trinity.pool.client import UNREACHABLE_AFTER, PoolUnreachable
+    from trinity.pool.practice_server import start_practice_server
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there yet
+    pool = practice_pool(f"http://127.0.0.1:{port}/v1", retry=RetryPolicy(1, 0.01, 0.02, 1))
+    async with PoolClient(pool, run_id="r1") as c:
+        calls = _calls(pool, UNREACHABLE_AFTER)
+        for k, (m, msgs) in enumerate(calls):
+            assert c.unreachable() is None, k  # one or two failed calls may be a flaky network
+            assert not (await c.chat(m, msgs, purpose="train")).ok
+        err = c.unreachable()
+        assert isinstance(err, PoolUnreachable) and f"127.0.0.1:{port}" in str(err) and "ConnectError" in str(err)
+        srv = start_practice_server(port=port)  # the server comes (back) up: the first answer clears it
+        try:
+            assert (await c.chat(*calls[0], purpose="train")).ok
+            assert c.unreachable() is None
+        finally:
+            srv.stop()

@@ -31,6 +31,7 @@ import numpy as np
 
 from trinity.config import TrainConfig
 from trinity.errors import BudgetExceeded, OutOfCredit
+from trinity.pool.client import PoolUnreachable
 from trinity.io import atomic_write_json
 from trinity.model import ROLES
 from trinity.model.theta import save_theta
@@ -176,6 +177,8 @@ class Trainer:
             return self._stopped(f"stopped: out of credit ({e})", e.exit_code)
         except BudgetExceeded as e:
             return self._stopped(f"stopped: budget reached ({e})", e.exit_code)
+        except PoolUnreachable as e:
+            return self._stopped(f"stopped: {e}", e.exit_code)
         except BaseException as e:
             self.set_status("failed", f"{type(e).__name__}: {e}"[:500])
             raise
@@ -212,6 +215,12 @@ class Trainer:
 
         hooks = GenerationHooks(self._progress(gen), choices, traces.append)
         rewards = np.asarray(self.fitness.evaluate(gen, thetas, batch, hooks), dtype=np.float64)  # (P, m)
+        client = getattr(self.fitness, "client", None)  # live mode: the pool client
+        dead = client.unreachable() if hasattr(client, "unreachable") else None
+        if dead is not None:
+            # rewards of calls that reached no model are not answers: keep nothing of this
+            # generation (the last checkpoint stands) and stop; a resume redoes it
+            raise dead
         if rewards.shape != (thetas.shape[0], n_batch):
             raise RuntimeError(f"fitness returned shape {rewards.shape}, expected {(thetas.shape[0], n_batch)}")
         fit = rewards.mean(axis=1)  # (P,)

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from trinity.errors import BudgetExceeded, ConfigError, OutOfCredit, ProviderError
+from trinity.errors import BudgetExceeded, ConfigError, OutOfCredit, ProviderError, TrinityError
 from trinity.pool.budget import Budget, to_micro
 from trinity.pool.cache import ResponseCache, cache_key
 from trinity.pool.faults import Cooldown, is_retryable, parse_retry_after
@@ -42,6 +42,18 @@ from trinity.pool.ledger import PURPOSES, Ledger
 from trinity.pool.providers import PoolConfig
 
 ERROR_EXCERPT = 300  # chars of a provider's error body kept in a message
+
+
+# Calls in a row that gave up on "connection refused"-type errors (each after all its retries)
+# before the pool counts as unreachable: a dead server or a wrong base URL, not a flaky call.
+UNREACHABLE_AFTER = 3
+
+
+class PoolUnreachable(TrinityError):
+    """The recent calls all failed to connect (`PoolClient.unreachable()`): a training run stops
+    at its last checkpoint instead of training on rewards of 0 from calls that reached no model."""
+
+    exit_code = 4
 
 
 @dataclass
@@ -158,9 +170,20 @@ class PoolClient:
         self._rng = random.Random(seed)
         self._url = f"{pool.base_url}/chat/completions"
         self._open = False
-        self.stopped: OutOfCredit | BudgetExceeded | None = None  # set by the first 402 / cap hit
+        self.stopped: OutOfCredit | BudgetExceeded | PoolUnreachable | None = None  # first 402 / cap hit / dead pool
+        self._connect_fail_streak = 0  # calls in a row that gave up on connection errors
+        self._last_connect_error = ""
         self._price_ratio: dict[str, float] = {}  # reported / table cost, highest seen (>= 1)
         self._per_token_usd: dict[str, float] = {}  # reported cost per token, highest seen
+
+    def unreachable(self) -> PoolUnreachable | None:
+        """The error to stop a run with when the last UNREACHABLE_AFTER calls could not connect
+        (a caller that trains stops instead of scoring those calls as wrong answers); else None."""
+        if self._connect_fail_streak < UNREACHABLE_AFTER:
+            return None
+        return PoolUnreachable(f"pool {self.pool.name} is unreachable at {self.pool.base_url}: the last "
+                               f"{self._connect_fail_streak} calls could not connect ({self._last_connect_error}); "
+                               "start the server or fix the base URL, then resume the run")
 
     # ---- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> "PoolClient":
@@ -365,6 +388,7 @@ class PoolClient:
         attempt = 0
         last_error = ""
         last_status = 0
+        connect_failed = False  # the last attempt could not even connect
         while True:
             attempt += 1
             await self.cooldown.wait()
@@ -379,15 +403,19 @@ class PoolClient:
                     self._free.put_nowait(lane)
             except httpx.TimeoutException as e:
                 self.stats.timeouts += 1
+                connect_failed = False  # slow is not down: a timeout never counts as unreachable
                 last_status, last_error = 0, f"{type(e).__name__} talking to {self.pool.name} for model {model}"
                 delay = policy.backoff(attempt, self._rng)
             except httpx.TransportError as e:
                 self.stats.timeouts += 1
+                connect_failed = isinstance(e, httpx.ConnectError)
                 last_status = 0
                 last_error = self._redact(f"{type(e).__name__} talking to {self.pool.name} for model {model}: {e}")
                 delay = policy.backoff(attempt, self._rng)
             else:
                 status = resp.status_code
+                connect_failed = False
+                self._connect_fail_streak = 0  # the server answered: it is reachable
                 if status == 200:
                     return self._parse_ok(model, resp, attempt, time.perf_counter() - t0)
                 last_status, last_error = status, self._fault_message(status, model, resp)
@@ -412,6 +440,9 @@ class PoolClient:
                 else:
                     raise ProviderError(last_error + " (not retried; check the model id, the key and the request)")
             if attempt > policy.max_retries:
+                if connect_failed:
+                    self._connect_fail_streak += 1
+                    self._last_connect_error = last_error
                 return ChatResult(text="", ok=False, error=f"{last_error} (gave up after {attempt} attempts)",
                                   status=last_status, latency_s=time.perf_counter() - t0, attempts=attempt,
                                   model=model, provider=self.pool.name)
