@@ -67,7 +67,9 @@ def _load_npy(path: Path, what: str) -> np.ndarray:
     except FileNotFoundError:
         raise InputError(f"{what} not found: {path}") from None
     except (ValueError, OSError, EOFError) as e:
-        raise InputError(f"{what} {path} is not a readable .npy file ({e}); regenerate it") from None
+        # numpy's own advice here ("allow_pickle=True") would be unsafe for a file from elsewhere
+        why = "not in .npy format" if "pickle" in str(e) else str(e)
+        raise InputError(f"{what} {path} is not a readable .npy file ({why}); regenerate it") from None
     if not isinstance(array, np.ndarray) or array.dtype.kind != "f":
         raise InputError(f"{what} {path} holds {getattr(array, 'dtype', type(array))}, not floats; regenerate it")
     if not np.all(np.isfinite(array)):
