@@ -15,10 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from trinity.data.practice import config_path
 from trinity.runs.rundir import RunDir, new_run_id
 
-REPO = Path(__file__).resolve().parents[1]
-PRACTICE_CONFIG = REPO / "configs" / "practice.yaml"
+# the practice setup the engine itself reads (trinity.data.practice: $MINERTUI_PRACTICE_CONFIG,
+# else its shipped file), so the demo and the engine never disagree on where it lives
+PRACTICE_CONFIG = config_path()
 LIVE_GRACE_S = 25.0  # a live engine that has not written a generation by then and exited = failed
 
 
