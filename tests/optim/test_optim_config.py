@@ -1,5 +1,7 @@
 """TrainConfig / load_config: defaults, overrides, one-line errors naming the key and its source."""
 
+from pathlib import Path
+
 import pytest
 
 from trinity.config import DEFAULT_CONFIG, TrainConfig, field_errors, load_config
@@ -22,7 +24,7 @@ def test_file_then_flags_override(tmp_path):
 def test_practice_section_is_allowed_and_recorded():
     cfg = load_config("configs/practice.yaml")
     assert cfg.questions == "practice" and cfg.matrix == "practice"
-    assert cfg.practice_config and cfg.practice_config.endswith("configs/practice.yaml")
+    assert cfg.practice_config and Path(cfg.practice_config).samefile("configs/practice.yaml")
 
 
 @pytest.mark.parametrize("text, overrides, needle", [

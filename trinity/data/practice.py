@@ -25,7 +25,7 @@ from trinity.data.questions import Question, load_questions
 from trinity.errors import ConfigError
 
 QUESTIONS_FILE = Path(__file__).with_name("practice_questions.jsonl")
-REPO_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "practice.yaml"
+REPO_CONFIG = Path(__file__).with_name("practice.yaml")  # configs/practice.yaml links here
 SIMULATED_LABEL = "practice (simulated pool)"
 
 
