@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import work
-from textual.app import App, SystemCommand
+from textual.app import App, ScreenStackError, SystemCommand
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
@@ -151,7 +151,10 @@ class MinerApp(App):
             if ex.code != 0:
                 self.notify(f"engine for {ex.run_dir.name} exited with status {ex.code}\n{ex.log_tail}",
                             title="engine", severity="error", timeout=12)
-        screen = self.screen
+        try:
+            screen = self.screen
+        except ScreenStackError:  # a poll that lands while the app is closing: nothing to draw
+            return
         cur = poll.current
         now = time.monotonic()
         if not force and cur is not None and cur.catching_up and now - self._drawn_at < self.POLL_S:
