@@ -270,8 +270,7 @@ def gate_duplicate(c: _Ctx) -> GateResult:
     if best[0] is not None:
         nums.update(closest=str(best[0]), closest_origin=best[2], max_cosine=round(best[1], 6))
     if compared == 0:
-        return GateResult(name, WARN, "no prior bundle or king to compare against "
-                          "(give --against DIR and --king BUNDLE)", nums)
+        return GateResult(name, WARN, "no prior bundle or king to compare against", nums)
     if best[1] >= DUPLICATE_COSINE:
         return GateResult(name, FAIL, f"cosine {best[1]:.4f} ≥ {DUPLICATE_COSINE} with {best[2]} bundle "
                           f"{best[0]}: a near-duplicate head", nums)
