@@ -85,6 +85,26 @@ async def test_journal_key_is_never_paid_twice_even_after_a_restart(server, tmp_
     assert jpath.read_bytes().endswith(b"\n")
 
 
+async def test_cache_hits_are_journaled_so_a_resume_survives_a_cleared_cache(server, tmp_path):
+    pool = practice_pool(server.base_url)
+    cache = ResponseCache(tmp_path / "c1.sqlite")
+    await _evaluate(pool, cache=cache)  # warms the cache, unkeyed
+    requests = server.stats.requests
+    jpath = tmp_path / "journal.jsonl"
+    journal = CallJournal(jpath)
+    _, hits = await _evaluate(pool, cache=cache, journal=journal, keyed=True)
+    journal.close(), cache.close()
+    assert all(r.cache_hit for r in hits) and server.stats.requests == requests
+    # The resumed run has lost its cache (another machine, a cleared cache dir): the journal
+    # still replays every answer, at $0 and with no request.
+    journal = CallJournal(jpath)
+    _, resumed = await _evaluate(pool, cache=ResponseCache(tmp_path / "c2.sqlite"), journal=journal, keyed=True)
+    journal.close()
+    assert server.stats.requests == requests
+    assert all(r.journal_hit and r.cost_usd == 0 for r in resumed)
+    assert [r.text for r in resumed] == [r.text for r in hits]
+
+
 FAKE_KEY = "sk-test-FAKE-0123456789abcdef-never-write-me"
 
 

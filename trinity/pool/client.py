@@ -328,12 +328,17 @@ class PoolClient:
             hit = self.cache.get(ckey)
             if hit is not None:
                 self.stats.cache_hits += 1
-                return ChatResult(text=hit["text"], ok=True, error=None, status=200,
-                                  prompt_tokens=hit.get("prompt_tokens", 0),
-                                  completion_tokens=hit.get("completion_tokens", 0),
-                                  cost_usd=0.0, cost_source="cache", cache_hit=True, attempts=0,
-                                  model=model, provider=self.pool.name,
-                                  finish_reason=hit.get("finish_reason"))
+                res = ChatResult(text=hit["text"], ok=True, error=None, status=200,
+                                 prompt_tokens=hit.get("prompt_tokens", 0),
+                                 completion_tokens=hit.get("completion_tokens", 0),
+                                 cost_usd=0.0, cost_source="cache", cache_hit=True, attempts=0,
+                                 model=model, provider=self.pool.name,
+                                 finish_reason=hit.get("finish_reason"))
+                if journal_key is not None and self.journal is not None:
+                    # Journal the hit too: a resume then replays it even if the cache was
+                    # cleared or its namespace changed (a new port), instead of paying again.
+                    await self.journal.record_async(journal_key, res.to_json())
+                return res
 
         if stop is not None:
             raise type(stop)(str(stop))
