@@ -81,6 +81,24 @@ def _first_line(err: BaseException) -> str:
     return text[0] if text else type(err).__name__
 
 
+def _hub_reachable(timeout_s: float = 5.0) -> bool:
+    """Can a TCP connection to the hub's endpoint be opened within `timeout_s`?"""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return False
+    import socket
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants
+
+    url = urlsplit(constants.ENDPOINT)
+    try:
+        socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)),
+                                 timeout=timeout_s).close()
+        return True
+    except OSError:
+        return False
+
+
 def _load_hf(name_or_path: str, dtype: torch.dtype) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -101,6 +119,10 @@ def _load_hf(name_or_path: str, dtype: torch.dtype) -> tuple[Any, Any]:
         try:
             return load(local_only=True)  # the HF cache first: no network round trips
         except (OSError, ValueError):
+            if not _hub_reachable():
+                # Say so now instead of after the hub client's minute of retries.
+                raise OSError("the Hugging Face hub is unreachable and the model is not in the local "
+                              "cache (set HF_HUB_OFFLINE=1 when working offline)") from None
             return load(local_only=False)
     except Exception as e:  # transformers raises OSError, ValueError, KeyError … for bad ids
         where = "local path" if is_dir else "offline or unknown id"
