@@ -262,3 +262,20 @@ def test_split_questions_mixes_benchmarks_and_keeps_lcb_temporal():
         assert sorted(i for i in got[k] if not i.startswith("livecodebench-")) == sorted(plain[k])
     assert [i for i in got["test"] if i.startswith("livecodebench-")] == ["livecodebench-1999A"]
     assert sorted(got["train"] + got["val"] + got["test"]) == sorted(q.id for q in mixed)
+
+
+def test_run_splits_keep_livecodebench_test_after_its_training_release():
+    # The trainer's (and collect's) splits: mixed benchmarks, LiveCodeBench by release/date.
+    from trinity.data.questions import split_ids
+    from trinity.optim.runinputs import run_splits
+
+    lcb = get_benchmark("livecodebench").load(data=str(LCB_DIR), train_release="release_v1")
+    math = get_benchmark("math500").load(data=str(FIX / "math500_test.jsonl"))
+    splits = run_splits(math + lcb, 0, (0.6, 0.2, 0.2))
+    lcb_test = {q.id for q in lcb if q.extra["lcb_split"] == "test"}
+    lcb_train = {q.id for q in lcb if q.extra["lcb_split"] == "train"}
+    assert lcb_test and set(splits["test"]) >= lcb_test
+    assert not lcb_test & set(splits["train"] + splits["val"])
+    assert lcb_train <= set(splits["train"] + splits["val"])
+    math_ids = {q.id for q in math}
+    assert {k: [i for i in v if i in math_ids] for k, v in splits.items()} == split_ids(math, 0)

@@ -29,6 +29,23 @@ class RunInputs(NamedTuple):
     splits: dict[str, list[str]]    # {"train", "val", "test"} -> question ids
 
 
+def run_splits(questions: list[Question], seed: int,
+               fractions: tuple[float, float, float]) -> dict[str, list[str]]:
+    """train/val/test ids. LiveCodeBench questions split by release (its `split`: test = problems
+    released after the training release, so test ⊄ train); every other benchmark by seed with the
+    configured fractions (stratified groups are independent, so splitting them apart is the same
+    as splitting them together)."""
+    lcb = [q for q in questions if q.benchmark == "livecodebench" and "lcb_split" in q.extra]
+    rest = [q for q in questions if not (q.benchmark == "livecodebench" and "lcb_split" in q.extra)]
+    splits = split_ids(rest, seed, fractions) if rest else {"train": [], "val": [], "test": []}
+    if lcb:
+        from trinity.benchmarks import get_benchmark
+
+        for k, ids in get_benchmark("livecodebench").split(lcb, seed).items():
+            splits[k] = splits[k] + ids
+    return splits
+
+
 def _ids_line(ids: list[str]) -> str:
     return ", ".join(ids[:8]) + (f" (+{len(ids) - 8} more)" if len(ids) > 8 else "")
 
@@ -81,7 +98,7 @@ def inputs_from_config(cfg: TrainConfig) -> RunInputs:
         questions = [q for q in questions if q.benchmark in cfg.benchmarks]
     if matrix is not None:
         matrix = matrix.subset([q.id for q in questions])
-    splits = split_ids(questions, cfg.seed, cfg.splits.as_tuple())
+    splits = run_splits(questions, cfg.seed, cfg.splits.as_tuple())
     if not splits["train"]:
         raise InputError(f"the train split is empty ({len(questions)} questions); add questions "
                          "or raise splits.train")

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from trinity.data.matrix import OutcomeMatrix, save_matrix
-from trinity.data.questions import Question, split_ids
+from trinity.data.questions import Question
 from trinity.errors import BudgetExceeded, InputError, OutOfCredit
 from trinity.io import append_jsonl, read_jsonl
 from trinity.session.prompts import render_question, system_prompt, user_message
@@ -48,7 +48,9 @@ def sibling(out: Path, suffix: str) -> Path:
 
 def select_questions(questions: list[Question], split: str, n: int | None, seed: int) -> list[Question]:
     if split != "all":
-        ids = split_ids(questions, seed).get(split)
+        from trinity.optim.runinputs import run_splits
+
+        ids = run_splits(questions, seed, (0.6, 0.2, 0.2)).get(split)  # the trainer's own splits
         if ids is None:
             raise InputError(f"unknown split {split!r}: use train, val, test or all")
         by_id = {q.id: q for q in questions}
