@@ -51,3 +51,41 @@ class ModeScreen(Screen):
             self.show(latest)
         elif self.query(RunBar):
             self.query_one(RunBar).show(self.MODE, None, getattr(self.app, "demo_note", ""))
+
+
+class EngineActions:
+    """Pause / stop / resume of the engine of one run, for the modes that offer them (p, s, r).
+    A screen says which run with `engine_target()`."""
+
+    def engine_target(self):  # -> Path | None
+        raise NotImplementedError
+
+    def _engine(self, what: str) -> None:
+        from trinity.errors import TrinityError
+
+        path = self.engine_target()
+        if path is None:
+            return
+        sup = self.app.supervisor
+        try:
+            if what == "pause":
+                pid = sup.pause(path)
+                self.notify(f"asked engine {pid} to checkpoint and stop ({path.name})")
+            elif what == "stop":
+                pid = sup.stop(path)
+                self.notify(f"stopping engine {pid} ({path.name}); killed if still running in 15 s")
+            else:
+                sup.resume(path)
+                self.notify(f"resuming {path.name}")
+        except TrinityError as e:
+            self.notify(str(e), severity="error")
+        self.app.poll_soon()
+
+    def action_pause(self) -> None:
+        self._engine("pause")
+
+    def action_stop(self) -> None:
+        self._engine("stop")
+
+    def action_resume(self) -> None:
+        self._engine("resume")

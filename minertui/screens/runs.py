@@ -11,13 +11,12 @@ from textual.widgets import DataTable, Static
 
 from typing import TYPE_CHECKING
 
-from minertui.screens.common import ModeScreen
+from minertui.screens.common import EngineActions, ModeScreen
 from minertui.widgets.format import fmt_duration, iso_short, num, status_text, usd
 
 if TYPE_CHECKING:  # numpy comes with them; the Runs mode draws its first frame without it
     from minertui.reader import Poll
     from minertui.runmodel import RunSnapshot
-from trinity.errors import TrinityError
 
 COLUMNS = ("run", "status", "gen", "best", "spend", "ETA", "mode", "pool", "started (UTC)")  # most needed first: 80 columns
 
@@ -33,7 +32,7 @@ def run_row(s: RunSnapshot) -> tuple:
     return (s.id, s.status, gen, num(s.best), spend, eta, mode, pool, iso_short(s.started))
 
 
-class RunsScreen(ModeScreen):
+class RunsScreen(EngineActions, ModeScreen):
     MODE = "Runs"
     CSS_PATH = "runs.tcss"
     BINDINGS = [
@@ -128,30 +127,5 @@ class RunsScreen(ModeScreen):
         from minertui.screens.newrun import NewRunScreen
         self.app.push_screen(NewRunScreen())
 
-    def _engine(self, what: str) -> None:
-        path = self._run_path()
-        if path is None:
-            return
-        sup = self.app.supervisor
-        try:
-            if what == "pause":
-                pid = sup.pause(path)
-                self.notify(f"asked engine {pid} to checkpoint and stop ({path.name})")
-            elif what == "stop":
-                pid = sup.stop(path)
-                self.notify(f"stopping engine {pid} ({path.name}); killed if still running in 15 s")
-            else:
-                sup.resume(path)
-                self.notify(f"resuming {path.name}")
-        except TrinityError as e:
-            self.notify(str(e), severity="error")
-        self.app.poll_soon()
-
-    def action_pause(self) -> None:
-        self._engine("pause")
-
-    def action_stop(self) -> None:
-        self._engine("stop")
-
-    def action_resume(self) -> None:
-        self._engine("resume")
+    def engine_target(self) -> Path | None:
+        return self._run_path()

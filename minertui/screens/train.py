@@ -11,10 +11,9 @@ from textual.widgets import Static
 
 from minertui.reader import Poll
 from minertui.runmodel import RunSnapshot, model_letter
-from minertui.screens.common import ModeScreen
+from minertui.screens.common import EngineActions, ModeScreen
 from minertui.widgets.curves import FitnessPlot
 from minertui.widgets.format import bar, fmt_duration, num, usd, utc
-from trinity.errors import TrinityError
 
 LOG_STYLE = {"error": "red", "warning": "yellow", "status": "bold"}
 
@@ -106,7 +105,7 @@ def log_text(s: RunSnapshot, lines: int) -> Text:
     return t
 
 
-class TrainScreen(ModeScreen):
+class TrainScreen(EngineActions, ModeScreen):
     MODE = "Train"
     CSS_PATH = "train.tcss"
     BINDINGS = [
@@ -142,28 +141,9 @@ class TrainScreen(ModeScreen):
         log = self.query_one("#train-log", Static)
         log.update(log_text(s, max(1, log.size.height or 4)))
 
-    def _engine(self, what: str) -> None:
+    def engine_target(self):
         s = self.app.current
         if s is None:
             self.notify("no run selected", severity="warning")
-            return
-        try:
-            if what == "pause":
-                self.notify(f"asked engine {self.app.supervisor.pause(s.path)} to checkpoint and stop")
-            elif what == "stop":
-                self.notify(f"stopping engine {self.app.supervisor.stop(s.path)}")
-            else:
-                self.app.supervisor.resume(s.path)
-                self.notify(f"resuming {s.id}")
-        except TrinityError as e:
-            self.notify(str(e), severity="error")
-        self.app.poll_soon()
-
-    def action_pause(self) -> None:
-        self._engine("pause")
-
-    def action_stop(self) -> None:
-        self._engine("stop")
-
-    def action_resume(self) -> None:
-        self._engine("resume")
+            return None
+        return s.path
