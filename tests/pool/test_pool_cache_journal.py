@@ -183,8 +183,11 @@ def test_cache_readers_in_other_processes_never_block_the_writer(tmp_path):
          "assert seen == sorted(seen), 'count went backwards'\nprint(len(seen), seen[-1])\n"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
     assert reader.stdout.readline().strip() == "ready"  # the reader is polling from here on
+    import time
+
     for i in range(300):
         cache.put(f"k{i}", "practice", "m", {"text": f"answer {i}"})
+        time.sleep(0.005)  # ~1.5 s of writing: the reader polls in between even on a loaded box
     out, err = reader.communicate(timeout=60)
     assert reader.returncode == 0, err
     reads, last = map(int, out.split())
