@@ -10,8 +10,8 @@ import numpy as np
 from trinity.data.matrix import OutcomeMatrix
 from trinity.data.questions import Question
 
-# Three kinds of question that look different byte by byte (the tiny encoder is byte-level and
-# random-init: it separates texts by their characters, not by meaning).
+# Three kinds of question that look different token by token (the tiny encoder is
+# random-init: it separates texts by their tokens, not by meaning).
 CATEGORIES = ("arith", "history", "code")
 WORDS = "empire king war century treaty dynasty river temple harvest bronze".split()
 
