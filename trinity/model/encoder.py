@@ -52,6 +52,13 @@ class Encoder:
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         return [*ids, self.eos_token_id]
 
+    def token_ids_many(self, texts: list[str]) -> list[list[int]]:
+        """`token_ids` of each text, tokenised as one batch (the fast tokenizers run it in parallel)."""
+        if not texts:
+            return []
+        eos = self.eos_token_id
+        return [[*ids, eos] for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+
 
 def resolve_device(device: str | None) -> torch.device:
     if device is None:

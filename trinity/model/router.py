@@ -130,7 +130,7 @@ class Router:
     def _token_ids(self, texts: list[str]) -> list[list[int]]:
         if isinstance(texts, str):
             raise InputError("texts must be a list of strings, not one string")
-        ids = [self.encoder.token_ids(t) for t in texts]
+        ids = self.encoder.token_ids_many(texts)
         for t, i in zip(texts, ids):
             if len(i) < 2:
                 raise InputError(f"text {t[:40]!r} tokenises to nothing before EOS; build it with encoder_input()")
@@ -252,6 +252,13 @@ class Router:
         feats = self.paired_features(thetas, texts, candidate_of_text).astype(np.float64)
         cand = np.asarray(candidate_of_text, dtype=np.int64)
         return np.einsum("nh,nch->nc", feats, heads[cand]).astype(np.float32)
+
+    def session_encoder(self, thetas: np.ndarray, budget_mb: float | None = None):
+        """A `SessionEncoder` for population `thetas`: logits of growing session transcripts, each
+        turn reading only the tokens it added (see `trinity.model.sessions`)."""
+        from trinity.model.sessions import DEFAULT_SESSION_BUDGET_MB, SessionEncoder
+
+        return SessionEncoder(self, thetas, DEFAULT_SESSION_BUDGET_MB if budget_mb is None else budget_mb)
 
     # ---- naive reference path ----
 

@@ -1,7 +1,8 @@
 """`trinity bench pool --live-generation`: the wall time of one live generation.
 
-P candidates × m questions of multi-turn sessions (tiny encoder) against the practice server with
-a fixed simulated latency per call and the pool's concurrency raised to 512. Because each turn
+P candidates × m questions of multi-turn sessions (tiny encoder) against the practice server — a
+separate process, as a provider is — with a fixed simulated latency per call and the pool's
+concurrency raised to 512. Because each turn
 step sends every active session's call at once, the wall time should approach
 turns × latency; the figure to compare is what the seed repos' pattern would take (candidates one
 after another, 8 calls in flight), computed from the same trajectories.
@@ -26,7 +27,7 @@ def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: in
     from trinity.pool.client import PoolClient
     from trinity.pool.journal import CallJournal
     from trinity.pool.ledger import Ledger
-    from trinity.pool.practice_server import start_practice_server
+    from trinity.bench.pool import _proc_cpu_s, _start_server
     from trinity.pool.providers import load_pool
     from trinity.session.loop import SessionRunner, SessionSpec
 
@@ -34,27 +35,38 @@ def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: in
     rng = np.random.RandomState(seed)
     qs = practice_questions()
     questions = [qs[i] for i in rng.choice(len(qs), size=m, replace=False)]
-    server = start_practice_server(port=0, latency_ms=latency_ms)
+    server, base_url = _start_server(latency_ms)
     t_enc = time.perf_counter()
-    pool = load_pool("practice", base_url=server.base_url, max_concurrency=concurrency)
+    pool = load_pool("practice", base_url=base_url, max_concurrency=concurrency)
     router = Router(load_encoder("tiny-qwen3", device="cpu"), len(pool.models))
     enc_load_s = time.perf_counter() - t_enc
     # A population as CMA-ES would sample it around the initial mean (σ = 0.1).
     thetas = router.initial_mean()[None, :] + 0.1 * rng.randn(popsize, router.n_params)
     steps: list[dict] = []
-    encode_s = [0.0]
+    encode_s = [0.0, 0.0]  # total, this step
+    peak_mb = [0.0]
+    tokens = [0, 0]  # this step, total so far
 
-    def logits_fn(texts, cands):
+    sessions = router.session_encoder(thetas)
+
+    def logits_fn(texts, cands, streams):
         t = time.perf_counter()
-        out = router.paired_logits(thetas, texts, cands)
-        encode_s[0] += time.perf_counter() - t
+        out = sessions.logits(texts, cands, streams)
+        dt = time.perf_counter() - t
+        encode_s[0] += dt
+        peak_mb[0] = max(peak_mb[0], sessions.nbytes / 2**20)
+        encode_s[1] += dt
+        tokens[0] = sessions.tokens_seen - tokens[1]
+        tokens[1] = sessions.tokens_seen
         return out
 
     last = [time.perf_counter()]
 
     def on_step(turn: int, done: int) -> None:
         now = time.perf_counter()
-        steps.append({"turn": turn, "finished": done, "secs": round(now - last[0], 3)})
+        steps.append({"turn": turn, "finished": done, "secs": round(now - last[0], 3),
+                      "encoder_s": round(encode_s[1], 3), "encoder_tokens": tokens[0]})
+        encode_s[1] = 0.0
         last[0] = now
 
     pairs = [(c, q) for c in range(popsize) for q in questions]
@@ -71,12 +83,15 @@ def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: in
                 trajs = await runner.run(pairs)
                 return trajs, time.perf_counter() - t0, client.stats
 
+        cpu0 = _proc_cpu_s(server.pid)
         try:
             trajs, wall, stats = asyncio.run(main())
+            cpu1 = _proc_cpu_s(server.pid)
         finally:
             ledger.close()
             journal.close()
-            server.stop()
+            server.terminate()
+            server.wait(timeout=10)
     turns = np.array([len(t.turns) for t in trajs]).reshape(popsize, m)
     lat = latency_ms / 1000.0
     # The seed repos' pattern: one candidate after another, 8 sessions in flight at a time; a
@@ -88,10 +103,14 @@ def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: in
         "concurrency": concurrency, "calls": int(turns.sum()), "max_turns": max_turns,
         "mean_turns": round(float(turns.mean()), 3), "wall_s": round(wall, 2),
         "ideal_s": round(max_turns * lat, 2), "target_s": round(1.5 * 5 * lat, 2),
-        "encoder_s": round(encode_s[0], 2), "encoder_load_s": round(enc_load_s, 2),
+        "encoder_s": round(encode_s[0], 2), "encoder_tokens_seen": sessions.tokens_seen,
+        "encoder_tokens_read": sessions.tokens_read, "encoder_peak_mb": round(peak_mb[0], 1),
+        "encoder_load_s": round(enc_load_s, 2),
         "sequential_8_in_flight_s": round(sequential_s, 1),
         "speedup_vs_sequential": round(sequential_s / wall, 1) if wall > 0 else None,
         "accuracy": round(float(np.mean([t.correct for t in trajs])), 3),
+        "after_last_turn_s": round(wall - sum(st["secs"] for st in steps), 2),
+        "server_cpu_s": round(cpu1 - cpu0, 2) if cpu0 is not None and cpu1 is not None else None,
         "steps": steps, "ledger_cost_usd": round(stats.cost_micro_usd / 1e6, 6),
         "note": "SIMULATED practice pool; latency injected by the server",
     }

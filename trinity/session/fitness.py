@@ -93,13 +93,20 @@ class LiveFitness:
             r -= self.cfg.turn_penalty * max(0, len(traj.turns) - 1)
         return r
 
+    def _logits_fn(self, thetas: np.ndarray):
+        """The router's incremental session encoder for this population (a turn reads only its new
+        tokens), or its paired path when it has none (a fixed-policy stand-in)."""
+        make = getattr(self.router, "session_encoder", None)
+        if make is not None:
+            return make(thetas).logits
+        return lambda texts, cands, streams: self.router.paired_logits(thetas, texts, cands)
+
     def run_sessions(self, thetas: np.ndarray, pairs: list[tuple[int, Question]], key_prefix: str,
                      purpose: str = "train", on_step=None):
         spec = SessionSpec(self.models, purpose=purpose, max_turns=self.cfg.max_turns,
                            policy=self.cfg.policy, temperature=self.cfg.temperature, seed=self.cfg.seed,
                            key_prefix=key_prefix)
-        runner = SessionRunner(self.client, lambda texts, cands: self.router.paired_logits(thetas, texts, cands),
-                               spec, on_step=on_step)
+        runner = SessionRunner(self.client, self._logits_fn(thetas), spec, on_step=on_step)
         return self.loop.run_until_complete(runner.run(pairs))
 
     def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question], hooks) -> np.ndarray:

@@ -87,12 +87,13 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 class SessionRunner:
     """Runs trajectories for (candidate, question) pairs against a pool client.
 
-    `logits_fn(texts, candidate_of_text) -> (N, n_models + 3)` wraps the router (the fast
-    batched path); `client` is a `trinity.pool.client.PoolClient` (or anything with the same
+    `logits_fn(texts, candidate_of_text, stream_of_text) -> (N, n_models + 3)` wraps the router
+    (`SessionEncoder.logits`: a turn reads only the tokens its transcript added; the stream id of a
+    text is its trajectory's index, stable over the turns of this `run`); `client` is a `trinity.pool.client.PoolClient` (or anything with the same
     `chat`). `on_turn` is called after each turn step with the number of finished trajectories.
     """
 
-    def __init__(self, client: Any, logits_fn: Callable[[list[str], np.ndarray], np.ndarray],
+    def __init__(self, client: Any, logits_fn: Callable[[list[str], np.ndarray, list[int]], np.ndarray],
                  spec: SessionSpec, on_step: Callable[[int, int], None] | None = None):
         self.client = client
         self.logits_fn = logits_fn
@@ -151,7 +152,7 @@ class SessionRunner:
                 break
             texts = [encoder_input(questions[i].question, trajs[i].encoder_turns()) for i in active]
             cands = np.array([trajs[i].candidate for i in active], dtype=np.int64)
-            logits = np.asarray(self.logits_fn(texts, cands))  # (A, n_models + 3)
+            logits = np.asarray(self.logits_fn(texts, cands, active))  # (A, n_models + 3)
             mi, ri, mp, rp = self._decide(logits, [trajs[i] for i in active], turn)
             # return_exceptions: when one call raises (402, budget), the calls already in flight
             # still finish and land in the journal and ledger before the run stops.
@@ -164,19 +165,26 @@ class SessionRunner:
                 raise errors[0]
             if self.on_step:
                 self.on_step(turn, sum(t.done for t in trajs))
+        # Grading is deterministic, and candidates near each other often end on the very same
+        # answer text: each distinct (question, answer text) is graded once.
         # Code answers are graded in sandboxed children, a few at a time off the event loop;
         # math / multiple choice grade fastest in this thread (math-verify's deadline needs it).
-        code = [(q, t) for q, t in zip(questions, trajs) if q.kind == "code" and self._pick_answer(q, t)]
+        to_grade: dict[tuple[str, str], tuple[Question, list[Trajectory]]] = {}
+        for q, t in zip(questions, trajs):
+            if self._pick_answer(q, t):
+                to_grade.setdefault((q.id, t.answer_text), (q, []))[1].append(t)
+        verdicts: dict[tuple[str, str], Any] = {}
         slots = asyncio.Semaphore(CODE_GRADING_SLOTS)
 
-        async def grade_code(q: Question, t: Trajectory) -> None:
+        async def grade_code(key: tuple[str, str], q: Question) -> None:
             async with slots:
-                await asyncio.to_thread(self._grade, q, t)
+                verdicts[key] = await asyncio.to_thread(grade_answer, q, key[1])
 
-        await asyncio.gather(*(grade_code(q, t) for q, t in code))
-        for q, traj in zip(questions, trajs):
-            if q.kind != "code" and self._pick_answer(q, traj):
-                self._grade(q, traj)
+        await asyncio.gather(*(grade_code(key, q) for key, (q, _) in to_grade.items() if q.kind == "code"))
+        for key, (q, group) in to_grade.items():
+            v = verdicts[key] if q.kind == "code" else grade_answer(q, key[1])
+            for t in group:
+                t.correct, t.reason = bool(v.correct), v.reason
         return trajs
 
     @staticmethod
@@ -196,11 +204,6 @@ class SessionRunner:
                 return True
         traj.correct, traj.reason = False, "no extractable answer in any non-Verifier turn"
         return False
-
-    @staticmethod
-    def _grade(q: Question, traj: Trajectory) -> None:
-        v = grade_answer(q, traj.answer_text)
-        traj.correct, traj.reason = bool(v.correct), v.reason
 
 
 def trace_record(traj: Trajectory, q: Question, gen: int | None, mode: str = "live") -> dict:

@@ -1,0 +1,358 @@
+"""Incremental encoding of sessions: a turn reads only the tokens its transcript added.
+
+A live session re-reads its whole transcript every turn (DESIGN §3: the head input is the
+question, every earlier turn, then `<Head Input>`), so a 5-turn session would read its first
+turn's tokens five times. Attention is causal: the K/V of a token depend only on the tokens before
+it. So for what a stream (one trajectory under one candidate θ) has already read, we keep:
+
+- a `PrefixState` (θ-independent, shared by every stream whose text is the same): K/V of layers
+  0..L-1 and the SVF-layer input, per token;
+- a `StreamState` (its candidate's): K/V of layers L (SVF) and L+1, and the last feature.
+
+The next turn's text shares a token prefix with the previous one (up to the `<Head Input>`
+marker, which moves to the end); only the tokens after the longest common prefix run through the
+layers, attending to the kept K/V. The features are those of `Router.reference_features` on the
+whole text (tests: to ~1e-6 in fp32). The common prefix is found on token ids, so a tokenizer that
+merges across the old end is handled (fewer tokens are reused, never wrong ones).
+
+Memory a token: 2·(L)·kv_heads·head_dim + hidden numbers for a prefix state, 4·kv_heads·head_dim
+for a stream state (Qwen3-0.6B in bf16: ~110 KB and ~8 KB). `budget_mb` bounds the total: over
+it, the least recently used streams are forgotten and read again in full on their next turn.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from trinity.errors import InputError
+from trinity.model.fastpath import _bias, _linear, apply_rope
+
+DEFAULT_SESSION_BUDGET_MB = 2048
+
+KV = tuple[torch.Tensor, torch.Tensor]  # K (n, kv_heads, d) after norm + rotary, V (n, kv_heads, d)
+
+
+def _nbytes(*ts: torch.Tensor) -> int:
+    return sum(t.numel() * t.element_size() for t in ts)
+
+
+def common_prefix(a: np.ndarray, b: np.ndarray) -> int:
+    """Length of the longest common prefix of two id vectors."""
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    diff = np.flatnonzero(a[:n] != b[:n])
+    return int(diff[0]) if diff.size else n
+
+
+@dataclass
+class PrefixState:
+    ids: np.ndarray  # (n,) tokens read (EOS excluded)
+    kv: list[KV]  # layers 0..L-1
+    x: torch.Tensor  # (n, hidden) input of layer L
+
+    @property
+    def nbytes(self) -> int:
+        return _nbytes(self.x, *(t for kv in self.kv for t in kv))
+
+
+@dataclass
+class StreamState:
+    ids: np.ndarray  # (n,)
+    cand: int
+    kv: list[KV]  # layers L and L+1
+    feature: torch.Tensor  # (hidden,) float32, L2-normalised, at the last token
+
+    @property
+    def nbytes(self) -> int:
+        return _nbytes(self.feature, *(t for kv in self.kv for t in kv))
+
+
+@dataclass
+class NewRows:
+    """B texts, text i has `past[i]` tokens kept and `new[i]` to read, packed text after text.
+
+    pos (S,): position of each new row in its text
+    q_index (B, N): packed row of (text, new-row r), padding repeats the text's last new row
+    flat_of_row (S,): index of each new row in the flattened (B*N) layout
+    last_row (B,): packed row of each text's last token
+    mask (B, 1, N, T): key j visible to new row r of text b iff j <= past[b] + r
+    """
+
+    past: list[int]
+    new: list[int]
+    pos: torch.Tensor
+    q_index: torch.Tensor
+    flat_of_row: torch.Tensor
+    last_row: torch.Tensor
+    mask: torch.Tensor
+
+    @property
+    def T(self) -> int:
+        return int(self.mask.shape[-1])
+
+
+def plan_new_rows(past: list[int], new: list[int], device: torch.device) -> NewRows:
+    B, N, T = len(new), max(new), max(p + n for p, n in zip(past, new))
+    pos = torch.cat([p + torch.arange(n) for p, n in zip(past, new)])
+    flat = torch.cat([b * N + torch.arange(n) for b, n in enumerate(new)])
+    last_row = torch.cumsum(torch.tensor(new), 0) - 1
+    q_index = last_row.repeat_interleave(N)
+    q_index[flat] = torch.arange(len(pos))
+    q_pos = torch.tensor(past)[:, None] + torch.arange(N)[None, :]  # (B, N)
+    mask = torch.arange(T)[None, None, :] <= q_pos[:, :, None]  # (B, N, T)
+    return NewRows(past=list(past), new=list(new), pos=pos.to(device), q_index=q_index.view(B, N).to(device),
+                   flat_of_row=flat.to(device), last_row=last_row.to(device), mask=mask[:, None].to(device))
+
+
+class SessionEncoder:
+    """Features / logits of growing session texts for a fixed population θ (one generation).
+
+    `logits(texts, candidate_of_text, stream_of_text)`: `stream_of_text[i]` names the session text
+    i belongs to (any hashable, stable across the turns of one session). A new `SessionEncoder`
+    per population: stream states hold K/V computed under its θ.
+    """
+
+    def __init__(self, router, thetas: np.ndarray, budget_mb: float = DEFAULT_SESSION_BUDGET_MB):
+        self.router = router
+        self.thetas = router._thetas(thetas)
+        self.heads, svf = router._split(self.thetas)
+        self.fast = router.fast
+        self.enc = router.encoder
+        self.dev = self.enc.device
+        self.L = router.svf_layer
+        self.z = torch.as_tensor(svf, dtype=torch.float32, device=self.dev)  # (P, svf_size)
+        self.budget = int(budget_mb * 2**20)
+        self.prefixes: dict[str, PrefixState] = {}
+        self.streams: OrderedDict[object, tuple[str, StreamState | None]] = OrderedDict()  # LRU
+        self.tokens_read = 0  # new tokens run through the layers (benchmarks)
+        self.tokens_seen = 0  # tokens of all texts asked for
+
+    # ---- public ----
+
+    def logits(self, texts: list[str], candidate_of_text, stream_of_text) -> np.ndarray:
+        """texts (N), candidate index and stream id per text → logits (N, n_models + 3) float32."""
+        feats = self.features(texts, candidate_of_text, stream_of_text).astype(np.float64)
+        cand = np.asarray(candidate_of_text, dtype=np.int64)
+        return np.einsum("nh,nch->nc", feats, self.heads[cand]).astype(np.float32)
+
+    @torch.inference_mode()
+    def features(self, texts: list[str], candidate_of_text, stream_of_text) -> np.ndarray:
+        cand = np.asarray(candidate_of_text, dtype=np.int64)
+        streams = list(stream_of_text)
+        P = self.thetas.shape[0]
+        if cand.shape != (len(texts),) or len(streams) != len(texts) or (cand.size and (cand.min() < 0 or cand.max() >= P)):
+            raise InputError(f"session encoder: need one candidate in 0..{P - 1} and one stream id per text "
+                             f"({len(texts)} texts, {cand.shape} candidates, {len(streams)} streams)")
+        if len(set(streams)) != len(streams):
+            raise InputError("session encoder: a stream id appears twice in one call (one text per stream per turn)")
+        ids = [np.asarray(i[:-1], dtype=np.int64) for i in self.router._token_ids(texts)]  # EOS dropped
+        keys = [_key(i) for i in ids]
+        self.tokens_seen += sum(len(i) for i in ids)
+        prefix = self._prefix_states(ids, keys, streams)
+        out = self._stream_features(ids, keys, cand, streams, prefix)
+        self._trim()
+        return out
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: prefix states + stream states."""
+        held = sum(st.nbytes for _, st in self.streams.values() if st is not None)
+        return held + sum(p.nbytes for p in self.prefixes.values())
+
+    # ---- layers 0..L-1: θ-independent, shared by texts with the same tokens ----
+
+    def _prefix_states(self, ids, keys, streams) -> dict[str, PrefixState]:
+        todo: dict[str, tuple[np.ndarray, PrefixState | None]] = {}
+        for i, k in enumerate(keys):
+            if k in self.prefixes or k in todo:
+                continue
+            prev = self.streams.get(streams[i])
+            parent = self.prefixes.get(prev[0]) if prev else None
+            todo[k] = (ids[i], parent)
+        if todo:
+            items = list(todo.items())
+            reuse = [min(common_prefix(p.ids, i), len(i) - 1) if p is not None else 0 for _, (i, p) in items]
+            order = sorted(range(len(items)), key=lambda j: len(items[j][1][0]))
+            for group in _groups(order, lambda j: len(items[j][1][0]), self.router.max_batch_tokens):
+                self._extend_prefix([items[j][0] for j in group], [items[j][1][0] for j in group],
+                                    [items[j][1][1] for j in group], [reuse[j] for j in group])
+        return {k: self.prefixes[k] for k in keys}
+
+    def _extend_prefix(self, keys, ids, parents, reuse) -> None:
+        dec = self.enc.decoder
+        new = [len(i) - r for i, r in zip(ids, reuse)]
+        plan = plan_new_rows(reuse, new, self.dev)
+        rows = torch.as_tensor(np.concatenate([i[r:] for i, r in zip(ids, reuse)]), device=self.dev)
+        x = dec.embed_tokens(rows)  # (S, hidden)
+        cos, sin = self.fast._rope(plan.pos, x)
+        kv_out: list[list[KV]] = [[] for _ in keys]
+        for layer_index in range(self.L):
+            layer = dec.layers[layer_index]
+            attn = layer.self_attn
+            pasts = [p.kv[layer_index] if p is not None else None for p in parents]
+            h = layer.input_layernorm(x)
+            q = attn.q_proj(h).view(len(rows), -1, self.fast.head_dim)
+            k = attn.k_proj(h).view(len(rows), -1, self.fast.head_dim)
+            v = attn.v_proj(h).view(len(rows), -1, self.fast.head_dim)
+            if hasattr(attn, "q_norm"):
+                q, k = attn.q_norm(q), attn.k_norm(k)
+            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+            a, full = self._attend(q, k, v, pasts, plan)
+            for b, kv in enumerate(full):
+                kv_out[b].append(kv)
+            x = x + attn.o_proj(a)
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+        offsets = np.cumsum([0, *new])
+        for b, key in enumerate(keys):
+            mine = x[int(offsets[b]) : int(offsets[b + 1])]
+            xs = mine if parents[b] is None or reuse[b] == 0 else torch.cat([parents[b].x[: reuse[b]], mine])
+            self.prefixes[key] = PrefixState(ids=ids[b], kv=kv_out[b], x=xs)
+            self.tokens_read += new[b]
+
+    # ---- layers L (SVF, per candidate) and L+1 ----
+
+    def _stream_features(self, ids, keys, cand, streams, prefix) -> np.ndarray:
+        H = self.router.hidden
+        out = np.empty((len(ids), H), dtype=np.float32)
+        work = []
+        for i, s in enumerate(streams):
+            prev = self.streams.get(s)
+            state = prev[1] if prev else None
+            if state is not None and state.cand != int(cand[i]):
+                state = None  # the stream changed candidate: start over
+            if state is not None and len(state.ids) == len(ids[i]) and common_prefix(state.ids, ids[i]) == len(ids[i]):
+                out[i] = state.feature.numpy() if state.feature.device.type == "cpu" else state.feature.cpu().numpy()
+                self.streams[s] = (keys[i], state)
+                self.streams.move_to_end(s)
+                continue
+            reuse = min(common_prefix(state.ids, ids[i]), len(ids[i]) - 1) if state is not None else 0
+            work.append((i, state if reuse > 0 else None, reuse))
+        order = sorted(range(len(work)), key=lambda j: len(ids[work[j][0]]))
+        for group in _groups(order, lambda j: len(ids[work[j][0]]), self.router.max_batch_tokens):
+            items = [work[j] for j in group]
+            feats, kvs = self._extend_stream([prefix[keys[i]] for i, _, _ in items],
+                                             [st for _, st, _ in items], [r for _, _, r in items],
+                                             [int(cand[i]) for i, _, _ in items])
+            for (i, _, _), f, kv in zip(items, feats, kvs):
+                out[i] = f.cpu().numpy()
+                self.streams[streams[i]] = (keys[i], StreamState(ids=ids[i], cand=int(cand[i]), kv=kv, feature=f))
+                self.streams.move_to_end(streams[i])
+        return out
+
+    def _extend_stream(self, prefixes, states, reuse, cands):
+        fast, f, d, nh, nkv = self.fast, self.fast.f, self.fast.head_dim, self.fast.n_heads, self.fast.n_kv
+        new = [len(p.ids) - r for p, r in zip(prefixes, reuse)]
+        plan = plan_new_rows(reuse, new, self.dev)
+        S = len(plan.pos)
+        x = torch.cat([p.x[r:] for p, r in zip(prefixes, reuse)])  # (S, hidden) layer-L input
+        cand_of_row = torch.as_tensor(np.repeat(cands, new), device=self.dev)
+        # Per-row SVF scales s ⊙ z of the row's candidate: (S, r) each.
+        sz = self.router.svf.split((self.z[cand_of_row] * fast.s).to(fast.dtype))
+        sz_q, sz_k, sz_v, sz_o, sz_g, sz_u, sz_d = sz
+        xv = fast.shared(x)
+
+        # --- layer L: attention, factored SVF ---
+        q = _bias((xv[0] * sz_q) @ fast.Ut["q_proj"], f["q_proj"].module).view(S, nh, d)
+        k = _bias((xv[1] * sz_k) @ fast.Ut["k_proj"], f["k_proj"].module).view(S, nkv, d)
+        v = _bias((xv[2] * sz_v) @ fast.Ut["v_proj"], f["v_proj"].module).view(S, nkv, d)
+        cos, sin = fast._rope(plan.pos, q)
+        q, k = fast._norm_rope(q, k, fast.qk_norms, cos, sin, cos, sin)
+        a, kv_L = self._attend(q, k, v, [st.kv[0] if st is not None else None for st in states], plan)
+        h = _bias(((a @ fast.V_o) * sz_o) @ fast.Ut["o_proj"], f["o_proj"].module) + x
+        # --- layer L: MLP ---
+        x2 = fast.ln2.unit(h)
+        gate = _bias(((x2 @ fast.V_g) * sz_g) @ fast.Ut["gate_proj"], f["gate_proj"].module)
+        up = _bias(((x2 @ fast.V_u) * sz_u) @ fast.Ut["up_proj"], f["up_proj"].module)
+        mlp = fast.layer.mlp
+        m = F.silu(gate) * up if isinstance(mlp.act_fn, torch.nn.SiLU) else mlp.act_fn(gate) * up
+        h = h + _bias(((m @ fast.V_d) * sz_d) @ fast.Ut["down_proj"], f["down_proj"].module)
+
+        # --- layer L+1: K/V of the new rows, then attention at each text's last token only ---
+        layer, attn = fast.last, fast.last.self_attn
+        xl = fast.last_ln1.unit(h)
+        k1 = F.linear(xl, fast.W_last["k_proj"], attn.k_proj.bias).view(S, nkv, d)
+        v1 = F.linear(xl, fast.W_last["v_proj"], attn.v_proj.bias).view(S, nkv, d)
+        q1 = F.linear(xl[plan.last_row], fast.W_last["q_proj"], attn.q_proj.bias).view(-1, nh, d)  # (B, nh, d)
+        q1, k1 = fast._norm_rope(q1, k1, fast.last_qk_norms, cos[plan.last_row], sin[plan.last_row], cos, sin)
+        B = len(new)
+        K, V, kv_L1 = self._full_kv(k1, v1, [st.kv[1] if st is not None else None for st in states], plan)
+        totals = torch.tensor([r + n for r, n in zip(reuse, new)], device=self.dev)
+        keep = torch.arange(plan.T, device=self.dev)[None, :] < totals[:, None]  # (B, T)
+        o = fast._attention(q1[:, :, None, :], K, V, attn_mask=keep[:, None, None, :])  # (B, nh, 1, d)
+        y = h[plan.last_row] + _linear(o.reshape(B, nh * d), attn.o_proj)
+        y = y + layer.mlp(layer.post_attention_layernorm(y))
+        feats = F.normalize(self.enc.decoder.norm(y).float(), dim=-1)  # (B, hidden)
+        return list(feats), [[kl, kl1] for kl, kl1 in zip(kv_L, kv_L1)]
+
+    # ---- attention over kept + new K/V ----
+
+    def _full_kv(self, k, v, pasts, plan: NewRows):
+        """Per text: K/V of all its tokens (kept ones, then the new rows) → padded
+        `(B, kv_heads, T, d)` K and V, and the per-text `(t, kv_heads, d)` pairs to keep."""
+        B, T = len(plan.new), plan.T
+        nkv, d = k.shape[1], k.shape[2]
+        K = k.new_zeros((B, T, nkv, d))
+        V = v.new_zeros((B, T, nkv, d))
+        full: list[KV] = []
+        start = 0
+        for b, (p, n) in enumerate(zip(plan.past, plan.new)):
+            kb, vb = k[start : start + n], v[start : start + n]
+            if p:
+                kb = torch.cat([pasts[b][0][:p], kb])
+                vb = torch.cat([pasts[b][1][:p], vb])
+            K[b, : p + n], V[b, : p + n] = kb, vb
+            full.append((kb, vb))
+            start += n
+        return K.transpose(1, 2), V.transpose(1, 2), full
+
+    def _attend(self, q, k, v, pasts, plan: NewRows):
+        """New rows' q `(S, heads, d)`, k/v `(S, kv_heads, d)`; `pasts[b]` the kept K/V of text b
+        (or None) → attention output `(S, heads*d)` and each text's full K/V."""
+        K, V, full = self._full_kv(k, v, pasts, plan)
+        Q = q[plan.q_index].transpose(1, 2)  # (B, heads, N, d)
+        out = self.fast._attention(Q, K, V, attn_mask=plan.mask)  # (B, heads, N, d)
+        B, nh, N, d = out.shape
+        return out.transpose(1, 2).reshape(B * N, nh * d)[plan.flat_of_row], full
+
+    # ---- memory ----
+
+    def _trim(self) -> None:
+        """Keep only what a stream's next turn can use, within the budget (LRU over streams)."""
+        refs: dict[str, int] = {}
+        for key, _ in self.streams.values():
+            refs[key] = refs.get(key, 0) + 1
+        for key in [k for k in self.prefixes if k not in refs]:
+            del self.prefixes[key]
+        total = self.nbytes
+        while self.streams and total > self.budget:
+            _, (key, state) = self.streams.popitem(last=False)
+            total -= state.nbytes if state is not None else 0
+            refs[key] -= 1
+            if refs[key] == 0 and key in self.prefixes:
+                total -= self.prefixes.pop(key).nbytes
+
+
+def _key(ids: np.ndarray) -> str:
+    import hashlib
+
+    return hashlib.sha256(ids.tobytes()).hexdigest()
+
+
+def _groups(items: list, size_of, budget: int):
+    """Consecutive groups of `items` whose sizes sum to <= budget (a larger item goes alone)."""
+    batch, used = [], 0
+    for it in items:
+        n = size_of(it)
+        if batch and used + n > budget:
+            yield batch
+            batch, used = [], 0
+        batch.append(it)
+        used += n
+    if batch:
+        yield batch
