@@ -31,7 +31,6 @@ from typing import Any
 from trinity.errors import InputError
 from trinity.io import canonical_json
 from trinity.pool.appender import GroupCommitAppender
-from concurrent.futures import Future
 
 GENESIS = "0" * 64
 PURPOSES = ("train", "eval", "collect")
@@ -215,7 +214,7 @@ class Ledger:
         self._lock = threading.Lock()
 
     def _make(self, *, provider: str, model: str, prompt_tokens: int, completion_tokens: int,
-              cost_micro_usd: int, cost_source: str, purpose: str) -> tuple[dict[str, Any], Future]:
+              cost_micro_usd: int, cost_source: str, purpose: str, in_loop: bool = False) -> tuple[dict[str, Any], Any]:
         if purpose not in PURPOSES:
             raise ValueError(f"ledger purpose must be one of {PURPOSES}, got {purpose!r}")
         if cost_source not in COST_SOURCES:
@@ -232,7 +231,7 @@ class Ledger:
             self.n_records += 1
             self.head_hash = rec["h"]
             self.total_micro_usd += rec["cost_micro_usd"]
-            fut = self._appender.submit(line)
+            fut = self._appender.submit_async(line) if in_loop else self._appender.submit(line)
         return rec, fut
 
     def append(self, **fields: Any) -> dict[str, Any]:
@@ -242,10 +241,8 @@ class Ledger:
         return rec
 
     async def append_async(self, **fields: Any) -> dict[str, Any]:
-        import asyncio
-
-        rec, fut = self._make(**fields)
-        await asyncio.wrap_future(fut)
+        rec, fut = self._make(**fields, in_loop=True)
+        await fut
         return rec
 
     @property
