@@ -256,9 +256,9 @@ class Router:
     def session_encoder(self, thetas: np.ndarray, budget_mb: float | None = None):
         """A `SessionEncoder` for population `thetas`: logits of growing session transcripts, each
         turn reading only the tokens it added (see `trinity.model.sessions`)."""
-        from trinity.model.sessions import DEFAULT_SESSION_BUDGET_MB, SessionEncoder
+        from trinity.model.sessions import SessionEncoder
 
-        return SessionEncoder(self, thetas, DEFAULT_SESSION_BUDGET_MB if budget_mb is None else budget_mb)
+        return SessionEncoder(self, thetas, budget_mb)
 
     # ---- naive reference path ----
 

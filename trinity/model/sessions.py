@@ -16,8 +16,9 @@ whole text (tests: to ~1e-6 in fp32). The common prefix is found on token ids, s
 merges across the old end is handled (fewer tokens are reused, never wrong ones).
 
 Memory a token: 2·(L)·kv_heads·head_dim + hidden numbers for a prefix state, 4·kv_heads·head_dim
-for a stream state (Qwen3-0.6B in bf16: ~110 KB and ~8 KB). `budget_mb` bounds the total: over
-it, the least recently used streams are forgotten and read again in full on their next turn.
+for a stream state (Qwen3-0.6B in bf16: ~110 KB and ~8 KB). `budget_mb` (default 2 GB on
+the CPU, a third of the free memory on a GPU) bounds the total: over it, the least recently used
+streams are forgotten and read again in full on their next turn.
 """
 
 from __future__ import annotations
@@ -32,7 +33,14 @@ import torch.nn.functional as F
 from trinity.errors import InputError
 from trinity.model.fastpath import _bias, _linear, apply_rope
 
-DEFAULT_SESSION_BUDGET_MB = 2048
+DEFAULT_SESSION_BUDGET_MB = 2048  # on the CPU; on a GPU, a third of its free memory
+
+
+def default_budget_mb(device: torch.device) -> float:
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return free / 3 / 2**20
+    return DEFAULT_SESSION_BUDGET_MB
 
 KV = tuple[torch.Tensor, torch.Tensor]  # K (n, kv_heads, d) after norm + rotary, V (n, kv_heads, d)
 
@@ -118,7 +126,7 @@ class SessionEncoder:
     per population: stream states hold K/V computed under its θ.
     """
 
-    def __init__(self, router, thetas: np.ndarray, budget_mb: float = DEFAULT_SESSION_BUDGET_MB):
+    def __init__(self, router, thetas: np.ndarray, budget_mb: float | None = None):
         self.router = router
         self.thetas = router._thetas(thetas)
         self.heads, svf = router._split(self.thetas)
@@ -127,7 +135,7 @@ class SessionEncoder:
         self.dev = self.enc.device
         self.L = router.svf_layer
         self.z = torch.as_tensor(svf, dtype=torch.float32, device=self.dev)  # (P, svf_size)
-        self.budget = int(budget_mb * 2**20)
+        self.budget = int((default_budget_mb(self.dev) if budget_mb is None else budget_mb) * 2**20)
         self.prefixes: dict[str, PrefixState] = {}
         self.streams: OrderedDict[object, tuple[str, StreamState | None]] = OrderedDict()  # LRU
         self.tokens_read = 0  # new tokens run through the layers (benchmarks)
