@@ -13,6 +13,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 from optim_helpers import ROOT, history_sans_secs, trinity_inproc, write_inputs
 
 from trinity.io import read_jsonl
@@ -49,7 +50,20 @@ def _start_and_kill(cmd, run, after_gens: int, rng: random.Random) -> bool:
     return True
 
 
-def test_sigkill_then_resume_matches_uninterrupted(tmp_path, capsys):
+@pytest.fixture
+def one_thread():
+    """The in-process runs use the killed child's torch thread count (OMP_NUM_THREADS=1): a
+    matmul split over another number of threads sums in another order, and equality here is
+    bit-for-bit (a probability in the traces is rounded to 4 places)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_sigkill_then_resume_matches_uninterrupted(tmp_path, capsys, one_thread):
     q, m = write_inputs(tmp_path, n_per_cat=12)
     ref = tmp_path / "ref"
     rc, _, err = trinity_inproc(capsys, *_args(q, m, ref))  # the uninterrupted run, in this process
