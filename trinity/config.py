@@ -5,8 +5,10 @@ top-level `practice:` section (the simulated pool of `configs/practice.yaml`, re
 `trinity.data.practice`). Flags override file values. `questions: practice` / `matrix: practice`
 mean the built-in practice set.
 
-Relative paths (questions, matrix) are taken from the current directory, like flags, and stored
-absolute in the resolved config, so `trinity resume` finds them from anywhere.
+Relative paths (questions, matrix, cache_path) in a config file are taken from the file's own
+directory, so a config and its data travel together and work from any working directory; given
+as flags they are taken from the current directory. Either way they are stored absolute in the
+resolved config, so `trinity resume` finds them from anywhere.
 
 The app's "new run" form validates through `TrainConfig` too: `field_errors(data)` gives one
 message per bad field instead of raising.
@@ -25,6 +27,7 @@ from trinity.errors import ConfigError
 from trinity.io import canonical_json
 
 PRACTICE = "practice"
+PATH_KEYS = ("questions", "matrix", "cache_path")  # file paths a config may give
 # package data, so a non-editable install has it; configs/trinity.yaml in the checkout links here
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "optim" / "trinity.yaml"
 
@@ -175,6 +178,16 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     return doc
 
 
+def absolute_paths(doc: dict[str, Any], base: Path) -> dict[str, Any]:
+    """`doc` with its relative file paths (PATH_KEYS) taken from `base` and made absolute."""
+    out = dict(doc)
+    for key in PATH_KEYS:
+        v = out.get(key)
+        if isinstance(v, str) and v and v != PRACTICE:
+            out[key] = str((base / Path(v).expanduser()).resolve())
+    return out
+
+
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None,
                 defaults: str | Path | None = DEFAULT_CONFIG) -> TrainConfig:
     """Defaults file (configs/trinity.yaml) < config file < overrides (flags; None = not given)."""
@@ -192,7 +205,7 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
             if not isinstance(section, dict):
                 raise ConfigError(f"{path}: practice: must be a mapping (the simulated pool)")
             data["practice_config"] = str(Path(path).resolve())
-        data.update(doc)
+        data.update(absolute_paths(doc, Path(path).resolve().parent))
         sources.update({k: str(path) for k in doc})
     for k, v in (overrides or {}).items():
         if v is not None:

@@ -33,7 +33,7 @@ FIELDS: list[tuple[str, str, str, type]] = [
 def form_data(config_path: str, mode: str | None, values: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     """(TrainConfig data, per-field errors): the config file's keys, overridden by the fields
     that are filled in; validated by TrainConfig."""
-    from trinity.config import DEFAULT_CONFIG, PRACTICE, field_errors, read_config_file
+    from trinity.config import DEFAULT_CONFIG, PRACTICE, absolute_paths, field_errors, read_config_file
 
     errors: dict[str, str] = {}
     data: dict[str, Any] = {}
@@ -45,7 +45,9 @@ def form_data(config_path: str, mode: str | None, values: dict[str, str]) -> tup
             doc = read_config_file(Path(config_path.strip()).expanduser())
             if doc.pop(PRACTICE, None) is not None:
                 data["practice_config"] = str(Path(config_path.strip()).expanduser().resolve())
-            data.update(doc)
+            # the form's config is written elsewhere (runs/.configs): paths must be absolute,
+            # taken from the chosen file's directory as `trinity train --config` would
+            data.update(absolute_paths(doc, Path(config_path.strip()).expanduser().resolve().parent))
         except TrinityError as e:
             errors["config"] = str(e)
     if mode:
@@ -59,6 +61,7 @@ def form_data(config_path: str, mode: str | None, values: dict[str, str]) -> tup
                           else kind(raw))
         except ValueError:
             errors[name] = f"not a valid {kind.__name__}"
+    data = absolute_paths(data, Path.cwd())  # typed paths: from the app's working directory
     for loc, msg in field_errors(data).items():
         errors.setdefault(loc.split(".")[0] if loc.split(".")[0] in dict((f[0], 1) for f in FIELDS) else "config", msg)
     for name, msg in input_errors(data).items():

@@ -73,3 +73,22 @@ def test_a_whole_config_rule_names_its_source_once():
     with pytest.raises(ConfigError) as e:
         load_config(None, {"mode": "cached", "questions": "q.jsonl", "matrix": None})
     assert str(e.value) == "config: cached mode needs both questions and matrix (or neither, to be set later)"
+
+
+def test_relative_paths_in_a_config_file_are_taken_from_its_directory(tmp_path, monkeypatch):
+    from trinity.config import load_config
+
+    proj = tmp_path / "proj"
+    (proj / "data").mkdir(parents=True)
+    cfg = proj / "run.yaml"
+    cfg.write_text("questions: data/q.jsonl\nmatrix: data/m.json\ncache_path: ~/c.sqlite\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    c = load_config(cfg).resolved()
+    assert c["questions"] == str((proj / "data" / "q.jsonl").resolve())
+    assert c["matrix"] == str((proj / "data" / "m.json").resolve())
+    assert c["cache_path"] == str(Path("~/c.sqlite").expanduser().resolve())  # ~ is not relative
+    # A flag is relative to the working directory, like any command-line path.
+    c = load_config(cfg, {"questions": "q2.jsonl"}).resolved()
+    assert c["questions"] == str((elsewhere / "q2.jsonl").resolve())
