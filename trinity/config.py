@@ -71,6 +71,9 @@ class TrainConfig(BaseModel):
     pool: str | None = Field(None, description="pool name (live mode: a provider pool of configs/models.yaml)")
     base_url: str | None = Field(None, description="live mode: the pool's OpenAI-compatible base URL, overriding "
                                                    "configs/models.yaml (e.g. a local vLLM server)")
+    pool_models: list[str] | None = Field(
+        None, description="live mode: the pool's model ids in θ order, overriding configs/models.yaml "
+                          "(e.g. what a local vLLM / llama.cpp server serves)")
     cache_path: str | None = Field(None, description="live mode: response cache file (default: the pool's)")
     popsize: int = Field(32, ge=2, le=4096)
     generations: int = Field(60, ge=1, le=100_000)
@@ -93,12 +96,22 @@ class TrainConfig(BaseModel):
     traces: Literal["all", "best", "none"] = Field(
         "all", description="cached mode: trace every candidate x question, only the best candidate's, or none")
 
-    @field_validator("benchmarks", mode="before")
+    @field_validator("benchmarks", "pool_models", mode="before")
     @classmethod
     def _comma_list(cls, v: Any) -> Any:
         # `benchmarks: math500,mmlu` (a string) reads as the list it means
         if isinstance(v, str):
             return [b.strip() for b in v.split(",") if b.strip()] or None
+        return v
+
+    @field_validator("pool_models")
+    @classmethod
+    def _distinct_models(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None:
+            if not v or any(not m.strip() for m in v):
+                raise ValueError("list at least one model id, none empty")
+            if len(set(v)) != len(v):
+                raise ValueError("a model id appears twice; θ has one row per model")
         return v
 
     @model_validator(mode="after")

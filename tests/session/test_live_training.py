@@ -159,3 +159,26 @@ def test_budget_cap_stops_before_passing_it(server, questions_file, tmp_path):
     assert st["status"] == "stopped" and st["message"].startswith("stopped: budget reached")
     rep = verify_ledger(run / "ledger.jsonl")
     assert rep.ok and 0 < rep.total_micro_usd <= 8_000  # never past the cap
+
+
+def test_local_pool_takes_its_models_from_the_run_config(server, questions_file, tmp_path):
+    """`--pool local` has no model list in configs/models.yaml; `--pool-models` (or `pool_models:`
+    in a config) gives θ's rows. Here the local server is the practice server."""
+    run = tmp_path / "local"
+    models = "simulated/coder,simulated/mathlete,simulated/scholar"
+    cmd = [sys.executable, "-m", "trinity", "train", "--mode", "live", "--pool", "local", "--base-url",
+           server.base_url, "--pool-models", models, "--questions", str(questions_file), "--encoder",
+           "tiny-qwen3", "--generations", "1", "--popsize", "2", "--m", "2", "--run-dir", str(run), "--json"]
+    r = subprocess.run(cmd, env=_env(server, tmp_path / "cache"), capture_output=True, text=True, cwd=ROOT,
+                       timeout=240)
+    assert r.returncode == 0, r.stderr
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["models"] == models.split(",") and meta["config"]["pool_models"] == models.split(",")
+    used = {t["model"] for tr in read_jsonl(run / "traces.jsonl") for t in tr["turns"]}
+    assert used and used <= set(models.split(","))
+    assert server.stats.requests > 0
+    # Without a model list the local pool is refused up front, naming the fix.
+    r = subprocess.run(cmd[: cmd.index("--pool-models")] + cmd[cmd.index("--pool-models") + 2 :],
+                       env=_env(server, tmp_path / "cache"), capture_output=True, text=True, cwd=ROOT,
+                       timeout=240)
+    assert r.returncode != 0 and "has no models" in r.stderr and "--pool-models" in r.stderr

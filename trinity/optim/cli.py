@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-TRAIN_FLAGS = ("mode", "encoder", "questions", "matrix", "pool", "base_url", "generations", "popsize", "m", "sigma0",
+TRAIN_FLAGS = ("mode", "encoder", "questions", "matrix", "pool", "base_url", "pool_models", "generations", "popsize", "m", "sigma0",
                "seed", "budget_usd", "max_batch_tokens", "device", "dtype", "policy", "temperature")
 
 
@@ -33,8 +33,9 @@ def _printer(as_json: bool):
 
 def _overrides(args: argparse.Namespace, keys: tuple[str, ...]) -> dict[str, Any]:
     out = {k: getattr(args, k, None) for k in keys}
-    if getattr(args, "benchmarks", None):
-        out["benchmarks"] = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
+    for key in ("benchmarks", "pool_models"):
+        if getattr(args, key, None):
+            out[key] = [b.strip() for b in getattr(args, key).split(",") if b.strip()]
     return out
 
 
@@ -73,6 +74,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--encoder", help="HF id or path of the encoder; tiny-qwen3 for tests")
     p.add_argument("--pool", help="pool name (live mode)")
     p.add_argument("--base-url", dest="base_url", help="live mode: the pool's base URL (overrides configs/models.yaml)")
+    p.add_argument("--pool-models", dest="pool_models",
+                   help="live mode: comma-separated model ids in θ order (overrides the pool's list in "
+                        "configs/models.yaml; e.g. what a local server serves)")
     p.add_argument("--generations", type=int, help="ES generations (default 60)")
     p.add_argument("--popsize", type=int, help="candidates per generation (default 32)")
     p.add_argument("--m", type=int, help="questions per candidate per generation")

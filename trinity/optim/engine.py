@@ -62,7 +62,7 @@ def pool_models(cfg: TrainConfig, inputs: RunInputs) -> list[str]:
         raise ConfigError("live mode needs a pool: pass --pool practice|openrouter|chutes|<name>")
     from trinity.pool.providers import pool_model_ids
 
-    ids = list(pool_model_ids(cfg.pool))
+    ids = list(cfg.pool_models) if cfg.pool_models else list(pool_model_ids(cfg.pool))
     if inputs.matrix is not None and ids != list(inputs.matrix.models):
         raise ConfigError(f"pool {cfg.pool!r} has models {ids} but the matrix {cfg.matrix} has "
                           f"{list(inputs.matrix.models)}; θ's rows follow one order: use a matrix "

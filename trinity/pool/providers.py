@@ -137,7 +137,8 @@ def pool_model_ids(name: str, models_yaml: str | os.PathLike | None = None) -> t
     pname, sec, where, path = _provider_section(name, models_yaml)
     models, _ = _models_and_prices(sec, where)
     if not models:
-        raise ConfigError(f"pool {name!r} has no models; list them in {path} or pass --models")
+        raise ConfigError(f"pool {name!r} has no models; list them in {path}, or pass them "
+                          "(train: --pool-models or pool_models: in the config; collect: --models)")
     return models
 
 
@@ -154,7 +155,8 @@ def load_pool(name: str, models_yaml: str | os.PathLike | None = None, *,
                 prices[m] = Price(0.0, 0.0)  # unknown price: estimated cost is 0, say so in docs
         pool_models = tuple(models)
     if not pool_models:
-        raise ConfigError(f"pool {name!r} has no models; list them in {path} or pass --models")
+        raise ConfigError(f"pool {name!r} has no models; list them in {path}, or pass them "
+                          "(train: --pool-models or pool_models: in the config; collect: --models)")
 
     url = base_url or sec.get("base_url")
     if not url:

@@ -48,7 +48,8 @@ def resolve_pool(cfg: Any, run: Any | None = None):
             (setup.seed, setup.question_spread, setup.models)).encode()).hexdigest()[:16]
         if run is not None:
             run.log(f"started the SIMULATED practice pool in the engine process at {base_url}")
-    return load_pool(cfg.pool, base_url=base_url, cache_namespace=namespace), server
+    return load_pool(cfg.pool, base_url=base_url, models=getattr(cfg, "pool_models", None),
+                     cache_namespace=namespace), server
 
 
 class LiveFitness:
