@@ -45,8 +45,13 @@ def default_budget_mb(device: torch.device) -> float:
 KV = tuple[torch.Tensor, torch.Tensor]  # K (n, kv_heads, d) after norm + rotary, V (n, kv_heads, d)
 
 
-def _nbytes(*ts: torch.Tensor) -> int:
-    return sum(t.numel() * t.element_size() for t in ts)
+def _storages(*ts: torch.Tensor) -> dict[int, int]:
+    """{storage address: bytes} of the tensors' storages (views of one storage count once)."""
+    out = {}
+    for t in ts:
+        st = t.untyped_storage()
+        out[st.data_ptr()] = st.nbytes()
+    return out
 
 
 def common_prefix(a: np.ndarray, b: np.ndarray) -> int:
@@ -64,9 +69,8 @@ class PrefixState:
     kv: list[KV]  # layers 0..L-1
     x: torch.Tensor  # (n, hidden) input of layer L
 
-    @property
-    def nbytes(self) -> int:
-        return _nbytes(self.x, *(t for kv in self.kv for t in kv))
+    def storages(self) -> dict[int, int]:
+        return _storages(self.x, *(t for kv in self.kv for t in kv))
 
 
 @dataclass
@@ -76,9 +80,8 @@ class StreamState:
     kv: list[KV]  # layers L and L+1
     feature: torch.Tensor  # (hidden,) float32, L2-normalised, at the last token
 
-    @property
-    def nbytes(self) -> int:
-        return _nbytes(self.feature, *(t for kv in self.kv for t in kv))
+    def storages(self) -> dict[int, int]:
+        return _storages(self.feature, *(t for kv in self.kv for t in kv))
 
 
 @dataclass
@@ -90,6 +93,9 @@ class NewRows:
     flat_of_row (S,): index of each new row in the flattened (B*N) layout
     last_row (B,): packed row of each text's last token
     mask (B, 1, N, T): key j visible to new row r of text b iff j <= past[b] + r
+    kept_slot (sum past,): slot of each kept token in the flattened (B*T) K/V layout
+    new_slot (S,): slot of each new row in it
+    all_slot (sum past + new,): slot of every token, text after text (the unpadded layout)
     """
 
     past: list[int]
@@ -99,6 +105,9 @@ class NewRows:
     flat_of_row: torch.Tensor
     last_row: torch.Tensor
     mask: torch.Tensor
+    kept_slot: torch.Tensor
+    new_slot: torch.Tensor
+    all_slot: torch.Tensor
 
     @property
     def T(self) -> int:
@@ -114,8 +123,12 @@ def plan_new_rows(past: list[int], new: list[int], device: torch.device) -> NewR
     q_index[flat] = torch.arange(len(pos))
     q_pos = torch.tensor(past)[:, None] + torch.arange(N)[None, :]  # (B, N)
     mask = torch.arange(T)[None, None, :] <= q_pos[:, :, None]  # (B, N, T)
+    kept = torch.cat([b * T + torch.arange(p) for b, p in enumerate(past)])
+    new_slot = torch.cat([b * T + p + torch.arange(n) for b, (p, n) in enumerate(zip(past, new))])
+    all_slot = torch.cat([b * T + torch.arange(p + n) for b, (p, n) in enumerate(zip(past, new))])
     return NewRows(past=list(past), new=list(new), pos=pos.to(device), q_index=q_index.view(B, N).to(device),
-                   flat_of_row=flat.to(device), last_row=last_row.to(device), mask=mask[:, None].to(device))
+                   flat_of_row=flat.to(device), last_row=last_row.to(device), mask=mask[:, None].to(device),
+                   kept_slot=kept.to(device), new_slot=new_slot.to(device), all_slot=all_slot.to(device))
 
 
 class SessionEncoder:
@@ -169,9 +182,14 @@ class SessionEncoder:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held: prefix states + stream states."""
-        held = sum(st.nbytes for _, st in self.streams.values() if st is not None)
-        return held + sum(p.nbytes for p in self.prefixes.values())
+        """Bytes held by the kept states (each tensor storage once: states of one batch share)."""
+        held: dict[int, int] = {}
+        for _, st in self.streams.values():
+            if st is not None:
+                held.update(st.storages())
+        for pst in self.prefixes.values():
+            held.update(pst.storages())
+        return sum(held.values())
 
     # ---- layers 0..L-1: θ-independent, shared by texts with the same tokens ----
 
@@ -302,21 +320,29 @@ class SessionEncoder:
 
     def _full_kv(self, k, v, pasts, plan: NewRows):
         """Per text: K/V of all its tokens (kept ones, then the new rows) → padded
-        `(B, kv_heads, T, d)` K and V, and the per-text `(t, kv_heads, d)` pairs to keep."""
+        `(B, kv_heads, T, d)` K and V, and the per-text `(t, kv_heads, d)` pairs to keep.
+
+        A fixed number of kernels whatever B (one gather of the kept K/V, two scatters): a GPU
+        pays a launch per op, and 26 layers × 512 texts of per-text copies would be ~50k of them.
+        The pairs to keep are views of one unpadded copy per call (a storage shared by the batch's
+        texts; `SessionEncoder.nbytes` counts each storage once)."""
         B, T = len(plan.new), plan.T
         nkv, d = k.shape[1], k.shape[2]
-        K = k.new_zeros((B, T, nkv, d))
-        V = v.new_zeros((B, T, nkv, d))
+        K = k.new_zeros((B * T, nkv, d))
+        V = v.new_zeros((B * T, nkv, d))
+        kept = [b for b, p in enumerate(plan.past) if p]
+        if kept:
+            K[plan.kept_slot] = torch.cat([pasts[b][0][: plan.past[b]] for b in kept])
+            V[plan.kept_slot] = torch.cat([pasts[b][1][: plan.past[b]] for b in kept])
+        K[plan.new_slot] = k
+        V[plan.new_slot] = v
+        Kc, Vc = K[plan.all_slot], V[plan.all_slot]  # (sum t, nkv, d): what is kept, unpadded
         full: list[KV] = []
         start = 0
-        for b, (p, n) in enumerate(zip(plan.past, plan.new)):
-            kb, vb = k[start : start + n], v[start : start + n]
-            if p:
-                kb = torch.cat([pasts[b][0][:p], kb])
-                vb = torch.cat([pasts[b][1][:p], vb])
-            K[b, : p + n], V[b, : p + n] = kb, vb
-            full.append((kb, vb))
-            start += n
+        for p, n in zip(plan.past, plan.new):
+            full.append((Kc[start : start + p + n], Vc[start : start + p + n]))
+            start += p + n
+        K, V = K.view(B, T, nkv, d), V.view(B, T, nkv, d)
         return K.transpose(1, 2), V.transpose(1, 2), full
 
     def _attend(self, q, k, v, pasts, plan: NewRows):
@@ -331,19 +357,37 @@ class SessionEncoder:
     # ---- memory ----
 
     def _trim(self) -> None:
-        """Keep only what a stream's next turn can use, within the budget (LRU over streams)."""
+        """Keep only what a stream's next turn can use, within the budget (LRU over streams).
+        A storage is freed when the last state using it goes, so bytes are counted per storage."""
         refs: dict[str, int] = {}
         for key, _ in self.streams.values():
             refs[key] = refs.get(key, 0) + 1
         for key in [k for k in self.prefixes if k not in refs]:
             del self.prefixes[key]
-        total = self.nbytes
+        users: dict[int, int] = {}
+        size: dict[int, int] = {}
+        held = [st for _, st in self.streams.values() if st is not None] + list(self.prefixes.values())
+        for state in held:
+            for ptr, n in state.storages().items():
+                users[ptr] = users.get(ptr, 0) + 1
+                size[ptr] = n
+        total = sum(size.values())
+
+        def release(state) -> int:
+            freed = 0
+            for ptr in state.storages():
+                users[ptr] -= 1
+                if users[ptr] == 0:
+                    freed += size[ptr]
+            return freed
+
         while self.streams and total > self.budget:
             _, (key, state) = self.streams.popitem(last=False)
-            total -= state.nbytes if state is not None else 0
+            if state is not None:
+                total -= release(state)
             refs[key] -= 1
             if refs[key] == 0 and key in self.prefixes:
-                total -= self.prefixes.pop(key).nbytes
+                total -= release(self.prefixes.pop(key))
 
 
 def _key(ids: np.ndarray) -> str:
