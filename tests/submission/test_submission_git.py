@@ -277,3 +277,33 @@ def test_a_taken_bundle_path_is_never_overwritten(tmp_path, work):
     with pytest.raises(SubmitRefused):
         execute_plan(plan)
     assert repo_snapshot(work) == snap
+
+
+def test_rate_limit_counts_a_push_made_without_minertui(tmp_path, work):
+    """A submission pushed by hand (or from another machine, then fetched) is in the repository's
+    history, not in minertui's: the rate-limit gate reads the commits under submissions/<miner>/
+    of the last 24 h on every branch, local and remote-tracking."""
+    from trinity.submission.gates import check_bundle
+
+    b = _bundle(tmp_path, work)
+    g = {r.name: r for r in check_bundle(b.path, history=tmp_path / "h.jsonl").results}["rate_limit"]
+    assert g.status == "pass" and g.numbers["repo_commits_24h"] == 0 and g.numbers["repo"] == str(work.resolve())
+
+    # Someone pushes an earlier bundle of alice's to the fork by hand; this clone fetches it.
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(work.parent / "fork.git"), "other")
+    (other / "submissions" / "alice" / "0").mkdir(parents=True)
+    (other / "submissions" / "alice" / "0" / "README.md").write_text("manual\n")
+    git(other, "add", ".")
+    git(other, "-c", "user.name=a", "-c", "user.email=a@x", "commit", "-q", "-m", "alice: by hand")
+    git(other, "push", "-q", "origin", "HEAD:manual")
+    git(work, "fetch", "-q", "origin")
+
+    g = {r.name: r for r in check_bundle(b.path, history=tmp_path / "h.jsonl").results}["rate_limit"]
+    assert g.status == "fail" and g.numbers["repo_commits_24h"] == 1 and "next submission allowed" in g.reason
+    # A day later the limit is free again.
+    import time
+
+    later = time.time() + 24 * 3600 + 60
+    g = {r.name: r for r in check_bundle(b.path, history=tmp_path / "h.jsonl", now=later).results}["rate_limit"]
+    assert g.status == "pass"

@@ -144,14 +144,52 @@ def _find_run(b: LoadedBundle, history: SubmissionHistory, run_dir: str | os.Pat
 
 # ---- the gates ----------------------------------------------------------------------------------
 
+def repo_submissions(bundle: LoadedBundle, miner: str, now: float, window_s: float = RATE_WINDOW_S
+                     ) -> tuple[list[dict[str, Any]], str | None]:
+    """Commits of the last `window_s` seconds, on any local or remote-tracking branch of the git
+    repository the bundle sits in, that touch the miner's submission area (`submissions/<miner>/`;
+    a MiniRouter bundle: its own folder) — so a push made by hand, or from another machine and
+    fetched here, counts against the rate limit too. ([{commit, unix, bundle_hash|None}], repo)."""
+    try:
+        import git
+
+        repo = git.Repo(bundle.path.resolve(), search_parent_directories=True)
+        root = Path(repo.working_tree_dir).resolve()
+        rel = bundle.path.resolve().relative_to(root)
+    except Exception:  # not in a git repository (or no git): nothing to add
+        return [], None
+    area = rel.as_posix() if bundle.format == MINIROUTER else f"submissions/{miner}"
+    try:
+        out = repo.git.log("--all", f"--since={int(now - window_s)}", "--format=%H%x1f%ct%x1f%B%x1e",
+                           "--", area)
+    except git.GitCommandError:  # an empty repository has no log
+        return [], str(root)
+    found = []
+    for rec in out.split("\x1e"):
+        parts = rec.strip().split("\x1f")
+        if len(parts) < 3:
+            continue
+        sha, ct, body = parts[0], float(parts[1]), parts[2]
+        marker = "bundle sha256: "
+        h = body.split(marker, 1)[1].split()[0] if marker in body else None
+        found.append({"commit": sha, "unix": ct, "bundle_hash": h})
+    return found, str(root)
+
+
 def gate_rate_limit(c: _Ctx) -> GateResult:
     name = "rate_limit"
     if not c.miner:
         return GateResult(name, FAIL, "miner unknown; pass --miner NAME", {})
     attempts = [r for r in c.history.attempts(c.miner)
                 if c.now - float(r.get("unix", 0)) < RATE_WINDOW_S and r.get("bundle_hash") != c.b.hash]
-    nums = {"miner": c.miner, "attempts_24h": len(attempts), "limit_per_24h": 1,
-            "history": str(c.history.path)}
+    commits, repo = repo_submissions(c.b, c.miner, c.now)
+    known = {r.get("bundle_hash") for r in c.history.attempts(c.miner)}
+    # A commit of this very bundle is not a prior attempt; one the history already has is counted once.
+    pushed = [k for k in commits if k["bundle_hash"] != c.b.hash and (k["bundle_hash"] is None or k["bundle_hash"] not in known)]
+    nums = {"miner": c.miner, "attempts_24h": len(attempts) + len(pushed), "limit_per_24h": 1,
+            "history": str(c.history.path), "history_attempts_24h": len(attempts),
+            "repo": repo, "repo_commits_24h": len(pushed)}
+    attempts = attempts + pushed
     if attempts:
         last = max(float(r.get("unix", 0)) for r in attempts)
         nums["last_attempt"] = _iso(last)
