@@ -139,3 +139,14 @@ def test_bad_input_is_named(router):
         enc.features([text], np.array([5]), ["s"])
     with pytest.raises(InputError, match="one candidate"):
         enc.features([text, text], np.array([0]), ["s", "t"])
+
+
+def test_a_stream_missing_from_a_call_has_ended(router):
+    thetas = thetas_for(router, 2, seed=5)
+    enc = SessionEncoder(router, thetas)
+    texts = [encoder_input(q) for q in QUESTIONS[:2]]
+    enc.features(texts, np.array([0, 1]), ["a", "b"])
+    nxt = encoder_input(QUESTIONS[0], [("Worker", "m0", "391")])
+    got = enc.features([nxt], np.array([0]), ["a"])  # "b" finished
+    assert list(enc.streams) == ["a"] and len(enc.prefixes) == 1  # nothing of "b" is kept
+    assert np.abs(got - reference(router, thetas, [nxt], [0])).max() < 1e-5

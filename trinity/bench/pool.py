@@ -48,6 +48,9 @@ def register(sub) -> None:
     p.add_argument("--no-ledger", action="store_true", help="measure without the fsync'd ledger")
     p.add_argument("--live-generation", action="store_true",
                    help="part (b): wall time of one live generation (needs the trainer's hook)")
+    p.add_argument("--full-reencode", action="store_true",
+                   help="with --live-generation: re-encode every whole transcript each turn (the paired "
+                        "path) instead of reading only each turn's new tokens, for comparison")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_bench_pool)
 

@@ -135,8 +135,10 @@ class SessionEncoder:
     """Features / logits of growing session texts for a fixed population θ (one generation).
 
     `logits(texts, candidate_of_text, stream_of_text)`: `stream_of_text[i]` names the session text
-    i belongs to (any hashable, stable across the turns of one session). A new `SessionEncoder`
-    per population: stream states hold K/V computed under its θ.
+    i belongs to (any hashable, stable across the turns of one session). One call per turn step
+    with every session still running: a stream absent from a call has ended, and its state is
+    dropped (states of one batch share storage, so a finished session would otherwise pin its
+    batch's). A new `SessionEncoder` per population: stream states hold K/V computed under its θ.
     """
 
     def __init__(self, router, thetas: np.ndarray, budget_mb: float | None = None):
@@ -177,6 +179,9 @@ class SessionEncoder:
         self.tokens_seen += sum(len(i) for i in ids)
         prefix = self._prefix_states(ids, keys, streams)
         out = self._stream_features(ids, keys, cand, streams, prefix)
+        asked = set(streams)
+        for ended in [s for s in self.streams if s not in asked]:
+            del self.streams[ended]
         self._trim()
         return out
 

@@ -48,10 +48,15 @@ def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: in
     tokens = [0, 0]  # this step, total so far
 
     sessions = router.session_encoder(thetas)
+    full_reencode = bool(getattr(args, "full_reencode", False))
 
     def logits_fn(texts, cands, streams):
         t = time.perf_counter()
-        out = sessions.logits(texts, cands, streams)
+        if full_reencode:  # the whole transcript every turn: the comparison figure
+            out = router.paired_logits(thetas, texts, cands)
+            sessions.tokens_seen += sum(len(i) - 1 for i in router.encoder.token_ids_many(texts))
+        else:
+            out = sessions.logits(texts, cands, streams)
         dt = time.perf_counter() - t
         encode_s[0] += dt
         peak_mb[0] = max(peak_mb[0], sessions.nbytes / 2**20)
@@ -103,6 +108,7 @@ def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: in
         "concurrency": concurrency, "calls": int(turns.sum()), "max_turns": max_turns,
         "mean_turns": round(float(turns.mean()), 3), "wall_s": round(wall, 2),
         "ideal_s": round(max_turns * lat, 2), "target_s": round(1.5 * 5 * lat, 2),
+        "encoder": "full re-encode (paired path)" if full_reencode else "incremental (SessionEncoder)",
         "encoder_s": round(encode_s[0], 2), "encoder_tokens_seen": sessions.tokens_seen,
         "encoder_tokens_read": sessions.tokens_read, "encoder_peak_mb": round(peak_mb[0], 1),
         "encoder_load_s": round(enc_load_s, 2),
