@@ -11,9 +11,12 @@ real HTTP) for `--seconds`, and reports:
                    includes the simulated latency): the client, the loopback hop and the time the
                    request queued before the server read it (ms)
 
-Part (b), the wall time of one live generation, needs the session loop and the router:
-`trinity bench pool --live-generation` runs `live_generation(args) -> dict` from
-`trinity.session.bench` (or a function given to `register_live_generation`).
+Part (b), the wall time of one live generation (P 32 × m 16 sessions of up to 5 turns, 2 s per
+call, concurrency 512), needs the session loop and the router: it is `live_generation(args) ->
+dict` from `trinity.session.bench` (or a function given to `register_live_generation`).
+
+`trinity bench pool` runs (a) then (b); `--no-live-generation` only (a), `--live-generation`
+only (b).
 """
 
 from __future__ import annotations
@@ -46,8 +49,14 @@ def register(sub) -> None:
                    help="calls in flight, comma separated for several runs (default 64)")
     p.add_argument("--latencies", default="0,50", help="simulated latencies in ms, comma separated (default 0,50)")
     p.add_argument("--no-ledger", action="store_true", help="measure without the fsync'd ledger")
-    p.add_argument("--live-generation", action="store_true",
-                   help="part (b): wall time of one live generation (needs the trainer's hook)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--live-generation", action="store_true",
+                       help="only part (b): the wall time of one live generation")
+    which.add_argument("--no-live-generation", action="store_true", help="only part (a)")
+    p.add_argument("--lg-popsize", dest="popsize", type=int, default=32, help="part (b): candidates (default 32)")
+    p.add_argument("--lg-m", dest="m", type=int, default=16, help="part (b): questions (default 16)")
+    p.add_argument("--lg-latency-ms", dest="latency_ms", type=int, default=2000,
+                   help="part (b): simulated latency per call (default 2000)")
     p.add_argument("--full-reencode", action="store_true",
                    help="with --live-generation: re-encode every whole transcript each turn (the paired "
                         "path) instead of reading only each turn's new tokens, for comparison")
@@ -147,27 +156,58 @@ async def _measure(base_url: str, seconds: float, concurrency: int, ledger_dir: 
 
 
 def cmd_bench_pool(args) -> int:
+    if args.live_generation:
+        out = _run_live_generation(args)
+        print(json.dumps(out, indent=2) if args.json else _describe_live(out))
+        return 0
+    results = _run_part_a(args)
+    if not args.no_live_generation:
+        results["live_generation"] = _run_live_generation(args)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print(f"pool client vs practice server (separate process), {args.seconds:g} s each, "
+              f"ledger {'on' if results['ledger'] else 'off'}, {os.cpu_count()} CPUs")
+        for name, r in results["runs"].items():
+            print(f"  concurrency/latency {name:>10}: {r['calls_per_s']:8.1f} calls/s   latency p50 {r['latency_ms']['p50']:.1f} "
+                  f"p99 {r['latency_ms']['p99']:.1f} ms   overhead p50 {r['overhead_ms']['p50']:.1f} "
+                  f"p99 {r['overhead_ms']['p99']:.1f} ms   failed {r['failed']}")
+        if "live_generation" in results:
+            print(_describe_live(results["live_generation"]))
+    return 0
+
+
+def _describe_live(r: dict) -> str:
+    return (f"live generation: {r['sessions']} sessions ({r['popsize']} candidates x {r['m']} questions), "
+            f"{r['calls']} calls at {r['latency_ms']} ms, concurrency {r['concurrency']}: wall {r['wall_s']} s "
+            f"(ideal {r['ideal_s']} s, target {r['target_s']} s), encoder {r['encoder_s']} s; "
+            f"candidates one after another with 8 in flight: {r['sequential_8_in_flight_s']} s")
+
+
+def _run_live_generation(args) -> dict:
+    from trinity.errors import TrinityError
+
+    fn = _LIVE_GENERATION
+    if fn is None:
+        import importlib
+
+        try:  # the hook's home: `live_generation(args) -> dict` in trinity/session/bench.py
+            fn = getattr(importlib.import_module(LIVE_GENERATION_MODULE), "live_generation", None)
+        except ModuleNotFoundError as e:
+            if e.name != LIVE_GENERATION_MODULE:
+                raise
+    if fn is None:
+        raise TrinityError(f"bench pool --live-generation: part (b) is not wired in this build (define "
+                           f"live_generation(args) -> dict in {LIVE_GENERATION_MODULE}, or call "
+                           "trinity.bench.pool.register_live_generation)")
+    return fn(args)
+
+
+def _run_part_a(args) -> dict:
     import asyncio
 
-    from trinity.errors import ConfigError, TrinityError
+    from trinity.errors import ConfigError
 
-    if args.live_generation:
-        fn = _LIVE_GENERATION
-        if fn is None:
-            import importlib
-
-            try:  # the hook's home: `live_generation(args) -> dict` in trinity/session/bench.py
-                fn = getattr(importlib.import_module(LIVE_GENERATION_MODULE), "live_generation", None)
-            except ModuleNotFoundError as e:
-                if e.name != LIVE_GENERATION_MODULE:
-                    raise
-        if fn is None:
-            raise TrinityError(f"bench pool --live-generation: part (b) is not wired in this build (define "
-                               f"live_generation(args) -> dict in {LIVE_GENERATION_MODULE}, or call "
-                               "trinity.bench.pool.register_live_generation)")
-        out = fn(args)
-        print(json.dumps(out, indent=2) if args.json else out)
-        return 0
     try:
         latencies = [int(x) for x in args.latencies.split(",") if x.strip()]
         concurrencies = [int(x) for x in str(args.concurrency).split(",") if x.strip()]
@@ -194,13 +234,4 @@ def cmd_bench_pool(args) -> int:
             proc.terminate()
             proc.wait(timeout=10)
         results["runs"][f"c{conc}/{ms}ms"] = res
-    if args.json:
-        print(json.dumps(results, indent=2))
-    else:
-        print(f"pool client vs practice server (separate process), {args.seconds:g} s each, "
-              f"ledger {'on' if results['ledger'] else 'off'}, {os.cpu_count()} CPUs")
-        for name, r in results["runs"].items():
-            print(f"  concurrency/latency {name:>10}: {r['calls_per_s']:8.1f} calls/s   latency p50 {r['latency_ms']['p50']:.1f} "
-                  f"p99 {r['latency_ms']['p99']:.1f} ms   overhead p50 {r['overhead_ms']['p50']:.1f} "
-                  f"p99 {r['overhead_ms']['p99']:.1f} ms   failed {r['failed']}")
-    return 0
+    return results

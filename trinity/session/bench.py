@@ -32,8 +32,18 @@ def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: in
     from trinity.session.loop import SessionRunner, SessionSpec
 
     popsize = getattr(args, "popsize", None) or popsize
+    m = getattr(args, "m", None) or m
+    latency_ms = getattr(args, "latency_ms", None) if getattr(args, "latency_ms", None) is not None else latency_ms
+    if popsize < 1 or m < 1 or latency_ms < 0:
+        from trinity.errors import ConfigError
+
+        raise ConfigError("bench pool: --lg-popsize and --lg-m must be >= 1, --lg-latency-ms >= 0")
     rng = np.random.RandomState(seed)
     qs = practice_questions()
+    if m > len(qs):
+        from trinity.errors import ConfigError
+
+        raise ConfigError(f"bench pool: --lg-m is at most {len(qs)} (the practice questions)")
     questions = [qs[i] for i in rng.choice(len(qs), size=m, replace=False)]
     server, base_url = _start_server(latency_ms)
     t_enc = time.perf_counter()
