@@ -151,14 +151,16 @@ class Router:
                 missing[k] = i[:-1]  # causal: EOS never influences position -2, skip it
             else:
                 found[k] = hit
-        # One text per forward: its layer input then never depends on which other texts happened
-        # to miss the cache with it (padding and batch shape change the last bits), so a resumed
-        # run, whose cache starts cold, computes exactly what the uninterrupted run did. Each
-        # question is computed once per run, so this costs little.
-        for k in sorted(missing, key=lambda k: len(missing[k])):
-            x = self._run_prefix([missing[k]])[0]
-            self.cache.put(k, x)
-            found[k] = x
+        # Batched (shortest first): a GPU wants it. Which texts share a batch changes the last
+        # bits (padding, batch shape), so cached training encodes every train+val question once,
+        # in fixed chunks, before its first generation (trinity.optim.engine._warmup): a resumed
+        # run's cache then holds exactly what the uninterrupted run's did.
+        if missing:
+            order = sorted(missing, key=lambda k: len(missing[k]))
+            for batch in _batches(order, lambda k: len(missing[k]), self.max_batch_tokens):
+                for k, x in zip(batch, self._run_prefix([missing[k] for k in batch])):
+                    self.cache.put(k, x)
+                    found[k] = x
         return [found[k] for k in keys]
 
     @torch.inference_mode()
