@@ -123,3 +123,27 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path, capsys, one_thread)
     after = history_sans_secs(run / "history.json")
     assert after[:GENS] == before and [r["gen"] for r in after[GENS:]] == [GENS + 1, GENS + 2]
     assert json.loads((run / "run.json").read_text())["config"]["generations"] == GENS + 2
+
+
+def test_resume_uses_the_thread_count_the_run_started_with(tmp_path, capsys, monkeypatch):
+    import torch
+
+    q, m = write_inputs(tmp_path, n_per_cat=6)
+    run = tmp_path / "r"
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        args = ["train", "--mode", "cached", "--questions", str(q), "--matrix", str(m), "--encoder", "tiny-qwen3",
+                "--generations", "1", "--popsize", "4", "--m", "4", "--run-dir", str(run)]
+        rc, _, err = trinity_inproc(capsys, *args)
+        assert rc == 0, err
+        assert json.loads((run / "run.json").read_text())["torch_threads"] == 1
+        torch.set_num_threads(2)
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+        rc, _, err = trinity_inproc(capsys, "resume", str(run), "--generations", "2")
+        assert rc == 0, err
+        assert torch.get_num_threads() == 1
+        logs = [e["message"] for e in read_jsonl(run / "events.jsonl") if e.get("type") == "log"]
+        assert any("resuming with 1 torch threads" in msg for msg in logs)
+    finally:
+        torch.set_num_threads(before)

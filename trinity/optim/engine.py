@@ -142,7 +142,7 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
             "n_params": int(router.n_params), "splits": inputs.splits,
             "inputs_digest": inputs_digest(inputs), "git_sha": _git_sha(),
             "versions": _versions(), "pid": os.getpid(), "budget_usd": cfg.budget_usd,
-            "argv": argv or [],
+            "argv": argv or [], "torch_threads": _torch_threads(),
         }
         run.write_meta(meta)
         fitness = make_fitness(cfg, run, router, inputs, models)
@@ -164,6 +164,30 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
             return trainer.train()
         finally:
             _close(fitness)
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return int(torch.get_num_threads())
+
+
+def _match_threads(recorded: Any, router: Any) -> str | None:
+    """On the CPU, a matmul split over another number of threads sums in another order: resume
+    with the thread count the run started with (unless OMP_NUM_THREADS says otherwise), so the
+    resumed generations equal the uninterrupted run's bit for bit. Returns a line for the log."""
+    import torch
+
+    if not isinstance(recorded, int) or recorded < 1 or router.encoder.device.type != "cpu":
+        return None
+    now = torch.get_num_threads()
+    if now == recorded:
+        return None
+    if os.environ.get("OMP_NUM_THREADS"):
+        return (f"this run started with {recorded} torch threads and resumes with {now} (OMP_NUM_THREADS): "
+                "results may differ from an uninterrupted run in the last bits")
+    torch.set_num_threads(recorded)
+    return f"resuming with {recorded} torch threads, as the run started (this process had {now})"
 
 
 def resume_run(run_dir: str | os.PathLike, overrides: dict[str, Any] | None = None,
@@ -193,12 +217,15 @@ def resume_run(run_dir: str | os.PathLike, overrides: dict[str, Any] | None = No
         inputs = load_run_inputs(run)
         models = list(meta.get("models") or pool_models(cfg, inputs))
         router = build_router(cfg, len(models))
+        threads_note = _match_threads(meta.get("torch_threads"), router)
         fitness = make_fitness(cfg, run, router, inputs, models)
         try:
             trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=meta.get("id", run.id),
                               on_event=on_event, validator=make_validator(cfg, router, inputs, models))
             if state is not None:
                 trainer.load_state(state)
+            if threads_note:
+                trainer.event("log", level="info", message=threads_note)
             run.update_meta(config=cfg.resolved(), pid=os.getpid(), budget_usd=cfg.budget_usd)
             trainer.set_warmup(_warmup(fitness, router, inputs, trainer))
             return trainer.train(resume=True)
