@@ -95,7 +95,8 @@ def render_trace(tr: dict[str, Any], meta: dict[str, Any]) -> list[Any]:
         title = (f"turn {k} · {letter}{m} · {turn.get('role', '?')}"
                  + (f" · verdict {turn['verdict']}" if turn.get("verdict") else "")
                  + f" · {usd(turn.get('cost_usd'), 6)}"
-                 + (" · cache hit" if turn.get("cache_hit") else ""))
+                 + (" · cache hit" if turn.get("cache_hit") else "")
+                 + (" · scored from the outcome matrix" if tr.get("mode") == "cached" else ""))
         parts: list[Any] = [Text("model", style="dim"),
                             prob_bars(turn.get("model_probs"), labels, f"{letter}{m}".strip()),
                             Text("role", style="dim"),

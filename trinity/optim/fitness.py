@@ -139,7 +139,8 @@ class CachedFitness:
                     "turns": [{"model": self.models[model_idx[c, i]], "role": ROLES[role_idx[c, i]],
                                "model_probs": [round(float(p), 4) for p in mp[c, i]],
                                "role_probs": [round(float(p), 4) for p in rp[c, i]],
-                               "output": "", "verdict": None, "cost_usd": 0.0, "cache_hit": True}],
+                               # scored from the outcome matrix, not answered: no call, no response cache
+                               "output": "", "verdict": None, "cost_usd": 0.0, "cache_hit": False}],
                     "answer": None, "gold": q.answer if q.kind != "code" else None,
                     "correct": r >= 0.5, "reward": r, "cost_usd": 0.0, "time": now,
                 })
