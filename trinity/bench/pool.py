@@ -58,7 +58,7 @@ def register(sub) -> None:
     p.add_argument("--lg-latency-ms", dest="latency_ms", type=int, default=2000,
                    help="part (b): simulated latency per call (default 2000)")
     p.add_argument("--full-reencode", action="store_true",
-                   help="with --live-generation: re-encode every whole transcript each turn (the paired "
+                   help="part (b): re-encode every whole transcript each turn (the paired "
                         "path) instead of reading only each turn's new tokens, for comparison")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_bench_pool)
