@@ -57,6 +57,9 @@ def register(sub) -> None:
     p.add_argument("--lg-m", dest="m", type=int, default=16, help="part (b): questions (default 16)")
     p.add_argument("--lg-latency-ms", dest="latency_ms", type=int, default=2000,
                    help="part (b): simulated latency per call (default 2000)")
+    p.add_argument("--lg-encoder", dest="encoder", default="tiny-qwen3",
+                   help="part (b): the router's encoder (default tiny-qwen3; qwen3-0.6b-random on a GPU box)")
+    p.add_argument("--lg-device", dest="device", default="cpu", help="part (b): cpu or cuda (default cpu)")
     p.add_argument("--full-reencode", action="store_true",
                    help="part (b): re-encode every whole transcript each turn (the paired "
                         "path) instead of reading only each turn's new tokens, for comparison")

@@ -21,15 +21,11 @@ import numpy as np
 
 def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: int = 2000,
                     concurrency: int = 512, seed: int = 0) -> dict:
+    from trinity.bench.pool import _start_server
     from trinity.data.practice import practice_questions
     from trinity.model.encoder import load_encoder
     from trinity.model.router import Router
-    from trinity.pool.client import PoolClient
-    from trinity.pool.journal import CallJournal
-    from trinity.pool.ledger import Ledger
-    from trinity.bench.pool import _proc_cpu_s, _start_server
-    from trinity.pool.providers import load_pool
-    from trinity.session.loop import SessionRunner, SessionSpec
+    from trinity.pool.providers import pool_model_ids
 
     popsize = getattr(args, "popsize", None) or popsize
     m = getattr(args, "m", None) or m
@@ -45,11 +41,32 @@ def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: in
 
         raise ConfigError(f"bench pool: --lg-m is at most {len(qs)} (the practice questions)")
     questions = [qs[i] for i in rng.choice(len(qs), size=m, replace=False)]
-    server, base_url = _start_server(latency_ms)
     t_enc = time.perf_counter()
-    pool = load_pool("practice", base_url=base_url, max_concurrency=concurrency)
-    router = Router(load_encoder("tiny-qwen3", device="cpu"), len(pool.models))
+    encoder = getattr(args, "encoder", None) or "tiny-qwen3"
+    # The encoder first: a bad name fails before the server process exists.
+    router = Router(load_encoder(encoder, device=getattr(args, "device", None) or "cpu"),
+                    len(pool_model_ids("practice")))
     enc_load_s = time.perf_counter() - t_enc
+    server, base_url = _start_server(latency_ms)
+    try:
+        return _measure_generation(router, server, base_url, questions, popsize, m, latency_ms, concurrency,
+                                   rng, enc_load_s, encoder, bool(getattr(args, "full_reencode", False)))
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            server.wait(timeout=10)
+
+
+def _measure_generation(router, server, base_url, questions, popsize, m, latency_ms, concurrency, rng,
+                        enc_load_s, encoder, full_reencode) -> dict:
+    from trinity.bench.pool import _proc_cpu_s
+    from trinity.pool.client import PoolClient
+    from trinity.pool.journal import CallJournal
+    from trinity.pool.ledger import Ledger
+    from trinity.pool.providers import load_pool
+    from trinity.session.loop import SessionRunner, SessionSpec
+
+    pool = load_pool("practice", base_url=base_url, max_concurrency=concurrency)
     # A population as CMA-ES would sample it around the initial mean (σ = 0.1).
     thetas = router.initial_mean()[None, :] + 0.1 * rng.randn(popsize, router.n_params)
     steps: list[dict] = []
@@ -58,7 +75,6 @@ def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: in
     tokens = [0, 0]  # this step, total so far
 
     sessions = router.session_encoder(thetas)
-    full_reencode = bool(getattr(args, "full_reencode", False))
 
     def logits_fn(texts, cands, streams):
         t = time.perf_counter()
@@ -105,8 +121,6 @@ def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: in
         finally:
             ledger.close()
             journal.close()
-            server.terminate()
-            server.wait(timeout=10)
     turns = np.array([len(t.turns) for t in trajs]).reshape(popsize, m)
     lat = latency_ms / 1000.0
     # The seed repos' pattern: one candidate after another, 8 sessions in flight at a time; a
@@ -119,6 +133,7 @@ def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: in
         "mean_turns": round(float(turns.mean()), 3), "wall_s": round(wall, 2),
         "ideal_s": round(max_turns * lat, 2), "target_s": round(1.5 * 5 * lat, 2),
         "encoder": "full re-encode (paired path)" if full_reencode else "incremental (SessionEncoder)",
+        "encoder_model": encoder, "encoder_device": str(router.encoder.device),
         "encoder_s": round(encode_s[0], 2), "encoder_tokens_seen": sessions.tokens_seen,
         "encoder_tokens_read": sessions.tokens_read, "encoder_peak_mb": round(peak_mb[0], 1),
         "encoder_load_s": round(enc_load_s, 2),
