@@ -32,6 +32,7 @@ import torch.nn.functional as F
 
 from trinity.errors import InputError
 from trinity.model.fastpath import _bias, _linear, apply_rope
+from trinity.model.router import _batches, token_key
 
 DEFAULT_SESSION_BUDGET_MB = 2048  # on the CPU; on a GPU, a third of its free memory
 
@@ -175,7 +176,7 @@ class SessionEncoder:
         if len(set(streams)) != len(streams):
             raise InputError("session encoder: a stream id appears twice in one call (one text per stream per turn)")
         ids = [np.asarray(i[:-1], dtype=np.int64) for i in self.router._token_ids(texts)]  # EOS dropped
-        keys = [_key(i) for i in ids]
+        keys = [token_key(i) for i in ids]
         self.tokens_seen += sum(len(i) for i in ids)
         prefix = self._prefix_states(ids, keys, streams)
         out = self._stream_features(ids, keys, cand, streams, prefix)
@@ -210,7 +211,7 @@ class SessionEncoder:
             items = list(todo.items())
             reuse = [min(common_prefix(p.ids, i), len(i) - 1) if p is not None else 0 for _, (i, p) in items]
             order = sorted(range(len(items)), key=lambda j: len(items[j][1][0]))
-            for group in _groups(order, lambda j: len(items[j][1][0]), self.router.max_batch_tokens):
+            for group in _batches(order, lambda j: len(items[j][1][0]), self.router.max_batch_tokens):
                 self._extend_prefix([items[j][0] for j in group], [items[j][1][0] for j in group],
                                     [items[j][1][1] for j in group], [reuse[j] for j in group])
         return {k: self.prefixes[k] for k in keys}
@@ -265,7 +266,7 @@ class SessionEncoder:
             reuse = min(common_prefix(state.ids, ids[i]), len(ids[i]) - 1) if state is not None else 0
             work.append((i, state if reuse > 0 else None, reuse))
         order = sorted(range(len(work)), key=lambda j: len(ids[work[j][0]]))
-        for group in _groups(order, lambda j: len(ids[work[j][0]]), self.router.max_batch_tokens):
+        for group in _batches(order, lambda j: len(ids[work[j][0]]), self.router.max_batch_tokens):
             items = [work[j] for j in group]
             feats, kvs = self._extend_stream([prefix[keys[i]] for i, _, _ in items],
                                              [st for _, st, _ in items], [r for _, _, r in items],
@@ -393,23 +394,3 @@ class SessionEncoder:
             refs[key] -= 1
             if refs[key] == 0 and key in self.prefixes:
                 total -= release(self.prefixes.pop(key))
-
-
-def _key(ids: np.ndarray) -> str:
-    import hashlib
-
-    return hashlib.sha256(ids.tobytes()).hexdigest()
-
-
-def _groups(items: list, size_of, budget: int):
-    """Consecutive groups of `items` whose sizes sum to <= budget (a larger item goes alone)."""
-    batch, used = [], 0
-    for it in items:
-        n = size_of(it)
-        if batch and used + n > budget:
-            yield batch
-            batch, used = [], 0
-        batch.append(it)
-        used += n
-    if batch:
-        yield batch

@@ -32,11 +32,8 @@ def _printer(as_json: bool):
 
 
 def _overrides(args: argparse.Namespace, keys: tuple[str, ...]) -> dict[str, Any]:
-    out = {k: getattr(args, k, None) for k in keys}
-    for key in ("benchmarks", "pool_models"):
-        if getattr(args, key, None):
-            out[key] = [b.strip() for b in getattr(args, key).split(",") if b.strip()]
-    return out
+    # comma-separated flags (--benchmarks, --pool-models) are split by TrainConfig's validator
+    return {k: getattr(args, k, None) for k in (*keys, "benchmarks")}
 
 
 def cmd_train(args: argparse.Namespace) -> int:

@@ -25,14 +25,18 @@ from pathlib import Path
 from trinity.errors import RunLockedError
 
 
+def _finish(fut: Future | asyncio.Future, error: BaseException | None) -> None:
+    if fut.done():  # the waiter was cancelled
+        return
+    if error is None:
+        fut.set_result(None)
+    else:
+        fut.set_exception(error)
+
+
 def _wake(futs: list[asyncio.Future], error: BaseException | None) -> None:
     for fut in futs:
-        if fut.done():  # the waiter was cancelled
-            continue
-        if error is None:
-            fut.set_result(None)
-        else:
-            fut.set_exception(error)
+        _finish(fut, error)
 
 
 class GroupCommitAppender:
@@ -114,10 +118,7 @@ class GroupCommitAppender:
         by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future]] = {}
         for _, waiter in batch:
             if isinstance(waiter, Future):
-                if error is None:
-                    waiter.set_result(None)
-                else:
-                    waiter.set_exception(error)
+                _finish(waiter, error)
             else:
                 loop, fut = waiter
                 by_loop.setdefault(loop, []).append(fut)
