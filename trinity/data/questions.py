@@ -1,7 +1,8 @@
 """Questions as JSONL: one `{"id", "benchmark", "question", "answer", ...}` object a line.
 
 More fields are kept in `Question.extra` (e.g. `kind`, `choices`, `tests`, `fn_name`).
-`kind` says which grader applies: "math", "mc" (multiple choice) or "code".
+`kind` says which grader applies: "math", "mc" (multiple choice), "code", "exact" (BBH's
+per-task answer forms), "ifeval" (instruction checks) or "funcall" (BFCL function calls).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import numpy as np
 from trinity.errors import InputError
 
 REQUIRED = ("id", "benchmark", "question", "answer")
-KINDS = ("math", "mc", "code")
-BENCHMARK_KIND = {"math500": "math", "mmlu": "mc", "livecodebench": "code"}
+KINDS = ("math", "mc", "code", "exact", "ifeval", "funcall")
+BENCHMARK_KIND = {"math500": "math", "mmlu": "mc", "livecodebench": "code", "gpqa": "mc", "aime": "math",
+                  "mmlu_pro": "mc", "bbh": "exact", "ifeval": "ifeval", "bfcl_simple": "funcall",
+                  "humaneval": "code"}
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,12 @@
 """trinity.grading — one entry point for every grader (DESIGN §6).
 
-    grade(kind, response, gold) -> Verdict        kind in math | mc | code
+    grade(kind, response, gold) -> Verdict        kind in math | mc | code | exact | ifeval | funcall
     grade_question(question, response) -> Verdict uses question.kind (and its choices for mc)
+    extract_answer(kind, text) -> str | None      what the grader would look at (None: no answer)
+
+code gold: LiveCodeBench tests ({"tests": [...]}) or HumanEval's {"prompt", "test", "entry_point"};
+exact: {"target", "form"} (BBH); ifeval: {"instruction_id_list", "kwargs"}; funcall:
+{"function": [schema], "ground_truth": [...]} (BFCL simple).
 
 Importing this package is cheap: sympy / math-verify load on the first math comparison and the
 code sandbox on the first code grade.
@@ -16,15 +21,20 @@ from trinity.grading.choice import LETTERS, extract_choice, grade_choice, normal
 from trinity.grading.mathgrade import extract_math_answer, grade_math
 from trinity.grading.verdict import Verdict
 
-KINDS = ("math", "mc", "code")
+from trinity.data.questions import KINDS  # one list of kinds: the data layer's
 
-__all__ = ["KINDS", "Verdict", "grade", "grade_question", "extract_math_answer", "extract_choice"]
+__all__ = ["KINDS", "Verdict", "grade", "grade_question", "extract_answer", "extract_math_answer",
+           "extract_choice"]
 
 
 def _grade_code(response: str, gold: Any) -> Verdict:
     if not isinstance(gold, dict):
         raise InputError('code gold must be {"tests": [{"input", "output", "testtype"}, ...], '
                          '"fn_name"?: str} (or a LiveCodeBench row)')
+    if "entry_point" in gold:  # HumanEval: its own check(candidate) tests
+        from trinity.grading.humaneval import grade_check
+
+        return grade_check(response, gold)
     try:
         from trinity.grading.code import grade_code
     except ModuleNotFoundError as e:
@@ -51,6 +61,21 @@ def grade(kind: str, response: str, gold: Any, letters: str = LETTERS) -> Verdic
         return grade_choice(response, gold, letters)
     if kind == "code":
         return _grade_code(response, gold)
+    if kind == "exact":
+        from trinity.grading.exact import FORMS, grade_exact
+
+        if not isinstance(gold, dict) or gold.get("form") not in FORMS or not str(gold.get("target", "")).strip():
+            raise InputError(f'exact-match gold must be {{"target": str, "form": one of {", ".join(FORMS)}}}, '
+                             f"got {gold!r}"[:300])
+        return grade_exact(response, gold)
+    if kind == "ifeval":
+        from trinity.grading.ifeval import grade_ifeval
+
+        return grade_ifeval(response, gold)
+    if kind == "funcall":
+        from trinity.grading.funcall import grade_funcall
+
+        return grade_funcall(response, gold)
     raise InputError(f"unknown grading kind {kind!r}: use one of {', '.join(KINDS)}")
 
 
@@ -62,3 +87,25 @@ def grade_question(question, response: str) -> Verdict:
         if isinstance(choices, list) and 2 <= len(choices) <= len(LETTERS):
             letters = LETTERS[: len(choices)]
     return grade(question.kind, response, question.answer, letters)
+
+
+def extract_answer(kind: str, text: str) -> str | None:
+    """The answer a grader would look at in `text` for the newer kinds (exact, ifeval, funcall;
+    math, mc and code extraction live with the session loop's), or None when there is none."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    if kind == "exact":
+        from trinity.grading.exact import final_segment
+
+        return final_segment(text) or None
+    if kind == "ifeval":  # the whole response is what the instructions are checked on
+        return text
+    if kind == "funcall":
+        import json
+
+        from trinity.grading.funcall import extract_calls
+
+        calls = extract_calls(text)
+        return json.dumps([{"name": n, "arguments": a} for n, a in calls], ensure_ascii=False,
+                          default=str) if calls else None
+    raise InputError(f"extract_answer: unknown kind {kind!r}")

@@ -13,8 +13,15 @@ so neither `sys.exit(0)`, a closed stdout nor a killed parent can turn into a pa
 Messages: one JSON header line `{"nonce", "event", ...,"len": n}` followed by n payload bytes.
   ready  {uid, netns, mountns, stdlib} after confinement, before any candidate code runs
   start  {test}                       test = index, or -1 while the module body is loaded
-  done   {test, status, error, secs}  status ok | error; payload = stdout (stdin tests) or the
-                                      JSON of the return value (call tests)
+  done   {test, status, error, secs}  status ok | error; payload = stdout (stdin tests), the
+                                      JSON of the return value (call tests), or `true` (check)
+
+Modes: stdin (run the program once per input), call (call `fn_name` per argument list), check
+(HumanEval, inputs = [test code, prompt]: load the prompt — trusted, from the dataset — with the
+builtins as they were before any candidate code ran, then the program, then run the test code —
+`def check(candidate)` — in the prompt's namespace (its helpers, not the program's), and call
+`check(fn_name)` through a guard that lets only plain data (numbers, strings, containers of
+them) come back, so an object whose `__eq__` always says True fails).
   fatal  {error}                      the code cannot run at all (syntax error, no function)
   end    {}                           all tests were run
 """
@@ -310,6 +317,76 @@ def _run_call(code, base: dict, fn_name: str, args_list: list, rep: Reporter) ->
         except BaseException as e:  # SystemExit included: a function must return
             rep.send("done", test=k, status="error", error=_short(e), secs=_clock() - t0)
 
+_PLAIN = (bool, int, float, complex, str, bytes, type(None))
+_CONTAINERS = (list, tuple, set, frozenset)
+
+
+def _plain(value, depth: int = 0) -> None:
+    """Raise unless `value` is plain data (exact builtin types, not subclasses)."""
+    t = type(value)
+    if t in _PLAIN:
+        return
+    if depth > 100:
+        raise TypeError("returned data nested over 100 deep")
+    if t in _CONTAINERS:
+        for v in value:
+            _plain(v, depth + 1)
+        return
+    if t is dict:
+        for k, v in value.items():
+            _plain(k, depth + 1)
+            _plain(v, depth + 1)
+        return
+    raise TypeError(f"returned a {t.__name__}, not plain data")
+
+
+def _run_check(code, base: dict, fn_name: str, test_src: str, prompt_src: str, pristine: dict,
+               rep: Reporter) -> None:
+    _redirect(1, os.devnull, os.O_WRONLY)
+    _fresh_stdio()
+    try:
+        test = compile(test_src, "<test>", "exec")
+    except BaseException as e:
+        rep.send("fatal", error="the test code does not compile: " + _short(e))
+        return
+    # The problem's own prompt first, before any candidate code: its helpers (encode_cyclic,
+    # poly …) are the ones the test code sees, whatever the candidate redefines.
+    tns = {"__builtins__": dict(pristine), "__name__": "__test__"}
+    try:
+        exec(compile(prompt_src, "<prompt>", "exec"), tns)
+    except BaseException as e:
+        rep.send("fatal", error="the problem's prompt does not load: " + _short(e))
+        return
+    ns = dict(base, __name__="__main__", stdin=sys.stdin, stdout=sys.stdout)
+    rep.send("start", test=-1)
+    try:
+        exec(code, ns)
+    except BaseException as e:
+        rep.send("fatal", error="the module body raised " + _short(e))
+        return
+    target = ns.get(fn_name)
+    if not callable(target):
+        rep.send("fatal", error=f"no function {fn_name!r}")
+        return
+
+    def candidate(*args, **kwargs):
+        value = target(*args, **kwargs)
+        _plain(value)
+        return value
+
+    tns[fn_name] = candidate  # a test may call the function by its name (HumanEval/33 does)
+    rep.send("start", test=0)
+    t0 = _clock()
+    try:
+        exec(test, tns)
+        check = tns.get("check")
+        if not callable(check):
+            raise NameError("the test code defines no check(candidate)")
+        check(candidate)
+        rep.send("done", b"true", test=0, status="ok", error=None, secs=_clock() - t0)
+    except BaseException as e:  # AssertionError: a failed test; SystemExit: the code quit
+        rep.send("done", test=0, status="error", error=_short(e) or "AssertionError", secs=_clock() - t0)
+
 
 def main() -> None:
     result_fd = int(sys.argv[1])
@@ -332,6 +409,18 @@ def main() -> None:
     for name in ("exit", "quit"):  # site.py adds these; `-S` skips site, programs still call them
         builtins.__dict__.setdefault(name, sys.exit)
     base = _prelude(names, job["prelude"])  # while the interpreter's files are still readable
+    pristine = dict(builtins.__dict__)  # before any candidate code can touch the builtins
+    if job["mode"] == "check":  # the test's own imports (math, random …), while readable
+        try:
+            test_names = _names(compile(job["inputs"][0], "<test>", "exec"))
+        except BaseException:  # reported as fatal once the run starts
+            test_names = set()
+        for name in sorted(test_names):
+            if name in sys.stdlib_module_names and name not in NEVER_PRELOAD:
+                try:
+                    __import__(name)
+                except BaseException:
+                    pass
     if job["mode"] == "call":
         import json  # noqa: F401  (for the results; after the drop it might not be importable)
     sys.setrecursionlimit(50000)
@@ -340,6 +429,8 @@ def main() -> None:
     rep.send("ready", **held)
     if job["mode"] == "stdin":
         _run_stdin(code, base, len(job["inputs"]), rep, job["limits"]["output_bytes"])
+    elif job["mode"] == "check":
+        _run_check(code, base, job["fn_name"], job["inputs"][0], job["inputs"][1], pristine, rep)
     else:
         _run_call(code, base, job["fn_name"], job["inputs"], rep)
     rep.send("end")

@@ -274,18 +274,20 @@ def run_in_sandbox(job: dict, limits: Limits, on_result: Callable[[int, str, str
                    *, use_bwrap: bool | None = None) -> SandboxRun:
     """Run one problem's tests in a fresh sandboxed child.
 
-    job: {"mode": "stdin"|"call", "code": str, "inputs": [str] (stdin) or [[arg, …]] (call),
-    "fn_name": str|None}. `on_result(test, status, error, payload)` is called in the parent for
+    job: {"mode": "stdin"|"call"|"check", "code": str, "inputs": [str] (stdin) or [[arg, …]] (call)
+    or [test code, prompt] (check: HumanEval's `check(candidate)`, one test), "fn_name": str|None}.
+    `on_result(test, status, error, payload)` is called in the parent for
     each finished test (payload: the raw stdout, or the JSON of the return value) and returns
     False to stop the problem (the child is killed at once). `use_bwrap`: None = when usable.
     """
     if not sys.platform.startswith("linux"):
         raise TrinityError(f"the code sandbox needs Linux (rlimits, /proc, namespaces); this is {sys.platform}: "
                            "grade code on a Linux machine")
-    if job.get("mode") not in ("stdin", "call") or not isinstance(job.get("code"), str) \
-            or not isinstance(job.get("inputs"), list) or (job["mode"] == "call" and not job.get("fn_name")):
-        raise InputError('sandbox job must be {"mode": "stdin"|"call", "code": str, "inputs": [...], '
-                         '"fn_name": str (call)}')
+    if job.get("mode") not in ("stdin", "call", "check") or not isinstance(job.get("code"), str) \
+            or not isinstance(job.get("inputs"), list) or (job["mode"] != "stdin" and not job.get("fn_name")) \
+            or (job["mode"] == "check" and (len(job["inputs"]) != 2 or not all(isinstance(x, str) for x in job["inputs"]))):
+        raise InputError('sandbox job must be {"mode": "stdin"|"call"|"check", "code": str, "inputs": [...], '
+                         '"fn_name": str (call, check)}; check: inputs = [test code, prompt]')
     if use_bwrap is None:
         use_bwrap = bwrap_status()[0]
     return _run(job, limits, on_result, use_bwrap)
@@ -298,7 +300,7 @@ def _env(workdir: str) -> dict[str, str]:
 def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
     nonce = secrets.token_hex(16)
     drop_uid = UID_BASE + secrets.randbelow(UID_SPAN) if _is_root() else None
-    n_tests = len(job["inputs"])
+    n_tests = 1 if job["mode"] == "check" else len(job["inputs"])  # check: one test, check(candidate)
     full = {**job, "nonce": nonce, "drop_uid": drop_uid, "in_bwrap": use_bwrap, "prelude": prelude_map(),
             "parent_pid": os.getpid(),
             "limits": {"cpu_s": max(1, int(limits.problem_timeout) + 1), "memory_bytes": limits.memory_bytes,

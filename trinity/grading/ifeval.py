@@ -1,0 +1,99 @@
+"""IFEval grader: Google's instruction checkers, from the `if-verifiable` package.
+
+    grade_ifeval(response, gold) -> Verdict
+    gold = {"instruction_id_list": [...], "kwargs": [{...}, ...], "prompt": str}
+
+The checkers are Google Research's `instruction_following_eval` code (the IFEval paper's own),
+as `if-verifiable` packages them (`if_verifiable.ifeval.INSTRUCTION_DICT`, 25 instructions,
+Apache-2.0). The score is IFEval's prompt-level *strict* accuracy: the response is right when it
+follows every instruction of its prompt.
+
+Why not lm-eval's copy of the same registry: `lm_eval.tasks.ifeval` cannot be imported alone
+(`lm_eval.tasks` imports the task manager, which needs sacrebleu, evaluate, scikit-learn …), and
+its `instructions_util` calls `nltk.download` at import time (a network call). `if-verifiable`
+is 50 kB and needs only nltk, langdetect and immutabledict for IFEval.
+
+Offline: 23 of the 25 checkers need no data. `length_constraints:number_sentences` and
+`change_case:capital_word_frequency` tokenize with NLTK's `punkt_tab` model, which no package
+ships and which cannot be downloaded at run time here; grading a prompt that uses one of them
+without it is a `TrinityError` saying what to install (never a silent wrong grade).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from trinity.errors import InputError, TrinityError
+from trinity.grading.verdict import Verdict
+
+NLTK_RESOURCE = "tokenizers/punkt_tab"
+NEEDS_PUNKT = frozenset({"length_constraints:number_sentences", "change_case:capital_word_frequency"})
+PUNKT_HINT = ("run `python -m nltk.downloader punkt_tab` once on a machine with internet "
+              "(or put NLTK data under $NLTK_DATA)")
+
+
+@functools.cache
+def registry() -> dict[str, Any]:
+    """instruction id -> checker class (imports if-verifiable on first use)."""
+    try:
+        from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
+    except ImportError as e:
+        raise TrinityError(f"IFEval grading needs the if-verifiable package ({e.name} missing): "
+                           "pip install if-verifiable") from None
+    return dict(INSTRUCTION_DICT)
+
+
+def punkt_available() -> bool:
+    """Whether NLTK's punkt_tab tokenizer data is installed (the two sentence/word checkers)."""
+    try:
+        import nltk
+
+        nltk.data.find(NLTK_RESOURCE)
+    except (LookupError, ImportError):
+        return False
+    return True
+
+
+def check_gold(gold: Any) -> tuple[list[str], list[dict]]:
+    """(instruction ids, their kwargs); InputError for a malformed gold."""
+    if not isinstance(gold, dict) or not isinstance(gold.get("instruction_id_list"), list):
+        raise InputError('IFEval gold must be {"instruction_id_list": [...], "kwargs": [...]}')
+    ids = [str(i) for i in gold["instruction_id_list"]]
+    kwargs = gold.get("kwargs") or [{} for _ in ids]
+    if not isinstance(kwargs, list) or len(kwargs) != len(ids) or not all(isinstance(k, dict) for k in kwargs):
+        raise InputError("IFEval gold 'kwargs' must be a list of objects, one per instruction")
+    if not ids:
+        raise InputError("IFEval gold has no instructions")
+    unknown = [i for i in ids if i not in registry()]
+    if unknown:
+        raise InputError(f"IFEval gold names unknown instruction(s) {', '.join(unknown)}")
+    return ids, kwargs
+
+
+def follows(instruction_id: str, kwargs: dict, response: str, prompt: str = "") -> bool:
+    """Whether `response` follows one instruction (IFEval's strict test)."""
+    checker = registry()[instruction_id](instruction_id)
+    args = {k: v for k, v in kwargs.items() if v is not None}  # the HF rows list every key, mostly null
+    checker.build_description(**args)
+    wanted = checker.get_instruction_args()
+    if wanted and "prompt" in wanted:  # combination:repeat_prompt is built from the prompt itself
+        checker.build_description(prompt=prompt)
+    if instruction_id in NEEDS_PUNKT and not punkt_available():
+        raise TrinityError(f"IFEval instruction {instruction_id} needs NLTK's punkt_tab data, which is "
+                           f"not installed: {PUNKT_HINT}")
+    try:
+        return bool(response.strip()) and bool(checker.check_following(response))
+    except LookupError as e:  # another NLTK resource missing
+        raise TrinityError(f"IFEval instruction {instruction_id} needs NLTK data that is not installed "
+                           f"({str(e).strip().splitlines()[0][:120]}): {PUNKT_HINT}") from None
+
+
+def grade_ifeval(response: str, gold: dict) -> Verdict:
+    ids, kwargs = check_gold(gold)
+    response = response if isinstance(response, str) else ""
+    failed = [i for i, kw in zip(ids, kwargs) if not follows(i, kw, response, str(gold.get("prompt") or ""))]
+    n = len(ids)
+    if not failed:
+        return Verdict(True, f"followed {n}/{n} instructions", None)
+    return Verdict(False, f"followed {n - len(failed)}/{n}; not {', '.join(failed)[:160]}", None)
