@@ -1,4 +1,5 @@
-"""trinity.benchmarks — benchmark adapters (DESIGN §7): math500, mmlu, livecodebench, practice.
+"""trinity.benchmarks — benchmark adapters (DESIGN §7): math500, mmlu, livecodebench, practice,
+gpqa, aime, mmlu_pro, bbh, ifeval, bfcl_simple, humaneval.
 
     get_benchmark(name) -> Benchmark   (see trinity.benchmarks.base for the interface)
     split_questions(questions, seed)   train/val/test ids for a mix of benchmarks
@@ -19,6 +20,13 @@ _ADAPTERS = {
     "mmlu": ("trinity.benchmarks.mmlu", "MMLU"),
     "livecodebench": ("trinity.benchmarks.livecodebench", "LiveCodeBench"),
     "practice": ("trinity.benchmarks.practice", "Practice"),
+    "gpqa": ("trinity.benchmarks.gpqa", "GPQA"),
+    "aime": ("trinity.benchmarks.aime", "AIME"),
+    "mmlu_pro": ("trinity.benchmarks.mmlu_pro", "MMLUPro"),
+    "bbh": ("trinity.benchmarks.bbh", "BBH"),
+    "ifeval": ("trinity.benchmarks.ifeval", "IFEval"),
+    "bfcl_simple": ("trinity.benchmarks.bfcl_simple", "BFCLSimple"),
+    "humaneval": ("trinity.benchmarks.humaneval", "HumanEval"),
 }
 BENCHMARK_NAMES = tuple(_ADAPTERS)
 

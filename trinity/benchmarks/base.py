@@ -31,6 +31,11 @@ class Benchmark:
     kind: str | None = None  # None: questions of several kinds (practice)
     source: str = ""  # where rows come from, for `trinity benchmarks list`
     size: str = ""  # the full dataset's size, in words
+    licence: str = ""  # the dataset's licence
+    grader: str = ""  # which grader decides, in words
+    # The dataset repo's revision the Hub loads (None: its main branch — no commit of these
+    # repos could be verified from a machine without the Hub; pass --data for a fixed copy).
+    revision: str | None = None
     required_fields: tuple[str, ...] = ()
 
     # -- loading ---------------------------------------------------------------------------------
@@ -71,7 +76,8 @@ class Benchmark:
         A Thinker plans and a Verifier checks; neither is asked for the final-answer format."""
         if role in ("Thinker", "Verifier"):
             return self.render_question(q)
-        return f"{self.render_question(q)}\n\n{self.answer_instruction(q)}"
+        how = self.answer_instruction(q)
+        return f"{self.render_question(q)}\n\n{how}" if how else self.render_question(q)
 
     # -- grading and splits ----------------------------------------------------------------------
     def gold(self, q: Question) -> Any:
@@ -83,5 +89,16 @@ class Benchmark:
     def split(self, questions: list[Question], seed: int) -> dict[str, list[str]]:
         return split_ids(questions, seed)
 
-    def describe(self) -> dict[str, str]:
-        return {"name": self.name, "kind": self.kind or "mixed", "source": self.source, "size": self.size}
+    def preflight(self, questions: list[Question]) -> None:
+        """Raise a TrinityError now if these questions cannot be graded on this machine (so a
+        collect or a live run fails before its first paid call). Default: nothing to check."""
+
+    def offline(self) -> tuple[bool, str]:
+        """(usable on this machine without the Hub and without --data, how / what to pass)."""
+        return False, "pass --data FILE (the dataset's own rows)"
+
+    def describe(self) -> dict[str, Any]:
+        ok, how = self.offline()
+        return {"name": self.name, "kind": self.kind or "mixed", "source": self.source, "revision": self.revision,
+                "licence": self.licence, "size": self.size, "grader": self.grader, "offline": ok,
+                "offline_note": how}

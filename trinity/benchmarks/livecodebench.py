@@ -118,6 +118,8 @@ class LiveCodeBench(Benchmark):
     kind = "code"
     source = f"{REPO} (release_v1 … release_v6)"
     size = "1,055 problems in release_v6"
+    licence = "CC (per its dataset card)"
+    grader = "code: stdin/functional tests in the sandbox"
     required_fields = ("question_id", "question_content", "contest_date", "public_test_cases")
 
     def __init__(self) -> None:

@@ -19,6 +19,8 @@ class Math500(Benchmark):
     kind = "math"
     source = f"{REPO} (test)"
     size = "500 problems"
+    licence = "MIT"
+    grader = "math: math-verify + sympy equivalence of the \\boxed{} answer"
     required_fields = ("problem", "answer")
 
     def read_rows(self, data, **opts):

@@ -33,6 +33,8 @@ class MMLU(Benchmark):
     kind = "mc"
     source = f"{REPO} (all, test)"
     size = "14,042 questions"
+    licence = "MIT"
+    grader = "mc: the committed option letter"
     required_fields = ("question", "choices", "answer")
 
     def read_rows(self, data, **opts):

@@ -13,6 +13,11 @@ class Practice(Benchmark):
     kind = None  # mixed: each question says its kind
     source = "shipped with minertui (trinity/data/practice_questions.jsonl)"
     size = "60 questions (math, multiple choice, code)"
+    licence = "minertui's own (written for it)"
+    grader = "by each question's kind (math, mc, code)"
+
+    def offline(self):
+        return True, "shipped with minertui"
 
     def load(self, data=None, limit=None, **opts):
         if data:

@@ -316,7 +316,8 @@ class PracticeResponder:
                  "mc": "recall the relevant fact, eliminate options that contradict it, then pick the "
                        "remaining one",
                  "code": "read the input format, handle edge cases (empty, negative, single item), and "
-                         "print exactly the required output"}[q.kind]
+                         "print exactly the required output"}.get(
+            q.kind, "read every requirement of the request, then answer in exactly the form it asks for")
         return (f"({model.split('/')[-1]}, simulated) Plan: {steps}. I will not state the final answer; "
                 "the Worker should carry this out.")
 
@@ -333,6 +334,10 @@ class PracticeResponder:
                 from trinity.grading import extract_math_answer
 
                 found = extract_math_answer(text)
+            elif q.kind in ("exact", "ifeval", "funcall"):
+                from trinity.grading import extract_answer
+
+                found = extract_answer(q.kind, text)
             else:
                 from trinity.grading import extract_choice
 

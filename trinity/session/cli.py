@@ -13,7 +13,9 @@ def register(sub) -> None:
                                    "oracle-matrix JSON, with the raw answers, the cost ledger and the call "
                                    "journal beside it. Re-running the same command asks only for what is "
                                    "missing.")
-    p.add_argument("--benchmark", required=True, help="math500 | mmlu | livecodebench | practice")
+    from trinity.benchmarks import BENCHMARK_NAMES
+
+    p.add_argument("--benchmark", required=True, help=" | ".join(BENCHMARK_NAMES))
     p.add_argument("--data", help="local dataset file in the benchmark's own schema (offline)")
     p.add_argument("--split", default="train", help="train | val | test | all (default train)")
     p.add_argument("--n", type=int, default=None, help="first N questions of the split")
@@ -42,8 +44,10 @@ def run_collect(args) -> int:
 
     if args.k < 1:
         raise InputError("--k must be at least 1")
-    questions = get_benchmark(args.benchmark).load(args.data)
+    bench = get_benchmark(args.benchmark)
+    questions = bench.load(args.data)
     questions = select_questions(questions, args.split, args.n, args.seed)
+    bench.preflight(questions)  # a grader that cannot run here fails now, before any paid call
     if not questions:
         raise InputError(f"no questions in split {args.split!r} of {args.benchmark}")
     base_url = args.base_url

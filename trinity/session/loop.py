@@ -37,6 +37,8 @@ def extract_answer(kind: str, text: str) -> str | None:
         return grading.extract_math_answer(text)
     if kind == "mc":
         return grading.extract_choice(text)
+    if kind in ("exact", "ifeval", "funcall"):
+        return grading.extract_answer(kind, text)
     from trinity.grading.code import extract_code
 
     code = extract_code(text)
