@@ -16,7 +16,10 @@ is 50 kB and needs only nltk, langdetect and immutabledict for IFEval.
 Offline: 23 of the 25 checkers need no data. `length_constraints:number_sentences` and
 `change_case:capital_word_frequency` tokenize with NLTK's `punkt_tab` model, which no package
 ships and which cannot be downloaded at run time here; grading a prompt that uses one of them
-without it is a `TrinityError` saying what to install (never a silent wrong grade).
+without it is a `TrinityError` saying what to install (never a silent wrong grade), and
+`IFEval.preflight` raises it before a collect makes its first call.
+
+langdetect's detector is seeded (0) so that the language check is deterministic.
 """
 
 from __future__ import annotations
@@ -37,10 +40,14 @@ PUNKT_HINT = ("run `python -m nltk.downloader punkt_tab` once on a machine with 
 def registry() -> dict[str, Any]:
     """instruction id -> checker class (imports if-verifiable on first use)."""
     try:
+        import langdetect
         from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
     except ImportError as e:
         raise TrinityError(f"IFEval grading needs the if-verifiable package ({e.name} missing): "
                            "pip install if-verifiable") from None
+    # langdetect samples at random; a fixed seed makes `language:response_language` give the same
+    # verdict for the same text every time (grades are cached by answer text).
+    langdetect.DetectorFactory.seed = 0
     return dict(INSTRUCTION_DICT)
 
 
