@@ -21,7 +21,8 @@ LCB_DIR = FIX / "livecodebench"
 
 
 def test_registry_names_and_unknown():
-    assert BENCHMARK_NAMES == ("math500", "mmlu", "livecodebench", "practice")
+    assert BENCHMARK_NAMES == ("math500", "mmlu", "livecodebench", "practice", "gpqa", "aime", "mmlu_pro", "bbh",
+                               "ifeval", "bfcl_simple", "humaneval")
     with pytest.raises(InputError, match="unknown benchmark 'gsm8k'"):
         get_benchmark("gsm8k")
 

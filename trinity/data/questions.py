@@ -14,10 +14,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from trinity.data.kinds import KINDS  # one list, light to import (grading reads it too)
 from trinity.errors import InputError
 
 REQUIRED = ("id", "benchmark", "question", "answer")
-KINDS = ("math", "mc", "code", "exact", "ifeval", "funcall")
+
 BENCHMARK_KIND = {"math500": "math", "mmlu": "mc", "livecodebench": "code", "gpqa": "mc", "aime": "math",
                   "mmlu_pro": "mc", "bbh": "exact", "ifeval": "ifeval", "bfcl_simple": "funcall",
                   "humaneval": "code"}

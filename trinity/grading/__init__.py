@@ -21,7 +21,7 @@ from trinity.grading.choice import LETTERS, extract_choice, grade_choice, normal
 from trinity.grading.mathgrade import extract_math_answer, grade_math
 from trinity.grading.verdict import Verdict
 
-from trinity.data.questions import KINDS  # one list of kinds: the data layer's
+from trinity.data.kinds import KINDS  # one list of kinds (a module with no imports)
 
 __all__ = ["KINDS", "Verdict", "grade", "grade_question", "extract_answer", "extract_math_answer",
            "extract_choice"]
