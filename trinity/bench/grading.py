@@ -8,6 +8,11 @@ The CPU the sandbox's processes used per problem is reported too: on a busy mach
 time mostly measures waiting for a core.
 Math: `trinity.grading.grade("math", …)` over a fixed list of cases: the first pass (memo cold),
 then repeated passes (the grader memoises symbolic results).
+Per benchmark (issue 17): cases/s of each benchmark's grader over a fixed list of right and wrong
+responses (`BENCH_CASES`; the first call, which imports the grader's libraries, is timed apart).
+HumanEval: the first `--humaneval-problems` shipped problems, each canonical solution and each
+prompt-only stub graded in the sandbox, one at a time (overhead per problem = wall − the time
+the child spent in check()) and `--workers` at a time (throughput).
 """
 
 from __future__ import annotations
@@ -50,12 +55,57 @@ MATH_CASES = [
 
 ECHO = "import sys\nprint(sys.stdin.readline().strip())"
 
+_TRI = {"function": [{"name": "area", "parameters": {"type": "dict", "properties": {
+    "base": {"type": "integer"}, "height": {"type": "integer"}, "unit": {"type": "string"}},
+    "required": ["base", "height"]}}], "ground_truth": [{"area": {"base": [10], "height": [5], "unit": ["cm", ""]}}]}
+_IF = [(["punctuation:no_comma"], [{}]),
+       (["length_constraints:number_words", "change_case:english_lowercase"], [{"relation": "at least", "num_words": 8}, {}]),
+       (["detectable_format:json_format"], [{}]),
+       (["startend:end_checker", "keywords:existence"], [{"end_phrase": "Any questions?"}, {"keywords": ["plan"]}]),
+       (["detectable_format:number_highlighted_sections", "detectable_format:title"], [{"num_highlights": 2}, {}])]
+_IF_TEXT = ["a plan for the week with no commas at all", "Here is my plan, step by step.",
+            '```json\n{"plan": ["rest", "work"]}\n```', "<<Plan>>\nthe *first* part and the *second* part. Any questions?"]
+
+# What a model writes before its answer (about 1,600 characters), so that extraction scans a
+# response of a realistic length; prefixed to every case but IFEval's (whose text is the point).
+_REASONING = ("Let me work through this carefully. First, restate what is being asked and list the facts "
+              "given. Each option (or step) can be checked against those facts in turn; where two of them "
+              "seem to agree, compare them on the detail that differs. ") * 6 + "\n\n"
+
+# benchmark -> (kind, [(response, gold, letters or None)]): right and wrong answers in each form.
+BENCH_CASES: dict[str, tuple[str, list]] = {
+    "gpqa": ("mc", [(r, g, "ABCD") for r, g in [("Answer: B", "B"), ("The answer is (C).", "C"), ("**D**", "A"),
+                                                 ("I cannot tell.", "B"), ("\\boxed{A}", "A"), ("Answer: D", "C")]]),
+    "mmlu_pro": ("mc", [(r, g, "ABCDEFGHIJ") for r, g in [("Answer: J", "J"), ("the answer is (G)", "G"),
+                                                           ("Answer: E", "F"), ("Option I is right: Answer: I", "I"),
+                                                           ("no idea", "A"), ("\\boxed{H}", "H")]]),
+    "aime": ("math", [(r, g, None) for r, g in [("\\boxed{376}", "376"), ("\\boxed{025}", "25"),
+                                                 ("so \\boxed{70}.", "70"), ("\\boxed{71}", "70"),
+                                                 ("The answer is 9.", "9"), ("\\boxed{\\frac{1}{2}}", "1")]]),
+    "bbh": ("exact", [(r, {"target": t, "form": f}, None) for r, t, f in [
+        ("So the answer is (A).", "(A)", "choice"), ("Answer: False", "True", "true_false"),
+        ("Answer: Yes", "yes", "yes_no"), ("Answer: invalid", "invalid", "valid_invalid"),
+        ("... = -2. So the answer is -2.", "-2", "integer"), ("Answer: ) } ]", ") } ]", "brackets"),
+        ("Answer: apple mango pear", "apple mango pear", "words"), ("Answer: pear apple", "apple pear", "words")]]),
+    "ifeval": ("ifeval", [(t, {"instruction_id_list": ids, "kwargs": kw, "prompt": "p"}, None)
+                          for ids, kw in _IF for t in _IF_TEXT]),
+    "bfcl_simple": ("funcall", [(r, _TRI, None) for r in [
+        "area(base=10, height=5)", '{"name": "area", "arguments": {"base": 10, "height": 5, "unit": "cm"}}',
+        "```python\narea(base=10, height=6)\n```", "area(10, 5)", "area(base=10)", "The area is 25.",
+        "[area(base=10, height=5), area(base=1, height=1)]", "area(base=10.0, height=5)"]]),
+}
+
 
 def register(sub) -> None:
-    p = sub.add_parser("grading", help="code-sandbox overhead per test (bwrap on/off), math grader throughput")
+    p = sub.add_parser("grading", help="code-sandbox overhead per test (bwrap on/off), math grader throughput, "
+                                       "per-benchmark grading rates, HumanEval sandbox overhead")
     p.add_argument("--tests", type=int, default=10, help="tests per problem in the multi-test case")
     p.add_argument("--repeats", type=int, default=12, help="problems timed per configuration")
     p.add_argument("--math-passes", type=int, default=5, help="passes over the math cases after the first")
+    p.add_argument("--bench-passes", type=int, default=20, help="passes over each benchmark's cases (default 20)")
+    p.add_argument("--humaneval-problems", type=int, default=40,
+                   help="shipped HumanEval problems graded (canonical + stub each; default 40, 164 = all)")
+    p.add_argument("--workers", type=int, default=2, help="sandboxes at once for the HumanEval throughput (default 2)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -99,8 +149,7 @@ def _sandbox_figures(use_bwrap: bool, n_tests: int, repeats: int) -> dict:
 
 def _math_figures(passes: int) -> dict:
     try:
-        from trinity.grading import grade
-        from trinity.grading import mathgrade
+        from trinity.grading import grade, mathgrade
     except ImportError as e:  # the math grader belongs to another part; say so, don't fail
         return {"available": False, "why": f"trinity.grading math grader not importable: {e}"}
     cache = getattr(mathgrade, "_symbolic_cached", None)
@@ -129,12 +178,70 @@ def _math_figures(passes: int) -> dict:
     }
 
 
+def _benchmark_rates(passes: int) -> dict:
+    from trinity.grading import grade
+
+    out = {}
+    for name, (kind, cases) in BENCH_CASES.items():
+        def one_pass(kind=kind, cases=cases):
+            return [grade(kind, _REASONING + r, g, letters).correct if letters else
+                    grade(kind, (_REASONING if kind != "ifeval" else "") + r, g).correct for r, g, letters in cases]
+        t0 = time.perf_counter()
+        first = one_pass()  # imports the grader's libraries (if-verifiable, sympy …)
+        first_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for _ in range(passes):
+            if one_pass() != first:
+                raise RuntimeError(f"{name}: the grader gave different verdicts on a repeat")
+        rep_s = time.perf_counter() - t0
+        out[name] = {"kind": kind, "cases": len(cases), "right": sum(first), "first_pass_s": round(first_s, 3),
+                     "cases_per_s": round(passes * len(cases) / rep_s, 1) if passes and rep_s > 0 else None}
+    return out
+
+
+def _humaneval_figures(n_problems: int, workers: int) -> dict:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from trinity.benchmarks import get_benchmark
+    from trinity.grading.humaneval import grade_check_run
+
+    qs = get_benchmark("humaneval").load()[:n_problems]
+    jobs = [(q, q.extra["canonical_solution"], True) for q in qs] + [(q, q.question, False) for q in qs]
+
+    def one(job):
+        return grade_check_run(job[1], job[0].answer)
+
+    one(jobs[0])  # warm the page cache
+    t0 = time.perf_counter()
+    serial = [one(j) for j in jobs]
+    serial_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        parallel = list(ex.map(one, jobs))
+    parallel_s = time.perf_counter() - t0
+    runs = [r for _, r in serial if r is not None]
+    overheads = [r.wall_s - r.compute_s for r in runs]
+    right = [v.correct == want for (v, _), (_, _, want) in zip(serial, jobs)]
+    return {
+        "problems": len(qs), "grades": len(jobs), "verdicts_as_expected": sum(right),
+        "parallel_verdicts_same": [v.correct for v, _ in parallel] == [v.correct for v, _ in serial],
+        "serial_grades_per_s": round(len(jobs) / serial_s, 2),
+        "parallel_grades_per_s": round(len(jobs) / parallel_s, 2), "workers": workers,
+        "sandbox_overhead_ms_per_problem_median": round(1000 * statistics.median(overheads), 1),
+        "sandbox_overhead_ms_per_problem_p90": round(1000 * _p90(overheads), 1),
+        "startup_ms_median": round(1000 * statistics.median(r.startup_s for r in runs), 1),
+        "check_compute_ms_median": round(1000 * statistics.median(r.compute_s for r in runs), 2),
+    }
+
+
 def run(args) -> int:
     from trinity.errors import InputError
     from trinity.grading.sandbox import bwrap_status
 
     if args.tests < 1 or args.repeats < 1 or args.math_passes < 0:
         raise InputError("--tests and --repeats must be >= 1, --math-passes >= 0")
+    if args.bench_passes < 0 or not 1 <= args.humaneval_problems <= 164 or args.workers < 1:
+        raise InputError("--bench-passes must be >= 0, --humaneval-problems in 1..164, --workers >= 1")
     usable, why = bwrap_status()
     result: dict = {
         "machine": {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2),
@@ -151,6 +258,8 @@ def run(args) -> int:
             "many_tests": _sandbox_figures(use, args.tests, args.repeats),
         }
     result["math"] = _math_figures(args.math_passes)
+    result["benchmarks"] = _benchmark_rates(args.bench_passes)
+    result["humaneval"] = _humaneval_figures(args.humaneval_problems, args.workers)
     result["machine"]["loadavg_1m_after"] = round(os.getloadavg()[0], 2)
     if args.json:
         print(json.dumps(result, indent=2))
@@ -172,4 +281,13 @@ def run(args) -> int:
               f"first call {m['first_call_s']} s, {m['verdicts_matching_expected']}/{m['cases']} as expected")
     else:
         print(f"math: unavailable ({m['why']})")
+    for name, b in result["benchmarks"].items():
+        print(f"{name:12s} ({b['kind']}): {b['cases_per_s']} cases/s over {b['cases']} cases "
+              f"({b['right']} right), first pass {b['first_pass_s']} s")
+    h = result["humaneval"]
+    print(f"humaneval: {h['problems']} problems x (canonical + stub), {h['verdicts_as_expected']}/{h['grades']} as "
+          f"expected; sandbox overhead {h['sandbox_overhead_ms_per_problem_median']} ms/problem "
+          f"(p90 {h['sandbox_overhead_ms_per_problem_p90']}, start-up {h['startup_ms_median']} ms, check() "
+          f"{h['check_compute_ms_median']} ms); {h['serial_grades_per_s']} grades/s serial, "
+          f"{h['parallel_grades_per_s']} with {h['workers']} workers")
     return 0
