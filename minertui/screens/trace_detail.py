@@ -34,6 +34,13 @@ def answer_text(value) -> str:
     return text[:400]
 
 
+def gold_text(kind, gold) -> str:
+    """The gold by its kind (BBH target, IFEval instructions, BFCL call …), cut at 400 characters."""
+    from trinity.grading import describe_gold
+
+    return describe_gold(kind, gold)[:400]
+
+
 @lru_cache(maxsize=4)
 def _questions(path: str) -> dict[str, Any]:
     from trinity.data.questions import load_questions
@@ -116,7 +123,7 @@ def render_trace(tr: dict[str, Any], meta: dict[str, Any]) -> list[Any]:
     else:
         verdict.append(answer_text(tr.get("answer")))
     verdict.append("\ngold          ", style="dim")
-    verdict.append(answer_text(tr.get("gold")))
+    verdict.append(gold_text(tr.get("kind"), tr.get("gold")))
     out.append(Panel(verdict, title="verdict", title_align="left",
                      border_style="green" if c is True else "red" if c is False else "dim"))
     return out

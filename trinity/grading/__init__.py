@@ -3,6 +3,7 @@
     grade(kind, response, gold) -> Verdict        kind in math | mc | code | exact | ifeval | funcall
     grade_question(question, response) -> Verdict uses question.kind (and its choices for mc)
     extract_answer(kind, text) -> str | None      what the grader would look at (None: no answer)
+    describe_gold(kind, gold) -> str              the gold as a miner reads it (traces, the app)
 
 code gold: LiveCodeBench tests ({"tests": [...]}) or HumanEval's {"prompt", "test", "entry_point"};
 exact: {"target", "form"} (BBH); ifeval: {"instruction_id_list", "kwargs"}; funcall:
@@ -109,3 +110,27 @@ def extract_answer(kind: str, text: str) -> str | None:
         return json.dumps([{"name": n, "arguments": a} for n, a in calls], ensure_ascii=False,
                           default=str) if calls else None
     raise InputError(f"extract_answer: unknown kind {kind!r}")
+
+
+def describe_gold(kind: str | None, gold: Any) -> str:
+    """The gold in a line a miner reads: BBH's target, IFEval's instruction ids, BFCL's expected
+    call; anything else as text (a string as is, other values as JSON)."""
+    import json
+
+    if kind == "exact" and isinstance(gold, dict) and "target" in gold:
+        return f"{gold['target']} ({str(gold.get('form', '')).replace('_', '/')})"
+    if kind == "ifeval" and isinstance(gold, dict) and isinstance(gold.get("instruction_id_list"), list):
+        return "follow: " + ", ".join(map(str, gold["instruction_id_list"]))
+    if kind == "funcall" and isinstance(gold, dict) and isinstance(gold.get("ground_truth"), list) \
+            and gold["ground_truth"] and isinstance(gold["ground_truth"][0], dict):
+        (name, params), = list(gold["ground_truth"][0].items())[:1]
+        parts = []
+        for p, options in (params.items() if isinstance(params, dict) else []):
+            shown = [json.dumps(o, ensure_ascii=False) for o in (options if isinstance(options, list) else [options])
+                     if o != ""]
+            optional = isinstance(options, list) and "" in options
+            parts.append(f"{p}={'|'.join(shown)}" + ("?" if optional else ""))
+        return f"{name}({', '.join(parts)})"
+    if kind == "code" and isinstance(gold, dict) and "entry_point" in gold:
+        return f"check({gold['entry_point']}) tests"
+    return gold if isinstance(gold, str) else json.dumps(gold, ensure_ascii=False)
