@@ -5,3 +5,7 @@ bare interpreter (the sandbox tests run it as an ordinary user without numpy).
 """
 
 KINDS = ("math", "mc", "code", "exact", "ifeval", "funcall")
+
+# Kinds whose answer carries no marker a Thinker's plan would lack (no \boxed{}, no option
+# letter, no code block): only a Worker turn is taken as the answer.
+WORKER_ANSWER_KINDS = ("exact", "ifeval", "funcall")

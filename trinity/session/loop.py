@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from trinity.data.kinds import WORKER_ANSWER_KINDS
 from trinity.data.questions import Question
 from trinity.session.prompts import render_question, system_prompt, user_message
 from trinity.session.transcript import Trajectory, Turn, parse_verdict, trim_output
@@ -191,14 +192,15 @@ class SessionRunner:
 
     @staticmethod
     def _pick_answer(q: Question, traj: Trajectory) -> bool:
-        """Find the scored answer: the newest non-Verifier turn with an extractable answer.
-        Returns whether there is one to grade."""
+        """Find the scored answer: the newest non-Verifier turn with an extractable answer (for
+        the free-form kinds, `WORKER_ANSWER_KINDS`, the newest Worker turn). Returns whether there
+        is one to grade."""
         traj.done = True
         if traj.failed:
             traj.correct = False
             return False
         for t in reversed(traj.turns):
-            if t.role == "Verifier" or not t.ok:
+            if t.role == "Verifier" or not t.ok or (t.role == "Thinker" and q.kind in WORKER_ANSWER_KINDS):
                 continue
             ans = extract_answer(q.kind, t.output)
             if ans is not None:
