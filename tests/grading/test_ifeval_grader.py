@@ -80,6 +80,13 @@ def test_bad_gold():
         grade("ifeval", "x", {"instruction_id_list": ["made:up"], "kwargs": [{}]})
     with pytest.raises(InputError, match="one per instruction"):
         grade("ifeval", "x", {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}, {}]})
+    # a missing argument would make the checker draw one at random: refused
+    with pytest.raises(InputError, match="lacks argument.*num_words"):
+        grade("ifeval", "x", {"instruction_id_list": ["length_constraints:number_words"],
+                              "kwargs": [{"relation": "at least"}]})
+    with pytest.raises(InputError, match="bad arguments"):
+        grade("ifeval", "x", {"instruction_id_list": ["length_constraints:number_words"],
+                              "kwargs": [{"relation": "about", "num_words": 3}]})
 
 
 def test_sentence_checker_without_nltk_data_is_a_clear_error(monkeypatch):

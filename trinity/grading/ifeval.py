@@ -75,17 +75,33 @@ def check_gold(gold: Any) -> tuple[list[str], list[dict]]:
     unknown = [i for i in ids if i not in registry()]
     if unknown:
         raise InputError(f"IFEval gold names unknown instruction(s) {', '.join(unknown)}")
+    for iid, kw in zip(ids, kwargs):
+        _checker(iid, kw, str(gold.get("prompt") or ""))
     return ids, kwargs
+
+
+def _checker(instruction_id: str, kwargs: dict, prompt: str):
+    """The checker built from its arguments. A missing argument would make the checker draw one
+    at random (the registry builds random instructions too), so that is an InputError here."""
+    checker = registry()[instruction_id](instruction_id)
+    args = {k: v for k, v in kwargs.items() if v is not None}  # the HF rows list every key, mostly null
+    try:
+        checker.build_description(**args)
+        wanted = checker.get_instruction_args()
+        if wanted and "prompt" in wanted:  # an instruction built from the prompt itself
+            checker.build_description(prompt=prompt)
+    except (TypeError, ValueError, KeyError) as e:
+        raise InputError(f"IFEval instruction {instruction_id}: bad arguments {args!r}"[:200] +
+                         f" ({type(e).__name__}: {str(e)[:80]})") from None
+    missing = [k for k in (wanted or {}) if k not in args and k != "prompt"]
+    if missing:
+        raise InputError(f"IFEval instruction {instruction_id} lacks argument(s) {', '.join(missing)}")
+    return checker
 
 
 def follows(instruction_id: str, kwargs: dict, response: str, prompt: str = "") -> bool:
     """Whether `response` follows one instruction (IFEval's strict test)."""
-    checker = registry()[instruction_id](instruction_id)
-    args = {k: v for k, v in kwargs.items() if v is not None}  # the HF rows list every key, mostly null
-    checker.build_description(**args)
-    wanted = checker.get_instruction_args()
-    if wanted and "prompt" in wanted:  # combination:repeat_prompt is built from the prompt itself
-        checker.build_description(prompt=prompt)
+    checker = _checker(instruction_id, kwargs, prompt)
     if instruction_id in NEEDS_PUNKT and not punkt_available():
         raise TrinityError(f"IFEval instruction {instruction_id} needs NLTK's punkt_tab data, which is "
                            f"not installed: {PUNKT_HINT}")
@@ -94,6 +110,8 @@ def follows(instruction_id: str, kwargs: dict, response: str, prompt: str = "") 
     except LookupError as e:  # another NLTK resource missing
         raise TrinityError(f"IFEval instruction {instruction_id} needs NLTK data that is not installed "
                            f"({str(e).strip().splitlines()[0][:120]}): {PUNKT_HINT}") from None
+    except (TypeError, ValueError, AttributeError, IndexError, RecursionError):
+        return False  # the arguments were checked when built: a reply the checker cannot read fails
 
 
 def grade_ifeval(response: str, gold: dict) -> Verdict:
