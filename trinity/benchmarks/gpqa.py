@@ -41,7 +41,7 @@ class GPQA(MMLU):
     size = "198 questions (Diamond)"
     licence = "CC BY 4.0"
     grader = "mc: the committed option letter (A-D, options shuffled per row, seeded)"
-    required_fields = ("Question", *ANSWER_COLUMNS)
+    required_fields: tuple[str, ...] = ("Question", *ANSWER_COLUMNS)
 
     def read_rows(self, data, **opts):
         return read_rows_file(data, "GPQA") if data else load_hub_rows(REPO, CONFIG, "train", self.revision)

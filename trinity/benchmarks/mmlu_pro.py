@@ -25,7 +25,7 @@ class MMLUPro(MMLU):
     size = "12,032 questions (10 options)"
     licence = "MIT"
     grader = "mc: the committed option letter (A-J)"
-    required_fields = ("question_id", "question", "options", "answer")
+    required_fields: tuple[str, ...] = ("question_id", "question", "options", "answer")
 
     def read_rows(self, data, hub_split: str = "test", **opts):
         if hub_split not in HUB_SPLITS:
