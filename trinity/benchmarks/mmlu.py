@@ -35,7 +35,7 @@ class MMLU(Benchmark):
     size = "14,042 questions"
     licence = "MIT"
     grader = "mc: the committed option letter"
-    required_fields = ("question", "choices", "answer")
+    required_fields: tuple[str, ...] = ("question", "choices", "answer")
 
     def read_rows(self, data, **opts):
         return read_rows_file(data, "MMLU") if data else load_hub_rows(REPO, "all", "test")
