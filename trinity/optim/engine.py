@@ -63,6 +63,9 @@ def pool_models(cfg: TrainConfig, inputs: RunInputs) -> list[str]:
     from trinity.pool.providers import pool_model_ids
 
     ids = list(cfg.pool_models) if cfg.pool_models else list(pool_model_ids(cfg.pool))
+    from trinity.pool.providers import preflight
+
+    preflight(cfg)  # unpriced models, a missing key: refused before the run directory exists
     if inputs.matrix is not None and ids != list(inputs.matrix.models):
         raise ConfigError(f"pool {cfg.pool!r} has models {ids} but the matrix {cfg.matrix} has "
                           f"{list(inputs.matrix.models)}; θ's rows follow one order: use a matrix "

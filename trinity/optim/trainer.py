@@ -32,7 +32,7 @@ import numpy as np
 
 from trinity.config import TrainConfig
 from trinity.errors import BudgetExceeded, CheckpointError, OutOfCredit
-from trinity.pool.client import PoolUnreachable
+from trinity.pool.client import PoolStop
 from trinity.io import atomic_write_json
 from trinity.model import ROLES
 from trinity.model.theta import save_theta
@@ -200,7 +200,7 @@ class Trainer:
             return self._stopped(f"stopped: out of credit ({e})", e.exit_code)
         except BudgetExceeded as e:
             return self._stopped(f"stopped: budget reached ({e})", e.exit_code)
-        except PoolUnreachable as e:
+        except PoolStop as e:  # unreachable, failing (most calls failed), an absurd charge
             return self._stopped(f"stopped: {e}", e.exit_code)
         except BaseException as e:
             self.set_status("failed", f"{type(e).__name__}: {e}"[:500])
@@ -350,6 +350,7 @@ class Trainer:
                                    "live: graded final answer of the multi-turn session"),
         }
         summary.update(self._held_out(theta))
+        summary["ledger_head"], summary["ledger_records"] = ckpt.ledger_anchor(self.run)
         atomic_write_json(self.run.summary, summary)
 
     def _held_out(self, theta: np.ndarray) -> dict[str, Any]:

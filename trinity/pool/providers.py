@@ -172,6 +172,12 @@ def price_overrides(prices: dict[str, Any] | None, price_in: float | None, price
     return out
 
 
+def pool_prices(name: str, models_yaml: str | os.PathLike | None = None) -> dict[str, Price]:
+    """The prices configs/models.yaml gives for the pool's models (unpriced ones left out)."""
+    _, sec, where, _ = _provider_section(name, models_yaml)
+    return _models_and_prices(sec, where)[1]
+
+
 def pool_model_ids(name: str, models_yaml: str | os.PathLike | None = None) -> tuple[str, ...]:
     """The pool's model ids in router order, without needing its base URL (the practice server
     may start later)."""
@@ -243,6 +249,27 @@ def load_pool(name: str, models_yaml: str | os.PathLike | None = None, *,
         # practice server is only the same service at the same address.
         cache_namespace=cache_namespace or (pname if fixed_url else f"{pname}@{url}"),
     )
+
+
+def config_prices(cfg: Any) -> dict:
+    """The run config's prices (`prices:`, `--price-in/--price-out`) for the models the table lacks."""
+    models = list(getattr(cfg, "pool_models", None) or [])
+    table = pool_prices(cfg.pool)
+    if not models:
+        models = list(pool_model_ids(cfg.pool))
+    return price_overrides(getattr(cfg, "prices", None), getattr(cfg, "price_in", None),
+                           getattr(cfg, "price_out", None), models, table)
+
+
+def preflight(cfg: Any) -> None:
+    """What a live run would fail on at its first call, checked before its run directory exists:
+    a model without a price (the budget could not reserve its worst case) and a missing key."""
+    from trinity.pool.keys import resolve_key
+
+    pool = load_pool(cfg.pool, base_url=getattr(cfg, "base_url", None) or "http://127.0.0.1:1",
+                     models=getattr(cfg, "pool_models", None), prices=config_prices(cfg))
+    pool.require_prices()
+    resolve_key(pool.key_env, provider=pool.name, optional=pool.key_optional)
 
 
 def with_overrides(pool: PoolConfig, **changes: Any) -> PoolConfig:
