@@ -522,6 +522,11 @@ class PoolClient:
                         provider=self.pool.name, model=model, prompt_tokens=res.prompt_tokens,
                         completion_tokens=res.completion_tokens, cost_micro_usd=actual_micro,
                         cost_source=res.cost_source, purpose=purpose, note=res.usage_note)
+                if res.ok and ckey is not None:
+                    # cached before it is journaled: a kill between the two leaves an answer a resume
+                    # replays from the cache for free (its twins in flight too) instead of buying it again
+                    self.cache.put(ckey, self.pool.name, model, self._cached_form(res))
+                    ckey = None
                 if journal_key is not None and self.journal is not None:
                     await self.journal.record_async(journal_key, res.to_json())
                 if res.usage_note and res.usage_note.startswith("absurd"):
