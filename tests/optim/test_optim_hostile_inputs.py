@@ -59,3 +59,19 @@ def test_an_append_after_a_torn_last_line_starts_a_new_line(tmp_path):
     append_jsonl(p, {"type": "status", "status": "running"})
     assert read_jsonl(p) == [{"type": "a"}, {"type": "status", "status": "running"}]
     assert json.loads(p.read_bytes().splitlines()[-1]) == {"type": "status", "status": "running"}
+
+
+def test_live_pool_settings_come_from_flags_and_leave_the_config_hash_alone():
+    import argparse
+
+    from trinity.config import TrainConfig, load_config
+    from trinity.optim.cli import TRAIN_FLAGS, _overrides, register
+
+    p = argparse.ArgumentParser()
+    register(p.add_subparsers())
+    a = p.parse_args(["train", "--price-in", "0.5", "--price-out", "1.5", "--read-timeout", "30",
+                      "--fail-threshold", "0.8"])
+    cfg = load_config(None, _overrides(a, TRAIN_FLAGS))
+    assert (cfg.price_in, cfg.price_out, cfg.read_timeout_s, cfg.fail_threshold) == (0.5, 1.5, 30.0, 0.8)
+    assert cfg.hash() == load_config(None, {}).hash()  # changeable on resume (RESUMABLE_KEYS)
+    assert TrainConfig(prices={"m": {"price_in": 1, "price_out": 2}}).prices == {"m": {"price_in": 1, "price_out": 2}}

@@ -184,3 +184,34 @@ async def test_budget_on_a_priced_local_pool_holds_against_what_the_server_bille
     assert any(isinstance(r, BudgetExceeded) for r in rs)
     assert 0 < hostile.billed_micro_usd <= cap_micro, hostile.billed_micro_usd
     assert verify_ledger(tmp_path / "ledger.jsonl").total_micro_usd <= cap_micro
+
+
+def test_a_budget_cap_on_unpriced_models_is_refused_by_the_client(hostile):
+    pool = load_pool("local", base_url=hostile.base_url, models=["m-a", "m-b"])
+    with pytest.raises(ConfigError, match="no price for m-a, m-b"):
+        PoolClient(pool, run_id="r", budget=Budget(0.01))
+    PoolClient(pool, run_id="r", budget=Budget(None))  # no cap: nothing to reserve against
+
+
+async def test_billing_above_the_reserved_worst_case_is_counted(hostile, tmp_path):
+    # a reported cost 3x the worst case: plausible (a stale price table), not absurd; the excess is kept
+    hostile.mode = "usage"
+    pool = _pool(hostile, decoding={"max_tokens": 10})
+    async with PoolClient(pool, run_id="r") as c:
+        worst = c._worst_case_usd("m-a", _msgs(), pool.decoding)
+    hostile.usage = {"prompt_tokens": 5, "completion_tokens": 5, "cost": round(worst * 3, 9)}
+    c, res = await _one(pool, tmp_path, budget=Budget(1.0))
+    assert res.cost_source == "reported" and c.stats.excess_calls == 1
+    assert abs(c.stats.excess_micro_usd - (round(worst * 3 * 1e6) - round(worst * 1e6))) <= 1
+
+
+async def test_the_read_timeout_is_settable(hostile, tmp_path):
+    hostile.mode, hostile.slow_s = "slow", 2.0
+    pool = load_pool("local", base_url=hostile.base_url, models=["m-a", "m-b"], prices=PRICES,
+                     retry=FAST_RETRY.__class__(0, 0.0, 0.0, 0.0), read_timeout_s=0.2)
+    assert pool.timeouts.read_s == 0.2
+    assert load_pool("local", models=["m-a"]).timeouts.read_s == 900  # configs/models.yaml's
+    c, res = await _one(pool, tmp_path)
+    assert not res.ok and res.fault == "timeout" and res.latency_s < 1.5
+    with pytest.raises(ConfigError):
+        load_pool("local", models=["m-a"], read_timeout_s=0)

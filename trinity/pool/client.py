@@ -234,6 +234,8 @@ class PoolClient:
                  cache: ResponseCache | None = None, budget: Budget | None = None,
                  journal: CallJournal | None = None, env_file: str | None = None,
                  seed: int | None = None):
+        if budget is not None and budget.cap_micro is not None:
+            pool.require_prices()  # a cap cannot hold on calls whose worst case is unknown
         self.pool = pool
         self.run_id = run_id
         self.ledger = ledger
