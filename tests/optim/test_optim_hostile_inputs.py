@@ -75,3 +75,13 @@ def test_live_pool_settings_come_from_flags_and_leave_the_config_hash_alone():
     assert (cfg.price_in, cfg.price_out, cfg.read_timeout_s, cfg.fail_threshold) == (0.5, 1.5, 30.0, 0.8)
     assert cfg.hash() == load_config(None, {}).hash()  # changeable on resume (RESUMABLE_KEYS)
     assert TrainConfig(prices={"m": {"price_in": 1, "price_out": 2}}).prices == {"m": {"price_in": 1, "price_out": 2}}
+
+
+def test_a_live_run_without_its_key_fails_before_the_run_dir_exists(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))  # no secrets.env there
+    run = tmp_path / "run"
+    res = trinity("train", "--mode", "live", "--pool", "openrouter", "--questions", "practice", "--encoder",
+                  "tiny-qwen3", "--generations", "1", "--popsize", "2", "--m", "2", "--run-dir", str(run))
+    _one_error_line(res, "no API key", "OPENROUTER_API_KEY")
+    assert not run.exists()  # nothing left that would block the retry

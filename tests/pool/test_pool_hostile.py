@@ -215,3 +215,31 @@ async def test_the_read_timeout_is_settable(hostile, tmp_path):
     assert not res.ok and res.fault == "timeout" and res.latency_s < 1.5
     with pytest.raises(ConfigError):
         load_pool("local", models=["m-a"], read_timeout_s=0)
+
+
+async def test_ledger_report_lists_invalid_usage_with_the_raw_figures(hostile, tmp_path):
+    import subprocess
+    import sys
+
+    hostile.mode, hostile.usage = "usage", {"prompt_tokens": -3, "completion_tokens": 5, "cost": -1.93}
+    await _one(_pool(hostile), tmp_path, budget=Budget(1.0))
+    r = subprocess.run([sys.executable, "-m", "trinity", "ledger", "report", str(tmp_path / "ledger.jsonl")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "invalid provider usage: 1 records" in r.stdout and "-1.93" in r.stdout and "prompt_tokens=-3" in r.stdout
+
+
+async def test_the_body_cap_is_configurable_per_provider(hostile, tmp_path):
+    import yaml
+
+    from trinity.pool.providers import MODELS_YAML
+
+    doc = yaml.safe_load(MODELS_YAML.read_text())
+    doc["providers"]["local"]["max_body_bytes"] = 2048
+    y = tmp_path / "models.yaml"
+    y.write_text(yaml.safe_dump(doc))
+    hostile.reply = "x" * 4000  # an ordinary answer, but over this provider's 2 KiB cap
+    pool = load_pool("local", y, base_url=hostile.base_url, models=["m-a", "m-b"], prices=PRICES, retry=FAST_RETRY)
+    assert pool.max_body_bytes == 2048
+    c, res = await _one(pool, tmp_path)
+    assert not res.ok and "2048-byte cap" in res.error
