@@ -5,7 +5,7 @@ runs) and keeps what it "billed" (`billed_micro_usd`, at `PRICE_IN`/`PRICE_OUT` 
 the usage it reports honestly), so a test can compare the client's ledger with the truth.
 
 modes: ok | usage (send `usage` as given: negative, Infinity, a string, 10**15 …) | big (a body of
-`big_bytes`) | 500 (every answer 500) | 429 (`rate_429` of answers 429, the rest ok) | malformed
+`big_bytes`; big_chunked: the same without Content-Length) | 500 (every answer 500) | 429 (`rate_429` of answers 429, the rest ok) | malformed
 (200 with `malformed_body`: HTML, empty, not JSON) | reset (headers + half the body, then RST) |
 echo (the reply text contains the request's bearer key) | slow (`slow_s` before an ok answer).
 """
@@ -71,6 +71,20 @@ class _Handler(BaseHTTPRequestHandler):
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                              "finish_reason": "stop"}], "usage": usage}
         data = json.dumps(body).encode()  # allow_nan: `Infinity` goes out as sent by bad servers
+        if mode == "big_chunked":  # no Content-Length: the client must count what it reads
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            chunk = b"x" * (1 << 20)
+            try:
+                for part in [data[:-1] + b', "pad": "'] + [chunk] * (srv.big_bytes >> 20) + [b'"}']:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
+            return
         if mode == "big":
             data = data[:-1] + b', "pad": "' + b"x" * srv.big_bytes + b'"}'
         if mode == "reset":

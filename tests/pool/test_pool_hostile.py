@@ -96,8 +96,9 @@ def test_a_ledger_with_negative_figures_does_not_verify(tmp_path):
     assert not rep.ok and "non-negative" in rep.problem
 
 
-async def test_50mb_body_is_a_failed_call_and_reaches_nothing(hostile, tmp_path):
-    hostile.mode = "big"
+@pytest.mark.parametrize("mode", ["big", "big_chunked"])
+async def test_50mb_body_is_a_failed_call_and_reaches_nothing(hostile, tmp_path, mode):
+    hostile.mode = mode
     c, res = await _one(_pool(hostile), tmp_path, budget=Budget(1.0))
     assert not res.ok and "cap" in res.error and res.fault == "too large"
     assert hostile.requests == 1  # not retried
