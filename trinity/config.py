@@ -33,7 +33,8 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent / "optim" / "trinity.yaml"
 
 # Keys that may change between a run and its resume without making the checkpoint foreign:
 # they change neither which candidates are sampled nor how they are scored.
-RESUMABLE_KEYS = ("generations", "device", "max_batch_tokens", "budget_usd", "base_url", "cache_path")
+RESUMABLE_KEYS = ("generations", "device", "max_batch_tokens", "budget_usd", "base_url", "cache_path",
+                  "prices", "price_in", "price_out", "read_timeout_s", "fail_threshold")
 
 
 class Splits(BaseModel):
@@ -81,6 +82,14 @@ class TrainConfig(BaseModel):
     sigma0: float = Field(0.1, gt=0, le=10)
     seed: int = Field(0, ge=0)
     budget_usd: float | None = Field(None, ge=0)
+    prices: dict[str, Any] | None = Field(
+        None, description="live mode: USD per 1M tokens per model, {MODEL: {price_in, price_out}}, for models "
+                          "configs/models.yaml does not price (a budget needs every model's worst case)")
+    price_in: float | None = Field(None, ge=0, description="live mode: USD per 1M prompt tokens of every unpriced model")
+    price_out: float | None = Field(None, ge=0, description="live mode: USD per 1M completion tokens of every unpriced model")
+    read_timeout_s: float | None = Field(None, gt=0, description="live mode: the pool's read timeout per attempt")
+    fail_threshold: float = Field(0.5, gt=0, le=1, description="live mode: stop when more than this share of a "
+                                                                "generation's calls failed")
     policy: Literal["argmax", "sample"] = "argmax"
     temperature: float = Field(1.0, gt=0)
     max_batch_tokens: int = Field(8192, ge=64)
@@ -180,6 +189,8 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"config file not found: {path}")
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not UTF-8 text (a binary file?); pass a YAML config") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""

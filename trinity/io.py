@@ -3,7 +3,8 @@
 - `atomic_write_*`: temp file in the same dir, fsync, `os.replace`, fsync the dir — a reader
   (or a crash) sees the old file or the new one, never half of one.
 - `append_jsonl`: one `write()` of a whole line on an O_APPEND descriptor (+ optional fsync), so
-  concurrent readers see whole lines except, at worst, a torn final line after a crash.
+  concurrent readers see whole lines except, at worst, a torn final line after a crash; the next
+  append starts on a fresh line after such a torn one instead of being glued onto it.
 - `read_jsonl` / `JsonlTail`: readers that tolerate a torn last line (the writer may be
   mid-append) and never block the writer.
 """
@@ -71,15 +72,22 @@ def read_json(path: str | os.PathLike, what: str = "JSON file") -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"{what} not found: {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except IsADirectoryError:
+        raise InputError(f"{what} {path} is a directory; pass a file") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{what} {path} is not UTF-8 text; fix or regenerate it") from None
+    except json.JSONDecodeError as e:
         raise InputError(f"{what} {path} is not valid JSON ({e}); fix or regenerate it") from None
 
 
 def append_jsonl(path: str | os.PathLike, obj: Any, fsync: bool = False) -> None:
     """Append one JSON object as one line with a single write on an O_APPEND descriptor."""
     line = (json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            line = b"\n" + line  # a torn last line (a crash mid-append) stays alone on its line
         os.write(fd, line)
         if fsync:
             os.fsync(fd)
@@ -104,6 +112,8 @@ def iter_jsonl(path: str | os.PathLike, strict: bool = False) -> Iterator[tuple[
         data = path.read_bytes()
     except FileNotFoundError:
         raise InputError(f"file not found: {path}") from None
+    except IsADirectoryError:
+        raise InputError(f"{path} is a directory, not a JSONL file") from None
     lines = data.split(b"\n")
     complete_last = data.endswith(b"\n")
     for i, raw in enumerate(lines, start=1):

@@ -120,7 +120,7 @@ class LedgerScreen(ModeScreen):
     def _head(self, s: RunSnapshot) -> Text:
         lv = s.ledger
         t = Text()
-        if not s.path.joinpath("ledger.jsonl").exists():
+        if not s.path.joinpath("ledger.jsonl").exists() and (self._report is None or self._report.ok):
             t.append("no ledger.jsonl: this run made no paid calls (cached mode spends $0)\n", style="dim")
         else:
             t.append_text(chain_text(self._report, self._report_error))
@@ -173,9 +173,8 @@ class LedgerScreen(ModeScreen):
             self._maybe_verify(self.app.current)
 
     def _maybe_verify(self, s: RunSnapshot) -> None:
-        path = s.path / "ledger.jsonl"
         key = (str(s.path), len(s.ledger))
-        if key == self._verified or not path.exists():
+        if key == self._verified:
             return
         if self._verified is not None and self._verified[0] == key[0] and \
                 time.monotonic() - self._verified_at < self.VERIFY_EVERY_S:
@@ -183,13 +182,13 @@ class LedgerScreen(ModeScreen):
         if self._verified is None or self._verified[0] != key[0]:
             self._report, self._report_error = None, None
         self._verified, self._verified_at = key, time.monotonic()
-        self._verify(path)
+        self._verify(s.path)
 
     @work(thread=True, exclusive=True, group="ledger-verify", exit_on_error=False)
-    def _verify(self, path: Path) -> None:
-        try:
-            from trinity.pool.ledger import verify_ledger
-            report, error = verify_ledger(path), None
+    def _verify(self, run_dir: Path) -> None:
+        try:  # the same verdict as `trinity ledger verify RUN_DIR` (heads of summary + checkpoint)
+            from trinity.pool.ledger import verify_run_ledger
+            report, error = verify_run_ledger(run_dir), None
         except ImportError as e:
             report, error = None, f"verifier unavailable: {e}"
         except Exception as e:  # a TrinityError, or an unreadable file

@@ -91,7 +91,7 @@ def two_runs(tmp_path):
 
 def test_resume_corrupt_checkpoint(two_runs):
     a, _ = two_runs
-    f = next((a / "checkpoint").glob("state-*.pkl"))
+    f = next((a / "checkpoint").glob("state-*.npz"))
     f.write_bytes(f.read_bytes()[:-100])  # truncated
     before = tree_digest(a)
     _one_error_line(trinity("resume", str(a)), "corrupt", "checksum")

@@ -139,7 +139,7 @@ def test_checkpoint_checks(tmp_path, cfg):
     standin_trainer(tmp_path / "b", cfg.model_copy(update={"generations": 2}), run_id="b").train()
     a = RunDir(tmp_path / "a")
     _, state = ckpt.read_checkpoint(a, run_id="a", config_hash=cfg.hash())
-    assert state["gen"] == 2 and len(list(a.checkpoint_dir.glob("state-*.pkl"))) == 1
+    assert state["gen"] == 2 and len(list(a.checkpoint_dir.glob("state-*.npz"))) == 1
     with pytest.raises(CheckpointError, match="another config"):
         ckpt.read_checkpoint(a, run_id="a", config_hash="0" * 16)
     # another run's checkpoint copied in
@@ -149,7 +149,7 @@ def test_checkpoint_checks(tmp_path, cfg):
         ckpt.read_checkpoint(a, run_id="a", config_hash=cfg.hash())
     # a flipped byte in the state
     b = RunDir(tmp_path / "b")
-    f = next(b.checkpoint_dir.glob("state-*.pkl"))
+    f = next(b.checkpoint_dir.glob("state-*.npz"))
     blob = bytearray(f.read_bytes())
     blob[len(blob) // 2] ^= 0xFF
     f.write_bytes(bytes(blob))

@@ -61,13 +61,19 @@ def load_questions(path: str | Path) -> list[Question]:
     path = Path(path)
     if not path.exists():
         raise InputError(f"questions file not found: {path}")
+    if path.is_dir():
+        raise InputError(f"questions path {path} is a directory; pass a questions JSONL file")
     out: list[Question] = []
     seen: set[str] = set()
     dups: list[str] = []
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
                 continue
+            try:
+                line.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InputError(f"{path}: line {lineno} is not UTF-8 text; save the file as UTF-8") from None
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError:

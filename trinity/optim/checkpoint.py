@@ -1,60 +1,158 @@
-"""Checkpoints of a training run: `checkpoint/manifest.json` + `checkpoint/state-<gen>.pkl`.
+"""Checkpoints of a training run: `checkpoint/manifest.json` + `checkpoint/state-<gen>.npz`.
 
-The state (a pickle: ES object with its RNG, the minibatch RNG, fitness state, history, best θ,
-generation, trace offset) goes to a new file named by generation; then the manifest — run id,
-config hash, generation, file name, sha256, ledger head — is replaced atomically. A crash at any
-point leaves the previous manifest pointing at its own, still present, state file; older state
+The state is DATA ONLY: one `.npz` (numpy's zip of `.npy` arrays, read back with
+`np.load(allow_pickle=False)`, so loading it cannot run code from its bytes) holding every array
+of the state plus `state.json` (the rest: generation, history, best θ's metadata, RNG positions,
+the fitness values the ES was told). The ES object itself is not stored: it is rebuilt by
+replaying its generations (`trinity.optim.trainer`: a fresh ES from the run's seed, then `ask()`
+and `tell()` with the recorded fitness values), which reproduces it bit for bit; the replayed
+ES's RNG position must equal the recorded one, or the checkpoint is refused.
+
+Tagged JSON values: `{"__t__": "nd", "i": k}` = array `a<k>` of the npz; `{"__t__": "rng",
+"state": [...]}` = a `numpy.random.RandomState` (its `get_state()` tuple); `{"__t__": "tuple",
+"v": [...]}`; `{"__t__": "float", "v": "inf"|"-inf"|"nan"}`.
+
+The state goes to a new file named by generation; then the manifest — run id, config hash,
+generation, file name, sha256, ledger head and record count — is replaced atomically. A crash at
+any point leaves the previous manifest pointing at its own, still present, state file; older state
 files are deleted only after the new manifest is durable.
 
 `read_checkpoint` checks everything before anything is changed: manifest shape, the state
-file's checksum, and that run id and config hash are this run's (a copied-in checkpoint of
-another run is "foreign").
+file's checksum, that run id and config hash are this run's (a copied-in checkpoint of another
+run is "foreign"), and that the run's ledger still holds every record the checkpoint counted.
+A checkpoint of the old pickle format (`trinity-checkpoint/1`) is refused, never unpickled.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-import pickle
+import math
+import zipfile
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from trinity.errors import CheckpointError
 from trinity.io import atomic_write_bytes, atomic_write_json
 from trinity.runs.rundir import RunDir, utc_now_iso
 
-FORMAT = "trinity-checkpoint/1"
+FORMAT = "trinity-checkpoint/2"
+OLD_PICKLE_FORMAT = "trinity-checkpoint/1"
 MANIFEST = "manifest.json"
+STATE_JSON = "state.json"
+TAG = "__t__"
 
 
-def ledger_head(run: RunDir) -> str | None:
-    """The "h" of the ledger's last whole line, when the run has a ledger."""
+def ledger_anchor(run: RunDir) -> tuple[str | None, int]:
+    """(head hash, record count) of the run's ledger from its last whole record: what a checkpoint
+    and summary.json record so that records cut from the end can be seen later."""
     if not run.ledger.exists():
-        return None
+        return None, 0
     data = run.ledger.read_bytes()
     for raw in reversed(data.split(b"\n")):
         if raw.strip():
             try:
-                return json.loads(raw).get("h")
-            except (json.JSONDecodeError, AttributeError, UnicodeDecodeError):
+                rec = json.loads(raw)
+                return rec["h"], int(rec["seq"]) + 1
+            except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError):
                 continue  # a torn last line: the previous one is the head
-    return None
+    return None, 0
 
 
+def ledger_head(run: RunDir) -> str | None:
+    """The "h" of the ledger's last whole line, when the run has a ledger."""
+    return ledger_anchor(run)[0]
+
+
+# ---- data-only encoding ----------------------------------------------------------------------
+def _encode(obj: Any, arrays: list[np.ndarray]) -> Any:
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        v = float(obj)
+        return v if math.isfinite(v) else {TAG: "float", "v": repr(v)}
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.hasobject:
+            raise TypeError("object arrays cannot go into a data-only checkpoint")
+        arrays.append(np.ascontiguousarray(obj))
+        return {TAG: "nd", "i": len(arrays) - 1}
+    if isinstance(obj, np.random.RandomState):
+        return {TAG: "rng", "state": _encode(list(obj.get_state()), arrays)}
+    if isinstance(obj, tuple):
+        return {TAG: "tuple", "v": [_encode(v, arrays) for v in obj]}
+    if isinstance(obj, list):
+        return [_encode(v, arrays) for v in obj]
+    if isinstance(obj, dict):
+        if not all(isinstance(k, str) for k in obj) or TAG in obj:
+            raise TypeError("checkpoint dicts need string keys (and no __t__ key)")
+        return {k: _encode(v, arrays) for k, v in obj.items()}
+    raise TypeError(f"{type(obj).__name__} cannot go into a data-only checkpoint")
+
+
+def _decode(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
+    if isinstance(obj, list):
+        return [_decode(v, arrays) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    tag = obj.get(TAG)
+    if tag is None:
+        return {k: _decode(v, arrays) for k, v in obj.items()}
+    if tag == "nd":
+        return arrays[f"a{int(obj['i'])}"]
+    if tag == "float":
+        return float({"inf": "inf", "-inf": "-inf", "nan": "nan"}[obj["v"]])
+    if tag == "tuple":
+        return tuple(_decode(v, arrays) for v in obj["v"])
+    if tag == "rng":
+        rng = np.random.RandomState()
+        name, keys, pos, has_gauss, cached = _decode(obj["state"], arrays)
+        rng.set_state((str(name), np.asarray(keys, dtype=np.uint32), int(pos), int(has_gauss), float(cached)))
+        return rng
+    raise ValueError(f"unknown tag {tag!r}")
+
+
+def encode_state(state: dict[str, Any]) -> bytes:
+    arrays: list[np.ndarray] = []
+    doc = _encode(state, arrays)
+    buf = io.BytesIO()
+    payload = {f"a{i}": a for i, a in enumerate(arrays)}
+    payload["state_json"] = np.frombuffer(json.dumps(doc, allow_nan=False).encode("utf-8"), dtype=np.uint8)
+    np.savez(buf, **payload)
+    return buf.getvalue()
+
+
+def decode_state(blob: bytes) -> dict[str, Any]:
+    """The state from an npz blob; never unpickles (ValueError/KeyError/… on anything else)."""
+    with np.load(io.BytesIO(blob), allow_pickle=False) as z:
+        arrays = {name: z[name] for name in z.files}
+    doc = json.loads(arrays.pop("state_json").tobytes().decode("utf-8"))
+    state = _decode(doc, arrays)
+    if not isinstance(state, dict):
+        raise ValueError("the state is not a mapping")
+    return state
+
+
+# ---- files ------------------------------------------------------------------------------------
 def write_checkpoint(run: RunDir, state: dict[str, Any], *, run_id: str, config_hash: str) -> dict:
     ckdir = run.checkpoint_dir
     ckdir.mkdir(parents=True, exist_ok=True)
     gen = int(state["gen"])
-    blob = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
-    name = f"state-{gen:06d}.pkl"
+    blob = encode_state(state)
+    name = f"state-{gen:06d}.npz"
     atomic_write_bytes(ckdir / name, blob)
+    head, n_records = ledger_anchor(run)
     manifest = {
         "format": FORMAT, "run_id": run_id, "config_hash": config_hash, "generation": gen,
         "file": name, "sha256": hashlib.sha256(blob).hexdigest(), "bytes": len(blob),
-        "ledger_head": ledger_head(run), "time": utc_now_iso(),
+        "ledger_head": head, "ledger_records": n_records, "time": utc_now_iso(),
     }
     atomic_write_json(ckdir / MANIFEST, manifest)
-    for old in ckdir.glob("state-*.pkl"):
+    for old in [*ckdir.glob("state-*.npz"), *ckdir.glob("state-*.pkl")]:
         if old.name != name:
             old.unlink(missing_ok=True)
     return manifest
@@ -62,6 +160,25 @@ def write_checkpoint(run: RunDir, state: dict[str, Any], *, run_id: str, config_
 
 def has_checkpoint(run: RunDir) -> bool:
     return (run.checkpoint_dir / MANIFEST).exists()
+
+
+def check_ledger_against(run: RunDir, head: Any, n_records: Any, what: str) -> None:
+    """CheckpointError when the run's ledger no longer holds the `n_records` records ending at
+    `head` that `what` (a checkpoint, summary.json) recorded: deleted, emptied or cut at the end."""
+    if not isinstance(head, str):
+        return
+    n_records = n_records if isinstance(n_records, int) and not isinstance(n_records, bool) else "its"
+    from trinity.pool.ledger import verify_ledger
+
+    fix = ("restore ledger.jsonl from a copy of the run directory, or start a new run; resuming would "
+           "restart the spend (and the budget) from a ledger that lost paid calls")
+    if not run.ledger.exists() or run.ledger.stat().st_size == 0:
+        state = "missing" if not run.ledger.exists() else "empty"
+        raise CheckpointError(f"{run.ledger} is {state} but {what} records {n_records} paid calls; {fix}")
+    rep = verify_ledger(run.ledger, expected_head=head)
+    if not rep.ok or (isinstance(n_records, int) and rep.n_records < n_records):
+        raise CheckpointError(f"{run.ledger} does not hold the {n_records} records {what} counts "
+                              f"({rep.problem}); {fix}")
 
 
 def read_checkpoint(run: RunDir, *, run_id: str, config_hash: str) -> tuple[dict, dict[str, Any]]:
@@ -75,6 +192,11 @@ def read_checkpoint(run: RunDir, *, run_id: str, config_hash: str) -> tuple[dict
         raise CheckpointError(f"{run.path}: no checkpoint ({mpath} missing)") from None
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise CheckpointError(f"checkpoint {mpath} is corrupt (not JSON); {hint}") from None
+    except IsADirectoryError:
+        raise CheckpointError(f"checkpoint {mpath} is a directory, not a manifest; {hint}") from None
+    if isinstance(manifest, dict) and manifest.get("format") == OLD_PICKLE_FORMAT:
+        raise CheckpointError(f"checkpoint {mpath} is in the old pickle format ({OLD_PICKLE_FORMAT}), which is "
+                              "never loaded because a pickle can run code; start a new run (trinity train)")
     keys = ("format", "run_id", "config_hash", "generation", "file", "sha256")
     if not isinstance(manifest, dict) or any(k not in manifest for k in keys) or manifest["format"] != FORMAT:
         raise CheckpointError(f"checkpoint {mpath} is not a {FORMAT} manifest; {hint}")
@@ -87,15 +209,17 @@ def read_checkpoint(run: RunDir, *, run_id: str, config_hash: str) -> tuple[dict
     spath = ckdir / Path(str(manifest["file"])).name
     try:
         blob = spath.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):
         raise CheckpointError(f"checkpoint state {spath} is missing; {hint}") from None
     if hashlib.sha256(blob).hexdigest() != manifest["sha256"]:
         raise CheckpointError(f"checkpoint state {spath} is corrupt (checksum mismatch); {hint}")
     try:
-        state = pickle.loads(blob)
-    except Exception as e:  # a pickle that passed its checksum yet fails: version skew
-        raise CheckpointError(f"checkpoint state {spath} cannot be loaded ({type(e).__name__}: {e}); "
-                              "was it written by another version of trinity/cma?") from None
-    if not isinstance(state, dict) or state.get("gen") != manifest["generation"]:
+        state = decode_state(blob)
+    except (ValueError, KeyError, TypeError, IndexError, OSError, EOFError, zipfile.BadZipFile,
+            UnicodeDecodeError) as e:
+        raise CheckpointError(f"checkpoint state {spath} is not a data-only {FORMAT} state "
+                              f"({type(e).__name__}: {str(e)[:120]}); {hint}") from None
+    if state.get("gen") != manifest["generation"]:
         raise CheckpointError(f"checkpoint state {spath} does not match its manifest; {hint}")
+    check_ledger_against(run, manifest.get("ledger_head"), manifest.get("ledger_records"), f"checkpoint {mpath}")
     return manifest, state

@@ -8,7 +8,8 @@ import sys
 from typing import Any
 
 TRAIN_FLAGS = ("mode", "encoder", "questions", "matrix", "pool", "base_url", "pool_models", "generations", "popsize", "m", "sigma0",
-               "seed", "budget_usd", "max_batch_tokens", "device", "dtype", "policy", "temperature")
+               "seed", "budget_usd", "max_batch_tokens", "device", "dtype", "policy", "temperature",
+               "price_in", "price_out", "read_timeout_s", "fail_threshold")
 
 
 def _printer(as_json: bool):
@@ -52,11 +53,23 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from trinity.optim.engine import resume_run
 
     res = resume_run(args.run_dir, _overrides(args, ("generations", "device", "max_batch_tokens", "budget_usd",
-                                                     "base_url")),
+                                                     "base_url", "price_in", "price_out", "read_timeout_s",
+                                                     "fail_threshold")),
                      on_event=_printer(args.json))
     if res.exit_code and not args.json:
         print(res.message, file=sys.stderr)
     return res.exit_code
+
+
+def _pool_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--price-in", type=float, dest="price_in", metavar="USD",
+                   help="live mode: USD per 1M prompt tokens of every model without a price (0 for a free local server)")
+    p.add_argument("--price-out", type=float, dest="price_out", metavar="USD",
+                   help="live mode: USD per 1M completion tokens of every model without a price")
+    p.add_argument("--read-timeout", type=float, dest="read_timeout_s", metavar="S",
+                   help="live mode: the pool's read timeout per attempt, seconds (local: 900)")
+    p.add_argument("--fail-threshold", type=float, dest="fail_threshold", metavar="F",
+                   help="live mode: stop when more than this share of a generation's calls failed (default 0.5)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -81,6 +94,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, help="seed of the splits, the ES and the minibatches (default 0)")
     p.add_argument("--budget-usd", type=float, dest="budget_usd",
                    help="live mode: stop (with a checkpoint) before spending more than this")
+    _pool_flags(p)
     p.add_argument("--max-batch-tokens", type=int, dest="max_batch_tokens",
                    help="tokens per encoder batch: bounds memory (default 8192)")
     p.add_argument("--device", help="cpu, cuda, cuda:N (default: cuda when available)")
@@ -101,5 +115,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--device", help="cpu, cuda, cuda:N (default: as the run was started)")
     r.add_argument("--base-url", dest="base_url", help="live mode: a new base URL for the pool")
     r.add_argument("--max-batch-tokens", type=int, dest="max_batch_tokens", help="tokens per encoder batch")
+    _pool_flags(r)
     r.add_argument("--json", action="store_true", help="print every event as one JSON object a line")
     r.set_defaults(func=cmd_resume)

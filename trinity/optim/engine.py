@@ -63,6 +63,9 @@ def pool_models(cfg: TrainConfig, inputs: RunInputs) -> list[str]:
     from trinity.pool.providers import pool_model_ids
 
     ids = list(cfg.pool_models) if cfg.pool_models else list(pool_model_ids(cfg.pool))
+    from trinity.pool.providers import preflight
+
+    preflight(cfg)  # unpriced models, a missing key: refused before the run directory exists
     if inputs.matrix is not None and ids != list(inputs.matrix.models):
         raise ConfigError(f"pool {cfg.pool!r} has models {ids} but the matrix {cfg.matrix} has "
                           f"{list(inputs.matrix.models)}; θ's rows follow one order: use a matrix "
@@ -124,12 +127,14 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
     inputs = inputs_from_config(cfg)  # cross-checks: errors before anything is created
     models = pool_models(cfg, inputs)
     run = RunDir(run_dir) if run_dir else RunDir(Path(runs_root) / new_run_id())
+    if run.exists() and _failed_at_start(run):
+        _clear_failed_start(run)  # a run that never started (no key, bad URL …): the retry takes its place
     if run.exists():
         raise InputError(f"{run.path} already holds a run; continue it with `trinity resume {run.path}` "
                          "or pick another --run-dir")
     if run.path.exists() and not run.path.is_dir():
         raise InputError(f"{run.path} is a file, not a directory; pick another --run-dir")
-    if run.path.exists() and any(run.path.iterdir()):
+    if run.path.exists() and any(p.name != "engine.log" for p in run.path.iterdir()):
         raise InputError(f"{run.path} exists and is not empty; pick another --run-dir")
     router = build_router(cfg, len(models))  # ModelLoadError before the run dir exists
     run.path.mkdir(parents=True, exist_ok=True)
@@ -145,7 +150,11 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
             "argv": argv or [], "torch_threads": _torch_threads(),
         }
         run.write_meta(meta)
-        fitness = make_fitness(cfg, run, router, inputs, models)
+        try:
+            fitness = make_fitness(cfg, run, router, inputs, models)
+        except Exception as e:  # never `created` forever: a retry into this directory is allowed
+            run.set_status("failed", f"failed at start: {e}"[:500])
+            raise
         try:
             trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=run.id, on_event=on_event,
                               validator=make_validator(cfg, router, inputs, models))
@@ -164,6 +173,28 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
             return trainer.train()
         finally:
             _close(fitness)
+
+
+_START_FILES = ("run.json", "events.jsonl", "ledger.jsonl", "journal.jsonl", "journal.sent.jsonl", "traces.jsonl",
+                ".lock")
+
+
+def _failed_at_start(run: RunDir) -> bool:
+    """A run directory whose engine failed before its first call: status created/failed, no
+    checkpoint, no history, nothing in its ledger or journal, and no engine holding it."""
+    try:
+        status = run.read_meta().get("status")
+    except InputError:
+        return False
+    if status not in ("created", "failed") or run.is_locked() or ckpt.has_checkpoint(run) or run.history.exists():
+        return False
+    return all(not (run.path / f).exists() or (run.path / f).stat().st_size == 0
+               for f in ("ledger.jsonl", "journal.jsonl", "traces.jsonl"))
+
+
+def _clear_failed_start(run: RunDir) -> None:
+    for f in _START_FILES:
+        (run.path / f).unlink(missing_ok=True)
 
 
 def _torch_threads() -> int:

@@ -9,9 +9,10 @@ One generation:
   5. traces of the generation appended, then the checkpoint (atomic), then history.json,
      best_theta.npy and the `generation` event.
 
-Everything random lives in the checkpoint (the ES pickles its own `randn` RandomState, the
-minibatch RNG, the fitness' RNG), so a run killed at any point and resumed continues exactly
-as the uninterrupted run. `traces.jsonl` is cut back to the checkpoint's byte offset on resume
+Everything random lives in the checkpoint (data only, `trinity.optim.checkpoint`: the minibatch
+RNG, the fitness' RNG, the fitness values the ES was told, from which `_replay_es` rebuilds the
+ES and its `randn` RandomState bit for bit), so a run killed at any point and resumed continues
+exactly as the uninterrupted run. `traces.jsonl` is cut back to the checkpoint's byte offset on resume
 (the lines of a half-done generation are written again); events are append-only.
 
 Best-θ rule (written into summary.json): the candidate with the highest validation accuracy
@@ -30,8 +31,8 @@ from typing import Any, Callable
 import numpy as np
 
 from trinity.config import TrainConfig
-from trinity.errors import BudgetExceeded, OutOfCredit
-from trinity.pool.client import PoolUnreachable
+from trinity.errors import BudgetExceeded, CheckpointError, OutOfCredit
+from trinity.pool.client import PoolStop
 from trinity.io import atomic_write_json
 from trinity.model import ROLES
 from trinity.model.theta import save_theta
@@ -103,6 +104,8 @@ class Trainer:
         return {
             "gen": 0,
             "es": make_es(x0, self.cfg.sigma0, self.cfg.popsize, es_rng),
+            "es_rng": es_rng,  # the ES's randn source (its position is checked after a replay)
+            "es_tells": [],  # per generation, the values given to es.tell (−fitness, (P,))
             "batch_rng": np.random.RandomState(self.cfg.seed + 1),
             "fitness": self.fitness.state_dict(),
             "history": [],
@@ -112,8 +115,28 @@ class Trainer:
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
+        if "es" not in state:  # from a data-only checkpoint: rebuild the ES by replaying it
+            state = {**state, **self._replay_es(state)}
         self.state = state
         self.fitness.load_state_dict(state["fitness"])
+
+    def _replay_es(self, state: dict[str, Any]) -> dict[str, Any]:
+        """A fresh ES from the run's seed told the recorded fitness values, generation by
+        generation: the same ES (mean, σ, covariance, RNG position) the checkpoint was cut from."""
+        fresh = self.fresh_state()
+        es, rng = fresh["es"], fresh["es_rng"]
+        tells = state.get("es_tells")
+        if not isinstance(tells, list) or len(tells) != state.get("gen"):
+            raise CheckpointError(f"checkpoint in {self.run.checkpoint_dir} does not record the ES's "
+                                  "generations; start a new run (trinity train)")
+        for told in tells:
+            es.tell(es.ask(), list(np.asarray(told, dtype=np.float64)))
+        saved = state.get("es_rng")
+        if not isinstance(saved, np.random.RandomState) or not all(
+                np.array_equal(a, b) for a, b in zip(saved.get_state(), rng.get_state())):
+            raise CheckpointError(f"checkpoint in {self.run.checkpoint_dir} does not replay to the ES it "
+                                  "recorded (another version of cma/numpy?); start a new run (trinity train)")
+        return {"es": es, "es_rng": rng}
 
     # ---- events -------------------------------------------------------------------------------
     def event(self, type_: str, **fields: Any) -> dict:
@@ -177,7 +200,7 @@ class Trainer:
             return self._stopped(f"stopped: out of credit ({e})", e.exit_code)
         except BudgetExceeded as e:
             return self._stopped(f"stopped: budget reached ({e})", e.exit_code)
-        except PoolUnreachable as e:
+        except PoolStop as e:  # unreachable, failing (most calls failed), an absurd charge
             return self._stopped(f"stopped: {e}", e.exit_code)
         except BaseException as e:
             self.set_status("failed", f"{type(e).__name__}: {e}"[:500])
@@ -225,6 +248,7 @@ class Trainer:
             raise RuntimeError(f"fitness returned shape {rewards.shape}, expected {(thetas.shape[0], n_batch)}")
         fit = rewards.mean(axis=1)  # (P,)
         st["es"].tell(list(thetas), list(-fit))
+        st["es_tells"].append(-fit)
         st["evals"] += int(rewards.size)
         record: dict[str, Any] = {
             "gen": gen,
@@ -245,7 +269,8 @@ class Trainer:
         st["fitness"] = self.fitness.state_dict()
         if traces:
             st["traces_bytes"] = _append_lines(self.run.traces, traces)
-        ckpt.write_checkpoint(self.run, st, run_id=self.run_id, config_hash=self.config_hash)
+        ckpt.write_checkpoint(self.run, {k: v for k, v in st.items() if k != "es"}, run_id=self.run_id,
+                              config_hash=self.config_hash)
         self._write_artifacts()
         self.event("generation", **record)
 
@@ -325,6 +350,7 @@ class Trainer:
                                    "live: graded final answer of the multi-turn session"),
         }
         summary.update(self._held_out(theta))
+        summary["ledger_head"], summary["ledger_records"] = ckpt.ledger_anchor(self.run)
         atomic_write_json(self.run.summary, summary)
 
     def _held_out(self, theta: np.ndarray) -> dict[str, Any]:

@@ -181,7 +181,8 @@ def _tables(rep) -> dict:
     def conv(t):
         return {k: {**v, "usd": _usd(v["micro_usd"])} for k, v in t.items()}
 
-    return {"per_model": conv(rep.per_model), "per_purpose": conv(rep.per_purpose), "per_day": conv(rep.per_day)}
+    return {"per_model": conv(rep.per_model), "per_purpose": conv(rep.per_purpose), "per_day": conv(rep.per_day),
+            "per_source": conv(rep.per_source)}
 
 
 def _summary_head(ledger_file: str) -> tuple[str | None, str]:
@@ -204,13 +205,20 @@ def _ledger_path(arg: str) -> str:
 
 
 def cmd_ledger_verify(args) -> int:
-    from trinity.pool.ledger import verify_ledger
+    from pathlib import Path
 
+    from trinity.pool.ledger import verify_ledger, verify_run_ledger
+
+    run_dir = Path(args.file) if Path(args.file).is_dir() else None
     args.file = _ledger_path(args.file)
     head, anchor = args.head, "--head"
-    if head is None:
+    if head is None and run_dir is None:
         head, anchor = _summary_head(args.file)
-    rep = verify_ledger(args.file, expected_head=head)
+    if run_dir is not None and args.head is None:
+        rep = verify_run_ledger(run_dir)  # against the heads in summary.json and the checkpoint
+        head, anchor = (rep.head_hash, " and ".join(rep.anchors)) if rep.anchors else (None, "")
+    else:
+        rep = verify_ledger(args.file, expected_head=head)
     if args.json:
         print(json.dumps(rep.to_json(), indent=2))
         return 0 if rep.ok else 1
@@ -219,10 +227,13 @@ def cmd_ledger_verify(args) -> int:
               f"({rep.n_records} good records before it)")
         return 1
     print(f"ledger {args.file}: OK — {rep.n_records} records, total ${rep.total_usd:.6f}, head {rep.head_hash}")
-    if head is not None:
+    if head is not None and anchor:
         print(f"  the chain reaches the head recorded in {anchor}")
     for model, b in rep.per_model.items():
         print(f"  {model}: {b['calls']} calls, ${_usd(b['micro_usd']):.6f}")
+    if rep.per_source.get("invalid"):
+        print(f"  {rep.per_source['invalid']['calls']} records with invalid provider usage (billed from the "
+              "price table; see `trinity ledger report`)")
     if rep.torn_tail:
         print(f"  note: the last line is a torn write ({rep.torn_bytes} bytes, a crash mid-append); it is not "
               "tampering and is set aside when the run resumes")
@@ -236,7 +247,8 @@ def cmd_ledger_report(args) -> int:
     rep = verify_ledger(args.file)
     out = {"file": str(args.file), "ok": rep.ok, "first_bad_line": rep.first_bad_line, "problem": rep.problem,
            "n_records": rep.n_records, "total_micro_usd": rep.total_micro_usd, "total_usd": rep.total_usd,
-           "torn_tail": rep.torn_tail, "run_ids": rep.run_ids, **_tables(rep)}
+           "torn_tail": rep.torn_tail, "run_ids": rep.run_ids, **_tables(rep),
+           "invalid_usage": rep.invalid}
     if args.json:
         print(json.dumps(out, indent=2))
     else:
@@ -244,7 +256,12 @@ def cmd_ledger_report(args) -> int:
             print(f"WARNING: the chain is broken at line {rep.first_bad_line} ({rep.problem}); totals cover "
                   f"the {rep.n_records} records before it")
         print(f"{rep.n_records} records, total ${rep.total_usd:.6f}")
-        for title in ("per_model", "per_purpose", "per_day"):
+        if rep.invalid:
+            n = rep.per_source["invalid"]["calls"]
+            print(f"invalid provider usage: {n} records, billed from the price table (raw figures kept):")
+            for r in rep.invalid:
+                print(f"  record {r['seq']} {r['model']}: {r['note']}")
+        for title in ("per_model", "per_purpose", "per_day", "per_source"):
             print(title.replace("_", " ") + ":")
             for k, b in out[title].items():
                 print(f"  {k:40s} {b['calls']:8d} calls  ${b['usd']:.6f}  "

@@ -12,11 +12,22 @@ after a 429, and the ledger/journal fsyncs are group-committed off the event loo
                           journal=CallJournal(run.journal)) as client:
         r = await client.chat(pool.models[0], messages, purpose="train", journal_key="3/7/q12/1")
 
-Raises only `OutOfCredit` (402), `BudgetExceeded` (the cap would be passed) and `ProviderError`
+Raises only `OutOfCredit` (402), `BudgetExceeded` (the cap would be passed), `AbsurdCharge` (a
+provider reported usage far past the request's worst case) and `ProviderError`
 (400/401/403/404/…: retrying cannot help); every other provider fault ends as a failed
-`ChatResult` (ok=False, reward 0) after bounded retries. After the first `OutOfCredit` or
-`BudgetExceeded`, every later paid call raises the same at once (journal and cache hits still
+`ChatResult` (ok=False, reward 0) after bounded retries (malformed 200 bodies — not JSON, empty,
+HTML — are retried like a 5xx). After the first `OutOfCredit`, `BudgetExceeded` or
+`AbsurdCharge`, every later paid call raises the same at once (journal and cache hits still
 answer); calls already in flight finish and are recorded.
+
+A hostile provider is held to: a body cap (`PoolConfig.max_body_bytes`, a failed call; nothing
+over it reaches the journal or the cache), validated usage (`check_usage`: token counts are
+non-negative integers, a cost a finite non-negative number, both within `SANE_MULTIPLE` of the
+request's worst case; otherwise the call is billed from the price table, `cost_source`
+"invalid", the provider's raw figures kept in the ledger's `note`), a reply that echoes the key
+redacted before anything stores it, and `failing()`: the share of failed calls since
+`start_window()` (the live trainer stops a generation where most calls failed). Identical
+concurrent cacheable requests are sent once (single flight); the others get the answer free.
 """
 
 from __future__ import annotations
@@ -41,7 +52,7 @@ from trinity.pool.journal import CallJournal
 from trinity.pool.keys import redact, resolve_key
 from trinity.pool.ledger import PURPOSES, Ledger
 from trinity.pool.providers import PoolConfig
-from trinity.pool.transport import LaneTransport
+from trinity.pool.transport import BodyTooLarge, LaneTransport, read_capped
 
 ERROR_EXCERPT = 300  # chars of a provider's error body kept in a message
 
@@ -51,11 +62,65 @@ ERROR_EXCERPT = 300  # chars of a provider's error body kept in a message
 UNREACHABLE_AFTER = 3
 
 
-class PoolUnreachable(TrinityError):
+# Reported usage above this multiple of the request's worst case (tokens: the prompt estimate and
+# max_tokens; USD: their table price), plus the slack below, is absurd: the run stops.
+SANE_MULTIPLE = 10
+SANE_SLACK_TOKENS = 1024
+SANE_SLACK_USD = 0.01
+DEFAULT_FAIL_THRESHOLD = 0.5  # a generation where more than this share of calls failed is not trained on
+FAIL_MIN_CALLS = 4  # ... when it made at least this many calls
+
+
+class PoolStop(TrinityError):
+    """The pool cannot be trained against right now: the run stops at its last checkpoint."""
+
+    exit_code = 4
+
+
+class PoolUnreachable(PoolStop):
     """The recent calls all failed to connect (`PoolClient.unreachable()`): a training run stops
     at its last checkpoint instead of training on rewards of 0 from calls that reached no model."""
 
-    exit_code = 4
+
+class PoolFailing(PoolStop):
+    """Most calls since `start_window()` failed (5xx, 429, malformed bodies, timeouts …)."""
+
+
+class AbsurdCharge(PoolStop):
+    """A provider reported usage or a cost far past what the request could cost."""
+
+
+def check_usage(usage: Any, worst_prompt: int, max_out: int, worst_usd: float
+                ) -> tuple[int | None, int | None, float | None, str | None, str | None]:
+    """(prompt_tokens, completion_tokens, cost, problem, absurd) from a provider's `usage`.
+
+    A figure that is not a valid number comes back None with `problem` saying why; `absurd` is
+    set when a figure is valid but past SANE_MULTIPLE × the worst case (it names the figure)."""
+    problems: list[str] = []
+    absurd = None
+    out: list[Any] = []
+    for name, cap in (("prompt_tokens", worst_prompt), ("completion_tokens", max_out)):
+        v = usage.get(name)
+        if v is None:
+            out.append(None)
+            continue
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            problems.append(f"{name}={v!r} is not a non-negative integer")
+            out.append(None)
+            continue
+        if v > SANE_MULTIPLE * cap + SANE_SLACK_TOKENS and absurd is None:
+            absurd = f"{name}={v} (the request's worst case is {cap})"
+        out.append(v)
+    cost = usage.get("cost")
+    if cost is not None:
+        import math
+
+        if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0:
+            problems.append(f"cost={cost!r} is not a finite non-negative number")
+            cost = None
+        elif cost > SANE_MULTIPLE * worst_usd + SANE_SLACK_USD and absurd is None:
+            absurd = f"cost=${float(cost):.6g} (the request's worst case is ${worst_usd:.6g})"
+    return out[0], out[1], (None if cost is None else float(cost)), "; ".join(problems) or None, absurd
 
 
 @dataclass
@@ -76,6 +141,8 @@ class ChatResult:
     finish_reason: str | None = None
     journal_hit: bool = False  # returned from the call journal: no call was made now
     server_ms: float | None = None  # the server's own time (Server-Timing), when it says
+    usage_note: str | None = None  # invalid usage: why, and the provider's raw figures
+    fault: str | None = None  # a failed call's cause: "500", "429", "malformed", "timeout", …
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -101,6 +168,14 @@ class PoolStats:
     cost_micro_usd: int = 0
     cooldown_s: float = 0.0
     per_model: dict[str, int] = field(default_factory=dict)  # billed calls per model
+    n_malformed: int = 0  # 200s whose body was not a JSON object (retried)
+    n_too_large: int = 0  # bodies over the cap (failed calls)
+    invalid_usage: int = 0  # billed from the price table because the reported usage was invalid
+    excess_micro_usd: int = 0  # billed above the call's reserved worst case, summed
+    excess_calls: int = 0
+    lost_mid_body: int = 0  # answers lost after the request went out (possibly billed)
+    lost_worst_micro_usd: int = 0  # ... their worst case, summed
+    single_flight: int = 0  # identical concurrent requests answered by the one in flight
 
     @property
     def cost_usd(self) -> float:
@@ -159,6 +234,8 @@ class PoolClient:
                  cache: ResponseCache | None = None, budget: Budget | None = None,
                  journal: CallJournal | None = None, env_file: str | None = None,
                  seed: int | None = None):
+        if budget is not None and budget.cap_micro is not None:
+            pool.require_prices()  # a cap cannot hold on calls whose worst case is unknown
         self.pool = pool
         self.run_id = run_id
         self.ledger = ledger
@@ -177,6 +254,23 @@ class PoolClient:
         self._last_connect_error = ""
         self._price_ratio: dict[str, float] = {}  # reported / table cost, highest seen (>= 1)
         self._per_token_usd: dict[str, float] = {}  # reported cost per token, highest seen
+        self._in_flight: dict[str, asyncio.Future] = {}  # cache key -> the identical call in flight
+        self.start_window()
+
+    def start_window(self) -> None:
+        """Start counting calls and failures afresh (the live trainer: once per generation)."""
+        self.window_calls = 0
+        self.window_causes: dict[str, int] = {}
+
+    def failing(self, threshold: float = DEFAULT_FAIL_THRESHOLD) -> PoolFailing | None:
+        """PoolFailing when more than `threshold` of the calls since `start_window()` failed."""
+        failed = sum(self.window_causes.values())
+        if self.window_calls < FAIL_MIN_CALLS or failed <= threshold * self.window_calls:
+            return None
+        causes = ", ".join(f"{k} ×{n}" for k, n in sorted(self.window_causes.items(), key=lambda kv: -kv[1]))
+        return PoolFailing(f"provider failing ({failed} of {self.window_calls} calls failed: {causes}) at "
+                           f"{self.pool.base_url}; the generation was not trained on — check the provider, "
+                           "then resume the run")
 
     def unreachable(self) -> PoolUnreachable | None:
         """The error to stop a run with when the last UNREACHABLE_AFTER calls could not connect
@@ -241,15 +335,16 @@ class PoolClient:
         if isinstance(lane, LaneTransport):
             return await lane.send(b"POST", self._core_url,
                                    [*self._raw_headers, (b"Content-Length", str(len(payload)).encode())],
-                                   payload, self._extensions)
+                                   payload, self._extensions, max_body=self.pool.max_body_bytes)
         req = httpx.Request("POST", self._url_obj, content=payload, headers=self._headers,
                             extensions={"timeout": self._timeout})
         resp = await lane.handle_async_request(req)
         try:
-            await resp.aread()
+            content = await read_capped(resp.aiter_bytes(), self.pool.max_body_bytes)
         finally:
             await resp.aclose()
-        return resp
+        headers = [(k, v) for k, v in resp.headers.items() if k.lower() not in ("content-encoding", "content-length")]
+        return httpx.Response(resp.status_code, headers=headers, content=content)
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
@@ -280,12 +375,15 @@ class PoolClient:
             body["usage"] = {"include": True}
         return body
 
-    def _worst_case_usd(self, model: str, messages: list[dict], params: dict[str, Any]) -> float:
+    @staticmethod
+    def _worst_tokens(messages: list[dict], params: dict[str, Any]) -> tuple[int, int]:
         # Worst case: a token is at least ~2 bytes of prompt text in practice (so this over-counts),
         # plus a little framing per message, and the full max_tokens of output.
         prompt_bytes = sum(len(json.dumps(m.get("content", ""), ensure_ascii=False).encode()) for m in messages)
-        prompt_tokens = prompt_bytes // 2 + 16 * len(messages)
-        max_out = int(params.get("max_tokens") or 4096)
+        return prompt_bytes // 2 + 16 * len(messages), int(params.get("max_tokens") or 4096)
+
+    def _worst_case_usd(self, model: str, messages: list[dict], params: dict[str, Any]) -> float:
+        prompt_tokens, max_out = self._worst_tokens(messages, params)
         table = self.pool.price(model).cost_usd(prompt_tokens, max_out) * self._price_ratio.get(model, 1.0)
         # A model the price table calls free (or does not know) but that was billed: reserve at the
         # highest cost per token seen so far.
@@ -345,6 +443,12 @@ class PoolClient:
         if self.cache is not None and self.cache.cacheable(params):
             ckey = cache_key(self.pool.cache_namespace, model, messages, params)
             hit = self.cache.get(ckey)
+            if hit is None and ckey in self._in_flight:
+                # The very same request is in flight: wait for it instead of paying twice.
+                shared = await asyncio.shield(self._in_flight[ckey])
+                if shared is not None:
+                    self.stats.single_flight += 1
+                    hit = shared
             if hit is not None:
                 self.stats.cache_hits += 1
                 res = ChatResult(text=hit["text"], ok=True, error=None, status=200,
@@ -358,12 +462,33 @@ class PoolClient:
                     # cleared or its namespace changed (a new port), instead of paying again.
                     await self.journal.record_async(journal_key, res.to_json())
                 return res
+            if ckey not in self._in_flight:
+                flight = self._in_flight[ckey] = asyncio.get_running_loop().create_future()
+                try:
+                    res = await self._paid(model, messages, params, purpose, journal_key, ckey, stop)
+                except BaseException:
+                    flight.set_result(None)
+                    raise
+                finally:
+                    self._in_flight.pop(ckey, None)
+                if not flight.done():
+                    flight.set_result(self._cached_form(res) if res.ok else None)
+                return res
+        return await self._paid(model, messages, params, purpose, journal_key, ckey, stop)
 
+    @staticmethod
+    def _cached_form(res: ChatResult) -> dict[str, Any]:
+        return {"text": res.text, "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens,
+                "finish_reason": res.finish_reason, "cost_usd": res.cost_usd}
+
+    async def _paid(self, model: str, messages: list[dict], params: dict[str, Any], purpose: str,
+                    journal_key: str | None, ckey: str | None, stop: Any) -> ChatResult:
         if stop is not None:
             raise type(stop)(str(stop))
         reservation = None
+        worst = self._worst_case_usd(model, messages, params)
+        limits = (*self._worst_tokens(messages, params), worst)
         if self.budget is not None:
-            worst = self._worst_case_usd(model, messages, params)
             while True:
                 try:
                     reservation = self.budget.reserve(worst, what=f"a {model} call")
@@ -375,12 +500,22 @@ class PoolClient:
                     self.stopped = e
                     raise
         actual_micro = 0
+        absurd: AbsurdCharge | None = None
         try:
-            res = await self._send(model, self._body(model, messages, params))
-            billed = res.cost_source in ("reported", "estimated")
+            if journal_key is not None and self.journal is not None:
+                await self.journal.mark_sent_async(journal_key)  # a kill from here on: reported at resume
+            res = await self._send(model, self._body(model, messages, params), limits, journal_key)
+            billed = res.cost_source in ("reported", "estimated", "invalid")
+            self.window_calls += 1
             if billed:
-                self._learn_price(model, res)
+                if res.cost_source != "invalid":
+                    self._learn_price(model, res)
+                else:
+                    self.stats.invalid_usage += 1
                 actual_micro = to_micro(res.cost_usd)
+                if reservation is not None and actual_micro > reservation.micro_usd:
+                    self.stats.excess_micro_usd += actual_micro - reservation.micro_usd
+                    self.stats.excess_calls += 1
                 self.stats.calls += 1
                 self.stats.cost_micro_usd += actual_micro
                 self.stats.per_model[model] = self.stats.per_model.get(model, 0) + 1
@@ -388,24 +523,45 @@ class PoolClient:
                     await self.ledger.append_async(
                         provider=self.pool.name, model=model, prompt_tokens=res.prompt_tokens,
                         completion_tokens=res.completion_tokens, cost_micro_usd=actual_micro,
-                        cost_source=res.cost_source, purpose=purpose)
+                        cost_source=res.cost_source, purpose=purpose, note=res.usage_note)
+                if res.ok and ckey is not None:
+                    # cached before it is journaled: a kill between the two leaves an answer a resume
+                    # replays from the cache for free (its twins in flight too) instead of buying it again
+                    self.cache.put(ckey, self.pool.name, model, self._cached_form(res))
+                    ckey = None
                 if journal_key is not None and self.journal is not None:
                     await self.journal.record_async(journal_key, res.to_json())
+                if res.usage_note and res.usage_note.startswith("absurd"):
+                    absurd = AbsurdCharge(f"provider {self.pool.name} reported an absurd charge for model {model}: "
+                                          f"{res.usage_note.split(': ', 1)[1].split(';')[0]}; the call was billed "
+                                          "from the price table instead — check the provider's account, then "
+                                          "resume the run")
+                    self.stopped = absurd
             if res.ok:
                 self.stats.ok += 1
                 if ckey is not None:
-                    self.cache.put(ckey, self.pool.name, model, {
-                        "text": res.text, "prompt_tokens": res.prompt_tokens,
-                        "completion_tokens": res.completion_tokens, "finish_reason": res.finish_reason,
-                        "cost_usd": res.cost_usd})
+                    self.cache.put(ckey, self.pool.name, model, self._cached_form(res))
             else:
                 self.stats.failed += 1
-            return res
+                cause = res.fault or "failed"
+                self.window_causes[cause] = self.window_causes.get(cause, 0) + 1
         finally:
             if reservation is not None:
                 self.budget.settle(reservation, actual_micro)
+        if absurd is not None:
+            raise absurd
+        return res
 
-    async def _send(self, model: str, body: dict[str, Any]) -> ChatResult:
+    async def _lost(self, model: str, journal_key: str | None, error: str, worst_usd: float) -> None:
+        """An answer lost after the request went out: the provider may have billed it."""
+        self.stats.lost_mid_body += 1
+        self.stats.lost_worst_micro_usd += to_micro(worst_usd)
+        if self.journal is not None:
+            await self.journal.mark_lost_async(journal_key, model=model, error=error,
+                                               worst_micro_usd=to_micro(worst_usd))
+
+    async def _send(self, model: str, body: dict[str, Any], limits: tuple[int, int, float] = (0, 4096, 0.0),
+                    journal_key: str | None = None) -> ChatResult:
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
         policy = self.pool.retry
         t0 = time.perf_counter()
@@ -413,6 +569,7 @@ class PoolClient:
         last_error = ""
         last_status = 0
         connect_failed = False  # the last attempt could not even connect
+        fault = "failed"
         while True:
             attempt += 1
             await self.cooldown.wait()
@@ -425,30 +582,54 @@ class PoolClient:
                     resp = await self._post(lane, payload)
                 finally:
                     self._free.put_nowait(lane)
+            except BodyTooLarge as e:
+                self.stats.n_too_large += 1
+                self._connect_fail_streak = 0
+                msg = (f"provider {self.pool.name} sent a response body over the {e.limit}-byte cap for model "
+                       f"{model} (a failed call, not retried; raise max_body_bytes in configs/models.yaml if "
+                       "such answers are real)")
+                await self._lost(model, journal_key, msg, limits[2])
+                return ChatResult(text="", ok=False, error=msg, status=200, latency_s=time.perf_counter() - t0,
+                                  attempts=attempt, model=model, provider=self.pool.name, fault="too large")
             except httpx.TimeoutException as e:
                 self.stats.timeouts += 1
                 connect_failed = False  # slow is not down: a timeout never counts as unreachable
                 last_status, last_error = 0, f"{type(e).__name__} talking to {self.pool.name} for model {model}"
+                fault = "timeout"
+                if not isinstance(e, (httpx.ConnectTimeout, httpx.PoolTimeout)):
+                    await self._lost(model, journal_key, last_error, limits[2])
                 delay = policy.backoff(attempt, self._rng)
             except httpx.TransportError as e:
                 self.stats.timeouts += 1
                 connect_failed = isinstance(e, httpx.ConnectError)
                 last_status = 0
                 last_error = self._redact(f"{type(e).__name__} talking to {self.pool.name} for model {model}: {e}")
+                fault = "connection" if connect_failed else "lost mid-body"
+                if not connect_failed:  # the request went out; the answer did not come back whole
+                    await self._lost(model, journal_key, last_error, limits[2])
                 delay = policy.backoff(attempt, self._rng)
             else:
                 status = resp.status_code
                 connect_failed = False
                 self._connect_fail_streak = 0  # the server answered: it is reachable
+                res = None
                 if status == 200:
-                    return self._parse_ok(model, resp, attempt, time.perf_counter() - t0, len(payload))
-                last_status, last_error = status, self._fault_message(status, model, resp)
-                if status == 402:
+                    res = self._parse_ok(model, resp, attempt, time.perf_counter() - t0, len(payload), limits)
+                    if res is not None:
+                        return res
+                if status == 200:  # not JSON / empty / HTML: retried like a 5xx
+                    self.stats.n_malformed += 1
+                    last_status, fault = 200, "malformed 200"
+                    last_error = (f"provider {self.pool.name} sent a 200 with a body that is not a JSON object "
+                                  f"for model {model}")
+                    delay = policy.backoff(attempt, self._rng)
+                elif status == 402:
                     self.stopped = OutOfCredit(
                         f"provider {self.pool.name} is out of credit (HTTP 402 for model {model}); top up "
                         "the account, then resume the run")
                     raise self.stopped
-                if status == 429:
+                elif status == 429:
+                    last_status, last_error, fault = status, self._fault_message(status, model, resp), "429"
                     self.stats.n_429 += 1
                     ra = parse_retry_after(resp.headers.get("retry-after"))
                     delay = min(ra, policy.max_retry_after_s) if ra is not None else policy.backoff(attempt, self._rng)
@@ -457,11 +638,13 @@ class PoolClient:
                     self.stats.cooldown_s += self.cooldown.total_s - before
                     delay = 0.0  # the cool-down wait at the top of the loop covers it
                 elif is_retryable(status):
+                    last_status, last_error, fault = status, self._fault_message(status, model, resp), str(status)
                     if status >= 500:
                         self.stats.n_5xx += 1
                     ra = parse_retry_after(resp.headers.get("retry-after"))  # a 503 may say when
                     delay = min(ra, policy.max_retry_after_s) if ra is not None else policy.backoff(attempt, self._rng)
                 else:
+                    last_error = self._fault_message(status, model, resp)
                     raise ProviderError(last_error + " (not retried; check the model id, the key and the request)")
             if attempt > policy.max_retries:
                 if connect_failed:
@@ -469,23 +652,25 @@ class PoolClient:
                     self._last_connect_error = last_error
                 return ChatResult(text="", ok=False, error=f"{last_error} (gave up after {attempt} attempts)",
                                   status=last_status, latency_s=time.perf_counter() - t0, attempts=attempt,
-                                  model=model, provider=self.pool.name)
+                                  model=model, provider=self.pool.name, fault=fault)
             self.stats.retries += 1
             if delay > 0:
                 await asyncio.sleep(delay)
 
     def _parse_ok(self, model: str, resp: httpx.Response, attempts: int, latency: float,
-                  prompt_chars: int) -> ChatResult:
+                  prompt_chars: int, limits: tuple[int, int, float] = (0, 4096, 0.0)) -> ChatResult | None:
+        """The call's result from a 200; None when the body is not a JSON object (the caller
+        retries it like a 5xx)."""
         base = dict(model=model, provider=self.pool.name, attempts=attempts, latency_s=latency,
                     status=200, server_ms=_server_ms(resp.headers))
         try:
             body = json.loads(resp.content)
-        except (ValueError, UnicodeDecodeError):
-            return ChatResult(text="", ok=False, error=f"provider {self.pool.name} sent a 200 with a body "
-                              f"that is not JSON for model {model}", **base)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return None
         if not isinstance(body, dict):
-            body = {"error": "body is not a JSON object"}
-        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+            return None
+        raw_usage = body.get("usage")
+        usage = raw_usage if isinstance(raw_usage, dict) else {}
         choices = body.get("choices")
         text, finish, error = "", None, None
         if body.get("error") is not None:
@@ -500,18 +685,38 @@ class PoolClient:
             msg = c0.get("message") if isinstance(c0.get("message"), dict) else {}
             text = msg.get("content") or ""
             if not isinstance(text, str):  # some servers send content parts
-                text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
+                text = "".join(p.get("text", "") for p in text if isinstance(p, dict)) if isinstance(text, list) else ""
+            text = self._redact(text)  # a reply that echoes the key never reaches traces, journal, cache
             finish = c0.get("finish_reason")
+            finish = finish if isinstance(finish, str) or finish is None else str(finish)
 
-        pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        have_tokens = isinstance(pt, int) and isinstance(ct, int)
-        reported = usage.get("cost")
+        worst_prompt, max_out, worst_usd = limits
+        pt, ct, reported, problem, absurd = check_usage(usage, worst_prompt, max_out, worst_usd)
+        if raw_usage is not None and not isinstance(raw_usage, dict):
+            problem = f"usage is {type(raw_usage).__name__}, not an object"
+        if problem or absurd:
+            # Billed from the price table, on the valid figures (else estimates within the worst case).
+            est_pt = min(worst_prompt or estimate_tokens("x" * prompt_chars), estimate_tokens("x" * prompt_chars))
+            est_ct = min(max_out, estimate_tokens(text))
+            if absurd:
+                pt, ct = est_pt, est_ct
+            pt = est_pt if pt is None else pt
+            ct = est_ct if ct is None else ct
+            try:
+                raw = json.dumps(raw_usage, ensure_ascii=False, default=str)
+            except (ValueError, TypeError, RecursionError):
+                raw = repr(raw_usage)
+            note = (f"absurd: {absurd}" if absurd else f"invalid: {problem}") + f"; raw usage: {raw[:300]}"
+            return ChatResult(text=text, ok=error is None, error=error, prompt_tokens=pt, completion_tokens=ct,
+                              cost_usd=self.pool.price(model).cost_usd(pt, ct), cost_source="invalid",
+                              finish_reason=finish, usage_note=note, **base)
+        have_tokens = pt is not None and ct is not None
         if error is None and not have_tokens:
             # No usage at all: estimate from the text so the call is still accounted for.
             pt, ct, have_tokens = estimate_tokens("x" * prompt_chars), estimate_tokens(text), True
         pt, ct = (int(pt), int(ct)) if have_tokens else (0, 0)
-        if isinstance(reported, (int, float)) and not isinstance(reported, bool) and reported >= 0:
-            cost, source = float(reported), "reported"
+        if reported is not None:
+            cost, source = reported, "reported"
         elif have_tokens:
             cost, source = self.pool.price(model).cost_usd(pt, ct), "estimated"
         else:
@@ -519,4 +724,5 @@ class PoolClient:
         if source == "none" and (pt or ct):
             source = "estimated"
         return ChatResult(text=text, ok=error is None, error=error, prompt_tokens=pt, completion_tokens=ct,
-                          cost_usd=cost, cost_source=source, finish_reason=finish, **base)
+                          cost_usd=cost, cost_source=source, finish_reason=finish,
+                          fault=None if error is None else "200 error", **base)

@@ -4,6 +4,13 @@
 group-commit writer (fsync) right after a paid call returns and before the caller sees it. The
 live trainer keys calls by `gen/candidate/qid/turn`. Reopening loads every complete line; a torn
 final line (a crash mid-append) is dropped — that call is simply made again.
+
+Next to it, `journal.sent.jsonl` (no fsync: it only has to survive a kill, not a power cut):
+`{"sent": key}` just before a paid call goes out, and `{"lost": key, "model", "error",
+"worst_micro_usd"}` when its answer was lost after the request went out (connection reset
+mid-body, a read timeout, a body over the cap) — the provider may have billed those. Reopening
+lists `in_flight_at_open`: keys sent but never recorded (in flight at a kill -9), which a resume
+reports before it makes them again.
 """
 
 from __future__ import annotations
@@ -22,12 +29,17 @@ class CallJournal:
         self.path = Path(path)
         self._appender = GroupCommitAppender(self.path, fsync=fsync, what="call journal")
         self._entries: dict[str, dict[str, Any]] = {}
+        self.sent_path = self.path.with_name(self.path.name.removesuffix(".jsonl") + ".sent.jsonl")
+        self.in_flight_at_open: list[str] = []
+        self.lost_at_open = 0  # answers lost mid-body in earlier processes (possible spend)
         try:
             if self.path.stat().st_size:
                 self._load()
         except BaseException:
             self._appender.close()
             raise
+        self._load_sent()
+        self._sent = GroupCommitAppender(self.sent_path, fsync=False, what="call journal (sent)")
 
     def _load(self) -> None:
         data = self.path.read_bytes()
@@ -37,6 +49,27 @@ class CallJournal:
         for _, obj in iter_jsonl(self.path):
             if isinstance(obj, dict) and isinstance(obj.get("key"), str) and isinstance(obj.get("result"), dict):
                 self._entries[obj["key"]] = obj["result"]
+
+    def _load_sent(self) -> None:
+        if not self.sent_path.exists():
+            return
+        sent: dict[str, None] = {}
+        for _, obj in iter_jsonl(self.sent_path):
+            if isinstance(obj, dict) and isinstance(obj.get("sent"), str):
+                sent[obj["sent"]] = None
+            elif isinstance(obj, dict) and "lost" in obj:
+                self.lost_at_open += 1
+        self.in_flight_at_open = [k for k in sent if k not in self._entries]
+        data = self.sent_path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            with open(self.sent_path, "ab") as f:
+                f.write(b"\n")  # a torn line stays alone on its line
+
+    async def mark_sent_async(self, key: str) -> None:
+        await self._sent.write_async((json.dumps({"sent": key}, ensure_ascii=False) + "\n").encode("utf-8"))
+
+    async def mark_lost_async(self, key: str | None, **info: Any) -> None:
+        await self._sent.write_async((json.dumps({"lost": key, **info}, ensure_ascii=False) + "\n").encode("utf-8"))
 
     def __contains__(self, key: str) -> bool:
         return key in self._entries
@@ -59,3 +92,4 @@ class CallJournal:
 
     def close(self) -> None:
         self._appender.close()
+        self._sent.close()

@@ -2,14 +2,18 @@
 
 Record (written as `canonical_json`, one line each):
   {"seq", "run_id", "time" (ISO-8601 UTC, ms), "provider", "model", "prompt_tokens",
-   "completion_tokens", "cost_micro_usd" (int), "cost_source": "reported"|"estimated",
-   "purpose": "train"|"eval"|"collect", "prev_h", "h"}
+   "completion_tokens", "cost_micro_usd" (int, >= 0), "cost_source": "reported"|"estimated"|"invalid",
+   "purpose": "train"|"eval"|"collect", "prev_h", "h"} and, only on an "invalid" record, "note":
+  why the provider's usage was refused and its raw figures (the cost then comes from the price
+  table: `trinity.pool.client.check_usage`).
   h = sha256(prev_h + canonical_json(record without h)); the first record's prev_h is 64 zeros.
 
 Tamper evidence: an edited, deleted, inserted or reordered line breaks the chain (or `seq`); a
 line that is not byte-for-byte canonical JSON is also refused. Deleting records at the END can
-only be seen against a head hash kept elsewhere: pass it as `expected_head` (`--head`), or keep it
-in the run's `summary.json` as `ledger_head`, which `trinity ledger verify` then checks by itself. A torn final line (a crash mid-append: a prefix of a record, no newline) is
+only be seen against a head hash kept elsewhere: pass it as `expected_head` (`--head`); a run
+directory's `summary.json` and `checkpoint/manifest.json` keep `ledger_head` + `ledger_records`,
+which `verify_run_ledger` (and `trinity ledger verify RUN_DIR`) check by themselves — a ledger cut
+at the end, emptied or deleted is then reported as broken. A torn final line (a crash mid-append: a prefix of a record, no newline) is
 reported as `torn_tail`, not as tampering; reopening the ledger moves it to `ledger.jsonl.torn`
 and continues the chain from the last good record.
 
@@ -34,9 +38,10 @@ from trinity.pool.appender import GroupCommitAppender
 
 GENESIS = "0" * 64
 PURPOSES = ("train", "eval", "collect")
-COST_SOURCES = ("reported", "estimated")
+COST_SOURCES = ("reported", "estimated", "invalid")
 FIELDS = ("seq", "run_id", "time", "provider", "model", "prompt_tokens", "completion_tokens",
           "cost_micro_usd", "cost_source", "purpose", "prev_h", "h")
+OPTIONAL_FIELDS = ("note",)  # only on "invalid" records
 
 
 def record_hash(record_without_h: dict[str, Any]) -> str:
@@ -66,7 +71,10 @@ class LedgerReport:
     per_model: dict[str, dict[str, int]] = field(default_factory=dict)
     per_purpose: dict[str, dict[str, int]] = field(default_factory=dict)
     per_day: dict[str, dict[str, int]] = field(default_factory=dict)
+    per_source: dict[str, dict[str, int]] = field(default_factory=dict)
+    invalid: list[dict[str, Any]] = field(default_factory=list)  # first invalid-usage records: seq, model, note
     run_ids: list[str] = field(default_factory=list)
+    anchors: list[str] = field(default_factory=list)  # where the checked head came from (run dirs)
 
     @property
     def total_usd(self) -> float:
@@ -82,9 +90,9 @@ def _check_record(obj: Any, raw: bytes, prev_h: str, seq: int) -> str | None:
     """Why this line is not the next good record, or None."""
     if not isinstance(obj, dict):
         return "not a JSON object"
-    if set(obj) != set(FIELDS):
+    if set(obj) - set(OPTIONAL_FIELDS) != set(FIELDS):
         missing = sorted(set(FIELDS) - set(obj))
-        extra = sorted(set(obj) - set(FIELDS))
+        extra = sorted(set(obj) - set(FIELDS) - set(OPTIONAL_FIELDS))
         return f"wrong fields (missing {missing}, extra {extra})"
     if canonical_json(obj).encode("utf-8") != raw:
         return "not in canonical form (the line was edited)"
@@ -97,6 +105,9 @@ def _check_record(obj: Any, raw: bytes, prev_h: str, seq: int) -> str | None:
         return "hash mismatch (the record was edited)"
     if not isinstance(obj["cost_micro_usd"], int) or isinstance(obj["cost_micro_usd"], bool):
         return "cost_micro_usd is not an integer"
+    for k in ("cost_micro_usd", "prompt_tokens", "completion_tokens"):
+        if not isinstance(obj[k], int) or isinstance(obj[k], bool) or obj[k] < 0:
+            return f"{k} is {obj[k]!r}, not a non-negative integer (a provider's figure taken unchecked)"
     return None
 
 
@@ -139,8 +150,10 @@ def verify_ledger(path: str | os.PathLike, expected_head: str | None = None) -> 
         rep.head_hash = obj["h"]
         rep.total_micro_usd += obj["cost_micro_usd"]
         day = str(obj["time"])[:10]
+        if obj["cost_source"] == "invalid" and len(rep.invalid) < 20:
+            rep.invalid.append({"seq": obj["seq"], "model": obj["model"], "note": obj.get("note")})
         for table, key in ((rep.per_model, obj["model"]), (rep.per_purpose, obj["purpose"]),
-                           (rep.per_day, day)):
+                           (rep.per_day, day), (rep.per_source, obj["cost_source"])):
             b = table.setdefault(str(key), _bucket())
             b["calls"] += 1
             b["micro_usd"] += obj["cost_micro_usd"]
@@ -184,6 +197,59 @@ def verify_ledger(path: str | os.PathLike, expected_head: str | None = None) -> 
     return rep
 
 
+def run_anchors(run_dir: str | os.PathLike) -> list[tuple[str, str, int | None]]:
+    """(where, head hash, record count) that a run directory recorded for its ledger:
+    `summary.json` and `checkpoint/manifest.json` (`ledger_head`, `ledger_records`)."""
+    run_dir = Path(run_dir)
+    out = []
+    for rel in ("summary.json", "checkpoint/manifest.json"):
+        try:
+            doc = json.loads((run_dir / rel).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(doc, dict):
+            continue
+        head, n = doc.get("ledger_head"), doc.get("ledger_records")
+        if isinstance(head, str) and len(head) == 64:
+            out.append((str(run_dir / rel), head, n if isinstance(n, int) and not isinstance(n, bool) else None))
+    return out
+
+
+def verify_run_ledger(run_dir: str | os.PathLike) -> LedgerReport:
+    """`verify_ledger` of a run directory's ledger.jsonl against every head the run recorded
+    (`run_anchors`): records cut from the end, an emptied file and a deleted file are all broken.
+    A run that recorded no paid call and has no ledger is OK (0 records)."""
+    run_dir = Path(run_dir)
+    path = run_dir / "ledger.jsonl"
+    anchors = run_anchors(run_dir)
+    paid = [(w, h, n) for w, h, n in anchors if n != 0]
+    if not path.exists():
+        rep = LedgerReport(ok=True, n_records=0, total_micro_usd=0, head_hash=GENESIS)
+        if paid:
+            w, h, n = paid[0]
+            rep.ok, rep.first_bad_line = False, 1
+            rep.problem = (f"ledger.jsonl is missing but {w} records {n if n is not None else 'some'} "
+                           f"records ending at {h[:12]}… (the file was deleted)")
+        rep.anchors = [w for w, _, _ in anchors]
+        return rep
+    rep = verify_ledger(path)
+    for w, h, n in anchors:
+        if not rep.ok:
+            break
+        if n == 0 and h == GENESIS:
+            continue
+        sub = verify_ledger(path, expected_head=h)
+        if not sub.ok:
+            sub.problem = f"{sub.problem}; head recorded in {w}" + ("" if rep.n_records else " (the file is empty)")
+            sub.anchors = [w for w, _, _ in anchors]
+            return sub
+        if n is not None and rep.n_records < n:
+            rep.ok, rep.first_bad_line = False, rep.n_records + 1
+            rep.problem = f"{w} records {n} ledger records, the file holds {rep.n_records}"
+    rep.anchors = [w for w, _, _ in anchors]
+    return rep
+
+
 class Ledger:
     """The single writer of one run's ledger. Reopening continues the chain (resume)."""
 
@@ -214,7 +280,8 @@ class Ledger:
         self._lock = threading.Lock()
 
     def _make(self, *, provider: str, model: str, prompt_tokens: int, completion_tokens: int,
-              cost_micro_usd: int, cost_source: str, purpose: str, in_loop: bool = False) -> tuple[dict[str, Any], Any]:
+              cost_micro_usd: int, cost_source: str, purpose: str, note: str | None = None,
+              in_loop: bool = False) -> tuple[dict[str, Any], Any]:
         if purpose not in PURPOSES:
             raise ValueError(f"ledger purpose must be one of {PURPOSES}, got {purpose!r}")
         if cost_source not in COST_SOURCES:
@@ -226,6 +293,8 @@ class Ledger:
                 "completion_tokens": int(completion_tokens), "cost_micro_usd": int(cost_micro_usd),
                 "cost_source": cost_source, "purpose": purpose, "prev_h": self.head_hash,
             }
+            if note is not None:
+                rec["note"] = str(note)[:500]
             rec["h"] = record_hash(rec)
             line = (canonical_json(rec) + "\n").encode("utf-8")
             self.n_records += 1

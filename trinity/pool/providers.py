@@ -20,6 +20,10 @@ from trinity.pool.faults import RetryPolicy
 # package data, so a non-editable install has it; configs/models.yaml in the checkout links here
 MODELS_YAML = Path(__file__).resolve().with_name("models.yaml")
 REASONING_STYLES = ("openrouter", "reasoning_effort", "none")
+# A response body above this many bytes is a failed call (a provider cannot need more for one chat
+# completion; a hostile one could fill memory, the journal and the cache). Per provider:
+# `max_body_bytes:` in configs/models.yaml.
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,21 @@ class PoolConfig:
     retry: RetryPolicy = RetryPolicy()
     simulated: bool = False
     cache_namespace: str = ""  # response-cache identity of this endpoint (never the key)
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+
+    def unpriced(self) -> list[str]:
+        """The pool's models without a known price: their worst case cannot be reserved."""
+        return [m for m in self.models if m not in self.prices]
+
+    def require_prices(self) -> None:
+        """ConfigError naming the unpriced models and both ways to give them a price."""
+        missing = self.unpriced()
+        if missing:
+            raise ConfigError(
+                f"pool {self.name!r} has no price for {', '.join(missing)}: the budget cannot reserve a "
+                "call's worst case without one; give prices per model (`prices: {MODEL: {price_in: X, "
+                "price_out: Y}}` in the config, USD per 1M tokens) or for all of them with --price-in X "
+                "--price-out Y (0 0 for a free local server)")
 
     def price(self, model: str) -> Price:
         p = self.prices.get(model)
@@ -126,9 +145,37 @@ def _models_and_prices(sec: dict, where: str) -> tuple[tuple[str, ...], dict[str
     prices = {}
     for m, p in raw.items():
         p = p or {}
+        if not isinstance(p, dict) or ("price_in" not in p and "price_out" not in p):
+            continue  # no known price: live mode refuses it until one is given
         prices[m] = Price(_num(p, "price_in", 0.0, f"{where}.models.{m}"),
                           _num(p, "price_out", 0.0, f"{where}.models.{m}"))
     return tuple(raw), prices
+
+
+def price_overrides(prices: dict[str, Any] | None, price_in: float | None, price_out: float | None,
+                    models: tuple[str, ...] | list[str], known: dict[str, Price]) -> dict[str, Price]:
+    """Prices from a run's config: `prices` per model ({price_in, price_out} or [in, out]), then
+    `price_in`/`price_out` for every model still without one (USD per 1M tokens)."""
+    out: dict[str, Price] = {}
+    for m, p in (prices or {}).items():
+        if isinstance(p, (list, tuple)) and len(p) == 2:
+            p = {"price_in": p[0], "price_out": p[1]}
+        if not isinstance(p, dict):
+            raise ConfigError(f"prices.{m} must be {{price_in: X, price_out: Y}} (USD per 1M tokens)")
+        out[m] = Price(_num(p, "price_in", 0.0, f"prices.{m}"), _num(p, "price_out", 0.0, f"prices.{m}"))
+    if (price_in is None) != (price_out is None):
+        raise ConfigError("give both --price-in and --price-out (USD per 1M tokens), or neither")
+    if price_in is not None:
+        for m in models:
+            if m not in known and m not in out:
+                out[m] = Price(_num({"v": price_in}, "v", 0, "--price-in"), _num({"v": price_out}, "v", 0, "--price-out"))
+    return out
+
+
+def pool_prices(name: str, models_yaml: str | os.PathLike | None = None) -> dict[str, Price]:
+    """The prices configs/models.yaml gives for the pool's models (unpriced ones left out)."""
+    _, sec, where, _ = _provider_section(name, models_yaml)
+    return _models_and_prices(sec, where)[1]
 
 
 def pool_model_ids(name: str, models_yaml: str | os.PathLike | None = None) -> tuple[str, ...]:
@@ -146,13 +193,12 @@ def load_pool(name: str, models_yaml: str | os.PathLike | None = None, *,
               base_url: str | None = None, models: list[str] | None = None,
               max_concurrency: int | None = None, decoding: dict[str, Any] | None = None,
               retry: RetryPolicy | None = None, timeouts: Timeouts | None = None,
-              cache_namespace: str | None = None) -> PoolConfig:
+              cache_namespace: str | None = None, prices: dict[str, Price] | None = None,
+              read_timeout_s: float | None = None) -> PoolConfig:
     pname, sec, where, path = _provider_section(name, models_yaml)
-    pool_models, prices = _models_and_prices(sec, where)
+    pool_models, table = _models_and_prices(sec, where)
+    prices = {**table, **(prices or {})}  # a model without a price stays out: see require_prices
     if models:
-        for m in models:
-            if m not in prices:
-                prices[m] = Price(0.0, 0.0)  # unknown price: estimated cost is 0, say so in docs
         pool_models = tuple(models)
     if not pool_models:
         raise ConfigError(f"pool {name!r} has no models; list them in {path}, or pass them "
@@ -180,14 +226,22 @@ def load_pool(name: str, models_yaml: str | os.PathLike | None = None, *,
     if any(k.lower() == "authorization" for k in headers):
         raise ConfigError(f"{where}.headers must not carry Authorization; name the key's env var in key_env")
     fixed_url = bool(sec.get("base_url")) and not base_url
+    timeouts = timeouts or Timeouts(_num(t, "connect_s", 10, where), _num(t, "read_s", 600, where),
+                                    _num(t, "write_s", 30, where))
+    if read_timeout_s is not None:
+        if not read_timeout_s > 0:
+            raise ConfigError(f"read timeout must be > 0 seconds, got {read_timeout_s}")
+        timeouts = replace(timeouts, read_s=float(read_timeout_s))
+    max_body = int(_num(sec, "max_body_bytes", DEFAULT_MAX_BODY_BYTES, where))
+    if max_body < 1024:
+        raise ConfigError(f"{where}: max_body_bytes must be >= 1024")
     return PoolConfig(
         name=pname, base_url=url, models=pool_models, prices=prices,
         key_env=sec.get("key_env"), key_optional=bool(sec.get("key_optional", False)),
         headers=headers, decoding=dec, reasoning_style=rs,
         request_usage_cost=bool(sec.get("request_usage_cost", False)),
         max_concurrency=conc,
-        timeouts=timeouts or Timeouts(_num(t, "connect_s", 10, where), _num(t, "read_s", 600, where),
-                                      _num(t, "write_s", 30, where)),
+        timeouts=timeouts, max_body_bytes=max_body,
         retry=retry or RetryPolicy(int(_num(r, "max_retries", 5, where)), _num(r, "backoff_base_s", 1.0, where),
                                    _num(r, "backoff_max_s", 60, where), _num(r, "max_retry_after_s", 300, where)),
         simulated=bool(sec.get("simulated", False)),
@@ -195,6 +249,27 @@ def load_pool(name: str, models_yaml: str | os.PathLike | None = None, *,
         # practice server is only the same service at the same address.
         cache_namespace=cache_namespace or (pname if fixed_url else f"{pname}@{url}"),
     )
+
+
+def config_prices(cfg: Any) -> dict:
+    """The run config's prices (`prices:`, `--price-in/--price-out`) for the models the table lacks."""
+    models = list(getattr(cfg, "pool_models", None) or [])
+    table = pool_prices(cfg.pool)
+    if not models:
+        models = list(pool_model_ids(cfg.pool))
+    return price_overrides(getattr(cfg, "prices", None), getattr(cfg, "price_in", None),
+                           getattr(cfg, "price_out", None), models, table)
+
+
+def preflight(cfg: Any) -> None:
+    """What a live run would fail on at its first call, checked before its run directory exists:
+    a model without a price (the budget could not reserve its worst case) and a missing key."""
+    from trinity.pool.keys import resolve_key
+
+    pool = load_pool(cfg.pool, base_url=getattr(cfg, "base_url", None) or "http://127.0.0.1:1",
+                     models=getattr(cfg, "pool_models", None), prices=config_prices(cfg))
+    pool.require_prices()
+    resolve_key(pool.key_env, provider=pool.name, optional=pool.key_optional)
 
 
 def with_overrides(pool: PoolConfig, **changes: Any) -> PoolConfig:

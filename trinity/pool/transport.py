@@ -36,6 +36,34 @@ _HTTPCORE_ERRORS = (httpcore.TimeoutException, httpcore.NetworkError, httpcore.P
                     httpcore.UnsupportedProtocol)
 
 
+class BodyTooLarge(Exception):
+    """The response body passed the caller's cap; reading stopped there and the connection closed."""
+
+    def __init__(self, limit: int, seen: int) -> None:
+        super().__init__(f"response body over {limit} bytes (stopped reading at {seen})")
+        self.limit, self.seen = limit, seen
+
+
+async def read_capped(stream: typing.AsyncIterable[bytes], limit: int | None,
+                      declared: str | bytes | None = None) -> bytes:
+    """The whole body of `stream`, or BodyTooLarge as soon as it (or its Content-Length) passes
+    `limit` bytes: nothing over the cap is ever held in memory."""
+    if limit is not None and declared is not None:
+        try:
+            if int(declared) > limit:
+                raise BodyTooLarge(limit, int(declared))
+        except ValueError:
+            pass
+    parts: list[bytes] = []
+    n = 0
+    async for part in stream:
+        n += len(part)
+        if limit is not None and n > limit:
+            raise BodyTooLarge(limit, n)
+        parts.append(part)
+    return b"".join(parts)
+
+
 class _LaneProtocol(asyncio.Protocol):
     """Buffers what the socket delivers and wakes the one reader (HTTP/1.1: one request at a time)."""
 
@@ -349,13 +377,20 @@ class LaneTransport(httpx.AsyncBaseTransport):
             self._busy = False
 
     async def send(self, method: bytes, url: httpcore.URL, headers: list[tuple[bytes, bytes]],
-                   body: bytes, extensions: dict[str, typing.Any]) -> httpx.Response:
-        """Send a request whose body is `body`, read the whole response, return it (closed)."""
+                   body: bytes, extensions: dict[str, typing.Any], max_body: int | None = None) -> httpx.Response:
+        """Send a request whose body is `body`, read the whole response, return it (closed).
+        A body over `max_body` bytes raises BodyTooLarge (and drops the connection)."""
         req = httpcore.Request(method, url, headers=headers, content=body, extensions=extensions)
         try:
             resp = await self._request(req)
             try:
-                content = b"".join([part async for part in resp.stream])  # type: ignore[union-attr]
+                declared = dict((k.lower(), v) for k, v in resp.headers).get(b"content-length")
+                content = await read_capped(resp.stream, max_body, declared)  # type: ignore[arg-type]
+            except BodyTooLarge:
+                conn, self._conn = self._conn, None  # never reuse a connection left mid-body
+                if conn is not None:
+                    await conn.aclose()
+                raise
             finally:
                 await resp.aclose()
         except _HTTPCORE_ERRORS as e:

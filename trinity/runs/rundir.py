@@ -6,8 +6,10 @@
 | events.jsonl    | engine (append)  | `generation`, `progress`, `status`, `log` events           |
 | traces.jsonl    | engine (append)  | one routing trajectory a line                              |
 | ledger.jsonl    | pool ledger      | hash-chained cost records                                  |
-| checkpoint/     | trainer          | ES state + RNG states + generation, with a checksum        |
-| best_theta.npy, history.json, summary.json, eval.json | artifacts                     |
+| journal.jsonl   | pool client      | paid calls by key (+ journal.sent.jsonl: sent / lost calls) |
+| checkpoint/     | trainer          | data-only ES replay + RNG states + generation, checksum,   |
+|                 |                  | ledger head + record count                                 |
+| best_theta.npy, history.json, summary.json (with ledger_head, ledger_records), eval.json | artifacts |
 
 Event shapes (every event has "type" and "time", unix seconds):
   {"type": "generation", "gen", "best", "mean", "max", "sigma", "evals", "cost_usd", "calls", "secs"}

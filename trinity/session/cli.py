@@ -30,6 +30,10 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="split seed (default 0)")
     p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default 0.7 when k > 1)")
     p.add_argument("--budget-usd", type=float, default=None, help="stop before spending more than this")
+    p.add_argument("--price-in", type=float, dest="price_in", metavar="USD",
+                   help="USD per 1M prompt tokens of every model without a price (a budget needs one)")
+    p.add_argument("--price-out", type=float, dest="price_out", metavar="USD",
+                   help="USD per 1M completion tokens of every model without a price")
     p.add_argument("--env-file", help="0600 file with the provider key (KEY=VALUE lines)")
     p.add_argument("--cache", help="response cache path (default: the user cache dir)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -39,7 +43,7 @@ def register(sub) -> None:
 def run_collect(args) -> int:
     from trinity.benchmarks import get_benchmark
     from trinity.errors import InputError
-    from trinity.pool.providers import load_pool
+    from trinity.pool.providers import load_pool, pool_prices, price_overrides
     from trinity.session.collect import collect, print_progress, select_questions
 
     if args.k < 1:
@@ -63,7 +67,9 @@ def run_collect(args) -> int:
         base_url = server.base_url
     try:
         models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
-        pool = load_pool(args.pool, args.models_yaml, base_url=base_url, models=models)
+        table = pool_prices(args.pool, args.models_yaml)
+        prices = price_overrides(None, args.price_in, args.price_out, models or list(table), table)
+        pool = load_pool(args.pool, args.models_yaml, base_url=base_url, models=models, prices=prices)
         res = collect(questions, pool, args.out, args.k, temperature=args.temperature,
                       budget_usd=args.budget_usd, env_file=args.env_file, cache_path=args.cache,
                       progress=None if args.json else print_progress)

@@ -48,8 +48,11 @@ def resolve_pool(cfg: Any, run: Any | None = None):
             (setup.seed, setup.question_spread, setup.models)).encode()).hexdigest()[:16]
         if run is not None:
             run.log(f"started the SIMULATED practice pool in the engine process at {base_url}")
+    from trinity.pool.providers import config_prices
+
     return load_pool(cfg.pool, base_url=base_url, models=getattr(cfg, "pool_models", None),
-                     cache_namespace=namespace), server
+                     cache_namespace=namespace, prices=config_prices(cfg),
+                     read_timeout_s=getattr(cfg, "read_timeout_s", None)), server
 
 
 class LiveFitness:
@@ -64,6 +67,7 @@ class LiveFitness:
 
         self.cfg, self.run, self.router = cfg, run, router
         self.pool, self._server = resolve_pool(cfg, run)
+        self.pool.require_prices()  # no call whose worst case cannot be reserved
         if list(self.pool.models) != list(models):
             raise ConfigError(f"pool {self.pool.name!r} models {list(self.pool.models)} differ from the run's "
                               f"model order {list(models)}; θ rows follow the matrix/pool order")
@@ -77,6 +81,11 @@ class LiveFitness:
                                  budget=self.budget, journal=self.journal, seed=cfg.seed)
         self.loop.run_until_complete(self.client.__aenter__())
         self.avg_turns: float | None = None
+        if self.journal.in_flight_at_open:
+            n = len(self.journal.in_flight_at_open)
+            run.log(f"{n} paid call(s) were in flight when this run was last stopped (sent, never recorded): the "
+                    f"provider may have billed them; they are made again now", "warning")
+        self._reported = (0, 0)  # (lost mid-body, billed above reservation) already logged
 
     # The run's spend is what its ledger says: journal replays after a resume cost nothing new.
     @property
@@ -121,7 +130,12 @@ class LiveFitness:
             # turns it has had; so the bar moves every turn step, not only when sessions end.
             hooks.progress(int((done * T + (total - done) * turn) * total / (total * T)), total)
 
+        self.client.start_window()
         trajs = self.run_sessions(thetas, pairs, f"g{gen}", on_step=on_step)
+        self._report_spend_risks()
+        failing = self.client.failing(getattr(self.cfg, "fail_threshold", 0.5))
+        if failing is not None:
+            raise failing  # most calls failed: this generation's rewards are not answers
         hooks.progress(total, total)
         rewards = np.array([self._reward(t) for t in trajs], dtype=np.float64).reshape(P, m)
         first_model = np.array([self.models.index(t.turns[0].model) if t.turns else 0 for t in trajs]).reshape(P, m)
@@ -131,6 +145,18 @@ class LiveFitness:
         for (c, q), t in zip(pairs, trajs):
             hooks.trace(trace_record(t, q, gen, mode="live"))
         return rewards
+
+    def _report_spend_risks(self) -> None:
+        st = self.client.stats
+        lost, excess = st.lost_mid_body, st.excess_calls
+        if lost > self._reported[0]:
+            self.run.log(f"{lost - self._reported[0]} answer(s) lost after the request went out (reset mid-body, "
+                         "read timeout, body over the cap): the provider may have billed them; worst case so far "
+                         f"${st.lost_worst_micro_usd / 1e6:.6f} (see journal.sent.jsonl)", "warning")
+        if excess > self._reported[1]:
+            self.run.log(f"the provider billed ${st.excess_micro_usd / 1e6:.6f} above the reserved worst case on "
+                         f"{excess} call(s) so far (the budget cap may be passed by that much)", "warning")
+        self._reported = (lost, excess)
 
     def validate(self, thetas: np.ndarray, questions: list[Question]) -> None:
         return None  # validation in live mode costs money: `trinity eval --mode live` does it on request
