@@ -59,6 +59,7 @@ def _tinyrouter_body(p: Profile, info: dict[str, Any], gate_lines: list[str]) ->
            f"**Notable techniques:** run `{info.get('run_id') or 'unknown'}`, best fitness "
            f"{_f(info.get('best_fitness'))}; head and SVF scales packed by `trinity pack --format tinyrouter`",
            "", "### Submission files", "",
+           f"In `{info.get('bundle') or 'submissions/' + info['miner'] + '/' + str(info.get('n') or 1)}/`:", "",
            f"{files} `head_weights.npy` — linear head W (6 × 1024) float32",
            f"{files} `svf_scales.npy` — SVF singular-value scales (7168,) float32",
            f"{files} `receipt.json` — training metadata (cost, generations, fitness curve)",
@@ -104,15 +105,11 @@ def _minirouter_body(p: Profile, info: dict[str, Any], gate_lines: list[str]) ->
     return out
 
 
+_BODIES = {TINYROUTER: _tinyrouter_body, MINIROUTER: _minirouter_body}
+
+
 def pr_body(p: Profile, info: dict[str, Any], gate_lines: list[str] | None = None) -> str:
-    lines = gate_lines or []
-    if p.name == TINYROUTER:
-        body = _tinyrouter_body(p, info, lines)
-    elif p.name == MINIROUTER:
-        body = _minirouter_body(p, info, lines)
-    else:  # pragma: no cover - PROFILES has only these two
-        raise ValueError(p.name)
-    return "\n".join(body) + "\n"
+    return "\n".join(_BODIES[p.name](p, info, gate_lines or [])) + "\n"
 
 
 def pr_missing(p: Profile, info: dict[str, Any]) -> list[str]:

@@ -57,7 +57,7 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the gate report as JSON")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("submit", help="commit a bundle on sn74-<miner>, push it and open the PR",
+    p = sub.add_parser("submit", help="commit a bundle on the competition's branch, push it and open the PR",
                        description="Show the plan (branch, files, commit message, push target, PR), refuse a "
                                    "dirty tree, secrets, big files or failing gates, then commit only the bundle "
                                    "on sn74-<miner>, push it (--push) and open the PR (--pr). Prior bundles for "
@@ -74,6 +74,8 @@ def register(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="show the plan and stop")
     p.add_argument("--skip-gates", action="store_true", help="do not run the gates (recorded in the commit)")
     p.add_argument("--api-url", help="GitHub API base URL (default: $GITHUB_API_URL or api.github.com)")
+    p.add_argument("--branch", help="branch to commit on (default: the competition's convention — TinyRouter "
+                                    "submission/<miner>-gen<n>, MiniRouter sn74-<miner>)")
     p.add_argument("--owner-id", help="MiniRouter: your MiniBridge owner_id (its PR check requires it)")
     p.add_argument("--key-id", help="MiniRouter: your MiniBridge key_id (its PR check requires it)")
     _gate_args(p)
@@ -130,7 +132,7 @@ def cmd_submit(args) -> int:
                            skip_gates=args.skip_gates, api_url=args.api_url, history=args.history,
                            against=args.against, king=args.king, run_dir=args.run_dir,
                            pool_models=_pool(args), competition=args.competition,
-                           owner_id=args.owner_id, key_id=args.key_id)
+                           owner_id=args.owner_id, key_id=args.key_id, branch=args.branch)
     print("plan:")
     print("\n".join(f"  {ln}" for ln in plan.describe()))
     if plan.dry_run:

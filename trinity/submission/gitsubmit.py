@@ -346,7 +346,7 @@ def _pr_text(prof, miner: str, rel: str, info: dict[str, Any], report: GateRepor
 
     parts = rel.split("/")
     n = int(parts[-1]) if parts[-1].isdigit() else None
-    data = {**info, **{k: v for k, v in extra.items() if v is not None}, "miner": miner, "n": n,
+    data = {**info, **{k: v for k, v in extra.items() if v is not None}, "miner": miner, "n": n, "bundle": rel,
             "gates_ok": bool(report is not None and report.ok)}
     data.setdefault("pool_names", info.get("pool") if isinstance(info.get("pool"), list) else info.get("pool_models"))
     if isinstance(info.get("pool"), list):
@@ -365,7 +365,7 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
                     against: Any = None, king: str | os.PathLike | None = None,
                     run_dir: str | os.PathLike | None = None, pool_models: list[str] | None = None,
                     competition: str | None = None, owner_id: str | None = None, key_id: str | None = None,
-                    ) -> SubmitPlan:
+                    branch: str | None = None) -> SubmitPlan:
     """Everything `execute_plan` will do, checked locally (no network); see `SubmitPlan.describe`."""
     from trinity.submission.pack import check_miner
 
@@ -398,7 +398,9 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
     lb0 = load_bundle(bundle)
     prof = get_profile(competition or (lb0.receipt or lb0.summary or {}).get("competition") or fmt)
     tail = Path(rel).name
-    branch = prof.branch(miner, int(tail) if tail.isdigit() else None)
+    branch = branch or prof.branch(miner, int(tail) if tail.isdigit() else None)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,120}", branch) or ".." in branch or branch.endswith((".lock", "/")):
+        raise InputError(f"branch name {branch!r} is not valid; use letters, digits, '-', '_', '.', '/'")
     base_ref = f"refs/remotes/{upstream}/{base}"
 
     # The working tree: tracked changes outside the bundle would be a different state than the
@@ -462,7 +464,7 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
         history=hist, gate_report=report,
         continue_command=_rerun_command(bundle, root, miner, base, remote, upstream, push, pr, api_url,
                                         hist.path, skip_gates, _gate_args(against, king, run_dir, pool_models)
-                                        + ["--competition", prof.name]
+                                        + ["--competition", prof.name, "--branch", branch]
                                         + (["--owner-id", owner_id] if owner_id else [])
                                         + (["--key-id", key_id] if key_id else [])),
         refusals=refusals, notes=notes)
