@@ -7,17 +7,13 @@ import argparse
 import json
 import sys
 
+from trinity.competition.cliargs import competition_arg
+
 
 def _history_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--history", metavar="FILE",
                    help="submission history JSONL (default: $MINERTUI_DATA_DIR/submissions.jsonl, "
                         "else $XDG_DATA_HOME/minertui/submissions.jsonl)")
-
-
-def competition_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--competition", choices=("tinyrouter", "minirouter"),
-                   help="the competition's profile (default: run.json's `competition`, else the bundle's, "
-                        "else the run's pool: openrouter → tinyrouter, chutes/minibridge → minirouter)")
 
 
 def _gate_args(p: argparse.ArgumentParser) -> None:
