@@ -451,6 +451,9 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
     from trinity.competition.pr import pr_missing
 
     refusals += pr_missing(prof, {**info, **extra})
+    from trinity.competition.notice import rewards_notice
+
+    notes.append("rewards: " + rewards_notice().line())
     title, body = _pr_text(prof, miner, rel, info, report, skip_gates, extra)
     body = _public(body, root)
     push_url = scrub(_config(r, f"remote.{remote}.pushurl") or _config(r, f"remote.{remote}.url") or remote)
