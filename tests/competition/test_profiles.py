@@ -80,7 +80,7 @@ def test_rewards_notice_is_shipped_and_user_refreshable(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     n = rewards_notice()
     assert "stopped paying both repositories on 2026-07-31" in n.text and "#1675" in n.source
-    assert n.problem is None and "promise" not in n.line().lower()
+    assert n.problem is None and n.line().endswith("(entrius/gittensor PR #1675, checked 2026-08-01)")
     user = tmp_path / "minertui" / "rewards_notice.json"
     user.parent.mkdir()
     user.write_text(json.dumps({"text": "Both repositories are listed again.", "checked": "2026-09-01",

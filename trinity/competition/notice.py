@@ -26,7 +26,7 @@ class RewardsNotice:
     problem: str | None = None      # why the user's override was not used
 
     def line(self) -> str:
-        out = f"{self.text} (as of {self.checked}; source: {self.source})"
+        out = f"{self.text} ({self.source}, checked {self.checked})"
         return f"{out} [{self.problem}]" if self.problem else out
 
 
