@@ -28,25 +28,40 @@ STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "skip": "
 
 
 def gates_table(report) -> Table:
-    t = Table(title=f"gates — {report.format} bundle {Path(report.bundle).name} ({report.bundle_hash[:12]})",
-              title_justify="left", expand=True, box=None)
+    t = Table(title=f"gates — {report.profile.title} ({report.format} bundle {Path(report.bundle).name}, "
+                    f"{report.bundle_hash[:12]})", title_justify="left", expand=True, box=None)
     t.add_column("gate", no_wrap=True)
     t.add_column("result", no_wrap=True)
     t.add_column("why", ratio=1)
     for r in report.results:
         t.add_row(r.name, Text(r.status.upper(), style=STATUS_STYLE.get(r.status, "")), r.reason)
-    t.caption = "all gates pass" if report.ok else f"{len(report.failed())} gate(s) fail"
+    for r in report.advisories:  # the competition's report-only checks
+        if r.status == "warn":
+            t.add_row(f"{r.name} (advisory)", Text("WARN", style=STATUS_STYLE["warn"]), r.reason)
+    verdict = f"{report.profile.title} would say: {report.verdict()}"
+    t.caption = ("all gates pass" if report.ok else f"{len(report.failed())} gate(s) fail") + f" · {verdict}"
     return t
 
 
 def plan_text(plan) -> Text:
     t = Text()
+    in_body = False
     for line in plan.describe():
+        if line.startswith(("PR title", "PR body:")):
+            in_body = True  # shown verbatim below
+            continue
+        if in_body and line.startswith("    "):
+            continue
+        in_body = False
         if line.startswith("gates:") or line.startswith("  ") and plan.gate_report is not None and \
                 any(line.strip().startswith(s) for s in ("PASS", "FAIL", "WARN", "SKIP")):
             continue  # the gate table shows those
         style = "bold red" if line.startswith("REFUSED") else "yellow" if line.startswith("note") else ""
         t.append(line + "\n", style=style)
+    t.append("\nPR exactly as it will be posted — title:\n", style="bold")
+    t.append(plan.pr_title + "\n")
+    t.append("body:\n", style="bold")
+    t.append(plan.pr_body)
     return t
 
 
@@ -87,6 +102,8 @@ class SubmitScreen(ModeScreen):
                          allow_blank=False, id="sub-format", compact=True)
             yield Input(placeholder="miner name", id="sub-miner", compact=True)
             yield Input(placeholder="competition repo clone (path)", id="sub-repo", compact=True)
+            # MiniRouter's PR check needs the MiniBridge identity (ids, not keys)
+            yield Input(placeholder="MiniRouter: owner_id key_id", id="sub-bridge", compact=True)
         with Horizontal(id="submit-options"):
             yield Checkbox("push", id="sub-push", compact=True)
             yield Checkbox("PR", id="sub-pr", compact=True)
@@ -125,6 +142,9 @@ class SubmitScreen(ModeScreen):
         if self.busy:
             t.append(f" · {self.busy}…", style="bold cyan")
         t.append("\n" + KEYS_HINT, style="dim")
+        from trinity.competition.notice import rewards_notice
+
+        t.append("\nrewards: " + rewards_notice().line(), style="yellow")
         self.query_one("#submit-help", Static).update(t)
 
     # ---- form ----------------------------------------------------------------------------
@@ -135,7 +155,8 @@ class SubmitScreen(ModeScreen):
                 "push": self.query_one("#sub-push", Checkbox).value,
                 "pr": self.query_one("#sub-pr", Checkbox).value,
                 "skip_gates": self.query_one("#sub-skip", Checkbox).value,
-                "force": self.query_one("#sub-force", Checkbox).value}
+                "force": self.query_one("#sub-force", Checkbox).value,
+                "bridge": self.query_one("#sub-bridge", Input).value.replace(":", " ").split()}
 
     def _need(self, *keys: str) -> dict[str, Any] | None:
         f = self._form()
@@ -253,7 +274,8 @@ class SubmitScreen(ModeScreen):
         try:
             plan = plan_submission(bundle, Path(f["repo"]).expanduser(), f["miner"], push=f["push"],
                                    pr=f["pr"], skip_gates=f["skip_gates"], run_dir=run_dir,
-                                   against=prior_bundles(bundle))
+                                   against=prior_bundles(bundle),
+                                   owner_id=(f["bridge"][:1] or [None])[0], key_id=(f["bridge"][1:2] or [None])[0])
             self.app.call_from_thread(self._planned, plan)
         except TrinityError as e:
             self.app.call_from_thread(self._failed, "plan", str(e))

@@ -164,7 +164,13 @@ def test_oracle_with_the_run_reports_the_router(run_dir, capsys):
 
 
 def test_score_without_king_or_live(run_dir, capsys):
+    # no audit split in the run: the gap is unknown, and said to be (no invented stand-in)
     rc, out, err = cli(["score", str(run_dir), "--json"], capsys)
+    assert rc == 0, err
+    (b,) = json.loads(out)["benchmarks"]
+    assert b["overfit_gap"]["value"] is None and "audit accuracy unknown" in b["overfit_gap"]["source"]
+    # stand-ins named by the user: val − test
+    rc, out, err = cli(["score", str(run_dir), "--json", "--eval-split", "val", "--audit-split", "test"], capsys)
     assert rc == 0, err
     rep = json.loads(out)
     (b,) = rep["benchmarks"]
@@ -181,7 +187,7 @@ def test_score_without_king_or_live(run_dir, capsys):
         (0.70 * c + 0.15 * c + 0.10 * c + 0.05 * 0.5) * mult)
     assert rep["composite"]["live=0 (pessimistic)"] == pytest.approx((0.70 * c + 0.05 * 0.5) * mult)
     rc, out, _ = cli(["score", str(run_dir)], capsys)
-    assert rc == 0 and "pessimistic" in out and "no king given" in out
+    assert rc == 0 and "pessimistic" in out and "no king given" in out and "stopped paying" in out
 
 
 def test_score_against_itself_as_king_has_no_novelty_and_no_margin(run_dir, capsys):

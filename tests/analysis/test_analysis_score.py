@@ -52,10 +52,12 @@ def test_without_live_both_bounds_are_shown_and_labelled():
 def test_composite_is_the_mean_and_the_king_margin_is_reported():
     ours = [_bench("math500", 0.8, 0.6, 3, 0.4, 0.0), _bench("mmlu", 0.9, 0.9, 1, 0.4, 0.0)]
     rep = score_from_inputs(ours, king_benches=[_bench("math500", 0.7), _bench("mmlu", 0.9)])
+    # pr_eval: novelty counts for the first benchmark only; mmlu's is 0 whatever the king
     s1 = 0.70 * 0.8 + 0.15 * 0.6 + 0.10 * 0.3 + 0.05 * 0.4
-    s2 = 0.70 * 0.9 + 0.15 * 0.9 + 0.10 * 0.9 + 0.05 * 0.4
+    s2 = 0.70 * 0.9 + 0.15 * 0.9 + 0.10 * 0.9 + 0.05 * 0.0
     assert rep.composite == pytest.approx({"measured": (s1 + s2) / 2})
-    k_opt = ((0.49 + 0.105 + 0.07 + 0.025) + (0.63 + 0.135 + 0.09 + 0.025)) / 2
+    assert [b.novelty_used for b in rep.benchmarks] == [0.4, 0.0]
+    k_opt = ((0.49 + 0.105 + 0.07 + 0.025) + (0.63 + 0.135 + 0.09 + 0.0)) / 2
     m = rep.king["margin"]
     key = "ours measured − king live=cached, 1 turn (optimistic)"
     assert m[key] == pytest.approx((s1 + s2) / 2 - k_opt)
@@ -66,8 +68,31 @@ def test_composite_is_the_mean_and_the_king_margin_is_reported():
 def test_a_rejected_benchmark_scores_zero():
     rep = score_from_inputs([_bench("math500", 0.9, 0.9, 1, 0.5, 0.2)])
     assert rep.benchmarks[0].rejected and rep.composite["measured"] == 0.0
-    # no "could dethrone a king scoring ≤ -0.0200": a zero composite dethrones nobody
-    assert "this run cannot dethrone any king" in rep.dethrone and "-0.02" not in rep.dethrone
+    # pr_eval rejects the submission: no "could dethrone a king scoring ≤ …"
+    assert rep.rejected == "overfit_rejected (math500): eval-audit gap 0.2000 > 0.15"
+    assert "REJECTED as a whole" in rep.dethrone and "could dethrone" not in rep.dethrone
+
+
+def test_pr_eval_formula_by_hand_composite_novelty_and_whole_rejection():
+    """Worked by hand from pr_eval.py: _compute_score per benchmark, novelty only for
+    benchmarks[0], × 0.85 above a 0.08 gap, the whole submission rejected above 0.15."""
+    benches = [_bench("math500", 0.80, 0.70, 2.0, None, 0.00),   # no king: novelty 0.5
+               _bench("mmlu", 0.90, 0.80, 1.0, None, 0.09),      # 0.08 < gap ≤ 0.15: × 0.85
+               _bench("livecodebench", 0.50, 0.40, 3.0, None, -0.02)]
+    rep = score_from_inputs(benches)
+    m = 0.70 * 0.80 + 0.15 * 0.70 + 0.10 * (0.75 * 0.70) + 0.05 * 0.5   # 0.7425
+    u = (0.70 * 0.90 + 0.15 * 0.80 + 0.10 * (1.0 * 0.80) + 0.0) * 0.85  # 0.7055
+    lc = 0.70 * 0.50 + 0.15 * 0.40 + 0.10 * (0.5 * 0.40) + 0.0           # 0.43
+    assert [s.scenarios[0].score for s in rep.benchmarks] == pytest.approx([0.7425, 0.7055, 0.43])
+    assert rep.composite["measured"] == pytest.approx((m + u + lc) / 3) == pytest.approx(0.62600, abs=1e-5)
+    assert rep.rejected is None and "0.6060" in rep.dethrone  # could dethrone a king ≤ composite − 0.02
+    # the same, with livecodebench's gap at 0.16: pr_eval returns _reject(...) for the whole submission
+    benches[2] = _bench("livecodebench", 0.50, 0.40, 3.0, None, 0.16)
+    rep = score_from_inputs(benches)
+    assert rep.rejected.startswith("overfit_rejected (livecodebench)") and rep.composite["measured"] == 0.0
+    j = rep.to_json()
+    assert j["overfit"] == {"reject_above": 0.15, "penalise_above": 0.08, "factor": 0.85,
+                            "competition_rules_md_says": [0.05, 0.10]}
 
 
 def test_king_loading_errors(tmp_path):

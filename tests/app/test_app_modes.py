@@ -254,6 +254,13 @@ async def test_submit_mode_packs_checks_plans_and_executes(runs_root, tmp_path):
         s.query_one("#sub-push").value = True
         await pilot.pause()
         s.action_pack()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        # a cached run spent $0: TinyRouter's receipt_cost_zero_or_missing, said before packing
+        assert s.bundle is None
+        assert "receipt_cost_zero_or_missing" in "\n".join(str(line.text) for line in s.query_one("#submit-log").lines)
+        _pay(runs_root / "run-real")
+        s.action_pack()
         for _ in range(3):  # pack, then the gates it starts
             await app.workers.wait_for_complete()
             await pilot.pause()
@@ -264,10 +271,16 @@ async def test_submit_mode_packs_checks_plans_and_executes(runs_root, tmp_path):
         s.action_plan()
         await app.workers.wait_for_complete()
         await pilot.pause()
-        # a cached run spent $0: the receipt gate refuses it, and the plan says so in red
-        assert s.plan is not None and s.plan.branch == "sn74-testminer"
-        assert any("receipt" in r for r in s.plan.refusals), s.plan.refusals
-        assert "REFUSED" in s.query_one("#submit-plan", Static).content.plain
+        # the tiny encoder's head is not TinyRouter's (6, 1024): the plan is refused, in red, and
+        # the profile, its verdict wording and the PR text as it will be posted are on screen
+        assert s.plan is not None and s.plan.branch == "submission/testminer-gen1"
+        assert any("weight_sanity" in r and "param_count" in r for r in s.plan.refusals), s.plan.refusals
+        plan_shown = s.query_one("#submit-plan", Static).content.plain
+        assert "REFUSED" in plan_shown
+        assert s.plan.pr_title in plan_shown and s.plan.pr_body in plan_shown
+        assert s.plan.pr_title == "[submission] testminer gen 1 — composite"
+        caption = str(s.query_one("#submit-gates", Static).content.caption)
+        assert "TinyRouter would say: [preflight] REJECTED: param_count" in caption
         s.action_execute()
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -286,10 +299,19 @@ async def test_submit_mode_packs_checks_plans_and_executes(runs_root, tmp_path):
         assert "$ git" in log
         assert "done:" in str(s.query_one("#submit-url", Static).content)
         assert "submit" not in app.unsaved
-    branches = _git("branch", "--list", "sn74-testminer", cwd=origin)
-    assert "sn74-testminer" in branches
-    files = _git("ls-tree", "-r", "--name-only", "sn74-testminer", cwd=origin).split()
+    branches = _git("branch", "--list", "submission/testminer-gen1", cwd=origin)
+    assert "submission/testminer-gen1" in branches
+    files = _git("ls-tree", "-r", "--name-only", "submission/testminer-gen1", cwd=origin).split()
     assert any(f.startswith("submissions/testminer/") for f in files)
+
+
+def _pay(run_dir: Path) -> None:
+    """Paid calls on the run's ledger, as a live phase would append them (TinyRouter refuses a $0 run)."""
+    from trinity.pool.ledger import Ledger
+
+    with Ledger(run_dir / "ledger.jsonl", run_dir.name) as led:
+        led.append(provider="practice", model="simulated/coder", prompt_tokens=400, completion_tokens=120,
+                   cost_micro_usd=2_500, cost_source="estimated", purpose="train")
 
 
 async def test_submit_refuses_an_unfinished_run_unless_force_is_ticked(runs_root, tmp_path):
@@ -297,6 +319,7 @@ async def test_submit_refuses_an_unfinished_run_unless_force_is_ticked(runs_root
     meta = json.loads(meta_path.read_text())
     meta["status"] = "stopped"
     meta_path.write_text(json.dumps(meta))
+    _pay(runs_root / "run-real")
     repo = tmp_path / "repo"
     repo.mkdir()
     app = MinerApp(runs_root=runs_root, poll=False, start_mode="submit")

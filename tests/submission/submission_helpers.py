@@ -10,11 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from trinity.competition.profiles import TINYROUTER_PROFILE
 from trinity.io import atomic_write_json
 from trinity.pool.ledger import Ledger
 from trinity.runs.rundir import RunDir
 
-MODELS = ["m/alpha", "m/beta", "m/gamma"]
+# TinyRouter's pool (configs/models.yaml `openrouter`, router order); receipts name them by the
+# short names of TinyRouter's constants.py
+MODELS = ["qwen/qwen3.5-35b-a3b", "google/gemini-3.1-flash-lite", "deepseek/deepseek-v4-flash"]
+SHORT = ["qwen3.5-35b-a3b", "gemini-3.1-flash-lite", "deepseek-v4-flash"]
 HIDDEN = 1024  # the competition layout: 13,312 parameters for 3 models
 
 
@@ -38,14 +42,16 @@ def isolated_env(tmp_path, monkeypatch):
 
 def make_run(path: Path, *, seed: int = 0, generations: int = 5, paid_calls: int = 3,
              status: str = "finished", models: list[str] | None = None, hidden: int = HIDDEN,
-             theta: np.ndarray | None = None, eval_json: bool = False) -> RunDir:
+             theta: np.ndarray | None = None, eval_json: bool = False, pool: str | None = None,
+             competition: str | None = None) -> RunDir:
     models = list(models or MODELS)
     run = RunDir(path)
     run.path.mkdir(parents=True, exist_ok=True)
-    run.write_meta({"id": run.id, "status": status, "mode": "live", "models": models, "pool": None,
+    run.write_meta({"id": run.id, "status": status, "mode": "live", "models": models, "pool": pool,
                     "benchmarks": ["math500", "mmlu", "livecodebench"], "encoder": "Qwen/Qwen3-0.6B",
                     "config": {"popsize": 32, "m": 16, "sigma0": 0.1, "seed": seed,
-                               "generations": generations}})
+                               "generations": generations},
+                    **({"competition": competition} if competition else {})})
     if theta is None:
         rng = np.random.RandomState(seed)
         n = len(models)
@@ -62,9 +68,13 @@ def make_run(path: Path, *, seed: int = 0, generations: int = 5, paid_calls: int
     if paid_calls:
         with Ledger(run.ledger, run.id) as led:
             for i in range(paid_calls):
-                led.append(provider="openrouter", model=models[i % len(models)], prompt_tokens=900,
-                           completion_tokens=300, cost_micro_usd=12_345 + i, cost_source="reported",
-                           purpose="train")
+                # priced near TinyRouter's own table (openrouter_pricing.py), so the exported
+                # ledger's total at their prices agrees with ours within their $0.05
+                model = models[i % len(models)]
+                pin, pout = TINYROUTER_PROFILE.ledger_prices.get(model.rsplit("/", 1)[-1], (0.2, 0.8))
+                led.append(provider="openrouter", model=model, prompt_tokens=900_000,
+                           completion_tokens=300_000, cost_micro_usd=round(0.9e6 * pin + 0.3e6 * pout) + i,
+                           cost_source="reported", purpose="train")
     return run
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from submission_helpers import MODELS, isolated_env, make_run  # noqa: F401 (autouse fixture)
 from trinity.cli import main
+from trinity.errors import InputError
 from trinity.submission.gates import check_bundle, head_cosine
 from trinity.submission.history import SubmissionHistory
 from trinity.submission.pack import pack_run
@@ -30,8 +31,11 @@ def test_good_bundle_passes_every_gate(tmp_path, capsys):
     rep = check_bundle(b.path, against=tmp_path / "repo" / "submissions")
     g = _gates(rep)
     assert [r.name for r in rep.results] == ["rate_limit", "weight_sanity", "duplicate", "receipt",
-                                             "ledger", "schema", "theta_roundtrip"]
-    assert all(r.status == "pass" for r in rep.results), rep.lines()
+                                             "ledger", "schema", "theta_roundtrip", "frozen_files"]
+    # not a git checkout: the frozen-files gate has no diff to look at and says so
+    assert all(r.status == "pass" for r in rep.results if r.name != "frozen_files"), rep.lines()
+    assert g["frozen_files"].status == "warn" and "not in a git checkout" in g["frozen_files"].reason
+    assert rep.verdict() == "All offline gates passed."
     assert rep.ok and rep.run_dir == str(run.path.resolve())
     assert g["weight_sanity"].numbers["total"] == 13_312
     assert g["duplicate"].numbers["compared"] == 1 and g["duplicate"].numbers["closest"] == str(prior.path)
@@ -41,7 +45,7 @@ def test_good_bundle_passes_every_gate(tmp_path, capsys):
 
     assert main(["check", str(b.path), "--json", "--against", str(tmp_path / "repo" / "submissions")]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["ok"] and len(out["gates"]) == 7
+    assert out["ok"] and len(out["gates"]) == 8 and out["competition"] == "tinyrouter"
 
 
 def test_nan_weights_fail_weight_sanity(tmp_path):
@@ -83,7 +87,8 @@ def test_wrong_shape_and_huge_weights_fail_weight_sanity(tmp_path, capsys):
     g = _gates(check_bundle(b.path))
     assert g["weight_sanity"].status == "fail"
     assert g["weight_sanity"].numbers["head_shape"] == [5, 1024]
-    assert "head shape (5, 1024) != (6, 1024)" in g["weight_sanity"].reason
+    assert "head_shape: got (5, 1024), expected (6, 1024)" in g["weight_sanity"].reason
+    assert "param_count: got 12288, expected 13312" in g["weight_sanity"].reason
     assert main(["check", str(b.path)]) == 1
     assert "FAIL  weight_sanity" in capsys.readouterr().out
 
@@ -141,14 +146,22 @@ def test_two_generations_fail_receipt(tmp_path):
     _, b = _pack(tmp_path, generations=2)
     g = _gates(check_bundle(b.path))
     assert g["receipt"].status == "fail" and g["receipt"].numbers["fitness_entries"] == 2
-    assert "need ≥ 3 generations" in g["receipt"].reason
+    assert g["receipt"].reason.startswith("receipt_fitness_history_too_short: need > 2 entries (>= 3 generations)")
     assert g["weight_sanity"].status == g["ledger"].status == "pass"
 
 
-def test_cached_run_fails_receipt_cost(tmp_path):
-    _, b = _pack(tmp_path, paid_calls=0)
+def test_cached_run_is_refused_before_packing_and_a_zero_cost_receipt_fails(tmp_path):
+    run = make_run(tmp_path / "runs" / "r0", paid_calls=0)
+    with pytest.raises(InputError, match=r"made no paid call .*receipt_cost_zero_or_missing"):
+        pack_run(run.path, "alice", "tinyrouter", out=tmp_path / "repo")
+    assert not (tmp_path / "repo" / "submissions" / "alice").exists()
+    _, b = _pack(tmp_path)
+    r = json.loads((b.path / "receipt.json").read_text())
+    r["total_cost_usd"] = 0
+    (b.path / "receipt.json").write_text(json.dumps(r))
     g = _gates(check_bundle(b.path))
-    assert g["receipt"].status == "fail" and "is not > 0" in g["receipt"].reason
+    assert g["receipt"].status == "fail" and g["receipt"].reason.startswith("receipt_cost_zero_or_missing")
+    assert g["schema"].status == "fail" and "receipt_total_cost_invalid" in g["schema"].reason
 
 
 def test_receipt_missing_and_mistyped_fields_fail_receipt(tmp_path):
@@ -185,7 +198,7 @@ def test_tampered_ledger_fails_ledger_gate(tmp_path):
 
 def test_schema_gate_compares_with_the_configured_pool(tmp_path):
     _, b = _pack(tmp_path)
-    g = _gates(check_bundle(b.path, pool_models=["m/alpha", "m/gamma", "m/beta"]))
+    g = _gates(check_bundle(b.path, pool_models=[MODELS[0], MODELS[2], MODELS[1]]))
     assert g["schema"].status == "fail" and "order matters" in g["schema"].reason
     assert _gates(check_bundle(b.path, pool_models=MODELS))["schema"].status == "pass"
     r = json.loads((b.path / "receipt.json").read_text())
@@ -229,7 +242,7 @@ def test_minirouter_bundle_says_which_gates_do_not_apply(tmp_path):
     assert g["ledger"].status == "warn" and "does not apply" in g["ledger"].reason
     assert g["receipt"].status == "warn" and "does not apply" in g["receipt"].reason
     assert g["weight_sanity"].status == "pass" and g["theta_roundtrip"].status == "pass"
-    assert g["schema"].status == "pass" and g["rate_limit"].status == "pass"
+    assert g["schema"].status == "pass" and g["rate_limit"].status == "warn"  # MiniRouter has none
     assert check_bundle(b.path, miner="alice").ok
 
 

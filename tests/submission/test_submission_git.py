@@ -25,9 +25,9 @@ def _bundle(tmp_path, work, name="r1", seed=1, **kw):
     return pack_run(run.path, "alice", "tinyrouter", out=work)
 
 
-def _commits_on_fork_branch(work) -> list[str]:
+def _commits_on_fork_branch(work, branch="submission/alice-gen1") -> list[str]:
     fork = work.parent / "fork.git"
-    return git(fork, "rev-list", "main..sn74-alice").split()
+    return git(fork, "rev-list", f"main..{branch}").split()
 
 
 def test_pack_check_submit_push_end_to_end(tmp_path, work, capsys):
@@ -39,9 +39,9 @@ def test_pack_check_submit_push_end_to_end(tmp_path, work, capsys):
     assert plan.files == [f"submissions/alice/1/{f}" for f in
                           ("README.md", "head_weights.npy", "receipt.json", "svf_scales.npy")]
     text = "\n".join(plan.describe())
-    assert "sn74-alice from refs/remotes/upstream/main" in text and "run: r1" in text
+    assert "submission/alice-gen1 from refs/remotes/upstream/main" in text and "run: r1" in text
     assert "ledger head: " + b.receipt["ledger_head_hash"] in plan.commit_message
-    assert plan.compare_url == "https://github.com/comp-org/tinyrouter/compare/main...alice:sn74-alice?expand=1"
+    assert plan.compare_url == "https://github.com/comp-org/tinyrouter/compare/main...alice:submission/alice-gen1?expand=1"
 
     res = execute_plan(plan, on_step=steps.append)
     assert res.ok and res.pushed and res.commit, res.message
@@ -117,14 +117,14 @@ def test_refusals_leave_the_repo_untouched(tmp_path, work, monkeypatch):
 
 
 def test_skip_gates_is_recorded_in_the_commit(tmp_path, work):
-    b = _bundle(tmp_path, work, paid_calls=0)  # a cached run: the receipt gate fails honestly
+    b = _bundle(tmp_path, work, generations=2)  # two generations: the receipt gate fails honestly
     assert any("gate receipt fails" in r for r in plan_submission(b.path, work, "alice").refusals)
     plan = plan_submission(b.path, work, "alice", skip_gates=True)
     assert plan.ok and "gates: SKIPPED (--skip-gates)" in plan.commit_message
     res = execute_plan(plan)
     assert res.ok and not res.pushed
-    assert "SKIPPED" in git(work, "log", "-1", "--format=%B", "sn74-alice")
-    assert f"git push origin sn74-alice" in res.message
+    assert "SKIPPED" in git(work, "log", "-1", "--format=%B", "submission/alice-gen1")
+    assert f"git push origin submission/alice-gen1" in res.message
 
 
 def test_rejected_push_then_retry_commits_once(tmp_path, work):
@@ -136,8 +136,8 @@ def test_rejected_push_then_retry_commits_once(tmp_path, work):
     assert not res.ok and not res.pushed and res.commit
     assert "push to origin failed (remote: rejected by test hook;" in res.message and "trinity submit" in res.message
     assert res.continue_command and "--push" in res.continue_command
-    assert git(work, "rev-parse", "sn74-alice") == res.commit            # kept locally
-    assert git(work.parent / "fork.git", "branch", "--list", "sn74-alice") == ""
+    assert git(work, "rev-parse", "submission/alice-gen1") == res.commit            # kept locally
+    assert git(work.parent / "fork.git", "branch", "--list", "submission/alice-gen1") == ""
     assert not SubmissionHistory.open().records()[-1]["pushed"]
 
     hook.unlink()
@@ -151,7 +151,7 @@ def test_rejected_push_then_retry_commits_once(tmp_path, work):
 
 def test_branch_with_unrelated_commits_is_refused(tmp_path, work):
     b = _bundle(tmp_path, work)
-    git(work, "switch", "-q", "-c", "sn74-alice")
+    git(work, "switch", "-q", "-c", "submission/alice-gen1")
     (work / "hack.py").write_text("print('x')\n")
     git(work, "add", "hack.py")
     git(work, "commit", "-q", "-m", "unrelated change")
@@ -166,7 +166,7 @@ def test_branch_with_unrelated_commits_is_refused(tmp_path, work):
 
 def test_next_day_submission_goes_on_top_of_the_previous_one(tmp_path, work):
     b1 = _bundle(tmp_path, work)
-    res1 = execute_plan(plan_submission(b1.path, work, "alice", push=True))
+    res1 = execute_plan(plan_submission(b1.path, work, "alice", push=True, branch="sn74-alice"))
     assert res1.ok
     b2 = _bundle(tmp_path, work, "r2", seed=2)
     hist = SubmissionHistory.open()
@@ -175,11 +175,11 @@ def test_next_day_submission_goes_on_top_of_the_previous_one(tmp_path, work):
     # as if from another clone: no local branch, and a stale remote-tracking ref is not trusted
     git(work, "branch", "-D", "sn74-alice")
     git(work, "update-ref", "-d", "refs/remotes/origin/sn74-alice", check=False)
-    plan = plan_submission(b2.path, work, "alice", push=True)
+    plan = plan_submission(b2.path, work, "alice", push=True, branch="sn74-alice")
     assert plan.ok, plan.refusals
     res2 = execute_plan(plan)
     assert res2.ok, res2.message
-    assert _commits_on_fork_branch(work) == [res2.commit, res1.commit]  # on top of the fork's tip
+    assert _commits_on_fork_branch(work, "sn74-alice") == [res2.commit, res1.commit]  # on top of the fork's tip
     assert git(work, "rev-parse", "sn74-alice") == res2.commit
     assert git(work, "diff-tree", "--no-commit-id", "--name-only", "-r", res2.commit).split() == \
         [f"submissions/alice/2/{f}" for f in ("README.md", "head_weights.npy", "receipt.json", "svf_scales.npy")]
@@ -187,7 +187,7 @@ def test_next_day_submission_goes_on_top_of_the_previous_one(tmp_path, work):
 
 def test_diverged_local_and_fork_branches_are_refused(tmp_path, work):
     b1 = _bundle(tmp_path, work)
-    assert execute_plan(plan_submission(b1.path, work, "alice", push=True)).ok
+    assert execute_plan(plan_submission(b1.path, work, "alice", push=True, branch="sn74-alice")).ok
     # rewrite the local branch: a different related commit on the base
     git(work, "update-ref", "refs/heads/sn74-alice", git(work, "rev-parse", "upstream/main"))
     git(work, "switch", "-q", "sn74-alice")
@@ -198,7 +198,7 @@ def test_diverged_local_and_fork_branches_are_refused(tmp_path, work):
     b2 = _bundle(tmp_path, work, "r2", seed=2)
     SubmissionHistory.open().path.unlink()  # no rate limit in the way
     snap = repo_snapshot(work)
-    plan = plan_submission(b2.path, work, "alice", push=True)
+    plan = plan_submission(b2.path, work, "alice", push=True, branch="sn74-alice")
     assert any("have diverged" in r for r in plan.refusals), plan.refusals
     with pytest.raises(SubmitRefused):
         execute_plan(plan)
@@ -210,7 +210,7 @@ def test_cli_submit_dry_run_and_refusal(tmp_path, work, capsys):
     snap = repo_snapshot(work)
     assert main(["submit", str(b.path), "--repo", str(work), "--miner", "alice", "--push", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "branch      sn74-alice" in out and "dry run: nothing was done" in out
+    assert "branch      submission/alice-gen1" in out and "dry run: nothing was done" in out
     assert repo_snapshot(work) == snap
     (work / "README.md").write_text("dirty\n")
     assert main(["submit", str(b.path), "--repo", str(work), "--miner", "alice", "--push"]) == 5
@@ -230,7 +230,12 @@ def test_bundle_outside_the_repo_is_refused(tmp_path, work):
 def test_minirouter_bundle_submits_final_model(tmp_path, work):
     run = make_run(tmp_path / "runs" / "r1")
     b = pack_run(run.path, "alice", "minirouter", out=work)
-    res = execute_plan(plan_submission(b.path, work, "alice", push=True))
+    plan = plan_submission(b.path, work, "alice", push=True)
+    # MiniRouter's PR check needs the MiniBridge identity used for evaluation
+    assert any("pass --owner-id" in r for r in plan.refusals) and any("pass --key-id" in r for r in plan.refusals)
+    plan = plan_submission(b.path, work, "alice", push=True, owner_id="own-1", key_id="key-1")
+    assert plan.branch == "sn74-alice" and "- `owner_id`: own-1" in plan.pr_body
+    res = execute_plan(plan)
     assert res.ok and res.pushed
     files = git(work, "diff-tree", "--no-commit-id", "--name-only", "-r", res.commit).split()
     assert files == [f"submissions/final_model/{f}" for f in
@@ -273,7 +278,7 @@ def test_a_taken_bundle_path_is_never_overwritten(tmp_path, work):
     SubmissionHistory.open().path.unlink()
     snap = repo_snapshot(work)
     plan = plan_submission(b1.path, work, "alice", push=True)
-    assert any("already exists on sn74-alice" in r for r in plan.refusals), plan.refusals
+    assert any("already exists on submission/alice-gen1" in r for r in plan.refusals), plan.refusals
     with pytest.raises(SubmitRefused):
         execute_plan(plan)
     assert repo_snapshot(work) == snap

@@ -9,11 +9,12 @@ import subprocess
 import numpy as np
 import pytest
 
-from submission_helpers import MODELS, isolated_env, make_run  # noqa: F401 (autouse fixture)
+from submission_helpers import MODELS, SHORT, isolated_env, make_run  # noqa: F401 (autouse fixture)
 from trinity.cli import main
 from trinity.errors import InputError
 from trinity.pool.ledger import verify_ledger
 from trinity.submission.history import SubmissionHistory
+from trinity.submission.ledger_export import verify_mpc_chain
 from trinity.submission.pack import pack_run
 
 
@@ -35,9 +36,16 @@ def test_tinyrouter_bundle_layout_and_receipt(tmp_path):
     r = json.loads((b.path / "receipt.json").read_text())
     led = verify_ledger(run.ledger)
     assert r["total_cost_usd"] == pytest.approx(led.total_usd) and r["total_cost_usd"] > 0
-    assert r["total_cost_micro_usd"] == sum(12_345 + i for i in range(5))
+    assert r["total_cost_micro_usd"] == led.total_micro_usd
     assert r["ledger_head_hash"] == led.head_hash and r["ledger_records"] == 5
-    assert r["pool_models"] == MODELS and r["n_total"] == 13_312
+    # TinyRouter's receipts name the pool by constants.py's short names; our ids are kept beside
+    assert r["pool_models"] == SHORT and r["pool_model_ids"] == MODELS and r["n_total"] == 13_312
+    assert r["competition"] == "tinyrouter"
+    # the ledger exported in TinyRouter's {"m","p","c"} chain, next to our ledger in the run
+    exp = r["ledger_export"]
+    assert exp["records"] == 5 and exp["file"] == "cost_ledger.tinyrouter.jsonl"
+    assert verify_mpc_chain(run.path / exp["file"]) == (True, 5, "")
+    assert abs(exp["total_usd_at_competition_prices"] - r["total_cost_usd"]) < 0.05
     assert (r["popsize"], r["m_cma"], r["seed"], r["generations"]) == (32, 16, 0, 4)
     assert r["benchmark"] == "composite"
     assert r["best_fitness"] == pytest.approx(0.54)
@@ -104,7 +112,7 @@ def test_run_without_best_theta_is_refused_even_forced(tmp_path):
 def test_broken_ledger_is_refused_even_forced(tmp_path):
     run = make_run(tmp_path / "r", paid_calls=3)
     lines = run.ledger.read_text().splitlines(keepends=True)
-    lines[1] = lines[1].replace('"cost_micro_usd":12346', '"cost_micro_usd":1')
+    lines[1] = lines[1].replace('"completion_tokens":300000', '"completion_tokens":1')
     run.ledger.write_text("".join(lines))
     for force in (False, True):
         with pytest.raises(InputError, match="ledger .* does not verify at line 2"):
@@ -112,11 +120,13 @@ def test_broken_ledger_is_refused_even_forced(tmp_path):
     assert not (tmp_path / "repo" / "submissions" / "alice").exists()
 
 
-def test_cached_run_without_ledger_packs_with_zero_cost(tmp_path):
+def test_cached_run_without_ledger_is_refused_for_tinyrouter_and_packs_for_minirouter(tmp_path):
     run = make_run(tmp_path / "r", paid_calls=0)
-    b = pack_run(run.path, "alice", "tinyrouter", out=tmp_path / "repo")
-    r = json.loads((b.path / "receipt.json").read_text())
-    assert r["total_cost_usd"] == 0 and r["ledger_head_hash"] is None and r["ledger_records"] == 0
+    with pytest.raises(InputError, match="receipt_cost_zero_or_missing"):
+        pack_run(run.path, "alice", "tinyrouter", out=tmp_path / "repo")
+    b = pack_run(run.path, "alice", "minirouter", out=tmp_path / "repo")  # MiniRouter has no receipt
+    s = json.loads((b.path / "summary.json").read_text())
+    assert (s["benchmark"], s["n_total"], s["competition"]) == ("composite", 13_312, "minirouter")
 
 
 def test_theta_that_does_not_fit_the_pool_is_refused(tmp_path):

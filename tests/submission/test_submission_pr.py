@@ -43,7 +43,7 @@ class FakeGitHub:
                     self._reply(201, {"number": 7, "html_url": "https://github.com/comp-org/tinyrouter/pull/7"})
                 elif existing:
                     self._reply(422, {"message": "Validation Failed",
-                                      "errors": [{"message": "A pull request already exists for alice:sn74-alice."}]})
+                                      "errors": [{"message": "A pull request already exists for alice:submission/alice-gen1."}]})
                 else:
                     self._reply(status, {"message": f"boom {self.headers.get('Authorization')}"})
 
@@ -88,8 +88,8 @@ def test_pr_through_the_api_sends_the_token_only_in_the_header(bundle, monkeypat
     assert req["path"] == "/repos/comp-org/tinyrouter/pulls"
     assert req["headers"]["Authorization"] == f"Bearer {TOKEN}"
     body = json.loads(req["body"])
-    assert body["head"] == "alice:sn74-alice" and body["base"] == "main"
-    assert body["title"].startswith("sn74: alice tinyrouter submission (run r1")
+    assert body["head"] == "alice:submission/alice-gen1" and body["base"] == "main"
+    assert body["title"] == "[submission] alice gen 1 — composite"
     assert "submissions/alice/1" in body["body"] and "PASS **ledger**" in body["body"]
     # the token is nowhere but the Authorization header
     assert TOKEN not in req["path"] and TOKEN not in req["body"]
@@ -119,7 +119,7 @@ def test_api_error_is_redacted_and_explains_how_to_continue(bundle, monkeypatch)
     assert res2.ok and res2.commit == res.commit
     assert res2.pr_url == "https://github.com/comp-org/tinyrouter/pull/5"
     assert [r["method"] for r in gh.requests] == ["POST", "GET"]
-    assert "head=alice%3Asn74-alice" in gh.requests[1]["path"]
+    assert "head=alice%3Asubmission%2Falice-gen1" in gh.requests[1]["path"]
 
 
 def test_without_a_token_the_compare_url_is_printed(bundle, capsys):
@@ -127,7 +127,7 @@ def test_without_a_token_the_compare_url_is_printed(bundle, capsys):
     assert main(["submit", str(b.path), "--repo", str(work), "--miner", "alice", "--push", "--pr"]) == 0
     out = capsys.readouterr().out
     assert "GITHUB_TOKEN is not set" in out
-    assert "https://github.com/comp-org/tinyrouter/compare/main...alice:sn74-alice?expand=1" in out
+    assert "https://github.com/comp-org/tinyrouter/compare/main...alice:submission/alice-gen1?expand=1" in out
 
 
 @pytest.mark.parametrize("url, expected", [
@@ -150,14 +150,14 @@ def test_compare_url_from_remotes_fork_and_single_repo(tmp_path):
     b = pack_run(run.path, "alice", "tinyrouter", out=work)
     # fork: origin (ssh) is alice's, upstream (https) is the competition's
     plan = plan_submission(b.path, work, "alice", base="main")
-    assert plan.compare_url == "https://github.com/comp-org/tinyrouter/compare/main...alice:sn74-alice?expand=1"
-    assert plan.pr_head == "alice:sn74-alice"
+    assert plan.compare_url == "https://github.com/comp-org/tinyrouter/compare/main...alice:submission/alice-gen1?expand=1"
+    assert plan.pr_head == "alice:submission/alice-gen1"
     # a single https remote that is both
     git(work, "remote", "remove", "upstream")
     git(work, "remote", "set-url", "origin", "https://github.com/comp-org/tinyrouter.git")
     plan = plan_submission(b.path, work, "alice", base="dev")
     assert plan.upstream == "origin"
-    assert plan.compare_url == "https://github.com/comp-org/tinyrouter/compare/dev...comp-org:sn74-alice?expand=1"
+    assert plan.compare_url == "https://github.com/comp-org/tinyrouter/compare/dev...comp-org:submission/alice-gen1?expand=1"
     assert compare_url(GitHubRepo("github.com", "o", "r"), "main", "u", "b") == \
         "https://github.com/o/r/compare/main...u:b?expand=1"
 

@@ -145,7 +145,7 @@ def cmd_score(args) -> int:
     from trinity.analysis.render import score_view
     from trinity.analysis.score import score_estimate
 
-    report = score_estimate(args.run_dir, king=args.king, eval_split=args.eval_split,
+    report = score_estimate(args.run_dir, king=args.king, eval_split=args.eval_split, competition=args.competition,
                             audit_split=args.audit_split, progress=_progress_printer(args))
     _emit(args, report, score_view)
     return 0
@@ -209,10 +209,14 @@ def register(subparsers) -> None:
     p.add_argument("--king", metavar="THETA_OR_BUNDLE", help="the king: a theta .npy, a TinyRouter bundle dir "
                                                             "(head_weights.npy + svf_scales.npy) or a folder with "
                                                             "best_theta.npy")
-    p.add_argument("--eval-split", default="val", choices=("train", "val", "test"),
-                   help="split standing in for the competition's eval set (default val)")
-    p.add_argument("--audit-split", default="test", choices=("train", "val", "test"),
-                   help="split standing in for the audit set (default test)")
+    p.add_argument("--eval-split", default=None, choices=("train", "val", "test", "audit"),
+                   help="split standing in for the competition's eval set (with --audit-split; default: the "
+                        "run's audit split when it has one, else the gap is unknown)")
+    p.add_argument("--audit-split", default=None, choices=("train", "val", "test", "audit"),
+                   help="split standing in for the audit set (default test when --eval-split is given)")
+    from trinity.competition.cliargs import competition_arg
+
+    competition_arg(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
     p.set_defaults(func=cmd_score)
 

@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from trinity.analysis.score import NOVELTY_NO_KING
+from trinity.analysis.score import OVERFIT_FACTOR, OVERFIT_PENALISE, OVERFIT_REJECT, RULES_DOC_OVERFIT
 from trinity.analysis.stats import CI
 
 VERDICT_STYLE = {"POOL_BOUND": "yellow", "ROUTER_BOUND": "cyan", "NEAR_CEILING": "green",
@@ -146,10 +146,15 @@ def score_view(rep) -> Group:
                            ("avg turns (live)", i.avg_turns), ("novelty ×0.05", i.novelty),
                            ("overfit gap (eval − audit)", i.overfit_gap)):
             shown = "not measured" if comp.value is None else f"{comp.value:.3f}"
-            if comp is i.novelty and comp.value is None:
-                shown = f"{NOVELTY_NO_KING:.3f}"
-            _row(t, name, shown, comp.source)
-        _row(t, "overfit penalty", "REJECTED" if b.rejected else f"×{b.penalty:.2f}", "> 0.15 rejects, > 0.08 ×0.85")
+            src = comp.source
+            if comp is i.novelty:
+                shown = f"{b.novelty_used:.3f}"
+                if b is not rep.benchmarks[0]:
+                    src = "pr_eval counts novelty for the first benchmark only: 0 here"
+            _row(t, name, shown, src)
+        _row(t, "overfit penalty", "REJECTS ALL" if b.rejected else f"×{b.penalty:.2f}",
+             f"pr_eval.py: > {OVERFIT_REJECT} rejects the submission, > {OVERFIT_PENALISE} ×{OVERFIT_FACTOR} "
+             f"(COMPETITION_RULES.md says {RULES_DOC_OVERFIT[0]}/{RULES_DOC_OVERFIT[1]})")
         for s in b.scenarios:
             _row(t, f"score [{s.name}]", f"{s.score:.4f}", f"efficiency {s.efficiency:.3f} at {s.avg_turns:.2f} turns")
         out.append(t)
@@ -165,7 +170,15 @@ def score_view(rep) -> Group:
             k, m = rep.king["composite"].get(n), rep.king["margin"].get(n)
             row += [f"{k:.4f}" if k is not None else "—", f"{m:+.4f}" if m is not None else "see below"]
         _row(comp, *row)
-    out += [comp, Text(rep.dethrone), _notes(rep.notes)]
+    out += [comp, Text(rep.dethrone, style="bold red" if rep.rejected else "")]
+    if rep.promotion:
+        pr = rep.promotion
+        king = "none (threshold)" if pr["king"] is None else f"{pr['king']:.4f}"
+        out.append(Text(f"MiniRouter promotion estimate: {pr['score']:.4f} on {pr['items']} items, king {king} → "
+                        f"{'PROMOTES' if pr['promotes'] else 'not promoted'} ({pr['rule']}; {pr['source']})"))
+    from trinity.competition.notice import rewards_notice
+
+    out += [Text("rewards: " + rewards_notice().line(), style="yellow"), _notes(rep.notes)]
     return Group(*out)
 
 

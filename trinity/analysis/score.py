@@ -1,11 +1,20 @@
-"""Local estimate of the TinyRouter score (per benchmark, then the composite).
+"""Local estimate of the competition score: TinyRouter's `scripts/pr_eval.py` formula (per
+benchmark, then the composite), and MiniRouter's promotion rule as its own estimate.
 
+TinyRouter (the numbers are `trinity.competition` TINYROUTER_PROFILE.scoring, as pr_eval's code has them):
     bench_score = (0.70·cached + 0.15·live + 0.10·efficiency + 0.05·novelty) × overfit_penalty
     efficiency  = max(0, (5 − avg_turns) / 4) × live_acc
-    novelty     = 1 − agreement of turn-1 (model, role) choices with the king on ≤ 50 questions
-                  (0.5 when there is no king)
-    overfit     = eval − audit accuracy gap: > 0.15 rejects (score 0), > 0.08 multiplies by 0.85
+    novelty     = FIRST benchmark only: 1 − agreement of turn-1 (model, role) choices with the king
+                  on ≤ 50 questions (0.5 when there is no king); every other benchmark: 0
+    overfit     = eval − audit accuracy gap of ANY benchmark > 0.15 rejects the whole submission;
+                  > 0.08 multiplies that benchmark by 0.85 (COMPETITION_RULES.md says 0.05/0.10:
+                  the code is followed, the document's numbers are shown beside)
     composite   = mean over benchmarks; a new king needs composite ≥ king + 0.02
+The audit accuracy comes from the run's `audit` split when it has one (or from --eval-split /
+--audit-split stand-ins the user names); otherwise the gap is unknown and said to be.
+
+MiniRouter (validator `should_promote_submission`): the math500 test split, the first 20 items after
+`random.Random(0).shuffle`, promoted when the score is ≥ 0.8 and above the king (0.8 without one).
 
 Every component carries where its number came from. When no live evaluation exists the score is
 shown twice, clearly labelled: with live taken as the cached accuracy over one turn (an optimistic
@@ -24,14 +33,18 @@ from trinity.errors import InputError
 
 Progress = Callable[[int, int, str], None]
 
-W_CACHED, W_LIVE, W_EFFICIENCY, W_NOVELTY = 0.70, 0.15, 0.10, 0.05
-MAX_TURNS = 5
-OVERFIT_REJECT = 0.15
-OVERFIT_PENALISE = 0.08
-OVERFIT_FACTOR = 0.85
-DETHRONE_MARGIN = 0.02
-NOVELTY_QUESTIONS = 50
-NOVELTY_NO_KING = 0.5
+from trinity.competition.profiles import MINIROUTER_PROFILE, TINYROUTER_PROFILE  # noqa: E402
+
+_TR = TINYROUTER_PROFILE.scoring
+W_CACHED, W_LIVE, W_EFFICIENCY, W_NOVELTY = _TR.w_cached, _TR.w_live, _TR.w_efficiency, _TR.w_novelty
+MAX_TURNS = _TR.max_turns
+OVERFIT_REJECT = _TR.overfit_reject
+OVERFIT_PENALISE = _TR.overfit_penalise
+OVERFIT_FACTOR = _TR.overfit_factor
+RULES_DOC_OVERFIT = _TR.rules_doc_overfit
+DETHRONE_MARGIN = _TR.win_margin
+NOVELTY_QUESTIONS = _TR.novelty_questions
+NOVELTY_NO_KING = _TR.novelty_neutral
 
 
 @dataclass
@@ -53,6 +66,8 @@ class BenchInputs:
 
 
 def efficiency(avg_turns: float, live_acc: float) -> float:
+    if live_acc <= 0:
+        return 0.0
     return max(0.0, (MAX_TURNS - avg_turns) / (MAX_TURNS - 1)) * live_acc
 
 
@@ -99,16 +114,25 @@ class BenchScore:
     penalty: float
     rejected: bool
     scenarios: list[Scenario]
+    novelty_used: float = NOVELTY_NO_KING
 
     def to_json(self) -> dict:
         return {**asdict(self.inputs), "penalty": self.penalty, "rejected": self.rejected,
-                "scenarios": [asdict(s) for s in self.scenarios]}
+                "novelty_used": self.novelty_used, "scenarios": [asdict(s) for s in self.scenarios]}
 
 
-def score_bench(b: BenchInputs) -> BenchScore:
+def novelty_used(b: BenchInputs, first: bool) -> float:
+    """pr_eval computes novelty for the first benchmark only (the king's, or 0.5 without one);
+    every later benchmark scores novelty 0."""
+    if not first and _TR.novelty_first_benchmark_only:
+        return 0.0
+    return b.novelty.value if b.novelty.value is not None else NOVELTY_NO_KING
+
+
+def score_bench(b: BenchInputs, first: bool = True) -> BenchScore:
     if b.cached.value is None:
         raise InputError(f"{b.benchmark}: the cached accuracy is required for a score estimate")
-    nov = b.novelty.value if b.novelty.value is not None else NOVELTY_NO_KING
+    nov = novelty_used(b, first)
     gap = b.overfit_gap.value
     mult, rejected = overfit_penalty(gap)
     cases: list[tuple[str, float, float]] = []
@@ -120,7 +144,7 @@ def score_bench(b: BenchInputs) -> BenchScore:
         cases.append(("live=0 (pessimistic)", 0.0, 1.0))
     scen = [Scenario(name, live, turns, efficiency(turns, live),
                      bench_score(b.cached.value, live, turns, nov, gap)) for name, live, turns in cases]
-    return BenchScore(b, mult, rejected, scen)
+    return BenchScore(b, mult, rejected, scen, nov)
 
 
 @dataclass
@@ -131,12 +155,18 @@ class ScoreReport:
     king: dict | None  # the king's estimate under the same assumptions, and the margins
     dethrone: str  # in words
     notes: list[str] = field(default_factory=list)
+    rejected: str | None = None  # pr_eval's reason when the whole submission is rejected
+    promotion: dict | None = None  # MiniRouter's promotion estimate, when the run has math500 items
+    competition: str = TINYROUTER_PROFILE.name
 
     def to_json(self) -> dict:
-        return {"run": self.run, "benchmarks": [b.to_json() for b in self.benchmarks], "composite": self.composite,
+        return {"run": self.run, "competition": self.competition, "benchmarks": [b.to_json() for b in self.benchmarks],
+                "composite": self.composite, "rejected": self.rejected,
                 "king": self.king, "dethrone": self.dethrone, "dethrone_margin": DETHRONE_MARGIN,
                 "weights": {"cached": W_CACHED, "live": W_LIVE, "efficiency": W_EFFICIENCY, "novelty": W_NOVELTY},
-                "notes": self.notes}
+                "overfit": {"reject_above": OVERFIT_REJECT, "penalise_above": OVERFIT_PENALISE,
+                            "factor": OVERFIT_FACTOR, "competition_rules_md_says": list(RULES_DOC_OVERFIT or ())},
+                "promotion": self.promotion, "notes": self.notes}
 
 
 def _composite(scores: list[BenchScore]) -> dict[str, float]:
@@ -159,15 +189,23 @@ def score_from_inputs(benches: list[BenchInputs], *, king_benches: list[BenchInp
     """Score every benchmark, the composite, and (with a king estimate) the margins."""
     if not benches:
         raise InputError("no benchmarks to score")
-    scores = [score_bench(b) for b in benches]
+    scores = [score_bench(b, i == 0) for i, b in enumerate(benches)]
     comp = _composite(scores)
+    rejected = next((f"overfit_rejected ({s.inputs.benchmark}): eval-audit gap {s.inputs.overfit_gap.value:.4f} > "
+                     f"{OVERFIT_REJECT}" for s in scores if s.rejected), None)
+    if rejected:
+        # pr_eval returns _reject(...) at the first such benchmark: no composite, no king comparison
+        comp = {n: 0.0 for n in comp}
+        return ScoreReport(run, scores, comp, None, f"REJECTED as a whole by pr_eval — {rejected}: the submission "
+                           "is not scored (no margin over any king)", list(notes or []), rejected=rejected)
     king = None
     if king_benches is not None:
-        kcomp = _composite([score_bench(b) for b in king_benches])
+        kcomp = _composite([score_bench(b, i == 0) for i, b in enumerate(king_benches)])
         # compare like with like; a measured live score is compared with both king bounds
         pairs = [(n, n) for n in comp if n in kcomp] or [(n, k) for n in comp for k in kcomp]
         margins = {(n if n == k else f"ours {n} − king {k}"): comp[n] - kcomp[k] for n, k in pairs}
-        king = {"benchmarks": [score_bench(b).to_json() for b in king_benches], "composite": kcomp,
+        king = {"benchmarks": [score_bench(b, i == 0).to_json() for i, b in enumerate(king_benches)],
+                "composite": kcomp,
                 "margin": margins, "dethrones": {n: bool(m >= DETHRONE_MARGIN) for n, m in margins.items()}}
         parts = [f"{n}: {m:+.4f} ({'≥' if m >= DETHRONE_MARGIN else '<'} {DETHRONE_MARGIN})" for n, m in margins.items()]
         dethrone = "margin over the king estimate — " + "; ".join(parts)
@@ -205,41 +243,87 @@ def _bench_order(questions) -> list[str]:
     return seen
 
 
-def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_split: str = "val",
-                   audit_split: str = "test", progress: Progress | None = None) -> ScoreReport:
-    """The score estimate of a trained run (cached numbers computed now; live read from eval.json)."""
+def promotion_items(questions, p=MINIROUTER_PROFILE):
+    """MiniRouter's evaluation items: the benchmark's questions (in input order) shuffled by
+    `random.Random(seed)`, the first `n_items` (its `load_tasks(..., max_items=20, seed=0)`)."""
+    import random
+
+    sc = p.scoring
+    items = [q for q in questions if q.benchmark == sc.benchmark]
+    random.Random(sc.shuffle_seed).shuffle(items)
+    return items[:sc.n_items], len([q for q in questions if q.benchmark == sc.benchmark])
+
+
+def promotion(score: float, king: float | None, p=MINIROUTER_PROFILE) -> bool:
+    """MiniRouter's validator: promote iff score ≥ threshold and > the king (the threshold without one)."""
+    thr = p.scoring.threshold
+    return score >= thr and score > (thr if king is None else king)
+
+
+def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_split: str | None = None,
+                   audit_split: str | None = None, progress: Progress | None = None,
+                   competition: str | None = None) -> ScoreReport:
+    """The score estimate of a trained run (cached numbers computed now; live read from eval.json).
+
+    The overfit gap: with --eval-split/--audit-split, those splits (stand-ins, labelled); else the
+    run's `audit` split when it has one (cached test − audit, as pr_eval's hidden − audit); else
+    unknown (the penalty is not applied, and the report says so)."""
     from trinity.analysis.evaluate import load_router, read_eval
     from trinity.analysis.oracle import validate_solves
+    from trinity.competition.profiles import run_competition
     from trinity.optim.runinputs import load_run_inputs
     from trinity.runs.rundir import RunDir
 
     run = RunDir(run_dir)
-    run.read_meta()
-    if eval_split == audit_split:
-        raise InputError(f"--eval-split and --audit-split are both {eval_split!r}; the overfit gap needs two splits")
+    meta = run.read_meta()
+    prof = run_competition(meta, competition)
+    stand_in = eval_split is not None or audit_split is not None
+    if stand_in:
+        eval_split, audit_split = eval_split or "val", audit_split or "test"
+        if eval_split == audit_split:
+            raise InputError(f"--eval-split and --audit-split are both {eval_split!r}; the overfit gap needs two splits")
     inputs = load_run_inputs(run)
     if inputs.matrix is None:
         raise InputError(f"{run.path}: the run has no outcome matrix; the cached score needs one")
-    for s in (eval_split, audit_split):
-        if s not in inputs.splits:
-            raise InputError(f"{run.path}: the run records no {s!r} split")
+    has_audit = bool(inputs.splits.get("audit"))
+    if stand_in:
+        scored, other, sign = audit_split, eval_split, 1.0      # gap = eval − audit = other − scored
+    else:
+        scored, other, sign = "test", ("audit" if has_audit else None), -1.0  # gap = test − audit
+    for sp in (scored, other):
+        if sp is not None and sp not in inputs.splits:
+            raise InputError(f"{run.path}: the run records no {sp!r} split")
     by_id = {q.id: q for q in inputs.questions}
-    audit_q = [by_id[i] for i in inputs.splits[audit_split]]
-    eval_q = [by_id[i] for i in inputs.splits[eval_split]]
+    audit_q = [by_id[i] for i in inputs.splits[scored]]
+    eval_q = [by_id[i] for i in inputs.splits[other]] if other else []
     if not audit_q:
-        raise InputError(f"{run.path}: the {audit_split} split is empty; nothing to score on")
+        raise InputError(f"{run.path}: the {scored} split is empty; nothing to score on")
     p = validate_solves(inputs.matrix.solves, f"{run.path} matrix").mean(axis=2)  # (Q, M)
     if progress:
         progress(0, 2 if king else 1, "routing")
     ours = load_router(run.path)
-    everything = audit_q + eval_q
+    promo_q, promo_n = promotion_items(inputs.questions)
+    everything = audit_q + eval_q + promo_q
     routing = ours.route(everything)
     rows = np.array([inputs.matrix.row(q.id) for q in everything], dtype=np.int64)
     correct = p[rows, np.asarray(routing.model_idx, dtype=np.int64)]  # (N,) expected correctness
-    n_audit = len(audit_q)
+    n_audit, n_eval = len(audit_q), len(eval_q)
     king_routing = king_correct = None
-    notes = [f"cached accuracy: {audit_split} split, turn 1, mean of the k={inputs.matrix.k} recorded answers",
-             f"overfit gap: {eval_split} − {audit_split} cached accuracy (local stand-in for eval − audit)"]
+    if stand_in:
+        gap_note = f"overfit gap: {eval_split} − {audit_split} cached accuracy (stand-ins you chose for eval − audit)"
+    elif has_audit:
+        gap_note = "overfit gap: test − audit cached accuracy (the run's audit split; pr_eval: hidden − audit)"
+    else:
+        gap_note = ("overfit gap: audit accuracy unknown — the run has no audit split (pass --eval-split/--audit-split "
+                    "to use stand-ins); no penalty applied here, pr_eval would apply it")
+    notes = [f"competition: {prof.title}",
+             f"cached accuracy: {scored} split, turn 1, mean of the k={inputs.matrix.k} recorded answers",
+             gap_note,
+             f"overfit rule (pr_eval.py code): > {OVERFIT_PENALISE} ×{OVERFIT_FACTOR}, > {OVERFIT_REJECT} rejects the "
+             f"whole submission; COMPETITION_RULES.md says {RULES_DOC_OVERFIT[0]}/{RULES_DOC_OVERFIT[1]} — the code "
+             "is followed",
+             "novelty: first benchmark only (pr_eval); later benchmarks score novelty 0"]
+    king_router = None
     if king is not None:
         from trinity.optim.routing import TrainedRouter
 
@@ -249,21 +333,22 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
                              f"{ours.router.n_params} ({len(ours.models)} models): the king must come from "
                              "the same encoder and pool")
         king_router = TrainedRouter(ours.router, theta, ours.models, run_id="king")
-        king_routing = king_router.route(audit_q)
-        king_correct = p[rows[:n_audit], np.asarray(king_routing.model_idx, dtype=np.int64)]
+        king_routing = king_router.route(audit_q + promo_q)
+        kr = np.concatenate([rows[:n_audit], rows[n_audit + n_eval:]])
+        king_correct = p[kr, np.asarray(king_routing.model_idx, dtype=np.int64)]
         notes.append(f"king: {label}, routed with this run's encoder and pool")
         if progress:
             progress(1, 2, "routed the king")
-    live = read_eval(run.path, "live", audit_split)
+    live = read_eval(run.path, "live", scored)
     live_bench = (live or {}).get("per_benchmark", {})
     benches, king_benches = [], []
     for b in _bench_order(audit_q):
         a_idx = np.array([i for i, q in enumerate(audit_q) if q.benchmark == b])
         e_idx = np.array([n_audit + i for i, q in enumerate(eval_q) if q.benchmark == b], dtype=np.int64)
         acc = float(correct[a_idx].mean())
-        cached = Component(acc, f"cached, {audit_split} split, {a_idx.size} questions")
+        cached = Component(acc, f"cached, {scored} split, {a_idx.size} questions")
         if e_idx.size:
-            gap_v = float(correct[e_idx].mean()) - acc
+            gap_v = sign * (float(correct[e_idx].mean()) - acc)
             # the standard error of a difference of two independent means: is the gap more than noise?
             # (sample variances, ddof=1: one question per side says nothing about the spread)
             if e_idx.size >= 2 and a_idx.size >= 2:
@@ -272,13 +357,16 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
                 noise = f"standard error ±{se:.3f}"
             else:
                 noise = "standard error unknown (a split has 1 question)"
-            gap = Component(gap_v, f"cached, {eval_split} ({e_idx.size} q) − {audit_split} ({a_idx.size} q), "
-                                   f"{noise}")
+            first, second = (other, scored) if sign > 0 else (scored, other)
+            n_first, n_second = (e_idx.size, a_idx.size) if sign > 0 else (a_idx.size, e_idx.size)
+            gap = Component(gap_v, f"cached, {first} ({n_first} q) − {second} ({n_second} q), {noise}")
+        elif other is None:
+            gap = Component(None, "audit accuracy unknown (no audit split in the run): penalty not applied")
         else:
-            gap = Component(None, f"no {eval_split} questions for {b}: penalty not applied")
+            gap = Component(None, f"no {other} questions for {b}: penalty not applied")
         if b in live_bench:
             lb = live_bench[b]
-            lv = Component(float(lb["accuracy"]), f"live eval.json, {audit_split} split, {lb['n']} questions "
+            lv = Component(float(lb["accuracy"]), f"live eval.json, {scored} split, {lb['n']} questions "
                                                   f"× {live.get('samples', 1)} sessions")
             turns = Component(float(lb.get("avg_turns", 1.0)), "live eval.json")
         else:
@@ -288,10 +376,10 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
             nov_idx = a_idx[:NOVELTY_QUESTIONS]
             nov = Component(novelty((routing.model_idx[nov_idx], routing.role_idx[nov_idx]),
                                     (king_routing.model_idx[nov_idx], king_routing.role_idx[nov_idx])),
-                            f"turn-1 (model, role) vs the king on {nov_idx.size} {audit_split} questions")
+                            f"turn-1 (model, role) vs the king on {nov_idx.size} {scored} questions")
             kacc = float(king_correct[a_idx].mean())
             king_benches.append(BenchInputs(
-                b, Component(kacc, f"king, cached, {audit_split} split, {a_idx.size} questions"),
+                b, Component(kacc, f"king, cached, {scored} split, {a_idx.size} questions"),
                 Component(None, "not measured for the king"), Component(None, "not measured for the king"),
                 Component(None, f"unknown for the king; {NOVELTY_NO_KING} assumed (the no-king rule value)"),
                 Component(None, "the king has passed its audit")))
@@ -300,5 +388,19 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
         benches.append(BenchInputs(b, cached, lv, turns, nov, gap))
     if progress:
         progress(2 if king else 1, 2 if king else 1, "scored")
-    return score_from_inputs(benches, king_benches=king_benches if king is not None else None,
-                             run=str(run.path), notes=notes)
+    rep = score_from_inputs(benches, king_benches=king_benches if king is not None else None,
+                            run=str(run.path), notes=notes)
+    rep.competition = prof.name
+    if promo_q:
+        sc = MINIROUTER_PROFILE.scoring
+        start = n_audit + n_eval
+        ours_s = float(correct[start:].mean())
+        king_s = float(king_correct[n_audit:].mean()) if king_correct is not None else None
+        rep.promotion = {
+            "rule": f"{sc.benchmark} {sc.split}, first {sc.n_items} items after random.Random({sc.shuffle_seed}).shuffle; "
+                    f"promote at ≥ {sc.threshold} and above the king ({sc.threshold} without one)",
+            "items": len(promo_q), "available": promo_n, "score": ours_s, "king": king_s,
+            "threshold": sc.threshold, "promotes": promotion(ours_s, king_s),
+            "source": (f"cached turn-1 expected correctness on {len(promo_q)} of the run's {promo_n} {sc.benchmark} "
+                       f"questions (the validator draws from all 500 MATH-500 test items and runs the full live session)")}
+    return rep

@@ -149,8 +149,11 @@ def _minirouter_layout(theta: np.ndarray, summary: Any, problems: list[str]) -> 
     n_models = hidden = None
     if isinstance(summary, dict):
         models = summary.get("models")
+        pool = summary.get("pool")  # MiniRouter's own key: the pool's model names
         if isinstance(models, list) and models:
             n_models = len(models)
+        elif isinstance(pool, list) and pool:
+            n_models = len(pool)
         elif isinstance(summary.get("n_models"), int):
             n_models = summary["n_models"]
         if isinstance(summary.get("hidden"), int) and summary["hidden"] > 0:

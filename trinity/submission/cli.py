@@ -7,6 +7,8 @@ import argparse
 import json
 import sys
 
+from trinity.competition.cliargs import competition_arg
+
 
 def _history_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--history", metavar="FILE",
@@ -15,6 +17,7 @@ def _history_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _gate_args(p: argparse.ArgumentParser) -> None:
+    competition_arg(p)
     p.add_argument("--against", metavar="DIR", action="append",
                    help="directory of prior bundles (searched recursively; repeatable; default: the "
                         "submissions/ folder the bundle is in)")
@@ -30,8 +33,10 @@ def register(sub) -> None:
     p = sub.add_parser("pack", help="pack a finished run into a submission bundle")
     p.add_argument("run_dir", metavar="RUN_DIR", help="the finished run directory to pack")
     p.add_argument("--miner", required=True, help="your miner (GitHub user) name")
-    p.add_argument("--format", required=True, choices=("minirouter", "tinyrouter"), dest="fmt",
-                   help="minirouter: submissions/final_model/; tinyrouter: submissions/<miner>/<n>/")
+    p.add_argument("--format", choices=("minirouter", "tinyrouter"), dest="fmt",
+                   help="minirouter: submissions/final_model/; tinyrouter: submissions/<miner>/<n>/ "
+                        "(default: the competition's layout)")
+    competition_arg(p)
     p.add_argument("--out", metavar="DIR",
                    help="root of the competition checkout; the bundle goes to DIR/submissions/… (default: .)")
     p.add_argument("--force", action="store_true", help="pack a run that has not finished (best θ so far)")
@@ -48,7 +53,7 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the gate report as JSON")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("submit", help="commit a bundle on sn74-<miner>, push it and open the PR",
+    p = sub.add_parser("submit", help="commit a bundle on the competition's branch, push it and open the PR",
                        description="Show the plan (branch, files, commit message, push target, PR), refuse a "
                                    "dirty tree, secrets, big files or failing gates, then commit only the bundle "
                                    "on sn74-<miner>, push it (--push) and open the PR (--pr). Prior bundles for "
@@ -65,6 +70,10 @@ def register(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="show the plan and stop")
     p.add_argument("--skip-gates", action="store_true", help="do not run the gates (recorded in the commit)")
     p.add_argument("--api-url", help="GitHub API base URL (default: $GITHUB_API_URL or api.github.com)")
+    p.add_argument("--branch", help="branch to commit on (default: the competition's convention — TinyRouter "
+                                    "submission/<miner>-gen<n>, MiniRouter sn74-<miner>)")
+    p.add_argument("--owner-id", help="MiniRouter: your MiniBridge owner_id (its PR check requires it)")
+    p.add_argument("--key-id", help="MiniRouter: your MiniBridge key_id (its PR check requires it)")
     _gate_args(p)
     p.set_defaults(func=cmd_submit)
 
@@ -90,7 +99,8 @@ def _pool(args) -> list[str] | None:
 def cmd_pack(args) -> int:
     from trinity.submission.pack import pack_run
 
-    b = pack_run(args.run_dir, args.miner, args.fmt, out=args.out, force=args.force, history=args.history)
+    b = pack_run(args.run_dir, args.miner, args.fmt, out=args.out, force=args.force, history=args.history,
+                 competition=args.competition)
     print("\n".join(b.describe()))
     print(f"next: trinity check {b.path}")
     return 0
@@ -101,7 +111,7 @@ def cmd_check(args) -> int:
 
     _default_against(args, args.bundle_dir)
     rep = check_bundle(args.bundle_dir, args.against, args.king, args.history, miner=args.miner,
-                       run_dir=args.run_dir, pool_models=_pool(args))
+                       run_dir=args.run_dir, pool_models=_pool(args), competition=args.competition)
     if args.json:
         print(json.dumps(rep.to_dict(), indent=2))
     else:
@@ -117,7 +127,8 @@ def cmd_submit(args) -> int:
                            upstream=args.upstream, push=args.push, pr=args.pr, dry_run=args.dry_run,
                            skip_gates=args.skip_gates, api_url=args.api_url, history=args.history,
                            against=args.against, king=args.king, run_dir=args.run_dir,
-                           pool_models=_pool(args))
+                           pool_models=_pool(args), competition=args.competition,
+                           owner_id=args.owner_id, key_id=args.key_id, branch=args.branch)
     print("plan:")
     print("\n".join(f"  {ln}" for ln in plan.describe()))
     if plan.dry_run:

@@ -2,7 +2,8 @@
 
 The commit is built with plumbing on a temporary index (`read-tree`, `add`, `write-tree`,
 `commit-tree`, `update-ref`), so it holds exactly the parent's tree plus the bundle, and the
-user's checkout, index and current branch are never touched. Branch `sn74-<miner>` starts at the
+user's checkout, index and current branch are never touched. The branch (the competition's
+convention: `submission/<miner>-gen<n>` for TinyRouter, `sn74-<miner>` for MiniRouter) starts at the
 freshly fetched base (`<upstream>/<base>`), or continues an existing branch whose commits only
 touch this miner's submissions.
 
@@ -338,24 +339,23 @@ def _commit_message(miner: str, rel: str, info: dict[str, Any], bundle_hash: str
     return "\n".join(lines) + "\n"
 
 
-def _pr_text(miner: str, rel: str, fmt: str, info: dict[str, Any], report: GateReport | None,
-             skip_gates: bool) -> tuple[str, str]:
-    best = info.get("best_fitness")
-    best_s = f"{best:.4f}" if isinstance(best, (int, float)) else "n/a"
-    title = f"sn74: {miner} {fmt} submission (run {info.get('run_id') or 'unknown'}, best fitness {best_s})"
-    body = [f"Submission bundle `{rel}/` by **{miner}** ({fmt}).", "",
-            "| | |", "|---|---|",
-            f"| run | `{info.get('run_id') or 'unknown'}` |",
-            f"| best fitness | {best_s} |",
-            f"| generations | {info.get('generations', 'n/a')} |",
-            f"| training cost (ledger) | {info.get('total_cost_usd', 'n/a')} USD |",
-            f"| ledger head | `{info.get('ledger_head_hash') or 'none'}` |", ""]
-    if skip_gates:
-        body.append("Local gates were **skipped** (`--skip-gates`).")
-    elif report is not None:
-        body += ["Local gate pre-check (minertui):", ""]
-        body += [f"- {r.status.upper()} **{r.name}**: {r.reason}" for r in report.results]
-    return title, "\n".join(body) + "\n"
+def _pr_text(prof, miner: str, rel: str, info: dict[str, Any], report: GateReport | None,
+             skip_gates: bool, extra: dict[str, Any]) -> tuple[str, str]:
+    """Title and body in the competition's form (`trinity.competition.pr`)."""
+    from trinity.competition.pr import pr_body, pr_title
+
+    parts = rel.split("/")
+    n = int(parts[-1]) if parts[-1].isdigit() else None
+    data = {**info, **{k: v for k, v in extra.items() if v is not None}, "miner": miner, "n": n, "bundle": rel,
+            "gates_ok": bool(report is not None and report.ok)}
+    data.setdefault("pool_names", info.get("pool") if isinstance(info.get("pool"), list) else info.get("pool_models"))
+    if isinstance(info.get("pool"), list):
+        data["pool"] = info.get("provider") or "chutes"
+    gate_lines = (["Local gates were **skipped** (`--skip-gates`)."] if skip_gates else
+                  [f"- {r.status.upper()} **{r.name}**: {r.reason}" for r in report.results] if report else [])
+    if report is not None and not skip_gates:
+        gate_lines.append(f"- {prof.title} would say: {report.verdict()}")
+    return pr_title(prof, data), pr_body(prof, data, gate_lines)
 
 
 def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, miner: str, *,
@@ -364,7 +364,8 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
                     api_url: str | None = None, history: SubmissionHistory | str | os.PathLike | None = None,
                     against: Any = None, king: str | os.PathLike | None = None,
                     run_dir: str | os.PathLike | None = None, pool_models: list[str] | None = None,
-                    ) -> SubmitPlan:
+                    competition: str | None = None, owner_id: str | None = None, key_id: str | None = None,
+                    branch: str | None = None) -> SubmitPlan:
     """Everything `execute_plan` will do, checked locally (no network); see `SubmitPlan.describe`."""
     from trinity.submission.pack import check_miner
 
@@ -392,7 +393,14 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
     upstream = upstream or ("upstream" if "upstream" in remotes else remote)
     if upstream not in remotes:
         raise InputError(f"remote {upstream!r} not found in {root}; pass --upstream")
-    branch = f"sn74-{miner}"
+    from trinity.competition.profiles import get_profile
+
+    lb0 = load_bundle(bundle)
+    prof = get_profile(competition or (lb0.receipt or lb0.summary or {}).get("competition") or fmt)
+    tail = Path(rel).name
+    branch = branch or prof.branch(miner, int(tail) if tail.isdigit() else None)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,120}", branch) or ".." in branch or branch.endswith((".lock", "/")):
+        raise InputError(f"branch name {branch!r} is not valid; use letters, digits, '-', '_', '.', '/'")
     base_ref = f"refs/remotes/{upstream}/{base}"
 
     # The working tree: tracked changes outside the bundle would be a different state than the
@@ -426,7 +434,8 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
 
     report = None
     if not skip_gates:
-        report = check_bundle(bundle, against, king, hist, miner=miner, run_dir=run_dir, pool_models=pool_models)
+        report = check_bundle(bundle, against, king, hist, miner=miner, run_dir=run_dir, pool_models=pool_models,
+                              competition=prof.name)
         refusals += [f"gate {g.name} fails: {g.reason}" for g in report.failed()]
     lb = load_bundle(bundle)
     info = dict(lb.receipt or lb.summary or {})
@@ -438,7 +447,14 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
     fork = github.parse_remote_url(_config(r, f"remote.{remote}.url"))
     head_owner = fork.owner if fork else (target.owner if target and upstream == remote else None)
     cmp_url = github.compare_url(target, base, head_owner, branch) if target and head_owner else None
-    title, body = _pr_text(miner, rel, fmt, info, report, skip_gates)
+    extra = {"owner_id": owner_id, "key_id": key_id, **_local_score(report)}
+    from trinity.competition.pr import pr_missing
+
+    refusals += pr_missing(prof, {**info, **extra})
+    from trinity.competition.notice import rewards_notice
+
+    notes.append("rewards: " + rewards_notice().line())
+    title, body = _pr_text(prof, miner, rel, info, report, skip_gates, extra)
     body = _public(body, root)
     push_url = scrub(_config(r, f"remote.{remote}.pushurl") or _config(r, f"remote.{remote}.url") or remote)
     return SubmitPlan(
@@ -450,8 +466,30 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
         api_url=github.api_base_url(target, api_url), push_url=push_url, branch_state=state.describe,
         history=hist, gate_report=report,
         continue_command=_rerun_command(bundle, root, miner, base, remote, upstream, push, pr, api_url,
-                                        hist.path, skip_gates, _gate_args(against, king, run_dir, pool_models)),
+                                        hist.path, skip_gates, _gate_args(against, king, run_dir, pool_models)
+                                        + ["--competition", prof.name, "--branch", branch]
+                                        + (["--owner-id", owner_id] if owner_id else [])
+                                        + (["--key-id", key_id] if key_id else [])),
         refusals=refusals, notes=notes)
+
+
+def _local_score(report: GateReport | None) -> dict[str, Any]:
+    """The run's local evaluation (eval.json) for the PR's "Local eval score" line, when it has one."""
+    if report is None or not report.run_dir:
+        return {}
+    from trinity.io import read_json
+
+    path = Path(report.run_dir) / "eval.json"
+    try:
+        doc = read_json(path, "eval.json") if path.exists() else None
+    except InputError:
+        return {}
+    if not isinstance(doc, dict):
+        return {}
+    for key in ("accuracy", "test_acc"):
+        if isinstance(doc.get(key), (int, float)):
+            return {"local_score": f"{doc[key]:.4f}", "local_score_settings": f"trinity eval ({path.name}, {key})"}
+    return {}
 
 
 # ---- execution ----------------------------------------------------------------------------------

@@ -10,7 +10,14 @@ lands where `trinity submit` expects it. A bundle is written into a temporary si
 and renamed into place, so a crash never leaves half a bundle under its final name.
 
 Refusals: a run that is not finished (unless `force`), one without `best_theta.npy`, one whose θ
-does not fit the run's pool, and one whose ledger does not verify (never overridable).
+does not fit the run's pool, one whose ledger does not verify (never overridable), and — for a
+competition whose receipt must show a cost (TinyRouter) — a run that made no paid call.
+
+The competition profile (`trinity.competition`) decides what is written: TinyRouter receipts name
+the pool by its short names (`constants.py` DEFAULT_POOL_MODELS), say `benchmark: composite`, carry
+`fitness_history` rows with `generation`, and the run's ledger is exported next to it in
+TinyRouter's `{"m","p","c"}` chain (`runs/<id>/cost_ledger.tinyrouter.jsonl`, for
+TRINITY_COST_LEDGER); MiniRouter summaries get `benchmark`, `n_total`, `best_fitness` and `pool`.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from typing import Any
 
 
 from trinity import __version__
+from trinity.competition.profiles import Profile
 from trinity.errors import InputError
 from trinity.io import atomic_write_json, atomic_write_text, read_json
 from trinity.runs.rundir import RunDir
@@ -48,11 +56,14 @@ class Bundle:
     hash: str
     files: list[str]
     receipt: dict[str, Any] | None = None
+    competition: str | None = None
+    notes: list[str] | None = None
 
     def describe(self) -> list[str]:
-        lines = [f"{self.format} bundle {self.path}", f"  run {self.run_id}, miner {self.miner}",
-                 f"  hash {self.hash[:16]}…"]
+        lines = [f"{self.format} bundle {self.path}" + (f" for {self.competition}" if self.competition else ""),
+                 f"  run {self.run_id}, miner {self.miner}", f"  hash {self.hash[:16]}…"]
         lines += [f"  {f}" for f in self.files]
+        lines += [f"  {n}" for n in self.notes or []]
         return lines
 
 
@@ -254,14 +265,34 @@ def _place(tmp: Path, final: Path, replace: bool) -> None:
         os.rename(tmp, final)  # fails if `final` appeared meanwhile
 
 
-def pack_run(run_dir: str | os.PathLike, miner: str, fmt: str, out: str | os.PathLike | None = None,
-             force: bool = False, history: SubmissionHistory | str | os.PathLike | None = None) -> Bundle:
+def pack_profile(meta: dict[str, Any], fmt: str | None, competition: str | None = None) -> Profile:
+    """The competition a pack is for: `competition` (the --competition flag), else run.json's
+    `competition`, else the bundle format's competition, else the default of the run's pool. A
+    format that is not that competition's layout is refused."""
+    from trinity.competition.profiles import get_profile, run_competition
+
+    if competition or meta.get("competition") or not fmt:
+        prof = run_competition(meta, competition)
+    else:
+        prof = get_profile(fmt)
+    if fmt and fmt != prof.bundle_format:
+        raise InputError(f"the run is for {prof.title} (run.json `competition`, or --competition), whose "
+                         f"bundles are --format {prof.bundle_format}, not {fmt}; pass --competition {fmt} "
+                         "to pack it for the other competition")
+    return prof
+
+
+def pack_run(run_dir: str | os.PathLike, miner: str, fmt: str | None, out: str | os.PathLike | None = None,
+             force: bool = False, history: SubmissionHistory | str | os.PathLike | None = None,
+             competition: str | None = None) -> Bundle:
     """Pack `run_dir` as a `fmt` bundle under `<out>/submissions/`; see the module doc."""
-    if fmt not in (TINYROUTER, MINIROUTER):
+    if fmt is not None and fmt not in (TINYROUTER, MINIROUTER):
         raise InputError(f"unknown bundle format {fmt!r}; use tinyrouter or minirouter")
     check_miner(miner)
     run = RunDir(run_dir)
     meta = run.read_meta()
+    prof = pack_profile(meta, fmt, competition)
+    fmt = prof.bundle_format
     status = meta.get("status", "unknown")
     if status != "finished" and not force:
         raise InputError(f"run {run.id} is {status}, not finished; wait for it to finish, or pass "
@@ -282,6 +313,11 @@ def pack_run(run_dir: str | os.PathLike, miner: str, fmt: str, out: str | os.Pat
         raise InputError(f"{run.best_theta} has {theta.size} values, which does not fit a {len(models)}-model "
                          "pool ((n_models + 3)·hidden + 7·hidden); run.json should record `hidden`")
     ledger = verified_ledger(run)
+    if prof.ledger_format and ledger.total_micro_usd <= 0:
+        raise InputError(f"run {run.id} made no paid call (its ledger total is $0: a cached-only run, or every "
+                         f"answer came from the response cache); {prof.title}'s preflight rejects such a receipt "
+                         "(receipt_cost_zero_or_missing). Train or evaluate it live first (trinity train --mode "
+                         "live, or trinity eval --mode live), then pack")
 
     root = Path(out) if out is not None else Path.cwd()
     subs = root / "submissions"
@@ -290,20 +326,27 @@ def pack_run(run_dir: str | os.PathLike, miner: str, fmt: str, out: str | os.Pat
     subs.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=subs, prefix=".pack-"))
     receipt: dict[str, Any] | None = None
+    notes: list[str] = []
     try:
         if fmt == MINIROUTER:
             if history_recs is None or summary is None:
                 raise InputError(f"run {run.id} has no summary.json/history.json yet; a minirouter "
                                  "bundle needs both (let the run finish)")
             shutil.copyfile(run.best_theta, tmp / THETA_FILE)
-            shutil.copyfile(run.summary, tmp / "summary.json")
+            atomic_write_json(tmp / "summary.json", _summary(prof, meta, summary, theta, models))
             shutil.copyfile(run.history, tmp / "history.json")
             if run.eval_json.exists():
                 shutil.copyfile(run.eval_json, tmp / "eval.json")
             final = subs / "final_model"
             _place(tmp, final, replace=True)
         else:
-            receipt = _receipt(run, meta, miner, theta, len(models), hidden, ledger, history_recs, summary)
+            receipt = _receipt(prof, run, meta, miner, theta, len(models), hidden, ledger, history_recs, summary)
+            export = _export_ledger(prof, run, ledger)
+            if export is not None:
+                receipt["ledger_export"] = export.to_json()
+                notes.append(f"ledger in {prof.title}'s format (for TRINITY_COST_LEDGER): {export.path} "
+                             f"({export.n_records} records, ${export.total_usd_at_their_prices:.4f} at "
+                             f"{prof.title}'s prices, receipt ${receipt['total_cost_usd']:.4f})")
             from trinity.model.theta import save_bundle_weights
 
             # head_weights.npy (n_models+3, hidden) float32, svf_scales.npy (svf_size,) float32
@@ -326,14 +369,42 @@ def pack_run(run_dir: str | os.PathLike, miner: str, fmt: str, out: str | os.Pat
         raise
     files = [p.relative_to(final).as_posix() for p in bundle_files(final)]
     bundle = Bundle(path=final.resolve(), format=fmt, miner=miner, run_id=run.id,
-                    hash=bundle_hash(final), files=files, receipt=receipt)
+                    hash=bundle_hash(final), files=files, receipt=receipt, competition=prof.name, notes=notes)
     hist = history if isinstance(history, SubmissionHistory) else SubmissionHistory.open(history)
     hist.append("pack", miner=miner, bundle=str(bundle.path), bundle_hash=bundle.hash, format=fmt,
-                run_id=run.id, run_dir=str(run.path.resolve()))
+                run_id=run.id, run_dir=str(run.path.resolve()), competition=prof.name)
     return bundle
 
 
-def _receipt(run: RunDir, meta: dict[str, Any], miner: str, theta: Any, n_models: int,
+def _export_ledger(prof: Profile, run: RunDir, ledger: LedgerTotals):
+    """The run's ledger in the competition's format, next to it in the run directory (what a
+    maintainer passes as TRINITY_COST_LEDGER); None when the competition has no ledger format."""
+    if not prof.ledger_format or not ledger.present:
+        return None
+    from trinity.submission.ledger_export import export_ledger
+
+    return export_ledger(prof, run.ledger, export_path(prof, run))
+
+
+def export_path(prof: Profile, run: RunDir) -> Path:
+    return run.path / f"cost_ledger.{prof.name}.jsonl"
+
+
+def _summary(prof: Profile, meta: dict[str, Any], summary: Any, theta: Any, models: list[str]) -> dict[str, Any]:
+    """The run's summary.json plus the keys the competition's validator recommends
+    (`benchmark`, `n_total`, `best_fitness`, `pool` in the competition's model names)."""
+    out = dict(summary) if isinstance(summary, dict) else {}
+    benchmark, _ = _benchmark_name(meta)
+    out["benchmark"] = prof.receipt_benchmark or benchmark
+    out["n_total"] = int(theta.size)
+    out["pool"] = prof.short_names([str(m) for m in models])
+    out.setdefault("models", [str(m) for m in models])
+    out.setdefault("best_fitness", None)
+    out["competition"] = prof.name
+    return out
+
+
+def _receipt(prof: Profile, run: RunDir, meta: dict[str, Any], miner: str, theta: Any, n_models: int,
              hidden: int, ledger: LedgerTotals, history_recs: Any, summary: Any) -> dict[str, Any]:
     config = meta.get("config") or {}
     fh = fitness_history(history_recs)
@@ -341,11 +412,13 @@ def _receipt(run: RunDir, meta: dict[str, Any], miner: str, theta: Any, n_models
     return {
         "miner": miner,
         "run_id": run.id,
-        "benchmark": benchmark,
+        "competition": prof.name,
+        "benchmark": prof.receipt_benchmark or benchmark,
         "benchmarks": benches,
         "mode": meta.get("mode", config.get("mode")),
         "pool": meta.get("pool", config.get("pool")),
-        "pool_models": list(meta["models"]),
+        "pool_models": prof.short_names([str(m) for m in meta["models"]]),
+        "pool_model_ids": list(meta["models"]),
         "encoder": meta.get("encoder", config.get("encoder")),
         "n_models": n_models,
         "hidden": hidden,
