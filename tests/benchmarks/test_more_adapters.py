@@ -225,3 +225,30 @@ def test_offline_without_data_names_the_dataset_and_data_flag(name, monkeypatch,
     assert len(err.splitlines()) == 1 and "--data FILE" in err
     b = get_benchmark(name)
     assert b.source.split(" ")[0] in err
+
+
+def test_ifeval_preflight_stops_collect_and_live_training_without_nltk_data(tmp_path, monkeypatch, capsys):
+    from trinity.config import TrainConfig
+    from trinity.data.questions import save_questions
+    from trinity.errors import TrinityError
+    from trinity.grading import ifeval as ifeval_grading
+    from trinity.optim.runinputs import inputs_from_config
+
+    monkeypatch.setattr(ifeval_grading, "punkt_available", lambda: False)
+    b = get_benchmark("ifeval")
+    row = {"key": 7, "prompt": "Answer in fewer than 3 sentences.", "kwargs": [{"relation": "less than", "num_sentences": 3}],
+           "instruction_id_list": ["length_constraints:number_sentences"]}
+    f = tmp_path / "ifeval.jsonl"
+    f.write_text(json.dumps(row) + "\n")
+    qs = b.load(data=str(f)) + b.load(data=str(DATA["ifeval"]))
+    with pytest.raises(TrinityError, match="1 IFEval question\\(s\\) \\(ifeval-7\\).*punkt_tab"):
+        b.preflight(qs)
+    out = tmp_path / "q.jsonl"
+    save_questions(out, qs)
+    with pytest.raises(TrinityError, match="punkt_tab"):
+        inputs_from_config(TrainConfig(questions=str(out), mode="live"))
+    assert main(["collect", "--benchmark", "ifeval", "--data", str(f), "--split", "all", "--k", "1",
+                 "--pool", "practice", "--out", str(tmp_path / "m.json")]) != 0
+    err = capsys.readouterr().err
+    assert "punkt_tab" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "m.json").exists()

@@ -98,6 +98,11 @@ def inputs_from_config(cfg: TrainConfig) -> RunInputs:
         questions = [q for q in questions if q.benchmark in cfg.benchmarks]
     if matrix is not None:
         matrix = matrix.subset([q.id for q in questions])
+    if cfg.mode == "live":  # a grader that cannot run on this machine fails before the first paid call
+        from trinity.benchmarks import BENCHMARK_NAMES, get_benchmark
+
+        for name in sorted({q.benchmark for q in questions} & set(BENCHMARK_NAMES)):
+            get_benchmark(name).preflight([q for q in questions if q.benchmark == name])
     splits = run_splits(questions, cfg.seed, cfg.splits.as_tuple())
     if not splits["train"]:
         raise InputError(f"the train split is empty ({len(questions)} questions); add questions "
