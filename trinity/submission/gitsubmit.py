@@ -350,7 +350,7 @@ def _pr_text(prof, miner: str, rel: str, info: dict[str, Any], report: GateRepor
             "gates_ok": bool(report is not None and report.ok)}
     data.setdefault("pool_names", info.get("pool") if isinstance(info.get("pool"), list) else info.get("pool_models"))
     if isinstance(info.get("pool"), list):
-        data["pool"] = info.get("provider") or "chutes"
+        data["pool"] = info.get("provider") or "unknown"
     gate_lines = (["Local gates were **skipped** (`--skip-gates`)."] if skip_gates else
                   [f"- {r.status.upper()} **{r.name}**: {r.reason}" for r in report.results] if report else [])
     if report is not None and not skip_gates:

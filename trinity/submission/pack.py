@@ -398,6 +398,7 @@ def _summary(prof: Profile, meta: dict[str, Any], summary: Any, theta: Any, mode
     out["benchmark"] = prof.receipt_benchmark or benchmark
     out["n_total"] = int(theta.size)
     out["pool"] = prof.short_names([str(m) for m in models])
+    out.setdefault("provider", meta.get("pool") or (meta.get("config") or {}).get("pool"))
     out.setdefault("models", [str(m) for m in models])
     out.setdefault("best_fitness", None)
     out["competition"] = prof.name
