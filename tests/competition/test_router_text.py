@@ -12,11 +12,11 @@ which our live session loop's decisions are compared at turns 1–3 on tiny-qwen
 from __future__ import annotations
 
 import asyncio
-import copy
 
 import numpy as np
 import pytest
-import torch
+from reference_coordinator import ROLE_ORDER, ReferenceCoordinator
+from reference_coordinator import postprocess as _postprocess
 
 from trinity.competition.text import (
     ELISION_MARKER,
@@ -52,48 +52,48 @@ GOLDEN = {
     (TINYROUTER, "math"): [
         "QUERY:\nWhat is $1+1$?\n<Head Input>",
         "QUERY:\nWhat is $1+1$?\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\nPlan: add the numbers.\n<Head Input>",
-        "QUERY:\nWhat is $1+1$?\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\nPlan: add the numbers.\n\n"
-        "[Turn 2 | worker | gemini-3.1-flash-lite]\nThe answer is \\boxed{2}.\n<Head Input>",
+        ("QUERY:\nWhat is $1+1$?\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\nPlan: add the numbers.\n\n"
+         "[Turn 2 | worker | gemini-3.1-flash-lite]\nThe answer is \\boxed{2}.\n<Head Input>"),
     ],
     (TINYROUTER, "mmlu"): [
-        "QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
-        "Answer with the single letter of the correct option.\n<Head Input>",
-        "QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
-        "Answer with the single letter of the correct option.\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\n"
-        "Plan: add the numbers.\n<Head Input>",
-        "QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
-        "Answer with the single letter of the correct option.\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\n"
-        "Plan: add the numbers.\n\n[Turn 2 | worker | gemini-3.1-flash-lite]\nThe answer is \\boxed{2}.\n"
-        "<Head Input>",
+        ("QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
+         "Answer with the single letter of the correct option.\n<Head Input>"),
+        ("QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
+         "Answer with the single letter of the correct option.\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\n"
+         "Plan: add the numbers.\n<Head Input>"),
+        ("QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
+         "Answer with the single letter of the correct option.\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\n"
+         "Plan: add the numbers.\n\n[Turn 2 | worker | gemini-3.1-flash-lite]\nThe answer is \\boxed{2}.\n"
+         "<Head Input>"),
     ],
     (TINYROUTER, "code"): [
         "QUERY:\nRead n and print n*n.\n\n<Head Input>",
-        "QUERY:\nRead n and print n*n.\n\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\nPlan: add the numbers.\n"
-        "<Head Input>",
-        "QUERY:\nRead n and print n*n.\n\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\nPlan: add the numbers.\n\n"
-        "[Turn 2 | worker | gemini-3.1-flash-lite]\nThe answer is \\boxed{2}.\n<Head Input>",
+        ("QUERY:\nRead n and print n*n.\n\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\nPlan: add the numbers.\n"
+         "<Head Input>"),
+        ("QUERY:\nRead n and print n*n.\n\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\nPlan: add the numbers.\n\n"
+         "[Turn 2 | worker | gemini-3.1-flash-lite]\nThe answer is \\boxed{2}.\n<Head Input>"),
     ],
     (MINIROUTER, "math"): [
         "QUERY:\nWhat is $1+1$?",
         "QUERY:\nWhat is $1+1$?\n\n[Turn 1 | thinker | deepseek-v3p2]\nPlan: add the numbers.",
-        "QUERY:\nWhat is $1+1$?\n\n[Turn 1 | thinker | deepseek-v3p2]\nPlan: add the numbers.\n\n"
-        "[Turn 2 | worker | glm-5]\nThe answer is \\boxed{2}.",
+        ("QUERY:\nWhat is $1+1$?\n\n[Turn 1 | thinker | deepseek-v3p2]\nPlan: add the numbers.\n\n"
+         "[Turn 2 | worker | glm-5]\nThe answer is \\boxed{2}."),
     ],
     (MINIROUTER, "mmlu"): [
-        "QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
-        "Answer with the single letter of the correct option.",
-        "QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
-        "Answer with the single letter of the correct option.\n\n[Turn 1 | thinker | deepseek-v3p2]\n"
-        "Plan: add the numbers.",
-        "QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
-        "Answer with the single letter of the correct option.\n\n[Turn 1 | thinker | deepseek-v3p2]\n"
-        "Plan: add the numbers.\n\n[Turn 2 | worker | glm-5]\nThe answer is \\boxed{2}.",
+        ("QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
+         "Answer with the single letter of the correct option."),
+        ("QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
+         "Answer with the single letter of the correct option.\n\n[Turn 1 | thinker | deepseek-v3p2]\n"
+         "Plan: add the numbers."),
+        ("QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
+         "Answer with the single letter of the correct option.\n\n[Turn 1 | thinker | deepseek-v3p2]\n"
+         "Plan: add the numbers.\n\n[Turn 2 | worker | glm-5]\nThe answer is \\boxed{2}."),
     ],
     (MINIROUTER, "code"): [
         "QUERY:\nRead n and print n*n.\n",
         "QUERY:\nRead n and print n*n.\n\n\n[Turn 1 | thinker | deepseek-v3p2]\nPlan: add the numbers.",
-        "QUERY:\nRead n and print n*n.\n\n\n[Turn 1 | thinker | deepseek-v3p2]\nPlan: add the numbers.\n\n"
-        "[Turn 2 | worker | glm-5]\nThe answer is \\boxed{2}.",
+        ("QUERY:\nRead n and print n*n.\n\n\n[Turn 1 | thinker | deepseek-v3p2]\nPlan: add the numbers.\n\n"
+         "[Turn 2 | worker | glm-5]\nThe answer is \\boxed{2}."),
     ],
 }
 
@@ -165,61 +165,6 @@ def test_theta_length_rule():
 
 
 # ---- decisions: our live session loop vs a reference coordinator -------------------------------
-
-SVF_TARGETS = (("self_attn", "q_proj"), ("self_attn", "k_proj"), ("self_attn", "v_proj"), ("self_attn", "o_proj"),
-               ("mlp", "gate_proj"), ("mlp", "up_proj"), ("mlp", "down_proj"))
-ROLE_ORDER = ("thinker", "worker", "verifier")
-
-
-class ReferenceCoordinator:
-    """A competition's coordinator, from their published algorithm, on an HF causal LM."""
-
-    def __init__(self, model, tokenizer, n_models: int, suffix: str):
-        self.base, self.tok, self.n_models, self.suffix = model, tokenizer, n_models, suffix
-        self.eos = int(tokenizer.eos_token_id)
-        layer = model.base_model.layers[model.config.num_hidden_layers - 2]
-        self.factors = []
-        for parent, name in SVF_TARGETS:
-            w = getattr(getattr(layer, parent), name).weight.detach().float()
-            u, s, vh = torch.linalg.svd(w, full_matrices=False)
-            self.factors.append((parent, name, u, s, vh))
-
-    def configure(self, theta: np.ndarray, hidden: int):
-        n_head = (self.n_models + 3) * hidden
-        self.head = torch.as_tensor(theta[:n_head].reshape(self.n_models + 3, hidden), dtype=torch.float64)
-        self.model = copy.deepcopy(self.base)
-        layer = self.model.base_model.layers[self.model.config.num_hidden_layers - 2]
-        z, at = theta[n_head:], 0
-        for parent, name, u, s, vh in self.factors:
-            block = torch.as_tensor(z[at : at + len(s)], dtype=torch.float32)
-            at += len(s)
-            getattr(getattr(layer, parent), name).weight.data = (u * (s * block)[None, :]) @ vh
-        assert at == len(z)
-
-    def transcript(self, query: str, turns) -> str:  # their `_transcript_text`, turns of (role, name, O_k)
-        parts = [f"QUERY:\n{query}"]
-        for k, (role, name, out) in enumerate(turns, start=1):
-            parts.append(f"[Turn {k} | {role} | {name}]\n{out}")
-        return "\n\n".join(parts)
-
-    @torch.no_grad()
-    def decide(self, transcript: str) -> tuple[int, str]:
-        ids = self.tok(transcript + self.suffix, add_special_tokens=False)["input_ids"] + [self.eos]
-        out = self.model(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                         output_hidden_states=True, use_cache=False)
-        h = out.hidden_states[-1][0, -2].double()
-        logits = self.head @ (h / torch.linalg.vector_norm(h))
-        return int(logits[: self.n_models].argmax()), ROLE_ORDER[int(logits[self.n_models :].argmax())]
-
-
-def _postprocess(raw: str) -> str:  # their `postprocess`, written out again
-    text = raw.strip()
-    if len(text) <= 8000:
-        return text
-    marker = "\n... [truncated] ...\n"
-    budget = 8000 - len(marker)
-    return text[: budget // 2] + marker + text[len(text) - (budget - budget // 2):]
-
 
 class ScriptedClient:
     """The session loop's client interface, answering from a script (no pool, no HTTP)."""
@@ -300,6 +245,7 @@ def test_live_decisions_equal_reference_coordinator(encoder, competition):
             query = QUERY[{"math": "math", "mc": "mmlu", "code": "code"}[q.kind]]
             m, r = ref.decide(ref.transcript(query, []))
             assert (int(lg[c, i, : len(models)].argmax()), ROLE_ORDER[int(lg[c, i, len(models):].argmax())]) == (m, r)
+    ref.restore()
 
 
 def test_formats_never_share_a_cache_entry(encoder):
