@@ -86,3 +86,22 @@ def test_theta_length_refused_or_warned_at_train():
     with pytest.raises(ConfigError, match="15,360"):
         _theta_check(MINIROUTER, 5, five, explicit=True)
     assert _theta_check(TINYROUTER, 3, types.SimpleNamespace(n_params=13_312, hidden=1024), True) is None
+
+
+def test_minirouter_eval_items_and_training_notes():
+    from trinity.competition.evalset import (
+        MINIROUTER_PROMOTION_SCORE,
+        minirouter_eval_ids,
+    )
+    from trinity.optim.engine import _eval_set_notes
+
+    ids = minirouter_eval_ids()
+    # their load_tasks: the 500 test rows in order, random.Random(0).shuffle, the first 20
+    assert len(ids) == 20 == len(set(ids)) and ids[:3] == ["math500-419", "math500-459", "math500-130"]
+    assert MINIROUTER_PROMOTION_SCORE == 0.8
+    notes = _eval_set_notes(MINIROUTER, {"train": [*ids[:7], "math500-0"], "val": ids[7:9], "test": ids[9:]})
+    assert notes[0] == ("info", ("MiniRouter's validator scores 20 MATH-500 items (test, shuffled with seed 0, "
+                                 "first 20); in this run: 7 in train, 2 in val, 11 in test"))
+    assert notes[1][0] == "warning" and notes[1][1].startswith("7 of the items MiniRouter scores are in the training")
+    assert _eval_set_notes(MINIROUTER, {"train": ["math500-0"], "val": [], "test": []}) == []
+    assert _eval_set_notes(TINYROUTER, {"train": ids, "val": [], "test": []}) == []

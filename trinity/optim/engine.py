@@ -169,6 +169,8 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
                           "transcript, question rendering)")
             if theta_note:
                 trainer.event("log", level="warning", message=theta_note)
+            for level, note in _eval_set_notes(competition, sp):
+                trainer.event("log", level=level, message=note)
             for note in (inputs.matrix.notes if inputs.matrix is not None else []):
                 trainer.event("log", level="info", message=f"matrix: {note}")
             if cfg.m > len(sp["train"]):
@@ -192,6 +194,26 @@ def _theta_check(competition: str, n_models: int, router: Any, explicit: bool) -
     if explicit:
         raise ConfigError(f"--competition {competition}: {problem}")
     return f"{problem}; a bundle from this run would be refused (pass --competition to choose another)"
+
+
+def _eval_set_notes(competition: str, splits: dict[str, list[str]]) -> list[tuple[str, str]]:
+    """MiniRouter scores 20 MATH-500 test items (shuffled with seed 0): say where they are in
+    this run's splits, and warn when training sees some (a local score on them is then not
+    held out)."""
+    from trinity.competition.evalset import MINIROUTER_EVAL_ITEMS, minirouter_eval_ids
+
+    ids = set(minirouter_eval_ids())
+    where = {name: sorted(ids & set(splits.get(name, ()))) for name in ("train", "val", "test")}
+    if competition != "minirouter" or not any(where.values()):
+        return []
+    out = [("info", f"MiniRouter's validator scores {MINIROUTER_EVAL_ITEMS} MATH-500 items (test, shuffled "
+                    f"with seed 0, first {MINIROUTER_EVAL_ITEMS}); in this run: {len(where['train'])} in train, "
+                    f"{len(where['val'])} in val, {len(where['test'])} in test")]
+    if where["train"]:
+        shown = ", ".join(where["train"][:5]) + (" …" if len(where["train"]) > 5 else "")
+        out.append(("warning", f"{len(where['train'])} of the items MiniRouter scores are in the training split "
+                               f"({shown}): a local estimate on them is not held out"))
+    return out
 
 
 def _torch_threads() -> int:
