@@ -256,3 +256,28 @@ def test_formats_never_share_a_cache_entry(encoder):
     b = router_text(MINIROUTER).question_input(MMLU)
     router.layer_inputs([a, b])
     assert len(router.cache) == 2  # keyed on the token ids of the rendered text
+
+
+@pytest.mark.parametrize("competition", [TINYROUTER, MINIROUTER])
+def test_incremental_session_features_exact_for_both_formats(encoder, competition):
+    """A turn reads only the tokens its transcript added (K/V kept): with or without the marker
+    at the end, the features equal a whole forward of each text."""
+    from trinity.model.router import Router
+
+    models = TR_MODELS if competition == TINYROUTER else MR_MODELS
+    router = Router(encoder, len(models))
+    rng = np.random.RandomState(3)
+    thetas = np.tile(router.initial_mean(), (2, 1))
+    thetas[:, router.n_outputs * router.hidden:] += 0.2 * rng.randn(2, router.svf_size)
+    rt = router_text(competition)
+    se = router.session_encoder(thetas)
+    qs = [MATH, MMLU, CODE]
+    turns = [(role, models[j], out) for role, j, out in TURNS]
+    for k in range(3):
+        texts = [rt.question_input(q, turns[:k]) for q in qs] * 2
+        cand = np.repeat([0, 1], len(qs))
+        got = se.features(texts, cand, list(range(len(texts))))
+        for c in (0, 1):
+            want = router.reference_features(thetas[c], texts[c * 3 : c * 3 + 3])
+            assert np.abs(got[c * 3 : c * 3 + 3] - want).max() < 1e-5
+    assert se.tokens_read < se.tokens_seen  # turns 2 and 3 reused the kept prefix
