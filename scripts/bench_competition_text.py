@@ -80,12 +80,23 @@ def script_turns(qs: list[Question], models, n: int):
     return out
 
 
-def decisions(router: Router, thetas: np.ndarray, heads: np.ndarray, texts: list[str]) -> np.ndarray:
-    """(P, K, N, 2) (model, role) argmax of K heads on each of P SVF draws' features."""
-    feats = router.population_features(thetas, texts).astype(np.float64)  # (P, N, H)
-    lg = np.einsum("pnh,kch->pknc", feats, heads)
-    n = router.n_models
-    return np.stack([lg[..., :n].argmax(-1), lg[..., n:].argmax(-1)], axis=-1)
+class Decider:
+    """Features of growing transcripts (one stream per question and SVF draw, turn after turn:
+    the incremental session encoder, so a turn reads only its new tokens) → (model, role)
+    argmax of K heads."""
+
+    def __init__(self, router: Router, thetas: np.ndarray, heads: np.ndarray):
+        self.router, self.P, self.heads = router, thetas.shape[0], heads
+        self.se = router.session_encoder(thetas)
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        """(P, K, N, 2) for the next turn of the N streams."""
+        N = len(texts)
+        cand = np.repeat(np.arange(self.P), N)
+        feats = self.se.features(texts * self.P, cand, list(range(N * self.P))).astype(np.float64)
+        lg = np.einsum("pnh,kch->pknc", feats.reshape(self.P, N, -1), self.heads)
+        n = self.router.n_models
+        return np.stack([lg[..., :n].argmax(-1), lg[..., n:].argmax(-1)], axis=-1)
 
 
 def agree(a: np.ndarray, b: np.ndarray) -> float:
@@ -116,15 +127,16 @@ def main() -> None:
     for comp in (TINYROUTER, MINIROUTER):
         rt, models = router_text(comp), POOLS[comp]
         rows = {}
+        d_old, d_new = Decider(router, thetas, heads), Decider(router, thetas, heads)
         for turn in (1, 2, 3):
             tr = script_turns(other, models, turn - 1)
             old = [old_text(q.question, t) for q, t in zip(other, tr)]
             new = [rt.question_input(q, t) for q, t in zip(other, tr)]
-            rows[f"turn {turn}"] = agree(decisions(router, thetas, heads, old), decisions(router, thetas, heads, new))
+            rows[f"turn {turn}"] = agree(d_old(old), d_new(new))
             print(comp, f"turn {turn}", rows[f"turn {turn}"], f"{time.time() - t0:.0f}s", flush=True)
         old = [old_text(q.question, ()) for q in mmlu]
         new = [rt.question_input(q) for q in mmlu]
-        rows["MMLU items, turn 1"] = agree(decisions(router, thetas, heads, old), decisions(router, thetas, heads, new))
+        rows["MMLU items, turn 1"] = agree(Decider(router, thetas, heads)(old), Decider(router, thetas, heads)(new))
         print(comp, "mmlu", rows["MMLU items, turn 1"], flush=True)
         res["agreement_old_vs_new"][comp] = rows
 
