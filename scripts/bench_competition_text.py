@@ -24,14 +24,19 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "competition"))
 
-from reference_coordinator import ReferenceCoordinator  # noqa: E402
+from reference_coordinator import ReferenceCoordinator
 
-from trinity.benchmarks import get_benchmark  # noqa: E402
-from trinity.competition.text import HEAD_INPUT_MARKER, MINIROUTER, TINYROUTER, router_text  # noqa: E402
-from trinity.data.practice import practice_questions  # noqa: E402
-from trinity.data.questions import Question  # noqa: E402
-from trinity.model.encoder import load_encoder  # noqa: E402
-from trinity.model.router import Router  # noqa: E402
+from trinity.benchmarks import get_benchmark
+from trinity.competition.text import (
+    HEAD_INPUT_MARKER,
+    MINIROUTER,
+    TINYROUTER,
+    router_text,
+)
+from trinity.data.practice import practice_questions
+from trinity.data.questions import Question
+from trinity.model.encoder import load_encoder
+from trinity.model.router import Router
 
 POOLS = {TINYROUTER: ("qwen/qwen3.5-35b-a3b", "google/gemini-3.1-flash-lite", "deepseek/deepseek-v4-flash"),
          MINIROUTER: ("deepseek-ai/DeepSeek-V3.2-TEE", "zai-org/GLM-5-TEE", "moonshotai/Kimi-K2.5-TEE")}

@@ -206,13 +206,15 @@ def _eval_set_notes(competition: str, splits: dict[str, list[str]]) -> list[tupl
     where = {name: sorted(ids & set(splits.get(name, ()))) for name in ("train", "val", "test")}
     if competition != "minirouter" or not any(where.values()):
         return []
-    out = [("info", f"MiniRouter's validator scores {MINIROUTER_EVAL_ITEMS} MATH-500 items (test, shuffled "
-                    f"with seed 0, first {MINIROUTER_EVAL_ITEMS}); in this run: {len(where['train'])} in train, "
-                    f"{len(where['val'])} in val, {len(where['test'])} in test")]
+    info = (f"MiniRouter's validator scores {MINIROUTER_EVAL_ITEMS} MATH-500 items (test, shuffled with seed 0, "
+            f"first {MINIROUTER_EVAL_ITEMS}); in this run: {len(where['train'])} in train, "
+            f"{len(where['val'])} in val, {len(where['test'])} in test")
+    out = [("info", info)]
     if where["train"]:
         shown = ", ".join(where["train"][:5]) + (" …" if len(where["train"]) > 5 else "")
-        out.append(("warning", f"{len(where['train'])} of the items MiniRouter scores are in the training split "
-                               f"({shown}): a local estimate on them is not held out"))
+        warning = (f"{len(where['train'])} of the items MiniRouter scores are in the training split ({shown}): "
+                   "a local estimate on them is not held out")
+        out.append(("warning", warning))
     return out
 
 
