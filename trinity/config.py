@@ -70,6 +70,9 @@ class TrainConfig(BaseModel):
         None, description="file whose practice: section defines the simulated pool (set by load_config)")
     benchmarks: list[str] | None = Field(None, description="keep only these benchmarks (default: all)")
     pool: str | None = Field(None, description="pool name (live mode: a provider pool of configs/models.yaml)")
+    competition: Literal["tinyrouter", "minirouter"] | None = Field(
+        None, description="whose router text the head trains on (encoder input, transcript, question "
+                          "rendering); default from the pool: openrouter -> tinyrouter, chutes -> minirouter")
     base_url: str | None = Field(None, description="live mode: the pool's OpenAI-compatible base URL, overriding "
                                                    "configs/models.yaml (e.g. a local vLLM server)")
     pool_models: list[str] | None = Field(
@@ -143,6 +146,8 @@ class TrainConfig(BaseModel):
         data = self.resolved()
         for key in RESUMABLE_KEYS:
             data.pop(key, None)
+        if data.get("competition") is None:
+            data.pop("competition", None)  # the hash of a run from before the key existed
         return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:16]
 
 

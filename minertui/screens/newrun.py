@@ -52,6 +52,8 @@ def form_data(config_path: str, mode: str | None, values: dict[str, str]) -> tup
             errors["config"] = str(e)
     if mode:
         data["mode"] = mode
+    if values.get("competition"):  # the Select's value; empty: the config's, else from the pool
+        data["competition"] = values["competition"]
     for name, _label, _ph, kind in FIELDS:
         raw = values.get(name, "").strip()
         if not raw:
@@ -63,7 +65,8 @@ def form_data(config_path: str, mode: str | None, values: dict[str, str]) -> tup
             errors[name] = f"not a valid {kind.__name__}"
     data = absolute_paths(data, Path.cwd())  # typed paths: from the app's working directory
     for loc, msg in field_errors(data).items():
-        errors.setdefault(loc.split(".")[0] if loc.split(".")[0] in dict((f[0], 1) for f in FIELDS) else "config", msg)
+        top = loc.split(".")[0]
+        errors.setdefault(top if top in dict((f[0], 1) for f in FIELDS) or top == "competition" else "config", msg)
     for name, msg in input_errors(data).items():
         errors.setdefault(name, msg)
     return data, errors
@@ -119,6 +122,11 @@ class NewRunScreen(ModalScreen[Path | None]):
                     yield Select([("cached", "cached"), ("live", "live")], allow_blank=True,
                                  prompt="from config", id="f-mode", compact=True)
                 yield Static("", classes="err", id="e-mode")
+                with Horizontal(classes="row"):
+                    yield Label("competition")
+                    yield Select([("tinyrouter", "tinyrouter"), ("minirouter", "minirouter")], allow_blank=True,
+                                 prompt="from the pool", id="f-competition", compact=True)
+                yield Static("", classes="err", id="e-competition")
                 for name, label, ph, _kind in FIELDS:
                     with Horizontal(classes="row"):
                         yield Label(label)
@@ -130,13 +138,14 @@ class NewRunScreen(ModalScreen[Path | None]):
 
     def _values(self) -> tuple[str, str | None, dict[str, str]]:
         mode = self.query_one("#f-mode", Select).value
-        return (self.query_one("#f-config", Input).value,
-                mode if isinstance(mode, str) else None,
-                {name: self.query_one(f"#f-{name}", Input).value for name, *_ in FIELDS})
+        competition = self.query_one("#f-competition", Select).value
+        values = {name: self.query_one(f"#f-{name}", Input).value for name, *_ in FIELDS}
+        values["competition"] = competition if isinstance(competition, str) else ""
+        return (self.query_one("#f-config", Input).value, mode if isinstance(mode, str) else None, values)
 
     def validate_form(self) -> tuple[dict[str, Any], dict[str, str]]:
         data, errors = form_data(*self._values())
-        for name in ["config", "mode", *(f[0] for f in FIELDS)]:
+        for name in ["config", "mode", "competition", *(f[0] for f in FIELDS)]:
             err = self.query_one(f"#e-{name}", Static)
             err.update(errors.get(name, ""))
             err.display = name in errors  # shown under its field only when there is something to say

@@ -203,6 +203,9 @@ def evaluate_live(run: RunDir, *, split: str, samples: int, seed: int, seeds: in
     if not models:
         raise InputError(f"{run.run_json} lists no models; it is not a trained run")
     cfg = session_config(meta.get("config") or {}, pool=pool, base_url=base_url, budget_usd=budget_usd)
+    from trinity.competition.text import run_competition
+
+    cfg.competition = run_competition(meta)  # the text the head was trained on, whatever --pool says
     router = load_router(run.path)
     correct_r, turns_r, cost_r, trajs = run_system(cfg, run, router.router, router.theta, models, questions,
                                                    samples, f"eval/{split}/router", progress, "router sessions")

@@ -332,7 +332,8 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
             raise InputError(f"king {label} has {theta.size} parameters; this run's router has "
                              f"{ours.router.n_params} ({len(ours.models)} models): the king must come from "
                              "the same encoder and pool")
-        king_router = TrainedRouter(ours.router, theta, ours.models, run_id="king")
+        king_router = TrainedRouter(ours.router, theta, ours.models, run_id="king",
+                                    competition=getattr(ours, "competition", None))
         king_routing = king_router.route(audit_q + promo_q)
         kr = np.concatenate([rows[:n_audit], rows[n_audit + n_eval:]])
         king_correct = p[kr, np.asarray(king_routing.model_idx, dtype=np.int64)]

@@ -1,20 +1,21 @@
-"""The text the encoder reads for one turn of a session (DESIGN §3, TinyRouter format)."""
+"""The text the encoder reads for one turn of a session (DESIGN §3): the competition's format,
+which `trinity.competition.text` holds (TinyRouter by default)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-HEAD_INPUT_MARKER = "\n<Head Input>"
+from trinity.competition.text import HEAD_INPUT_MARKER, router_text
+
+__all__ = ["HEAD_INPUT_MARKER", "encoder_input"]
 
 
-def encoder_input(question: str, turns: Iterable[tuple[str, str, str]] = ()) -> str:
-    """`"QUERY:\\n{question}"`, then per earlier turn `"\\n[Turn {k} | {role} | {model}]\\n{output}"`
-    (k counts from 1), then `"\\n<Head Input>"`. `turns` holds `(role, model, output)` tuples.
+def encoder_input(question: str, turns: Iterable[tuple[str, str, str]] = (), competition: str | None = None) -> str:
+    """`competition`'s encoder input for the query text `question` after the earlier `turns`
+    (`(role, model id, output)` tuples, oldest first). TinyRouter:
+    `"QUERY:\\n{question}"`, then per turn `"\\n\\n[Turn {k} | {role} | {name}]\\n{output}"`, then
+    `"\\n<Head Input>"`; MiniRouter: the same without the marker.
 
     The EOS token is not part of the string: tokenisation appends it (`Encoder.token_ids`).
     """
-    parts = [f"QUERY:\n{question}"]
-    for k, (role, model, output) in enumerate(turns, start=1):
-        parts.append(f"\n[Turn {k} | {role} | {model}]\n{output}")
-    parts.append(HEAD_INPUT_MARKER)
-    return "".join(parts)
+    return router_text(competition).encoder_input(question, turns)

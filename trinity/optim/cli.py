@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-TRAIN_FLAGS = ("mode", "encoder", "questions", "matrix", "pool", "base_url", "pool_models", "generations", "popsize", "m", "sigma0",
+TRAIN_FLAGS = ("mode", "encoder", "questions", "matrix", "pool", "competition", "base_url", "pool_models", "generations", "popsize", "m", "sigma0",
                "seed", "budget_usd", "max_batch_tokens", "device", "dtype", "policy", "temperature",
                "price_in", "price_out", "read_timeout_s", "fail_threshold")
 
@@ -83,6 +83,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--benchmarks", help="comma-separated benchmarks to keep (default: all)")
     p.add_argument("--encoder", help="HF id or path of the encoder; tiny-qwen3 for tests")
     p.add_argument("--pool", help="pool name (live mode)")
+    p.add_argument("--competition", choices=["tinyrouter", "minirouter"],
+                   help="train on this competition's router text (default from the pool: openrouter -> "
+                        "tinyrouter, chutes -> minirouter, others -> tinyrouter)")
     p.add_argument("--base-url", dest="base_url", help="live mode: the pool's base URL (overrides configs/models.yaml)")
     p.add_argument("--pool-models", dest="pool_models",
                    help="live mode: comma-separated model ids in θ order (overrides the pool's list in "

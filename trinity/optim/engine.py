@@ -16,7 +16,7 @@ from typing import Any, Callable
 from trinity.config import TrainConfig, validate_config
 from trinity.errors import CheckpointError, ConfigError, InputError
 from trinity.optim import checkpoint as ckpt
-from trinity.optim.fitness import CachedFitness, Fitness
+from trinity.optim.fitness import CachedFitness, Fitness, question_text
 from trinity.optim.runinputs import RunInputs, inputs_digest, inputs_from_config, load_run_inputs
 from trinity.optim.trainer import Trainer, TrainResult
 from trinity.runs.rundir import RunDir, new_run_id, utc_now_iso
@@ -32,10 +32,17 @@ def build_router(cfg: TrainConfig, n_models: int) -> Any:
     return Router(enc, n_models, max_batch_tokens=cfg.max_batch_tokens)
 
 
+def run_competition_of(cfg: TrainConfig) -> str:
+    """The competition whose router text a run with `cfg` trains on (trinity.competition.text)."""
+    from trinity.competition.text import resolve_competition
+
+    return resolve_competition(cfg.competition, cfg.pool)
+
+
 def make_fitness(cfg: TrainConfig, run: RunDir, router: Any, inputs: RunInputs, models: list[str]) -> Fitness:
     if cfg.mode == "cached":
         return CachedFitness(router, inputs.matrix, models, policy=cfg.policy, temperature=cfg.temperature,
-                             seed=cfg.seed, traces=cfg.traces)
+                             seed=cfg.seed, traces=cfg.traces, text=question_text(run_competition_of(cfg)))
     try:
         from trinity.session.fitness import make_live_fitness
     except ModuleNotFoundError as e:
@@ -50,7 +57,7 @@ def make_validator(cfg: TrainConfig, router: Any, inputs: RunInputs, models: lis
     """Live mode with an outcome matrix: validation accuracy from the matrix (free, cached)."""
     if cfg.mode == "cached" or inputs.matrix is None or list(inputs.matrix.models) != list(models):
         return None
-    return CachedFitness(router, inputs.matrix, models, traces="none")
+    return CachedFitness(router, inputs.matrix, models, traces="none", text=question_text(run_competition_of(cfg)))
 
 
 def pool_models(cfg: TrainConfig, inputs: RunInputs) -> list[str]:
@@ -136,12 +143,16 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
         raise InputError(f"{run.path} is a file, not a directory; pick another --run-dir")
     if run.path.exists() and any(p.name != "engine.log" for p in run.path.iterdir()):
         raise InputError(f"{run.path} exists and is not empty; pick another --run-dir")
+    explicit = cfg.competition is not None
+    competition = run_competition_of(cfg)
+    cfg = cfg.model_copy(update={"competition": competition})  # recorded, hashed: resume and eval read it
     router = build_router(cfg, len(models))  # ModelLoadError before the run dir exists
+    theta_note = _theta_check(competition, len(models), router, explicit)
     run.path.mkdir(parents=True, exist_ok=True)
     with run.lock():
         meta = {
             "id": run.id, "created": utc_now_iso(), "status": "created", "status_message": "",
-            "mode": cfg.mode, "config": cfg.resolved(), "config_hash": cfg.hash(), "models": models,
+            "mode": cfg.mode, "competition": competition, "config": cfg.resolved(), "config_hash": cfg.hash(), "models": models,
             "pool": cfg.pool or (inputs.matrix.benchmark if inputs.matrix is not None else None),
             "benchmarks": sorted({q.benchmark for q in inputs.questions}), "encoder": cfg.encoder,
             "n_params": int(router.n_params), "splits": inputs.splits,
@@ -163,6 +174,12 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
                 f"run {run.id} in {run.path}: {cfg.mode} mode, {len(sp['train'])}/{len(sp['val'])}/"
                 f"{len(sp['test'])} train/val/test questions, models {', '.join(models)}, "
                 f"θ {router.n_params} values, popsize {cfg.popsize}, m {cfg.m}, {cfg.generations} generations"))
+            trainer.event("log", level="info", message=f"router text: {competition}'s format (encoder input, "
+                          "transcript, question rendering)")
+            if theta_note:
+                trainer.event("log", level="warning", message=theta_note)
+            for level, note in _eval_set_notes(competition, sp):
+                trainer.event("log", level=level, message=note)
             for note in (inputs.matrix.notes if inputs.matrix is not None else []):
                 trainer.event("log", level="info", message=f"matrix: {note}")
             if cfg.m > len(sp["train"]):
@@ -195,6 +212,40 @@ def _failed_at_start(run: RunDir) -> bool:
 def _clear_failed_start(run: RunDir) -> None:
     for f in _START_FILES:
         (run.path / f).unlink(missing_ok=True)
+
+def _theta_check(competition: str, n_models: int, router: Any, explicit: bool) -> str | None:
+    """θ must have the length `competition`'s validator reads for this pool. Asked for by name
+    (--competition) and impossible: refused before the run exists; taken by default: a warning."""
+    from trinity.competition.text import theta_problem
+
+    problem = theta_problem(competition, n_models, int(router.n_params), int(router.hidden))
+    if problem is None:
+        return None
+    if explicit:
+        raise ConfigError(f"--competition {competition}: {problem}")
+    return f"{problem}; a bundle from this run would be refused (pass --competition to choose another)"
+
+
+def _eval_set_notes(competition: str, splits: dict[str, list[str]]) -> list[tuple[str, str]]:
+    """MiniRouter scores 20 MATH-500 test items (shuffled with seed 0): say where they are in
+    this run's splits, and warn when training sees some (a local score on them is then not
+    held out)."""
+    from trinity.competition.evalset import MINIROUTER_EVAL_ITEMS, minirouter_eval_ids
+
+    ids = set(minirouter_eval_ids())
+    where = {name: sorted(ids & set(splits.get(name, ()))) for name in ("train", "val", "test")}
+    if competition != "minirouter" or not any(where.values()):
+        return []
+    info = (f"MiniRouter's validator scores {MINIROUTER_EVAL_ITEMS} MATH-500 items (test, shuffled with seed 0, "
+            f"first {MINIROUTER_EVAL_ITEMS}); in this run: {len(where['train'])} in train, "
+            f"{len(where['val'])} in val, {len(where['test'])} in test")
+    out = [("info", info)]
+    if where["train"]:
+        shown = ", ".join(where["train"][:5]) + (" …" if len(where["train"]) > 5 else "")
+        warning = (f"{len(where['train'])} of the items MiniRouter scores are in the training split ({shown}): "
+                   "a local estimate on them is not held out")
+        out.append(("warning", warning))
+    return out
 
 
 def _torch_threads() -> int:

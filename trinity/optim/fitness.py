@@ -58,11 +58,17 @@ class Fitness(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
-def default_text(q: Question) -> str:
-    """Turn-1 encoder input of a question (DESIGN §3)."""
-    from trinity.model.text import encoder_input
+def question_text(competition: str | None) -> Callable[[Question], str]:
+    """Turn-1 encoder input of a question in `competition`'s format (DESIGN §3): the query as
+    its validator renders it (e.g. MMLU with lettered choices), with or without the marker."""
+    from trinity.competition.text import router_text
 
-    return encoder_input(q.question)
+    return router_text(competition).question_input
+
+
+def default_text(q: Question) -> str:
+    """Turn-1 encoder input of a question, TinyRouter's format."""
+    return question_text(None)(q)
 
 
 class CachedFitness:

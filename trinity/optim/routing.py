@@ -40,7 +40,7 @@ class Routing:
 
 class TrainedRouter:
     def __init__(self, router: Any, theta: np.ndarray, models: list[str], run_id: str | None = None,
-                 text_fn: Any = None):
+                 text_fn: Any = None, competition: str | None = None):
         if theta.ndim != 1 or theta.shape[0] != router.n_params:
             raise InputError(f"θ has shape {theta.shape}, the router needs ({router.n_params},); "
                              "is best_theta.npy from a run with this encoder and pool?")
@@ -49,13 +49,15 @@ class TrainedRouter:
         self.models = list(models)
         self.run_id = run_id
         self._text_fn = text_fn
+        from trinity.competition.text import router_text
+
+        self.text = router_text(competition)  # the text format the head was trained on
+        self.competition = self.text.name
 
     def texts(self, questions: Sequence[Question], turns: Sequence[Turns] | None = None) -> list[str]:
         if self._text_fn is not None:
             return [self._text_fn(q, turns[i] if turns else ()) for i, q in enumerate(questions)]
-        from trinity.model.text import encoder_input
-
-        return [encoder_input(q.question, tuple(turns[i]) if turns else ()) for i, q in enumerate(questions)]
+        return [self.text.question_input(q, tuple(turns[i]) if turns else ()) for i, q in enumerate(questions)]
 
     def logits(self, questions: Sequence[Question], turns: Sequence[Turns] | None = None) -> np.ndarray:
         """(N, M + 3) head logits for each question (with its earlier turns, if given)."""
@@ -93,4 +95,6 @@ def load_trained(run_dir: str | os.PathLike | RunDir, theta_path: str | os.PathL
         raise InputError(f"{path} not found; the run has no trained θ yet (wait for its first generation)")
     theta = load_theta(path, meta.get("n_params"))
     router = build_router(cfg, len(models))
-    return TrainedRouter(router, theta, list(models), meta.get("id", run.id))
+    from trinity.competition.text import run_competition
+
+    return TrainedRouter(router, theta, list(models), meta.get("id", run.id), competition=run_competition(meta))

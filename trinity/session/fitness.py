@@ -72,6 +72,10 @@ class LiveFitness:
             raise ConfigError(f"pool {self.pool.name!r} models {list(self.pool.models)} differ from the run's "
                               f"model order {list(models)}; θ rows follow the matrix/pool order")
         self.models = list(models)
+        from trinity.competition.text import resolve_competition
+
+        # the run's competition (trinity.optim.engine sets it in the config; old runs: by the pool)
+        self.competition = resolve_competition(getattr(cfg, "competition", None), getattr(cfg, "pool", None))
         self.ledger = Ledger(run.ledger, run.id)
         self.journal = CallJournal(run.journal)
         self.cache = ResponseCache(getattr(cfg, "cache_path", None) or None)
@@ -115,7 +119,7 @@ class LiveFitness:
                      purpose: str = "train", on_step=None):
         spec = SessionSpec(self.models, purpose=purpose, max_turns=self.cfg.max_turns,
                            policy=self.cfg.policy, temperature=self.cfg.temperature, seed=self.cfg.seed,
-                           key_prefix=key_prefix)
+                           key_prefix=key_prefix, competition=self.competition)
         runner = SessionRunner(self.client, self._logits_fn(thetas), spec, on_step=on_step)
         return self.loop.run_until_complete(runner.run(pairs))
 

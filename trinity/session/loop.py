@@ -4,7 +4,8 @@ One turn step for every active trajectory:
   1. encode its transcript (all trajectories of the step in one batched router call),
   2. pick (model, role) — argmax per group by default,
   3. send the chat completions concurrently (the pool client bounds concurrency),
-  4. trim the output and append it; a Verifier's `VERDICT: ACCEPT` ends the session once a
+  4. post-process the output as the competition does (strip, head + tail over 8000 characters)
+     and append it; a Verifier's `VERDICT: ACCEPT` ends the session once a
      Worker output exists.
 So the wall time of a generation is ≈ turns × call latency, not trajectories × turns × latency.
 The scored answer is the newest non-Verifier turn that has an extractable answer.
@@ -21,7 +22,7 @@ import numpy as np
 from trinity.data.kinds import WORKER_ANSWER_KINDS
 from trinity.data.questions import Question
 from trinity.session.prompts import render_question, system_prompt, user_message
-from trinity.session.transcript import Trajectory, Turn, parse_verdict, trim_output
+from trinity.session.transcript import Trajectory, Turn, parse_verdict
 
 ROLES = ("Thinker", "Worker", "Verifier")
 MAX_TURNS = 5
@@ -72,6 +73,7 @@ class SessionSpec:
     temperature: float = 1.0  # softmax temperature when policy == "sample"
     seed: int = 0
     key_prefix: str = ""  # journal key prefix, e.g. "g12" for generation 12
+    competition: str | None = None  # whose router text the encoder reads (trinity.competition.text)
 
 
 def _stable_seed(*parts: object) -> int:
@@ -102,6 +104,9 @@ class SessionRunner:
         self.logits_fn = logits_fn
         self.spec = spec
         self.on_step = on_step
+        from trinity.competition.text import router_text
+
+        self.text = router_text(spec.competition)
 
     def _decide(self, logits: np.ndarray, trajs: list[Trajectory], turn: int):
         n_models = len(self.spec.models)
@@ -130,7 +135,7 @@ class SessionRunner:
         res = await self.client.chat(model, messages, purpose=self.spec.purpose, journal_key=key)
         t = Turn(model=model, role=role, model_probs=[round(float(x), 4) for x in mprobs],
                  role_probs=[round(float(x), 4) for x in rprobs],
-                 output=trim_output(res.text or "") if res.ok else "", ok=res.ok, error=res.error,
+                 output=self.text.output_text(res.text or "") if res.ok else "", ok=res.ok, error=res.error,
                  cost_usd=float(res.cost_usd or 0.0), cache_hit=bool(res.cache_hit),
                  prompt_tokens=int(res.prompt_tokens or 0), completion_tokens=int(res.completion_tokens or 0))
         traj.turns.append(t)
@@ -147,13 +152,12 @@ class SessionRunner:
         """Run one session per (candidate index, question); returns them in the same order."""
         trajs = [Trajectory(candidate=c, qid=q.id) for c, q in pairs]
         questions = [q for _, q in pairs]
-        from trinity.model.text import encoder_input
-
+        queries = [self.text.render_question(q) for q in questions]
         for turn in range(1, self.spec.max_turns + 1):
             active = [i for i, t in enumerate(trajs) if not t.done]
             if not active:
                 break
-            texts = [encoder_input(questions[i].question, trajs[i].encoder_turns()) for i in active]
+            texts = [self.text.encoder_input(queries[i], trajs[i].encoder_turns()) for i in active]
             cands = np.array([trajs[i].candidate for i in active], dtype=np.int64)
             logits = np.asarray(self.logits_fn(texts, cands, active))  # (A, n_models + 3)
             mi, ri, mp, rp = self._decide(logits, [trajs[i] for i in active], turn)
