@@ -8,8 +8,17 @@ import pytest
 
 from trinity.competition.notice import rewards_notice
 from trinity.competition.profiles import (
-    MINIROUTER_PROFILE as MR, PROFILES, TINYROUTER_PROFILE as TR, competition_for_pool, get_profile,
-    run_competition, theta_length,
+    MINIROUTER_PROFILE as MR,
+)
+from trinity.competition.profiles import (
+    PROFILES,
+    competition_for_pool,
+    get_profile,
+    run_competition,
+    theta_length,
+)
+from trinity.competition.profiles import (
+    TINYROUTER_PROFILE as TR,
 )
 from trinity.errors import TrinityError
 

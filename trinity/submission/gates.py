@@ -321,8 +321,10 @@ def gate_weight_sanity(c: _Ctx) -> GateResult:
     elif n_inf:
         problems.append(f"weights_contain_Inf: {n_nan} NaN and {n_inf} Inf values")
     limit = min(c.prof.max_abs_weight, MAX_ABS_WEIGHT)
-    if nums["max_abs"] is not None and nums["max_abs"] > limit:
-        problems.append(f"weights_exceed_max: max |w| {nums['max_abs']:.3g} > {limit:g}")
+    for what, arr in (("head_weights", b.head), ("svf_scales", b.svf)):  # their codes, head first
+        a = np.abs(arr[np.isfinite(arr)].astype(np.float64))
+        if a.size and a.max() > limit:
+            problems.append(f"{what}_exceed_max: max |w| {a.max():.3g} > {limit:g}")
     if nums["head_nonzero"] == 0 or np.allclose(b.head, 0.0):
         problems.append("head_weights_all_zeros: the head is all zeros (an untrained head)")
     if b.svf.size and not np.all(b.svf > 0):
