@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from trinity.competition.profiles import MINIROUTER as MR_COMPETITION, Profile, get_profile
+from trinity.competition.profiles import Profile, get_profile
 from trinity.errors import InputError, TrinityError
 from trinity.io import read_json, read_jsonl
 from trinity.runs.rundir import RunDir
@@ -155,7 +155,7 @@ def _expected_layout(c: _Ctx) -> tuple[int, int, int, str]:
     validator pool, or as many models as it lists), else its 3-model Chutes pool. Hidden 1024."""
     from trinity.competition.profiles import HIDDEN, N_SVF
 
-    names = _pool_names(c.b) if c.prof.name == MR_COMPETITION else None
+    names = _pool_names(c.b) if c.b.format == MINIROUTER else None  # a receipt's pool is checked by schema
     n = c.prof.expected_n_models(names)
     src = (f"{c.prof.title}'s validator pool" if not names else
            f"the {len(names)}-model pool summary.json names")
