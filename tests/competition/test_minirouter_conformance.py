@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "submission"))
-from submission_helpers import isolated_env, make_run  # noqa: E402,F401 (autouse fixture)
+from submission_helpers import isolated_env, make_run  # noqa: F401 (autouse fixture)
 
-from trinity.analysis.score import promotion, promotion_items  # noqa: E402
-from trinity.competition.pr import pr_body, pr_missing  # noqa: E402
-from trinity.competition.profiles import MINIROUTER_PROFILE as MR  # noqa: E402
-from trinity.data.questions import Question  # noqa: E402
-from trinity.submission.gates import check_bundle  # noqa: E402
-from trinity.submission.pack import pack_run  # noqa: E402
+from trinity.analysis.score import promotion, promotion_items
+from trinity.competition.pr import pr_body, pr_missing
+from trinity.competition.profiles import MINIROUTER_PROFILE as MR
+from trinity.data.questions import Question
+from trinity.submission.gates import check_bundle
+from trinity.submission.pack import pack_run
 
 
 def _g(rep) -> dict:

@@ -8,8 +8,17 @@ import pytest
 
 from trinity.competition.notice import rewards_notice
 from trinity.competition.profiles import (
-    MINIROUTER_PROFILE as MR, PROFILES, TINYROUTER_PROFILE as TR, competition_for_pool, get_profile,
-    run_competition, theta_length,
+    MINIROUTER_PROFILE as MR,
+)
+from trinity.competition.profiles import (
+    PROFILES,
+    competition_for_pool,
+    get_profile,
+    run_competition,
+    theta_length,
+)
+from trinity.competition.profiles import (
+    TINYROUTER_PROFILE as TR,
 )
 from trinity.errors import TrinityError
 
@@ -89,3 +98,28 @@ def test_rewards_notice_is_shipped_and_user_refreshable(tmp_path, monkeypatch):
     user.write_bytes(b"\xff\xfe not json")
     n = rewards_notice()
     assert "stopped paying" in n.text and n.problem and str(user) in n.problem  # shipped copy, and why
+
+
+def test_pack_and_check_take_the_competition_from_run_json_and_refuse_a_mismatch(tmp_path, monkeypatch, capsys):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "submission"))
+    from submission_helpers import make_run
+
+    from trinity.cli import main
+
+    monkeypatch.setenv("MINERTUI_DATA_DIR", str(tmp_path / "data"))
+    run = make_run(tmp_path / "r", competition="minirouter")  # what i11b's `train --competition` records
+    assert main(["pack", str(run.path), "--miner", "alice", "--out", str(tmp_path / "repo")]) == 0
+    assert "submissions/final_model" in capsys.readouterr().out
+    assert main(["pack", str(run.path), "--miner", "alice", "--format", "tinyrouter", "--out", str(tmp_path / "repo")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: the run is for MiniRouter") and "--competition tinyrouter" in err
+    assert len(err.strip().splitlines()) == 1
+    bundle = tmp_path / "repo" / "submissions" / "final_model"
+    assert main(["check", str(bundle), "--competition", "tinyrouter"]) == 2
+    err = capsys.readouterr().err
+    assert "is a minirouter bundle; TinyRouter takes tinyrouter bundles" in err and len(err.strip().splitlines()) == 1
+    assert main(["check", str(bundle)]) == 0
+    assert "MiniRouter would say: OK — bundle looks submit-ready." in capsys.readouterr().out

@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "submission"))
-from submission_helpers import MODELS, SHORT, isolated_env, make_run  # noqa: E402,F401 (autouse fixture)
+from submission_helpers import MODELS, SHORT, isolated_env, make_run  # noqa: F401 (autouse fixture)
 
-from trinity.competition.pr import pr_body, pr_title  # noqa: E402
-from trinity.competition.profiles import TINYROUTER_PROFILE as TR  # noqa: E402
-from trinity.submission.gates import check_bundle  # noqa: E402
-from trinity.submission.ledger_export import verify_mpc_chain  # noqa: E402
-from trinity.submission.pack import pack_run  # noqa: E402
+from trinity.competition.pr import pr_body, pr_title
+from trinity.competition.profiles import TINYROUTER_PROFILE as TR
+from trinity.submission.gates import check_bundle
+from trinity.submission.ledger_export import verify_mpc_chain
+from trinity.submission.pack import pack_run
 
 
 def _g(rep) -> dict:

@@ -98,7 +98,7 @@ def test_wrong_shape_and_huge_weights_fail_weight_sanity(tmp_path, capsys):
     np.save(b.path / "head_weights.npy", head)
     np.save(b.path / "svf_scales.npy", svf)
     reason = _gates(check_bundle(b.path))["weight_sanity"].reason
-    assert "max |w| 3e+06 > 1e+06" in reason and "1 SVF scales are not positive" in reason
+    assert "head_weights_exceed_max: max |w| 3e+06 > 1e+06" in reason and "1 SVF scales are not positive" in reason
 
 
 def test_near_duplicate_head_fails_duplicate(tmp_path):

@@ -19,9 +19,9 @@ Sources (read from the competitions' repositories; none of their code is copied 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 from trinity.errors import TrinityError
 

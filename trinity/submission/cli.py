@@ -44,9 +44,10 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_pack)
 
     p = sub.add_parser("check", help="run the submission gates on a bundle",
-                       description="Run the seven gates. Exit 0 when no gate fails (WARN marks a gate that "
-                                   "does not apply to the bundle format, or had nothing to compare against), "
-                                   "1 when one fails.")
+                       description="Run the competition's gates (its profile: TinyRouter or MiniRouter), in its "
+                                   "order, with its reason codes, then its advisories. Exit 0 when no gate fails "
+                                   "(WARN: a gate the competition does not block on, that does not apply, or had "
+                                   "nothing to compare against), 1 when one fails.")
     p.add_argument("bundle_dir", metavar="BUNDLE_DIR", help="a bundle written by trinity pack")
     p.add_argument("--miner", help="miner name for the rate limit (default: from the bundle)")
     _gate_args(p)
