@@ -95,6 +95,16 @@ class LedgerView:
         return sorted(rows, key=lambda r: -r[3])
 
 
+ETA_WINDOW = 20  # generations the ETA looks back over
+
+
+@dataclass(frozen=True)
+class Eta:
+    secs: float
+    generations: float  # generations left that will run
+    limit: str          # "generations" (the planned count) or "budget" (the money runs out first)
+
+
 @dataclass(frozen=True)
 class Progress:
     gen: int
@@ -158,19 +168,45 @@ class RunSnapshot:
 
     @property
     def secs_per_gen(self) -> float | None:
-        s = self.gens.secs[-10:]
-        s = s[np.isfinite(s)]
-        return float(s.mean()) if len(s) else None
+        """Median seconds of the last `ETA_WINDOW` generations: one slow generation (validation,
+        a retry storm) does not swing the estimate."""
+        s = self.gens.secs[-ETA_WINDOW:]
+        s = s[np.isfinite(s) & (s > 0)]
+        return float(np.median(s)) if len(s) else None
 
     @property
-    def eta_secs(self) -> float | None:
+    def usd_per_gen(self) -> float | None:
+        """Median spend of the last `ETA_WINDOW` generations (`cost_usd` is cumulative)."""
+        c = self.gens.cost_usd[-(ETA_WINDOW + 1):]
+        c = c[np.isfinite(c)]
+        if len(c) < 2:
+            n = self.generations_done
+            return self.spend_usd / n if n and self.spend_usd > 0 else None
+        d = np.diff(c)
+        d = d[d >= 0]
+        return float(np.median(d)) if len(d) and np.median(d) > 0 else None
+
+    @property
+    def eta(self) -> Eta | None:
+        """Time left, bounded by what the budget still pays for; names the limiting factor."""
         total, per = self.generations_total, self.secs_per_gen
         if total is None or per is None or self.status not in ("running", "created"):
             return None
-        left = max(0, total - self.generations_done)
+        left = max(0.0, float(total - self.generations_done))
         if self.in_progress is not None:
-            left -= min(1.0, self.in_progress.done / self.in_progress.total)
-        return max(0.0, left * per)
+            left = max(0.0, left - min(1.0, self.in_progress.done / self.in_progress.total))
+        limit = "generations"
+        budget, cost = self.budget_usd, self.usd_per_gen
+        if budget is not None and cost:
+            affordable = max(0.0, (budget - self.spend_usd) / cost)
+            if affordable < left:
+                left, limit = affordable, "budget"
+        return Eta(left * per, left, limit)
+
+    @property
+    def eta_secs(self) -> float | None:
+        e = self.eta
+        return e.secs if e is not None else None
 
     @property
     def in_progress(self) -> Progress | None:
@@ -360,7 +396,8 @@ class RunModel:
             return self._snapshot
         locked = self.run.is_locked()
         status = str(self._meta.get("status") or ("running" if locked else "created"))
-        if status == "running" and not locked:
+        if status in ("running", "created") and not locked and self._meta:
+            # no engine holds it: it died (a created one before its first generation)
             status = "interrupted"
         g = {k: col.view() for k, col in self._g.items()}
         l = {k: col.view() for k, col in self._l.items()}
@@ -384,6 +421,27 @@ class RunModel:
     def trace_record(self, offset: int) -> dict[str, Any]:
         from minertui.store import read_line_at
         return read_line_at(self.run.traces, offset)
+
+
+def ema(y: np.ndarray, smoothing: float) -> np.ndarray:
+    """Exponential moving average, `smoothing` in [0, 1) as in W&B (0 = raw): each point is
+    `s·previous + (1-s)·value`; NaN points stay NaN and do not move the average."""
+    if smoothing <= 0 or not len(y):
+        return np.asarray(y, dtype=np.float64)
+    out = np.empty(len(y), dtype=np.float64)
+    acc, s, a = math.nan, float(smoothing), 1.0 - float(smoothing)
+    for i, v in enumerate(np.asarray(y, dtype=np.float64).tolist()):
+        if v != v:  # NaN
+            out[i] = math.nan
+            continue
+        acc = v if acc != acc else s * acc + a * v
+        out[i] = acc
+    return out
+
+
+def last_finite(y: np.ndarray) -> float | None:
+    f = y[np.isfinite(y)] if len(y) else y
+    return float(f[-1]) if len(f) else None
 
 
 def _num(v: Any, default: float) -> float:

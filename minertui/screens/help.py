@@ -23,19 +23,20 @@ MODES_TEXT = {
 
 
 def bindings_table(app) -> Table:
+    """Every key of the app and of the mode below this dialog, as a person reads it ('/', 'Esc'),
+    with the user's keymap applied, and each binding's id (the keymap's name for it)."""
+    from minertui.keymap import keys_of
+
     t = Table(box=None, expand=True, show_header=True)
     t.add_column("key", style="bold", no_wrap=True)
     t.add_column("what")
-    t.add_column("where", style="dim")
-    seen = set()
-    screens = [("everywhere", app)] + [(type(s).__name__.removesuffix("Screen"), s) for s in app.screen_stack[-2:-1]]
-    for where, node in screens:
-        for b in node.BINDINGS:
-            if not isinstance(b, Binding) or (b.key, where) in seen or not b.description:
+    t.add_column("id (keymap)", style="dim", no_wrap=True)
+    screens = [app] + list(app.screen_stack[-2:-1])
+    for node in screens:
+        for b, keys in keys_of(app, node):
+            if not b.description:
                 continue
-            seen.add((b.key, where))
-            t.add_row(b.key.replace("question_mark", "?").replace("left_square_bracket", "[")
-                      .replace("right_square_bracket", "]"), b.description, where)
+            t.add_row(keys, b.description, b.id or "")
     return t
 
 
@@ -57,9 +58,10 @@ class HelpScreen(ModalScreen[None]):
                 modes.add_row(f"{k} {name}", text)
             yield Static(Text("\nmodes", style="bold"))
             yield Static(modes)
-            yield Static(Text("\nCtrl+P opens the command palette (modes, themes). Engines run detached: "
-                              "quitting or losing SSH leaves them training; reopen minertui to see them.",
-                              style="dim"))
+            yield Static(Text("\n^p opens the command palette: every action of every mode, themes, "
+                              "screenshot. Rebind keys in settings.json: \"keymap\": {\"<id>\": \"key\"}. "
+                              "Engines run detached: quitting or losing SSH leaves them training; "
+                              "reopen minertui to see them.", style="dim"))
 
 
 class ConfirmScreen(ModalScreen[bool]):

@@ -18,10 +18,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from minertui.runmodel import RunSnapshot, model_letter
 from minertui.store import read_line_at
+from minertui.widgets.keybar import KeyBar
 from minertui.widgets.format import bar, usd
 
 ROLES = ("Thinker", "Worker", "Verifier")
@@ -141,4 +142,4 @@ class TraceDetailScreen(Screen):
         with VerticalScroll(id="trace-detail"):
             for p in parts:
                 yield Static(p)
-        yield Footer(compact=True, show_command_palette=False)  # 80 columns: room for the keys; ^p still works
+        yield KeyBar()

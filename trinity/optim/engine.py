@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from trinity.config import TrainConfig, validate_config
-from trinity.errors import CheckpointError, ConfigError, InputError
+from trinity.errors import CheckpointError, ConfigError, InputError, TrinityError
 from trinity.optim import checkpoint as ckpt
 from trinity.optim.fitness import CachedFitness, Fitness
 from trinity.optim.runinputs import RunInputs, inputs_digest, inputs_from_config, load_run_inputs
@@ -145,7 +145,11 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
             "argv": argv or [], "torch_threads": _torch_threads(),
         }
         run.write_meta(meta)
-        fitness = make_fitness(cfg, run, router, inputs, models)
+        try:
+            fitness = make_fitness(cfg, run, router, inputs, models)
+        except TrinityError as e:  # e.g. no API key: say why in the run, not only on stderr
+            run.update_meta(status="failed", status_message=str(e))
+            raise
         try:
             trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=run.id, on_event=on_event,
                               validator=make_validator(cfg, router, inputs, models))
