@@ -151,6 +151,7 @@ class RunsScreen(EngineActions, ModeScreen):
         s = self._selected(poll)
         if s is not None:
             detail.update(self.detail_text(s))
+        self.refresh_bindings()  # pause/stop only for a run an engine holds
 
     def detail_text(self, s: RunSnapshot) -> Text:
         cfg = s.meta.get("config") or {}
