@@ -70,6 +70,7 @@ class MinerApp(App):
         self.baseline: Path | None = None     # the run pinned as the curves' baseline
         self.smoothing = 0.6                  # EMA of the curves (0 = raw), settings "smoothing"
         self.drafts: dict[str, dict] = {}     # closed forms' contents, for the session
+        self.exit_note = ""                   # a line for the terminal after the app closed
 
     # ---- start-up ------------------------------------------------------------------------
     def on_mount(self) -> None:

@@ -386,7 +386,8 @@ class RunModel:
         c["turns"].append(min(len(turns), 127))
         c["bench"].append(self._t_bench(str(tr.get("benchmark", "?"))))
         c["qid"].append(self._t_qid(str(tr.get("qid", "?"))))
-        c["path"].append(self._t_path(" → ".join(steps) + mark))
+        # the verdict first: a long Verifier path cut at the column's edge keeps its ✓/✗
+        c["path"].append(self._t_path((mark.strip() + " " if mark else "") + " → ".join(steps)))
         c["models"].append(mask)
         c["offset"].append(at)
 

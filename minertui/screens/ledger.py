@@ -84,6 +84,7 @@ class LedgerScreen(ModeScreen):
         Binding("left_square_bracket", "page(-1)", "Newer", id="ledger.newer"),
         Binding("right_square_bracket", "page(1)", "Older", id="ledger.older"),
         Binding("v", "verify", "Verify", id="ledger.verify"),
+        Binding("e", "export", "Export", id="ledger.export"),
     ]
     VERIFY_EVERY_S = 5.0
 
@@ -167,10 +168,20 @@ class LedgerScreen(ModeScreen):
             self.show(self.app.latest)
 
     def action_verify(self) -> None:
+        s = self.app.current
+        if s is None:
+            self.notify("no run selected", severity="warning")
+            return
+        if not (s.path / "ledger.jsonl").exists():
+            self.notify("this run has no ledger.jsonl (no paid calls): nothing to verify", severity="warning")
+            return
         self._verified = None
         self._verified_at = 0.0
-        if self.app.current is not None:
-            self._maybe_verify(self.app.current)
+        self._report, self._report_error = None, None  # the head says "verifying…" until it is done
+        self._asked = True
+        self.notify("verifying the ledger's hash chain…", timeout=3)
+        self._maybe_verify(s)
+        self.show(self.app.latest) if self.app.latest is not None else None
 
     def _maybe_verify(self, s: RunSnapshot) -> None:
         path = s.path / "ledger.jsonl"
@@ -198,5 +209,29 @@ class LedgerScreen(ModeScreen):
 
     def _verified_result(self, report, error) -> None:
         self._report, self._report_error = report, error
+        if getattr(self, "_asked", False):  # v was pressed: say the outcome, not only in the head
+            self._asked = False
+            text = chain_text(report, error).plain
+            ok = report is not None and report.ok
+            self.notify(text, title="ledger", severity="information" if ok else "error", timeout=8)
         if self.app.latest is not None and self.is_current:
             self.show(self.app.latest)
+
+    def action_export(self) -> None:
+        """Every call of the ledger (newest first), to CSV and JSON."""
+        from minertui.widgets.tables import export_table
+        s = self.app.current
+        if s is None:
+            self.notify("no run selected", severity="warning")
+            return
+        lv = s.ledger
+        rows = [(utc(float(lv.time[i]), "%Y-%m-%d %H:%M:%S"), lv.model_names[int(lv.model[i])],
+                 lv.purpose_names[int(lv.purpose[i])], f"{int(lv.prompt_tokens[i])}/{int(lv.completion_tokens[i])}",
+                 int(lv.cost_micro[i]) / 1e6, "estimated" if lv.estimated[i] else "reported")
+                for i in range(len(lv) - 1, -1, -1)]
+        try:
+            csv_path, json_path = export_table("ledger", CALL_COLUMNS, rows)
+        except OSError as e:
+            self.notify(f"export failed: {e}", severity="error")
+            return
+        self.notify(f"{len(rows):,} calls exported: {csv_path} and {json_path.name}", timeout=8)

@@ -17,7 +17,7 @@ from minertui.screens.common import ModeScreen
 from minertui.widgets.format import usd
 
 PAGE = 100
-COLUMNS = ("gen", "cand", "question", "correct", "turns", "cost", "path", "benchmark")
+COLUMNS = ("gen", "cand", "question", "correct", "benchmark", "turns", "cost", "path")  # the long path last
 
 
 class TracesScreen(ModeScreen):
@@ -29,6 +29,7 @@ class TracesScreen(ModeScreen):
         Binding("right_square_bracket", "page(1)", "Next page", id="traces.next"),
         Binding("slash", "search", "Search id", id="traces.search"),
         Binding("escape", "focus_table", "Table", show=False, id="traces.table"),
+        Binding("e", "export", "Export", id="traces.export"),
     ]
 
     def __init__(self) -> None:
@@ -98,8 +99,8 @@ class TracesScreen(ModeScreen):
             table.add_row(
                 str(int(tv.gen[i])), str(int(tv.candidate[i])), tv.qid_names[int(tv.qid[i])],
                 Text("✓ right", style="green") if c == 1 else Text("✗ wrong", style="red") if c == 0 else "?",
-                str(int(tv.turns[i])), usd(float(tv.cost[i]), 5), tv.path_names[int(tv.path[i])],
-                tv.bench_names[int(tv.bench[i])], key=str(i))
+                tv.bench_names[int(tv.bench[i])], str(int(tv.turns[i])), usd(float(tv.cost[i]), 5),
+                tv.path_names[int(tv.path[i])], key=str(i))
         if new is idx and table.row_count:
             table.move_cursor(row=min(row, table.row_count - 1), animate=False)
         self._shown_idx = idx.copy()
@@ -160,3 +161,21 @@ class TracesScreen(ModeScreen):
         i = int(event.row_key.value)
         from minertui.screens.trace_detail import TraceDetailScreen
         self.app.push_screen(TraceDetailScreen(s, int(self._tv.offset[i])))
+
+    def action_export(self) -> None:
+        """Every trace that passes the filters (not only this page), to CSV and JSON."""
+        from minertui.widgets.tables import export_table
+        tv = self._tv
+        if tv is None:
+            self.notify("no traces loaded", severity="warning")
+            return
+        rows = [(int(tv.gen[i]), int(tv.candidate[i]), tv.qid_names[int(tv.qid[i])],
+                 {1: "right", 0: "wrong"}.get(int(tv.correct[i]), "?"), tv.bench_names[int(tv.bench[i])],
+                 int(tv.turns[i]), float(tv.cost[i]), tv.path_names[int(tv.path[i])])
+                for i in self.rows.tolist()]
+        try:
+            csv_path, json_path = export_table("traces", COLUMNS, rows)
+        except OSError as e:
+            self.notify(f"export failed: {e}", severity="error")
+            return
+        self.notify(f"{len(rows):,} traces exported: {csv_path} and {json_path.name}", timeout=8)
