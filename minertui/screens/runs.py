@@ -56,6 +56,12 @@ def budget_stopped(s: RunSnapshot) -> bool:
         (b is not None and s.spend_usd >= b * 0.999) or "budget" in str(s.meta.get("status_message", "")))
 
 
+class RunsTable(DataTable):
+    """Home and End go to the first and the last run (DataTable's own go to the first column)."""
+    BINDINGS = [Binding("home", "scroll_top", "Top", show=False),
+                Binding("end", "scroll_bottom", "Bottom", show=False)]
+
+
 class RunsScreen(EngineActions, ModeScreen):
     MODE = "Runs"
     CSS_PATH = "runs.tcss"
@@ -77,8 +83,6 @@ class RunsScreen(EngineActions, ModeScreen):
         Binding("A", "archive", "Archive", show=False, id="runs.archive"),
         Binding("D", "delete", "Delete", show=False, id="runs.delete"),
         Binding("e", "export", "Export", show=False, id="runs.export"),
-        Binding("home", "top", "Top", show=False, id="runs.top"),
-        Binding("end", "bottom", "Bottom", show=False, id="runs.bottom"),
     ]
 
     def __init__(self) -> None:
@@ -92,7 +96,7 @@ class RunsScreen(EngineActions, ModeScreen):
         self._shown_rows: list = []
 
     def compose_body(self) -> ComposeResult:
-        table = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
+        table = RunsTable(id="runs-table", cursor_type="row", zebra_stripes=True)
         for i, c in enumerate(COLUMNS):
             table.add_column(header(c, i, self.sort_col, self.sort_reverse), key=c)
         yield table

@@ -15,6 +15,3 @@ class FormCheckbox(Checkbox):
     def check_consume_key(self, key: str, character: str | None) -> bool:
         # printable keys stay here (space and Enter toggle); Esc, Tab and ctrl+keys go on
         return character is not None and character.isprintable()
-
-    def watch_value(self) -> None:
-        self.refresh()
