@@ -464,11 +464,34 @@ def _time(v: Any) -> float:
     return math.nan
 
 
+TRACE_SORT = ("gen", "cost", "turns", "correct", "question", "benchmark")  # Traces' sortable columns
+
+
+def sort_traces(tv: TraceView, idx: np.ndarray, column: str | None, reverse: bool = False) -> np.ndarray:
+    """`idx` ordered by a column (stable: ties keep the file order); vectorised."""
+    if column is None or column == "gen" and not reverse or not len(idx):
+        return idx
+    key = {"gen": tv.gen, "cost": tv.cost, "turns": tv.turns, "correct": tv.correct,
+           "question": tv.qid, "benchmark": tv.bench}[column][idx]
+    if column in ("question", "benchmark"):  # by name, not by first-seen code
+        names = tv.qid_names if column == "question" else tv.bench_names
+        rank = np.argsort(np.argsort(np.array(names, dtype=object)[: int(key.max()) + 1], kind="stable"))
+        key = rank[key]
+    order = np.argsort(-key if reverse and column not in ("question", "benchmark") else key, kind="stable")
+    if reverse and column in ("question", "benchmark"):
+        order = order[::-1]
+    return idx[order]
+
+
 def filter_traces(tv: TraceView, bench: str | None = None, correct: int | None = None,
                   model: str | None = None, gen: int | None = None,
-                  qid_search: str = "") -> np.ndarray:
-    """Indices (int64, ascending) of the traces that pass every filter; vectorised over 100k."""
+                  qid_search: str = "", role: str | None = None) -> np.ndarray:
+    """Indices (int64, ascending) of the traces that pass every filter; vectorised over 100k.
+    `role`: some turn of the trace played it (Thinker / Worker / Verifier)."""
     keep = np.ones(len(tv), dtype=bool)
+    if role is not None and len(tv):
+        has = np.array([f"·{role}" in p for p in tv.path_names], dtype=bool)
+        keep &= has[tv.path]
     if bench is not None:
         code = tv.bench_names.index(bench) if bench in tv.bench_names else -1
         keep &= tv.bench == code

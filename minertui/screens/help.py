@@ -11,14 +11,20 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 MODES_TEXT = {
-    "Runs": "every run under the runs root: status, generation, best, spend, ETA; n new, Enter open, "
-            "p pause (checkpoint + stop), s stop, r resume",
-    "Train": "live fitness curves (best/mean/max, σ on the right axis), progress, throughput, spend, "
-             "routing mix, validation accuracy, status log",
-    "Ledger": "every paid call, totals per model and purpose, spend over time, budget, hash-chain check",
-    "Traces": "every routing trajectory; filters, / to search a question id, Enter to drill down",
-    "Analysis": "o oracle ceiling, b baselines, e evaluate the router, a all three (in a child process)",
-    "Submit": "pack a bundle, run the gates, show the plan, x to execute it, c to copy the PR URL",
+    "Runs": "every run: status, generation, best, smoothed validation (val~), spend, ETA; Enter open, "
+            "n new, p/s/r pause/stop/resume, R resume with a budget or more generations, space mark, "
+            "c compare the marked runs, b pin a baseline, o/O sort, / filter, L engine log, "
+            "C clone into the new-run form, A archive, D delete, e export (CSV + JSON)",
+    "Train": "fitness curves (EMA +/-, raw faint; z/Z zoom, [ ] pan, 0 reset, f axis 0–1, v val/best), "
+             "σ and spend in their own panels, the marked runs overlaid (c), progress, ETA (bounded by "
+             "the budget), routing mix, l the full event log",
+    "Ledger": "every paid call, totals per model and purpose, spend over time, budget, v verify the hash "
+              "chain, / filter by model, purpose or day, o sort, e export",
+    "Traces": "every routing trajectory; filters (benchmark, right/wrong, model, role, generation), / question id, "
+              "o sort, e export, Enter drill-down (y copies its text)",
+    "Analysis": "o oracle ceiling, b baselines, e evaluate the router, a all three (in a child process), "
+                "x export",
+    "Submit": "pack a bundle, run the gates, show the plan (PgUp/PgDn), x execute it, c copy the PR URL",
 }
 
 

@@ -458,3 +458,48 @@ def test_keymap_rejects_unknown_ids():
     from minertui.keymap import load_keymap
     keymap, errors = load_keymap({"keymap": {"runs.new": "N", "nope.x": "y", "runs.stop": ""}})
     assert keymap == {"runs.new": "N"} and len(errors) == 2
+
+
+def test_traces_role_filter_and_sort(tmp_path):
+    from minertui.runmodel import filter_traces, sort_traces
+    run = make_run(tmp_path / "run-t", generations=6, planned=6, status="finished", seed=5).path
+    tv = snapshot_traces(run)
+    paths = [tv.path_names[int(p)] for p in tv.path]
+    got = filter_traces(tv, role="Verifier").tolist()
+    assert got == [i for i, p in enumerate(paths) if "·Verifier" in p] and got
+    idx = sort_traces(tv, filter_traces(tv), "cost", reverse=True)
+    costs = tv.cost[idx]
+    assert (np.diff(costs) <= 0).all()
+    idx = sort_traces(tv, filter_traces(tv), "question")
+    names = [tv.qid_names[int(q)] for q in tv.qid[idx]]
+    assert names == sorted(names)
+
+
+def snapshot_traces(run: Path):
+    from minertui.runmodel import RunModel
+    m = RunModel(run, want_traces=True)
+    while m.poll(budget_s=1e9):
+        if not m.snapshot().catching_up:
+            break
+    return m.snapshot().traces
+
+
+def test_ledger_filter_by_model_purpose_and_day(tmp_path):
+    from minertui.runmodel import RunModel
+    from minertui.screens.ledger import ledger_rows
+    from trinity.io import read_jsonl
+    run = make_run(tmp_path / "run-l", generations=6, calls_per_gen=4).path
+    m = RunModel(run)
+    m.poll(budget_s=1e9)
+    lv = m.snapshot().ledger
+    recs = read_jsonl(run / "ledger.jsonl")
+    model = recs[0]["model"].split("/")[-1]
+    want = [i for i in range(len(recs) - 1, -1, -1) if model in recs[i]["model"]]
+    assert ledger_rows(lv, model).tolist() == want
+    purpose = recs[0]["purpose"]
+    want = [i for i in want if recs[i]["purpose"] == purpose]
+    assert ledger_rows(lv, f"{model} {purpose}").tolist() == want
+    assert ledger_rows(lv, "2026-01-01").tolist() == list(range(len(recs) - 1, -1, -1))  # synth's day
+    assert ledger_rows(lv, "1999-01-01").tolist() == []
+    by_cost = ledger_rows(lv, "", "cost")
+    assert (np.diff(lv.cost_micro[by_cost]) <= 0).all()
