@@ -121,7 +121,7 @@ class RunsScreen(EngineActions, ModeScreen):
             for (key, (_, row)), (_, (_, old)) in zip(shown, self._shown_rows):
                 for i, (v, o) in enumerate(zip(row, old)):
                     if v != o:
-                        table.update_cell(key, COLUMNS[i], self._cell(key, i, v))
+                        table.update_cell(key, COLUMNS[i], self._cell(key, i, v), update_width=True)
         self._shown_rows = shown
         self._detail(poll)
 
@@ -298,7 +298,7 @@ class RunsScreen(EngineActions, ModeScreen):
     def _redraw_cells(self) -> None:
         table = self.query_one(DataTable)
         for key, (_, row) in self._shown_rows:
-            table.update_cell(key, COLUMNS[0], self._cell(key, 0, row[0]))
+            table.update_cell(key, COLUMNS[0], self._cell(key, 0, row[0]), update_width=True)
         if self.app.latest is not None:
             self._detail(self.app.latest)
 

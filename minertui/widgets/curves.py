@@ -54,7 +54,8 @@ class CachedPlot(PlotextPlot):
 
 
 # stable colours per compared run: the i-th marked run keeps its colour while others come and go
-RUN_COLOURS = ("cyan", "orange", "green", "magenta", "yellow", "blue", "red", "white")
+RUN_COLOURS = ("cyan", "orange", "green", "magenta", "yellow", "blue", "red", "white")  # plotext names
+RICH_COLOUR = {"orange": "dark_orange", "gray": "grey50"}  # the same colours by Rich's names (legend)
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ def legend_text(series: list[Series], view: View, baseline_label: str | None = N
 
     t = Text(no_wrap=True, overflow="ellipsis")
     for s in series:
-        t.append("━", style=s.colour)
+        t.append("━", style=RICH_COLOUR.get(s.colour, s.colour))
         t.append(s.label + " ")
     if view.smoothing > 0:
         t.append(f"EMA {view.smoothing:.2f}, raw grey", style="dim")

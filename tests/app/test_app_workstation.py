@@ -503,3 +503,30 @@ def test_ledger_filter_by_model_purpose_and_day(tmp_path):
     assert ledger_rows(lv, "1999-01-01").tolist() == []
     by_cost = ledger_rows(lv, "", "cost")
     assert (np.diff(lv.cost_micro[by_cost]) <= 0).all()
+
+
+@pytest.mark.parametrize("s", [0.0001, 0.3, 0.6, 0.95, 0.99])
+def test_ema_matches_the_recurrence(s):
+    import math
+    from minertui.runmodel import ema
+    rng = np.random.default_rng(int(s * 100))
+    y = rng.random(3000)
+    y[rng.random(3000) < 0.2] = np.nan
+    acc, want = math.nan, []
+    for v in y:
+        if v != v:
+            want.append(math.nan)
+            continue
+        acc = v if acc != acc else s * acc + (1 - s) * v
+        want.append(acc)
+    got = ema(y, s)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.nanmax(np.abs(got - np.array(want))) < 1e-12
+
+
+def test_every_run_colour_draws_in_the_legend_and_the_plot():
+    from rich.console import Console
+    from minertui.widgets.curves import RUN_COLOURS, Series, View, legend_text
+    x = np.arange(3.0)
+    t = legend_text([Series(c, x, x, c) for c in RUN_COLOURS], View())
+    Console(file=open(os.devnull, "w")).print(t)  # a colour Rich cannot parse raised MissingStyle here
