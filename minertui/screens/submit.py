@@ -115,6 +115,9 @@ class SubmitScreen(ModeScreen):
             if isinstance(value, str) and value:
                 self.query_one(f"#sub-{key}", Input).value = value
 
+        # arriving here the mode keys work (k, g, l …); Textual would focus the format list
+        self.call_after_refresh(self.set_focus, None)
+
     def _remember(self, f: dict[str, Any]) -> None:
         if getattr(self.app, "submit_defaults", None):
             return  # the demo's throwaway values are not the miner's

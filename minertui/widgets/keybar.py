@@ -17,6 +17,7 @@ class KeyBar(Widget):
 
     def on_mount(self) -> None:
         self.screen.bindings_updated_signal.subscribe(self, lambda _s: self.refresh())
+        self.watch(self.screen, "focused", lambda _f: self.refresh())
 
     def on_unmount(self) -> None:
         self.screen.bindings_updated_signal.unsubscribe(self)
@@ -45,6 +46,10 @@ class KeyBar(Widget):
             shown = key_display(app, key)
             if shown not in entry[0]:
                 entry[0].append(shown)
+        focused = self.screen.focused
+        typing = focused is not None and focused.check_consume_key("a", "a")
+        if typing:  # a field takes the letters: say how to hand them back to the mode
+            mine = {"mode.leave_field": [["Esc"], "leave field", True], **mine}
         order = {bid: i for i, bid in enumerate(self.ALWAYS)}
         fixed = sorted(always.items(), key=lambda kv: order.get(kv[0], 9))
         return ([("/".join(k[:1]), d, e) for k, d, e in mine.values()],

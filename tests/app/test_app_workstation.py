@@ -296,6 +296,10 @@ async def test_typing_on_a_checkbox_fires_no_global_keys(tmp_path):
     app = MinerApp(runs_root=root, poll=False, start_mode="submit")
     async with app.run_test(size=BIG) as pilot:
         await settle(app, pilot)
+        assert app.screen.focused is None  # arriving, k/g/l work: nothing takes the letters
+        app.screen.query_one("#sub-miner").focus()
+        await pilot.pause()
+        assert plain(app.screen.query_one("KeyBar")).startswith("Esc leave field")
         box = app.screen.query_one("#sub-force")
         box.focus()
         await pilot.pause()
