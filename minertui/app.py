@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import work
-from textual.app import App, ScreenStackError, SystemCommand
+from textual.app import App, ScreenStackError
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
@@ -120,7 +120,7 @@ class MinerApp(App):
 
     # ---- the reader ----------------------------------------------------------------------
     @property
-    def reader(self) -> "Reader":
+    def reader(self) -> Reader:
         """Made on first use (it brings numpy), i.e. in the first poll, after the first frame."""
         if self._reader is None:
             from minertui.reader import Reader

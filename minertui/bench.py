@@ -151,7 +151,7 @@ def filter_ms(tv, repeats: int = 5) -> dict:
         c = time.process_time()
         idx = filter_traces(tv, bench=tv.bench_names[0], correct=1, model=tv.model_names[0], qid_search="1")
         cpu.append((time.process_time() - c) * 1000)
-    return {"cpu_median": statistics.median(cpu), "traces": len(tv), "kept": int(len(idx))}
+    return {"cpu_median": statistics.median(cpu), "traces": len(tv), "kept": len(idx)}
 
 
 def overlay_ms(runs: int = 8, gens: int = GENS, repeats: int = 5) -> dict:

@@ -6,7 +6,8 @@ screen (Ctrl+A) user loses."""
 from __future__ import annotations
 
 import importlib
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from textual.binding import Binding, BindingsMap
 

@@ -221,7 +221,7 @@ class AnalysisScreen(ModeScreen):
 
     def action_export(self) -> None:
         """The chart's accuracies (CSV and JSON) and each report in full (JSON), for this run."""
-        from minertui.widgets.tables import export_dir, export_table
+        from minertui.widgets.tables import export_table
         s = self.app.current
         res = self.results.get(str(s.path), {}) if s else {}
         done = {k: r["report"] for k, r in res.items() if "report" in r}

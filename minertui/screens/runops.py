@@ -34,7 +34,6 @@ def delete_run(run_dir: Path) -> None:
     if not RunDir(run_dir).exists():  # never rmtree something that is not a run
         raise OSError(f"{run_dir} is not a run directory (no run.json)")
     shutil.rmtree(run_dir)
-    return None
 
 
 def clone_config(s: RunSnapshot, runs_root: Path) -> tuple[Path, dict[str, str]]:
@@ -108,7 +107,7 @@ class ResumeScreen(ModalScreen[None]):
                                        f"spent ${s.spend_usd:.4f}" + (f" of ${budget:g}" if budget else "")))
             with Horizontal(classes="row"):
                 yield Label("budget $")
-                yield Input(placeholder=f"keep {'$%g' % budget if budget else 'none'}", id="r-budget", compact=True)
+                yield Input(placeholder=f"keep {f'${budget:g}' if budget else 'none'}", id="r-budget", compact=True)
             with Horizontal(classes="row"):
                 yield Label("generations")
                 yield Input(placeholder=f"keep {total or '?'} (N in all, or +N more)", id="r-gens", compact=True)

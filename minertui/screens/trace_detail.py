@@ -125,8 +125,10 @@ def render_trace(tr: dict[str, Any], meta: dict[str, Any]) -> list[Any]:
 
 
 def trace_plain_text(tr: dict[str, Any], meta: dict[str, Any]) -> str:
+    import io
+
     from rich.console import Console
-    console = Console(width=100, record=True, file=open("/dev/null", "w"), color_system=None)
+    console = Console(width=100, record=True, file=io.StringIO(), color_system=None)
     for part in render_trace(tr, meta):
         console.print(part)
     return console.export_text(styles=False)

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import numpy as np
 from textual_plotext import PlotextPlot
 
-from minertui.runmodel import Generations
 
 MAX_POINTS = 240
 
@@ -66,13 +65,13 @@ class View:
     window: tuple[float, float] = (0.0, 1.0)  # fractions of the generation axis
     fixed01: bool = False
 
-    def zoom(self, factor: float) -> "View":
+    def zoom(self, factor: float) -> View:
         lo, hi = self.window
         mid, half = (lo + hi) / 2, max(0.01, (hi - lo) * factor / 2)
         lo, hi = max(0.0, mid - half), min(1.0, mid + half)
         return View(self.smoothing, (lo, hi), self.fixed01)
 
-    def pan(self, delta: float) -> "View":
+    def pan(self, delta: float) -> View:
         lo, hi = self.window
         span = hi - lo
         lo = min(max(0.0, lo + delta * span), 1.0 - span)

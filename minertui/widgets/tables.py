@@ -12,7 +12,8 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
+from collections.abc import Callable, Iterable, Sequence
 
 from textual.binding import Binding
 from textual.widgets import Input

@@ -534,3 +534,93 @@ def test_every_run_colour_draws_in_the_legend_and_the_plot():
     x = np.arange(3.0)
     t = legend_text([Series(c, x, x, c) for c in RUN_COLOURS], View())
     Console(file=open(os.devnull, "w")).print(t)  # a colour Rich cannot parse raised MissingStyle here
+
+
+HOLDER = """
+import signal, sys, time
+from trinity.runs.rundir import RunDir
+lock = RunDir(sys.argv[1]).lock().acquire()
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+print("holding", flush=True)
+while True:
+    time.sleep(0.05)
+"""
+
+
+def test_quitting_the_demo_stops_its_engine_and_says_where_the_run_is(tmp_path):
+    """An engine stand-in holds a demo run the way `trinity train` does (the run's flock, its pid in
+    .lock); quitting the demo app signals it, and the note for the terminal names the runs dir."""
+    from minertui.demo import stop_demo_servers
+    from minertui.supervisor import Launched, Supervisor
+    import time as _time
+    root = tmp_path / "demo"
+    run = make_run(root / "demo-live-x", generations=2, planned=9, status="running", seed=1).path
+    sup = Supervisor(root)
+    proc = sup.spawn([sys.executable, "-c", HOLDER, str(run)], root / "holder.log", cwd=ROOT)
+    sup.launched[run.resolve()] = Launched(run.resolve(), proc, [], _time.time())
+    deadline = _time.monotonic() + 60
+    while not RunDir(run).is_locked() and _time.monotonic() < deadline:
+        _time.sleep(0.05)
+    assert RunDir(run).is_locked()
+    app = SimpleNamespace(supervisor=sup, demo=True, exit_note="")
+    stop_demo_servers(app)
+    assert proc.wait(timeout=30) == 0  # it got SIGTERM (pause: checkpoint and stop)
+    assert str(root) in app.exit_note and "--runs-dir" in app.exit_note
+
+
+async def test_palette_actions_run_in_their_mode(tmp_path):
+    from minertui.keymap import run_in_mode
+    root = tmp_path / "runs"
+    make_run(root / "run-ledger", generations=5, calls_per_gen=3)
+    app = MinerApp(runs_root=root, poll=False)
+    seen = []
+    async with app.run_test(size=BIG) as pilot:
+        await settle(app, pilot)
+        app.notify = lambda msg, **kw: seen.append(msg)  # type: ignore[method-assign]
+        run_in_mode(app, "ledger", "verify")
+        for _ in range(5):
+            await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.screen.MODE == "Ledger"
+        assert any(m.startswith("verifying") for m in seen) and any(m.startswith("chain OK") for m in seen)
+
+
+async def test_archive_delete_and_clone(tmp_path):
+    root = tmp_path / "runs"
+    two_runs(root)
+    make_run(root / "run-c", generations=3, planned=3, status="finished", seed=3)
+    app = MinerApp(runs_root=root, poll=False)
+    async with app.run_test(size=BIG) as pilot:
+        await settle(app, pilot)
+        scr = app.screen
+        scr._set_sort(0, False)  # by run id: run-a, run-b, run-c
+        await settle(app, pilot)
+        await pilot.press("home", "A")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(app, pilot, 3)
+        assert (root / ".archive" / "run-a-finished" / "run.json").is_file() and not (root / "run-a-finished").exists()
+        await pilot.press("home")  # now run-b-live
+        await pilot.press("D")
+        await pilot.pause()
+        await pilot.press("n")  # keep it
+        await pilot.pause()
+        assert (root / "run-b-live").exists()
+        await pilot.press("D")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(app, pilot, 3)
+        assert not (root / "run-b-live").exists()
+        assert [plain(scr.query_one(DataTable).get_row_at(i)[0]) for i in range(scr.query_one(DataTable).row_count)] \
+            == ["run-c"]
+        await pilot.press("C")
+        await pilot.pause()
+        from minertui.screens.newrun import NewRunScreen
+        form = app.screen
+        assert isinstance(form, NewRunScreen)
+        cfg = json.loads((root / "run-c" / "run.json").read_text())["config"]
+        assert form.query_one("#f-popsize", Input).value == str(cfg["popsize"])
+        assert Path(form.query_one("#f-config", Input).value).name == "clone-run-c.yaml"
+        data, errors = form.validate_form()
+        assert not errors and data["popsize"] == cfg["popsize"] and data["seed"] == cfg["seed"]

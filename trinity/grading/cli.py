@@ -165,8 +165,8 @@ def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
                 continue
             facts.append((f"sandbox: {layer}", f"{'active' if active else 'not active'}: {note}"))
         if any(layer == "bubblewrap" and not active for layer, active, _ in layers):
-            facts.append(("sandbox", "code is graded without bubblewrap; the layers marked active above "
-                          "still hold (install bubblewrap for the strongest isolation)"))
+            facts.append(("sandbox", ("code is graded without bubblewrap; the layers marked active above "
+                                      "still hold (install bubblewrap for the strongest isolation)")))
     except ModuleNotFoundError as e:
         facts.append(("sandbox", f"unavailable ({e.name} missing)"))
     offline = [v for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
