@@ -90,7 +90,7 @@ def palette_commands(app, screen) -> Iterator:
         for b, keys in keys_of(app, cls):
             if not b.description or b.action.startswith("app."):
                 continue
-            yield SystemCommand(f"{label}: {b.description}", f"{b.action} in {label} (key {keys})",
+            yield SystemCommand(f"{label}: {b.description}", f"key {keys} in the {label} mode (id {b.id})",
                                 lambda m=mode, a=b.action: run_in_mode(app, m, a))
 
 
