@@ -197,3 +197,38 @@ class LogScreen(ModalScreen[None]):
     def action_copy(self) -> None:
         self.app.copy_to_clipboard(self.text or "")
         self.notify("copied to the clipboard (OSC 52)")
+
+
+class ScoreScreen(ModalScreen[float | None]):
+    """A baseline given as a number (e.g. the current king's bundle score)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="score.cancel")]
+    DEFAULT_CSS = """
+    ScoreScreen { align: center middle; }
+    #score { width: 60; max-width: 95%; height: auto; border: round $primary; background: $surface; padding: 0 1; }
+    #score-err { color: $error; height: auto; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="score"):
+            yield Static("Baseline score (e.g. the king's bundle score, 0–1); empty unpins it")
+            yield Input(placeholder="0.812", id="score-value", compact=True)
+            yield Static("", id="score-err")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        raw = event.value.strip()
+        if not raw:
+            self.dismiss(None)
+            return
+        try:
+            v = float(raw)
+        except ValueError:
+            self.query_one("#score-err", Static).update(f"{raw!r} is not a number")
+            return
+        self.dismiss(v)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -132,6 +132,7 @@ class TrainScreen(EngineActions, ModeScreen):
         Binding("f", "fixed01", "Axis 0–1", show=False, id="train.fixed01"),
         Binding("v", "metric", "Val/best", show=False, id="train.metric"),
         Binding("l", "log", "Full log", show=False, id="train.log"),
+        Binding("B", "baseline_score", "Baseline score", show=False, id="train.baseline_score"),
     ]
 
     def __init__(self) -> None:
@@ -199,6 +200,8 @@ class TrainScreen(EngineActions, ModeScreen):
         path = getattr(self.app, "baseline", None)
         if path is None:
             return None
+        if isinstance(path, float):  # a number the miner gave (the king's score)
+            return ("score", path)
         b = next((r for r in poll.runs if r.path.resolve() == path.resolve()), None)
         if b is None:
             return None
@@ -286,6 +289,19 @@ class TrainScreen(EngineActions, ModeScreen):
         self.notify("overlay of the marked runs" if self.comparing else "this run's curves", timeout=2)
         self._redraw()
 
+    def action_baseline_score(self) -> None:
+        """Pin a number as the baseline (the king's bundle score); a run pinned in Runs (b) is
+        the other kind of baseline."""
+        from minertui.messages import BaselinePinned
+        from minertui.screens.runops import ScoreScreen
+
+        def pin(value: float | None) -> None:
+            self.app.post_message(BaselinePinned(value))
+            self.notify(f"baseline score {value:.3f}" if value is not None else "baseline unpinned", timeout=3)
+            self.call_after_refresh(self._redraw)
+
+        self.app.push_screen(ScoreScreen(), pin)
+
     def action_log(self) -> None:
         s = self.app.current
         if s is None:
@@ -304,3 +320,4 @@ def _nanmax(a):
 def _isfinite(a):
     import numpy as np
     return np.isfinite(a)
+

@@ -624,3 +624,21 @@ async def test_archive_delete_and_clone(tmp_path):
         assert Path(form.query_one("#f-config", Input).value).name == "clone-run-c.yaml"
         data, errors = form.validate_form()
         assert not errors and data["popsize"] == cfg["popsize"] and data["seed"] == cfg["seed"]
+
+
+async def test_a_score_as_baseline(tmp_path):
+    root = tmp_path / "runs"
+    two_runs(root)
+    app = MinerApp(runs_root=root, poll=False, start_mode="train", open_run=root / "run-a-finished")
+    async with app.run_test(size=BIG) as pilot:
+        await settle(app, pilot)
+        await pilot.press("B")
+        await pilot.pause()
+        for ch in "0.5":
+            await pilot.press(ch if ch != "." else "full_stop")
+        await pilot.press("enter")
+        await settle(app, pilot, 3)
+        assert app.baseline == 0.5
+        assert "baseline score 0.500" in plain(app.screen.query_one("#train-legend", Static))
+        best = app.current.best
+        assert f"vs base  {best - 0.5:+.3f}" in plain(app.screen.query_one("#train-stats", Static))
