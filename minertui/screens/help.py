@@ -17,7 +17,7 @@ MODES_TEXT = {
             "C clone into the new-run form, A archive, D delete, e export (CSV + JSON)",
     "Train": "fitness curves (EMA +/-, raw faint; z/Z zoom, [ ] pan, 0 reset, f axis 0–1, v val/best), "
              "σ and spend in their own panels, the marked runs overlaid (c), progress, ETA (bounded by "
-             "the budget), routing mix, l the full event log",
+             "the budget), routing mix, B pin a score (the king's) as the baseline, l the full event log",
     "Ledger": "every paid call, totals per model and purpose, spend over time, budget, v verify the hash "
               "chain, / filter by model, purpose or day, o sort, e export",
     "Traces": "every routing trajectory; filters (benchmark, right/wrong, model, role, generation), / question id, "

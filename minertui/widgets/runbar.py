@@ -13,13 +13,16 @@ if TYPE_CHECKING:
 from minertui.widgets.format import STATUS_RICH
 
 
+# = trinity.config.PRACTICE (a test holds them equal): importing trinity.config here would bring
+# pydantic onto the UI thread in the middle of a redraw (0.7 s on a shared box)
+PRACTICE = "practice"
+
+
 def is_practice(snap: RunSnapshot | None) -> bool:
     """The *pool* is simulated. Practice questions or a practice matrix answered by a paid pool
     (`--pool openrouter --questions practice`) are real calls, not a simulation."""
     if snap is None:
         return False
-    from trinity.config import PRACTICE
-
     cfg = snap.meta.get("config") or {}
     pool = snap.meta.get("pool") or cfg.get("pool")
     if pool is None:  # a cached run replays its matrix: simulated when that is the practice one

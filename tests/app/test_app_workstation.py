@@ -67,6 +67,9 @@ def test_practice_label_follows_the_pool_not_the_questions():
                                                                     "matrix": "practice"}})
     sim = SimpleNamespace(meta={"pool": "practice", "config": {"pool": "practice"}})
     assert not is_practice(paid) and is_practice(sim)
+    from minertui.widgets import runbar
+    from trinity.config import PRACTICE
+    assert runbar.PRACTICE == PRACTICE
 
 
 # ---- 2. the spend column keeps a small budget's digits ---------------------------------------
