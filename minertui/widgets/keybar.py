@@ -30,8 +30,15 @@ class KeyBar(Widget):
         mine: dict[str, list] = {}
         always: dict[str, list] = {}
         modes = False
-        for key, ab in self.screen.active_bindings.items():
+        active = self.screen.active_bindings
+        screen_keys = {key: b for key, b in self.screen._bindings}
+        for key, ab in active.items():
             b = ab.binding
+            if not b.show and ab.node is not self.screen and key in screen_keys \
+                    and screen_keys[key].show:
+                # a widget's hidden binding (the table's Enter) shadows the mode's (Open): the
+                # key still reaches the mode's action, so show the mode's name for it
+                b = screen_keys[key]
             bid = b.id or b.action
             if bid.startswith("mode.") and bid != "mode.leave_field":
                 modes = True

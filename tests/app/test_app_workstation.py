@@ -645,3 +645,13 @@ async def test_a_score_as_baseline(tmp_path):
         assert "baseline score 0.500" in plain(app.screen.query_one("#train-legend", Static))
         best = app.current.best
         assert f"vs base  {best - 0.5:+.3f}" in plain(app.screen.query_one("#train-stats", Static))
+
+
+async def test_the_key_bar_names_enter_open_in_runs(tmp_path):
+    root = tmp_path / "runs"
+    two_runs(root)
+    app = MinerApp(runs_root=root, poll=False)
+    async with app.run_test(size=BIG) as pilot:
+        await settle(app, pilot)
+        bar = plain(app.screen.query_one("KeyBar"))
+        assert bar.lstrip().startswith("⏎ Open"), bar  # the table's own Enter binding hid it
