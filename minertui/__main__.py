@@ -15,7 +15,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     d = sub.add_parser("demo", help="offline demo: practice pool server + a live practice run, no key needed")
     d.add_argument("--runs-dir", dest="demo_runs_dir", default=None,
-                   help="runs dir for the demo (default: a fresh temporary one)")
+                   help="runs dir for the demo (default: $XDG_STATE_HOME/minertui/demo, i.e. "
+                        "~/.local/state/minertui/demo; the newest 3 demo runs are kept)")
     o = sub.add_parser("open", help="open one run directory (running or finished)")
     o.add_argument("run_dir", metavar="RUN_DIR")
     return p
@@ -44,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
                                    "your runs (default ./runs)")
             app = MinerApp(runs_root=root, theme=args.theme)
         app.run()
+        if getattr(app, "exit_note", ""):
+            print(app.exit_note, file=sys.stderr)
         rc = app.return_code  # 1 after an internal error (logged to a crash file, one line shown)
     except TrinityError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import work
-from textual.app import App, ScreenStackError, SystemCommand
+from textual.app import App, ScreenStackError
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
-from minertui.messages import RunsUpdated
+from minertui.messages import BaselinePinned, CompareChanged, FormDraft, RunsUpdated
 from minertui.screens.common import ModeScreen
 from minertui.screens.help import ConfirmScreen, HelpScreen
 from minertui.settings import DEFAULT_THEME, load_settings, load_themes, save_settings
@@ -66,6 +66,11 @@ class MinerApp(App):
         self._drawn_at = 0.0
         self._requested_theme = theme
         self._theme_errors: list[str] = []
+        self.compare: tuple[Path, ...] = ()   # runs marked in Runs (space), overlaid in Train
+        self.baseline: Path | None = None     # the run pinned as the curves' baseline
+        self.smoothing = 0.6                  # EMA of the curves (0 = raw), settings "smoothing"
+        self.drafts: dict[str, dict] = {}     # closed forms' contents, for the session
+        self.exit_note = ""                   # a line for the terminal after the app closed
 
     # ---- start-up ------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -79,6 +84,15 @@ class MinerApp(App):
             wanted = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
         self.theme = wanted
         self.theme_changed_signal.subscribe(self, lambda t: save_settings(theme=t.name))
+        settings = load_settings()
+        sm = settings.get("smoothing")
+        if isinstance(sm, (int, float)) and 0 <= sm < 1:
+            self.smoothing = float(sm)
+        from minertui.keymap import load_keymap
+        keymap, errors = load_keymap(settings)
+        self._theme_errors.extend(errors)
+        if keymap:
+            self.set_keymap(keymap)
         for err in self._theme_errors:
             self.notify(err, title="theme", severity="warning", timeout=8)
         self._install_signal_handlers()
@@ -106,7 +120,7 @@ class MinerApp(App):
 
     # ---- the reader ----------------------------------------------------------------------
     @property
-    def reader(self) -> "Reader":
+    def reader(self) -> Reader:
         """Made on first use (it brings numpy), i.e. in the first poll, after the first frame."""
         if self._reader is None:
             from minertui.reader import Reader
@@ -149,7 +163,10 @@ class MinerApp(App):
         self.latest = poll
         for ex in poll.exited:
             if ex.code != 0:
-                self.notify(f"engine for {ex.run_dir.name} exited with status {ex.code}\n{ex.log_tail}",
+                where = "before it created its run" if not ex.created else ""
+                log = f"log: {ex.log_path}" if ex.log_path is not None else ""
+                self.notify(f"engine for {ex.run_dir.name} exited with status {ex.code} {where}\n"
+                            f"{ex.log_tail}\n{log}".replace(" \n", "\n"),
                             title="engine", severity="error", timeout=12)
         try:
             screen = self.screen
@@ -198,12 +215,34 @@ class MinerApp(App):
 
         self.push_screen(ConfirmScreen(f"Quit? {why} will be lost.", "Quit", "Stay"), answer)
 
+    def on_compare_changed(self, message: CompareChanged) -> None:
+        self.compare = tuple(message.paths)
+
+    def on_form_draft(self, message: FormDraft) -> None:
+        self.drafts[message.form] = dict(message.values)
+
+    def on_baseline_pinned(self, message: BaselinePinned) -> None:
+        self.baseline = message.path
+
     def get_system_commands(self, screen):
+        from minertui.keymap import palette_commands
         yield from super().get_system_commands(screen)
-        for key, mode, label in MODE_KEYS:
-            yield SystemCommand(f"Mode: {label}", f"Switch to the {label} mode (key {key})",
-                                lambda m=mode: self.action_mode(m))
-        yield SystemCommand("Help", "Keys and what each mode shows (key ?)", self.action_help)
+        yield from palette_commands(self, screen)
+
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """Screenshots go to the export folder (made when missing), not a ~/Downloads that a
+        rented box does not have; the toast says where."""
+        from minertui.widgets.tables import export_dir
+        where = Path(path) if path else export_dir()
+        try:
+            where.mkdir(parents=True, exist_ok=True)
+            name = self.save_screenshot(filename, str(where), time_format)
+        except OSError as e:
+            self.notify(f"screenshot not saved: {e}", severity="error")
+            return None
+        self.notify(f"screenshot saved: {name}", title="screenshot", timeout=8)
+        return name
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.error is not None:

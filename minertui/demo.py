@@ -24,12 +24,66 @@ PRACTICE_CONFIG = config_path()
 LIVE_GRACE_S = 25.0  # a live engine that has not written a generation by then and exited = failed
 
 
+KEEP_RUNS = 3  # the newest demo runs kept in the demo dir; older ones (not running) are removed
+
+
+def default_demo_dir() -> Path:
+    """Where `minertui demo` keeps its runs: `$XDG_STATE_HOME/minertui/demo` (default
+    ~/.local/state/minertui/demo). Open them later with `minertui --runs-dir <that dir>`."""
+    from minertui.settings import state_dir
+    return state_dir() / "demo"
+
+
 def demo_runs_dir(explicit: str | None = None) -> Path:
-    if explicit:
-        p = Path(explicit)
-        p.mkdir(parents=True, exist_ok=True)
-        return p
-    return Path(tempfile.mkdtemp(prefix="minertui-demo-"))
+    p = Path(explicit) if explicit else default_demo_dir()
+    p.mkdir(parents=True, exist_ok=True)
+    if not explicit:
+        prune_demo_runs(p)
+        prune_old_temp_dirs()
+    return p
+
+
+def running_demo(root: Path) -> Path | None:
+    """A demo run an engine still trains in `root` (a second `minertui demo` re-attaches to it)."""
+    from trinity.runs.rundir import list_runs
+    for r in list_runs(root):
+        if r.id.startswith("demo-") and r.is_locked():
+            return r.path
+    return None
+
+
+def prune_demo_runs(root: Path, keep: int = KEEP_RUNS) -> list[Path]:
+    """Remove all but the newest `keep` demo runs that no engine holds (each is a few MB)."""
+    import shutil
+    from trinity.runs.rundir import list_runs
+
+    runs = sorted((r for r in list_runs(root) if r.id.startswith("demo-")),
+                  key=lambda r: str(r.read_meta().get("created", "")), reverse=True)
+    removed = []
+    for r in runs[keep:]:
+        if not r.is_locked():
+            shutil.rmtree(r.path, ignore_errors=True)
+            removed.append(r.path)
+    return removed
+
+
+def prune_old_temp_dirs() -> None:
+    """Earlier versions put each demo in a fresh `/tmp/minertui-demo-*` and never removed it:
+    remove those of this user that no engine holds."""
+    import os
+    import shutil
+    from trinity.runs.rundir import RunDir
+
+    base = Path(tempfile.gettempdir())
+    for d in base.glob("minertui-demo-*"):
+        try:
+            if not d.is_dir() or d.stat().st_uid != os.getuid():
+                continue
+            if any(RunDir(p).is_locked() for p in d.iterdir() if (p / "run.json").is_file()):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def free_port() -> int:
@@ -84,9 +138,15 @@ def _demo(app) -> None:
     sup = app.supervisor
     root = sup.runs_root
     try:
-        app.submit_defaults = {"miner": "demo-miner", "repo": str(make_throwaway_repo(root / ".demo-git"))}
+        # its own submission history: demo bundles never count against the miner's real ones
+        app.submit_defaults = {"miner": "demo-miner", "repo": str(make_throwaway_repo(root / ".demo-git")),
+                               "history": str(root / ".demo-git" / "submissions.jsonl")}
     except (OSError, subprocess.SubprocessError) as e:  # no git: Submit just starts empty
         app.call_from_thread(app.notify, f"no throwaway repo for Submit: {e}", severity="warning")
+    attached = running_demo(root)
+    if attached is not None:  # a demo already trains here (another terminal): show it
+        app.call_from_thread(_select, app, attached, "practice (simulated pool): re-attached to the running demo")
+        return
     port = free_port()
     run_id = new_run_id("demo-live")
     # the server lives exactly as long as this run's engine needs it (see jobs/practice_server)
@@ -132,8 +192,25 @@ def _note(app, note: str) -> None:
 
 def stop_demo_servers(app) -> None:
     """On quit: stop the practice server unless a run still needs it (an engine holding a run
-    this app launched); then it stays up with that engine, in its own session."""
+    this app launched); then it stays up with that engine, in its own session.
+
+    Quitting the demo stops the demo's own engine (it checkpoints; its practice server exits
+    with it) and leaves a line for the terminal saying where the run is and how to go on."""
     sup = app.supervisor
+    if getattr(app, "demo", False):
+        for path in list(sup.launched):
+            if RunDir(path).is_locked():
+                try:
+                    sup.pause(path)
+                except Exception:  # noqa: BLE001 — it exited meanwhile
+                    continue
+        app.exit_note = demo_exit_note(sup.runs_root)
     if any(RunDir(p).is_locked() for p in sup.launched):
         return
     sup.stop_servers()
+
+
+def demo_exit_note(root: Path) -> str:
+    return (f"minertui demo: the demo engine was asked to checkpoint and stop; its runs are kept in {root} "
+            f"(newest {KEEP_RUNS}). Open them with `minertui --runs-dir {root}`; `minertui demo` starts "
+            "a fresh one (or re-attaches to one still running).")

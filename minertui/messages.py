@@ -16,3 +16,28 @@ class RunsUpdated(Message):
     def __init__(self, poll: Poll) -> None:
         super().__init__()
         self.poll = poll
+
+
+class CompareChanged(Message):
+    """The runs marked for comparison (Runs, space), in the order they were marked."""
+
+    def __init__(self, paths: tuple) -> None:
+        super().__init__()
+        self.paths = paths
+
+
+class BaselinePinned(Message):
+    """The run pinned as the baseline of the curves (None: unpinned)."""
+
+    def __init__(self, path) -> None:
+        super().__init__()
+        self.path = path
+
+
+class FormDraft(Message):
+    """What a closed form held (kept for the session; {} once used)."""
+
+    def __init__(self, form: str, values: dict) -> None:
+        super().__init__()
+        self.form = form
+        self.values = values

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from minertui.runmodel import RunModel, RunSnapshot
 from minertui.supervisor import Supervisor, log_tail
-from trinity.runs.rundir import list_runs
+from trinity.runs.rundir import RunDir, list_runs
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,8 @@ class Exited:
     run_dir: Path
     code: int
     log_tail: str
+    log_path: Path | None = None
+    created: bool = True  # False: it exited before it made its run directory (bad input)
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class Reader:
         self.want_traces = False
         self._listed_at = 0.0
         self._seq = 0
+        self._forgotten: set[Path] = set()
 
     def open(self, path: str | os.PathLike) -> Path:
         p = Path(path).resolve()
@@ -57,6 +60,11 @@ class Reader:
         self._listed_at = 0.0
         return p
 
+    def forget(self, path: str | os.PathLike) -> None:
+        """A run that was archived or deleted: drop it at the next poll (which relists)."""
+        self._forgotten.add(Path(path).resolve())
+        self._listed_at = 0.0
+
     def model(self, path: Path) -> RunModel:
         m = self.models.get(path)
         if m is None:
@@ -65,6 +73,12 @@ class Reader:
 
     def poll(self, force_list: bool = False) -> Poll:
         t0 = time.perf_counter()
+        while self._forgotten:
+            gone = self._forgotten.pop()
+            self.models.pop(gone, None)
+            self.extra = [p for p in self.extra if p != gone]
+            if self.current == gone:
+                self.current = None
         if force_list or time.monotonic() - self._listed_at > self.LIST_EVERY_S:
             found = [r.path.resolve() for r in list_runs(self.runs_root)]
             launched = list(self.supervisor.launched) if self.supervisor else []
@@ -92,8 +106,16 @@ class Reader:
         if self.supervisor:
             self.supervisor.adopt_logs()
             for l in self.supervisor.reap():
-                exited.append(Exited(l.run_dir, l.proc.returncode,
-                                     log_tail(self.supervisor.log_of(l.run_dir))))
+                log = self.supervisor.log_of(l.run_dir)
+                created = RunDir(l.run_dir).exists()
+                exited.append(Exited(l.run_dir, l.proc.returncode, log_tail(log), log, created))
+                if not created:  # nothing to show: forget it, select another run
+                    self.models.pop(l.run_dir, None)
+                    self.order = [p for p in self.order if p != l.run_dir]
+                    snaps = [sn for sn in snaps if sn.path.resolve() != l.run_dir]
+                    if self.current == l.run_dir:
+                        self.current = self.order[0] if self.order else None
+                        current = self.model(self.current).snapshot() if self.current else None
         self._seq += 1
         return Poll(tuple(snaps), current, tuple(exited),
                     (time.perf_counter() - t0) * 1000, self._seq)

@@ -95,6 +95,16 @@ class LedgerView:
         return sorted(rows, key=lambda r: -r[3])
 
 
+ETA_WINDOW = 20  # generations the ETA looks back over
+
+
+@dataclass(frozen=True)
+class Eta:
+    secs: float
+    generations: float  # generations left that will run
+    limit: str          # "generations" (the planned count) or "budget" (the money runs out first)
+
+
 @dataclass(frozen=True)
 class Progress:
     gen: int
@@ -158,19 +168,45 @@ class RunSnapshot:
 
     @property
     def secs_per_gen(self) -> float | None:
-        s = self.gens.secs[-10:]
-        s = s[np.isfinite(s)]
-        return float(s.mean()) if len(s) else None
+        """Median seconds of the last `ETA_WINDOW` generations: one slow generation (validation,
+        a retry storm) does not swing the estimate."""
+        s = self.gens.secs[-ETA_WINDOW:]
+        s = s[np.isfinite(s) & (s > 0)]
+        return float(np.median(s)) if len(s) else None
 
     @property
-    def eta_secs(self) -> float | None:
+    def usd_per_gen(self) -> float | None:
+        """Median spend of the last `ETA_WINDOW` generations (`cost_usd` is cumulative)."""
+        c = self.gens.cost_usd[-(ETA_WINDOW + 1):]
+        c = c[np.isfinite(c)]
+        if len(c) < 2:
+            n = self.generations_done
+            return self.spend_usd / n if n and self.spend_usd > 0 else None
+        d = np.diff(c)
+        d = d[d >= 0]
+        return float(np.median(d)) if len(d) and np.median(d) > 0 else None
+
+    @property
+    def eta(self) -> Eta | None:
+        """Time left, bounded by what the budget still pays for; names the limiting factor."""
         total, per = self.generations_total, self.secs_per_gen
         if total is None or per is None or self.status not in ("running", "created"):
             return None
-        left = max(0, total - self.generations_done)
+        left = max(0.0, float(total - self.generations_done))
         if self.in_progress is not None:
-            left -= min(1.0, self.in_progress.done / self.in_progress.total)
-        return max(0.0, left * per)
+            left = max(0.0, left - min(1.0, self.in_progress.done / self.in_progress.total))
+        limit = "generations"
+        budget, cost = self.budget_usd, self.usd_per_gen
+        if budget is not None and cost:
+            affordable = max(0.0, (budget - self.spend_usd) / cost)
+            if affordable < left:
+                left, limit = affordable, "budget"
+        return Eta(left * per, left, limit)
+
+    @property
+    def eta_secs(self) -> float | None:
+        e = self.eta
+        return e.secs if e is not None else None
 
     @property
     def in_progress(self) -> Progress | None:
@@ -350,7 +386,8 @@ class RunModel:
         c["turns"].append(min(len(turns), 127))
         c["bench"].append(self._t_bench(str(tr.get("benchmark", "?"))))
         c["qid"].append(self._t_qid(str(tr.get("qid", "?"))))
-        c["path"].append(self._t_path(" → ".join(steps) + mark))
+        # the verdict first: a long Verifier path cut at the column's edge keeps its ✓/✗
+        c["path"].append(self._t_path((mark.strip() + " " if mark else "") + " → ".join(steps)))
         c["models"].append(mask)
         c["offset"].append(at)
 
@@ -360,7 +397,8 @@ class RunModel:
             return self._snapshot
         locked = self.run.is_locked()
         status = str(self._meta.get("status") or ("running" if locked else "created"))
-        if status == "running" and not locked:
+        if status in ("running", "created") and not locked and self._meta:
+            # no engine holds it: it died (a created one before its first generation)
             status = "interrupted"
         g = {k: col.view() for k, col in self._g.items()}
         l = {k: col.view() for k, col in self._l.items()}
@@ -386,6 +424,40 @@ class RunModel:
         return read_line_at(self.run.traces, offset)
 
 
+def ema(y: np.ndarray, smoothing: float) -> np.ndarray:
+    """Exponential moving average, `smoothing` in [0, 1) as in W&B (0 = raw): each point is
+    `s·previous + (1-s)·value`, starting at the first value; NaN points stay NaN and do not move
+    the average. Vectorised in blocks (the closed form within a block, the carry between them),
+    so 8 runs × 10,000 generations smooth in about a millisecond."""
+    y = np.asarray(y, dtype=np.float64)
+    if smoothing <= 0 or not len(y):
+        return y.copy()
+    s = float(min(smoothing, 0.999))
+    ok = np.isfinite(y)
+    x = y[ok]
+    out = np.full(len(y), np.nan)
+    if not len(x):
+        return out
+    block = int(max(1, min(256, 300 // max(1e-9, -math.log10(s)))))  # s**-block stays finite
+    powers = s ** np.arange(block + 1, dtype=np.float64)
+    inv = 1.0 / powers[:block]
+    res = np.empty(len(x))
+    carry = x[0]
+    for a in range(0, len(x), block):
+        chunk = x[a:a + block]
+        k = len(chunk)
+        csum = np.cumsum(chunk * inv[:k])
+        res[a:a + k] = powers[1:k + 1] * carry + (1.0 - s) * powers[:k] * csum
+        carry = res[a + k - 1]
+    out[ok] = res
+    return out
+
+
+def last_finite(y: np.ndarray) -> float | None:
+    f = y[np.isfinite(y)] if len(y) else y
+    return float(f[-1]) if len(f) else None
+
+
 def _num(v: Any, default: float) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return default
@@ -405,11 +477,34 @@ def _time(v: Any) -> float:
     return math.nan
 
 
+TRACE_SORT = ("gen", "cost", "turns", "correct", "question", "benchmark")  # Traces' sortable columns
+
+
+def sort_traces(tv: TraceView, idx: np.ndarray, column: str | None, reverse: bool = False) -> np.ndarray:
+    """`idx` ordered by a column (stable: ties keep the file order); vectorised."""
+    if column is None or column == "gen" and not reverse or not len(idx):
+        return idx
+    key = {"gen": tv.gen, "cost": tv.cost, "turns": tv.turns, "correct": tv.correct,
+           "question": tv.qid, "benchmark": tv.bench}[column][idx]
+    if column in ("question", "benchmark"):  # by name, not by first-seen code
+        names = tv.qid_names if column == "question" else tv.bench_names
+        rank = np.argsort(np.argsort(np.array(names, dtype=object)[: int(key.max()) + 1], kind="stable"))
+        key = rank[key]
+    order = np.argsort(-key if reverse and column not in ("question", "benchmark") else key, kind="stable")
+    if reverse and column in ("question", "benchmark"):
+        order = order[::-1]
+    return idx[order]
+
+
 def filter_traces(tv: TraceView, bench: str | None = None, correct: int | None = None,
                   model: str | None = None, gen: int | None = None,
-                  qid_search: str = "") -> np.ndarray:
-    """Indices (int64, ascending) of the traces that pass every filter; vectorised over 100k."""
+                  qid_search: str = "", role: str | None = None) -> np.ndarray:
+    """Indices (int64, ascending) of the traces that pass every filter; vectorised over 100k.
+    `role`: some turn of the trace played it (Thinker / Worker / Verifier)."""
     keep = np.ones(len(tv), dtype=bool)
+    if role is not None and len(tv):
+        has = np.array([f"·{role}" in p for p in tv.path_names], dtype=bool)
+        keep &= has[tv.path]
     if bench is not None:
         code = tv.bench_names.index(bench) if bench in tv.bench_names else -1
         keep &= tv.bench == code

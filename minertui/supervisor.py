@@ -106,14 +106,18 @@ class Supervisor:
                 if not target.exists():  # else leave it: never overwrite a log
                     os.replace(pending, target)  # the engine's open descriptor follows
 
-    def resume(self, run_dir: str | os.PathLike) -> None:
+    def resume(self, run_dir: str | os.PathLike, budget_usd: float | None = None,
+               generations: int | None = None) -> None:
+        """`trinity resume RUN_DIR [--budget-usd X] [--generations N]`, detached."""
         run = RunDir(run_dir)
         if not run.exists():
             raise EngineError(f"{run.path} is not a run directory (no run.json)")
         if run.is_locked():
             raise EngineError(f"run {run.id} is already running; nothing to resume")
         self._restart_practice_server(run)
-        argv = trinity_argv("resume", str(run.path.resolve()))
+        extra = [*(["--budget-usd", repr(float(budget_usd))] if budget_usd is not None else []),
+                 *(["--generations", str(int(generations))] if generations is not None else [])]
+        argv = trinity_argv("resume", str(run.path.resolve()), *extra)
         proc = self.spawn(argv, run.engine_log)
         self.launched[run.path.resolve()] = Launched(run.path.resolve(), proc, argv, time.time())
 

@@ -58,6 +58,7 @@ def run_oracle(run_dir: str, split: str):
     routing = load_router(run_dir).route([by_id[i] for i in matrix.ids])
     p = validate_solves(matrix.solves).mean(axis=2)  # (Q, M)
     router_correct = p[np.arange(len(matrix.ids)), np.asarray(routing.model_idx, dtype=np.int64)]
+    progress(0, 1, "computing the cross-fit oracle ceiling")
     rep = oracle_ceiling(matrix, router_correct=router_correct, progress=progress)
     return rep, oracle_view(rep)
 

@@ -90,6 +90,7 @@ class AnalysisScreen(ModeScreen):
         Binding("b", "run('baselines')", "Baselines", id="analysis.baselines"),
         Binding("e", "run('eval')", "Eval", id="analysis.eval"),
         Binding("a", "run_all", "All", id="analysis.all"),
+        Binding("x", "export", "Export", id="analysis.export"),
     ]
 
     def __init__(self) -> None:
@@ -217,3 +218,21 @@ class AnalysisScreen(ModeScreen):
         self._shown = None
         if self.app.latest is not None and self.is_current:
             self.show(self.app.latest)
+
+    def action_export(self) -> None:
+        """The chart's accuracies (CSV and JSON) and each report in full (JSON), for this run."""
+        from minertui.widgets.tables import export_table
+        s = self.app.current
+        res = self.results.get(str(s.path), {}) if s else {}
+        done = {k: r["report"] for k, r in res.items() if "report" in r}
+        if not done:
+            self.notify("nothing to export yet: run o, b, e or a first", severity="warning")
+            return
+        try:
+            csv_path, json_path = export_table(f"analysis-{s.id}", ("name", "accuracy"), chart_bars(res))
+            full = json_path.with_name(json_path.stem + "-reports.json")
+            full.write_text(json.dumps(done, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        except OSError as e:
+            self.notify(f"export failed: {e}", severity="error")
+            return
+        self.notify(f"analysis exported: {csv_path}, {json_path.name} and {full.name}", timeout=8)

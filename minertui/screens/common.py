@@ -6,12 +6,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from minertui.reader import Poll
+from minertui.widgets.keybar import KeyBar
 from minertui.widgets.runbar import RunBar
 
 
@@ -26,7 +26,7 @@ class ModeScreen(Screen):
     def compose(self) -> ComposeResult:
         yield RunBar(id="runbar")
         yield from self.compose_body()
-        yield Footer(compact=True, show_command_palette=False)  # 80 columns: room for the keys; ^p still works
+        yield KeyBar()  # this mode's keys that fit, then always Help and Quit; ^p has the rest
 
     def compose_body(self) -> ComposeResult:
         return iter(())

@@ -11,31 +11,38 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 MODES_TEXT = {
-    "Runs": "every run under the runs root: status, generation, best, spend, ETA; n new, Enter open, "
-            "p pause (checkpoint + stop), s stop, r resume",
-    "Train": "live fitness curves (best/mean/max, σ on the right axis), progress, throughput, spend, "
-             "routing mix, validation accuracy, status log",
-    "Ledger": "every paid call, totals per model and purpose, spend over time, budget, hash-chain check",
-    "Traces": "every routing trajectory; filters, / to search a question id, Enter to drill down",
-    "Analysis": "o oracle ceiling, b baselines, e evaluate the router, a all three (in a child process)",
-    "Submit": "pack a bundle, run the gates, show the plan, x to execute it, c to copy the PR URL",
+    "Runs": "every run: status, generation, best, smoothed validation (val~), spend, ETA; Enter open, "
+            "n new, p/s/r pause/stop/resume, R resume with a budget or more generations, space mark, "
+            "c compare the marked runs, b pin a baseline, o/O sort, / filter, L engine log, "
+            "C clone into the new-run form, A archive, D delete, e export (CSV + JSON)",
+    "Train": "fitness curves (EMA +/-, raw faint; z/Z zoom, [ ] pan, 0 reset, f axis 0–1, v val/best), "
+             "σ and spend in their own panels, the marked runs overlaid (c), progress, ETA (bounded by "
+             "the budget), routing mix, B pin a score (the king's) as the baseline, l the full event log",
+    "Ledger": "every paid call, totals per model and purpose, spend over time, budget, v verify the hash "
+              "chain, / filter by model, purpose or day, o sort, e export",
+    "Traces": "every routing trajectory; filters (benchmark, right/wrong, model, role, generation), / question id, "
+              "o sort, e export, Enter drill-down (y copies its text)",
+    "Analysis": "o oracle ceiling, b baselines, e evaluate the router, a all three (in a child process), "
+                "x export",
+    "Submit": "pack a bundle, run the gates, show the plan (PgUp/PgDn), x execute it, c copy the PR URL",
 }
 
 
 def bindings_table(app) -> Table:
+    """Every key of the app and of the mode below this dialog, as a person reads it ('/', 'Esc'),
+    with the user's keymap applied, and each binding's id (the keymap's name for it)."""
+    from minertui.keymap import keys_of
+
     t = Table(box=None, expand=True, show_header=True)
     t.add_column("key", style="bold", no_wrap=True)
     t.add_column("what")
-    t.add_column("where", style="dim")
-    seen = set()
-    screens = [("everywhere", app)] + [(type(s).__name__.removesuffix("Screen"), s) for s in app.screen_stack[-2:-1]]
-    for where, node in screens:
-        for b in node.BINDINGS:
-            if not isinstance(b, Binding) or (b.key, where) in seen or not b.description:
+    t.add_column("id (keymap)", style="dim", no_wrap=True)
+    screens = [app] + list(app.screen_stack[-2:-1])
+    for node in screens:
+        for b, keys in keys_of(app, node):
+            if not b.description:
                 continue
-            seen.add((b.key, where))
-            t.add_row(b.key.replace("question_mark", "?").replace("left_square_bracket", "[")
-                      .replace("right_square_bracket", "]"), b.description, where)
+            t.add_row(keys, b.description, b.id or "")
     return t
 
 
@@ -57,9 +64,10 @@ class HelpScreen(ModalScreen[None]):
                 modes.add_row(f"{k} {name}", text)
             yield Static(Text("\nmodes", style="bold"))
             yield Static(modes)
-            yield Static(Text("\nCtrl+P opens the command palette (modes, themes). Engines run detached: "
-                              "quitting or losing SSH leaves them training; reopen minertui to see them.",
-                              style="dim"))
+            yield Static(Text("\n^p opens the command palette: every action of every mode, themes, "
+                              "screenshot. Rebind keys in settings.json: \"keymap\": {\"<id>\": \"key\"}. "
+                              "Engines run detached: quitting or losing SSH leaves them training; "
+                              "reopen minertui to see them.", style="dim"))
 
 
 class ConfirmScreen(ModalScreen[bool]):

@@ -20,6 +20,7 @@ from minertui.runmodel import LedgerView, RunSnapshot
 from minertui.screens.common import ModeScreen
 from minertui.widgets.curves import CachedPlot, reduce
 from minertui.widgets.format import bar, usd, utc
+from minertui.widgets.tables import FilterBar
 
 PAGE = 100
 CALL_COLUMNS = ("time (UTC)", "model", "purpose", "tokens in/out", "cost", "source")
@@ -56,6 +57,29 @@ def chain_text(report, error: str | None) -> Text:
     return Text(f"chain BROKEN at line {report.first_bad_line}: {report.problem}", style="bold red")
 
 
+def ledger_rows(lv: LedgerView, text: str = "", sort: str | None = None) -> np.ndarray:
+    """Indices of the calls whose model, purpose or UTC day (YYYY-MM-DD) contains every word of
+    `text`, newest first (or by cost / tokens, largest first); vectorised over the interned names."""
+    idx = np.arange(len(lv) - 1, -1, -1, dtype=np.int64)
+    words = text.lower().split()
+    if words and len(lv):
+        days = np.floor(np.nan_to_num(lv.time, nan=0.0) / 86400).astype(np.int64)
+        uniq, inv = np.unique(days, return_inverse=True)
+        day_names = [utc(float(d) * 86400, "%Y-%m-%d") for d in uniq]
+        keep = np.ones(len(lv), dtype=bool)
+        for w in words:
+            m = np.array([w in n.lower() for n in lv.model_names], dtype=bool)[lv.model] if lv.model_names else False
+            p = np.array([w in n.lower() for n in lv.purpose_names], dtype=bool)[lv.purpose] if lv.purpose_names else False
+            d = np.array([w in n for n in day_names], dtype=bool)[inv]
+            keep &= m | p | d
+        idx = idx[keep[idx]]
+    if sort == "cost":
+        idx = idx[np.argsort(-lv.cost_micro[idx], kind="stable")]
+    elif sort == "tokens":
+        idx = idx[np.argsort(-(lv.prompt_tokens[idx] + lv.completion_tokens[idx]), kind="stable")]
+    return idx
+
+
 class SpendPlot(CachedPlot):
     def set_data(self, lv: LedgerView, key: tuple) -> None:
         if key == getattr(self, "_key", None):
@@ -84,6 +108,9 @@ class LedgerScreen(ModeScreen):
         Binding("left_square_bracket", "page(-1)", "Newer", id="ledger.newer"),
         Binding("right_square_bracket", "page(1)", "Older", id="ledger.older"),
         Binding("v", "verify", "Verify", id="ledger.verify"),
+        Binding("e", "export", "Export", id="ledger.export"),
+        Binding("slash", "filter", "Filter", id="ledger.filter"),
+        Binding("o", "sort", "Sort", id="ledger.sort"),
     ]
     VERIFY_EVERY_S = 5.0
 
@@ -95,6 +122,8 @@ class LedgerScreen(ModeScreen):
         self._verified: tuple | None = None
         self._verified_at = 0.0
         self._table_key: tuple | None = None
+        self.sort_col: str | None = None
+        self.rows = np.zeros(0, dtype=np.int64)
 
     def compose_body(self) -> ComposeResult:
         yield Static(id="ledger-head")
@@ -104,6 +133,7 @@ class LedgerScreen(ModeScreen):
         table = DataTable(id="ledger-table", cursor_type="row", zebra_stripes=True)
         table.add_columns(*CALL_COLUMNS)
         yield table
+        yield FilterBar("filter: model, purpose or day (2026-01-01), e.g. scholar train")
 
     def update_body(self, poll: Poll) -> None:
         s = poll.current
@@ -139,18 +169,20 @@ class LedgerScreen(ModeScreen):
 
     def _fill_table(self, s: RunSnapshot) -> None:
         lv = s.ledger
-        n = len(lv)
+        text = self.query_one(FilterBar).value.strip()
+        idx = ledger_rows(lv, text, self.sort_col)  # newest first unless sorted
+        n = len(idx)
         pages = max(1, -(-n // PAGE))
         self.page = min(self.page, pages - 1)
-        key = (str(s.path), n if self.page == 0 else None, self.page)
+        key = (str(s.path), len(lv) if self.page == 0 else None, self.page, text, self.sort_col)
         if key == self._table_key:
             return
         self._table_key = key
+        self.rows = idx
         table = self.query_one(DataTable)
         table.clear()
-        hi = n - self.page * PAGE  # newest first
-        lo = max(0, hi - PAGE)
-        for i in range(hi - 1, lo - 1, -1):
+        lo, hi = self.page * PAGE, min(n, (self.page + 1) * PAGE)
+        for i in idx[lo:hi].tolist():
             table.add_row(
                 utc(float(lv.time[i]), "%m-%d %H:%M:%S"),
                 lv.model_names[int(lv.model[i])].split("/")[-1],
@@ -159,7 +191,26 @@ class LedgerScreen(ModeScreen):
                 usd(int(lv.cost_micro[i]) / 1e6, 6),
                 Text("estimated", style="yellow") if lv.estimated[i] else "reported",
             )
-        table.border_title = f"calls {n - hi + 1 if n else 0}–{n - lo} of {n:,} (newest first) · [ ] page"
+        order = "newest first" if self.sort_col is None else f"by {self.sort_col}, largest first"
+        shown = f" matching '{text}' (of {len(lv):,})" if text else ""
+        table.border_title = f"calls {lo + 1 if n else 0}–{hi} of {n:,}{shown} ({order}) · [ ] page · / filter"
+
+    def action_filter(self) -> None:
+        self.query_one(FilterBar).open()
+
+    def on_input_changed(self, event) -> None:
+        if event.input.id == "filter":
+            self.page = 0
+            if self.app.latest is not None:
+                self.show(self.app.latest)
+
+    def action_sort(self) -> None:
+        order = (None, "cost", "tokens")
+        self.sort_col = order[(order.index(self.sort_col) + 1) % len(order)]
+        self.page = 0
+        self.notify(f"calls {'newest first' if self.sort_col is None else 'by ' + self.sort_col}", timeout=2)
+        if self.app.latest is not None:
+            self.show(self.app.latest)
 
     def action_page(self, delta: int) -> None:
         self.page = max(0, self.page + delta)
@@ -167,10 +218,20 @@ class LedgerScreen(ModeScreen):
             self.show(self.app.latest)
 
     def action_verify(self) -> None:
+        s = self.app.current
+        if s is None:
+            self.notify("no run selected", severity="warning")
+            return
+        if not (s.path / "ledger.jsonl").exists():
+            self.notify("this run has no ledger.jsonl (no paid calls): nothing to verify", severity="warning")
+            return
         self._verified = None
         self._verified_at = 0.0
-        if self.app.current is not None:
-            self._maybe_verify(self.app.current)
+        self._report, self._report_error = None, None  # the head says "verifying…" until it is done
+        self._asked = True
+        self.notify("verifying the ledger's hash chain…", timeout=3)
+        self._maybe_verify(s)
+        self.show(self.app.latest) if self.app.latest is not None else None
 
     def _maybe_verify(self, s: RunSnapshot) -> None:
         key = (str(s.path), len(s.ledger))
@@ -197,5 +258,29 @@ class LedgerScreen(ModeScreen):
 
     def _verified_result(self, report, error) -> None:
         self._report, self._report_error = report, error
+        if getattr(self, "_asked", False):  # v was pressed: say the outcome, not only in the head
+            self._asked = False
+            text = chain_text(report, error).plain
+            ok = report is not None and report.ok
+            self.notify(text, title="ledger", severity="information" if ok else "error", timeout=8)
         if self.app.latest is not None and self.is_current:
             self.show(self.app.latest)
+
+    def action_export(self) -> None:
+        """Every call of the ledger (newest first), to CSV and JSON."""
+        from minertui.widgets.tables import export_table
+        s = self.app.current
+        if s is None:
+            self.notify("no run selected", severity="warning")
+            return
+        lv = s.ledger
+        rows = [(utc(float(lv.time[i]), "%Y-%m-%d %H:%M:%S"), lv.model_names[int(lv.model[i])],
+                 lv.purpose_names[int(lv.purpose[i])], f"{int(lv.prompt_tokens[i])}/{int(lv.completion_tokens[i])}",
+                 int(lv.cost_micro[i]) / 1e6, "estimated" if lv.estimated[i] else "reported")
+                for i in ledger_rows(lv, self.query_one(FilterBar).value.strip(), self.sort_col).tolist()]
+        try:
+            csv_path, json_path = export_table("ledger", CALL_COLUMNS, rows)
+        except OSError as e:
+            self.notify(f"export failed: {e}", severity="error")
+            return
+        self.notify(f"{len(rows):,} calls exported: {csv_path} and {json_path.name}", timeout=8)

@@ -12,6 +12,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
+from minertui.messages import FormDraft
 from trinity.errors import TrinityError
 
 # (field, label, placeholder, type) — field names are TrainConfig keys
@@ -109,6 +110,22 @@ class NewRunScreen(ModalScreen[Path | None]):
     #newrun-buttons { height: 3; align-horizontal: right; }
     """
 
+    def __init__(self, prefill: dict[str, str] | None = None) -> None:
+        super().__init__()
+        self.prefill = dict(prefill or {})
+
+    def on_mount(self) -> None:
+        values = self.prefill or dict(getattr(self.app, "drafts", {}).get("newrun") or {})
+        for name, value in values.items():
+            if name == "mode":
+                if value in ("cached", "live"):
+                    self.query_one("#f-mode", Select).value = value
+            elif name == "config":
+                self.query_one("#f-config", Input).value = value
+            elif self.query(f"#f-{name}"):
+                self.query_one(f"#f-{name}", Input).value = value
+        self._placeholders()
+
     def compose(self) -> ComposeResult:
         with Vertical(id="newrun"):
             yield Static("[b]New training run[/b] — leave a field empty to keep the config's value")
@@ -151,8 +168,27 @@ class NewRunScreen(ModalScreen[Path | None]):
             err.display = name in errors  # shown under its field only when there is something to say
         return data, errors
 
+    def _placeholders(self) -> None:
+        """Each empty field shows the value the chosen config file gives it (practice.yaml's
+        popsize when that is chosen, not trinity.yaml's)."""
+        config, mode, _values = self._values()
+        data, _errors = form_data(config, mode, {})
+        for name, _label, ph, kind in FIELDS:
+            v = data.get(name)
+            shown = ph if v is None else ",".join(map(str, v)) if isinstance(v, list) else str(v)
+            self.query_one(f"#f-{name}", Input).placeholder = shown
+
     def on_input_changed(self, event: Input.Changed) -> None:
         self.app.unsaved["newrun"] = "the new-run form"
+        if event.input.id == "f-config":
+            self._placeholders()
+        if any(e.display for e in self.query(".err")):
+            self.validate_form()  # an error goes as soon as its field is fixed
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        self._placeholders()
+        if any(e.display for e in self.query(".err")):
+            self.validate_form()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.validate_form()
@@ -183,10 +219,18 @@ class NewRunScreen(ModalScreen[Path | None]):
             self.notify(str(e), severity="error")
             return
         self.app.unsaved.pop("newrun", None)
-        self.notify(f"started {run_id} (engine log: {path / 'engine.log'})")
+        self.app.post_message(FormDraft("newrun", {}))
+        self.notify(f"started {run_id} (engine log: {self.app.supervisor.log_of(path)})")
         self.app.select_run(path)
         self.dismiss(path)
 
     def action_cancel(self) -> None:
+        """Esc closes the form and keeps what was typed for the next `n` (the draft lives for
+        the session); Start clears it."""
+        config, mode, values = self._values()
+        draft = {k: v for k, v in {"config": config, "mode": mode or "", **values}.items() if v}
+        self.app.post_message(FormDraft("newrun", draft))
+        if draft:
+            self.notify("new-run form closed; what you typed is kept for the next n", timeout=4)
         self.app.unsaved.pop("newrun", None)
         self.dismiss(None)

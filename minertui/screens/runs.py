@@ -1,4 +1,6 @@
-"""Runs mode: every run under the runs root; open, start, pause, stop, resume."""
+"""Runs mode: every run under the runs root; open, start, pause, stop, resume (with a new budget
+or more generations), archive, delete, clone; sort by any column (a smoothed validation
+accuracy too), `/` filter, mark runs (space) to compare their curves, pin a baseline, export."""
 
 from __future__ import annotations
 
@@ -11,25 +13,53 @@ from textual.widgets import DataTable, Static
 
 from typing import TYPE_CHECKING
 
+from minertui.messages import BaselinePinned, CompareChanged
 from minertui.screens.common import EngineActions, ModeScreen
-from minertui.widgets.format import fmt_duration, iso_short, num, status_text, usd
+from minertui.widgets.format import fmt_duration, iso_short, num, spend_of, status_text
+from minertui.widgets.tables import FilterBar, export_table, filter_rows, header, sort_rows
 
 if TYPE_CHECKING:  # numpy comes with them; the Runs mode draws its first frame without it
     from minertui.reader import Poll
     from minertui.runmodel import RunSnapshot
 
-COLUMNS = ("run", "status", "gen", "best", "spend", "ETA", "mode", "pool", "started (UTC)")  # most needed first: 80 columns
+# most needed first: 80 columns. "val~" is the validation accuracy smoothed (EMA, the curves'
+# smoothing), so sorting by it is not a lottery on the last noisy point
+COLUMNS = ("run", "status", "gen", "best", "val~", "spend", "ETA", "mode", "pool", "started (UTC)")
+STARTED = COLUMNS.index("started (UTC)")
 
 
-def run_row(s: RunSnapshot) -> tuple:
-    total = s.generations_total
-    gen = f"{s.generations_done}/{total}" if total else str(s.generations_done)
-    budget = s.budget_usd
-    spend = usd(s.spend_usd, 2) + (f"/{usd(budget, 0)}" if budget else "")
+def run_values(s: RunSnapshot, smoothing: float = 0.6) -> tuple:
+    """The sortable values of a row (numbers where the column is a number)."""
+    from minertui.runmodel import ema, last_finite
+
+    val = last_finite(ema(s.gens.val_acc, smoothing)) if len(s.gens) else None
     pool = str(s.meta.get("pool") or (s.meta.get("config") or {}).get("pool") or "—")
     mode = str(s.meta.get("mode") or (s.meta.get("config") or {}).get("mode") or "—")
-    eta = fmt_duration(s.eta_secs) if s.eta_secs is not None else "—"
-    return (s.id, s.status, gen, num(s.best), spend, eta, mode, pool, iso_short(s.started))
+    return (s.id, s.status, s.generations_done, s.best, val, s.spend_usd, s.eta_secs, mode, pool,
+            s.started)
+
+
+def run_row(s: RunSnapshot, smoothing: float = 0.6) -> tuple:
+    """The row as shown (strings)."""
+    v = run_values(s, smoothing)
+    total = s.generations_total
+    gen = f"{s.generations_done}/{total}" if total else str(s.generations_done)
+    eta = s.eta
+    eta_text = "—" if eta is None else fmt_duration(eta.secs) + ("$" if eta.limit == "budget" else "")
+    return (s.id, s.status, gen, num(s.best), num(v[4]), spend_of(s.spend_usd, s.budget_usd), eta_text,
+            v[7], v[8], iso_short(s.started))
+
+
+def budget_stopped(s: RunSnapshot) -> bool:
+    b = s.budget_usd
+    return s.status == "stopped" and (
+        (b is not None and s.spend_usd >= b * 0.999) or "budget" in str(s.meta.get("status_message", "")))
+
+
+class RunsTable(DataTable):
+    """Home and End go to the first and the last run (DataTable's own go to the first column)."""
+    BINDINGS = [Binding("home", "scroll_top", "Top", show=False),
+                Binding("end", "scroll_bottom", "Bottom", show=False)]
 
 
 class RunsScreen(EngineActions, ModeScreen):
@@ -41,50 +71,117 @@ class RunsScreen(EngineActions, ModeScreen):
         Binding("p", "pause", "Pause", id="runs.pause"),
         Binding("s", "stop", "Stop", id="runs.stop"),
         Binding("r", "resume", "Resume", id="runs.resume"),
+        Binding("R", "resume_with", "Resume+", id="runs.resume_with"),
+        Binding("space", "mark", "Mark", id="runs.mark"),
+        Binding("c", "compare", "Compare", id="runs.compare"),
+        Binding("b", "baseline", "Baseline", id="runs.baseline"),
+        Binding("o", "sort", "Sort", id="runs.sort"),
+        Binding("O", "sort_reverse", "Reverse", show=False, id="runs.sort_reverse"),
+        Binding("slash", "filter", "Filter", id="runs.filter"),
+        Binding("L", "engine_log", "Log", id="runs.log"),
+        Binding("C", "clone", "Clone", show=False, id="runs.clone"),
+        Binding("A", "archive", "Archive", show=False, id="runs.archive"),
+        Binding("D", "delete", "Delete", show=False, id="runs.delete"),
+        Binding("e", "export", "Export", show=False, id="runs.export"),
     ]
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.sort_col: int | None = STARTED  # newest first by creation: never by a file's mtime
+        self.sort_reverse = True
+        self.marked: list[Path] = []
+        self.baseline: Path | None = None
+        self._rows: list | None = None
+        self._order: list[str] | None = None
+        self._shown_rows: list = []
+
     def compose_body(self) -> ComposeResult:
-        table = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns(*COLUMNS)
+        table = RunsTable(id="runs-table", cursor_type="row", zebra_stripes=True)
+        for i, c in enumerate(COLUMNS):
+            table.add_column(header(c, i, self.sort_col, self.sort_reverse), key=c)
         yield table
+        yield FilterBar()
         yield Static("", id="runs-detail")
+
+    def _smoothing(self) -> float:
+        return float(getattr(self.app, "smoothing", 0.6))
 
     def update_body(self, poll: Poll) -> None:
         table = self.query_one(DataTable)
-        rows = [(str(s.path), run_row(s)) for s in poll.runs]
-        if rows != getattr(self, "_rows", None):
-            # keep the highlighted run; on the first fill, highlight the app's selected run
-            # (e.g. the one `minertui open` named), not simply the newest
-            cur = poll.current
-            keep = self._selected_key() if getattr(self, "_rows", None) else (str(cur.path) if cur else None)
+        sm = self._smoothing()
+        rows = [(str(s.path), run_values(s, sm), run_row(s, sm)) for s in poll.runs]
+        text = self.query_one(FilterBar).value
+        shown = filter_rows([(k, (v, r)) for k, v, r in rows], text, COLUMNS, values=lambda vr: vr[1])
+        shown = sort_rows(shown, self.sort_col, self.sort_reverse, values=lambda vr: vr[0])
+        order = [k for k, _ in shown]
+        if order != self._order:
+            self._rebuild(table, shown, poll)
+        elif shown != self._shown_rows:
+            # same runs in the same order: change the cells in place, the cursor does not move
+            for (key, (_, row)), (_, (_, old)) in zip(shown, self._shown_rows):
+                for i, (v, o) in enumerate(zip(row, old)):
+                    if v != o:
+                        table.update_cell(key, COLUMNS[i], self._cell(key, i, v), update_width=True)
+        self._shown_rows = shown
+        self._detail(poll)
+
+    def _cell(self, key: str, i: int, v: str):
+        if i == 0:
+            marked = Path(key) in self.marked
+            pin = "⚑" if self.baseline is not None and Path(key) == self.baseline else ""
+            return Text(f"{'●' if marked else ''}{pin}{v}", style="bold" if marked else "")
+        return status_text(v) if i == 1 else v
+
+    def _rebuild(self, table: DataTable, shown: list, poll: Poll) -> None:
+        # keep the highlighted run; on the first fill, highlight the app's selected run
+        # (e.g. the one `minertui open` named), not simply the newest
+        cur = poll.current
+        keep = self._selected_key() if self._order else (str(cur.path) if cur else None)
+        with self.prevent(DataTable.RowHighlighted):  # no "select the first row" on the way
             table.clear()
-            for key, row in rows:
-                table.add_row(*(status_text(v) if i == 1 else v for i, v in enumerate(row)), key=key)
-            self._rows = rows
-            if keep is not None:
-                for i, (key, _) in enumerate(rows):
-                    if key == keep:
-                        table.move_cursor(row=i, animate=False)
+            for key, (_, row) in shown:
+                table.add_row(*(self._cell(key, i, v) for i, v in enumerate(row)), key=key)
+            for i, (key, _) in enumerate(shown):
+                if key == keep:
+                    table.move_cursor(row=i, animate=False)
+        self._order = [k for k, _ in shown]
+
+    def _detail(self, poll: Poll) -> None:
         detail = self.query_one("#runs-detail", Static)
         if not poll.runs:
             detail.update(Text(f"No runs under {self.app.runs_root}. Press n to start one "
                                "(or run `minertui demo`).", style="dim"))
-        else:
-            s = self._selected(poll)
-            if s is not None:
-                detail.update(self._detail(s))
+            return
+        s = self._selected(poll)
+        if s is not None:
+            detail.update(self.detail_text(s))
+        self.refresh_bindings()  # pause/stop only for a run an engine holds
 
-    def _detail(self, s: RunSnapshot) -> Text:
+    def detail_text(self, s: RunSnapshot) -> Text:
         cfg = s.meta.get("config") or {}
         t = Text()
         t.append(f"{s.path}\n", style="dim")
         t.append(f"encoder {s.meta.get('encoder') or cfg.get('encoder') or '—'} · "
                  f"popsize {cfg.get('popsize', '—')} · m {cfg.get('m', '—')} · "
                  f"σ0 {cfg.get('sigma0', '—')} · seed {cfg.get('seed', '—')}")
+        eta = s.eta
+        if eta is not None:
+            t.append(f" · ETA {fmt_duration(eta.secs)} ({eta.limit} runs out first)"
+                     if eta.limit == "budget" else f" · ETA {fmt_duration(eta.secs)}")
         if s.meta.get("status_message"):
             t.append(f"\n{s.meta['status_message']}", style="italic")
+        elif s.status == "interrupted" and not len(s.gens):
+            from minertui.supervisor import log_tail
+            tail = log_tail(self.app.supervisor.log_of(s.path), 1)
+            t.append("\nno engine holds it and it never finished a generation"
+                     + (f"; its log ends: {tail}" if tail else
+                        f"; see why with `trinity resume {s.path}` in a terminal"), style="italic")
+        if budget_stopped(s):
+            t.append("\nstopped by its budget: R resumes with a higher budget", style="yellow")
         if s.error:
             t.append(f"\n{s.error}", style="red")
+        if self.marked:
+            t.append(f"\n{len(self.marked)} marked for compare (c shows them in Train)", style="dim")
         return t
 
     def _selected_key(self) -> str | None:
@@ -106,9 +203,30 @@ class RunsScreen(EngineActions, ModeScreen):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key.value is not None:
             self.app.select_run(Path(event.row_key.value))
+            self.refresh_bindings()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_open_run()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        self._set_sort(event.column_index, not self.sort_reverse if event.column_index == self.sort_col else False)
+
+    def on_input_changed(self, event) -> None:
+        if event.input.id == "filter" and self.app.latest is not None:
+            self.show(self.app.latest)
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        verdict = super().check_action(action, parameters)
+        if verdict is not True:
+            return verdict
+        s = self._selected() if self.is_mounted and self.query(DataTable) else None
+        if s is None:
+            return True
+        if action in ("pause", "stop"):
+            return s.locked  # hidden when no engine holds the run: nothing to pause
+        if action in ("resume", "resume_with"):
+            return not (s.locked or s.status == "finished" and action == "resume")
+        return True
 
     # ---- actions -------------------------------------------------------------------------
     def _run_path(self) -> Path | None:
@@ -129,3 +247,153 @@ class RunsScreen(EngineActions, ModeScreen):
 
     def engine_target(self) -> Path | None:
         return self._run_path()
+
+    def action_resume(self) -> None:
+        s = self._selected()
+        if s is not None and budget_stopped(s):
+            self.notify("this run stopped at its budget: resuming it as is would stop at once; "
+                        "give it a higher budget", severity="warning")
+            self.action_resume_with()
+            return
+        super().action_resume()
+
+    def action_resume_with(self) -> None:
+        s = self._selected()
+        if s is None:
+            self.notify("no run selected", severity="warning")
+            return
+        from minertui.screens.runops import ResumeScreen
+        self.app.push_screen(ResumeScreen(s))
+
+    def action_top(self) -> None:
+        table = self.query_one(DataTable)
+        if table.row_count:
+            table.move_cursor(row=0, animate=False)
+
+    def action_bottom(self) -> None:
+        table = self.query_one(DataTable)
+        if table.row_count:
+            table.move_cursor(row=table.row_count - 1, animate=False)
+
+    def _set_sort(self, col: int, reverse: bool) -> None:
+        self.sort_col, self.sort_reverse = col, reverse
+        table = self.query_one(DataTable)
+        for i, c in enumerate(COLUMNS):
+            table.columns[c].label = Text(header(c, i, self.sort_col, self.sort_reverse))
+        table.refresh()
+        self.notify(f"sorted by {COLUMNS[col]} ({'descending' if reverse else 'ascending'})", timeout=2)
+        if self.app.latest is not None:
+            self.show(self.app.latest)
+
+    def action_sort(self) -> None:
+        col = 0 if self.sort_col is None else (self.sort_col + 1) % len(COLUMNS)
+        self._set_sort(col, col in (3, 4, 9))  # best, val~ and started read best descending
+
+    def action_sort_reverse(self) -> None:
+        self._set_sort(self.sort_col or 0, not self.sort_reverse)
+
+    def action_filter(self) -> None:
+        self.query_one(FilterBar).open()
+
+    def _redraw_cells(self) -> None:
+        table = self.query_one(DataTable)
+        for key, (_, row) in self._shown_rows:
+            table.update_cell(key, COLUMNS[0], self._cell(key, 0, row[0]), update_width=True)
+        if self.app.latest is not None:
+            self._detail(self.app.latest)
+
+    def action_mark(self) -> None:
+        path = self._run_path()
+        if path is None:
+            return
+        if path in self.marked:
+            self.marked.remove(path)
+        else:
+            self.marked.append(path)
+        self.post_message(CompareChanged(tuple(self.marked)))
+        self._redraw_cells()
+        self.query_one(DataTable).action_cursor_down()
+
+    def action_compare(self) -> None:
+        if not self.marked:
+            path = self._run_path()
+            if path is None:
+                return
+            self.notify("mark runs with space first (now: the highlighted one)", severity="warning")
+            self.marked.append(path)
+            self.post_message(CompareChanged(tuple(self.marked)))
+        self.app.action_mode("train")
+
+    def action_baseline(self) -> None:
+        path = self._run_path()
+        if path is None:
+            return
+        self.baseline = None if self.baseline == path else path
+        self.post_message(BaselinePinned(self.baseline))
+        self.notify(f"baseline: {self.baseline.name}" if self.baseline else "baseline unpinned", timeout=3)
+        self._redraw_cells()
+
+    def action_engine_log(self) -> None:
+        path = self._run_path()
+        if path is not None:
+            from minertui.screens.runops import LogScreen
+            self.app.push_screen(LogScreen(self.app.supervisor.log_of(path), f"engine log — {path.name}"))
+
+    def action_clone(self) -> None:
+        s = self._selected()
+        if s is None:
+            self.notify("no run selected", severity="warning")
+            return
+        from minertui.screens.newrun import NewRunScreen
+        from minertui.screens.runops import clone_config
+        try:
+            cfg_file, fields = clone_config(s, self.app.runs_root)
+        except OSError as e:
+            self.notify(f"could not write the cloned config: {e}", severity="error")
+            return
+        self.app.push_screen(NewRunScreen(prefill={"config": str(cfg_file), **fields}))
+
+    def action_archive(self) -> None:
+        self._remove("archive")
+
+    def action_delete(self) -> None:
+        self._remove("delete")
+
+    def _remove(self, how: str) -> None:
+        s = self._selected()
+        if s is None:
+            self.notify("no run selected", severity="warning")
+            return
+        if s.locked:
+            self.notify(f"{s.id} is running: pause or stop it first", severity="error")
+            return
+        from minertui.screens.help import ConfirmScreen
+        from minertui.screens.runops import archive_run, delete_run
+        q = (f"Delete {s.id}? Its directory {s.path} goes for good (checkpoints, ledger, traces)."
+             if how == "delete" else f"Archive {s.id}? It moves to {self.app.runs_root / '.archive'}.")
+
+        def answer(yes: bool | None) -> None:
+            if not yes:
+                return
+            try:
+                where = archive_run(s.path, self.app.runs_root) if how == "archive" else delete_run(s.path)
+            except OSError as e:
+                self.notify(f"{how} {s.id}: {e}", severity="error")
+                return
+            if s.path in self.marked:
+                self.marked.remove(s.path)
+                self.post_message(CompareChanged(tuple(self.marked)))
+            self.app.reader.forget(s.path)
+            self.notify(f"archived to {where}" if where else f"deleted {s.id}")
+            self.app.poll_soon()
+
+        self.app.push_screen(ConfirmScreen(q, how.capitalize(), "Keep"), answer)
+
+    def action_export(self) -> None:
+        rows = [r for _, (_, r) in self._shown_rows]
+        try:
+            csv_path, json_path = export_table("runs", COLUMNS, rows)
+        except OSError as e:
+            self.notify(f"export failed: {e}", severity="error")
+            return
+        self.notify(f"{len(rows)} runs exported: {csv_path} and {json_path.name}", timeout=8)

@@ -20,6 +20,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Checkbox, Input, RichLog, Select, Static
 
+from minertui.widgets.forms import FormCheckbox
+
 from minertui.reader import Poll
 from minertui.screens.common import ModeScreen
 
@@ -74,7 +76,8 @@ def prior_bundles(bundle: Path) -> list[str] | None:
     return None
 
 
-KEYS_HINT = "k pack · g gates · l plan · x execute · c copy URL · Tab enters the form, Esc leaves it"
+KEYS_HINT = ("k pack · g gates · l plan · x execute · c copy URL · PgUp/PgDn scroll the plan · "
+             "Tab enters the form, Esc leaves it")
 
 
 class SubmitScreen(ModeScreen):
@@ -87,6 +90,8 @@ class SubmitScreen(ModeScreen):
         Binding("l", "plan", "Plan", id="submit.plan"),
         Binding("x", "execute", "Execute", id="submit.execute"),
         Binding("c", "copy_url", "Copy URL", id="submit.copy"),
+        Binding("pagedown", "scroll_plan(1)", "Scroll down", show=False, id="submit.scroll_down"),
+        Binding("pageup", "scroll_plan(-1)", "Scroll up", show=False, id="submit.scroll_up"),
     ]
 
     def __init__(self) -> None:
@@ -105,11 +110,11 @@ class SubmitScreen(ModeScreen):
             # MiniRouter's PR check needs the MiniBridge identity (ids, not keys)
             yield Input(placeholder="MiniRouter: owner_id key_id", id="sub-bridge", compact=True)
         with Horizontal(id="submit-options"):
-            yield Checkbox("push", id="sub-push", compact=True)
-            yield Checkbox("PR", id="sub-pr", compact=True)
-            yield Checkbox("skip gates", id="sub-skip", compact=True)
+            yield FormCheckbox("push", id="sub-push", compact=True)
+            yield FormCheckbox("PR", id="sub-pr", compact=True)
+            yield FormCheckbox("skip gates", id="sub-skip", compact=True)
             # packing an unfinished run is refused unless the miner ticks this, deliberately
-            yield Checkbox("force: pack an unfinished run", id="sub-force", compact=True)
+            yield FormCheckbox("force: pack an unfinished run", id="sub-force", compact=True)
         with VerticalScroll(id="submit-body"):
             yield Static(Text(KEYS_HINT, style="dim"), id="submit-help")
             yield Static(id="submit-gates")
@@ -118,14 +123,40 @@ class SubmitScreen(ModeScreen):
         yield Static(id="submit-url")
 
     def on_mount(self) -> None:
-        defaults = getattr(self.app, "submit_defaults", None) or {}  # the demo's throwaway repo
+        # the demo's throwaway repo, else what this miner used last time (settings)
+        defaults = getattr(self.app, "submit_defaults", None) or {}
+        from minertui.settings import load_settings
+        remembered = {} if defaults else load_settings()
         for key in ("miner", "repo"):
-            if defaults.get(key):
-                self.query_one(f"#sub-{key}", Input).value = defaults[key]
+            value = defaults.get(key) or remembered.get(f"submit_{key}")
+            if isinstance(value, str) and value:
+                self.query_one(f"#sub-{key}", Input).value = value
+
+        # arriving here the mode keys work (k, g, l …); Textual would focus the format list
+        self.call_after_refresh(self.set_focus, None)
+
+    def _remember(self, f: dict[str, Any]) -> None:
+        if getattr(self.app, "submit_defaults", None):
+            return  # the demo's throwaway values are not the miner's
+        from minertui.settings import save_settings
+        save_settings(submit_miner=f["miner"], submit_repo=f["repo"])
+
+    def _history(self):
+        """The demo keeps its own submission history, so its throwaway bundles never count as
+        the miner's earlier submissions (duplicates, rate limit)."""
+        return (getattr(self.app, "submit_defaults", None) or {}).get("history")
+
+    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        self._refresh_head()
+
+    def action_scroll_plan(self, direction: int) -> None:
+        body = self.query_one("#submit-body", VerticalScroll)
+        (body.scroll_page_down if direction > 0 else body.scroll_page_up)(animate=False)
 
     def update_body(self, poll: Poll) -> None:
         s = poll.current
-        key = (str(s.path) if s else None, s.status if s else None, self.busy)
+        force = self.query_one("#sub-force", Checkbox).value
+        key = (str(s.path) if s else None, s.status if s else None, self.busy, force)
         if key == getattr(self, "_key", None):
             return
         self._key = key
@@ -134,7 +165,9 @@ class SubmitScreen(ModeScreen):
             t.append("No run selected: open one in Runs (1).", style="dim")
         else:
             t.append(f"run {s.id} ({s.status})")
-            if s.status != "finished":
+            if s.status != "finished" and force:
+                t.append(" — not finished; force is ticked: k packs its best θ so far", style="bold yellow")
+            elif s.status != "finished":
                 t.append(" — not finished: packing is refused unless 'force' is ticked "
                          "(it then packs the best θ so far)", style="yellow")
             if self.bundle:
@@ -211,6 +244,7 @@ class SubmitScreen(ModeScreen):
             self._log(Text(f"force: packing unfinished run {s.id} ({s.status}): its best θ so far",
                            style="bold yellow"))
         if self._begin("packing"):
+            self._remember(f)
             self._pack(s.path, f, force=f["force"])
 
     @work(thread=True, group="submit", exit_on_error=False)
@@ -218,7 +252,8 @@ class SubmitScreen(ModeScreen):
         from trinity.errors import TrinityError
         from trinity.submission.pack import pack_run
         try:
-            b = pack_run(run_dir, f["miner"], f["fmt"], out=Path(f["repo"]).expanduser(), force=force)
+            b = pack_run(run_dir, f["miner"], f["fmt"], out=Path(f["repo"]).expanduser(), force=force,
+                         history=self._history())
             self.app.call_from_thread(self._packed, b)
         except TrinityError as e:
             self.app.call_from_thread(self._failed, "pack", str(e))
@@ -249,7 +284,8 @@ class SubmitScreen(ModeScreen):
         from trinity.errors import TrinityError
         from trinity.submission.gates import check_bundle
         try:
-            rep = check_bundle(bundle, prior_bundles(bundle), miner=miner, run_dir=run_dir)
+            rep = check_bundle(bundle, prior_bundles(bundle), history=self._history(), miner=miner,
+                               run_dir=run_dir)
             self.app.call_from_thread(self._gated, rep)
         except TrinityError as e:
             self.app.call_from_thread(self._failed, "gates", str(e))
@@ -274,7 +310,7 @@ class SubmitScreen(ModeScreen):
         try:
             plan = plan_submission(bundle, Path(f["repo"]).expanduser(), f["miner"], push=f["push"],
                                    pr=f["pr"], skip_gates=f["skip_gates"], run_dir=run_dir,
-                                   against=prior_bundles(bundle),
+                                   against=prior_bundles(bundle), history=self._history(),
                                    owner_id=(f["bridge"][:1] or [None])[0], key_id=(f["bridge"][1:2] or [None])[0])
             self.app.call_from_thread(self._planned, plan)
         except TrinityError as e:
@@ -322,6 +358,7 @@ class SubmitScreen(ModeScreen):
     def _executed(self, res) -> None:
         self.app.unsaved.pop("submit", None)
         self.url = res.pr_url or res.compare_url
+        self.pushed = (res.branch, res.commit) if res.pushed or res.commit else None
         t = Text()
         t.append("done: " if res.ok else "stopped: ", style="bold green" if res.ok else "bold red")
         t.append(res.message)
@@ -336,6 +373,13 @@ class SubmitScreen(ModeScreen):
 
     def action_copy_url(self) -> None:
         if not self.url:
+            pushed = getattr(self, "pushed", None)
+            if pushed:  # pushed (or committed) to a remote that is not on GitHub: no URL exists
+                branch, commit = pushed
+                what = f"{branch}@{(commit or '')[:12]}"
+                self.app.copy_to_clipboard(what)
+                self.notify(f"no PR or compare URL (the remote is not a GitHub URL); copied {what}")
+                return
             self.notify("no URL yet: execute a plan first (x)", severity="warning")
             return
         self.app.copy_to_clipboard(self.url)  # OSC 52: works over SSH in most terminals

@@ -18,10 +18,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from minertui.runmodel import RunSnapshot, model_letter
 from minertui.store import read_line_at
+from minertui.widgets.keybar import KeyBar
 from minertui.widgets.format import bar, usd
 
 ROLES = ("Thinker", "Worker", "Verifier")
@@ -114,7 +115,8 @@ def render_trace(tr: dict[str, Any], meta: dict[str, Any]) -> list[Any]:
         else:
             parts.append(Text("(no output recorded: cached mode looks the answer up in the outcome matrix)",
                               style="dim"))
-        out.append(Panel(Group(*parts), title=title, title_align="left"))
+        # the full title wraps inside the card (a panel's own title is cut at 80 columns)
+        out.append(Panel(Group(Text(title, style="bold"), *parts), title=f"turn {k}", title_align="left"))
     verdict = Text()
     verdict.append("graded answer ", style="dim")
     if tr.get("answer") is None:
@@ -129,15 +131,38 @@ def render_trace(tr: dict[str, Any], meta: dict[str, Any]) -> list[Any]:
     return out
 
 
+def trace_plain_text(tr: dict[str, Any], meta: dict[str, Any]) -> str:
+    import io
+
+    from rich.console import Console
+    console = Console(width=100, record=True, file=io.StringIO(), color_system=None)
+    for part in render_trace(tr, meta):
+        console.print(part)
+    return console.export_text(styles=False)
+
+
 class TraceDetailScreen(Screen):
     CSS_PATH = "traces.tcss"
     BINDINGS = [Binding("escape,backspace", "app.pop_screen", "Back", id="trace.back"),
-                Binding("q", "app.pop_screen", "Back", show=False, id="trace.q")]
+                Binding("q", "app.pop_screen", "Back", show=False, id="trace.q"),
+                Binding("y", "copy", "Copy text", id="trace.copy")]
 
     def __init__(self, snap: RunSnapshot, offset: int) -> None:
         super().__init__()
         self.snap = snap
         self.trace_offset = offset
+
+    def action_copy(self) -> None:
+        """The trace as plain text (question, every turn's output, answer, gold) to the clipboard
+        through the terminal (OSC 52: works over SSH in most terminals)."""
+        try:
+            tr = read_line_at(self.snap.path / "traces.jsonl", self.trace_offset)
+        except (OSError, ValueError) as e:
+            self.notify(f"could not read the trace: {e}", severity="error")
+            return
+        text = trace_plain_text(tr, self.snap.meta)
+        self.app.copy_to_clipboard(text)
+        self.notify(f"trace copied ({len(text):,} characters, OSC 52)")
 
     def compose(self) -> ComposeResult:
         try:
@@ -148,4 +173,4 @@ class TraceDetailScreen(Screen):
         with VerticalScroll(id="trace-detail"):
             for p in parts:
                 yield Static(p)
-        yield Footer(compact=True, show_command_palette=False)  # 80 columns: room for the keys; ^p still works
+        yield KeyBar()

@@ -12,12 +12,12 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Input, Select, Static
 
 from minertui.reader import Poll
-from minertui.runmodel import TraceView, filter_traces, model_letter
+from minertui.runmodel import TRACE_SORT, TraceView, filter_traces, model_letter, sort_traces
 from minertui.screens.common import ModeScreen
 from minertui.widgets.format import usd
 
 PAGE = 100
-COLUMNS = ("gen", "cand", "question", "correct", "turns", "cost", "path", "benchmark")
+COLUMNS = ("gen", "cand", "question", "correct", "benchmark", "turns", "cost", "path")  # the long path last
 
 
 class TracesScreen(ModeScreen):
@@ -29,6 +29,9 @@ class TracesScreen(ModeScreen):
         Binding("right_square_bracket", "page(1)", "Next page", id="traces.next"),
         Binding("slash", "search", "Search id", id="traces.search"),
         Binding("escape", "focus_table", "Table", show=False, id="traces.table"),
+        Binding("e", "export", "Export", id="traces.export"),
+        Binding("o", "sort", "Sort", id="traces.sort"),
+        Binding("O", "sort_reverse", "Reverse", show=False, id="traces.sort_reverse"),
     ]
 
     def __init__(self) -> None:
@@ -40,12 +43,16 @@ class TracesScreen(ModeScreen):
         self._page_key: tuple | None = None
         self._options_key: tuple | None = None
         self._tv: TraceView | None = None
+        self.sort_col: str | None = None  # None: file order (generation by generation)
+        self.sort_reverse = False
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="traces-filters"):
             yield Select([], prompt="benchmark", id="flt-bench", compact=True)
             yield Select([("right", "right"), ("wrong", "wrong")], prompt="right/wrong", id="flt-correct", compact=True)
             yield Select([], prompt="model", id="flt-model", compact=True)
+            yield Select([(r, r) for r in ("Thinker", "Worker", "Verifier")], prompt="role", id="flt-role",
+                         compact=True)
             yield Input(placeholder="gen", id="flt-gen", type="integer", compact=True)
             yield Input(placeholder="/ question id", id="flt-qid", compact=True)
         table = DataTable(id="traces-table", cursor_type="row", zebra_stripes=True)
@@ -62,10 +69,10 @@ class TracesScreen(ModeScreen):
             return
         tv = self._tv = s.traces
         self._update_options(tv, s.meta.get("models") or [])
-        fkey = (str(s.path), len(tv), *self._filters())
+        fkey = (str(s.path), len(tv), *self._filters(), self.sort_col, self.sort_reverse)
         if fkey != self._filter_key:
             self._filter_key = fkey
-            self.rows = filter_traces(tv, *self._filters())
+            self.rows = sort_traces(tv, filter_traces(tv, *self._filters()), self.sort_col, self.sort_reverse)
         n = len(self.rows)
         pages = max(1, -(-n // PAGE))
         if self.follow:
@@ -80,7 +87,9 @@ class TracesScreen(ModeScreen):
         right = int((tv.correct == 1).sum())
         status.update(Text(
             f"rows {lo + 1 if n else 0}–{hi} of {n:,} shown (of {len(tv):,} traces; {right:,} right)"
-            f" · page {self.page + 1}/{pages} · [ ] page · Enter opens{more}"))
+            f" · page {self.page + 1}/{pages}"
+            + (f" · by {self.sort_col}{' ▼' if self.sort_reverse else ' ▲'}" if self.sort_col else "")
+            + f" · Enter opens{more}"))
 
     def _fill(self, tv: TraceView, idx: np.ndarray, pool: list[str]) -> None:
         """Show the page `idx`. While a run appends to the page on screen, only the new rows are
@@ -98,8 +107,8 @@ class TracesScreen(ModeScreen):
             table.add_row(
                 str(int(tv.gen[i])), str(int(tv.candidate[i])), tv.qid_names[int(tv.qid[i])],
                 Text("✓ right", style="green") if c == 1 else Text("✗ wrong", style="red") if c == 0 else "?",
-                str(int(tv.turns[i])), usd(float(tv.cost[i]), 5), tv.path_names[int(tv.path[i])],
-                tv.bench_names[int(tv.bench[i])], key=str(i))
+                tv.bench_names[int(tv.bench[i])], str(int(tv.turns[i])), usd(float(tv.cost[i]), 5),
+                tv.path_names[int(tv.path[i])], key=str(i))
         if new is idx and table.row_count:
             table.move_cursor(row=min(row, table.row_count - 1), animate=False)
         self._shown_idx = idx.copy()
@@ -122,7 +131,7 @@ class TracesScreen(ModeScreen):
         gen = int(gen_raw) if gen_raw.lstrip("-").isdigit() else None
         correct = {"right": 1, "wrong": 0}.get(val("#flt-correct") or "")
         return (val("#flt-bench"), correct, val("#flt-model"), gen,
-                self.query_one("#flt-qid", Input).value.strip())
+                self.query_one("#flt-qid", Input).value.strip(), val("#flt-role"))
 
     def _refilter(self) -> None:
         self.follow = False
@@ -160,3 +169,39 @@ class TracesScreen(ModeScreen):
         i = int(event.row_key.value)
         from minertui.screens.trace_detail import TraceDetailScreen
         self.app.push_screen(TraceDetailScreen(s, int(self._tv.offset[i])))
+
+    def action_export(self) -> None:
+        """Every trace that passes the filters (not only this page), to CSV and JSON."""
+        from minertui.widgets.tables import export_table
+        tv = self._tv
+        if tv is None:
+            self.notify("no traces loaded", severity="warning")
+            return
+        rows = [(int(tv.gen[i]), int(tv.candidate[i]), tv.qid_names[int(tv.qid[i])],
+                 {1: "right", 0: "wrong"}.get(int(tv.correct[i]), "?"), tv.bench_names[int(tv.bench[i])],
+                 int(tv.turns[i]), float(tv.cost[i]), tv.path_names[int(tv.path[i])])
+                for i in self.rows.tolist()]
+        try:
+            csv_path, json_path = export_table("traces", COLUMNS, rows)
+        except OSError as e:
+            self.notify(f"export failed: {e}", severity="error")
+            return
+        self.notify(f"{len(rows):,} traces exported: {csv_path} and {json_path.name}", timeout=8)
+
+    def action_sort(self) -> None:
+        i = TRACE_SORT.index(self.sort_col) + 1 if self.sort_col in TRACE_SORT else 0
+        self.sort_col = TRACE_SORT[i % len(TRACE_SORT)]
+        self.sort_reverse = self.sort_col == "cost"  # the dearest first
+        self._resort()
+
+    def action_sort_reverse(self) -> None:
+        self.sort_col = self.sort_col or "gen"
+        self.sort_reverse = not self.sort_reverse
+        self._resort()
+
+    def _resort(self) -> None:
+        self.notify(f"traces by {self.sort_col} ({'descending' if self.sort_reverse else 'ascending'})", timeout=2)
+        self.follow = False
+        self.page = 0
+        if self.app.latest is not None:
+            self.show(self.app.latest)

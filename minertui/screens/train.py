@@ -6,19 +6,19 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Static
 
 from minertui.reader import Poll
 from minertui.runmodel import RunSnapshot, model_letter
 from minertui.screens.common import EngineActions, ModeScreen
-from minertui.widgets.curves import FitnessPlot
+from minertui.widgets.curves import RUN_COLOURS, FitnessPlot, Series, SmallPlot, View, legend_text
 from minertui.widgets.format import bar, fmt_duration, num, usd, utc
 
 LOG_STYLE = {"error": "red", "warning": "yellow", "status": "bold"}
 
 
-def stats_text(s: RunSnapshot) -> Text:
+def stats_text(s: RunSnapshot, baseline: tuple[str, float] | None = None) -> Text:
     """Six lines (fits 80×24): best, last generation, σ and throughput, spend, validation, ETA."""
     t = Text()
     total = s.generations_total
@@ -48,7 +48,16 @@ def stats_text(s: RunSnapshot) -> Text:
     t.append("val acc  ", style="dim")
     t.append((num(float(val[-1])) if len(val) else "—") + "\n")
     t.append("ETA      ", style="dim")
-    t.append(fmt_duration(s.eta_secs) if s.eta_secs is not None else "—")
+    eta = s.eta
+    t.append(fmt_duration(eta.secs) if eta is not None else "—")
+    if eta is not None:
+        t.append(" budget-bound" if eta.limit == "budget" else f" · {eta.generations:.0f} gen left",
+                 style="bold yellow" if eta.limit == "budget" else "dim")
+    if baseline is not None and s.best is not None:
+        t.append("\nvs base  ", style="dim")
+        d = s.best - baseline[1]
+        t.append(f"{d:+.3f}", style="green" if d > 0 else "red" if d < 0 else "")
+        t.append(f" ({baseline[0][:18]})", style="dim")
     return t
 
 
@@ -112,16 +121,58 @@ class TrainScreen(EngineActions, ModeScreen):
         Binding("p", "pause", "Pause", id="train.pause"),
         Binding("s", "stop", "Stop", id="train.stop"),
         Binding("r", "resume", "Resume", id="train.resume"),
+        Binding("c", "compare", "Compare", id="train.compare"),
+        Binding("plus,equals_sign", "smooth(0.1)", "Smooth+", id="train.smooth_more"),
+        Binding("minus", "smooth(-0.1)", "Smooth-", id="train.smooth_less"),
+        Binding("z", "zoom(0.5)", "Zoom in", id="train.zoom_in"),
+        Binding("Z", "zoom(2)", "Zoom out", show=False, id="train.zoom_out"),
+        Binding("left_square_bracket", "pan(-0.25)", "Pan left", show=False, id="train.pan_left"),
+        Binding("right_square_bracket", "pan(0.25)", "Pan right", show=False, id="train.pan_right"),
+        Binding("0", "reset_view", "Reset view", show=False, id="train.reset_view"),
+        Binding("f", "fixed01", "Axis 0–1", show=False, id="train.fixed01"),
+        Binding("v", "metric", "Val/best", show=False, id="train.metric"),
+        Binding("l", "log", "Full log", show=False, id="train.log"),
+        Binding("B", "baseline_score", "Baseline score", show=False, id="train.baseline_score"),
     ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.view = View()
+        self.comparing = True     # overlay the runs marked in Runs, when there are any
+        self.metric = "best"      # what the overlay compares: best fitness or validation accuracy
+        self._colours: dict[str, str] = {}
+        self._key = None
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="train-top"):
-            yield FitnessPlot(id="train-plot")
-            with Vertical(id="train-side"):
+            with Vertical(id="train-main"):
+                yield FitnessPlot(id="train-plot")
+                yield Static(id="train-legend")
+                with Horizontal(id="train-small"):
+                    yield SmallPlot(id="train-sigma")
+                    yield SmallPlot(id="train-spend")
+            with VerticalScroll(id="train-side"):
                 yield Static(id="train-stats")
                 yield Static(id="train-mix")
         yield Static(id="train-progress")
         yield Static(id="train-log")
+
+    def on_mount(self) -> None:
+        self.view = View(smoothing=float(getattr(self.app, "smoothing", 0.6)))
+        super().on_mount()
+
+    def _compared(self, poll: Poll) -> list[RunSnapshot]:
+        paths = list(getattr(self.app, "compare", ()) or ())
+        by_path = {s.path.resolve(): s for s in poll.runs}
+        return [by_path[p.resolve()] for p in paths if p.resolve() in by_path]
+
+    def _colour(self, run_id: str, live: set[str]) -> str:
+        c = self._colours.get(run_id)
+        if c is None:
+            used = {self._colours[r] for r in live if r in self._colours}
+            c = next((x for x in RUN_COLOURS if x not in used), RUN_COLOURS[len(self._colours) % len(RUN_COLOURS)])
+            self._colours[run_id] = c
+        return c
 
     def update_body(self, poll: Poll) -> None:
         s = poll.current
@@ -129,17 +180,56 @@ class TrainScreen(EngineActions, ModeScreen):
             self.query_one("#train-stats", Static).update(
                 Text("No run selected: open one in Runs (1) or start one (n there).", style="dim"))
             return
-        key = (str(s.path), s.version, self.size)
-        if key == getattr(self, "_key", None):
+        compared = self._compared(poll) if self.comparing else []
+        base = self._baseline(poll)
+        key = (str(s.path), s.version, self.size, self.view, self.metric,
+               tuple((c.id, c.version) for c in compared), base)
+        if key == self._key:
             return
         self._key = key
-        self.query_one(FitnessPlot).set_data(s.gens, (str(s.path), len(s.gens)))
-        self.query_one("#train-stats", Static).update(stats_text(s))
+        self._draw_curves(s, compared, base)
+        self.query_one("#train-stats", Static).update(stats_text(s, base))
         self.query_one("#train-mix", Static).update(mix_text(s))
         width = max(10, min(40, self.size.width - 50))
         self.query_one("#train-progress", Static).update(progress_text(s, width))
         log = self.query_one("#train-log", Static)
         log.update(log_text(s, max(1, log.size.height or 4)))
+        self.refresh_bindings()
+
+    def _baseline(self, poll: Poll) -> tuple[str, float] | None:
+        path = getattr(self.app, "baseline", None)
+        if path is None:
+            return None
+        if isinstance(path, float):  # a number the miner gave (the king's score)
+            return ("score", path)
+        b = next((r for r in poll.runs if r.path.resolve() == path.resolve()), None)
+        if b is None:
+            return None
+        y = b.gens.val_acc if self.metric == "val" else b.gens.best
+        v = float(_nanmax(y)) if len(y) and _isfinite(y).any() else None
+        return (b.id, v) if v is not None else None
+
+    def _draw_curves(self, s: RunSnapshot, compared: list[RunSnapshot], base) -> None:
+        g = s.gens
+        plot = self.query_one(FitnessPlot)
+        if compared:
+            live = {c.id for c in compared}
+            series = [Series(c.id, c.gens.gen, c.gens.val_acc if self.metric == "val" else c.gens.best,
+                             self._colour(c.id, live)) for c in compared]
+            title = f"compare: {'validation accuracy' if self.metric == 'val' else 'best fitness'}"
+            key = tuple((c.id, c.version) for c in compared)
+        else:
+            series = [Series("max", g.gen, g.max, "green"), Series("best", g.gen, g.best, "cyan"),
+                      Series("mean", g.gen, g.mean, "yellow", how="mean")]
+            title = "fitness per generation"
+            key = (str(s.path), len(g))
+        plot.set_series(series, self.view, key, title, base[1] if base else None)
+        self.query_one("#train-legend", Static).update(
+            legend_text(series, self.view, f"{base[0]} {base[1]:.3f}" if base else None))
+        self.query_one("#train-sigma", SmallPlot).set_series(g.gen, g.sigma, self.view, (str(s.path), len(g)),
+                                                              "σ", "magenta")
+        self.query_one("#train-spend", SmallPlot).set_series(g.gen, g.cost_usd, self.view, (str(s.path), len(g)),
+                                                              "spend $", "red")
 
     def engine_target(self):
         s = self.app.current
@@ -147,3 +237,87 @@ class TrainScreen(EngineActions, ModeScreen):
             self.notify("no run selected", severity="warning")
             return None
         return s.path
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        s = getattr(self.app, "current", None)
+        if s is not None:
+            if action in ("pause", "stop"):
+                return s.locked  # a finished or stopped run has nothing to pause
+            if action == "resume":
+                return not s.locked and s.status != "finished"
+        if action == "compare":
+            return bool(getattr(self.app, "compare", ()))
+        return True
+
+    # ---- view ----------------------------------------------------------------------------
+    def _redraw(self) -> None:
+        self._key = None
+        if self.app.latest is not None:
+            self.show(self.app.latest)
+
+    def action_smooth(self, delta: float) -> None:
+        sm = round(min(0.95, max(0.0, self.view.smoothing + delta)), 2)
+        self.view = View(sm, self.view.window, self.view.fixed01)
+        self.app.smoothing = sm
+        from minertui.settings import save_settings
+        save_settings(smoothing=sm)
+        self.notify(f"smoothing (EMA) {sm:.2f}" + (" (raw)" if sm == 0 else ""), timeout=2)
+        self._redraw()
+
+    def action_zoom(self, factor: float) -> None:
+        self.view = self.view.zoom(factor)
+        self._redraw()
+
+    def action_pan(self, delta: float) -> None:
+        self.view = self.view.pan(delta)
+        self._redraw()
+
+    def action_reset_view(self) -> None:
+        self.view = View(self.view.smoothing)
+        self._redraw()
+
+    def action_fixed01(self) -> None:
+        self.view = View(self.view.smoothing, self.view.window, not self.view.fixed01)
+        self._redraw()
+
+    def action_metric(self) -> None:
+        self.metric = "val" if self.metric == "best" else "best"
+        self._redraw()
+
+    def action_compare(self) -> None:
+        self.comparing = not self.comparing
+        self.notify("overlay of the marked runs" if self.comparing else "this run's curves", timeout=2)
+        self._redraw()
+
+    def action_baseline_score(self) -> None:
+        """Pin a number as the baseline (the king's bundle score); a run pinned in Runs (b) is
+        the other kind of baseline."""
+        from minertui.messages import BaselinePinned
+        from minertui.screens.runops import ScoreScreen
+
+        def pin(value: float | None) -> None:
+            self.app.post_message(BaselinePinned(value))
+            self.notify(f"baseline score {value:.3f}" if value is not None else "baseline unpinned", timeout=3)
+            self.call_after_refresh(self._redraw)
+
+        self.app.push_screen(ScoreScreen(), pin)
+
+    def action_log(self) -> None:
+        s = self.app.current
+        if s is None:
+            return
+        from minertui.screens.runops import LogScreen
+        text = "\n".join(f"{utc(l.time, '%Y-%m-%d %H:%M:%S')} [{l.level}] {l.message}" for l in s.logs)
+        self.app.push_screen(LogScreen(None, f"events — {s.id} (last {len(s.logs)})",
+                                       text=text or "no status or log events yet"))
+
+
+def _nanmax(a):
+    import numpy as np
+    return np.nanmax(a)
+
+
+def _isfinite(a):
+    import numpy as np
+    return np.isfinite(a)
+

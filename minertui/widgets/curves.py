@@ -1,4 +1,6 @@
-"""Fitness curves (best / mean / max per generation, σ on the right axis) via textual-plotext.
+"""Curves via textual-plotext: fitness (best / mean / max, or several runs' best overlaid), EMA
+smoothing with the raw series faint, zoom/pan on the generation axis, an optional fixed 0–1 axis,
+the legend as text outside the plot; σ and spend in their own small panels.
 
 With 10,000 generations of history, plotting every point would cost more than a frame; the
 series are reduced to at most `MAX_POINTS` (per-bucket max for best/max, mean for mean and σ),
@@ -7,10 +9,11 @@ which is all a terminal can show anyway.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from textual_plotext import PlotextPlot
 
-from minertui.runmodel import Generations
 
 MAX_POINTS = 240
 
@@ -49,36 +52,152 @@ class CachedPlot(PlotextPlot):
         self.refresh()
 
 
+# stable colours per compared run: the i-th marked run keeps its colour while others come and go
+RUN_COLOURS = ("cyan", "orange", "green", "magenta", "yellow", "blue", "red", "white")  # plotext names
+RICH_COLOUR = {"orange": "dark_orange", "gray": "grey50"}  # the same colours by Rich's names (legend)
+
+
+@dataclass(frozen=True)
+class View:
+    """How the curves are drawn: EMA smoothing (0 = raw), the generation window (zoom/pan), a
+    fixed 0–1 y axis."""
+    smoothing: float = 0.6
+    window: tuple[float, float] = (0.0, 1.0)  # fractions of the generation axis
+    fixed01: bool = False
+
+    def zoom(self, factor: float) -> View:
+        lo, hi = self.window
+        mid, half = (lo + hi) / 2, max(0.01, (hi - lo) * factor / 2)
+        lo, hi = max(0.0, mid - half), min(1.0, mid + half)
+        return View(self.smoothing, (lo, hi), self.fixed01)
+
+    def pan(self, delta: float) -> View:
+        lo, hi = self.window
+        span = hi - lo
+        lo = min(max(0.0, lo + delta * span), 1.0 - span)
+        return View(self.smoothing, (lo, lo + span), self.fixed01)
+
+
+def window_slice(n: int, window: tuple[float, float]) -> slice:
+    lo, hi = window
+    a = int(np.floor(lo * n))
+    b = max(a + 1, int(np.ceil(hi * n)))
+    return slice(a, min(n, b))
+
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    x: np.ndarray
+    y: np.ndarray
+    colour: str
+    how: str = "max"   # bucket reduction
+
+
+def draw_lines(plt, series: list[Series], view: View, title: str, baseline: float | None = None) -> None:
+    """Each series raw (faint) and EMA-smoothed, in the view's window, ≤ MAX_POINTS a line."""
+    from minertui.runmodel import ema
+
+    plt.clear_data()
+    plt.clear_figure()
+    plt.title(title)
+    plt.xlabel("generation")
+    xs_all = []
+    for s in series:
+        if not len(s.x):
+            continue
+        sl = window_slice(len(s.x), view.window)
+        x, y = s.x[sl], s.y[sl]
+        smooth = ema(y, view.smoothing) if view.smoothing > 0 else None
+        ys, hows = ([y, smooth], [s.how, "mean"]) if smooth is not None else ([y], [s.how])
+        rx, rys = reduce(x, ys, hows)
+        ok = np.isfinite(rys[0])
+        if not ok.any():
+            continue
+        xs_all.append(rx)
+        if smooth is not None:
+            plt.plot(rx[ok].tolist(), rys[0][ok].tolist(), marker="braille", color="gray")  # raw, faint
+            ok2 = np.isfinite(rys[1])
+            plt.plot(rx[ok2].tolist(), rys[1][ok2].tolist(), marker="braille", color=s.colour)
+        else:
+            plt.plot(rx[ok].tolist(), rys[0][ok].tolist(), marker="braille", color=s.colour)
+    if baseline is not None and xs_all:
+        lo = min(float(x[0]) for x in xs_all)
+        hi = max(float(x[-1]) for x in xs_all)
+        plt.plot([lo, hi], [baseline, baseline], marker="dot", color="white")
+    if xs_all:
+        lo = int(min(float(x[0]) for x in xs_all))
+        hi = int(max(float(x[-1]) for x in xs_all))
+        plt.xticks(sorted(set(np.linspace(lo, hi, min(6, hi - lo + 1)).round().astype(int).tolist())))
+    if view.fixed01:
+        plt.ylim(0, 1)
+
+
+def legend_text(series: list[Series], view: View, baseline_label: str | None = None):
+    """The legend as a line of text under the plot (never over the data)."""
+    from rich.text import Text
+
+    t = Text(no_wrap=True, overflow="ellipsis")
+    for s in series:
+        t.append("━", style=RICH_COLOUR.get(s.colour, s.colour))
+        t.append(s.label + " ")
+    if view.smoothing > 0:
+        t.append(f"EMA {view.smoothing:.2f}, raw grey", style="dim")
+    if baseline_label:
+        t.append(f"  ┈ baseline {baseline_label}", style="dim")
+    lo, hi = view.window
+    if (lo, hi) != (0.0, 1.0):
+        t.append(f"  zoom {lo:.0%}–{hi:.0%}", style="dim")
+    if view.fixed01:
+        t.append("  y 0–1", style="dim")
+    return t
+
+
 class FitnessPlot(CachedPlot):
+    """The main curves: one run's best/mean/max, or several runs' best overlaid (compare)."""
+
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self._key: tuple | None = None
-        self._gens: Generations | None = None
 
-    def set_data(self, gens: Generations, key: tuple) -> None:
-        if key == self._key:
+    def set_series(self, series: list[Series], view: View, key: tuple, title: str,
+                   baseline: float | None = None) -> None:
+        full = (key, view, baseline)
+        if full == self._key:
             return
-        self._key, self._gens = key, gens
-        self._draw()
-        self.data_changed(key)
+        self._key = full
+        if not series or not any(len(s.x) for s in series):
+            self.plt.clear_data()
+            self.plt.clear_figure()
+            self.plt.title("fitness — waiting for the first generation")
+        else:
+            draw_lines(self.plt, series, view, title, baseline)
+        self.data_changed(full)
 
-    def _draw(self) -> None:
+
+class SmallPlot(CachedPlot):
+    """σ or spend: its own small panel, its own axis (a 6% drift of σ stays a 6% drift)."""
+
+    def set_series(self, x: np.ndarray, y: np.ndarray, view: View, key: tuple, title: str,
+                   colour: str) -> None:
+        full = (key, view.window)
+        if full == getattr(self, "_key", None):
+            return
+        self._key = full
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        g = self._gens
-        plt.xlabel("generation")
-        if g is None or len(g) == 0:
-            plt.title("fitness — waiting for the first generation")
-            return
-        x, (best, mean, mx, sigma) = reduce(
-            g.gen, [g.best, g.mean, g.max, g.sigma], ["max", "mean", "max", "mean"])
-        lo, hi = int(x[0]), int(x[-1])
-        plt.xticks(sorted(set(np.linspace(lo, hi, min(6, hi - lo + 1)).round().astype(int).tolist())))
-        x = x.tolist()
-        plt.title("fitness per generation")
-        plt.plot(x, mx.tolist(), label="max", marker="braille", color="green")
-        plt.plot(x, best.tolist(), label="best so far", marker="braille", color="cyan")
-        plt.plot(x, mean.tolist(), label="mean", marker="braille", color="yellow")
-        if np.isfinite(sigma).any():
-            plt.plot(x, sigma.tolist(), label="σ", marker="braille", color="magenta", yside="right")
+        plt.title(title)
+        if len(x):
+            sl = window_slice(len(x), view.window)
+            rx, (ry,) = reduce(x[sl], [y[sl]], ["mean"])
+            ok = np.isfinite(ry)
+            if ok.any():
+                plt.plot(rx[ok].tolist(), ry[ok].tolist(), marker="braille", color=colour)
+                lo, hi = float(np.nanmin(ry)), float(np.nanmax(ry))
+                # from 0 (these are ≥ 0): a 6% drift of σ looks like 6%, not like a mountain
+                top = hi * 1.15 if hi > 0 else 1.0
+                plt.ylim(min(0.0, lo), top)
+                plt.yticks([0.0, hi], ["0", f"{hi:.3g}"])
+                plt.xticks([])
+        self.data_changed(full)

@@ -20,6 +20,20 @@ def usd(x: float | None, digits: int = 4) -> str:
     return f"${x:,.{digits}f}" if abs(x) < 100 else f"${x:,.2f}"
 
 
+def usd_cap(x: float | None) -> str:
+    """A budget as typed: $0.05, $2.5, $10 (never rounded to $0)."""
+    if x is None or not math.isfinite(x):
+        return "—"
+    text = f"{x:,.4f}".rstrip("0").rstrip(".")
+    return f"${text}"
+
+
+def spend_of(spend: float, budget: float | None) -> str:
+    """'$0.012/$0.05': the spend with enough digits to move against a small budget."""
+    digits = 2 if budget is None or budget >= 10 else 3 if budget >= 1 else 4
+    return usd(spend, digits) + (f"/{usd_cap(budget)}" if budget else "")
+
+
 def num(x: float | None, fmt: str = ".3f") -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "—"

@@ -13,12 +13,21 @@ if TYPE_CHECKING:
 from minertui.widgets.format import STATUS_RICH
 
 
+# = trinity.config.PRACTICE (a test holds them equal): importing trinity.config here would bring
+# pydantic onto the UI thread in the middle of a redraw (0.7 s on a shared box)
+PRACTICE = "practice"
+
+
 def is_practice(snap: RunSnapshot | None) -> bool:
+    """The *pool* is simulated. Practice questions or a practice matrix answered by a paid pool
+    (`--pool openrouter --questions practice`) are real calls, not a simulation."""
     if snap is None:
         return False
     cfg = snap.meta.get("config") or {}
-    names = [snap.meta.get("pool"), cfg.get("pool"), cfg.get("questions"), cfg.get("matrix")]
-    return any(isinstance(n, str) and "practice" in n for n in names)
+    pool = snap.meta.get("pool") or cfg.get("pool")
+    if pool is None:  # a cached run replays its matrix: simulated when that is the practice one
+        return cfg.get("mode") == "cached" and cfg.get("matrix") == PRACTICE
+    return pool == PRACTICE
 
 
 def shorten_middle(text: str, width: int) -> str:

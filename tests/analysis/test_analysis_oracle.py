@@ -120,6 +120,13 @@ def test_verdict_boundaries(ci, gap, label):
     assert verdict(ci, gap)[0] == label
 
 
+def test_a_router_above_the_cross_fit_estimate_gets_its_own_wording():
+    # router 0.917 vs a cross-fit oracle of 0.802: "captures 206%" is what it used to say
+    label, reason = verdict(CI(0.05, 0.001, 0.10, "t"), 2.06)
+    assert label == "NEAR_CEILING"
+    assert "%" not in reason and "above the cross-fit oracle estimate" in reason
+
+
 def test_determinism_given_the_seed():
     rng = np.random.default_rng(5)
     m = matrix((rng.random((30, 3, 4)) < 0.5).astype(float))

@@ -12,7 +12,10 @@ import pytest
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
+import numpy as np
+
 from minertui.app import MinerApp
+from minertui.runmodel import ema
 from minertui.synth import make_run
 from trinity.io import read_jsonl
 
@@ -49,10 +52,12 @@ async def test_runs_mode_lists_the_real_run(runs_root):
         table = app.screen.query_one(DataTable)
         assert table.row_count == 1
         row = cells(table, 0)
-        assert row[0] == meta["id"] and row[1] == "finished" and row[6] == "cached"
+        assert row[0] == meta["id"] and row[1] == "finished" and row[7] == "cached"
         assert row[2] == f"{len(gens)}/{meta['config']['generations']}"
         assert row[3] == f"{max(g['best'] for g in gens):.3f}"
-        assert row[4] == "$0.00"  # a cached run pays nothing: no ledger, cost_usd 0
+        assert row[5] == "$0.00"  # a cached run pays nothing: no ledger, cost_usd 0
+        vals = [g["val_acc"] for g in gens if g.get("val_acc") is not None]
+        assert row[4] == f"{ema(np.array(vals, dtype=float), 0.6)[-1]:.3f}"  # smoothed validation
 
 
 async def test_train_mode_shows_the_last_generation(runs_root):

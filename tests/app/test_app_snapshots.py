@@ -45,6 +45,9 @@ def settle(*extra_keys: str):
             await pilot.press(key)
             await pilot.pause()
         await app.refresh_now()
+        from textual.widgets import Input
+        for field in app.screen.query(Input):  # a blinking cursor is drawn or not by the clock
+            field.cursor_blink = False
         await pilot.pause()
     return run_before
 
@@ -75,3 +78,15 @@ def test_help(snap_compare, snap_root):
 def test_new_run_form(snap_compare, snap_root):
     app = MinerApp(runs_root=snap_root, poll=False, start_mode="runs", theme="minertui-dark")
     assert snap_compare(app, terminal_size=(80, 24), run_before=settle("n"))
+
+
+def test_compare_overlay(snap_compare, snap_root):
+    """Two runs marked in Runs (space, space) and compared (c): their best curves overlaid in Train,
+    each in its own colour, the legend under the plot."""
+    app = MinerApp(runs_root=snap_root, poll=False, start_mode="runs", theme="minertui-dark")
+    assert snap_compare(app, terminal_size=(120, 40), run_before=settle("space", "space", "c"))
+
+
+def test_resume_dialog(snap_compare, snap_root):
+    app = MinerApp(runs_root=snap_root, poll=False, start_mode="runs", theme="minertui-dark")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=settle("down", "R"))

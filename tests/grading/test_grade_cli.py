@@ -105,6 +105,10 @@ def test_doctor_reports_the_facts():
     assert r.returncode == 0, r.stderr
     for topic in ("python", "torch", "math-verify", "bwrap", "sandbox: separate process", "HF hub", "HF cache"):
         assert topic in r.stdout
+    hub = next(line for line in r.stdout.splitlines() if line.startswith("HF hub "))
+    # without --network nothing is probed, and the line says so instead of claiming "online"
+    assert "online mode" not in hub and ("was not checked" in hub or "offline" in hub), hub
+    assert " OFF " not in r.stdout and "— " not in r.stdout.split("sandbox:")[1].splitlines()[0]
 
 
 def test_a_kind_alone_names_the_grader(tmp_path, capsys):

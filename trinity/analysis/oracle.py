@@ -127,6 +127,11 @@ def verdict(headroom_ci: CI | None, gap_closed: float | None) -> tuple[str, str]
         if gap_closed < NEAR_CEILING_GAP:
             return "ROUTER_BOUND", (f"real headroom (CI lower bound {lo:+.3f} > 0) and the router captures "
                                     f"only {gap_closed:.0%} of it: improve the router")
+        if gap_closed > 1.0:  # above the per-question estimate: "captures 206%" would mislead
+            return "NEAR_CEILING", (f"real headroom (CI lower bound {lo:+.3f} > 0) and the router scores "
+                                    "above the cross-fit oracle estimate: the per-question oracle "
+                                    "underestimates the ceiling here (few samples per question); "
+                                    "treat the router as at the ceiling — gains now need a better pool")
         return "NEAR_CEILING", (f"real headroom (CI lower bound {lo:+.3f} > 0) and the router already "
                                 f"captures {gap_closed:.0%} of it: gains now need a better pool")
     return "INCONCLUSIVE", (f"headroom CI [{lo:+.3f}, {hi:+.3f}] neither excludes 0 nor stays below "

@@ -174,8 +174,15 @@ def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
     try:
         from trinity.grading.sandbox import describe_layers
 
-        for layer, active, note in describe_layers():
-            facts.append((f"sandbox: {layer}", f"{'on ' if active else 'OFF'} — {note}"))
+        layers = describe_layers()
+        for layer, active, note in layers:
+            if layer == "warning":  # not a layer: what the missing ones leave open
+                facts.append(("sandbox: warning", note))
+                continue
+            facts.append((f"sandbox: {layer}", f"{'active' if active else 'not active'}: {note}"))
+        if any(layer == "bubblewrap" and not active for layer, active, _ in layers):
+            facts.append(("sandbox", ("code is graded without bubblewrap; the layers marked active above "
+                                      "still hold (install bubblewrap for the strongest isolation)")))
     except ModuleNotFoundError as e:
         facts.append(("sandbox", f"unavailable ({e.name} missing)"))
     offline = [v for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
@@ -186,12 +193,17 @@ def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
         cache, endpoint = constants.HF_HUB_CACHE, constants.ENDPOINT
     except Exception:  # noqa: BLE001
         cache, endpoint = os.path.expanduser("~/.cache/huggingface/hub"), "https://huggingface.co"
-    facts.append(("HF hub", f"offline ({', '.join(offline)} set)" if offline else f"online mode, {endpoint}"))
-    if probe_hub and not offline:
+    if offline:
+        facts.append(("HF hub", f"offline ({', '.join(offline)} set): only the local cache is used"))
+    elif probe_hub:
         from trinity.benchmarks.sources import hub_reachable
 
         ok, why = hub_reachable()
-        facts.append(("HF hub reachable", "yes" if ok else f"no ({why}): use --data FILE for benchmarks"))
+        facts.append(("HF hub", f"{endpoint} reachable" if ok else
+                      f"{endpoint} not reachable ({why}): use --data FILE for benchmarks"))
+    else:
+        facts.append(("HF hub", f"not set offline; whether {endpoint} answers was not checked "
+                      "(`trinity doctor --network` checks it)"))
     facts.append(("HF cache", f"{cache} ({'exists' if os.path.isdir(cache) else 'not created yet'})"))
     return facts
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from trinity.config import TrainConfig, validate_config
-from trinity.errors import CheckpointError, ConfigError, InputError
+from trinity.errors import CheckpointError, ConfigError, InputError, TrinityError
 from trinity.optim import checkpoint as ckpt
 from trinity.optim.fitness import CachedFitness, Fitness, question_text
 from trinity.optim.runinputs import RunInputs, inputs_digest, inputs_from_config, load_run_inputs
