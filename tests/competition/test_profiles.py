@@ -123,3 +123,16 @@ def test_pack_and_check_take_the_competition_from_run_json_and_refuse_a_mismatch
     assert "is a minirouter bundle; TinyRouter takes tinyrouter bundles" in err and len(err.strip().splitlines()) == 1
     assert main(["check", str(bundle)]) == 0
     assert "MiniRouter would say: OK — bundle looks submit-ready." in capsys.readouterr().out
+
+
+def test_the_theta_rule_and_the_names_have_one_source():
+    """The profile's θ rule and model names are the router-text module's, and the rule is the
+    router's own layout at Qwen3-0.6B size."""
+    from trinity.competition import profiles, text
+    from trinity.model.theta import theta_size
+
+    for n in (3, 4):
+        assert profiles.theta_length(n) == text.theta_length(n) == theta_size(n, 1024, 7 * 1024)
+    assert dict(profiles.TINYROUTER_PROFILE.model_names) == dict(text.TINYROUTER_NAMES)
+    assert profiles.TINYROUTER_PROFILE.encoder_marker and not profiles.MINIROUTER_PROFILE.encoder_marker
+    assert profiles.competition_for_pool("chutes") == text.resolve_competition(None, "chutes") == "minirouter"

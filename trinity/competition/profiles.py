@@ -25,16 +25,19 @@ from types import MappingProxyType
 
 from trinity.errors import TrinityError
 
-TINYROUTER = "tinyrouter"
-MINIROUTER = "minirouter"
-HIDDEN = 1024               # Qwen3-0.6B, the frozen encoder of both competitions
-N_ROLES = 3                 # Thinker, Worker, Verifier rows of the head
-N_SVF = 7 * HIDDEN          # 7 SVF matrices × 1024 scales
-
-
-def theta_length(n_models: int, hidden: int = HIDDEN) -> int:
-    """(n_models + 3)·1024 + 7168: 13,312 for 3 models, 14,336 for 4."""
-    return (n_models + N_ROLES) * hidden + 7 * hidden
+from trinity.competition.text import (  # one source: the router-input side owns names and θ rule
+    HIDDEN,
+    MINIROUTER,
+    MINIROUTER_BRIDGE_NAMES,
+    MINIROUTER_CHUTES_NAMES,
+    ROUTER_TEXTS,
+    TINYROUTER,
+    TINYROUTER_NAMES,
+    resolve_competition,
+    theta_length,
+)
+from trinity.competition.text import SVF_PARAMS as N_SVF  # 7 SVF matrices × 1024 scales
+from trinity.competition.text import run_competition as _run_competition_name
 
 
 def _frozen(d: Mapping) -> Mapping:
@@ -85,11 +88,7 @@ class Profile:
     title: str                                 # TinyRouter | MiniRouter
     bundle_format: str                         # the bundle layout `trinity pack --format` writes
     repository: str                            # owner/name on GitHub
-    # -- router input (wired to the encoder / transcript code at merge) ----------------------
-    encoder_marker: bool                       # append "\n<Head Input>" before EOS
-    transcript_style: str                      # how earlier turns are written for the router
     # -- pool ---------------------------------------------------------------------------------
-    pools: tuple[str, ...]                     # our pool / provider names that belong to it
     validator_pools: Mapping[str, tuple[str, ...]]   # the pools its validator runs: name -> names
     model_names: Mapping[str, str]             # our model id -> the name its receipts use
     # -- bundle ---------------------------------------------------------------------------------
@@ -119,6 +118,20 @@ class Profile:
     verdict_fail: str                          # str.format(reason=)
     # -- score ----------------------------------------------------------------------------------
     scoring: Scoring = field(default_factory=lambda: Scoring("none"))
+
+    # -- router input: `trinity.competition.text` owns it -----------------------------------
+    @property
+    def router_text(self):
+        return ROUTER_TEXTS[self.name]
+
+    @property
+    def encoder_marker(self) -> bool:
+        """Whether the encoder reads "\n<Head Input>" after the transcript."""
+        return bool(self.router_text.head_marker)
+
+    @property
+    def transcript_style(self) -> str:
+        return self.router_text.name
 
     def short_name(self, model_id: str) -> str:
         """The name the competition's receipts use for one of our pool model ids."""
@@ -158,16 +171,13 @@ class Profile:
 # ---- TinyRouter -----------------------------------------------------------------------------
 
 # constants.py DEFAULT_POOL_MODELS, in router order; our configs/models.yaml `openrouter` ids.
-_TR_POOL = ("qwen3.5-35b-a3b", "gemini-3.1-flash-lite", "deepseek-v4-flash")
-_TR_IDS = ("qwen/qwen3.5-35b-a3b", "google/gemini-3.1-flash-lite", "deepseek/deepseek-v4-flash")
+_TR_POOL = tuple(TINYROUTER_NAMES.values())
 
 TINYROUTER_PROFILE = Profile(
     name=TINYROUTER, title="TinyRouter", bundle_format=TINYROUTER,
     repository="James-CUDA/Gittensor-TinyRouter",
-    encoder_marker=True, transcript_style="tinyrouter",
-    pools=("openrouter", TINYROUTER),
     validator_pools=_frozen({"openrouter": _TR_POOL}),
-    model_names=_frozen(dict(zip(_TR_IDS, _TR_POOL))),
+    model_names=_frozen(TINYROUTER_NAMES),
     receipt_benchmark="composite",
     competition_benchmarks=("math500", "mmlu", "livecodebench"),
     receipt_required=("benchmark", "total_cost_usd", "fitness_history", "generations", "pool_models",
@@ -205,16 +215,12 @@ TINYROUTER_PROFILE = Profile(
 
 # ---- MiniRouter -----------------------------------------------------------------------------
 
-_MR_CHUTES = {"deepseek-ai/DeepSeek-V3.2-TEE": "deepseek-v3p2", "zai-org/GLM-5-TEE": "glm-5",
-              "moonshotai/Kimi-K2.5-TEE": "kimi-k2p5"}
-_MR_BRIDGE = {"qwen/qwen3-coder-30b-a3b-instruct": "qwen3-coder-30b", "openai/gpt-oss-120b": "gpt-oss-120b",
-              "google/gemma-3-4b-it": "gemma-3-4b", "nvidia/nemotron-3-ultra-550b-a55b": "nemotron-3-ultra"}
+_MR_CHUTES = MINIROUTER_CHUTES_NAMES
+_MR_BRIDGE = MINIROUTER_BRIDGE_NAMES
 
 MINIROUTER_PROFILE = Profile(
     name=MINIROUTER, title="MiniRouter", bundle_format=MINIROUTER,
     repository="mini-router/minirouter",
-    encoder_marker=False, transcript_style="minirouter",
-    pools=("chutes", "minibridge", MINIROUTER),
     validator_pools=_frozen({"chutes": tuple(_MR_CHUTES.values()), "minibridge": tuple(_MR_BRIDGE.values())}),
     model_names=_frozen({**_MR_CHUTES, **_MR_BRIDGE}),
     receipt_benchmark=None,
@@ -255,10 +261,7 @@ def get_profile(name: str) -> Profile:
 def competition_for_pool(pool: str | None) -> str:
     """The default competition of a pool: openrouter → tinyrouter, chutes / minibridge →
     minirouter, anything else → tinyrouter."""
-    for p in PROFILES.values():
-        if pool in p.pools:
-            return p.name
-    return TINYROUTER
+    return resolve_competition(None, pool)
 
 
 def run_competition(meta: dict, override: str | None = None) -> Profile:
@@ -266,10 +269,4 @@ def run_competition(meta: dict, override: str | None = None) -> Profile:
     else the default of the run's pool."""
     if override:
         return get_profile(override)
-    name = meta.get("competition") if isinstance(meta, dict) else None
-    if isinstance(name, str) and name:
-        return get_profile(name)
-    pool = meta.get("pool") if isinstance(meta, dict) else None
-    if not pool and isinstance(meta, dict):
-        pool = (meta.get("config") or {}).get("pool")
-    return get_profile(competition_for_pool(pool if isinstance(pool, str) else None))
+    return get_profile(_run_competition_name(meta if isinstance(meta, dict) else {}))

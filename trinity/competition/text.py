@@ -40,26 +40,28 @@ MCQ_LETTERS = "ABCDEFGH"  # both competitions' `_CHOICE_LETTERS`
 MCQ_INSTRUCTION = "Answer with the single letter of the correct option."
 
 # Pool model id -> the short name their coordinator reads (their `pool_models`).
-_TINYROUTER_NAMES = {  # TinyRouter configs/models.yaml
+TINYROUTER_NAMES = {  # TinyRouter configs/models.yaml (= constants.py DEFAULT_POOL_MODELS, in router order)
     "qwen/qwen3.5-35b-a3b": "qwen3.5-35b-a3b",
     "google/gemini-3.1-flash-lite": "gemini-3.1-flash-lite",
     "deepseek/deepseek-v4-flash": "deepseek-v4-flash",
 }
-_MINIROUTER_NAMES = {
-    # MiniRouter configs/models.chutes.yaml (the 3-model Chutes pool)
+MINIROUTER_CHUTES_NAMES = {  # MiniRouter configs/models.chutes.yaml (the 3-model Chutes pool)
     "deepseek-ai/DeepSeek-V3.2-TEE": "deepseek-v3p2",
     "zai-org/GLM-5-TEE": "glm-5",
     "moonshotai/Kimi-K2.5-TEE": "kimi-k2p5",
-    # configs/models.chutes.light.yaml
+}
+MINIROUTER_CHUTES_LIGHT_NAMES = {  # configs/models.chutes.light.yaml
     "MiniMaxAI/MiniMax-M2.5-TEE": "minimax-m2p5",
     "google/gemma-4-31B-turbo-TEE": "gemma4-31b-turbo",
     "Qwen/Qwen3-32B-TEE": "qwen3-32b",
-    # configs/models.minibridge.light.yaml (the 4-model MiniBridge light pool)
+}
+MINIROUTER_BRIDGE_NAMES = {  # configs/models.minibridge.light.yaml (the 4-model MiniBridge light pool)
     "qwen/qwen3-coder-30b-a3b-instruct": "qwen3-coder-30b",
     "openai/gpt-oss-120b": "gpt-oss-120b",
     "google/gemma-3-4b-it": "gemma-3-4b",
     "nvidia/nemotron-3-ultra-550b-a55b": "nemotron-3-ultra",
 }
+_MINIROUTER_NAMES = {**MINIROUTER_CHUTES_NAMES, **MINIROUTER_CHUTES_LIGHT_NAMES, **MINIROUTER_BRIDGE_NAMES}
 
 # Pool (our configs/models.yaml provider or alias) -> the competition that runs it.
 _POOL_COMPETITION = {
@@ -137,7 +139,7 @@ class RouterText:
 
 
 ROUTER_TEXTS: Mapping[str, RouterText] = MappingProxyType({
-    TINYROUTER: RouterText(TINYROUTER, HEAD_INPUT_MARKER, MappingProxyType(_TINYROUTER_NAMES), True),
+    TINYROUTER: RouterText(TINYROUTER, HEAD_INPUT_MARKER, MappingProxyType(TINYROUTER_NAMES), True),
     MINIROUTER: RouterText(MINIROUTER, "", MappingProxyType(_MINIROUTER_NAMES), False),
 })
 COMPETITIONS = tuple(ROUTER_TEXTS)

@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from trinity.errors import InputError
+from trinity.model.theta import N_ROLES  # Thinker, Worker, Verifier rows of the head
 
 TINYROUTER = "tinyrouter"
 MINIROUTER = "minirouter"
 FORMATS = (TINYROUTER, MINIROUTER)
-N_ROLES = 3          # Thinker, Worker, Verifier rows of the head
 N_SVF_MATRICES = 7   # q, k, v, o, gate, up, down of the SVF layer
 
 HEAD_FILE = "head_weights.npy"
