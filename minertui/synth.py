@@ -1,5 +1,5 @@
 """A deterministic run directory in the documented formats (docs/CONTRACTS.md), for the app's
-tests, snapshots and `trinity bench app`: fixed times, seeded numbers, a valid hash-chained
+tests, snapshots and `minertui bench`: fixed times, seeded numbers, a valid hash-chained
 ledger (built with `trinity.pool.ledger.record_hash`, the verifier's own function).
 
 It stands in for an engine where a real one would be too slow (100,000 traces) or not

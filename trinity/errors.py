@@ -49,3 +49,10 @@ class BudgetExceeded(TrinityError):
     """The next call would pass the run's --budget-usd cap."""
 
     exit_code = 4
+
+
+class PoolUnreachable(TrinityError):
+    """The recent calls all failed to connect (`PoolClient.unreachable()`): a training run stops
+    at its last checkpoint instead of training on rewards of 0 from calls that reached no model."""
+
+    exit_code = 4

@@ -208,8 +208,9 @@ def _bench_order(questions) -> list[str]:
 def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_split: str = "val",
                    audit_split: str = "test", progress: Progress | None = None) -> ScoreReport:
     """The score estimate of a trained run (cached numbers computed now; live read from eval.json)."""
-    from trinity.analysis.evaluate import load_router, read_eval
+    from trinity.analysis.evaluate import read_eval
     from trinity.analysis.oracle import validate_solves
+    from trinity.optim.routing import load_trained
     from trinity.optim.runinputs import load_run_inputs
     from trinity.runs.rundir import RunDir
 
@@ -231,7 +232,7 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
     p = validate_solves(inputs.matrix.solves, f"{run.path} matrix").mean(axis=2)  # (Q, M)
     if progress:
         progress(0, 2 if king else 1, "routing")
-    ours = load_router(run.path)
+    ours = load_trained(run.path)
     everything = audit_q + eval_q
     routing = ours.route(everything)
     rows = np.array([inputs.matrix.row(q.id) for q in everything], dtype=np.int64)

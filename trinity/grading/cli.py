@@ -162,8 +162,9 @@ def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
             facts.append((f"sandbox: {layer}", f"{'on ' if active else 'OFF'} — {note}"))
     except ModuleNotFoundError as e:
         facts.append(("sandbox", f"unavailable ({e.name} missing)"))
-    offline = [v for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
-               if os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")]
+    from trinity.hub import hub_reachable, offline_vars_set
+
+    offline = offline_vars_set()
     try:
         from huggingface_hub import constants
 
@@ -172,8 +173,6 @@ def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
         cache, endpoint = os.path.expanduser("~/.cache/huggingface/hub"), "https://huggingface.co"
     facts.append(("HF hub", f"offline ({', '.join(offline)} set)" if offline else f"online mode, {endpoint}"))
     if probe_hub and not offline:
-        from trinity.benchmarks.sources import hub_reachable
-
         ok, why = hub_reachable()
         facts.append(("HF hub reachable", "yes" if ok else f"no ({why}): use --data FILE for benchmarks"))
     facts.append(("HF cache", f"{cache} ({'exists' if os.path.isdir(cache) else 'not created yet'})"))

@@ -30,8 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from trinity.config import TrainConfig
-from trinity.errors import BudgetExceeded, OutOfCredit
-from trinity.pool.client import PoolUnreachable
+from trinity.errors import BudgetExceeded, OutOfCredit, PoolUnreachable
 from trinity.io import atomic_write_json
 from trinity.model import ROLES
 from trinity.model.theta import save_theta

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 
-from trinity.errors import BudgetExceeded, ConfigError, OutOfCredit, ProviderError, TrinityError
+from trinity.errors import BudgetExceeded, ConfigError, OutOfCredit, PoolUnreachable, ProviderError
 from trinity.pool.budget import Budget, to_micro
 from trinity.pool.cache import ResponseCache, cache_key
 from trinity.pool.faults import Cooldown, is_retryable, parse_retry_after
@@ -49,13 +49,6 @@ ERROR_EXCERPT = 300  # chars of a provider's error body kept in a message
 # Calls in a row that gave up on "connection refused"-type errors (each after all its retries)
 # before the pool counts as unreachable: a dead server or a wrong base URL, not a flaky call.
 UNREACHABLE_AFTER = 3
-
-
-class PoolUnreachable(TrinityError):
-    """The recent calls all failed to connect (`PoolClient.unreachable()`): a training run stops
-    at its last checkpoint instead of training on rewards of 0 from calls that reached no model."""
-
-    exit_code = 4
 
 
 @dataclass

@@ -26,6 +26,7 @@ import threading
 from dataclasses import replace
 from fractions import Fraction
 
+from trinity.benchmarks.prompts import render_question
 from trinity.data.practice import (PracticeSetup, practice_questions, practice_setup, simulate_correct,
                                    verifier_is_right)
 from trinity.data.questions import Question
@@ -231,12 +232,8 @@ class PracticeResponder:
         self.by_text: dict[str, Question] = {}
         for q in practice_questions():
             self.by_text[q.question.strip()] = q
-            try:  # the session may show a benchmark adapter's rendering of the question
-                from trinity.session.prompts import render_question
-
-                self.by_text.setdefault(render_question(q).strip(), q)
-            except Exception:
-                pass
+            # the session shows the benchmark adapter's rendering of the question
+            self.by_text.setdefault(render_question(q).strip(), q)
         self._wrong_code: dict[str, list[str]] = {}
         self._lock = threading.Lock()
         self._grades: dict[tuple[str, str], bool] = {}

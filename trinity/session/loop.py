@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from trinity.data.questions import Question
-from trinity.session.prompts import render_question, system_prompt, user_message
+from trinity.benchmarks.prompts import render_question, system_prompt, user_message
 from trinity.session.transcript import Trajectory, Turn, parse_verdict, trim_output
 
 ROLES = ("Thinker", "Worker", "Verifier")
