@@ -95,7 +95,7 @@ async def test_ledger_mode_totals_and_chain(tmp_path):
         for r in records:
             per_model[r["model"]] = per_model.get(r["model"], 0) + r["cost_micro_usd"]
         lv = app.current.ledger
-        for name, calls, toks, usd in lv.totals_by(lv.model, lv.model_names):
+        for name, _calls, _toks, usd in lv.totals_by(lv.model, lv.model_names):
             assert usd == pytest.approx(per_model[name] / 1e6)
 
     # tamper with line 3: the chain check names it, in red

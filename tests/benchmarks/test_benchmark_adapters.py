@@ -6,7 +6,6 @@ import base64
 import json
 import os
 import pickle
-import shutil
 import zlib
 from pathlib import Path
 

@@ -45,6 +45,7 @@ def test_features_match_reference_at_every_turn(router):
     enc = SessionEncoder(router, thetas)
     turns = {i: [] for i in range(n)}
     read_before = 0
+    prev_texts: list[str] = []
     for turn in range(4):
         texts = [encoder_input(QUESTIONS[i % 3], turns[i]) for i in range(n)]
         cands = np.array([i % P for i in range(n)])

@@ -124,7 +124,7 @@ def test_skip_gates_is_recorded_in_the_commit(tmp_path, work):
     res = execute_plan(plan)
     assert res.ok and not res.pushed
     assert "SKIPPED" in git(work, "log", "-1", "--format=%B", "sn74-alice")
-    assert f"git push origin sn74-alice" in res.message
+    assert "git push origin sn74-alice" in res.message
 
 
 def test_rejected_push_then_retry_commits_once(tmp_path, work):

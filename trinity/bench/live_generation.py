@@ -11,7 +11,6 @@ after another, 8 calls in flight), computed from the same trajectories.
 from __future__ import annotations
 
 import asyncio
-import math
 import tempfile
 import time
 from pathlib import Path

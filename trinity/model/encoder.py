@@ -135,7 +135,7 @@ def load_encoder(
     dt = resolve_dtype(dtype, dev)
     if name_or_path in BUILTIN_NAMES:
         model, tokenizer = build_builtin(name_or_path, seed=seed)
-        model = model.to(dtype=dt)
+        model = model.to(dtype=dt)  # type: ignore[call-arg]  # transformers wraps .to() in a decorator mypy misreads
     else:
         model, tokenizer = _load_hf(name_or_path, dt)
     if tokenizer.eos_token_id is None:

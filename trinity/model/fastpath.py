@@ -48,8 +48,8 @@ class Norm:
         self.mod = mod
         eps, weight = getattr(mod, "variance_epsilon", None), getattr(mod, "weight", None)
         self.rms = eps is not None and weight is not None and "RMSNorm" in type(mod).__name__
-        self.eps = float(eps) if self.rms else 0.0
-        self.weight = weight.detach() if self.rms else None
+        self.eps = float(eps) if self.rms and eps is not None else 0.0
+        self.weight = weight.detach() if self.rms and weight is not None else None
 
     def unit(self, x: torch.Tensor) -> torch.Tensor:
         if not self.rms:
@@ -61,7 +61,7 @@ class Norm:
 
     def fold_in(self, matrix: torch.Tensor, dim: int) -> torch.Tensor:
         """`matrix` scaled by the norm weight along its input dimension `dim`."""
-        if not self.rms:
+        if self.weight is None:
             return matrix
         shape = [1] * matrix.dim()
         shape[dim] = -1
@@ -69,7 +69,7 @@ class Norm:
 
     def fold_rope(self, cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """rope(w ⊙ x) = x ⊙ (w ⊙ cos) + rotate_half(x) ⊙ (swap(w) ⊙ sin), swap = half exchange."""
-        if not self.rms:
+        if self.weight is None:
             return cos, sin
         w = self.weight.to(cos.dtype)
         half = w.shape[-1] // 2

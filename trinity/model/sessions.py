@@ -388,9 +388,9 @@ class SessionEncoder:
             return freed
 
         while self.streams and total > self.budget:
-            _, (key, state) = self.streams.popitem(last=False)
-            if state is not None:
-                total -= release(state)
+            _, (key, evicted) = self.streams.popitem(last=False)
+            if evicted is not None:
+                total -= release(evicted)
             refs[key] -= 1
             if refs[key] == 0 and key in self.prefixes:
                 total -= release(self.prefixes.pop(key))

@@ -34,15 +34,11 @@ def build_router(cfg: TrainConfig, n_models: int) -> Any:
 
 def make_fitness(cfg: TrainConfig, run: RunDir, router: Any, inputs: RunInputs, models: list[str]) -> Fitness:
     if cfg.mode == "cached":
+        assert inputs.matrix is not None, "inputs_from_config requires a matrix in cached mode"
         return CachedFitness(router, inputs.matrix, models, policy=cfg.policy, temperature=cfg.temperature,
                              seed=cfg.seed, traces=cfg.traces)
-    try:
-        from trinity.session.fitness import make_live_fitness
-    except ModuleNotFoundError as e:
-        if e.name and e.name.startswith("trinity.session"):
-            raise ConfigError("live mode is not available in this build (trinity.session.fitness is "
-                              "missing); use --mode cached") from None
-        raise
+    from trinity.session.fitness import make_live_fitness
+
     return make_live_fitness(cfg, run, router, inputs, models)
 
 
@@ -57,6 +53,7 @@ def pool_models(cfg: TrainConfig, inputs: RunInputs) -> list[str]:
     """θ's model order: the matrix's (the order of per_model keys in its first task); in live
     mode the pool's, which must then agree with the matrix. Checked before a run dir exists."""
     if cfg.mode == "cached":
+        assert inputs.matrix is not None, "inputs_from_config requires a matrix in cached mode"
         return list(inputs.matrix.models)
     if not cfg.pool:
         raise ConfigError("live mode needs a pool: pass --pool practice|openrouter|chutes|<name>")

@@ -45,8 +45,12 @@ def null_hooks() -> GenerationHooks:
 
 class Fitness(Protocol):
     mode: str
-    cost_usd: float
-    calls: int
+
+    @property
+    def cost_usd(self) -> float: ...
+
+    @property
+    def calls(self) -> int: ...
 
     def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question],
                  hooks: GenerationHooks) -> np.ndarray: ...

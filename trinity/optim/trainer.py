@@ -215,7 +215,7 @@ class Trainer:
         hooks = GenerationHooks(self._progress(gen), choices, traces.append)
         rewards = np.asarray(self.fitness.evaluate(gen, thetas, batch, hooks), dtype=np.float64)  # (P, m)
         client = getattr(self.fitness, "client", None)  # live mode: the pool client
-        dead = client.unreachable() if hasattr(client, "unreachable") else None
+        dead = client.unreachable() if client is not None and hasattr(client, "unreachable") else None
         if dead is not None:
             # rewards of calls that reached no model are not answers: keep nothing of this
             # generation (the last checkpoint stands) and stop; a resume redoes it

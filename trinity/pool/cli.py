@@ -119,6 +119,7 @@ def cmd_serve_practice(args) -> int:
 
     async def main() -> None:
         task = asyncio.current_task()
+        assert task is not None  # main() runs as asyncio.run's task
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, task.cancel)

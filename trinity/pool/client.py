@@ -201,8 +201,8 @@ class PoolClient:
         # One TLS context for every connection (building one per lane costs ~10 ms each).
         self._ssl = ssl.create_default_context()
         self._proxy = _proxy_for(self._url)
-        self._free = asyncio.Queue()
-        self._lanes = []
+        self._free: asyncio.Queue[Any] = asyncio.Queue()
+        self._lanes: list[Any] = []
         self._open = True
         return self
 
@@ -386,7 +386,7 @@ class PoolClient:
                     await self.journal.record_async(journal_key, res.to_json())
             if res.ok:
                 self.stats.ok += 1
-                if ckey is not None:
+                if ckey is not None and self.cache is not None:
                     self.cache.put(ckey, self.pool.name, model, {
                         "text": res.text, "prompt_tokens": res.prompt_tokens,
                         "completion_tokens": res.completion_tokens, "finish_reason": res.finish_reason,
@@ -395,7 +395,7 @@ class PoolClient:
                 self.stats.failed += 1
             return res
         finally:
-            if reservation is not None:
+            if reservation is not None and self.budget is not None:
                 self.budget.settle(reservation, actual_micro)
 
     async def _send(self, model: str, body: dict[str, Any]) -> ChatResult:
@@ -469,8 +469,8 @@ class PoolClient:
 
     def _parse_ok(self, model: str, resp: httpx.Response, attempts: int, latency: float,
                   prompt_chars: int) -> ChatResult:
-        base = dict(model=model, provider=self.pool.name, attempts=attempts, latency_s=latency,
-                    status=200, server_ms=_server_ms(resp.headers))
+        base: dict[str, Any] = dict(model=model, provider=self.pool.name, attempts=attempts, latency_s=latency,
+                                    status=200, server_ms=_server_ms(resp.headers))
         try:
             body = json.loads(resp.content)
         except (ValueError, UnicodeDecodeError):
@@ -478,7 +478,7 @@ class PoolClient:
                               f"that is not JSON for model {model}", **base)
         if not isinstance(body, dict):
             body = {"error": "body is not a JSON object"}
-        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        usage: dict[str, Any] = body["usage"] if isinstance(body.get("usage"), dict) else {}
         choices = body.get("choices")
         text, finish, error = "", None, None
         if body.get("error") is not None:
@@ -490,7 +490,7 @@ class PoolClient:
             error = f"provider {self.pool.name} sent a 200 without choices for model {model}"
         else:
             c0 = choices[0] if isinstance(choices[0], dict) else {}
-            msg = c0.get("message") if isinstance(c0.get("message"), dict) else {}
+            msg = c0["message"] if isinstance(c0.get("message"), dict) else {}
             text = msg.get("content") or ""
             if not isinstance(text, str):  # some servers send content parts
                 text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
@@ -502,7 +502,7 @@ class PoolClient:
         if error is None and not have_tokens:
             # No usage at all: estimate from the text so the call is still accounted for.
             pt, ct, have_tokens = estimate_tokens("x" * prompt_chars), estimate_tokens(text), True
-        pt, ct = (int(pt), int(ct)) if have_tokens else (0, 0)
+        pt, ct = (int(pt or 0), int(ct or 0)) if have_tokens else (0, 0)
         if isinstance(reported, (int, float)) and not isinstance(reported, bool) and reported >= 0:
             cost, source = float(reported), "reported"
         elif have_tokens:

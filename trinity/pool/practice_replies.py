@@ -325,7 +325,7 @@ class PracticeResponder:
             if q.kind == "code":
                 from trinity.grading.code import extract_code
 
-                found = extract_code(text)
+                found: str | None = extract_code(text)
             elif q.kind == "math":
                 from trinity.grading import extract_math_answer
 
