@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from trinity.io import atomic_write_json, canonical_json
+from trinity.model import ROLES
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z: fixed, so snapshots never show the wall clock
 MODELS = ["simulated/mathlete", "simulated/scholar", "simulated/coder"]
-ROLES = ["Thinker", "Worker", "Verifier"]
 BENCHES = ["math", "mc", "code"]
 
 
