@@ -87,15 +87,6 @@ def append_jsonl(path: str | os.PathLike, obj: Any, fsync: bool = False) -> None
         os.close(fd)
 
 
-@dataclass
-class JsonlProblem:
-    """A line that could not be parsed. `torn` = it is the last line and has no newline."""
-
-    lineno: int
-    torn: bool
-    text: str
-
-
 def iter_jsonl(path: str | os.PathLike, strict: bool = False) -> Iterator[tuple[int, Any]]:
     """Yield (1-based line number, object). A torn final line (no trailing newline, not JSON)
     is skipped silently; a bad line elsewhere raises InputError when `strict`, else is skipped."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -237,6 +236,3 @@ def _close(fitness: Fitness) -> None:
         close()
 
 
-def python_cmd() -> list[str]:
-    """How to run the trinity CLI in a child process (used by the app and the tests)."""
-    return [sys.executable, "-m", "trinity"]

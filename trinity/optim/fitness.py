@@ -39,10 +39,6 @@ class GenerationHooks:
     trace: Callable[[dict], None]
 
 
-def null_hooks() -> GenerationHooks:
-    return GenerationHooks(lambda done, total: None, lambda mi, ri: None, lambda rec: None)
-
-
 class Fitness(Protocol):
     mode: str
 

@@ -210,10 +210,6 @@ def failing_mutants_many(jobs: list[tuple[str, list[dict]]]) -> list[list[str]]:
     return result
 
 
-def failing_mutants(reference: str, tests: list[dict]) -> list[str]:
-    return failing_mutants_many([(reference, tests)])[0]
-
-
 def constant_wrong_program(tests: list[dict]) -> str:
     """Last resort: a program that prints a wrong answer to the first test."""
     want = tests[0].get("output", "").strip()
@@ -277,10 +273,6 @@ class PracticeResponder:
             if not cands and tests:
                 cands = [constant_wrong_program(tests)]
             self._wrong_code[q.id] = cands
-
-    def warm_code(self) -> None:
-        with self._lock:
-            self._compute_wrong_code()
 
     # -- the three roles --
     def worker(self, model: str, q: Question, seed: int, turns: list) -> str:

@@ -8,7 +8,7 @@ a `practice` pool needs the practice server's base_url (`start_practice_server()
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +202,4 @@ def load_pool(name: str, models_yaml: str | os.PathLike | None = None, *,
         cache_namespace=cache_namespace or (pname if fixed_url else f"{pname}@{url}"),
     )
 
-
-def with_overrides(pool: PoolConfig, **changes: Any) -> PoolConfig:
-    return replace(pool, **changes)
 

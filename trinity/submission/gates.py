@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from trinity.errors import InputError
-from trinity.io import read_json, read_jsonl
+from trinity.io import read_jsonl
 from trinity.runs.rundir import RunDir
 from trinity.submission.bundle import (
     MINIROUTER, N_ROLES, N_SVF_MATRICES, TINYROUTER, LoadedBundle, find_bundles, hidden_from_size,
@@ -526,5 +526,3 @@ def check_bundle(bundle_dir: str | os.PathLike, against: list[str | os.PathLike]
                       run_dir=str(run.path) if run else None, results=results)
 
 
-def read_receipt(bundle_dir: str | os.PathLike) -> dict[str, Any]:
-    return read_json(Path(bundle_dir) / "receipt.json", "receipt.json")
