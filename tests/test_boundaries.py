@@ -70,3 +70,16 @@ def test_import_contract_is_kept():
     out = subprocess.run([exe, "--no-cache"], capture_output=True, text=True, cwd=ROOT,
                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+def test_the_engine_does_not_start_the_app_benchmark(capsys):
+    """The app benchmarks itself (`minertui bench`); `trinity bench app` only says so."""
+    from minertui.__main__ import build_parser
+    from trinity.cli import main
+
+    assert main(["bench", "app"]) == 2
+    assert "minertui bench" in capsys.readouterr().err
+    args = build_parser().parse_args(["bench", "--json", "--keep", "/tmp/x"])
+    assert (args.command, args.json, args.keep) == ("bench", True, "/tmp/x")
+    src = (ROOT / "trinity" / "bench" / "app.py").read_text(encoding="utf-8")
+    assert "minertui.bench" not in src and "subprocess" not in src

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trinity.benchmarks import split_questions
+from trinity.config import PRACTICE
 from trinity.data.matrix import OutcomeMatrix, load_matrix
 from trinity.data.questions import SPLITS, Question, load_questions
 from trinity.errors import InputError
 from trinity.runs.rundir import RunDir
 
-PRACTICE = "practice"
 SPLIT_CHOICES = (*SPLITS, "all")
 
 
