@@ -153,9 +153,11 @@ class Trainer:
         while the summary is written cannot leave a finished run marked "running"."""
         if not self.state:
             self.state = self.fresh_state()
-        self._restore_outputs()
+        # ours before the outputs are restored too: restoring may write the `generation` events a
+        # killed process missed, and a signal sent on seeing one must stop this run, not kill it
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
+            self._restore_outputs()
             return self._train(resume)
         finally:
             for s, h in old.items():
