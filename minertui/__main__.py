@@ -1,4 +1,5 @@
-"""`minertui [--runs-dir DIR] [--theme NAME]`, `minertui demo`, `minertui open RUN_DIR`."""
+"""`minertui [--runs-dir DIR] [--theme NAME]`, `minertui demo`, `minertui open RUN_DIR`,
+`minertui bench [--json]`."""
 
 from __future__ import annotations
 
@@ -19,11 +20,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "~/.local/state/minertui/demo; the newest 3 demo runs are kept)")
     o = sub.add_parser("open", help="open one run directory (running or finished)")
     o.add_argument("run_dir", metavar="RUN_DIR")
+    b = sub.add_parser("bench", help="benchmark the app (not a test): first frame, refresh cost, memory")
+    b.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    b.add_argument("--keep", metavar="DIR", help="write the synthetic run here and keep it")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "bench":
+        from minertui.bench import run
+
+        return run(args)
     from trinity.errors import TrinityError
 
     try:

@@ -18,6 +18,7 @@ from textual.app import App, ScreenStackError
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
+from minertui.modes import MODE_KEYS
 from minertui.messages import BaselinePinned, CompareChanged, FormDraft, RunsUpdated
 from minertui.screens.common import ModeScreen
 from minertui.screens.help import ConfirmScreen, HelpScreen
@@ -27,8 +28,6 @@ from minertui.supervisor import Supervisor
 if TYPE_CHECKING:
     from minertui.reader import Poll, Reader
 
-MODE_KEYS = [("1", "runs", "Runs"), ("2", "train", "Train"), ("3", "ledger", "Ledger"),
-             ("4", "traces", "Traces"), ("5", "analysis", "Analysis"), ("6", "submit", "Submit")]
 
 
 class MinerApp(App):
@@ -89,7 +88,7 @@ class MinerApp(App):
         if isinstance(sm, (int, float)) and 0 <= sm < 1:
             self.smoothing = float(sm)
         from minertui.keymap import load_keymap
-        keymap, errors = load_keymap(settings)
+        keymap, errors = load_keymap(settings, type(self))
         self._theme_errors.extend(errors)
         if keymap:
             self.set_keymap(keymap)

@@ -1,4 +1,4 @@
-"""`python -m minertui.bench [--json]` (run by `trinity bench app`): the app's three figures.
+"""`minertui bench [--json] [--keep DIR]`: the app's figures (a benchmark, not a test).
 
 - first frame: `minertui --runs-dir …` started in a pseudo-terminal (80×24); seconds from the
   process start until the run bar has been drawn (median of 3; it includes Python start-up);
@@ -177,11 +177,8 @@ def overlay_ms(runs: int = 8, gens: int = GENS, repeats: int = 5) -> dict:
     return {"cpu_median": statistics.median(cpu), "runs": runs, "generations": gens}
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="trinity bench app")
-    ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    ap.add_argument("--keep", metavar="DIR", help="write the synthetic run here and keep it")
-    args = ap.parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """`minertui bench` (its flags are parsed by `minertui.__main__`)."""
     from minertui.synth import make_run
 
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="minertui-bench-"))
@@ -234,6 +231,3 @@ def main(argv: list[str] | None = None) -> int:
               f"(columns {mem['run_columns']:.1f} MB; target < 400 MB)")
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,9 +1,8 @@
 """`minertui demo`: no network, no key. Starts the practice pool server (simulated models) and
 a live practice run on tiny-qwen3 in a fresh runs dir, and shows it in Train mode.
 
-If live practice training is not available in this install (the engine exits with an error
-before its first generation), it falls back to a cached-mode practice run and says so on screen.
-Everything is labelled "practice (simulated pool)".
+If the live engine exits with an error before its first generation, the app says so (the
+engine's last log line) and shows that run; there is no stand-in run. Everything is labelled "practice (simulated pool)".
 """
 
 from __future__ import annotations
@@ -99,10 +98,6 @@ def live_args(port: int) -> list[str]:
             "--base-url", f"http://127.0.0.1:{port}/v1", "--popsize", "8", "--m", "4"]
 
 
-def cached_args() -> list[str]:
-    return ["--config", str(PRACTICE_CONFIG), "--mode", "cached"]
-
-
 def make_throwaway_repo(base: Path) -> Path:
     """A local stand-in for the competition repository (a clone with a bare `origin`), so the
     demo's Submit mode can pack, plan, commit and push without touching anything real."""
@@ -172,11 +167,9 @@ def _demo(app) -> None:
     from minertui.supervisor import log_tail
     why = (log_tail(sup.log_of(run_dir), 1) or "the live engine exited").strip()
     sup.stop_servers()
-    cached = sup.start_train(cached_args(), run_id=new_run_id("demo-cached"))
-    app.call_from_thread(_select, app, cached, "cached practice run (live practice unavailable)")
-    app.call_from_thread(app.notify, f"live practice training is not available in this install; showing a "
-                         f"cached-mode practice run instead. The engine said: {why[:300]}",
-                         title="demo", severity="warning", timeout=15)
+    app.call_from_thread(_note, app, "practice (simulated pool): the live run stopped")
+    app.call_from_thread(app.notify, f"the demo's live practice run stopped: {why[:300]} (its log is in the run "
+                         "folder)", title="demo", severity="error", timeout=15)
 
 
 def _select(app, run_dir: Path, note: str) -> None:

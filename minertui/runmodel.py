@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from minertui.store import Column, Interner, OffsetTail
+from minertui.store import Column, Interner
 from trinity.errors import InputError
-from trinity.io import read_json
+from trinity.io import JsonlTail, read_json, read_line_at
 from trinity.runs.rundir import RunDir
 
 def model_letter(i: int) -> str:
@@ -243,9 +243,9 @@ class RunModel:
         self._meta: dict[str, Any] = {}
         self._meta_mtime = -1.0
         self._error = ""
-        self._events = OffsetTail(self.run.events)
-        self._ledger_tail = OffsetTail(self.run.ledger)
-        self._traces_tail = OffsetTail(self.run.traces)
+        self._events = JsonlTail(self.run.events)
+        self._ledger_tail = JsonlTail(self.run.ledger)
+        self._traces_tail = JsonlTail(self.run.traces)
         self._reset_events()
         self._reset_ledger()
         self._reset_traces()
@@ -307,8 +307,8 @@ class RunModel:
             return True
         return False
 
-    def _read(self, tail: OffsetTail, max_bytes: int, reset, offsets: bool = False):
-        items = list(tail.read_new(max_bytes))
+    def _read(self, tail: JsonlTail, max_bytes: int, reset, offsets: bool = False):
+        items = tail.read_new_at(max_bytes)
         if tail.reset:
             reset()
         for at, obj in items:
@@ -420,7 +420,6 @@ class RunModel:
         return self._snapshot
 
     def trace_record(self, offset: int) -> dict[str, Any]:
-        from minertui.store import read_line_at
         return read_line_at(self.run.traces, offset)
 
 

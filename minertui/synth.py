@@ -1,5 +1,5 @@
 """A deterministic run directory in the documented formats (docs/CONTRACTS.md), for the app's
-tests, snapshots and `trinity bench app`: fixed times, seeded numbers, a valid hash-chained
+tests, snapshots and `minertui bench`: fixed times, seeded numbers, a valid hash-chained
 ledger (built with `trinity.pool.ledger.record_hash`, the verifier's own function).
 
 It stands in for an engine where a real one would be too slow (100,000 traces) or not
@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from trinity.io import atomic_write_json, canonical_json
+from trinity.model import ROLES
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z: fixed, so snapshots never show the wall clock
 MODELS = ["simulated/mathlete", "simulated/scholar", "simulated/coder"]
-ROLES = ["Thinker", "Worker", "Verifier"]
 BENCHES = ["math", "mc", "code"]
 
 

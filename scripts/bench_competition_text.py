@@ -78,7 +78,7 @@ def sample(qs: list[Question], n: int | None) -> list[Question]:
 def script_turns(qs: list[Question], models, n: int):
     rng = np.random.RandomState(1)
     out = []
-    for i, q in enumerate(qs):
+    for i, _q in enumerate(qs):
         t = [("Thinker", models[rng.randint(3)], "  " + THINK), ("Worker", models[rng.randint(3)],
                                                                 WORK.format(a=i) + "\n")]
         out.append(t[:n])

@@ -3,7 +3,12 @@ whole transcript (`Router.paired_logits`), turn by turn, on qwen3-0.6b-random (n
 
     OMP_NUM_THREADS=2 python scripts/bench_session_encoder.py   # figures: docs/perf/model.md
 """
-import numpy as np, time, torch, json
+import json
+import time
+
+import numpy as np
+import torch
+
 from trinity.model.encoder import load_encoder
 from trinity.model.router import Router
 from trinity.model.text import encoder_input
@@ -22,9 +27,13 @@ for t in range(T):
     texts = [encoder_input(qs[i % m], turns[i]) for i in range(P * m)]
     cands = np.array([i // m for i in range(P * m)])
     ntok = sum(len(router.encoder.token_ids(x)) for x in texts)
-    t0 = time.perf_counter(); a = se.logits(texts, cands, list(range(P * m))); ts = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    a = se.logits(texts, cands, list(range(P * m)))
+    ts = time.perf_counter() - t0
     router.cache = type(router.cache)(router.cache.max_bytes)
-    t0 = time.perf_counter(); b = router.paired_logits(thetas, texts, cands); tp = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    b = router.paired_logits(thetas, texts, cands)
+    tp = time.perf_counter() - t0
     res["turns"].append({"turn": t + 1, "tokens": ntok, "incremental_s": round(ts, 2), "full_reencode_s": round(tp, 2),
                          "max_logit_diff": float(np.abs(a - b).max())})
     print(res["turns"][-1], flush=True)

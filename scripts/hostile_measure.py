@@ -1,11 +1,16 @@
 """Issue 12 figures: the pool client against the hostile stand-in (see docs/perf/hostile.md)."""
-import asyncio, json, resource, sys, tempfile, os
+import asyncio
+import json
+import os
+import resource
+import sys
+import tempfile
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "pool"))
 from hostile import HostileServer, PRICE_IN, PRICE_OUT
 from trinity.pool.budget import Budget
 from trinity.pool.cache import ResponseCache
-from trinity.pool.client import PoolClient, AbsurdCharge
+from trinity.pool.client import PoolClient
 from trinity.pool.journal import CallJournal
 from trinity.pool.ledger import Ledger, verify_ledger
 from trinity.pool.providers import Price, load_pool
@@ -14,10 +19,14 @@ P = {"m-a": Price(PRICE_IN, PRICE_OUT), "m-b": Price(PRICE_IN, PRICE_OUT)}
 def pool(h, **kw):
     return load_pool("local", base_url=h.base_url, models=["m-a","m-b"], prices=P, retry=RetryPolicy(3,0.01,0.05,1), **kw)
 async def run(h, n, cap, d, **kw):
-    led = Ledger(f"{d}/l.jsonl","r"); j = CallJournal(f"{d}/j.jsonl"); c = ResponseCache(f"{d}/c.sqlite")
+    led = Ledger(f"{d}/l.jsonl", "r")
+    j = CallJournal(f"{d}/j.jsonl")
+    c = ResponseCache(f"{d}/c.sqlite")
     async with PoolClient(pool(h, **kw), run_id="r", ledger=led, journal=j, cache=c, budget=Budget(cap)) as cl:
         rs = await asyncio.gather(*(cl.chat("m-a", [{"role":"user","content":f"q{i}"}], purpose="train", journal_key=str(i)) for i in range(n)), return_exceptions=True)
-    led.close(); j.close(); c.close()
+    led.close()
+    j.close()
+    c.close()
     return cl, rs, verify_ledger(f"{d}/l.jsonl")
 which = sys.argv[1]
 h = HostileServer()

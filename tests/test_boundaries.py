@@ -36,3 +36,50 @@ def test_cli_starts_without_heavy_imports():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "", f"trinity CLI start-up imported heavy modules: {out.stdout.strip()}"
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A private name (`_x`: a function, class or module) is imported only inside its own package
+    (`from trinity.grading import _harness` in trinity/grading/); across packages, public names."""
+    offenders = []
+    for path in [*(ROOT / "trinity").rglob("*.py"), *(ROOT / "minertui").rglob("*.py")]:
+        here = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        package = here if path.name == "__init__.py" else here.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
+                continue
+            if node.module.split(".")[0] not in ("trinity", "minertui") or node.module == package:
+                continue
+            names = node.module.split(".") + [a.name for a in node.names]
+            if any(n.startswith("_") and not n.startswith("__") for n in names):
+                offenders.append(f"{here}:{node.lineno}: from {node.module} import "
+                                 f"{', '.join(a.name for a in node.names)}")
+    assert not offenders, "import public names only:\n" + "\n".join(offenders)
+
+
+def test_import_contract_is_kept():
+    """The layers and no-cycle contracts of pyproject.toml ([tool.importlinter]), lazy imports
+    included. CI also runs `lint-imports`; this keeps a plain `pytest` run honest."""
+    import shutil
+
+    import pytest
+
+    exe = shutil.which("lint-imports")
+    if exe is None:
+        pytest.skip("import-linter is not installed (pip install -e '.[dev]')")
+    out = subprocess.run([exe, "--no-cache"], capture_output=True, text=True, cwd=ROOT,
+                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+def test_the_engine_does_not_start_the_app_benchmark(capsys):
+    """The app benchmarks itself (`minertui bench`); `trinity bench app` only says so."""
+    from minertui.__main__ import build_parser
+    from trinity.cli import main
+
+    assert main(["bench", "app"]) == 2
+    assert "minertui bench" in capsys.readouterr().err
+    args = build_parser().parse_args(["bench", "--json", "--keep", "/tmp/x"])
+    assert (args.command, args.json, args.keep) == ("bench", True, "/tmp/x")
+    src = (ROOT / "trinity" / "bench" / "app.py").read_text(encoding="utf-8")
+    assert "minertui.bench" not in src and "subprocess" not in src

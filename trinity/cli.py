@@ -1,7 +1,8 @@
 """`trinity` — the headless CLI. Each concern registers its own subcommands.
 
 Every module in COMMAND_MODULES exposes `register(subparsers)`; it adds its subcommands and
-sets `func(args) -> int` on each. Modules must not import torch / transformers / datasets at
+sets `func(args) -> int` on each. They are imported here by name (not through importlib), so the
+import contract in pyproject.toml sees that this module sits above them all. Modules must not import torch / transformers / datasets at
 import time (the CLI and the app start fast); import them inside the command.
 
 Errors a user can fix are `TrinityError`s: printed as one line `error: …`, exit code != 0.
@@ -10,21 +11,28 @@ Errors a user can fix are `TrinityError`s: printed as one line `error: …`, exi
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
 from trinity import __version__
+from trinity.analysis import cli as analysis_cli
+from trinity.bench import cli as bench_cli
+from trinity.benchmarks import cli as benchmarks_cli
 from trinity.errors import TrinityError
+from trinity.grading import cli as grading_cli
+from trinity.optim import cli as optim_cli
+from trinity.pool import cli as pool_cli
+from trinity.session import cli as session_cli
+from trinity.submission import cli as submission_cli
 
 COMMAND_MODULES = [
-    "trinity.optim.cli",        # train, resume
-    "trinity.analysis.cli",     # eval, oracle, baselines, score
-    "trinity.pool.cli",         # pool serve-practice, ledger verify/report
-    "trinity.session.cli",      # collect
-    "trinity.grading.cli",      # grade, doctor
-    "trinity.benchmarks.cli",   # benchmarks list/export
-    "trinity.submission.cli",   # pack, check, submit
-    "trinity.bench.cli",        # bench candidates|pool|grading|app
+    optim_cli,        # train, resume
+    analysis_cli,     # eval, oracle, baselines, score
+    pool_cli,         # pool serve-practice, ledger verify/report
+    session_cli,      # collect
+    grading_cli,      # grade, doctor
+    benchmarks_cli,   # benchmarks list/export
+    submission_cli,   # pack, check, submit
+    bench_cli,        # bench candidates|pool|grading|app
 ]
 
 
@@ -36,20 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"trinity {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    register_modules(sub, COMMAND_MODULES)
+    for module in COMMAND_MODULES:
+        module.register(sub)
     return parser
-
-
-def register_modules(sub, names: list[str]) -> None:
-    """Let each module add its subcommands; a module that is not there adds none."""
-    for name in names:
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name == name:
-                continue
-            raise
-        mod.register(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

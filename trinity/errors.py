@@ -49,3 +49,22 @@ class BudgetExceeded(TrinityError):
     """The next call would pass the run's --budget-usd cap."""
 
     exit_code = 4
+
+
+class PoolStop(TrinityError):
+    """The pool cannot be trained against right now: the run stops at its last checkpoint."""
+
+    exit_code = 4
+
+
+class PoolUnreachable(PoolStop):
+    """The recent calls all failed to connect (`PoolClient.unreachable()`): a training run stops
+    at its last checkpoint instead of training on rewards of 0 from calls that reached no model."""
+
+
+class PoolFailing(PoolStop):
+    """Most calls since `start_window()` failed (5xx, 429, malformed bodies, timeouts …)."""
+
+
+class AbsurdCharge(PoolStop):
+    """A provider reported usage or a cost far past what the request could cost."""

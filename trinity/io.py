@@ -95,15 +95,6 @@ def append_jsonl(path: str | os.PathLike, obj: Any, fsync: bool = False) -> None
         os.close(fd)
 
 
-@dataclass
-class JsonlProblem:
-    """A line that could not be parsed. `torn` = it is the last line and has no newline."""
-
-    lineno: int
-    torn: bool
-    text: str
-
-
 def iter_jsonl(path: str | os.PathLike, strict: bool = False) -> Iterator[tuple[int, Any]]:
     """Yield (1-based line number, object). A torn final line (no trailing newline, not JSON)
     is skipped silently; a bad line elsewhere raises InputError when `strict`, else is skipped."""
@@ -137,10 +128,13 @@ def read_jsonl(path: str | os.PathLike, strict: bool = False) -> list[Any]:
 
 @dataclass
 class JsonlTail:
-    """Incremental reader: each `read_new()` returns the whole new lines since the last call.
+    """Incremental reader: each call returns the whole new lines since the last one.
 
-    Keeps a byte offset; a partial last line stays unread until its newline arrives. If the
-    file shrinks (replaced or truncated) it starts over and sets `reset`.
+    Keeps a byte offset; a partial last line stays unread until its newline arrives. At most
+    `max_bytes` are read per call, so a refresh stays bounded however far behind it is — except a
+    single line longer than that, which is read whole (it would otherwise block the tail forever).
+    If the file shrinks (replaced or truncated) it starts over and sets `reset`. Lines that are
+    not JSON are skipped and their numbers kept in `bad_lines`.
     """
 
     path: Path
@@ -153,6 +147,12 @@ class JsonlTail:
         self.path = Path(self.path)
 
     def read_new(self, max_bytes: int | None = None) -> list[Any]:
+        """The objects of the new whole lines."""
+        return [obj for _, obj in self.read_new_at(max_bytes)]
+
+    def read_new_at(self, max_bytes: int | None = None) -> list[tuple[int, Any]]:
+        """(byte offset where the line starts, object) for each new whole line (`read_line_at`
+        finds the line again from its offset)."""
         self.reset = False
         try:
             size = os.path.getsize(self.path)
@@ -162,21 +162,43 @@ class JsonlTail:
             self.offset, self.lineno, self.reset = 0, 0, True
         if size == self.offset:
             return []
+        want = size - self.offset if not max_bytes else min(max_bytes, size - self.offset)
         with open(self.path, "rb") as f:
             f.seek(self.offset)
-            chunk = f.read(max_bytes if max_bytes else size - self.offset)
-        end = chunk.rfind(b"\n")
+            chunk = f.read(want)
+            end = chunk.rfind(b"\n")
+            if end < 0 and len(chunk) == max_bytes:  # one line longer than max_bytes: read it whole
+                chunk += f.readline()
+                end = chunk.rfind(b"\n")
         if end < 0:
             return []
-        chunk = chunk[: end + 1]
-        self.offset += len(chunk)
-        out = []
-        for raw in chunk.split(b"\n")[:-1]:
+        base = self.offset
+        self.offset += end + 1
+        out: list[tuple[int, Any]] = []
+        pos = 0
+        for raw in chunk[: end + 1].split(b"\n")[:-1]:
+            at = base + pos
+            pos += len(raw) + 1
             self.lineno += 1
             if not raw.strip():
                 continue
             try:
-                out.append(json.loads(raw))
+                out.append((at, json.loads(raw)))
             except (json.JSONDecodeError, UnicodeDecodeError):
                 self.bad_lines.append(self.lineno)
         return out
+
+    @property
+    def pending(self) -> bool:
+        """True while the file holds bytes this tail has not read yet."""
+        try:
+            return os.path.getsize(self.path) > self.offset
+        except FileNotFoundError:
+            return False
+
+
+def read_line_at(path: str | os.PathLike, offset: int) -> Any:
+    """The JSON value on the line that starts at byte `offset` (a trace's drill-down)."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return json.loads(f.readline())

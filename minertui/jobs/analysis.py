@@ -1,7 +1,7 @@
 """`python -m minertui.jobs.analysis KIND RUN_DIR [--width N]` — one analysis of a run, in a
 child process, because loading a run's router imports torch and the app process must not.
 
-It calls the analysis library (`trinity.analysis`: oracle_ceiling, cached_baselines,
+It calls the analysis library (`trinity.analysis`: oracle_for_run, cached_baselines,
 evaluate_run) with a progress callback and speaks JSON lines on stdout:
   {"progress": [done, total, "what"]}
   {"result": KIND, "report": <report.to_json()>, "view": "<the report rendered with ANSI>"}
@@ -38,28 +38,10 @@ def _render(view, width: int) -> str:
 
 
 def run_oracle(run_dir: str, split: str):
-    import numpy as np
-
-    from trinity.analysis.evaluate import load_router
-    from trinity.analysis.inputs import select_ids
-    from trinity.analysis.oracle import oracle_ceiling, validate_solves
+    from trinity.analysis.evaluate import oracle_for_run
     from trinity.analysis.render import oracle_view
-    from trinity.optim.runinputs import load_run_inputs
 
-    inputs = load_run_inputs(run_dir)
-    if inputs.matrix is None:
-        from trinity.errors import InputError
-        raise InputError(f"{run_dir}: the run has no outcome matrix; the oracle ceiling needs one")
-    sel = select_ids(inputs.matrix, split, None, run=run_dir)
-    matrix = inputs.matrix.subset(sel.ids)
-    matrix.notes.append(f"questions: {sel.source}")
-    by_id = {q.id: q for q in inputs.questions}
-    progress(0, 1, "routing the questions with the trained router")
-    routing = load_router(run_dir).route([by_id[i] for i in matrix.ids])
-    p = validate_solves(matrix.solves).mean(axis=2)  # (Q, M)
-    router_correct = p[np.arange(len(matrix.ids)), np.asarray(routing.model_idx, dtype=np.int64)]
-    progress(0, 1, "computing the cross-fit oracle ceiling")
-    rep = oracle_ceiling(matrix, router_correct=router_correct, progress=progress)
+    rep = oracle_for_run(run_dir, split, progress=progress)  # what `trinity oracle --run` reports
     return rep, oracle_view(rep)
 
 

@@ -31,7 +31,7 @@ MODES_TEXT = {
 def bindings_table(app) -> Table:
     """Every key of the app and of the mode below this dialog, as a person reads it ('/', 'Esc'),
     with the user's keymap applied, and each binding's id (the keymap's name for it)."""
-    from minertui.keymap import keys_of
+    from minertui.keys import keys_of
 
     t = Table(box=None, expand=True, show_header=True)
     t.add_column("key", style="bold", no_wrap=True)

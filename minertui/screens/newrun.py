@@ -78,7 +78,7 @@ def input_errors(data: dict[str, Any]) -> dict[str, str]:
     there, a pool that configs/models.yaml does not name. Paths are relative to this directory,
     which is the engine's working directory too."""
     from trinity.config import PRACTICE
-    from trinity.pool.providers import MODELS_YAML, _read_yaml
+    from trinity.pool.providers import MODELS_YAML, known_pools, read_models_yaml
 
     errors: dict[str, str] = {}
     for name in ("questions", "matrix"):
@@ -88,8 +88,7 @@ def input_errors(data: dict[str, Any]) -> dict[str, str]:
     pool = data.get("pool")
     if isinstance(pool, str) and pool and pool != PRACTICE and not data.get("base_url"):
         try:
-            doc = _read_yaml(MODELS_YAML)
-            known = set(doc["providers"]) | set(doc.get("pools") or {})
+            known = known_pools(read_models_yaml(MODELS_YAML))
             if pool not in known:
                 errors["pool"] = f"unknown pool {pool!r}; known: {', '.join(sorted(known))}"
         except TrinityError as e:
@@ -173,7 +172,7 @@ class NewRunScreen(ModalScreen[Path | None]):
         popsize when that is chosen, not trinity.yaml's)."""
         config, mode, _values = self._values()
         data, _errors = form_data(config, mode, {})
-        for name, _label, ph, kind in FIELDS:
+        for name, _label, ph, _kind in FIELDS:
             v = data.get(name)
             shown = ph if v is None else ",".join(map(str, v)) if isinstance(v, list) else str(v)
             self.query_one(f"#f-{name}", Input).placeholder = shown

@@ -48,7 +48,7 @@ def clone_config(s: RunSnapshot, runs_root: Path) -> tuple[Path, dict[str, str]]
     path = (Path(runs_root) / ".configs" / f"clone-{s.id}.yaml").resolve()
     atomic_write_text(path, f"# cloned by minertui from run {s.id}\n" + yaml.safe_dump(cfg, sort_keys=False))
     fields: dict[str, str] = {}
-    for name, _label, _ph, kind in FIELDS:
+    for name, _label, _ph, _kind in FIELDS:
         v = cfg.get(name)
         if v is None:
             continue

@@ -21,11 +21,10 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from minertui.runmodel import RunSnapshot, model_letter
-from minertui.store import read_line_at
 from minertui.widgets.keybar import KeyBar
 from minertui.widgets.format import bar, usd
-
-ROLES = ("Thinker", "Worker", "Verifier")
+from trinity.io import read_line_at
+from trinity.model import ROLES
 
 
 def answer_text(value) -> str:

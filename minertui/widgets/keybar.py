@@ -24,7 +24,7 @@ class KeyBar(Widget):
 
     def items(self) -> tuple[list[tuple[str, str, bool]], list[tuple[str, str, bool]], bool]:
         """(this screen's shown keys, the always-shown ones, whether mode keys are active)."""
-        from minertui.keymap import key_display
+        from minertui.keys import key_display
 
         app = self.app
         mine: dict[str, list] = {}

@@ -22,16 +22,27 @@ SIZES = ((80, 24), (120, 40))
 
 @pytest.fixture
 def snap_root(request):
-    """`/tmp/minertui-snapshots/<test>/runs` — a fixed path, since the Runs mode shows it."""
-    base = Path("/tmp/minertui-snapshots") / request.node.name.replace("[", "-").replace("]", "")
+    """`/tmp/minertui-snapshots/<test>/runs` — a fixed path, since the Runs mode shows it. A file
+    lock next to it keeps two test runs on one machine (another checkout, another -n worker)
+    from writing the same folder at once: the second waits for the first."""
+    from filelock import FileLock
+
+    name = request.node.name.replace("[", "-").replace("]", "")
+    base = Path("/tmp/minertui-snapshots") / name
+    base.parent.mkdir(parents=True, exist_ok=True)
+    guard = FileLock(str(base.parent / f"{name}.lock"))
+    guard.acquire(timeout=600)
     shutil.rmtree(base, ignore_errors=True)
     root = base / "runs"
     make_run(root / "run-a-finished", generations=24, planned=24, status="finished", seed=1)
     make_run(root / "run-b-live", generations=9, planned=30, status="running", seed=2)
     lock = RunDir(root / "run-b-live").lock().acquire()  # "an engine holds it": running, with an ETA
-    yield root
-    lock.release()
-    shutil.rmtree(base, ignore_errors=True)
+    try:
+        yield root
+    finally:
+        lock.release()
+        shutil.rmtree(base, ignore_errors=True)
+        guard.release()
 
 
 def settle(*extra_keys: str):

@@ -10,7 +10,8 @@ import pytest
 
 from minertui.runmodel import RunModel, filter_traces
 from minertui.settings import load_settings, load_themes, parse_theme, save_settings
-from minertui.store import Column, OffsetTail, read_line_at
+from minertui.store import Column
+from trinity.io import JsonlTail, read_line_at
 from minertui.synth import make_run
 from trinity.errors import ConfigError
 from trinity.io import read_jsonl
@@ -29,29 +30,29 @@ def test_column_views_stay_valid_after_growth():
         v[0] = 5  # snapshots are read-only
 
 
-def test_offset_tail_waits_for_the_newline_of_a_torn_line(tmp_path):
+def test_jsonl_tail_waits_for_the_newline_of_a_torn_line(tmp_path):
     p = tmp_path / "x.jsonl"
     p.write_bytes(b'{"a": 1}\n{"a": 2}\n{"a": ')
-    tail = OffsetTail(p)
-    got = list(tail.read_new())
+    tail = JsonlTail(p)
+    got = tail.read_new_at()
     assert [o for _, o in got] == [{"a": 1}, {"a": 2}]
     assert [read_line_at(p, at) for at, _ in got] == [{"a": 1}, {"a": 2}]
-    assert list(tail.read_new()) == []  # the torn line is not parsed yet
+    assert tail.read_new_at() == []  # the torn line is not parsed yet
     with open(p, "ab") as f:
         f.write(b'3}\nnot json\n{"a": 4}\n')
-    got = list(tail.read_new())
-    assert [o for _, o in got] == [{"a": 3}, {"a": 4}] and tail.bad_lines == 1
+    got = tail.read_new_at()
+    assert [o for _, o in got] == [{"a": 3}, {"a": 4}] and tail.bad_lines == [4]
     p.write_bytes(b'{"a": 9}\n')  # replaced by a shorter file: start over
-    assert [o for _, o in tail.read_new()] == [{"a": 9}] and tail.reset
+    assert tail.read_new() == [{"a": 9}] and tail.reset
 
 
-def test_offset_tail_small_chunks_read_everything(tmp_path):
+def test_jsonl_tail_small_chunks_read_everything(tmp_path):
     p = tmp_path / "x.jsonl"
     p.write_text("".join(json.dumps({"i": i, "pad": "x" * (i % 50)}) + "\n" for i in range(500)))
-    tail = OffsetTail(p)
+    tail = JsonlTail(p)
     seen = []
     while tail.pending:
-        seen += [o["i"] for _, o in tail.read_new(max_bytes=300)]
+        seen += [o["i"] for _, o in tail.read_new_at(max_bytes=300)]
     assert seen == list(range(500))
 
 

@@ -463,7 +463,7 @@ def test_palette_lists_every_mode_action(tmp_path):
 
 def test_keymap_rejects_unknown_ids():
     from minertui.keymap import load_keymap
-    keymap, errors = load_keymap({"keymap": {"runs.new": "N", "nope.x": "y", "runs.stop": ""}})
+    keymap, errors = load_keymap({"keymap": {"runs.new": "N", "nope.x": "y", "runs.stop": ""}}, MinerApp)
     assert keymap == {"runs.new": "N"} and len(errors) == 2
 
 

@@ -6,7 +6,6 @@ import base64
 import json
 import os
 import pickle
-import shutil
 import zlib
 from pathlib import Path
 
@@ -265,14 +264,14 @@ def test_split_questions_mixes_benchmarks_and_keeps_lcb_temporal():
     assert sorted(got["train"] + got["val"] + got["test"]) == sorted(q.id for q in mixed)
 
 
-def test_run_splits_keep_livecodebench_test_after_its_training_release():
-    # The trainer's (and collect's) splits: mixed benchmarks, LiveCodeBench by release/date.
+def test_split_questions_keep_livecodebench_test_after_its_training_release():
+    # The trainer's (and collect's, and the analyses') splits: mixed benchmarks, LiveCodeBench by release/date.
+    from trinity.benchmarks import split_questions
     from trinity.data.questions import split_ids
-    from trinity.optim.runinputs import run_splits
 
     lcb = get_benchmark("livecodebench").load(data=str(LCB_DIR), train_release="release_v1")
     math = get_benchmark("math500").load(data=str(FIX / "math500_test.jsonl"))
-    splits = run_splits(math + lcb, 0, (0.6, 0.2, 0.2))
+    splits = split_questions(math + lcb, 0, (0.6, 0.2, 0.2))
     lcb_test = {q.id for q in lcb if q.extra["lcb_split"] == "test"}
     lcb_train = {q.id for q in lcb if q.extra["lcb_split"] == "train"}
     assert lcb_test and set(splits["test"]) >= lcb_test

@@ -114,6 +114,22 @@ def test_jsonl_tail_tolerates_torn_lines(tmp_path):
     assert tail.read_new() == [{"a": 9}] and tail.reset
 
 
+def test_jsonl_tail_reads_a_line_longer_than_max_bytes(tmp_path):
+    # It used to stop at such a line for ever: no newline in the chunk, so nothing advanced.
+    p = tmp_path / "e.jsonl"
+    append_jsonl(p, {"a": 1})
+    append_jsonl(p, {"big": "x" * 5000})
+    append_jsonl(p, {"a": 3})
+    tail = JsonlTail(p)
+    got = []
+    for _ in range(10):
+        got += tail.read_new(max_bytes=100)
+    assert got == [{"a": 1}, {"big": "x" * 5000}, {"a": 3}] and not tail.pending
+    with open(p, "ab") as f:
+        f.write(b'{"torn": "' + b"y" * 500)  # a long line still being written stays unread
+    assert tail.read_new(max_bytes=100) == [] and tail.pending
+
+
 def test_read_jsonl_strict_names_bad_middle_line(tmp_path):
     p = tmp_path / "e.jsonl"
     p.write_text('{"a": 1}\nnot json\n{"a": 3}\n')

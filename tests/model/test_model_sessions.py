@@ -45,6 +45,7 @@ def test_features_match_reference_at_every_turn(router):
     enc = SessionEncoder(router, thetas)
     turns = {i: [] for i in range(n)}
     read_before = 0
+    prev_texts: list[str] = []
     for turn in range(4):
         texts = [encoder_input(QUESTIONS[i % 3], turns[i]) for i in range(n)]
         cands = np.array([i % P for i in range(n)])
@@ -52,7 +53,7 @@ def test_features_match_reference_at_every_turn(router):
         want = reference(router, thetas, texts, cands)
         assert np.abs(got - want).max() < 1e-5, turn
         # Logits are the head of each text's own candidate on those features.
-        heads, _ = router._split(router._thetas(thetas))
+        heads, _ = router.split_thetas(router.check_thetas(thetas))
         logits = enc.logits(texts, cands, list(range(n)))  # the same texts again: nothing new to read
         assert np.allclose(logits, np.einsum("nh,nch->nc", want, heads[cands]), atol=1e-4)
         total = sum(len(router.encoder.token_ids(t)) - 1 for t in texts)

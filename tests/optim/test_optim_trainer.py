@@ -216,7 +216,7 @@ def test_fitness_without_validation_uses_the_cached_validator(tmp_path, cfg):
 
 
 def test_an_unreachable_pool_stops_the_run_without_keeping_the_generation(tmp_path, cfg):
-    from trinity.pool.client import PoolUnreachable
+    from trinity.errors import PoolUnreachable
 
     class DeadPool:  # the contract of PoolClient.unreachable(): an error once calls stop connecting
         def __init__(self):

@@ -10,7 +10,7 @@ from trinity.data.practice import practice_questions
 from trinity.pool.faults import RetryPolicy
 from trinity.pool.practice_server import Faults, start_practice_server
 from trinity.pool.providers import Timeouts, load_pool
-from trinity.session.prompts import system_prompt, user_message
+from trinity.benchmarks.prompts import system_prompt, user_message
 
 FAST_RETRY = RetryPolicy(max_retries=3, backoff_base_s=0.01, backoff_max_s=0.05, max_retry_after_s=2.0)
 

@@ -17,7 +17,7 @@ def test_bench_pool_short_run_reports_real_figures():
     assert rc == 0
     res = json.loads(out.getvalue())
     assert set(res["runs"]) == {"c4/0ms", "c4/20ms"} and res["ledger"] is True
-    for name, r in res["runs"].items():
+    for r in res["runs"].values():
         assert r["calls"] > 0 and r["failed"] == 0 and r["calls_per_s"] > 0
         assert 0 < r["latency_ms"]["p50"] <= r["latency_ms"]["p99"]
         assert r["client_cpu_ms_per_call"] > 0

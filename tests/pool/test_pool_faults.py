@@ -287,7 +287,8 @@ async def test_request_bodies_follow_each_providers_conventions(server, monkeypa
 
 
 async def test_calls_that_cannot_connect_make_the_pool_unreachable_until_one_connects():
-    from trinity.pool.client import UNREACHABLE_AFTER, PoolUnreachable
+    from trinity.errors import PoolUnreachable
+    from trinity.pool.client import UNREACHABLE_AFTER
     from trinity.pool.practice_server import start_practice_server
 
     s = socket.socket()

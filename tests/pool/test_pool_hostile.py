@@ -14,7 +14,8 @@ from pool_helpers import FAST_RETRY
 from trinity.errors import BudgetExceeded, ConfigError
 from trinity.pool.budget import Budget
 from trinity.pool.cache import ResponseCache
-from trinity.pool.client import AbsurdCharge, PoolClient
+from trinity.errors import AbsurdCharge
+from trinity.pool.client import PoolClient
 from trinity.pool.journal import CallJournal
 from trinity.pool.ledger import Ledger, verify_ledger
 from trinity.pool.providers import Price, Timeouts, load_pool, price_overrides

@@ -53,7 +53,7 @@ async def test_a_collect_against_the_server_reproduces_the_practice_matrix(serve
     assert server.stats.by_model == {m: len(ALL) * k for m in pool.models}
     # Each model's hit rate follows its profile: the math specialist is best at math, etc.
     acc = {m: {kind: 0.0 for kind in ("math", "mc", "code")} for m in pool.models}
-    for (qi, mi, s), r in zip(jobs, res):
+    for qi, mi, s in jobs:
         acc[pool.models[mi]][ALL[qi].kind] += mat.solves[qi, mi, s] / (20 * k)
     assert max(acc, key=lambda m: acc[m]["math"]) == "simulated/mathlete"
     assert max(acc, key=lambda m: acc[m]["mc"]) == "simulated/scholar"

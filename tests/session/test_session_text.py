@@ -1,6 +1,6 @@
 import pytest
 
-from trinity.session.prompts import SYSTEM_PROMPTS, user_message
+from trinity.benchmarks.prompts import SYSTEM_PROMPTS, user_message
 from trinity.session.transcript import Trajectory, Turn, parse_verdict, trim_output
 
 

@@ -124,7 +124,7 @@ def test_skip_gates_is_recorded_in_the_commit(tmp_path, work):
     res = execute_plan(plan)
     assert res.ok and not res.pushed
     assert "SKIPPED" in git(work, "log", "-1", "--format=%B", "submission/alice-gen1")
-    assert f"git push origin submission/alice-gen1" in res.message
+    assert "git push origin submission/alice-gen1" in res.message
 
 
 def test_rejected_push_then_retry_commits_once(tmp_path, work):

@@ -102,7 +102,7 @@ def cmd_baselines(args) -> int:
     else:
         from trinity.analysis.inputs import resolve_questions
         from trinity.analysis.live import live_baselines
-        from trinity.data.questions import split_ids
+        from trinity.benchmarks import split_questions
 
         if not args.questions or not args.run:
             raise InputError("live baselines need --questions FILE (or practice) and --run DIR (its ledger, call "
@@ -111,7 +111,7 @@ def cmd_baselines(args) -> int:
         if args.benchmark:
             questions = [q for q in questions if q.benchmark == args.benchmark]
         if args.split != "all":
-            keep = set(split_ids(questions, args.split_seed)[args.split])
+            keep = set(split_questions(questions, args.split_seed)[args.split])
             questions = [q for q in questions if q.id in keep]
         if not questions:
             raise InputError("no questions left after the benchmark/split filter")

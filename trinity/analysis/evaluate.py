@@ -21,10 +21,10 @@ import numpy as np
 
 from trinity.analysis.baselines import MIN_RANDOM_SEEDS, SystemResult, baselines_from_outcomes
 from trinity.analysis.stats import CI, McNemar, accuracy_ci, is_binary, mcnemar_exact, paired_bootstrap_ci, solved
-from trinity.errors import InputError, TrinityError
+from trinity.errors import InputError
+from trinity.model import ROLES
 
 Progress = Callable[[int, int, str], None]
-ROLES = ("Thinker", "Worker", "Verifier")
 
 
 @dataclass
@@ -156,16 +156,6 @@ def compare_router(router_q: np.ndarray, per_q_model: np.ndarray, models: list[s
 
 # ---- run-based evaluation ---------------------------------------------------------------------
 
-def load_router(run_dir: str | Path):
-    """The trainer's `load_trained(run_dir)`; a clear error where the trainer is not installed."""
-    try:
-        from trinity.optim.routing import load_trained
-    except ImportError as e:
-        raise TrinityError(f"evaluating a run needs trinity.optim.routing.load_trained, which this install "
-                           f"lacks ({e}); update minertui") from None
-    return load_trained(run_dir)
-
-
 def cached_run_outcomes(run_dir: str | Path, split: str, progress: Progress | None = None):
     """(inputs, test questions, matrix subset, Routing) for a run's `split` in cached mode."""
     from trinity.optim.runinputs import load_run_inputs
@@ -182,7 +172,9 @@ def cached_run_outcomes(run_dir: str | Path, split: str, progress: Progress | No
     questions = [by_id[i] for i in ids]
     if progress:
         progress(0, 1, f"routing {len(questions)} {split} questions")
-    routing = load_router(run_dir).route(questions)
+    from trinity.optim.routing import load_trained
+
+    routing = load_trained(run_dir).route(questions)
     if progress:
         progress(1, 1, f"routed {len(questions)} {split} questions")
     return inputs, questions, inputs.matrix.subset(ids), routing
@@ -204,8 +196,17 @@ def evaluate_run(run_dir: str | Path, split: str = "test", mode: str = "cached",
     if mode == "live":
         from trinity.analysis.live import evaluate_live
 
-        report = evaluate_live(run, split=split, samples=samples, seed=seed, seeds=seeds, bootstrap=bootstrap,
-                               pool=pool, base_url=base_url, budget_usd=budget_usd, progress=progress)
+        live = evaluate_live(run, split=split, samples=samples, pool=pool, base_url=base_url,
+                             budget_usd=budget_usd, progress=progress)
+        report = compare_router(live.router_q, live.per_q_model, live.models, model_idx=live.model_idx,
+                                role_idx=live.role_idx, ids=[qq.id for qq in live.questions],
+                                benchmarks=[qq.benchmark for qq in live.questions], split=split,
+                                source=f"the {split} split recorded in {run.run_json}", mode="live",
+                                run=str(run.path), router_turns=live.router_turns,
+                                router_costs=live.router_costs, baseline_turns=live.baseline_turns,
+                                baseline_costs=live.baseline_costs, cost_source=live.cost_source,
+                                samples=samples, seeds=seeds, seed=seed, bootstrap=bootstrap, progress=progress)
+        report.notes += live.notes
     elif mode == "cached":
         _, questions, sub, routing = cached_run_outcomes(run.path, split, progress)
         s = validate_solves(sub.solves, f"{run.path} matrix")
@@ -282,7 +283,9 @@ def router_correctness(run_dir: str | Path, matrix, progress: Progress | None = 
         raise InputError(f"the matrix's models {matrix.models} differ from the run's {run_models}")
     if progress:
         progress(0, 1, f"routing {len(matrix.ids)} questions with the trained router")
-    routing = load_router(run_dir).route([by_id[i] for i in matrix.ids])
+    from trinity.optim.routing import load_trained
+
+    routing = load_trained(run_dir).route([by_id[i] for i in matrix.ids])
     p = validate_solves(matrix.solves).mean(axis=2)  # (Q, M)
     return p[np.arange(len(matrix.ids)), np.asarray(routing.model_idx, dtype=np.int64)]
 
@@ -302,5 +305,8 @@ def oracle_for_run(run_dir: str | Path, split: str = "test", matrix=None, benchm
     sel = select_ids(matrix, split, benchmark, run=run_dir)
     sub = matrix.subset(sel.ids)
     sub.notes.append(f"questions: {sel.source}")
+    router_correct = router_correctness(run_dir, sub, progress)
+    if progress:
+        progress(0, 1, "computing the cross-fit oracle ceiling")
     return oracle_ceiling(sub, seed=seed, splits=splits, bootstrap=bootstrap,
-                          router_correct=router_correctness(run_dir, sub, progress), progress=progress)
+                          router_correct=router_correct, progress=progress)

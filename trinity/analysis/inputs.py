@@ -2,8 +2,9 @@
 
 `practice` names the built-in simulated setup everywhere a matrix or questions file is asked for.
 A split (train / val / test) comes, in this order, from a run's recorded splits, from a questions
-file split with `split_ids(questions, seed)`, or — when only a matrix is given — from questions
-rebuilt from the matrix rows (kind inferred from the benchmark; the source is stated).
+file split with `trinity.benchmarks.split_questions(questions, seed)` (the trainer's split), or —
+when only a matrix is given — from questions rebuilt from the matrix rows (kind inferred from the
+benchmark; the source is stated).
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from trinity.benchmarks import split_questions
+from trinity.config import PRACTICE
 from trinity.data.matrix import OutcomeMatrix, load_matrix
-from trinity.data.questions import SPLITS, Question, load_questions, split_ids
+from trinity.data.questions import SPLITS, Question, load_questions
 from trinity.errors import InputError
 from trinity.runs.rundir import RunDir
 
-PRACTICE = "practice"
 SPLIT_CHOICES = (*SPLITS, "all")
 
 
@@ -66,13 +68,13 @@ def select_ids(matrix: OutcomeMatrix, split: str = "test", benchmark: str | None
             raise InputError(f"{run}: run.json records no {split!r} split; train the run first or pass --split all")
         ids, source = list(recorded[split]), f"the {split} split recorded in {Path(run) / 'run.json'}"
     elif questions is not None:
-        ids = split_ids(resolve_questions(questions), split_seed)[split]
+        ids = split_questions(resolve_questions(questions), split_seed)[split]
         source = f"the {split} split of {questions} (seed {split_seed})"
     elif matrix.benchmark == PRACTICE:
-        ids = split_ids(resolve_questions(PRACTICE), split_seed)[split]
+        ids = split_questions(resolve_questions(PRACTICE), split_seed)[split]
         source = f"the {split} split of the practice questions (seed {split_seed})"
     else:
-        ids = split_ids(_matrix_as_questions(matrix), split_seed)[split]
+        ids = split_questions(_matrix_as_questions(matrix), split_seed)[split]
         source = (f"the {split} split of the matrix rows (seed {split_seed}, kind inferred from the "
                   "benchmark); pass --run or --questions to use a run's split")
     wanted = set(ids)

@@ -13,27 +13,19 @@ a single-turn random router asks exactly those requests, which the response cach
 
 from __future__ import annotations
 
-import types
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
+from trinity.config import TrainConfig, validate_config
 from trinity.data.questions import Question
 from trinity.errors import InputError, TrinityError
+from trinity.model import ROLES
 from trinity.runs.rundir import RunDir
 
 Progress = Callable[[int, int, str], None]
-ROLES = ("Thinker", "Worker", "Verifier")
-WORKER = 1
-
-
-def _live_fitness_class():
-    try:
-        from trinity.session.fitness import LiveFitness
-    except ImportError as e:
-        raise TrinityError(f"live mode needs the session package (trinity.session.fitness), which this "
-                           f"install lacks ({e}); use --mode cached / --matrix") from None
-    return LiveFitness
+WORKER = ROLES.index("Worker")
 
 
 class FixedPolicy:
@@ -49,9 +41,9 @@ class FixedPolicy:
 
 
 def session_config(base: dict, *, pool: str | None, base_url: str | None, max_turns: int | None = None,
-                   budget_usd: float | None = None) -> Any:
-    """The settings LiveFitness reads (pool, turns, policy, seed, budget, base_url), from a run's
-    resolved config with overrides; a namespace, because `base_url` is not a training key."""
+                   budget_usd: float | None = None) -> TrainConfig:
+    """The run's resolved config (`base`; TrainConfig's defaults for what it lacks) made live, with
+    these overrides; `policy` is always argmax (evaluation is argmax per group)."""
     cfg = dict(base)
     cfg["mode"] = "live"
     if pool:
@@ -62,12 +54,9 @@ def session_config(base: dict, *, pool: str | None, base_url: str | None, max_tu
         cfg["max_turns"] = max_turns
     if budget_usd is not None:
         cfg["budget_usd"] = budget_usd
-    for key, default in (("max_turns", 5), ("policy", "argmax"), ("temperature", 1.0), ("seed", 0),
-                         ("budget_usd", None), ("shaping", False), ("format_bonus", 0.05), ("turn_penalty", 0.02)):
-        cfg.setdefault(key, default)
-    cfg["policy"] = "argmax"  # evaluation is always argmax per group
+    cfg["policy"] = "argmax"
     cfg["base_url"] = base_url
-    return types.SimpleNamespace(**cfg)
+    return validate_config(cfg, where="the run's config")
 
 
 def _outcomes(trajs: list, n_questions: int, repeats: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -85,7 +74,8 @@ def run_system(cfg: Any, run: RunDir, policy: Any, theta: np.ndarray, models: li
                questions: list[Question], repeats: int, key_prefix: str, progress: Progress | None = None,
                what: str = "sessions"):
     """Run `repeats` sessions per question for one system; returns (correct, turns, cost, trajectories)."""
-    LiveFitness = _live_fitness_class()
+    from trinity.session.fitness import LiveFitness
+
     fit = LiveFitness(cfg, run, policy, list(models))
     try:
         thetas = np.tile(np.asarray(theta, dtype=np.float64), (repeats, 1))  # (R, D): one row per repeat
@@ -135,7 +125,7 @@ def always_model_live(cfg: Any, run: RunDir, questions: list[Question], models: 
                       key_prefix: str, repeats: int = 1, progress: Progress | None = None):
     """(Q, M) correctness, turns and costs of each single model answering as a one-turn Worker,
     and notes on failed calls."""
-    one_turn = types.SimpleNamespace(**{**vars(cfg), "max_turns": 1})
+    one_turn = cfg.model_copy(update={"max_turns": 1})
     q, m = len(questions), len(models)
     correct, turns, costs = np.zeros((q, m)), np.zeros((q, m)), np.zeros((q, m))
     notes: list[str] = []
@@ -176,7 +166,6 @@ def live_baselines(questions: list[Question], *, run_dir: str, pool: str, base_u
 def _pool_models(cfg: Any) -> list[str]:
     """The pool's model ids in θ order (the session package resolves the pool, starting the
     simulated practice server when needed; it is stopped again here)."""
-    _live_fitness_class()
     from trinity.session.fitness import resolve_pool
 
     pool, server = resolve_pool(cfg)
@@ -185,12 +174,29 @@ def _pool_models(cfg: Any) -> list[str]:
     return list(pool.models)
 
 
-def evaluate_live(run: RunDir, *, split: str, samples: int, seed: int, seeds: int, bootstrap: int,
-                  pool: str | None, base_url: str | None = None, budget_usd: float | None = None,
-                  progress: Progress | None = None):
+@dataclass
+class LiveEval:
+    """What `evaluate_live` measured on a run's split, for `trinity.analysis.evaluate.compare_router`."""
+
+    router_q: np.ndarray          # (Q,) the router's mean correctness per question
+    per_q_model: np.ndarray       # (Q, M) each model's, as a one-turn Worker
+    models: list[str]
+    model_idx: np.ndarray         # (Q,) the router's first-turn model
+    role_idx: np.ndarray          # (Q,) and role
+    questions: list[Question]
+    router_turns: np.ndarray
+    router_costs: np.ndarray
+    baseline_turns: np.ndarray
+    baseline_costs: np.ndarray
+    cost_source: str
+    notes: list[str] = field(default_factory=list)
+
+
+def evaluate_live(run: RunDir, *, split: str, samples: int, pool: str | None, base_url: str | None = None,
+                  budget_usd: float | None = None, progress: Progress | None = None) -> LiveEval:
     """Router sessions (up to the run's max_turns) and single-model baselines, `samples` each.
     The run's budget cap (or `budget_usd`) covers the run's whole ledger, training included."""
-    from trinity.analysis.evaluate import compare_router, load_router
+    from trinity.optim.routing import load_trained
     from trinity.optim.runinputs import load_run_inputs
 
     meta = run.read_meta()
@@ -205,8 +211,8 @@ def evaluate_live(run: RunDir, *, split: str, samples: int, seed: int, seeds: in
     cfg = session_config(meta.get("config") or {}, pool=pool, base_url=base_url, budget_usd=budget_usd)
     from trinity.competition.text import run_competition
 
-    cfg.competition = run_competition(meta)  # the text the head was trained on, whatever --pool says
-    router = load_router(run.path)
+    cfg = cfg.model_copy(update={"competition": run_competition(meta)})  # the text the head was trained on, whatever --pool says
+    router = load_trained(run.path)
     correct_r, turns_r, cost_r, trajs = run_system(cfg, run, router.router, router.theta, models, questions,
                                                    samples, f"eval/{split}/router", progress, "router sessions")
     first = [t.turns[0] if t.turns else None for t in trajs[: len(questions)]]  # repeat 0, turn 1
@@ -214,18 +220,11 @@ def evaluate_live(run: RunDir, *, split: str, samples: int, seed: int, seeds: in
     role_idx = np.array([ROLES.index(t.role) if t else WORKER for t in first])
     correct, turns, costs, failures = always_model_live(cfg, run, questions, models, key_prefix=f"eval/{split}",
                                                         repeats=samples, progress=progress)
-    failures = failure_note("router", trajs) + cache_note([("router", trajs)]) + failures
-    rep = compare_router(correct_r, correct, models, model_idx=model_idx, role_idx=role_idx,
-                         ids=[qq.id for qq in questions], benchmarks=[qq.benchmark for qq in questions],
-                         split=split, source=f"the {split} split recorded in {run.run_json}", mode="live",
-                         run=str(run.path), router_turns=turns_r, router_costs=cost_r,
-                         baseline_turns=turns, baseline_costs=costs,
-                         cost_source=f"live: ledger of {run.path} (cache hits cost $0)", samples=samples,
-                         seeds=seeds, seed=seed, bootstrap=bootstrap, progress=progress)
-    rep.notes.append(f"live: {samples} session(s) per question and system, pool {cfg.pool}; baselines are "
-                     "single-turn Worker sessions")
-    rep.notes += failures
+    notes = [f"live: {samples} session(s) per question and system, pool {cfg.pool}; baselines are "
+             "single-turn Worker sessions"]
+    notes += failure_note("router", trajs) + cache_note([("router", trajs)]) + failures
     if samples > 1:
-        rep.notes.append("repeats at temperature 0 are answered by the response cache (the same answer, $0); "
-                         "they add information only when the pool samples (temperature > 0)")
-    return rep
+        notes.append("repeats at temperature 0 are answered by the response cache (the same answer, $0); "
+                     "they add information only when the pool samples (temperature > 0)")
+    return LiveEval(correct_r, correct, models, model_idx, role_idx, questions, turns_r, cost_r, turns, costs,
+                    f"live: ledger of {run.path} (cache hits cost $0)", notes)

@@ -268,9 +268,10 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
     The overfit gap: with --eval-split/--audit-split, those splits (stand-ins, labelled); else the
     run's `audit` split when it has one (cached test − audit, as pr_eval's hidden − audit); else
     unknown (the penalty is not applied, and the report says so)."""
-    from trinity.analysis.evaluate import load_router, read_eval
+    from trinity.analysis.evaluate import read_eval
     from trinity.analysis.oracle import validate_solves
     from trinity.competition.profiles import run_competition
+    from trinity.optim.routing import load_trained
     from trinity.optim.runinputs import load_run_inputs
     from trinity.runs.rundir import RunDir
 
@@ -301,7 +302,7 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
     p = validate_solves(inputs.matrix.solves, f"{run.path} matrix").mean(axis=2)  # (Q, M)
     if progress:
         progress(0, 2 if king else 1, "routing")
-    ours = load_router(run.path)
+    ours = load_trained(run.path)
     promo_q, promo_n = promotion_items(inputs.questions)
     everything = audit_q + eval_q + promo_q
     routing = ours.route(everything)

@@ -1,24 +1,19 @@
-"""`trinity bench app [--json]`: the TUI's first frame, refresh cost with 10,000 generations and
-100,000 traces, and memory. The engine package never imports the UI (tests/test_boundaries.py),
-so the measurement runs in its own process: `python -m minertui.bench`."""
+"""`trinity bench app`: a pointer. The app's benchmark belongs to the app: `minertui bench`
+(the engine never starts the app; tests/test_boundaries.py and the import contract)."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
+
+MOVED = "trinity bench app moved: run `minertui bench [--json] [--keep DIR]` (the app benchmarks itself)"
 
 
 def register(bench_sub) -> None:
-    p = bench_sub.add_parser("app", help="minertui: time to first frame, refresh cost, memory")
-    p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    p.add_argument("--keep", metavar="DIR", help="write the synthetic run here and keep it")
+    p = bench_sub.add_parser("app", help="moved: use `minertui bench`")
+    p.add_argument("rest", nargs="*", help="ignored")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    argv = [sys.executable, "-m", "minertui.bench"]
-    if args.json:
-        argv.append("--json")
-    if args.keep:
-        argv += ["--keep", args.keep]
-    return subprocess.call(argv)
+    print(MOVED, file=sys.stderr)
+    return 2

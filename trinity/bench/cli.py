@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+from trinity.bench import app, candidates, grading, pool
+
 BENCH_MODULES = [
-    "trinity.bench.candidates",  # fast vs reference candidate evaluation
-    "trinity.bench.pool",        # client throughput/latency, live generation wall time
-    "trinity.bench.grading",     # sandbox overhead, math grader throughput
-    "trinity.bench.app",         # TUI first frame, refresh cost, memory
+    candidates,  # fast vs reference candidate evaluation
+    pool,        # client throughput/latency, live generation wall time
+    grading,     # sandbox overhead, math grader throughput
+    app,         # a pointer to `minertui bench`
 ]
 
 
 def register(sub) -> None:
-    p = sub.add_parser("bench", help="run a benchmark (not a test): candidates, pool, grading, app")
+    p = sub.add_parser("bench", help="run a benchmark (not a test): candidates, pool, grading (the app: minertui bench)")
     bench_sub = p.add_subparsers(dest="bench", metavar="BENCH")
     bench_sub.required = True
-    from trinity.cli import register_modules
-
-    register_modules(bench_sub, BENCH_MODULES)
+    for module in BENCH_MODULES:
+        module.register(bench_sub)

@@ -269,7 +269,7 @@ def run(args) -> int:
         if "skipped" in figs:
             print(f"sandbox {label}: skipped ({figs['skipped']})")
             continue
-        for case, f in figs.items():
+        for f in figs.values():
             print(f"sandbox {label:5s} {f['tests_per_problem']:3d} tests: problem {f['problem_wall_ms_median']} ms, "
                   f"overhead/test {f['overhead_per_test_ms_median']} ms (p90 {f['overhead_per_test_ms_p90']}), "
                   f"start-up {f['startup_ms_median']} ms"

@@ -12,8 +12,8 @@ real HTTP) for `--seconds`, and reports:
                    request queued before the server read it (ms)
 
 Part (b), the wall time of one live generation (P 32 × m 16 sessions of up to 5 turns, 2 s per
-call, concurrency 512), needs the session loop and the router: it is `live_generation(args) ->
-dict` from `trinity.session.bench` (or a function given to `register_live_generation`).
+call, concurrency 512), needs the session loop and the router: it is
+`trinity.bench.live_generation.live_generation(args) -> dict`.
 
 `trinity bench pool` runs (a) then (b); `--no-live-generation` only (a), `--live-generation`
 only (b).
@@ -21,25 +21,15 @@ only (b).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-_LIVE_GENERATION: Callable[[argparse.Namespace], dict] | None = None
-LIVE_GENERATION_MODULE = "trinity.session.bench"
-
-
-def register_live_generation(fn: Callable[[argparse.Namespace], dict]) -> None:
-    """Hook for part (b): the session/trainer side supplies the measurement."""
-    global _LIVE_GENERATION
-    _LIVE_GENERATION = fn
+from trinity.bench.server import proc_cpu_s, spawn_practice_server
 
 
 def register(sub) -> None:
@@ -75,29 +65,6 @@ def _pct(xs: list[float], q: float) -> float:
     return xs[i]
 
 
-def _proc_cpu_s(pid: int) -> float | None:
-    """User+system CPU seconds of a process (Linux /proc), None elsewhere."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def _start_server(latency_ms: int) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "trinity", "pool", "serve-practice", "--port", "0",
-                             "--latency-ms", str(latency_ms)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    base = proc.stdout.readline().strip()
-    if not base.startswith("http://"):
-        proc.kill()
-        from trinity.errors import TrinityError
-
-        raise TrinityError("bench pool: the practice server did not start (run `trinity pool serve-practice` "
-                           "to see why)")
-    return proc, base
-
-
 async def _measure(base_url: str, seconds: float, concurrency: int, ledger_dir: Path | None) -> dict[str, Any]:
     import asyncio
 
@@ -105,7 +72,7 @@ async def _measure(base_url: str, seconds: float, concurrency: int, ledger_dir: 
     from trinity.pool.client import PoolClient
     from trinity.pool.ledger import Ledger
     from trinity.pool.providers import load_pool
-    from trinity.session.prompts import system_prompt, user_message
+    from trinity.benchmarks.prompts import system_prompt, user_message
 
     pool = load_pool("practice", base_url=base_url, max_concurrency=concurrency)
     qs = [q for q in practice_questions() if q.kind in ("math", "mc")]  # no grading work in the server
@@ -188,22 +155,9 @@ def _describe_live(r: dict) -> str:
 
 
 def _run_live_generation(args) -> dict:
-    from trinity.errors import TrinityError
+    from trinity.bench.live_generation import live_generation
 
-    fn = _LIVE_GENERATION
-    if fn is None:
-        import importlib
-
-        try:  # the hook's home: `live_generation(args) -> dict` in trinity/session/bench.py
-            fn = getattr(importlib.import_module(LIVE_GENERATION_MODULE), "live_generation", None)
-        except ModuleNotFoundError as e:
-            if e.name != LIVE_GENERATION_MODULE:
-                raise
-    if fn is None:
-        raise TrinityError(f"bench pool --live-generation: part (b) is not wired in this build (define "
-                           f"live_generation(args) -> dict in {LIVE_GENERATION_MODULE}, or call "
-                           "trinity.bench.pool.register_live_generation)")
-    return fn(args)
+    return live_generation(args)
 
 
 def _run_part_a(args) -> dict:
@@ -223,13 +177,13 @@ def _run_part_a(args) -> dict:
         "seconds": args.seconds, "ledger": not args.no_ledger, "runs": {},
     }
     for conc, ms in [(c, m) for c in concurrencies for m in latencies]:
-        proc, base = _start_server(ms)
+        proc, base = spawn_practice_server(ms)
         try:
             with tempfile.TemporaryDirectory(prefix="bench-pool-") as tmp:
-                cpu0 = _proc_cpu_s(proc.pid)
+                cpu0 = proc_cpu_s(proc.pid)
                 res = asyncio.run(_measure(base, args.seconds, conc,
                                            None if args.no_ledger else Path(tmp)))
-                cpu1 = _proc_cpu_s(proc.pid)
+                cpu1 = proc_cpu_s(proc.pid)
             if cpu0 is not None and cpu1 is not None:
                 # includes the warm-up calls, so it slightly over-states the cost per measured call
                 res["server_cpu_ms_per_call_upper"] = round((cpu1 - cpu0) * 1000.0 / max(res["calls"], 1), 3)

@@ -43,19 +43,20 @@ def list_benchmarks() -> list:
     return [get_benchmark(n) for n in BENCHMARK_NAMES]
 
 
-def split_questions(questions: list, seed: int) -> dict[str, list[str]]:
-    """{"train", "val", "test"} ids for questions of any mix of benchmarks: each benchmark splits
-    its own questions (livecodebench by release/date, so its test ⊄ train; the others exactly as
-    `trinity.data.questions.split_ids`, which gives the same ids as splitting them all at once)."""
+def split_questions(questions: list, seed: int,
+                    fractions: tuple[float, float, float] = (0.6, 0.2, 0.2)) -> dict[str, list[str]]:
+    """{"train", "val", "test"} ids: the one split of the trainer, `collect` and the analyses.
+
+    LiveCodeBench questions loaded with a release split (`extra["lcb_split"]`) split by release
+    (test = problems released after the training release, so test ⊄ train); every other question
+    by seed with `fractions`, exactly as `trinity.data.questions.split_ids` (its stratified groups
+    are independent, so splitting them apart is the same as splitting them together)."""
     from trinity.data.questions import split_ids
 
-    groups: dict[str, list] = {}
-    for q in questions:
-        groups.setdefault(q.benchmark, []).append(q)
-    out: dict[str, list[str]] = {"train": [], "val": [], "test": []}
-    for name in sorted(groups):
-        part = get_benchmark(name).split(groups[name], seed) if name in _ADAPTERS else \
-            split_ids(groups[name], seed)
-        for k in out:
-            out[k] += part[k]
-    return out
+    lcb = [q for q in questions if q.benchmark == "livecodebench" and "lcb_split" in q.extra]
+    rest = [q for q in questions if not (q.benchmark == "livecodebench" and "lcb_split" in q.extra)]
+    splits = split_ids(rest, seed, fractions) if rest else {"train": [], "val": [], "test": []}
+    if lcb:
+        for k, ids in get_benchmark("livecodebench").split(lcb, seed).items():
+            splits[k] = splits[k] + ids
+    return splits

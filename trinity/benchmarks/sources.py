@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trinity.errors import InputError
-
-PROBE_TIMEOUT_S = 5.0
-
+from trinity.hub import hub_reachable, offline_vars_set
 
 OFFLINE_HINT = "pass --data FILE with the dataset's rows (JSONL/parquet)"
 
@@ -76,31 +74,13 @@ def _read_parquet(path: Path, what: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _hub_offline() -> bool:
-    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
-               for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"))
-
-
-def hub_reachable() -> tuple[bool, str]:
-    """One quick request to the Hub, so an offline machine fails in seconds, not minutes."""
-    import httpx
-    from huggingface_hub import constants
-
-    url = constants.ENDPOINT.rstrip("/") + "/api/datasets?limit=1"
-    try:
-        httpx.get(url, timeout=PROBE_TIMEOUT_S, follow_redirects=True)
-    except httpx.HTTPError as e:
-        return False, f"{type(e).__name__}"
-    return True, ""
-
-
 def _unavailable(repo_id: str, why: str) -> InputError:
     return InputError(f"could not load {repo_id} (offline?{' ' + why if why else ''}): {OFFLINE_HINT}")
 
 
 def check_hub(repo_id: str) -> None:
     """Raise the offline InputError now unless the Hub (or the local HF cache) can serve."""
-    if _hub_offline():
+    if offline_vars_set():
         return  # datasets / huggingface_hub will try the local cache only
     ok, why = hub_reachable()
     if not ok:

@@ -26,7 +26,6 @@ from types import MappingProxyType
 from trinity.errors import TrinityError
 
 from trinity.competition.text import (  # one source: the router-input side owns names and θ rule
-    HIDDEN,
     MINIROUTER,
     MINIROUTER_BRIDGE_NAMES,
     MINIROUTER_CHUTES_NAMES,
@@ -36,7 +35,6 @@ from trinity.competition.text import (  # one source: the router-input side owns
     resolve_competition,
     theta_length,
 )
-from trinity.competition.text import SVF_PARAMS as N_SVF  # 7 SVF matrices × 1024 scales
 from trinity.competition.text import run_competition as _run_competition_name
 
 

@@ -185,8 +185,9 @@ def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
                                       "still hold (install bubblewrap for the strongest isolation)")))
     except ModuleNotFoundError as e:
         facts.append(("sandbox", f"unavailable ({e.name} missing)"))
-    offline = [v for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
-               if os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")]
+    from trinity.hub import hub_reachable, offline_vars_set
+
+    offline = offline_vars_set()
     try:
         from huggingface_hub import constants
 
@@ -196,8 +197,6 @@ def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
     if offline:
         facts.append(("HF hub", f"offline ({', '.join(offline)} set): only the local cache is used"))
     elif probe_hub:
-        from trinity.benchmarks.sources import hub_reachable
-
         ok, why = hub_reachable()
         facts.append(("HF hub", f"{endpoint} reachable" if ok else
                       f"{endpoint} not reachable ({why}): use --data FILE for benchmarks"))

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import torch
 from pathlib import Path
+from typing import Any
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from tokenizers import Tokenizer
 from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
 EOS_TOKEN = "<|endoftext|>"
 TOKENIZER_FILE = Path(__file__).with_name("tiny_tokenizer.json")
 
-_COMMON = dict(
+_COMMON: dict[str, Any] = dict(
     rms_norm_eps=1e-6,
     tie_word_embeddings=True,
     hidden_act="silu",
@@ -33,7 +34,7 @@ _COMMON = dict(
     initializer_range=0.02,
 )
 
-CONFIGS: dict[str, dict] = {
+CONFIGS: dict[str, dict[str, Any]] = {
     "tiny-qwen3": dict(
         vocab_size=8256,  # 8,192 BPE tokens + EOS, rounded up to a multiple of 64
         hidden_size=64,

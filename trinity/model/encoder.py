@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from trinity.errors import ConfigError, ModelLoadError
+from trinity.hub import hub_reachable, offline_vars_set
 from trinity.model.builtin import BUILTIN_NAMES, build_builtin
 
 DEFAULT_ENCODER = "Qwen/Qwen3-0.6B"
@@ -88,24 +89,6 @@ def _first_line(err: BaseException) -> str:
     return text[0] if text else type(err).__name__
 
 
-def _hub_reachable(timeout_s: float = 5.0) -> bool:
-    """Can a TCP connection to the hub's endpoint be opened within `timeout_s`?"""
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
-        return False
-    import socket
-    from urllib.parse import urlsplit
-
-    from huggingface_hub import constants
-
-    url = urlsplit(constants.ENDPOINT)
-    try:
-        socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)),
-                                 timeout=timeout_s).close()
-        return True
-    except OSError:
-        return False
-
-
 def _load_hf(name_or_path: str, dtype: torch.dtype) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -126,7 +109,7 @@ def _load_hf(name_or_path: str, dtype: torch.dtype) -> tuple[Any, Any]:
         try:
             return load(local_only=True)  # the HF cache first: no network round trips
         except (OSError, ValueError):
-            if not _hub_reachable():
+            if offline_vars_set() or not hub_reachable()[0]:
                 # Say so now instead of after the hub client's minute of retries.
                 raise OSError("the Hugging Face hub is unreachable and the model is not in the local "
                               "cache (set HF_HUB_OFFLINE=1 when working offline)") from None
@@ -152,7 +135,7 @@ def load_encoder(
     dt = resolve_dtype(dtype, dev)
     if name_or_path in BUILTIN_NAMES:
         model, tokenizer = build_builtin(name_or_path, seed=seed)
-        model = model.to(dtype=dt)
+        model = model.to(dtype=dt)  # type: ignore[call-arg]  # transformers wraps .to() in a decorator mypy misreads
     else:
         model, tokenizer = _load_hf(name_or_path, dt)
     if tokenizer.eos_token_id is None:

@@ -48,8 +48,8 @@ class Norm:
         self.mod = mod
         eps, weight = getattr(mod, "variance_epsilon", None), getattr(mod, "weight", None)
         self.rms = eps is not None and weight is not None and "RMSNorm" in type(mod).__name__
-        self.eps = float(eps) if self.rms else 0.0
-        self.weight = weight.detach() if self.rms else None
+        self.eps = float(eps) if self.rms and eps is not None else 0.0
+        self.weight = weight.detach() if self.rms and weight is not None else None
 
     def unit(self, x: torch.Tensor) -> torch.Tensor:
         if not self.rms:
@@ -61,7 +61,7 @@ class Norm:
 
     def fold_in(self, matrix: torch.Tensor, dim: int) -> torch.Tensor:
         """`matrix` scaled by the norm weight along its input dimension `dim`."""
-        if not self.rms:
+        if self.weight is None:
             return matrix
         shape = [1] * matrix.dim()
         shape[dim] = -1
@@ -69,18 +69,18 @@ class Norm:
 
     def fold_rope(self, cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """rope(w ⊙ x) = x ⊙ (w ⊙ cos) + rotate_half(x) ⊙ (swap(w) ⊙ sin), swap = half exchange."""
-        if not self.rms:
+        if self.weight is None:
             return cos, sin
         w = self.weight.to(cos.dtype)
         half = w.shape[-1] // 2
         return cos * w, sin * torch.cat([w[half:], w[:half]])
 
 
-def _linear(x: torch.Tensor, mod: torch.nn.Linear) -> torch.Tensor:
+def linear(x: torch.Tensor, mod: torch.nn.Linear) -> torch.Tensor:
     return F.linear(x, mod.weight, mod.bias)
 
 
-def _bias(y: torch.Tensor, mod: torch.nn.Linear) -> torch.Tensor:
+def add_bias(y: torch.Tensor, mod: torch.nn.Linear) -> torch.Tensor:
     return y if mod.bias is None else y + mod.bias
 
 
@@ -213,9 +213,9 @@ class FastLayers:
         sz_q, sz_k, sz_v, sz_o, sz_g, sz_u, sz_d = sz
 
         # --- layer L attention, factored SVF: ((x V) ⊙ (s ⊙ z)) Uᵀ ---
-        q = _bias((xv[0] * sz_q) @ self.Ut["q_proj"], f["q_proj"].module).view(P, S, nh, d)
-        k = _bias((xv[1] * sz_k) @ self.Ut["k_proj"], f["k_proj"].module).view(P, S, nkv, d)
-        v = _bias((xv[2] * sz_v) @ self.Ut["v_proj"], f["v_proj"].module).view(P, S, nkv, d)
+        q = add_bias((xv[0] * sz_q) @ self.Ut["q_proj"], f["q_proj"].module).view(P, S, nh, d)
+        k = add_bias((xv[1] * sz_k) @ self.Ut["k_proj"], f["k_proj"].module).view(P, S, nkv, d)
+        v = add_bias((xv[2] * sz_v) @ self.Ut["v_proj"], f["v_proj"].module).view(P, S, nkv, d)
         cos, sin = self._rope(plan.pos, q)
         q, k = self._norm_rope(q, k, self.qk_norms, cos, sin, cos, sin)
         # Right padding + causal mask: a real query only sees real keys, so no padding mask.
@@ -225,20 +225,20 @@ class FastLayers:
         a = out.transpose(1, 2).reshape(P, -1, nh * d)[:, plan.flat_of_row]  # (P, S, nh*d)
         del out
         o = (a @ self.V_o).mul_(sz_o)
-        h = _bias(o @ self.Ut["o_proj"], f["o_proj"].module).add_(x_text)  # (P, S, hidden)
+        h = add_bias(o @ self.Ut["o_proj"], f["o_proj"].module).add_(x_text)  # (P, S, hidden)
         del a, o
 
         # --- layer L MLP, factored SVF ---
         x2 = self.ln2.unit(h)  # the norm weight is folded into V_g, V_u
-        gate = _bias((x2 @ self.V_g).mul_(sz_g) @ self.Ut["gate_proj"], f["gate_proj"].module)
-        up = _bias((x2 @ self.V_u).mul_(sz_u) @ self.Ut["up_proj"], f["up_proj"].module)
+        gate = add_bias((x2 @ self.V_g).mul_(sz_g) @ self.Ut["gate_proj"], f["gate_proj"].module)
+        up = add_bias((x2 @ self.V_u).mul_(sz_u) @ self.Ut["up_proj"], f["up_proj"].module)
         del x2
         if isinstance(mlp.act_fn, torch.nn.SiLU):
             m = F.silu(gate, inplace=True).mul_(up)  # (P, S, intermediate)
         else:
             m = mlp.act_fn(gate).mul_(up)
         del gate, up
-        h = h.add_(_bias((m @ self.V_d).mul_(sz_d) @ self.Ut["down_proj"], f["down_proj"].module))
+        h = h.add_(add_bias((m @ self.V_d).mul_(sz_d) @ self.Ut["down_proj"], f["down_proj"].module))
         del m
         return self._last_layer(h, plan)
 
@@ -259,7 +259,7 @@ class FastLayers:
             q.reshape(P * B, nh, 1, d), self._pad(k, plan), self._pad(v, plan),
             attn_mask=keep.repeat(P, 1)[:, None, None, :],
         )  # (P*B, nh, 1, d)
-        y = h[:, plan.last_row] + _linear(out.reshape(P, B, nh * d), attn.o_proj)
+        y = h[:, plan.last_row] + linear(out.reshape(P, B, nh * d), attn.o_proj)
         y = y + layer.mlp(layer.post_attention_layernorm(y))
         y = self.decoder.norm(y)
         return F.normalize(y.float(), dim=-1)

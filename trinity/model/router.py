@@ -7,7 +7,6 @@ with SVF scales `z` on layer L = num_layers - 2, L2-normalised; logits = head @ 
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 
 import numpy as np
@@ -15,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from trinity.errors import ConfigError, InputError
+from trinity.model.batching import batches, token_key
 from trinity.model.encoder import Encoder
 from trinity.model.fastpath import FastLayers, plan_texts
 from trinity.model.svf import SvfLayer
@@ -61,10 +61,6 @@ class LayerInputCache:
             self.bytes -= old.numel() * old.element_size()
 
 
-def token_key(ids: list[int]) -> str:
-    return hashlib.sha256(np.asarray(ids, dtype=np.int64).tobytes()).hexdigest()
-
-
 class Router:
     """The trainable router over a frozen encoder.
 
@@ -107,7 +103,7 @@ class Router:
         theta[self.n_outputs * self.hidden :] = 1.0
         return theta
 
-    def _thetas(self, thetas: np.ndarray) -> np.ndarray:
+    def check_thetas(self, thetas: np.ndarray) -> np.ndarray:
         thetas = np.asarray(thetas, dtype=np.float64)
         if thetas.ndim == 1:
             thetas = thetas[None, :]
@@ -120,14 +116,14 @@ class Router:
             raise InputError("theta contains NaN or infinite values; check the optimizer state")
         return thetas
 
-    def _split(self, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def split_thetas(self, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(P, D) → heads (P, n_outputs, hidden), svf (P, svf_size)."""
         n_head = self.n_outputs * self.hidden
         return thetas[:, :n_head].reshape(-1, self.n_outputs, self.hidden), thetas[:, n_head:]
 
     # ---- the SVF-layer input cache ----
 
-    def _token_ids(self, texts: list[str]) -> list[list[int]]:
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
         if isinstance(texts, str):
             raise InputError("texts must be a list of strings, not one string")
         ids = self.encoder.token_ids_many(texts)
@@ -139,7 +135,7 @@ class Router:
     def layer_inputs(self, texts: list[str]) -> list[torch.Tensor]:
         """SVF-layer input `(n_i - 1, hidden)` per text (positions 0..-2 of the tokens with EOS),
         from the cache or computed by running layers 0..L-1 on the missing texts in batches."""
-        ids = self._token_ids(texts)
+        ids = self.token_ids(texts)
         keys = [token_key(i) for i in ids]
         found: dict[str, torch.Tensor] = {}
         missing: dict[str, list[int]] = {}
@@ -157,7 +153,7 @@ class Router:
         # run's cache then holds exactly what the uninterrupted run's did.
         if missing:
             order = sorted(missing, key=lambda k: len(missing[k]))
-            for batch in _batches(order, lambda k: len(missing[k]), self.max_batch_tokens):
+            for batch in batches(order, lambda k: len(missing[k]), self.max_batch_tokens):
                 for k, x in zip(batch, self._run_prefix([missing[k] for k in batch])):
                     self.cache.put(k, x)
                     found[k] = x
@@ -201,7 +197,7 @@ class Router:
         lengths = [int(x.shape[0]) for x in xs]
         order = sorted(range(N), key=lambda i: lengths[i])
         z_all = torch.as_tensor(scales, dtype=torch.float32, device=dev)
-        for group in _batches(order, lambda i: lengths[i], self.max_batch_tokens):
+        for group in batches(order, lambda i: lengths[i], self.max_batch_tokens):
             group_lengths = [lengths[i] for i in group]
             plan = plan_texts(group_lengths, dev)
             x_text = torch.cat([xs[i] for i in group])  # (S, hidden)
@@ -218,29 +214,29 @@ class Router:
 
     def population_features(self, thetas: np.ndarray, texts: list[str]) -> np.ndarray:
         """Every candidate on every text: thetas (P, D) → features (P, N, hidden) float32."""
-        thetas = self._thetas(thetas)
-        _, svf = self._split(thetas)
+        thetas = self.check_thetas(thetas)
+        _, svf = self.split_thetas(thetas)
         xs = self.layer_inputs(texts)
         self.last_flops = 0
         return self._grid_features(xs, svf).numpy()
 
     def population_logits(self, thetas: np.ndarray, texts: list[str]) -> np.ndarray:
         """thetas (P, D), N texts → logits (P, N, n_models + 3) float32 (fast path)."""
-        thetas = self._thetas(thetas)
-        heads, _ = self._split(thetas)
+        thetas = self.check_thetas(thetas)
+        heads, _ = self.split_thetas(thetas)
         feats = self.population_features(thetas, texts).astype(np.float64)
         return np.einsum("pnh,pch->pnc", feats, heads).astype(np.float32)
 
     def paired_features(self, thetas: np.ndarray, texts: list[str], candidate_of_text: np.ndarray) -> np.ndarray:
         """Text i under candidate `candidate_of_text[i]`: thetas (P, D) → features (N, hidden)."""
-        thetas = self._thetas(thetas)
+        thetas = self.check_thetas(thetas)
         cand = np.asarray(candidate_of_text, dtype=np.int64)
         if cand.shape != (len(texts),) or (cand.size and (cand.min() < 0 or cand.max() >= thetas.shape[0])):
             raise InputError(
                 f"candidate_of_text must hold one index in 0..{thetas.shape[0] - 1} per text "
                 f"({len(texts)} texts), got shape {cand.shape}"
             )
-        _, svf = self._split(thetas)
+        _, svf = self.split_thetas(thetas)
         xs = self.layer_inputs(texts)
         self.last_flops = 0
         out = np.empty((len(texts), self.hidden), dtype=np.float32)
@@ -251,8 +247,8 @@ class Router:
 
     def paired_logits(self, thetas: np.ndarray, texts: list[str], candidate_of_text: np.ndarray) -> np.ndarray:
         """thetas (P, D), N texts, candidate index per text → logits (N, n_models + 3) float32."""
-        thetas = self._thetas(thetas)
-        heads, _ = self._split(thetas)
+        thetas = self.check_thetas(thetas)
+        heads, _ = self.split_thetas(thetas)
         feats = self.paired_features(thetas, texts, candidate_of_text).astype(np.float64)
         cand = np.asarray(candidate_of_text, dtype=np.int64)
         return np.einsum("nh,nch->nc", feats, heads[cand]).astype(np.float32)
@@ -270,14 +266,14 @@ class Router:
     def reference_features(self, theta: np.ndarray, texts: list[str]) -> np.ndarray:
         """One candidate, naive: rebuild the SVF layer's weights, run the whole encoder on the
         (right-padded) texts, take position -2 of each. theta (D,) → features (N, hidden) float32."""
-        theta = self._thetas(theta)[0]
+        theta = self.check_thetas(theta)[0]
         _, svf = split_theta(theta, self.n_models, self.hidden)
-        ids = self._token_ids(texts)
+        ids = self.token_ids(texts)
         out = np.empty((len(texts), self.hidden), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         dev = self.encoder.device
         with self.svf.applied(svf):
-            for batch in _batches(order, lambda i: len(ids[i]), self.max_batch_tokens):
+            for batch in batches(order, lambda i: len(ids[i]), self.max_batch_tokens):
                 T = max(len(ids[i]) for i in batch)
                 input_ids = torch.full((len(batch), T), self.encoder.eos_token_id, dtype=torch.long)
                 mask = torch.zeros((len(batch), T), dtype=torch.long)
@@ -294,22 +290,7 @@ class Router:
 
     def reference_logits(self, theta: np.ndarray, texts: list[str]) -> np.ndarray:
         """theta (D,), N texts → logits (N, n_models + 3) float32 (naive path)."""
-        theta = self._thetas(theta)[0]
+        theta = self.check_thetas(theta)[0]
         head, _ = split_theta(theta, self.n_models, self.hidden)
         feats = self.reference_features(theta, texts).astype(np.float64)
         return (feats @ head.T).astype(np.float32)
-
-
-def _batches(items: list, size_of, budget: int):
-    """Consecutive groups of `items` whose sizes sum to <= budget (an item larger than the budget
-    goes alone)."""
-    batch, used = [], 0
-    for it in items:
-        n = size_of(it)
-        if batch and used + n > budget:
-            yield batch
-            batch, used = [], 0
-        batch.append(it)
-        used += n
-    if batch:
-        yield batch

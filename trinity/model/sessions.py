@@ -31,8 +31,8 @@ import torch
 import torch.nn.functional as F
 
 from trinity.errors import InputError
-from trinity.model.fastpath import _bias, _linear, apply_rope
-from trinity.model.router import _batches, token_key
+from trinity.model.batching import batches, token_key
+from trinity.model.fastpath import add_bias, apply_rope, linear
 
 DEFAULT_SESSION_BUDGET_MB = 2048  # on the CPU; on a GPU, a third of its free memory
 
@@ -144,8 +144,8 @@ class SessionEncoder:
 
     def __init__(self, router, thetas: np.ndarray, budget_mb: float | None = None):
         self.router = router
-        self.thetas = router._thetas(thetas)
-        self.heads, svf = router._split(self.thetas)
+        self.thetas = router.check_thetas(thetas)
+        self.heads, svf = router.split_thetas(self.thetas)
         self.fast = router.fast
         self.enc = router.encoder
         self.dev = self.enc.device
@@ -175,7 +175,7 @@ class SessionEncoder:
                              f"({len(texts)} texts, {cand.shape} candidates, {len(streams)} streams)")
         if len(set(streams)) != len(streams):
             raise InputError("session encoder: a stream id appears twice in one call (one text per stream per turn)")
-        ids = [np.asarray(i[:-1], dtype=np.int64) for i in self.router._token_ids(texts)]  # EOS dropped
+        ids = [np.asarray(i[:-1], dtype=np.int64) for i in self.router.token_ids(texts)]  # EOS dropped
         keys = [token_key(i) for i in ids]
         self.tokens_seen += sum(len(i) for i in ids)
         prefix = self._prefix_states(ids, keys, streams)
@@ -211,7 +211,7 @@ class SessionEncoder:
             items = list(todo.items())
             reuse = [min(common_prefix(p.ids, i), len(i) - 1) if p is not None else 0 for _, (i, p) in items]
             order = sorted(range(len(items)), key=lambda j: len(items[j][1][0]))
-            for group in _batches(order, lambda j: len(items[j][1][0]), self.router.max_batch_tokens):
+            for group in batches(order, lambda j: len(items[j][1][0]), self.router.max_batch_tokens):
                 self._extend_prefix([items[j][0] for j in group], [items[j][1][0] for j in group],
                                     [items[j][1][1] for j in group], [reuse[j] for j in group])
         return {k: self.prefixes[k] for k in keys}
@@ -266,7 +266,7 @@ class SessionEncoder:
             reuse = min(common_prefix(state.ids, ids[i]), len(ids[i]) - 1) if state is not None else 0
             work.append((i, state if reuse > 0 else None, reuse))
         order = sorted(range(len(work)), key=lambda j: len(ids[work[j][0]]))
-        for group in _batches(order, lambda j: len(ids[work[j][0]]), self.router.max_batch_tokens):
+        for group in batches(order, lambda j: len(ids[work[j][0]]), self.router.max_batch_tokens):
             items = [work[j] for j in group]
             feats, kvs = self._extend_stream([prefix[keys[i]] for i, _, _ in items],
                                              [st for _, st, _ in items], [r for _, _, r in items],
@@ -290,20 +290,20 @@ class SessionEncoder:
         xv = fast.shared(x)
 
         # --- layer L: attention, factored SVF ---
-        q = _bias((xv[0] * sz_q) @ fast.Ut["q_proj"], f["q_proj"].module).view(S, nh, d)
-        k = _bias((xv[1] * sz_k) @ fast.Ut["k_proj"], f["k_proj"].module).view(S, nkv, d)
-        v = _bias((xv[2] * sz_v) @ fast.Ut["v_proj"], f["v_proj"].module).view(S, nkv, d)
+        q = add_bias((xv[0] * sz_q) @ fast.Ut["q_proj"], f["q_proj"].module).view(S, nh, d)
+        k = add_bias((xv[1] * sz_k) @ fast.Ut["k_proj"], f["k_proj"].module).view(S, nkv, d)
+        v = add_bias((xv[2] * sz_v) @ fast.Ut["v_proj"], f["v_proj"].module).view(S, nkv, d)
         cos, sin = fast._rope(plan.pos, q)
         q, k = fast._norm_rope(q, k, fast.qk_norms, cos, sin, cos, sin)
         a, kv_L = self._attend(q, k, v, [st.kv[0] if st is not None else None for st in states], plan)
-        h = _bias(((a @ fast.V_o) * sz_o) @ fast.Ut["o_proj"], f["o_proj"].module) + x
+        h = add_bias(((a @ fast.V_o) * sz_o) @ fast.Ut["o_proj"], f["o_proj"].module) + x
         # --- layer L: MLP ---
         x2 = fast.ln2.unit(h)
-        gate = _bias(((x2 @ fast.V_g) * sz_g) @ fast.Ut["gate_proj"], f["gate_proj"].module)
-        up = _bias(((x2 @ fast.V_u) * sz_u) @ fast.Ut["up_proj"], f["up_proj"].module)
+        gate = add_bias(((x2 @ fast.V_g) * sz_g) @ fast.Ut["gate_proj"], f["gate_proj"].module)
+        up = add_bias(((x2 @ fast.V_u) * sz_u) @ fast.Ut["up_proj"], f["up_proj"].module)
         mlp = fast.layer.mlp
         m = F.silu(gate) * up if isinstance(mlp.act_fn, torch.nn.SiLU) else mlp.act_fn(gate) * up
-        h = h + _bias(((m @ fast.V_d) * sz_d) @ fast.Ut["down_proj"], f["down_proj"].module)
+        h = h + add_bias(((m @ fast.V_d) * sz_d) @ fast.Ut["down_proj"], f["down_proj"].module)
 
         # --- layer L+1: K/V of the new rows, then attention at each text's last token only ---
         layer, attn = fast.last, fast.last.self_attn
@@ -317,7 +317,7 @@ class SessionEncoder:
         totals = torch.tensor([r + n for r, n in zip(reuse, new)], device=self.dev)
         keep = torch.arange(plan.T, device=self.dev)[None, :] < totals[:, None]  # (B, T)
         o = fast._attention(q1[:, :, None, :], K, V, attn_mask=keep[:, None, None, :])  # (B, nh, 1, d)
-        y = h[plan.last_row] + _linear(o.reshape(B, nh * d), attn.o_proj)
+        y = h[plan.last_row] + linear(o.reshape(B, nh * d), attn.o_proj)
         y = y + layer.mlp(layer.post_attention_layernorm(y))
         feats = F.normalize(self.enc.decoder.norm(y).float(), dim=-1)  # (B, hidden)
         return list(feats), [[kl, kl1] for kl, kl1 in zip(kv_L, kv_L1)]
@@ -388,9 +388,9 @@ class SessionEncoder:
             return freed
 
         while self.streams and total > self.budget:
-            _, (key, state) = self.streams.popitem(last=False)
-            if state is not None:
-                total -= release(state)
+            _, (key, evicted) = self.streams.popitem(last=False)
+            if evicted is not None:
+                total -= release(evicted)
             refs[key] -= 1
             if refs[key] == 0 and key in self.prefixes:
                 total -= release(self.prefixes.pop(key))

@@ -9,12 +9,11 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
 from trinity.config import TrainConfig, validate_config
-from trinity.errors import CheckpointError, ConfigError, InputError, TrinityError
+from trinity.errors import CheckpointError, ConfigError, InputError
 from trinity.optim import checkpoint as ckpt
 from trinity.optim.fitness import CachedFitness, Fitness, question_text
 from trinity.optim.runinputs import RunInputs, inputs_digest, inputs_from_config, load_run_inputs
@@ -41,15 +40,11 @@ def run_competition_of(cfg: TrainConfig) -> str:
 
 def make_fitness(cfg: TrainConfig, run: RunDir, router: Any, inputs: RunInputs, models: list[str]) -> Fitness:
     if cfg.mode == "cached":
+        assert inputs.matrix is not None, "inputs_from_config requires a matrix in cached mode"
         return CachedFitness(router, inputs.matrix, models, policy=cfg.policy, temperature=cfg.temperature,
                              seed=cfg.seed, traces=cfg.traces, text=question_text(run_competition_of(cfg)))
-    try:
-        from trinity.session.fitness import make_live_fitness
-    except ModuleNotFoundError as e:
-        if e.name and e.name.startswith("trinity.session"):
-            raise ConfigError("live mode is not available in this build (trinity.session.fitness is "
-                              "missing); use --mode cached") from None
-        raise
+    from trinity.session.fitness import make_live_fitness
+
     return make_live_fitness(cfg, run, router, inputs, models)
 
 
@@ -64,6 +59,7 @@ def pool_models(cfg: TrainConfig, inputs: RunInputs) -> list[str]:
     """θ's model order: the matrix's (the order of per_model keys in its first task); in live
     mode the pool's, which must then agree with the matrix. Checked before a run dir exists."""
     if cfg.mode == "cached":
+        assert inputs.matrix is not None, "inputs_from_config requires a matrix in cached mode"
         return list(inputs.matrix.models)
     if not cfg.pool:
         raise ConfigError("live mode needs a pool: pass --pool practice|openrouter|chutes|<name>")
@@ -322,6 +318,3 @@ def _close(fitness: Fitness) -> None:
         close()
 
 
-def python_cmd() -> list[str]:
-    """How to run the trinity CLI in a child process (used by the app and the tests)."""
-    return [sys.executable, "-m", "trinity"]

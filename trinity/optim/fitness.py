@@ -39,14 +39,14 @@ class GenerationHooks:
     trace: Callable[[dict], None]
 
 
-def null_hooks() -> GenerationHooks:
-    return GenerationHooks(lambda done, total: None, lambda mi, ri: None, lambda rec: None)
-
-
 class Fitness(Protocol):
     mode: str
-    cost_usd: float
-    calls: int
+
+    @property
+    def cost_usd(self) -> float: ...
+
+    @property
+    def calls(self) -> int: ...
 
     def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question],
                  hooks: GenerationHooks) -> np.ndarray: ...

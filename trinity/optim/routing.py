@@ -17,7 +17,7 @@ import numpy as np
 from trinity.config import validate_config
 from trinity.data.questions import Question
 from trinity.errors import InputError
-from trinity.model import ROLES, policy
+from trinity.model import policy
 from trinity.model.theta import load_theta
 from trinity.runs.rundir import RunDir
 
@@ -33,10 +33,6 @@ class Routing:
 
     def model_names(self, models: Sequence[str]) -> list[str]:
         return [models[i] for i in self.model_idx]
-
-    def role_names(self) -> list[str]:
-        return [ROLES[i] for i in self.role_idx]
-
 
 class TrainedRouter:
     def __init__(self, router: Any, theta: np.ndarray, models: list[str], run_id: str | None = None,

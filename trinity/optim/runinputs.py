@@ -15,9 +15,10 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
+from trinity.benchmarks import split_questions
 from trinity.config import PRACTICE, TrainConfig, validate_config
 from trinity.data.matrix import OutcomeMatrix, load_matrix
-from trinity.data.questions import Question, load_questions, split_ids
+from trinity.data.questions import Question, load_questions
 from trinity.errors import InputError
 from trinity.io import canonical_json
 from trinity.runs.rundir import RunDir
@@ -27,23 +28,6 @@ class RunInputs(NamedTuple):
     questions: list[Question]       # in input order, after the benchmark filter
     matrix: OutcomeMatrix | None    # rows in the order of `questions`; None in live mode without one
     splits: dict[str, list[str]]    # {"train", "val", "test"} -> question ids
-
-
-def run_splits(questions: list[Question], seed: int,
-               fractions: tuple[float, float, float]) -> dict[str, list[str]]:
-    """train/val/test ids. LiveCodeBench questions split by release (its `split`: test = problems
-    released after the training release, so test ⊄ train); every other benchmark by seed with the
-    configured fractions (stratified groups are independent, so splitting them apart is the same
-    as splitting them together)."""
-    lcb = [q for q in questions if q.benchmark == "livecodebench" and "lcb_split" in q.extra]
-    rest = [q for q in questions if not (q.benchmark == "livecodebench" and "lcb_split" in q.extra)]
-    splits = split_ids(rest, seed, fractions) if rest else {"train": [], "val": [], "test": []}
-    if lcb:
-        from trinity.benchmarks import get_benchmark
-
-        for k, ids in get_benchmark("livecodebench").split(lcb, seed).items():
-            splits[k] = splits[k] + ids
-    return splits
 
 
 def _ids_line(ids: list[str]) -> str:
@@ -103,7 +87,7 @@ def inputs_from_config(cfg: TrainConfig) -> RunInputs:
 
         for name in sorted({q.benchmark for q in questions} & set(BENCHMARK_NAMES)):
             get_benchmark(name).preflight([q for q in questions if q.benchmark == name])
-    splits = run_splits(questions, cfg.seed, cfg.splits.as_tuple())
+    splits = split_questions(questions, cfg.seed, cfg.splits.as_tuple())
     if not splits["train"]:
         raise InputError(f"the train split is empty ({len(questions)} questions); add questions "
                          "or raise splits.train")

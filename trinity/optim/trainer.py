@@ -31,8 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 from trinity.config import TrainConfig
-from trinity.errors import BudgetExceeded, CheckpointError, OutOfCredit
-from trinity.pool.client import PoolStop
+from trinity.errors import BudgetExceeded, CheckpointError, OutOfCredit, PoolStop
 from trinity.io import atomic_write_json
 from trinity.model import ROLES
 from trinity.model.theta import save_theta
@@ -177,9 +176,11 @@ class Trainer:
         while the summary is written cannot leave a finished run marked "running"."""
         if not self.state:
             self.state = self.fresh_state()
-        self._restore_outputs()
+        # ours before the outputs are restored too: restoring may write the `generation` events a
+        # killed process missed, and a signal sent on seeing one must stop this run, not kill it
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
+            self._restore_outputs()
             return self._train(resume)
         finally:
             for s, h in old.items():
@@ -239,7 +240,7 @@ class Trainer:
         hooks = GenerationHooks(self._progress(gen), choices, traces.append)
         rewards = np.asarray(self.fitness.evaluate(gen, thetas, batch, hooks), dtype=np.float64)  # (P, m)
         client = getattr(self.fitness, "client", None)  # live mode: the pool client
-        dead = client.unreachable() if hasattr(client, "unreachable") else None
+        dead = client.unreachable() if client is not None and hasattr(client, "unreachable") else None
         if dead is not None:
             # rewards of calls that reached no model are not answers: keep nothing of this
             # generation (the last checkpoint stands) and stop; a resume redoes it

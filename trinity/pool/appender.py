@@ -19,6 +19,7 @@ import fcntl
 import os
 import threading
 from collections import deque
+from typing import cast
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -120,7 +121,7 @@ class GroupCommitAppender:
             if isinstance(waiter, Future):
                 _finish(waiter, error)
             else:
-                loop, fut = waiter
+                loop, fut = cast(tuple[asyncio.AbstractEventLoop, asyncio.Future], waiter)
                 by_loop.setdefault(loop, []).append(fut)
         for loop, futs in by_loop.items():
             try:

@@ -45,12 +45,6 @@ class Budget:
     def spent_usd(self) -> float:
         return self.spent_micro / MICRO
 
-    @property
-    def remaining_usd(self) -> float | None:
-        if self.cap_micro is None:
-            return None
-        return (self.cap_micro - self.spent_micro - self.reserved_micro) / MICRO
-
     def reserve(self, worst_case_usd: float, what: str = "the next call") -> Reservation:
         amount = max(0, to_micro(worst_case_usd))
         with self._lock:

@@ -119,6 +119,7 @@ def cmd_serve_practice(args) -> int:
 
     async def main() -> None:
         task = asyncio.current_task()
+        assert task is not None  # main() runs as asyncio.run's task
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, task.cancel)
@@ -141,10 +142,10 @@ def cmd_list(args) -> int:
 
     from trinity.errors import TrinityError
     from trinity.pool.keys import default_env_file, read_env_file
-    from trinity.pool.providers import MODELS_YAML, _read_yaml, pool_model_ids
+    from trinity.pool.providers import MODELS_YAML, pool_model_ids, read_models_yaml
 
     path = Path(args.models_yaml) if args.models_yaml else MODELS_YAML
-    doc = _read_yaml(path)  # ConfigError (one line) for a missing or broken file
+    doc = read_models_yaml(path)  # ConfigError (one line) for a missing or broken file
     aliases = {v: k for k, v in (doc.get("pools") or {}).items()}
     env_file = default_env_file()
     try:

@@ -44,7 +44,15 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 
-from trinity.errors import BudgetExceeded, ConfigError, OutOfCredit, ProviderError, TrinityError
+from trinity.errors import (
+    AbsurdCharge,
+    BudgetExceeded,
+    ConfigError,
+    OutOfCredit,
+    PoolFailing,
+    PoolUnreachable,
+    ProviderError,
+)
 from trinity.pool.budget import Budget, to_micro
 from trinity.pool.cache import ResponseCache, cache_key
 from trinity.pool.faults import Cooldown, is_retryable, parse_retry_after
@@ -69,25 +77,6 @@ SANE_SLACK_TOKENS = 1024
 SANE_SLACK_USD = 0.01
 DEFAULT_FAIL_THRESHOLD = 0.5  # a generation where more than this share of calls failed is not trained on
 FAIL_MIN_CALLS = 4  # ... when it made at least this many calls
-
-
-class PoolStop(TrinityError):
-    """The pool cannot be trained against right now: the run stops at its last checkpoint."""
-
-    exit_code = 4
-
-
-class PoolUnreachable(PoolStop):
-    """The recent calls all failed to connect (`PoolClient.unreachable()`): a training run stops
-    at its last checkpoint instead of training on rewards of 0 from calls that reached no model."""
-
-
-class PoolFailing(PoolStop):
-    """Most calls since `start_window()` failed (5xx, 429, malformed bodies, timeouts …)."""
-
-
-class AbsurdCharge(PoolStop):
-    """A provider reported usage or a cost far past what the request could cost."""
 
 
 def check_usage(usage: Any, worst_prompt: int, max_out: int, worst_usd: float
@@ -302,8 +291,8 @@ class PoolClient:
         # One TLS context for every connection (building one per lane costs ~10 ms each).
         self._ssl = ssl.create_default_context()
         self._proxy = _proxy_for(self._url)
-        self._free = asyncio.Queue()
-        self._lanes = []
+        self._free: asyncio.Queue[Any] = asyncio.Queue()
+        self._lanes: list[Any] = []
         self._open = True
         return self
 
@@ -546,7 +535,7 @@ class PoolClient:
                 cause = res.fault or "failed"
                 self.window_causes[cause] = self.window_causes.get(cause, 0) + 1
         finally:
-            if reservation is not None:
+            if reservation is not None and self.budget is not None:
                 self.budget.settle(reservation, actual_micro)
         if absurd is not None:
             raise absurd
@@ -661,7 +650,7 @@ class PoolClient:
                   prompt_chars: int, limits: tuple[int, int, float] = (0, 4096, 0.0)) -> ChatResult | None:
         """The call's result from a 200; None when the body is not a JSON object (the caller
         retries it like a 5xx)."""
-        base = dict(model=model, provider=self.pool.name, attempts=attempts, latency_s=latency,
+        base: dict[str, Any] = dict(model=model, provider=self.pool.name, attempts=attempts, latency_s=latency,
                     status=200, server_ms=_server_ms(resp.headers))
         try:
             body = json.loads(resp.content)
@@ -670,7 +659,7 @@ class PoolClient:
         if not isinstance(body, dict):
             return None
         raw_usage = body.get("usage")
-        usage = raw_usage if isinstance(raw_usage, dict) else {}
+        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
         choices = body.get("choices")
         text, finish, error = "", None, None
         if body.get("error") is not None:
@@ -682,7 +671,7 @@ class PoolClient:
             error = f"provider {self.pool.name} sent a 200 without choices for model {model}"
         else:
             c0 = choices[0] if isinstance(choices[0], dict) else {}
-            msg = c0.get("message") if isinstance(c0.get("message"), dict) else {}
+            msg = c0["message"] if isinstance(c0.get("message"), dict) else {}
             text = msg.get("content") or ""
             if not isinstance(text, str):  # some servers send content parts
                 text = "".join(p.get("text", "") for p in text if isinstance(p, dict)) if isinstance(text, list) else ""

@@ -37,9 +37,9 @@ class RetryPolicy:
 
         Half the delay is kept fixed so a retry never fires immediately (full jitter can pick ~0,
         which hammers a provider that just said it is overloaded)."""
-        rng = rng or random
+        draw = rng.random if rng is not None else random.random
         ceiling = min(self.backoff_max_s, self.backoff_base_s * (2 ** max(retry - 1, 0)))
-        return ceiling * (0.5 + 0.5 * rng.random())
+        return ceiling * (0.5 + 0.5 * draw())
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:

@@ -2,7 +2,8 @@
 
 `runs/<id>/journal.jsonl`, one `{"key": …, "result": ChatResult-json}` a line, appended through the
 group-commit writer (fsync) right after a paid call returns and before the caller sees it. The
-live trainer keys calls by `gen/candidate/qid/turn`. Reopening loads every complete line; a torn
+live trainer keys calls by `g<gen>/c<candidate>/<qid>/t<turn>/<model>/<role>` (evaluations by
+`eval/<split>/<system>/c<repeat>/…`). Reopening loads every complete line; a torn
 final line (a crash mid-append) is dropped — that call is simply made again.
 
 Next to it, `journal.sent.jsonl` (no fsync: it only has to survive a kill, not a power cut):

@@ -26,6 +26,7 @@ import threading
 from dataclasses import replace
 from fractions import Fraction
 
+from trinity.benchmarks.prompts import render_question
 from trinity.data.practice import (PracticeSetup, practice_questions, practice_setup, simulate_correct,
                                    verifier_is_right)
 from trinity.data.questions import Question
@@ -209,10 +210,6 @@ def failing_mutants_many(jobs: list[tuple[str, list[dict]]]) -> list[list[str]]:
     return result
 
 
-def failing_mutants(reference: str, tests: list[dict]) -> list[str]:
-    return failing_mutants_many([(reference, tests)])[0]
-
-
 def constant_wrong_program(tests: list[dict]) -> str:
     """Last resort: a program that prints a wrong answer to the first test."""
     want = tests[0].get("output", "").strip()
@@ -231,12 +228,8 @@ class PracticeResponder:
         self.by_text: dict[str, Question] = {}
         for q in practice_questions():
             self.by_text[q.question.strip()] = q
-            try:  # the session may show a benchmark adapter's rendering of the question
-                from trinity.session.prompts import render_question
-
-                self.by_text.setdefault(render_question(q).strip(), q)
-            except Exception:
-                pass
+            # the session shows the benchmark adapter's rendering of the question
+            self.by_text.setdefault(render_question(q).strip(), q)
         self._wrong_code: dict[str, list[str]] = {}
         self._lock = threading.Lock()
         self._grades: dict[tuple[str, str], bool] = {}
@@ -280,10 +273,6 @@ class PracticeResponder:
             if not cands and tests:
                 cands = [constant_wrong_program(tests)]
             self._wrong_code[q.id] = cands
-
-    def warm_code(self) -> None:
-        with self._lock:
-            self._compute_wrong_code()
 
     # -- the three roles --
     def worker(self, model: str, q: Question, seed: int, turns: list) -> str:
@@ -329,7 +318,7 @@ class PracticeResponder:
             if q.kind == "code":
                 from trinity.grading.code import extract_code
 
-                found = extract_code(text)
+                found: str | None = extract_code(text)
             elif q.kind == "math":
                 from trinity.grading import extract_math_answer
 

@@ -299,7 +299,8 @@ class _Conn(asyncio.Protocol):
                 self._send_now(413, _err("body too large"), {}, keep_alive=False, t0=t0)
                 return
             if len(self.buf) < end + 4 + length:
-                if headers.get("expect", "").lower() == "100-continue" and not self.continued:
+                if headers.get("expect", "").lower() == "100-continue" and not self.continued \
+                        and self.transport is not None:
                     self.continued = True  # curl waits for this before sending a large body
                     self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
                 return  # wait for the rest of the body

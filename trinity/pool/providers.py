@@ -94,7 +94,8 @@ class PoolConfig:
                 "decoding": dict(self.decoding), "max_concurrency": self.max_concurrency}
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def read_models_yaml(path: Path) -> dict[str, Any]:
+    """configs/models.yaml (or another models file) parsed and checked for its 'providers' section."""
     if not path.exists():
         raise ConfigError(f"models config not found: {path}")
     try:
@@ -104,6 +105,11 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if not isinstance(doc.get("providers"), dict):
         raise ConfigError(f"{path}: missing 'providers' section")
     return doc
+
+
+def known_pools(doc: dict[str, Any]) -> set[str]:
+    """The pool names a models file defines: its providers and their aliases (`pools:`)."""
+    return set(doc["providers"]) | set(doc.get("pools") or {})
 
 
 def _num(sec: dict, key: str, default: float, where: str) -> float:
@@ -126,12 +132,12 @@ def _practice_models() -> tuple[tuple[str, ...], dict[str, Price]]:
 
 def _provider_section(name: str, models_yaml: str | os.PathLike | None) -> tuple[str, dict, str, Path]:
     path = Path(models_yaml) if models_yaml else MODELS_YAML
-    doc = _read_yaml(path)
+    doc = read_models_yaml(path)
     providers: dict[str, Any] = doc["providers"]
     aliases: dict[str, str] = doc.get("pools") or {}
     pname = aliases.get(name, name)
     if pname not in providers:
-        known = sorted(set(providers) | set(aliases))
+        known = sorted(known_pools(doc))
         raise ConfigError(f"unknown pool {name!r}; known: {', '.join(known)} (see {path})")
     return pname, providers[pname] or {}, f"{path}: providers.{pname}", path
 
@@ -271,7 +277,4 @@ def preflight(cfg: Any) -> None:
     pool.require_prices()
     resolve_key(pool.key_env, provider=pool.name, optional=pool.key_optional)
 
-
-def with_overrides(pool: PoolConfig, **changes: Any) -> PoolConfig:
-    return replace(pool, **changes)
 

@@ -407,7 +407,7 @@ class LaneTransport(httpx.AsyncBaseTransport):
             resp = await self._request(req)
         except _HTTPCORE_ERRORS as e:
             raise _to_httpx(e) from e
-        return httpx.Response(resp.status, headers=resp.headers, stream=_MappedStream(resp.stream),
+        return httpx.Response(resp.status, headers=resp.headers, stream=_MappedStream(typing.cast(typing.AsyncIterable[bytes], resp.stream)),
                               extensions=resp.extensions)
 
     async def aclose(self) -> None:

@@ -22,7 +22,7 @@ from trinity.data.matrix import OutcomeMatrix, save_matrix
 from trinity.data.questions import Question
 from trinity.errors import BudgetExceeded, InputError, OutOfCredit
 from trinity.io import append_jsonl, read_jsonl
-from trinity.session.prompts import render_question, system_prompt, user_message
+from trinity.benchmarks.prompts import render_question, system_prompt, user_message
 
 
 @dataclass
@@ -48,9 +48,9 @@ def sibling(out: Path, suffix: str) -> Path:
 
 def select_questions(questions: list[Question], split: str, n: int | None, seed: int) -> list[Question]:
     if split != "all":
-        from trinity.optim.runinputs import run_splits
+        from trinity.benchmarks import split_questions
 
-        ids = run_splits(questions, seed, (0.6, 0.2, 0.2)).get(split)  # the trainer's own splits
+        ids = split_questions(questions, seed).get(split)  # the trainer's own splits
         if ids is None:
             raise InputError(f"unknown split {split!r}: use train, val, test or all")
         by_id = {q.id: q for q in questions}

@@ -18,7 +18,8 @@ import numpy as np
 
 from trinity.data.questions import Question
 from trinity.errors import ConfigError
-from trinity.session.loop import ROLES, SessionRunner, SessionSpec, trace_record
+from trinity.model import ROLES
+from trinity.session.loop import SessionRunner, SessionSpec, trace_record
 
 BASE_URL_ENV = "TRINITY_POOL_BASE_URL"
 
@@ -146,7 +147,7 @@ class LiveFitness:
         first_role = np.array([ROLES.index(t.turns[0].role) if t.turns else 0 for t in trajs]).reshape(P, m)
         hooks.choices(first_model, first_role)
         self.avg_turns = float(np.mean([len(t.turns) for t in trajs]))
-        for (c, q), t in zip(pairs, trajs):
+        for (_, q), t in zip(pairs, trajs):
             hooks.trace(trace_record(t, q, gen, mode="live"))
         return rewards
 

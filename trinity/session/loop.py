@@ -19,12 +19,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from trinity.benchmarks.prompts import render_question, system_prompt, user_message
 from trinity.data.kinds import WORKER_ANSWER_KINDS
 from trinity.data.questions import Question
-from trinity.session.prompts import render_question, system_prompt, user_message
+from trinity.model import ROLES, policy
 from trinity.session.transcript import Trajectory, Turn, parse_verdict
 
-ROLES = ("Thinker", "Worker", "Verifier")
 MAX_TURNS = 5
 CODE_GRADING_SLOTS = 2  # sandboxed grading children at once (2 cores)
 
@@ -83,12 +83,6 @@ def _stable_seed(*parts: object) -> int:
     return int.from_bytes(hashlib.sha256("|".join(map(str, parts)).encode()).digest()[:4], "big")
 
 
-def _softmax(x: np.ndarray) -> np.ndarray:
-    x = x - x.max(axis=-1, keepdims=True)
-    e = np.exp(x)
-    return e / e.sum(axis=-1, keepdims=True)
-
-
 class SessionRunner:
     """Runs trajectories for (candidate, question) pairs against a pool client.
 
@@ -109,21 +103,24 @@ class SessionRunner:
         self.text = router_text(spec.competition)
 
     def _decide(self, logits: np.ndarray, trajs: list[Trajectory], turn: int):
+        """(model_idx, role_idx, model_probs, role_probs) per trajectory, by `trinity.model.policy`
+        (the cached fitness's policy too). `sample` draws each trajectory's turn from its own
+        RandomState seeded by (seed, key_prefix, candidate, question, turn), so a resumed run
+        makes the same choices and its journal replays them. The probabilities shown in traces
+        are at temperature 1."""
         n_models = len(self.spec.models)
-        model_logits, role_logits = logits[:, :n_models], logits[:, n_models:]
-        model_probs = _softmax(model_logits.astype(np.float64))
-        role_probs = _softmax(role_logits.astype(np.float64))
+        model_probs, role_probs = policy.group_probs(logits.astype(np.float64), n_models)
         if self.spec.policy == "sample":
-            t = max(self.spec.temperature, 1e-6)
-            mp, rp = _softmax(model_logits / t), _softmax(role_logits / t)
             mi, ri = [], []
             for k, tr in enumerate(trajs):
                 rng = np.random.RandomState(_stable_seed(self.spec.seed, self.spec.key_prefix,
                                                          tr.candidate, tr.qid, turn))
-                mi.append(int(rng.choice(n_models, p=mp[k])))
-                ri.append(int(rng.choice(3, p=rp[k])))
+                m, r = policy.sample(logits[k], n_models, rng, self.spec.temperature)
+                mi.append(int(m))
+                ri.append(int(r))
             return np.array(mi), np.array(ri), model_probs, role_probs
-        return model_logits.argmax(axis=1), role_logits.argmax(axis=1), model_probs, role_probs
+        model_idx, role_idx = policy.choose(logits, n_models)
+        return model_idx, role_idx, model_probs, role_probs
 
     async def _one_turn(self, q: Question, traj: Trajectory, model: str, role: str,
                         mprobs: np.ndarray, rprobs: np.ndarray, turn: int) -> None:

@@ -16,11 +16,9 @@ def parse_verdict(text: str) -> str:
     """'ACCEPT' or 'REVISE'; no verdict line means REVISE."""
     found = None
     for line in (text or "").splitlines():
-        m = None
-        for m in _VERDICT_RE.finditer(line):
-            pass
-        if m:
-            found = m.group(1).upper()
+        matches = list(_VERDICT_RE.finditer(line))
+        if matches:  # the last verdict on the line
+            found = matches[-1].group(1).upper()
     return found or "REVISE"
 
 

@@ -153,7 +153,8 @@ def _expected_layout(c: _Ctx) -> tuple[int, int, int, str]:
     """(n_models, hidden, svf size, where from): the pool the competition's validator runs —
     TinyRouter: always its 3-model pool; MiniRouter: the pool summary.json names (a known
     validator pool, or as many models as it lists), else its 3-model Chutes pool. Hidden 1024."""
-    from trinity.competition.profiles import HIDDEN, N_SVF
+    from trinity.competition.text import HIDDEN
+    from trinity.competition.text import SVF_PARAMS as N_SVF
 
     names = _pool_names(c.b) if c.b.format == MINIROUTER else None  # a receipt's pool is checked by schema
     n = c.prof.expected_n_models(names)
@@ -898,5 +899,3 @@ def bundle_profile(b: LoadedBundle, run: RunDir | None, competition: str | None 
     return prof
 
 
-def read_receipt(bundle_dir: str | os.PathLike) -> dict[str, Any]:
-    return read_json(Path(bundle_dir) / "receipt.json", "receipt.json")

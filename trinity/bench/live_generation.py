@@ -11,7 +11,6 @@ after another, 8 calls in flight), computed from the same trajectories.
 from __future__ import annotations
 
 import asyncio
-import math
 import tempfile
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ import numpy as np
 
 def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: int = 2000,
                     concurrency: int = 512, seed: int = 0) -> dict:
-    from trinity.bench.pool import _start_server
+    from trinity.bench.server import spawn_practice_server
     from trinity.data.practice import practice_questions
     from trinity.model.encoder import load_encoder
     from trinity.model.router import Router
@@ -47,7 +46,7 @@ def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: in
     router = Router(load_encoder(encoder, device=getattr(args, "device", None) or "cpu"),
                     len(pool_model_ids("practice")))
     enc_load_s = time.perf_counter() - t_enc
-    server, base_url = _start_server(latency_ms)
+    server, base_url = spawn_practice_server(latency_ms)
     try:
         return _measure_generation(router, server, base_url, questions, popsize, m, latency_ms, concurrency,
                                    rng, enc_load_s, encoder, bool(getattr(args, "full_reencode", False)))
@@ -59,7 +58,7 @@ def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: in
 
 def _measure_generation(router, server, base_url, questions, popsize, m, latency_ms, concurrency, rng,
                         enc_load_s, encoder, full_reencode) -> dict:
-    from trinity.bench.pool import _proc_cpu_s
+    from trinity.bench.server import proc_cpu_s
     from trinity.pool.client import PoolClient
     from trinity.pool.journal import CallJournal
     from trinity.pool.ledger import Ledger
@@ -114,10 +113,10 @@ def _measure_generation(router, server, base_url, questions, popsize, m, latency
                 trajs = await runner.run(pairs)
                 return trajs, time.perf_counter() - t0, client.stats
 
-        cpu0 = _proc_cpu_s(server.pid)
+        cpu0 = proc_cpu_s(server.pid)
         try:
             trajs, wall, stats = asyncio.run(main())
-            cpu1 = _proc_cpu_s(server.pid)
+            cpu1 = proc_cpu_s(server.pid)
         finally:
             ledger.close()
             journal.close()

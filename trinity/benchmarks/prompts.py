@@ -1,4 +1,6 @@
-"""Role system prompts and the user message of one turn (DESIGN §5).
+"""Role system prompts, the question text and the user message of one turn (DESIGN §5).
+
+Below the pool and the session (the practice server and the session loop both render with it).
 
 Each system prompt names its role in the first line (`You are the <Role> …`): providers see a
 plain instruction, and the practice server reads the role from there.
@@ -6,13 +8,9 @@ plain instruction, and the practice server reads the role from there.
 
 from __future__ import annotations
 
+from trinity.benchmarks import BENCHMARK_NAMES, get_benchmark
+from trinity.benchmarks.base import ANSWER_INSTRUCTIONS
 from trinity.data.questions import Question
-
-ANSWER_FORMAT = {
-    "math": "End with the final answer in \\boxed{...}.",
-    "mc": "End with a line of the form 'Answer: X', where X is the letter of the correct option.",
-    "code": "Give the complete program in one fenced ```python block at the end.",
-}
 
 SYSTEM_PROMPTS = {
     "Thinker": (
@@ -33,13 +31,11 @@ SYSTEM_PROMPTS = {
 
 
 def answer_format(question: Question) -> str:
-    """The benchmark's own answer instruction when its adapter has one, else the kind's."""
-    try:
-        from trinity.benchmarks import get_benchmark
-
-        return get_benchmark(question.benchmark).answer_instruction(question)
-    except Exception:  # practice, unknown benchmark, or adapters not importable
-        return ANSWER_FORMAT[question.kind]
+    """The benchmark's own answer instruction when its adapter has one, else the kind's. An
+    adapter's error propagates: it would otherwise silently change the prompt the models see."""
+    if question.benchmark not in BENCHMARK_NAMES:  # a questions file's own benchmark name
+        return ANSWER_INSTRUCTIONS[question.kind]
+    return get_benchmark(question.benchmark).answer_instruction(question)
 
 
 def system_prompt(role: str, question: Question) -> str:
@@ -53,9 +49,6 @@ def user_message(question_text: str, transcript: str) -> str:
 
 def render_question(question: Question) -> str:
     """The question text models see (the adapter's rendering when there is one)."""
-    try:
-        from trinity.benchmarks import get_benchmark
-
-        return get_benchmark(question.benchmark).render_question(question)
-    except Exception:
+    if question.benchmark not in BENCHMARK_NAMES:
         return question.question
+    return get_benchmark(question.benchmark).render_question(question)
