@@ -122,7 +122,7 @@ def encode_state(state: dict[str, Any]) -> bytes:
     buf = io.BytesIO()
     payload = {f"a{i}": a for i, a in enumerate(arrays)}
     payload["state_json"] = np.frombuffer(json.dumps(doc, allow_nan=False).encode("utf-8"), dtype=np.uint8)
-    np.savez(buf, **payload)
+    np.savez(buf, **payload)  # type: ignore[arg-type]  # (numpy's stub types **kwds as its allow_pickle flag)
     return buf.getvalue()
 
 

@@ -50,6 +50,7 @@ from trinity.errors import (
     ConfigError,
     OutOfCredit,
     PoolFailing,
+    PoolStop,
     PoolUnreachable,
     ProviderError,
 )
@@ -238,7 +239,7 @@ class PoolClient:
         self._rng = random.Random(seed)
         self._url = f"{pool.base_url}/chat/completions"
         self._open = False
-        self.stopped: OutOfCredit | BudgetExceeded | PoolUnreachable | None = None  # first 402 / cap hit / dead pool
+        self.stopped: OutOfCredit | BudgetExceeded | PoolStop | None = None  # first 402 / cap hit / pool stop
         self._connect_fail_streak = 0  # calls in a row that gave up on connection errors
         self._last_connect_error = ""
         self._price_ratio: dict[str, float] = {}  # reported / table cost, highest seen (>= 1)
@@ -513,7 +514,7 @@ class PoolClient:
                         provider=self.pool.name, model=model, prompt_tokens=res.prompt_tokens,
                         completion_tokens=res.completion_tokens, cost_micro_usd=actual_micro,
                         cost_source=res.cost_source, purpose=purpose, note=res.usage_note)
-                if res.ok and ckey is not None:
+                if res.ok and ckey is not None and self.cache is not None:
                     # cached before it is journaled: a kill between the two leaves an answer a resume
                     # replays from the cache for free (its twins in flight too) instead of buying it again
                     self.cache.put(ckey, self.pool.name, model, self._cached_form(res))
@@ -528,7 +529,7 @@ class PoolClient:
                     self.stopped = absurd
             if res.ok:
                 self.stats.ok += 1
-                if ckey is not None:
+                if ckey is not None and self.cache is not None:
                     self.cache.put(ckey, self.pool.name, model, self._cached_form(res))
             else:
                 self.stats.failed += 1
@@ -703,7 +704,7 @@ class PoolClient:
         if error is None and not have_tokens:
             # No usage at all: estimate from the text so the call is still accounted for.
             pt, ct, have_tokens = estimate_tokens("x" * prompt_chars), estimate_tokens(text), True
-        pt, ct = (int(pt), int(ct)) if have_tokens else (0, 0)
+        pt, ct = (int(pt or 0), int(ct or 0)) if have_tokens else (0, 0)
         if reported is not None:
             cost, source = reported, "reported"
         elif have_tokens:
