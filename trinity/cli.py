@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "trinity.benchmarks.cli",   # benchmarks list/export
     "trinity.submission.cli",   # pack, check, submit
     "trinity.bench.cli",        # bench candidates|pool|grading|app
+    "trinity.sweep.cli",        # sweep SPEC | resume DIR | status DIR
 ]
 
 

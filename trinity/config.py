@@ -184,6 +184,8 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         mark = getattr(e, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{path}:{line} is not valid YAML; fix it") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not UTF-8 text; save it as UTF-8") from None
     if doc is None:
         return {}
     if not isinstance(doc, dict):

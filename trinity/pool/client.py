@@ -34,7 +34,7 @@ import httpcore
 import httpx
 
 from trinity.errors import BudgetExceeded, ConfigError, OutOfCredit, ProviderError, TrinityError
-from trinity.pool.budget import Budget, to_micro
+from trinity.pool.budget import Budget, BudgetLike, to_micro
 from trinity.pool.cache import ResponseCache, cache_key
 from trinity.pool.faults import Cooldown, is_retryable, parse_retry_after
 from trinity.pool.journal import CallJournal
@@ -156,7 +156,7 @@ def _server_ms(headers: httpx.Headers) -> float | None:
 
 class PoolClient:
     def __init__(self, pool: PoolConfig, *, run_id: str, ledger: Ledger | None = None,
-                 cache: ResponseCache | None = None, budget: Budget | None = None,
+                 cache: ResponseCache | None = None, budget: Budget | BudgetLike | None = None,
                  journal: CallJournal | None = None, env_file: str | None = None,
                  seed: int | None = None):
         self.pool = pool

@@ -1,0 +1,140 @@
+"""`trinity sweep` on a local Ray instance with 2 CPUs (one per test module)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sweep_helpers import ROOT, results, write_spec
+
+from trinity.errors import ConfigError
+from trinity.sweep.runner import new_sweep, run_sweep, sweep_status
+from trinity.sweep.spec import load_spec
+
+ray = pytest.importorskip("ray", reason="the [ray] extra (pip install -e '.[ray]') runs these tests")
+SWEEP_TIMEOUT_S = 240
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def _four(tmp: Path, gens: int = 3) -> Path:
+    return write_spec(tmp / "spec.yaml", config={"generations": gens}, grid={"sigma0": [0.05, 0.2]}, seeds=[0, 1])
+
+
+def test_spec_expands_grid_draws_and_seeds(tmp_path):
+    spec = load_spec(write_spec(tmp_path / "s.yaml", grid={"sigma0": [0.05, 0.2]}, seeds=[3, 4],
+                                random={"samples": 2, "seed": 5,
+                                        "params": {"m": {"choice": [4, 8]}, "temperature": {"loguniform": [0.5, 2]}}}))
+    trials = spec.trials()
+    assert len(trials) == 2 * 2 * 2 and len({t.id for t in trials}) == 8
+    assert [t.config.seed for t in trials[:2]] == [3, 4] and trials[0].config.sigma0 == 0.05
+    assert {t.config.m for t in trials} <= {4, 8} and all(0.5 <= t.config.temperature <= 2 for t in trials)
+    again = load_spec(tmp_path / "s.yaml").trials()
+    assert [t.config.hash() for t in again] == [t.config.hash() for t in trials]  # seeded draws
+
+
+@pytest.mark.parametrize("sections, needle", [
+    ({"grid": {"sigma": [0.1]}}, "'sigma' is not a TrainConfig key"),
+    ({"grid": {"popsize": [1, 8]}}, "trial t000 (popsize=1)"),
+    ({"grid": {"sigma0": []}}, "grid.sigma0: must be a non-empty list"),
+    ({"seeds": [0, 0]}, "a seed appears twice"),
+    ({"random": {"samples": 2, "params": {"sigma0": {"normal": [0, 1]}}}}, "random.params.sigma0"),
+    ({"resources": {"gpus": 1}}, "unknown key 'gpus'"),
+    ({"trials": 3}, "unknown key 'trials'"),
+])
+def test_bad_spec_is_one_line_naming_the_key(tmp_path, sections, needle):
+    with pytest.raises(ConfigError) as e:
+        load_spec(write_spec(tmp_path / "bad.yaml", **sections))
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_cli_errors_without_traceback(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(b"grid: [\xff\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-m", "trinity", "sweep", str(bad), "--run-dir", str(tmp_path / "d")],
+                         capture_output=True, text=True, cwd=ROOT, timeout=60, env=env)
+    assert out.returncode == 2 and out.stderr.startswith("error: ") and "Traceback" not in out.stderr
+    out = subprocess.run([sys.executable, "-m", "trinity", "sweep", "status", str(tmp_path)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=60, env=env)
+    assert out.returncode == 2 and "not a sweep directory" in out.stderr
+
+
+def test_four_trial_sweep(ray_local, tmp_path):
+    sd = new_sweep(_four(tmp_path), tmp_path / "sweep")
+    doc = run_sweep(sd.path, timeout_s=SWEEP_TIMEOUT_S)
+    assert doc["status"] == "finished" and doc["counts"] == {"finished": 4}
+    dirs = sorted(p.name for p in (sd.path / "trials").iterdir())
+    assert dirs == ["t000", "t001", "t002", "t003"]
+    on_disk = json.loads((sd.path / "sweep.json").read_text())
+    for t in on_disk["trials"]:
+        run = sd.path / t["dir"]
+        meta = json.loads((run / "run.json").read_text())
+        assert meta["status"] == "finished" and meta["config"]["sigma0"] == t["overrides"]["sigma0"]
+        hist = json.loads((run / "history.json").read_text())
+        assert t["generations"] == len(hist) == 3
+        assert t["best_val_acc"] == hist[-1]["best_val_acc"]
+    best = max(on_disk["trials"], key=lambda t: t["best_val_acc"])
+    assert on_disk["best"] == {"trial": best["id"], "best_val_acc": best["best_val_acc"]}
+    # seeds differ → different runs; the same spec point and seed is an ordinary, resumable run
+    assert results(sd.path / "trials/t000") != results(sd.path / "trials/t001")
+
+
+def test_failing_trial_does_not_stop_the_others(ray_local, tmp_path):
+    spec = write_spec(tmp_path / "spec.yaml", grid={"encoder": ["tiny-qwen3", str(tmp_path / "no-such-encoder")]})
+    sd = new_sweep(spec, tmp_path / "sweep")
+    doc = run_sweep(sd.path, timeout_s=SWEEP_TIMEOUT_S)
+    assert doc["status"] == "incomplete"
+    ok, bad = doc["trials"]
+    assert ok["state"] == "finished" and "error" not in ok
+    assert bad["state"] == "failed" and "no-such-encoder" in bad["error"]
+    assert json.loads((sd.path / "sweep.json").read_text())["trials"][1]["error"] == bad["error"]
+    status = sweep_status(sd.path)
+    assert status["counts"] == {"finished": 1, "failed": 1}
+
+
+def _gen_count(run: Path) -> int:
+    ev = run / "events.jsonl"
+    return ev.read_text(errors="replace").count('"type": "generation"') if ev.exists() else 0
+
+
+def test_killed_driver_then_resume_equals_uninterrupted(ray_local, tmp_path):
+    gens = 30
+    ref = new_sweep(_four(tmp_path / "a" if (tmp_path / "a").mkdir() is None else None, gens), tmp_path / "ref")
+    run_sweep(ref.path, timeout_s=SWEEP_TIMEOUT_S)
+
+    killed = new_sweep(tmp_path / "a" / "spec.yaml", tmp_path / "killed")
+    address = ray.get_runtime_context().gcs_address
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    drv = subprocess.Popen([sys.executable, "-m", "trinity", "sweep", "resume", str(killed.path),
+                            "--address", address], cwd=ROOT, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + SWEEP_TIMEOUT_S
+        while not any(_gen_count(p) >= 2 for p in (killed.path / "trials").glob("t*")):
+            assert drv.poll() is None, "the driver ended before any trial got going"
+            assert time.monotonic() < deadline, "no trial reached generation 2"
+            time.sleep(0.05)
+        os.killpg(drv.pid, signal.SIGKILL)
+    finally:
+        if drv.poll() is None:
+            os.killpg(drv.pid, signal.SIGKILL)
+        drv.wait(timeout=30)
+    interrupted = sweep_status(killed.path)
+    assert interrupted["counts"].get("finished", 0) < 4, interrupted["counts"]
+
+    doc = run_sweep(killed.path, timeout_s=SWEEP_TIMEOUT_S)
+    assert doc["status"] == "finished"
+    for t in doc["trials"]:
+        assert results(killed.path / t["dir"]) == results(ref.path / t["dir"]), t["id"]
