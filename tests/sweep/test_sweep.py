@@ -28,8 +28,19 @@ def ray_local():
     ray.shutdown()
 
 
-def _four(tmp: Path, gens: int = 3) -> Path:
-    return write_spec(tmp / "spec.yaml", config={"generations": gens}, grid={"sigma0": [0.05, 0.2]}, seeds=[0, 1])
+GENS = 10
+
+
+def _four(tmp: Path) -> Path:
+    return write_spec(tmp / "spec.yaml", config={"generations": GENS}, grid={"sigma0": [0.05, 0.2]}, seeds=[0, 1])
+
+
+@pytest.fixture(scope="module")
+def reference(ray_local, tmp_path_factory):
+    """An uninterrupted 4-trial sweep: (spec path, sweep dir, returned doc)."""
+    tmp = tmp_path_factory.mktemp("ref")
+    sd = new_sweep(_four(tmp), tmp / "sweep")
+    return tmp / "spec.yaml", sd, run_sweep(sd.path, timeout_s=SWEEP_TIMEOUT_S)
 
 
 def test_spec_expands_grid_draws_and_seeds(tmp_path):
@@ -71,9 +82,8 @@ def test_cli_errors_without_traceback(tmp_path):
     assert out.returncode == 2 and "not a sweep directory" in out.stderr
 
 
-def test_four_trial_sweep(ray_local, tmp_path):
-    sd = new_sweep(_four(tmp_path), tmp_path / "sweep")
-    doc = run_sweep(sd.path, timeout_s=SWEEP_TIMEOUT_S)
+def test_four_trial_sweep(reference):
+    _, sd, doc = reference
     assert doc["status"] == "finished" and doc["counts"] == {"finished": 4}
     dirs = sorted(p.name for p in (sd.path / "trials").iterdir())
     assert dirs == ["t000", "t001", "t002", "t003"]
@@ -83,7 +93,7 @@ def test_four_trial_sweep(ray_local, tmp_path):
         meta = json.loads((run / "run.json").read_text())
         assert meta["status"] == "finished" and meta["config"]["sigma0"] == t["overrides"]["sigma0"]
         hist = json.loads((run / "history.json").read_text())
-        assert t["generations"] == len(hist) == 3
+        assert t["generations"] == len(hist) == GENS
         assert t["best_val_acc"] == hist[-1]["best_val_acc"]
     best = max(on_disk["trials"], key=lambda t: t["best_val_acc"])
     assert on_disk["best"] == {"trial": best["id"], "best_val_acc": best["best_val_acc"]}
@@ -109,12 +119,9 @@ def _gen_count(run: Path) -> int:
     return ev.read_text(errors="replace").count('"type": "generation"') if ev.exists() else 0
 
 
-def test_killed_driver_then_resume_equals_uninterrupted(ray_local, tmp_path):
-    gens = 30
-    ref = new_sweep(_four(tmp_path / "a" if (tmp_path / "a").mkdir() is None else None, gens), tmp_path / "ref")
-    run_sweep(ref.path, timeout_s=SWEEP_TIMEOUT_S)
-
-    killed = new_sweep(tmp_path / "a" / "spec.yaml", tmp_path / "killed")
+def test_killed_driver_then_resume_equals_uninterrupted(reference, tmp_path):
+    spec, ref, _ = reference
+    killed = new_sweep(spec, tmp_path / "killed")
     address = ray.get_runtime_context().gcs_address
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     drv = subprocess.Popen([sys.executable, "-m", "trinity", "sweep", "resume", str(killed.path),
