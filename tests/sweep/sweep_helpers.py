@@ -15,7 +15,9 @@ def write_spec(path: Path, **sections) -> Path:
     doc = {"base": str(PRACTICE),
            "config": {"encoder": "tiny-qwen3", "generations": 3, "popsize": 4, "m": 8, "traces": "none"}}
     for k, v in sections.items():
-        if k == "config":
+        if k == "base" and v is None:
+            doc.pop("base")
+        elif k == "config":
             doc["config"] = {**doc["config"], **v}
         else:
             doc[k] = v

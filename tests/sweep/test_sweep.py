@@ -145,3 +145,48 @@ def test_killed_driver_then_resume_equals_uninterrupted(reference, tmp_path):
     assert doc["status"] == "finished"
     for t in doc["trials"]:
         assert results(killed.path / t["dir"]) == results(ref.path / t["dir"]), t["id"]
+
+
+@pytest.fixture
+def practice_server():
+    from trinity.pool.practice_server import start_practice_server
+
+    h = start_practice_server(port=0)
+    yield h
+    h.stop()
+
+
+def test_one_budget_across_two_live_trials(ray_local, practice_server, tmp_path, capsys):
+    from trinity.cli import main
+    from trinity.data.practice import practice_questions
+
+    qfile = tmp_path / "mathmc.jsonl"
+    qfile.write_text("".join(json.dumps(q.to_json()) + "\n" for q in practice_questions() if q.kind != "code"))
+    cap = 0.007  # the priciest model's worst case (max_tokens of output) is ~$0.005 a call
+    # each trial its own response cache: a cache hit would be free and prove nothing about the budget
+    spec = write_spec(tmp_path / "live.yaml", base=None,
+                      config={"mode": "live", "pool": "practice", "base_url": practice_server.base_url,
+                              "questions": str(qfile), "generations": 6, "popsize": 4, "m": 4,
+                              "max_turns": 2, "concurrency": 4},
+                      grid={"cache_path": [str(tmp_path / "c0.sqlite"), str(tmp_path / "c1.sqlite")]})
+    before = practice_server.stats.billed_usd
+    sd = new_sweep(spec, tmp_path / "sweep", budget_usd=cap)
+    doc = run_sweep(sd.path, timeout_s=SWEEP_TIMEOUT_S)
+    billed = practice_server.stats.billed_usd - before
+    assert 0 < billed <= cap, (billed, cap)  # counted at the server
+    states = [t["state"] for t in doc["trials"]]
+    assert "stopped" in states, doc["trials"]  # the cap was reached ...
+    stopped = [t for t in doc["trials"] if t["state"] == "stopped"]
+    assert all("sweep budget" in t.get("message", "") for t in stopped)
+    # ... by the two trials together: both paid for calls
+    assert all(float(t["cost_usd"]) > 0 for t in doc["trials"])
+    # `ledger report SWEEP_DIR` sums the trials' ledgers, and that is what the server charged
+    capsys.readouterr()
+    assert main(["ledger", "report", str(sd.path), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["n_runs"] == 2 and rep["ok"]
+    assert abs(rep["total_usd"] - billed) < 1e-6 * max(1, rep["n_records"])
+    # resume: the holder starts from the ledgers, so nothing more fits under the same cap
+    doc2 = run_sweep(sd.path, timeout_s=SWEEP_TIMEOUT_S)
+    assert practice_server.stats.billed_usd - before <= cap
+    assert doc2["spent_usd"] <= cap

@@ -30,14 +30,17 @@ class BudgetHolder:
         self.reservations = 0
         self.refusals = 0
 
-    def reserve(self, amount_micro: int, what: str) -> str | None:
-        """None when reserved, else the refusal message."""
+    def reserve(self, amount_micro: int, what: str) -> tuple[str, bool] | None:
+        """None when reserved, else (the refusal message, whether only the calls in flight are in
+        the way — then the caller waits for them to settle instead of stopping). One answer from
+        one actor call: another trial's settle cannot slip in between the two."""
         amount = max(0, int(amount_micro))
         if self.spent_micro + self.reserved_micro + amount > self.cap_micro:
             self.refusals += 1
+            only_inflight = self.reserved_micro > 0 and self.spent_micro + amount <= self.cap_micro
             return (f"sweep budget of ${self.cap_micro / MICRO:.4f} reached: spent ${self.spent_micro / MICRO:.4f} "
                     f"by all trials, in flight ${self.reserved_micro / MICRO:.4f}, {what} may cost up to "
-                    f"${amount / MICRO:.4f}; raise the sweep's --budget-usd to continue")
+                    f"${amount / MICRO:.4f}; raise the sweep's --budget-usd to continue", only_inflight)
         self.reserved_micro += amount
         self.reservations += 1
         return None
@@ -107,13 +110,17 @@ class SharedBudget:
             raise
         if refused is not None:
             self.local.settle(res, 0)
-            raise BudgetExceeded(refused)
+            self._wait_verdict = bool(refused[1])
+            raise BudgetExceeded(refused[0])
+        self._wait_verdict = False
         return res
 
+    _wait_verdict = False  # the last refusal's: only calls in flight (of any trial) were in the way
+
     def blocked_only_by_inflight(self, worst_case_usd: float) -> bool:
-        if self.local.blocked_only_by_inflight(worst_case_usd):
-            return True
-        return bool(self._call(self.holder.blocked_only_by_inflight, to_micro(worst_case_usd)))
+        # the client asks right after a refusal, with no await in between: answer with that
+        # refusal's verdict (a second actor call could see another trial's settle in between)
+        return self._wait_verdict or self.local.blocked_only_by_inflight(worst_case_usd)
 
     def settle(self, reservation: Reservation, actual_micro_usd: int) -> None:
         if reservation.settled:

@@ -59,6 +59,10 @@ def trial_state(run_path: Path) -> dict[str, Any]:
         out["cost_usd"] = float(last.get("cost_usd") or 0.0)
         vals = [h.get("best_val_acc") for h in hist if isinstance(h.get("best_val_acc"), (int, float))]
         out["best_val_acc"] = float(vals[-1]) if vals else None
+    if run.ledger.exists():  # the spend is what the ledger says (calls of an unfinished generation too)
+        from trinity.pool.ledger import verify_ledger
+
+        out["cost_usd"] = verify_ledger(run.ledger).total_usd
     return out
 
 
