@@ -33,6 +33,10 @@ def build_router(cfg: TrainConfig, n_models: int) -> Any:
 
 
 def make_fitness(cfg: TrainConfig, run: RunDir, router: Any, inputs: RunInputs, models: list[str]) -> Fitness:
+    if cfg.workers > 1 or cfg.ray_address:
+        from trinity.optim.population import make_population_fitness
+
+        return make_population_fitness(cfg, run, router, inputs, models)
     if cfg.mode == "cached":
         return CachedFitness(router, inputs.matrix, models, policy=cfg.policy, temperature=cfg.temperature,
                              seed=cfg.seed, traces=cfg.traces)
@@ -99,7 +103,7 @@ def _warmup(fitness: Fitness, router: Any, inputs: RunInputs, trainer: Trainer) 
     fresh or resumed, so a resumed run's numbers equal the uninterrupted run's bit for bit.
     """
     def warm() -> None:
-        if not isinstance(fitness, CachedFitness):
+        if not isinstance(fitness, CachedFitness) or getattr(fitness, "warms_itself", False):
             return
         import time
 

@@ -215,7 +215,7 @@ def run_sweep(sweep_dir: str | os.PathLike, address: str | None = None, num_cpus
               budget_usd: float | None = None, on_event: Callable[[dict], None] | None = None,
               timeout_s: float | None = None) -> dict[str, Any]:
     """Run (or continue) every trial that has not finished; returns the refreshed sweep.json."""
-    from trinity.sweep.raysupport import connect
+    from trinity.optim.raysupport import connect
 
     sd = SweepDir(Path(sweep_dir))
     doc = sd.read()
