@@ -67,3 +67,4 @@ def test_live_mode_over_workers_is_refused_clearly(ray_local, tmp_path):
                              "workers": 2})
     with pytest.raises(ConfigError, match="live mode over workers is not built yet"):
         start_run(cfg, run_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()

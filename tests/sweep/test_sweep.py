@@ -190,3 +190,26 @@ def test_one_budget_across_two_live_trials(ray_local, practice_server, tmp_path,
     doc2 = run_sweep(sd.path, timeout_s=SWEEP_TIMEOUT_S)
     assert practice_server.stats.billed_usd - before <= cap
     assert doc2["spent_usd"] <= cap
+
+
+def test_shipped_example_spec_expands():
+    trials = load_spec(ROOT / "configs" / "sweep-practice.yaml").trials()
+    assert len(trials) == 4 and {t.config.encoder for t in trials} == {"tiny-qwen3"}
+    assert {t.config.mode for t in trials} == {"cached"} and {t.config.seed for t in trials} == {0, 1}
+
+
+def test_without_ray_one_line_names_the_extra(tmp_path, monkeypatch, capsys):
+    from trinity.cli import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if not installed
+    rc = main(["sweep", str(_four(tmp_path)), "--run-dir", str(tmp_path / "sweep")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and 'pip install -e ".[ray]"' in err
+    assert not (tmp_path / "sweep").exists()
+    from trinity.config import load_config
+    from trinity.optim.engine import start_run
+
+    with pytest.raises(ConfigError, match=r'pip install -e "\.\[ray\]"'):
+        start_run(load_config(ROOT / "configs" / "practice.yaml", {"encoder": "tiny-qwen3", "workers": 2}),
+                  run_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()  # checked before the run dir is created

@@ -7,6 +7,7 @@ BENCH_MODULES = [
     "trinity.bench.pool",        # client throughput/latency, live generation wall time
     "trinity.bench.grading",     # sandbox overhead, math grader throughput
     "trinity.bench.app",         # TUI first frame, refresh cost, memory
+    "trinity.sweep.bench",       # sweep on Ray vs one after another; --workers N vs 1
 ]
 
 

@@ -127,6 +127,10 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
               on_event: Callable[[dict], None] | None = None, argv: list[str] | None = None) -> TrainResult:
     inputs = inputs_from_config(cfg)  # cross-checks: errors before anything is created
     models = pool_models(cfg, inputs)
+    if cfg.workers > 1 or cfg.ray_address:
+        from trinity.optim.population import check_population
+
+        check_population(cfg)
     run = RunDir(run_dir) if run_dir else RunDir(Path(runs_root) / new_run_id())
     if run.exists():
         raise InputError(f"{run.path} already holds a run; continue it with `trinity resume {run.path}` "

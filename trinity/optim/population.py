@@ -224,10 +224,18 @@ class _Lost(Exception):
         self.cause = cause
 
 
-def make_population_fitness(cfg: TrainConfig, run: Any, router: Any, inputs: Any, models: list[str]) -> PopulationFitness:
+def check_population(cfg: TrainConfig) -> None:
+    """What --workers needs, checked before a run directory is created."""
+    from trinity.optim.raysupport import require_ray
+
     if cfg.mode != "cached":
         raise ConfigError("--workers / --ray-address spread cached-mode generations over Ray actors; live mode "
                           "over workers is not built yet: run live training with --workers 1")
+    require_ray()
+
+
+def make_population_fitness(cfg: TrainConfig, run: Any, router: Any, inputs: Any, models: list[str]) -> PopulationFitness:
+    check_population(cfg)
     by_id = {q.id: q for q in inputs.questions}
     qs = [by_id[i] for i in inputs.splits["train"]] + [by_id[i] for i in inputs.splits["val"]]
     # the same texts, in the same order, as the single-process warm-up (engine._warmup)

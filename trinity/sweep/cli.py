@@ -50,6 +50,7 @@ def print_status(doc: dict[str, Any], as_json: bool) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from trinity.optim.raysupport import require_ray
     from trinity.sweep.runner import new_sweep, run_sweep, sweep_status
 
     target = list(args.target)
@@ -61,6 +62,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             doc = sweep_status(target[1])
             print_status(doc, args.json)
             return 0
+        require_ray()
         doc = run_sweep(target[1], address=args.address, num_cpus=args.num_cpus, budget_usd=args.budget_usd,
                         on_event=_printer(args.json))
     else:
@@ -71,6 +73,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             return 0
         if not args.run_dir:
             raise ConfigError("trinity sweep SPEC.yaml needs --run-dir DIR (where the sweep and its trials go)")
+        require_ray()  # before the sweep dir is created
         sd = new_sweep(verb, args.run_dir, budget_usd=args.budget_usd)
         doc = run_sweep(sd.path, address=args.address, num_cpus=args.num_cpus, on_event=_printer(args.json))
     if not args.json:
