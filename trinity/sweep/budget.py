@@ -38,9 +38,10 @@ class BudgetHolder:
         if self.spent_micro + self.reserved_micro + amount > self.cap_micro:
             self.refusals += 1
             only_inflight = self.reserved_micro > 0 and self.spent_micro + amount <= self.cap_micro
-            return (f"sweep budget of ${self.cap_micro / MICRO:.4f} reached: spent ${self.spent_micro / MICRO:.4f} "
-                    f"by all trials, in flight ${self.reserved_micro / MICRO:.4f}, {what} may cost up to "
-                    f"${amount / MICRO:.4f}; raise the sweep's --budget-usd to continue", only_inflight)
+            message = (f"sweep budget of ${self.cap_micro / MICRO:.4f} reached: spent ${self.spent_micro / MICRO:.4f} "
+                       f"by all trials, in flight ${self.reserved_micro / MICRO:.4f}, {what} may cost up to "
+                       f"${amount / MICRO:.4f}; raise the sweep's --budget-usd to continue")
+            return message, only_inflight
         self.reserved_micro += amount
         self.reservations += 1
         return None

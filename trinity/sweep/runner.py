@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from trinity.config import validate_config
 from trinity.errors import ConfigError, InputError, RunLockedError, TrinityError

@@ -72,7 +72,7 @@ class SweepSpec:
                 "budget_usd": self.budget_usd}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "SweepSpec":
+    def from_json(cls, d: dict[str, Any]) -> SweepSpec:
         r = d.get("resources") or {}
         return cls(source=d.get("source", ""), base=d.get("base"), config=dict(d.get("config") or {}),
                    grid=dict(d.get("grid") or {}), random=d.get("random"), seeds=d.get("seeds"),
