@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from trinity.errors import ConfigError
@@ -36,5 +37,8 @@ def connect(address: str | None = None, num_cpus: int | None = None) -> tuple[An
         return ray, True
     if num_cpus is not None:
         kwargs["num_cpus"] = num_cpus
+    # Ray starts its workers at nice 15; a trial or a population worker is the run's main work,
+    # not background work, so keep it at the priority a plain `trinity train` has
+    os.environ.setdefault("RAY_worker_niceness", "0")
     ray.init(**kwargs)
     return ray, True

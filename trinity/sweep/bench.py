@@ -50,6 +50,7 @@ def bench_sweep(trials: int, generations: int, cpus: int | None) -> dict[str, An
     import yaml
 
     from trinity.config import load_config
+    from trinity.optim.raysupport import connect
     from trinity.optim.engine import start_run
     from trinity.sweep.runner import new_sweep, run_sweep
 
@@ -67,7 +68,7 @@ def bench_sweep(trials: int, generations: int, cpus: int | None) -> dict[str, An
         spec.write_text(yaml.safe_dump({"base": str(PRACTICE), "config": base, "seeds": list(range(trials))}))
         load0 = _load()
         t0 = time.perf_counter()
-        ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+        connect(None, cpus)
         t_init = time.perf_counter() - t0
         slots = int(ray.cluster_resources().get("CPU", 1))
         try:
@@ -101,6 +102,7 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
     from trinity.optim.engine import build_router
     from trinity.optim.fitness import CachedFitness, null_hooks
     from trinity.optim.population import PopulationFitness
+    from trinity.optim.raysupport import connect
     from trinity.optim.runinputs import inputs_from_config
     from trinity.optim.trainer import make_es
 
@@ -131,7 +133,7 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
                            "load_avg_1m": _load()}
     t_local, lg_local = timed(single)
     out["in_process_s"] = round(t_local, 3)
-    ray.init(include_dashboard=False, log_to_driver=False)
+    connect()
     try:
         for n in (1, workers):
             cfg_n = cfg.model_copy(update={"workers": n})
