@@ -213,3 +213,10 @@ def test_without_ray_one_line_names_the_extra(tmp_path, monkeypatch, capsys):
         start_run(load_config(ROOT / "configs" / "practice.yaml", {"encoder": "tiny-qwen3", "workers": 2}),
                   run_dir=tmp_path / "run")
     assert not (tmp_path / "run").exists()  # checked before the run dir is created
+
+
+def test_trials_no_node_can_hold_are_refused(ray_local, tmp_path):
+    spec = write_spec(tmp_path / "gpu.yaml", resources={"gpus_per_trial": 1})
+    sd = new_sweep(spec, tmp_path / "sweep")
+    with pytest.raises(ConfigError, match="the Ray cluster has 0 GPUs"):
+        run_sweep(sd.path, timeout_s=SWEEP_TIMEOUT_S)

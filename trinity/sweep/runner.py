@@ -124,8 +124,8 @@ class SweepDir:
 
 
 # ---- the task that runs one trial, in a Ray worker --------------------------------------------
-def run_trial(run_path: str, config: dict[str, Any], budget_actor: Any = None, force_cpu: bool = False,
-              workers_env: dict[str, str] | None = None) -> dict[str, Any]:
+def run_trial(run_path: str, config: dict[str, Any], budget_actor: Any = None,
+              force_cpu: bool = False) -> dict[str, Any]:
     """Start or resume one trial in this process. Returns {state, error?}; never raises for a
     trial's own failure (a failing trial must not stop the others)."""
     from trinity.optim.engine import resume_run, start_run
@@ -205,10 +205,18 @@ def new_sweep(spec_path: str | os.PathLike, sweep_dir: str | os.PathLike,
 
 
 def _resources(ray: Any, spec: SweepSpec) -> tuple[float, float]:
+    have = ray.cluster_resources()
     cpus = spec.resources.cpus_per_trial
     gpus = spec.resources.gpus_per_trial
     if gpus is None:
-        gpus = 1.0 if float(ray.cluster_resources().get("GPU", 0)) >= 1 else 0.0
+        gpus = 1.0 if float(have.get("GPU", 0)) >= 1 else 0.0
+    # a trial that no node can hold would wait forever: say so instead
+    if gpus > float(have.get("GPU", 0)):
+        raise ConfigError(f"resources.gpus_per_trial is {gpus:g} but the Ray cluster has {have.get('GPU', 0):g} GPUs; "
+                          "lower it (0 runs the trials on CPUs) or join a cluster with GPUs (--address)")
+    if cpus > float(have.get("CPU", 0)):
+        raise ConfigError(f"resources.cpus_per_trial is {cpus:g} but the Ray cluster has {have.get('CPU', 0):g} CPUs; "
+                          "lower it")
     return cpus, gpus
 
 
