@@ -4,6 +4,8 @@
     this process, then as a sweep on a local Ray instance (`--cpus` slots): wall times, the
     speed-up, and the Ray path's overhead per trial (its wall time beyond the ideal
     sequential / slots, per trial of a slot).
+(c) `--part budget`: reserve + settle of one call through the sweep's budget holder (a Ray
+    actor), from one process: the round trips a live trial pays per call, and the holder's ceiling.
 (b) `--part workers`: one cached generation (popsize 32, m 16 by default) at qwen3-0.6b-random size
     on the CPU: in this process, on 1 Ray worker (the pure overhead: the same work, serialised,
     through Ray), and on `--workers` Ray workers; the logits must be equal bit for bit.
@@ -25,7 +27,8 @@ PRACTICE = Path(__file__).resolve().parents[2] / "configs" / "practice.yaml"
 
 def register(sub) -> None:
     p = sub.add_parser("sweep", help="sweep on local Ray vs one after another; --workers N vs 1 for one generation")
-    p.add_argument("--part", choices=["sweep", "workers", "both"], default="both")
+    p.add_argument("--part", choices=["sweep", "workers", "budget", "both"], default="both",
+                   help="both = sweep and workers; budget: reserve+settle round trips to the sweep's budget holder")
     p.add_argument("--trials", type=int, default=8)
     p.add_argument("--generations", type=int, default=10, help="per trial (part a)")
     p.add_argument("--cpus", type=int, default=None, help="local Ray CPUs (default: all)")
@@ -155,6 +158,31 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
     return out
 
 
+def bench_budget(n: int = 2000) -> dict[str, Any]:
+    import ray
+
+    from trinity.optim.raysupport import connect
+    from trinity.pool.budget import Budget
+    from trinity.sweep.budget import SharedBudget, make_holder
+
+    connect()
+    try:
+        holder = make_holder(ray, 1000.0, 0)
+        b = SharedBudget(Budget(None), holder)
+        for _ in range(50):  # warm the connection
+            b.settle(b.reserve(0.001), 100)
+        t = time.perf_counter()
+        for _ in range(n):
+            b.settle(b.reserve(0.001), 100)
+        secs = time.perf_counter() - t
+        state = ray.get(holder.state.remote())
+    finally:
+        ray.shutdown()
+    return {"calls": n, "secs": round(secs, 3), "ms_per_call": round(1000 * secs / n, 3),
+            "calls_per_s_one_client": round(n / secs, 1), "holder_spent_micro_usd": state["spent_micro_usd"],
+            "load_avg_1m": _load()}
+
+
 def run(args) -> int:
     from trinity.optim.raysupport import require_ray
 
@@ -162,6 +190,8 @@ def run(args) -> int:
     res: dict[str, Any] = {}
     if args.part in ("sweep", "both"):
         res["sweep"] = bench_sweep(args.trials, args.generations, args.cpus)
+    if args.part == "budget":
+        res["budget"] = bench_budget()
     if args.part in ("workers", "both"):
         res["workers"] = bench_workers(args.encoder, args.popsize, args.m, args.workers, args.repeats)
     if args.json:
