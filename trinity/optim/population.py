@@ -55,10 +55,19 @@ class PopulationWorker:
             self.router.layer_inputs(texts[a:a + WARM_CHUNK])
         return len(texts)
 
+    busy_s = 0.0  # seconds spent computing logits (what the Ray path adds is the rest of the wall time)
+
     def logits(self, thetas: np.ndarray, texts: list[str], die: bool = False) -> np.ndarray:
         if die:
             os._exit(17)  # fault injection: the process is gone, as if killed
-        return np.asarray(self.router.population_logits(thetas, texts), dtype=np.float64)
+        t0 = time.perf_counter()
+        out = np.asarray(self.router.population_logits(thetas, texts), dtype=np.float64)
+        self.busy_s += time.perf_counter() - t0
+        return out
+
+    def take_busy(self) -> float:
+        b, self.busy_s = self.busy_s, 0.0
+        return b
 
     def pid(self) -> int:
         return os.getpid()
