@@ -23,6 +23,7 @@ from trinity.optim import cli as optim_cli
 from trinity.pool import cli as pool_cli
 from trinity.session import cli as session_cli
 from trinity.submission import cli as submission_cli
+from trinity.sweep import cli as sweep_cli
 
 COMMAND_MODULES = [
     optim_cli,        # train, resume
@@ -33,6 +34,7 @@ COMMAND_MODULES = [
     benchmarks_cli,   # benchmarks list/export
     submission_cli,   # pack, check, submit
     bench_cli,        # bench candidates|pool|grading|app
+    sweep_cli,        # sweep SPEC | resume DIR | status DIR
 ]
 
 

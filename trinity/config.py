@@ -34,7 +34,8 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent / "optim" / "trinity.yaml"
 # Keys that may change between a run and its resume without making the checkpoint foreign:
 # they change neither which candidates are sampled nor how they are scored.
 RESUMABLE_KEYS = ("generations", "device", "max_batch_tokens", "budget_usd", "base_url", "cache_path",
-                  "prices", "price_in", "price_out", "read_timeout_s", "fail_threshold")
+                  "prices", "price_in", "price_out", "read_timeout_s", "fail_threshold",
+                  "workers", "ray_address")
 
 
 class Splits(BaseModel):
@@ -105,6 +106,9 @@ class TrainConfig(BaseModel):
     shaping: bool = Field(False, description="live mode: format bonus / turn penalty in the training reward")
     format_bonus: float = Field(0.05, ge=0)
     turn_penalty: float = Field(0.02, ge=0)
+    workers: int = Field(1, ge=1, le=1024, description="cached mode: Ray actors that evaluate a generation's "
+                                                      "candidates (1: in this process; the [ray] extra)")
+    ray_address: str | None = Field(None, description="HOST:PORT of a Ray cluster for --workers (default: a local one)")
     traces: Literal["all", "best", "none"] = Field(
         "all", description="cached mode: trace every candidate x question, only the best candidate's, or none")
 

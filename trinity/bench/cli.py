@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from trinity.bench import app, candidates, grading, pool
+from trinity.sweep import bench as sweep_bench
 
 BENCH_MODULES = [
     candidates,  # fast vs reference candidate evaluation
     pool,        # client throughput/latency, live generation wall time
     grading,     # sandbox overhead, math grader throughput
     app,         # a pointer to `minertui bench`
+    sweep_bench,  # sweep on Ray vs one after another; --workers N vs 1
 ]
 
 

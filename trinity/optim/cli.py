@@ -9,7 +9,8 @@ from typing import Any
 
 TRAIN_FLAGS = ("mode", "encoder", "questions", "matrix", "pool", "competition", "base_url", "pool_models", "generations", "popsize", "m", "sigma0",
                "seed", "budget_usd", "max_batch_tokens", "device", "dtype", "policy", "temperature",
-               "price_in", "price_out", "read_timeout_s", "fail_threshold")
+               "price_in", "price_out", "read_timeout_s", "fail_threshold", "workers",
+               "ray_address")
 
 
 def _printer(as_json: bool):
@@ -54,7 +55,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     res = resume_run(args.run_dir, _overrides(args, ("generations", "device", "max_batch_tokens", "budget_usd",
                                                      "base_url", "price_in", "price_out", "read_timeout_s",
-                                                     "fail_threshold")),
+                                                     "fail_threshold", "workers", "ray_address")),
                      on_event=_printer(args.json))
     if res.exit_code and not args.json:
         print(res.message, file=sys.stderr)
@@ -106,6 +107,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--policy", choices=["argmax", "sample"],
                    help="argmax per group (default) or sample from the softmax")
     p.add_argument("--temperature", type=float, help="softmax temperature of --policy sample")
+    p.add_argument("--workers", type=int, help="cached mode: Ray actors that evaluate each generation's candidates "
+                                               "(default 1: this process; the [ray] extra)")
+    p.add_argument("--ray-address", dest="ray_address", help="HOST:PORT of a Ray cluster for --workers (default: local)")
     p.add_argument("--run-dir", help="run directory (default: RUNS_ROOT/<auto id>)")
     p.add_argument("--runs-root", default="runs", help="where auto-named runs go (default ./runs)")
     p.add_argument("--json", action="store_true", help="print every event as one JSON object a line")
@@ -119,5 +123,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--base-url", dest="base_url", help="live mode: a new base URL for the pool")
     r.add_argument("--max-batch-tokens", type=int, dest="max_batch_tokens", help="tokens per encoder batch")
     _pool_flags(r)
+    r.add_argument("--workers", type=int, help="Ray actors for the candidates (results are the same)")
+    r.add_argument("--ray-address", dest="ray_address", help="HOST:PORT of a Ray cluster for --workers")
     r.add_argument("--json", action="store_true", help="print every event as one JSON object a line")
     r.set_defaults(func=cmd_resume)

@@ -15,21 +15,10 @@ from typing import Any, Callable
 from trinity.config import TrainConfig, validate_config
 from trinity.errors import CheckpointError, ConfigError, InputError
 from trinity.optim import checkpoint as ckpt
-from trinity.optim.fitness import CachedFitness, Fitness, question_text
+from trinity.optim.fitness import WARM_CHUNK, CachedFitness, Fitness, build_router, question_text
 from trinity.optim.runinputs import RunInputs, inputs_digest, inputs_from_config, load_run_inputs
 from trinity.optim.trainer import Trainer, TrainResult
 from trinity.runs.rundir import RunDir, new_run_id, utc_now_iso
-
-WARM_CHUNK = 64  # questions per feature-cache warm-up call (fixed: the batches must not vary)
-
-
-def build_router(cfg: TrainConfig, n_models: int) -> Any:
-    from trinity.model.encoder import load_encoder
-    from trinity.model.router import Router
-
-    enc = load_encoder(cfg.encoder, device=cfg.device, dtype=cfg.dtype, seed=cfg.encoder_seed)
-    return Router(enc, n_models, max_batch_tokens=cfg.max_batch_tokens)
-
 
 def run_competition_of(cfg: TrainConfig) -> str:
     """The competition whose router text a run with `cfg` trains on (trinity.competition.text)."""
@@ -39,6 +28,10 @@ def run_competition_of(cfg: TrainConfig) -> str:
 
 
 def make_fitness(cfg: TrainConfig, run: RunDir, router: Any, inputs: RunInputs, models: list[str]) -> Fitness:
+    if cfg.workers > 1 or cfg.ray_address:
+        from trinity.optim.population import make_population_fitness
+
+        return make_population_fitness(cfg, run, router, inputs, models)
     if cfg.mode == "cached":
         assert inputs.matrix is not None, "inputs_from_config requires a matrix in cached mode"
         return CachedFitness(router, inputs.matrix, models, policy=cfg.policy, temperature=cfg.temperature,
@@ -105,7 +98,7 @@ def _warmup(fitness: Fitness, router: Any, inputs: RunInputs, trainer: Trainer) 
     fresh or resumed, so a resumed run's numbers equal the uninterrupted run's bit for bit.
     """
     def warm() -> None:
-        if not isinstance(fitness, CachedFitness):
+        if not isinstance(fitness, CachedFitness) or getattr(fitness, "warms_itself", False):
             return
         import time
 
@@ -129,6 +122,10 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
               on_event: Callable[[dict], None] | None = None, argv: list[str] | None = None) -> TrainResult:
     inputs = inputs_from_config(cfg)  # cross-checks: errors before anything is created
     models = pool_models(cfg, inputs)
+    if cfg.workers > 1 or cfg.ray_address:
+        from trinity.optim.population import check_population
+
+        check_population(cfg)
     run = RunDir(run_dir) if run_dir else RunDir(Path(runs_root) / new_run_id())
     if run.exists() and _failed_at_start(run):
         _clear_failed_start(run)  # a run that never started (no key, bad URL …): the retry takes its place

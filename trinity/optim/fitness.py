@@ -27,6 +27,17 @@ from trinity.data.matrix import OutcomeMatrix
 from trinity.data.questions import Question
 from trinity.model import ROLES, policy
 
+WARM_CHUNK = 64  # questions per feature-cache warm-up call (fixed: the batches must not vary)
+
+
+def build_router(cfg: Any, n_models: int) -> Any:
+    """The run's router: its encoder (`cfg`: a TrainConfig) and a head for `n_models`."""
+    from trinity.model.encoder import load_encoder
+    from trinity.model.router import Router
+
+    enc = load_encoder(cfg.encoder, device=cfg.device, dtype=cfg.dtype, seed=cfg.encoder_seed)
+    return Router(enc, n_models, max_batch_tokens=cfg.max_batch_tokens)
+
 
 class StopRequested(Exception):
     """Raised from a progress hook when SIGINT/SIGTERM asked the run to stop."""
@@ -112,15 +123,8 @@ class CachedFitness:
 
     def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question],
                  hooks: GenerationHooks) -> np.ndarray:
-        P, n_m = thetas.shape[0], len(self.models)
-        texts = self.texts(questions)
-        total = P * len(questions)
-        bounds = np.linspace(0, P, min(self.chunks, P) + 1).astype(int)
-        logits = []
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            logits.append(np.asarray(self.router.population_logits(thetas[a:b], texts), dtype=np.float64))
-            hooks.progress(int(b) * len(questions), total)
-        lg = np.concatenate(logits, axis=0)  # (P, m, M + 3)
+        n_m = len(self.models)
+        lg = self.population_logits(thetas, self.texts(questions), hooks)  # (P, m, M + 3)
         if self.policy == "sample":
             model_idx, role_idx = policy.sample(lg, n_m, self.rng, self.temperature)
         else:
@@ -130,6 +134,20 @@ class CachedFitness:
         if self.traces != "none":
             self._trace(gen, lg, model_idx, role_idx, rewards, questions, hooks)
         return rewards
+
+    def chunk_bounds(self, P: int) -> np.ndarray:
+        """Where the population is cut into the groups that are evaluated (and reported) together."""
+        return np.linspace(0, P, min(self.chunks, P) + 1).astype(int)
+
+    def population_logits(self, thetas: np.ndarray, texts: list[str], hooks: GenerationHooks) -> np.ndarray:
+        """(P, N, M + 3) float64, chunk by chunk (a subclass may spread the chunks over workers)."""
+        P, total = thetas.shape[0], thetas.shape[0] * len(texts)
+        bounds = self.chunk_bounds(P)
+        logits = []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            logits.append(np.asarray(self.router.population_logits(thetas[a:b], texts), dtype=np.float64))
+            hooks.progress(int(b) * len(texts), total)
+        return np.concatenate(logits, axis=0)
 
     def _trace(self, gen: int, lg: np.ndarray, model_idx: np.ndarray, role_idx: np.ndarray,
                rewards: np.ndarray, questions: list[Question], hooks: GenerationHooks) -> None:

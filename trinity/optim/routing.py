@@ -75,7 +75,7 @@ class TrainedRouter:
 def load_trained(run_dir: str | os.PathLike | RunDir, theta_path: str | os.PathLike | None = None,
                  device: str | None = None) -> TrainedRouter:
     """The run's router with its best θ (or `theta_path`), on `device` (default: the run's)."""
-    from trinity.optim.engine import build_router
+    from trinity.optim.fitness import build_router
 
     run = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
     meta = run.read_meta()

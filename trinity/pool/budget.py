@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Callable, Protocol
 
 from trinity.errors import BudgetExceeded, ConfigError
 
@@ -71,3 +72,29 @@ class Budget:
             reservation.settled = True
             self.reserved_micro -= reservation.micro_usd
             self.spent_micro += max(0, int(actual_micro_usd))
+
+
+class BudgetLike(Protocol):
+    """What the pool client needs of a budget (a `Budget`, or one shared by many runs)."""
+
+    def reserve(self, worst_case_usd: float, what: str = "the next call") -> Reservation: ...
+
+    def blocked_only_by_inflight(self, worst_case_usd: float) -> bool: ...
+
+    def settle(self, reservation: Reservation, actual_micro_usd: int) -> None: ...
+
+
+# A process that runs its runs under a shared budget (a sweep's trial) installs a wrapper here:
+# every run budget made by `run_budget` then also reserves from the shared holder.
+_wrapper: Callable[[Budget], BudgetLike] | None = None
+
+
+def set_budget_wrapper(wrap: Callable[[Budget], BudgetLike] | None) -> None:
+    global _wrapper
+    _wrapper = wrap
+
+
+def run_budget(cap_usd: float | None, spent_usd: float = 0.0) -> BudgetLike:
+    """A run's budget: its own cap, within the shared one when a wrapper is installed."""
+    local = Budget(cap_usd, spent_usd=spent_usd)
+    return local if _wrapper is None else _wrapper(local)

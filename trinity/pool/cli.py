@@ -76,7 +76,8 @@ def register(sub) -> None:
     v.add_argument("--json", action="store_true", help="print the report as JSON")
     v.set_defaults(func=cmd_ledger_verify)
     r = lsub.add_parser("report", help="totals per model, per purpose and per day")
-    r.add_argument("file", help="a ledger.jsonl, or a run directory (its ledger.jsonl)")
+    r.add_argument("file", help="a ledger.jsonl, a run directory (its ledger.jsonl), or a directory of runs "
+                                "such as a sweep (every run's ledger below it, summed)")
     r.add_argument("--json", action="store_true", help="print JSON")
     r.set_defaults(func=cmd_ledger_report)
 
@@ -244,6 +245,8 @@ def cmd_ledger_verify(args) -> int:
 def cmd_ledger_report(args) -> int:
     from trinity.pool.ledger import verify_ledger
 
+    if Path(args.file).is_dir() and not (Path(args.file) / "ledger.jsonl").exists():
+        return _report_many(args)
     args.file = _ledger_path(args.file)
     rep = verify_ledger(args.file)
     out = {"file": str(args.file), "ok": rep.ok, "first_bad_line": rep.first_bad_line, "problem": rep.problem,
@@ -268,3 +271,43 @@ def cmd_ledger_report(args) -> int:
                 print(f"  {k:40s} {b['calls']:8d} calls  ${b['usd']:.6f}  "
                       f"{b['prompt_tokens']} in / {b['completion_tokens']} out tokens")
     return 0 if rep.ok else 1
+
+
+def _report_many(args) -> int:
+    """`ledger report DIR` for a directory of runs (a sweep): each run's chain checked on its own,
+    the totals summed (money in integer micro-USD, as in the ledgers)."""
+    from trinity.errors import InputError
+    from trinity.pool.ledger import verify_ledger
+
+    root = Path(args.file)
+    files = sorted(root.rglob("ledger.jsonl"))
+    if not files:
+        raise InputError(f"{root} holds no ledger.jsonl (neither a run directory nor a directory of runs)")
+    runs, total, n, ok = [], 0, 0, True
+    per_model: dict[str, dict[str, int]] = {}
+    for f in files:
+        rep = verify_ledger(f)
+        ok &= rep.ok
+        total += rep.total_micro_usd
+        n += rep.n_records
+        for model, b in rep.per_model.items():
+            acc = per_model.setdefault(model, {"calls": 0, "micro_usd": 0})
+            acc["calls"] += b["calls"]
+            acc["micro_usd"] += b["micro_usd"]
+        runs.append({"run": str(f.parent.relative_to(root)), "file": str(f), "ok": rep.ok,
+                     "first_bad_line": rep.first_bad_line, "problem": rep.problem, "n_records": rep.n_records,
+                     "total_micro_usd": rep.total_micro_usd, "total_usd": _usd(rep.total_micro_usd)})
+    out = {"dir": str(root), "ok": ok, "n_runs": len(files), "n_records": n, "total_micro_usd": total,
+           "total_usd": _usd(total), "runs": runs,
+           "per_model": {k: {**v, "usd": _usd(v["micro_usd"])} for k, v in per_model.items()}}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0 if ok else 1
+    print(f"{len(files)} ledgers, {n} records, total ${_usd(total):.6f}")
+    for r in runs:
+        flag = "" if r["ok"] else f"  BROKEN at line {r['first_bad_line']}: {r['problem']}"
+        print(f"  {r['run']:40s} {r['n_records']:8d} calls  ${r['total_usd']:.6f}{flag}")
+    print("per model:")
+    for k, b in out["per_model"].items():
+        print(f"  {k:40s} {b['calls']:8d} calls  ${b['usd']:.6f}")
+    return 0 if ok else 1

@@ -54,7 +54,7 @@ from trinity.errors import (
     PoolUnreachable,
     ProviderError,
 )
-from trinity.pool.budget import Budget, to_micro
+from trinity.pool.budget import Budget, BudgetLike, to_micro
 from trinity.pool.cache import ResponseCache, cache_key
 from trinity.pool.faults import Cooldown, is_retryable, parse_retry_after
 from trinity.pool.journal import CallJournal
@@ -221,7 +221,7 @@ def _server_ms(headers: httpx.Headers) -> float | None:
 
 class PoolClient:
     def __init__(self, pool: PoolConfig, *, run_id: str, ledger: Ledger | None = None,
-                 cache: ResponseCache | None = None, budget: Budget | None = None,
+                 cache: ResponseCache | None = None, budget: Budget | BudgetLike | None = None,
                  journal: CallJournal | None = None, env_file: str | None = None,
                  seed: int | None = None):
         if budget is not None and budget.cap_micro is not None:

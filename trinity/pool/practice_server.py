@@ -72,6 +72,7 @@ class ServerStats:
     by_status: dict[int, int] = field(default_factory=dict)
     by_model: dict[str, int] = field(default_factory=dict)
     by_model_status: dict[str, int] = field(default_factory=dict)  # "model status" -> n
+    billed_usd: float = 0.0  # sum of usage.cost of every answer that carried one (what was charged)
 
     def count(self, model: str, status: int) -> None:
         self.by_status[status] = self.by_status.get(status, 0) + 1
@@ -81,7 +82,7 @@ class ServerStats:
 
     def snapshot(self) -> "ServerStats":
         return ServerStats(self.requests, self.completions, dict(self.by_status), dict(self.by_model),
-                           dict(self.by_model_status))
+                           dict(self.by_model_status), self.billed_usd)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -224,11 +225,13 @@ class PracticeServer:
         if fault == "error":
             # An upstream failure the gateway reports inside a 200: the prompt was still processed.
             self.stats.count(model, 200)
+            self.stats.billed_usd += round(pt * price.price_in / 1e6, 12)
             return 200, {"error": {"message": "simulated: upstream provider returned an error", "code": 502},
                          "usage": {"prompt_tokens": pt, "completion_tokens": 0, "total_tokens": pt,
                                    "cost": round(pt * price.price_in / 1e6, 12)}}
         ct = _tokens(text)
         cost = round((pt * price.price_in + ct * price.price_out) / 1e6, 12)
+        self.stats.billed_usd += cost
         if fault == "empty":
             # Billed as if generated, but the gateway lost the choices.
             self.stats.count(model, 200)

@@ -60,7 +60,7 @@ class LiveFitness:
     mode = "live"
 
     def __init__(self, cfg: Any, run: Any, router: Any, models: list[str]):
-        from trinity.pool.budget import Budget
+        from trinity.pool.budget import run_budget
         from trinity.pool.cache import ResponseCache
         from trinity.pool.client import PoolClient
         from trinity.pool.journal import CallJournal
@@ -80,7 +80,7 @@ class LiveFitness:
         self.ledger = Ledger(run.ledger, run.id)
         self.journal = CallJournal(run.journal)
         self.cache = ResponseCache(getattr(cfg, "cache_path", None) or None)
-        self.budget = Budget(cfg.budget_usd, spent_usd=self.ledger.total_usd)
+        self.budget = run_budget(cfg.budget_usd, spent_usd=self.ledger.total_usd)
         self.loop = asyncio.new_event_loop()
         self.client = PoolClient(self.pool, run_id=run.id, ledger=self.ledger, cache=self.cache,
                                  budget=self.budget, journal=self.journal, seed=cfg.seed)

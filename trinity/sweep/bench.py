@@ -1,0 +1,211 @@
+"""`trinity bench sweep`: what Ray costs and buys (docs/perf/sweep.md).
+
+(a) `--part sweep`: N short cached trials (practice setup, tiny encoder) one after another in
+    this process, then as a sweep on a local Ray instance (`--cpus` slots): wall times, the
+    speed-up, and the Ray path's overhead per trial (its wall time beyond the ideal
+    sequential / slots, per trial of a slot).
+(c) `--part budget`: reserve + settle of one call through the sweep's budget holder (a Ray
+    actor), from one process: the round trips a live trial pays per call, and the holder's ceiling.
+(b) `--part workers`: one cached generation (popsize 32, m 16 by default) at qwen3-0.6b-random size
+    on the CPU: in this process, on 1 Ray worker (the pure overhead: the same work, serialised,
+    through Ray), and on `--workers` Ray workers; the logits must be equal bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+PRACTICE = Path(__file__).resolve().parents[2] / "configs" / "practice.yaml"
+
+
+def register(sub) -> None:
+    p = sub.add_parser("sweep", help="sweep on local Ray vs one after another; --workers N vs 1 for one generation")
+    p.add_argument("--part", choices=["sweep", "workers", "budget", "both"], default="both",
+                   help="both = sweep and workers; budget: reserve+settle round trips to the sweep's budget holder")
+    p.add_argument("--trials", type=int, default=8)
+    p.add_argument("--generations", type=int, default=10, help="per trial (part a)")
+    p.add_argument("--cpus", type=int, default=None, help="local Ray CPUs (default: all)")
+    p.add_argument("--encoder", default="qwen3-0.6b-random", help="part b encoder (default: %(default)s)")
+    p.add_argument("--popsize", type=int, default=32)
+    p.add_argument("--m", type=int, default=16)
+    p.add_argument("--workers", type=int, default=2, help="part b: Ray workers compared with 1")
+    p.add_argument("--repeats", type=int, default=2, help="part b: timed generations per variant (best kept)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def _load() -> float:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return -1.0
+
+
+def bench_sweep(trials: int, generations: int, cpus: int | None) -> dict[str, Any]:
+    import ray
+    import yaml
+
+    from trinity.config import load_config
+    from trinity.optim.raysupport import connect
+    from trinity.optim.engine import start_run
+    from trinity.sweep.runner import new_sweep, run_sweep
+
+    base = {"encoder": "tiny-qwen3", "generations": generations, "popsize": 8, "m": 16, "traces": "none"}
+    tmp = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
+    try:
+        per = []
+        t0 = time.perf_counter()
+        for s in range(trials):
+            t1 = time.perf_counter()
+            start_run(load_config(PRACTICE, {**base, "seed": s}), run_dir=tmp / "seq" / f"t{s}")
+            per.append(time.perf_counter() - t1)
+        seq = time.perf_counter() - t0
+        spec = tmp / "spec.yaml"
+        spec.write_text(yaml.safe_dump({"base": str(PRACTICE), "config": base, "seeds": list(range(trials))}))
+        load0 = _load()
+        t0 = time.perf_counter()
+        connect(None, cpus)
+        t_init = time.perf_counter() - t0
+        slots = int(ray.cluster_resources().get("CPU", 1))
+        try:
+            sd = new_sweep(spec, tmp / "sweep")
+            doc = run_sweep(sd.path)
+        finally:
+            ray.shutdown()
+        t_ray = time.perf_counter() - t0
+        assert doc["status"] == "finished", doc.get("counts")
+        # same seed, same numbers: the sweep's trials equal the sequential runs
+        same = all((tmp / "seq" / f"t{s}" / "best_theta.npy").read_bytes()
+                   == (sd.path / "trials" / f"t{s:03d}" / "best_theta.npy").read_bytes() for s in range(trials))
+        waves = -(-trials // min(slots, trials))
+        ideal = seq / min(slots, trials)
+        return {"trials": trials, "generations": generations, "popsize": 8, "m": 16, "encoder": "tiny-qwen3",
+                "sequential_s": round(seq, 3), "sequential_per_trial_s": round(statistics.mean(per), 3),
+                "ray_s": round(t_ray, 3), "ray_init_s": round(t_init, 3), "ray_slots": slots,
+                "speedup": round(seq / t_ray, 3), "ideal_s": round(ideal, 3),
+                "ray_overhead_per_trial_s": round((t_ray - ideal) / waves, 3),
+                "same_results_as_sequential": same, "load_avg_1m": load0}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int) -> dict[str, Any]:
+    import numpy as np
+    import ray
+    import torch
+
+    from trinity.config import load_config
+    from trinity.optim.fitness import build_router
+    from trinity.optim.fitness import CachedFitness, null_hooks
+    from trinity.optim.population import PopulationFitness
+    from trinity.optim.raysupport import connect
+    from trinity.optim.runinputs import inputs_from_config
+    from trinity.optim.trainer import make_es
+
+    cfg = load_config(PRACTICE, {"encoder": encoder, "device": "cpu", "popsize": popsize, "m": m, "traces": "none"})
+    inputs = inputs_from_config(cfg)
+    models = list(inputs.matrix.models)
+    t0 = time.perf_counter()
+    router = build_router(cfg, len(models))
+    t_load = time.perf_counter() - t0
+    batch = inputs.questions[:m]
+    single = CachedFitness(router, inputs.matrix, models, traces="none")
+    texts = single.texts(batch)
+    router.layer_inputs(texts)  # the cache holds the batch, as after a run's warm-up
+    es = make_es(np.asarray(router.initial_mean()), 0.1, popsize, np.random.RandomState(0))
+    thetas = np.asarray(es.ask(), dtype=np.float64)
+    hooks = null_hooks()
+
+    def timed(fit) -> tuple[float, np.ndarray]:
+        best, lg = float("inf"), None
+        for _ in range(repeats):
+            t = time.perf_counter()
+            lg = fit.population_logits(thetas, texts, hooks)
+            best = min(best, time.perf_counter() - t)
+        return best, lg
+
+    out: dict[str, Any] = {"encoder": encoder, "device": "cpu", "popsize": popsize, "m": m,
+                           "torch_threads": int(torch.get_num_threads()), "encoder_load_s": round(t_load, 2),
+                           "load_avg_1m": _load()}
+    t_local, lg_local = timed(single)
+    out["in_process_s"] = round(t_local, 3)
+    connect()
+    try:
+        for n in (1, workers):
+            cfg_n = cfg.model_copy(update={"workers": n})
+            t = time.perf_counter()
+            fit = PopulationFitness(cfg_n, None, router, inputs.matrix, models, texts)
+            start = time.perf_counter() - t
+            try:
+                ray.get([a.take_busy.remote() for a in fit.actors])
+                t_n, lg_n = timed(fit)
+                busy = ray.get([a.take_busy.remote() for a in fit.actors])
+            finally:
+                fit.close()
+            # overhead measured in the same run as the work: driver wall − the busiest worker's compute
+            # (per timed generation), so it does not depend on how loaded the box was
+            out[f"ray_{n}_workers_compute_s"] = [round(b / repeats, 3) for b in busy]
+            out[f"ray_{n}_workers_overhead_s"] = round(t_n - max(busy) / repeats, 3)
+            out[f"ray_{n}_workers_overhead_pct"] = round(100 * (t_n - max(busy) / repeats) / t_n, 2)
+            out[f"ray_{n}_workers_s"] = round(t_n, 3)
+            out[f"ray_{n}_workers_start_s"] = round(start, 2)
+            out[f"ray_{n}_workers_equal_bits"] = bool(np.array_equal(lg_n, lg_local))
+    finally:
+        ray.shutdown()
+    # (in-process vs 1 worker ran at different moments: on a shared box that difference is mostly load)
+    out["ray_1_vs_in_process_wall_s"] = round(out["ray_1_workers_s"] - t_local, 3)
+    out[f"speedup_{workers}_vs_1"] = round(out["ray_1_workers_s"] / out[f"ray_{workers}_workers_s"], 3)
+    return out
+
+
+def bench_budget(n: int = 2000) -> dict[str, Any]:
+    import ray
+
+    from trinity.optim.raysupport import connect
+    from trinity.pool.budget import Budget
+    from trinity.sweep.budget import SharedBudget, make_holder
+
+    connect()
+    try:
+        holder = make_holder(ray, 1000.0, 0)
+        b = SharedBudget(Budget(None), holder)
+        for _ in range(50):  # warm the connection
+            b.settle(b.reserve(0.001), 100)
+        t = time.perf_counter()
+        for _ in range(n):
+            b.settle(b.reserve(0.001), 100)
+        secs = time.perf_counter() - t
+        state = ray.get(holder.state.remote())
+    finally:
+        ray.shutdown()
+    return {"calls": n, "secs": round(secs, 3), "ms_per_call": round(1000 * secs / n, 3),
+            "calls_per_s_one_client": round(n / secs, 1), "holder_spent_micro_usd": state["spent_micro_usd"],
+            "load_avg_1m": _load()}
+
+
+def run(args) -> int:
+    from trinity.optim.raysupport import require_ray
+
+    require_ray()
+    res: dict[str, Any] = {}
+    if args.part in ("sweep", "both"):
+        res["sweep"] = bench_sweep(args.trials, args.generations, args.cpus)
+    if args.part == "budget":
+        res["budget"] = bench_budget()
+    if args.part in ("workers", "both"):
+        res["workers"] = bench_workers(args.encoder, args.popsize, args.m, args.workers, args.repeats)
+    if args.json:
+        print(json.dumps(res, indent=2))
+    else:
+        for part, r in res.items():
+            print(f"[{part}]")
+            for k, v in r.items():
+                print(f"  {k:32s} {v}")
+    return 0

@@ -1,0 +1,96 @@
+"""`trinity sweep SPEC.yaml --run-dir DIR`, `trinity sweep resume DIR`, `trinity sweep status DIR`.
+
+No Ray import at module level (the CLI starts fast; Ray is an optional extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from trinity.errors import ConfigError
+
+USAGE = ("trinity sweep SPEC.yaml --run-dir DIR [--address HOST:PORT] [--budget-usd X]\n"
+         "       trinity sweep resume DIR [--address HOST:PORT] [--budget-usd X]\n"
+         "       trinity sweep status DIR [--json]")
+
+
+def _printer(as_json: bool):
+    def on_event(ev: dict[str, Any]) -> None:
+        if as_json:
+            print(json.dumps(ev, ensure_ascii=False), flush=True)
+        elif ev.get("type") == "trial":
+            acc = ev.get("best_val_acc")
+            acc_s = f"  best val {acc:.3f}" if isinstance(acc, float) else ""
+            err = f"  — {ev['error']}" if ev.get("error") else ""
+            print(f"trial {ev['trial']} ({ev.get('label')}): {ev['state']}{acc_s}{err}", flush=True)
+        elif ev.get("type") == "log":
+            print(ev.get("message", ""), flush=True)
+    return on_event
+
+
+def print_status(doc: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        return
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(doc.get("counts", {}).items()))
+    budget = doc.get("budget_usd")
+    spend = f"  spent ${doc.get('spent_usd', 0.0):.6f}" + (f" of ${budget:.4f}" if budget is not None else "")
+    print(f"sweep {doc.get('id')}: {doc.get('status')}  {len(doc['trials'])} trials ({counts}){spend}")
+    for t in doc["trials"]:
+        acc = t.get("best_val_acc")
+        acc_s = f"{acc:.3f}" if isinstance(acc, float) else "  -  "
+        err = f"  {t['error']}" if t.get("error") else ""
+        print(f"  {t['id']}  {t['state']:<11} gen {t.get('generations', 0):>4}  val {acc_s}  "
+              f"${float(t.get('cost_usd') or 0):.6f}  {t.get('label', '')}{err}")
+    if doc.get("best"):
+        print(f"best: {doc['best']['trial']} (validation accuracy {doc['best']['best_val_acc']:.3f})")
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from trinity.optim.raysupport import require_ray
+    from trinity.sweep.runner import new_sweep, run_sweep, sweep_status
+
+    target = list(args.target)
+    verb = target[0]
+    if verb in ("resume", "status"):
+        if len(target) != 2:
+            raise ConfigError(f"usage: trinity sweep {verb} DIR")
+        if verb == "status":
+            doc = sweep_status(target[1])
+            print_status(doc, args.json)
+            return 0
+        require_ray()
+        doc = run_sweep(target[1], address=args.address, num_cpus=args.num_cpus, budget_usd=args.budget_usd,
+                        on_event=_printer(args.json))
+    else:
+        if len(target) != 1:
+            raise ConfigError(f"usage:\n{USAGE}")
+        if Path(verb).is_dir():  # `trinity sweep DIR [--json]`: the status of an existing sweep
+            print_status(sweep_status(verb), args.json)
+            return 0
+        if not args.run_dir:
+            raise ConfigError("trinity sweep SPEC.yaml needs --run-dir DIR (where the sweep and its trials go)")
+        require_ray()  # before the sweep dir is created
+        sd = new_sweep(verb, args.run_dir, budget_usd=args.budget_usd)
+        doc = run_sweep(sd.path, address=args.address, num_cpus=args.num_cpus, on_event=_printer(args.json))
+    if not args.json:
+        print_status(doc, False)
+    return 0 if doc["status"] == "finished" else 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sweep", help="a grid / random sweep of training runs on Ray (the [ray] extra)",
+                       description="Run a sweep: every trial is an ordinary run dir under DIR/trials/.\n" + USAGE,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("target", nargs="+", metavar="SPEC|resume DIR|status DIR",
+                   help="a sweep spec (YAML), or resume/status and a sweep directory")
+    p.add_argument("--run-dir", help="the sweep directory to create (new sweeps)")
+    p.add_argument("--address", help="HOST:PORT of a running Ray cluster (default: a local Ray instance)")
+    p.add_argument("--num-cpus", type=int, dest="num_cpus", help="CPUs of the local Ray instance (default: all)")
+    p.add_argument("--budget-usd", type=float, dest="budget_usd",
+                   help="one budget for the whole sweep (live trials reserve every call's worst case from it)")
+    p.add_argument("--json", action="store_true", help="events / status as JSON")
+    p.set_defaults(func=cmd_sweep)
