@@ -35,6 +35,11 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent / "optim" / "trinity.yaml"
 # they change neither which candidates are sampled nor how they are scored.
 RESUMABLE_KEYS = ("generations", "device", "max_batch_tokens", "budget_usd", "base_url", "cache_path")
 
+# Keys added after runs already existed, with the value that reproduces a run made before them:
+# at that value a key is left out of the config hash (an older checkpoint stays valid), and
+# `trinity resume` gives it to a run whose run.json lacks the key.
+LEGACY_VALUES: dict[str, Any] = {"warm_start": "none", "lambda_turns": 0.0, "lambda_cost": 0.0}
+
 
 class Splits(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -93,6 +98,11 @@ class TrainConfig(BaseModel):
     shaping: bool = Field(False, description="live mode: format bonus / turn penalty in the training reward")
     format_bonus: float = Field(0.05, ge=0)
     turn_penalty: float = Field(0.02, ge=0)
+    warm_start: Literal["auto", "labels", "none"] = Field(
+        "auto", description="fit the head's model rows on the training split's correctness labels before "
+                            "generation 1 (labels); auto = labels in cached mode, none in live mode")
+    lambda_turns: float = Field(0.1, ge=0, description="live reward: - lambda_turns * (turns - 1) / 4")
+    lambda_cost: float = Field(0.0, ge=0, description="live reward: - lambda_cost * session cost in USD")
     traces: Literal["all", "best", "none"] = Field(
         "all", description="cached mode: trace every candidate x question, only the best candidate's, or none")
 
@@ -134,6 +144,9 @@ class TrainConfig(BaseModel):
         data = self.resolved()
         for key in RESUMABLE_KEYS:
             data.pop(key, None)
+        for key, legacy in LEGACY_VALUES.items():
+            if data.get(key) == legacy:
+                data.pop(key, None)
         return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:16]
 
 

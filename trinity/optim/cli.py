@@ -8,7 +8,8 @@ import sys
 from typing import Any
 
 TRAIN_FLAGS = ("mode", "encoder", "questions", "matrix", "pool", "base_url", "pool_models", "generations", "popsize", "m", "sigma0",
-               "seed", "budget_usd", "max_batch_tokens", "device", "dtype", "policy", "temperature")
+               "seed", "budget_usd", "max_batch_tokens", "device", "dtype", "policy", "temperature",
+               "warm_start", "lambda_turns", "lambda_cost")
 
 
 def _printer(as_json: bool):
@@ -23,6 +24,9 @@ def _printer(as_json: bool):
             cost = f"  ${ev['cost_usd']:.4f}" if ev.get("cost_usd") else ""
             print(f"gen {ev['gen']:>4}  best {ev['best']:.3f}  mean {ev['mean']:.3f}  max {ev['max']:.3f}  "
                   f"sigma {ev['sigma']:.4f}{val}{cost}  {ev['secs']:.2f}s", flush=True)
+        elif t == "warm_start":
+            val = f"  val {ev['val_acc']:.3f}" if "val_acc" in ev else ""
+            print(f"warm start (generation 0, labels, lambda {ev['lambda']:g})  train {ev['train_acc']:.3f}{val}", flush=True)
         elif t == "status" and ev.get("status") in ("finished", "stopped"):
             print(ev.get("message") or ev["status"], flush=True)
         elif t == "log":
@@ -89,6 +93,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--policy", choices=["argmax", "sample"],
                    help="argmax per group (default) or sample from the softmax")
     p.add_argument("--temperature", type=float, help="softmax temperature of --policy sample")
+    p.add_argument("--warm-start", dest="warm_start", choices=["auto", "labels", "none"],
+                   help="labels: fit the head's model rows on the training split's correctness before ES "
+                        "(default auto: labels in cached mode)")
+    p.add_argument("--lambda-turns", type=float, dest="lambda_turns",
+                   help="live reward: minus lambda_turns x (turns - 1) / 4 (default 0.1)")
+    p.add_argument("--lambda-cost", type=float, dest="lambda_cost",
+                   help="live reward: minus lambda_cost x session cost in USD (default 0)")
     p.add_argument("--run-dir", help="run directory (default: RUNS_ROOT/<auto id>)")
     p.add_argument("--runs-root", default="runs", help="where auto-named runs go (default ./runs)")
     p.add_argument("--json", action="store_true", help="print every event as one JSON object a line")

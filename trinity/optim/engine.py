@@ -123,6 +123,9 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
               on_event: Callable[[dict], None] | None = None, argv: list[str] | None = None) -> TrainResult:
     inputs = inputs_from_config(cfg)  # cross-checks: errors before anything is created
     models = pool_models(cfg, inputs)
+    if cfg.warm_start == "labels" and inputs.matrix is None:
+        raise ConfigError("--warm-start labels fits the head on an outcome matrix; pass --matrix FILE.json "
+                          "(or --warm-start none)")
     run = RunDir(run_dir) if run_dir else RunDir(Path(runs_root) / new_run_id())
     if run.exists():
         raise InputError(f"{run.path} already holds a run; continue it with `trinity resume {run.path}` "
@@ -199,6 +202,10 @@ def resume_run(run_dir: str | os.PathLike, overrides: dict[str, Any] | None = No
     run = RunDir(run_dir)
     meta = run.read_meta()
     data = dict(meta.get("config") or {})
+    from trinity.config import LEGACY_VALUES
+
+    for key, legacy in LEGACY_VALUES.items():  # a run made before the key existed ran at this value
+        data.setdefault(key, legacy)
     data.update({k: v for k, v in (overrides or {}).items() if v is not None})
     cfg = validate_config(data, where=f"{run.run_json} config")
     with run.lock():  # a second engine is refused here, before anything is read or written

@@ -43,7 +43,7 @@ from trinity.runs.rundir import RunDir
 BEST_RULE = ("highest validation accuracy (argmax routing, cached rewards) among each validated "
              "generation's best candidate and its ES mean; ties go to the later generation, and "
              "within a generation to the best candidate; without a validation split, the ES mean "
-             "after the last generation")
+             "after the last generation; a label warm start counts as validated generation 0")
 PROGRESS_MIN_INTERVAL = 0.5  # seconds: at most 2 progress events a second
 
 
@@ -109,6 +109,7 @@ class Trainer:
             "best": None,  # {"theta", "val_acc", "gen", "which"}
             "traces_bytes": 0,
             "evals": 0,
+            "warm_start": None,  # what warm_start() fitted (issue 14), set before generation 1
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -167,6 +168,8 @@ class Trainer:
             self.set_status("running", f"resumed at generation {self.state['gen']}" if resume else "")
             if self._warm is not None and self.state["gen"] < self.cfg.generations:
                 self._warm()
+            if self.state["gen"] == 0 and self.state.get("warm_start") is None:
+                self.warm_start()
             while self.state["gen"] < self.cfg.generations:
                 if self._stop_signal:
                     raise StopRequested(self._stop_signal)
@@ -189,6 +192,41 @@ class Trainer:
         return TrainResult("finished", msg, 0, self.state["gen"])
 
     _warm: Callable[[], None] | None = None
+
+    def warm_start_mode(self) -> str:
+        mode = self.cfg.warm_start
+        if mode == "auto":
+            mode = "labels" if self.cfg.mode == "cached" and self.inputs.matrix is not None else "none"
+        return mode
+
+    def warm_start(self) -> None:
+        """Generation 0: start the ES mean at the head fitted on the training labels (see
+        trinity.optim.warmstart), record the fit in run.json and a `warm_start` event, and let the
+        best-θ rule consider it like any validated generation (gen 0, which "warm_start")."""
+        st = self.state
+        if self.warm_start_mode() != "labels":
+            st["warm_start"] = {"method": "none"}
+            return
+        from trinity.optim.warmstart import warm_start_theta
+
+        scorer = self.fitness if hasattr(self.fitness, "texts") else self.validator
+        matrix = self.inputs.matrix
+        acc = matrix.accuracy()
+        rows_t = [matrix.row(q.id) for q in self.train_q]
+        t0 = time.monotonic()
+        theta, info = warm_start_theta(self.router, self.router.initial_mean(), len(self.models),
+                                       scorer.texts(self.train_q), acc[rows_t], seed=self.cfg.seed)
+        st["es"] = make_es(theta, self.cfg.sigma0, self.cfg.popsize, np.random.RandomState(self.cfg.seed))
+        if self.val_q and self.cfg.val_every:
+            va = self._accuracy(theta[None, :], self.val_q)
+            if va is not None:
+                info["val_acc"] = float(np.mean(va))
+                info["n_val"] = len(self.val_q)
+                st["best"] = {"theta": theta.copy(), "val_acc": info["val_acc"], "gen": 0, "which": "warm_start"}
+        info["secs"] = round(time.monotonic() - t0, 4)
+        st["warm_start"] = info
+        self.run.update_meta(warm_start=info)
+        self.event("warm_start", gen=0, **info)
 
     def set_warmup(self, fn: Callable[[], None]) -> None:
         """Called once before the first generation of this process (e.g. encoder feature cache)."""
@@ -324,6 +362,8 @@ class Trainer:
                                    "evaluations so far" if self.cfg.mode == "cached" else
                                    "live: graded final answer of the multi-turn session"),
         }
+        if st.get("warm_start") is not None:
+            summary["warm_start"] = st["warm_start"]
         summary.update(self._held_out(theta))
         atomic_write_json(self.run.summary, summary)
 
