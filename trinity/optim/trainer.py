@@ -277,6 +277,12 @@ class Trainer:
         avg_turns = getattr(self.fitness, "avg_turns", None)  # live mode: turns per session
         if avg_turns is not None:
             record["avg_turns"] = float(avg_turns)
+        cand_turns = getattr(self.fitness, "candidate_turns", None)
+        if cand_turns is not None:
+            record["best_avg_turns"] = float(cand_turns[int(np.argmax(fit))])
+        for key in ("accuracy", "cost_per_correct"):  # live mode: graded accuracy, USD per right answer
+            if getattr(self.fitness, key, None) is not None:
+                record[key] = float(getattr(self.fitness, key))
         record["secs"] = round(time.monotonic() - t0, 4)
         st["history"].append(record)
         st["gen"] = gen
@@ -360,12 +366,32 @@ class Trainer:
                                    "correctness over its k samples; candidate fitness = mean over the "
                                    "generation's m-question minibatch; evals = candidate x question "
                                    "evaluations so far" if self.cfg.mode == "cached" else
-                                   "live: graded final answer of the multi-turn session"),
+                                   "live: graded final answer of the multi-turn session, minus "
+                                   f"lambda_turns x (turns - 1)/4 (lambda_turns={self.cfg.lambda_turns:g}) and "
+                                   f"lambda_cost x cost_usd (lambda_cost={self.cfg.lambda_cost:g})"),
+            "lambda_turns": self.cfg.lambda_turns, "lambda_cost": self.cfg.lambda_cost,
         }
         if st.get("warm_start") is not None:
             summary["warm_start"] = st["warm_start"]
+        summary.update(self._measured_turns(info))
         summary.update(self._held_out(theta))
         atomic_write_json(self.run.summary, summary)
+
+    def _measured_turns(self, info: dict[str, Any]) -> dict[str, Any]:
+        """Live mode: the avg turns per session measured in training for the best θ (issue 14;
+        the score estimate reads `summary["avg_turns"]`). Cached mode runs no sessions: nothing."""
+        if self.cfg.mode == "cached":
+            return {}  # no session was run: a live evaluation (trinity eval --mode live) measures turns
+        by_gen = {r["gen"]: r for r in self.state["history"]}
+        rec = by_gen.get(info.get("gen")) or (self.state["history"][-1] if self.state["history"] else None)
+        if rec is None or "avg_turns" not in rec:
+            return {}
+        if info.get("which") == "best_candidate" and "best_avg_turns" in rec:
+            return {"avg_turns": rec["best_avg_turns"],
+                    "avg_turns_source": f"training: the best candidate's sessions in generation {rec['gen']}"}
+        return {"avg_turns": rec["avg_turns"],
+                "avg_turns_source": f"training: the population's sessions in generation {rec['gen']} "
+                                    "(the best θ is an ES mean, which was not run itself)"}
 
     def _held_out(self, theta: np.ndarray) -> dict[str, Any]:
         """Cached accuracy of best θ on val/test and the single-model baselines there."""
