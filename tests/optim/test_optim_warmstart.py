@@ -53,7 +53,7 @@ def test_warm_start_beats_es_only_held_out(tmp_path, capsys):
 
 
 def test_warm_start_labels_needs_a_matrix(tmp_path, capsys):
-    rc, out, err = trinity_inproc(capsys, "train", "--mode", "live", "--pool", "practice", "--questions", "practice",
+    rc, _, err = trinity_inproc(capsys, "train", "--mode", "live", "--pool", "practice", "--questions", "practice",
                                   "--encoder", "tiny-qwen3", "--warm-start", "labels", "--run-dir", str(tmp_path / "r"))
     assert rc != 0 and "--warm-start labels" in err and "Traceback" not in err
     assert not (tmp_path / "r").exists()

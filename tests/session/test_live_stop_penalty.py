@@ -11,15 +11,15 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "optim"))
-from optim_standin import LinearRouter  # noqa: E402
+from optim_standin import LinearRouter
 
-from trinity.config import DEFAULT_CONFIG, TrainConfig  # noqa: E402
-from trinity.data.practice import REPO_CONFIG, practice_questions  # noqa: E402
-from trinity.optim.runinputs import inputs_from_config  # noqa: E402
-from trinity.optim.trainer import Trainer  # noqa: E402
-from trinity.pool.practice_server import start_practice_server  # noqa: E402
-from trinity.runs.rundir import RunDir  # noqa: E402
-from trinity.session.fitness import LiveFitness, live_reward  # noqa: E402
+from trinity.config import DEFAULT_CONFIG, TrainConfig
+from trinity.data.practice import REPO_CONFIG, practice_questions
+from trinity.optim.runinputs import inputs_from_config
+from trinity.optim.trainer import Trainer
+from trinity.pool.practice_server import start_practice_server
+from trinity.runs.rundir import RunDir
+from trinity.session.fitness import LiveFitness, live_reward
 
 MODELS = ["simulated/coder", "simulated/mathlete", "simulated/scholar"]  # the practice pool's order
 
@@ -83,7 +83,7 @@ def test_live_reward_formula():
 def test_turn_penalty_teaches_the_router_to_stop(tmp_path, reliable_pool):
     free, _ = _run(tmp_path, reliable_pool, 0.0)
     paid, summary = _run(tmp_path, reliable_pool, 1.0)
-    last = lambda h: float(np.mean([r["best_avg_turns"] for r in h[-3:]]))  # noqa: E731
+    last = lambda h: float(np.mean([r["best_avg_turns"] for r in h[-3:]]))
     # measured (seed 3): the best candidate's avg turns over the last 3 generations, 5.0 with
     # lambda_turns 0 (no reason to stop) and 2.5 with lambda_turns 1 (Worker, then an ACCEPT)
     assert last(paid) <= last(free) - 1.0, (last(free), last(paid))

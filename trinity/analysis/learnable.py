@@ -24,6 +24,7 @@ router on these features can reach, as the cross-fit oracle is an upper bound of
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 
 from trinity.analysis.stats import CI, paired_bootstrap_ci

@@ -72,7 +72,11 @@ def task_figures(spec: TaskSpec, args, work: Path) -> dict:
     from trinity.optim.engine import build_router, start_run
     from trinity.optim.fitness import default_text
     from trinity.optim.runinputs import inputs_from_config
-    from trinity.optim.warmstart import frozen_features, routed_accuracy, warm_start_theta
+    from trinity.optim.warmstart import (
+        frozen_features,
+        routed_accuracy,
+        warm_start_theta,
+    )
     from trinity.runs.rundir import RunDir
 
     qs, mat, _ = generate_task(spec)

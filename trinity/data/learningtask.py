@@ -19,7 +19,7 @@ from trinity.data.matrix import OutcomeMatrix
 from trinity.data.questions import Question
 
 SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "so", "ta", "vi", "ze", "po", "qu", "fa", "de", "gi", "ho", "xu")
-FILLER = "what which how does the of in about explain value find why is a".split()
+FILLER = ["what", "which", "how", "does", "the", "of", "in", "about", "explain", "value", "find", "why", "is", "a"]
 
 
 @dataclass(frozen=True)

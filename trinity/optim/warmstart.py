@@ -127,12 +127,12 @@ def warm_start_theta(router: Any, x0: np.ndarray, n_models: int, texts_train: li
         "fitted": (f"head model rows [0:{n_models}]: per-model L2-regularised logistic regression (no intercept) "
                    "of recorded correctness on the frozen features of the training split; role rows: Worker = "
                    f"{ROLE_SCALE} x mean feature direction, Thinker/Verifier 0; SVF scales 1.0"),
-        "n_train": int(len(X)), "lambda": lam, "cv_routed_acc": cv,
+        "n_train": len(X), "lambda": lam, "cv_routed_acc": cv,
         "train_acc": routed_accuracy(W, X, acc_train),
         "logit_scale": float(np.abs(X @ W.T).mean()) if len(X) else 0.0,
     }
     if texts_val and acc_val is not None and len(texts_val):
         Xv = frozen_features(router, texts_val)
         info["val_acc"] = routed_accuracy(W, Xv, np.asarray(acc_val, dtype=np.float64))
-        info["n_val"] = int(len(Xv))
+        info["n_val"] = len(Xv)
     return theta, info
