@@ -161,3 +161,67 @@ def learnable_verdict(ceiling_verdict: str, ceiling_ci: CI | None, gain: Learnab
     return "NOT_LEARNABLE", (f"neither the cross-fit ceiling nor {gain.method} on the features ({span}) shows "
                              "a gain: the lever is the pool, or more questions/samples")
 
+
+
+# ---- a run's frozen features (eval, oracle --learnable) ------------------------------------------
+
+def question_features(router, questions) -> np.ndarray:
+    """(N, H) frozen features of `questions` (turn-1 encoder input) under `router` (SVF 1.0)."""
+    from trinity.model.text import encoder_input
+    from trinity.optim.warmstart import frozen_features
+
+    return frozen_features(router, [encoder_input(q.question) for q in questions])
+
+
+def run_feature_routes(run_dir, split: str, methods=METHODS, k: int = KNN_K) -> dict[str, np.ndarray]:
+    """{method: (n_split,) model index}: each feature router fitted on the run's training split
+    (its frozen features and recorded correctness), routing the run's `split` questions."""
+    from trinity.analysis.evaluate import load_router
+    from trinity.optim.runinputs import load_run_inputs
+
+    inputs = load_run_inputs(run_dir)
+    if inputs.matrix is None:
+        raise InputError(f"{run_dir}: the run has no outcome matrix; feature baselines need its labels")
+    by_id = {q.id: q for q in inputs.questions}
+    router = load_router(run_dir).router
+    train = [by_id[i] for i in inputs.splits["train"]]
+    query = [by_id[i] for i in inputs.splits[split]]
+    acc = inputs.matrix.accuracy()
+    a_train = acc[[inputs.matrix.row(q.id) for q in train]]
+    X_train, X_query = question_features(router, train), question_features(router, query)
+    return {m: route(m, X_train, a_train, X_query, k) for m in methods}
+
+
+def encoder_router(encoder: str, device: str | None = None, encoder_seed: int = 0):
+    """A router over `encoder` for feature extraction only (the head is never used)."""
+    from trinity.config import TrainConfig
+    from trinity.optim.engine import build_router
+
+    return build_router(TrainConfig(encoder=encoder, device=device, encoder_seed=encoder_seed), 1)
+
+
+def matrix_questions(matrix, questions_spec: str | None, run_dir=None):
+    """The questions of the matrix's rows, in row order: from --questions, or the run's inputs."""
+    if run_dir is not None:
+        from trinity.optim.runinputs import load_run_inputs
+
+        qs = load_run_inputs(run_dir).questions
+    elif questions_spec:
+        from trinity.analysis.inputs import resolve_questions
+
+        qs = resolve_questions(questions_spec)
+    else:
+        raise InputError("feature routers read the questions' text: pass --questions FILE.jsonl (or a --run)")
+    by_id = {q.id: q for q in qs}
+    missing = [i for i in matrix.ids if i not in by_id]
+    if missing:
+        raise InputError(f"{len(missing)} matrix row(s) have no question in the questions file "
+                         f"(e.g. {', '.join(missing[:3])}); use the questions the matrix was collected on")
+    return [by_id[i] for i in matrix.ids]
+
+
+def feature_systems(X: np.ndarray, acc: np.ndarray, folds: int = FOLDS, seed: int = 0, k: int = KNN_K):
+    """{method: (N,) cross-validated routed correctness} for the `trinity baselines` table."""
+    acc = np.asarray(acc, dtype=np.float64)
+    rows = np.arange(len(acc))
+    return {m: acc[rows, cross_validated_choices(m, X, acc, folds, seed, k)] for m in METHODS}
