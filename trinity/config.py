@@ -47,17 +47,21 @@ class Splits(BaseModel):
     train: float = Field(0.6, ge=0, le=1)
     val: float = Field(0.2, ge=0, le=1)
     test: float = Field(0.2, ge=0, le=1)
+    audit: float = Field(0.0, ge=0, le=1, description="an untouched overfit-check split (TinyRouter's audit set)")
 
     @model_validator(mode="after")
     def _sum_to_one(self) -> "Splits":
-        if abs(self.train + self.val + self.test - 1.0) > 1e-9:
-            raise ValueError(f"train + val + test must sum to 1 (got {self.train + self.val + self.test:g})")
+        total = self.train + self.val + self.test + self.audit
+        if abs(total - 1.0) > 1e-9:
+            what = "train + val + test + audit" if self.audit else "train + val + test"
+            raise ValueError(f"{what} must sum to 1 (got {total:g})")
         if self.train <= 0:
             raise ValueError("train must be > 0")
         return self
 
     def as_tuple(self) -> tuple[float, float, float]:
-        return (self.train, self.val, self.test)
+        """(train, val, test + audit): the audit split is carved out of the test part (run_splits)."""
+        return (self.train, self.val, self.test + self.audit)
 
 
 class TrainConfig(BaseModel):
@@ -147,6 +151,8 @@ class TrainConfig(BaseModel):
         for key, legacy in LEGACY_VALUES.items():
             if data.get(key) == legacy:
                 data.pop(key, None)
+        if isinstance(data.get("splits"), dict) and not data["splits"].get("audit"):
+            data["splits"].pop("audit", None)  # no audit split: the hash of a run made before it existed
         return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:16]
 
 

@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
+
 from trinity.config import PRACTICE, TrainConfig, validate_config
 from trinity.data.matrix import OutcomeMatrix, load_matrix
 from trinity.data.questions import Question, load_questions, split_ids
@@ -30,7 +32,7 @@ class RunInputs(NamedTuple):
 
 
 def run_splits(questions: list[Question], seed: int,
-               fractions: tuple[float, float, float]) -> dict[str, list[str]]:
+               fractions: tuple[float, float, float], audit: float = 0.0) -> dict[str, list[str]]:
     """train/val/test ids. LiveCodeBench questions split by release (its `split`: test = problems
     released after the training release, so test ⊄ train); every other benchmark by seed with the
     configured fractions (stratified groups are independent, so splitting them apart is the same
@@ -43,7 +45,26 @@ def run_splits(questions: list[Question], seed: int,
 
         for k, ids in get_benchmark("livecodebench").split(lcb, seed).items():
             splits[k] = splits[k] + ids
+    if audit > 0:
+        splits = carve_audit(splits, {q.id: q.benchmark for q in questions}, seed,
+                             audit / fractions[2] if fractions[2] > 0 else 0.0)
     return splits
+
+
+def carve_audit(splits: dict[str, list[str]], bench_of: dict[str, str], seed: int,
+                share: float) -> dict[str, list[str]]:
+    """Move `share` of each benchmark's test ids (a seeded pick over the sorted ids: independent of
+    file order) into an `audit` split, held out from training and from selection like TinyRouter's
+    audit set, so an overfit head shows as a val/test − audit gap."""
+    audit: set[str] = set()
+    for b in sorted({bench_of[i] for i in splits["test"]}):
+        test = sorted(i for i in splits["test"] if bench_of[i] == b)
+        order = [test[i] for i in np.random.RandomState(seed + 7).permutation(len(test))]
+        audit.update(order[:int(round(share * len(order)))])
+    out = dict(splits)
+    out["test"] = [i for i in splits["test"] if i not in audit]
+    out["audit"] = [i for i in splits["test"] if i in audit]
+    return out
 
 
 def _ids_line(ids: list[str]) -> str:
@@ -98,7 +119,7 @@ def inputs_from_config(cfg: TrainConfig) -> RunInputs:
         questions = [q for q in questions if q.benchmark in cfg.benchmarks]
     if matrix is not None:
         matrix = matrix.subset([q.id for q in questions])
-    splits = run_splits(questions, cfg.seed, cfg.splits.as_tuple())
+    splits = run_splits(questions, cfg.seed, cfg.splits.as_tuple(), cfg.splits.audit)
     if not splits["train"]:
         raise InputError(f"the train split is empty ({len(questions)} questions); add questions "
                          "or raise splits.train")

@@ -401,8 +401,9 @@ class Trainer:
             return out
         by_id = {q.id: q for q in self.inputs.questions}
         acc_table = matrix.accuracy()
-        for split in ("val", "test"):
-            ids = self.inputs.splits[split]
+        per_bench: dict[str, dict[str, float]] = {}
+        for split in ("val", "test", "audit"):
+            ids = self.inputs.splits.get(split) or []
             if not ids:
                 continue
             qs = [by_id[i] for i in ids]
@@ -416,6 +417,17 @@ class Trainer:
             out[f"{split}_single"] = {m: float(v) for m, v in zip(self.models, singles)}
             out[f"{split}_best_single"] = {"model": self.models[j], "acc": float(singles[j])}
             out[f"{split}_n"] = len(ids)
+            benches = np.array([q.benchmark for q in qs])
+            per_bench[split] = {"all": float(np.mean(acc))}
+            per_bench[split].update({b: float(np.mean(np.asarray(acc)[..., benches == b]))
+                                     for b in sorted(set(benches.tolist()))})
+            if len(per_bench[split]) > 2:  # several benchmarks: each alone, and their mean (the composite)
+                out[f"{split}_per_benchmark"] = {b: v for b, v in per_bench[split].items() if b != "all"}
+                out[f"{split}_composite"] = float(np.mean(list(out[f"{split}_per_benchmark"].values())))
+        if "audit" in per_bench:
+            from trinity.optim.audit import overfit_report
+
+            out["overfit"] = overfit_report(per_bench)
         return out
 
 
