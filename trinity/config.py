@@ -38,7 +38,7 @@ RESUMABLE_KEYS = ("generations", "device", "max_batch_tokens", "budget_usd", "ba
 # Keys added after runs already existed, with the value that reproduces a run made before them:
 # at that value a key is left out of the config hash (an older checkpoint stays valid), and
 # `trinity resume` gives it to a run whose run.json lacks the key.
-LEGACY_VALUES: dict[str, Any] = {"warm_start": "none", "lambda_turns": 0.0, "lambda_cost": 0.0}
+LEGACY_VALUES: dict[str, Any] = {"warm_start": "none", "lambda_turns": 0.0, "lambda_cost": 0.0, "split_seed": None}
 
 
 class Splits(BaseModel):
@@ -89,6 +89,8 @@ class TrainConfig(BaseModel):
     m: int = Field(16, ge=1, description="training questions per candidate per generation")
     sigma0: float = Field(0.1, gt=0, le=10)
     seed: int = Field(0, ge=0)
+    split_seed: int | None = Field(None, ge=0, description="seed of the train/val/test split (default: seed); "
+                                                           "trinity train --seeds keeps it fixed across seeds")
     budget_usd: float | None = Field(None, ge=0)
     policy: Literal["argmax", "sample"] = "argmax"
     temperature: float = Field(1.0, gt=0)

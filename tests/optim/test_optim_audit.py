@@ -45,3 +45,23 @@ def test_audit_split_is_carved_from_test_and_reported(tmp_path, capsys):
     gap = s["overfit"]["gaps"]["all"]["val_minus_audit"]
     assert gap["gap"] == pytest.approx(s["val_acc"] - s["audit_acc"]) and gap["factor"] == gap_factor(gap["gap"])[0]
     assert s["audit_n"] == 9
+
+
+def test_seeds_write_one_run_dir_per_seed_and_a_summary(tmp_path, capsys):
+    q, m = write_inputs(tmp_path, n_per_cat=12)
+    rc, out, err = trinity_inproc(capsys, "train", "--questions", str(q), "--matrix", str(m), "--encoder", "tiny-qwen3",
+                                  "--generations", "1", "--popsize", "4", "--seeds", "0,1,2",
+                                  "--run-dir", str(tmp_path / "r"))
+    assert rc == 0, err
+    dirs = [tmp_path / f"r-s{s}" for s in (0, 1, 2)]
+    assert all((d / "summary.json").exists() for d in dirs) and not (tmp_path / "r").exists()
+    metas = [json.loads((d / "run.json").read_text()) for d in dirs]
+    assert [mm["config"]["seed"] for mm in metas] == [0, 1, 2]
+    assert metas[0]["splits"] == metas[1]["splits"] == metas[2]["splits"]  # one shared split
+    summ = json.loads((tmp_path / "r-seeds.json").read_text())
+    vals = [r["val_acc"] for r in summ["runs"]]
+    assert summ["best"]["val_acc"] == max(vals) and summ["spread"]["val_acc"]["n"] == 3
+    assert summ["spread"]["val_acc"]["min"] == min(vals) and "best seed" in out
+    rc, _, err = trinity_inproc(capsys, "train", "--questions", str(q), "--matrix", str(m), "--encoder", "tiny-qwen3",
+                                "--seeds", "0,x", "--run-dir", str(tmp_path / "r2"))
+    assert rc != 0 and "--seeds" in err

@@ -45,6 +45,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     from trinity.optim.engine import start_run
 
     cfg = load_config(args.config, _overrides(args, TRAIN_FLAGS))
+    if getattr(args, "seeds", None):
+        from pathlib import Path
+
+        from trinity.optim.seeds import parse_seeds, train_seeds
+        from trinity.runs.rundir import new_run_id
+
+        seeds = parse_seeds(args.seeds)
+        base = Path(args.run_dir) if args.run_dir else Path(args.runs_root) / new_run_id()
+        code, _ = train_seeds(cfg, seeds, base, start_run, on_line=lambda s: print(s, flush=True),
+                              runs_root=args.runs_root, on_event=_printer(args.json), argv=sys.argv[1:])
+        return code
     res = start_run(cfg, run_dir=args.run_dir, runs_root=args.runs_root, on_event=_printer(args.json),
                     argv=sys.argv[1:])
     if res.exit_code and not args.json:
@@ -100,6 +111,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="live reward: minus lambda_turns x (turns - 1) / 4 (default 0.1)")
     p.add_argument("--lambda-cost", type=float, dest="lambda_cost",
                    help="live reward: minus lambda_cost x session cost in USD (default 0)")
+    p.add_argument("--seeds", help="comma-separated seeds: one run per seed into sibling dirs RUN_DIR-s<seed>, "
+                                   "sharing one split, and RUN_DIR-seeds.json picking the best by validation")
     p.add_argument("--run-dir", help="run directory (default: RUNS_ROOT/<auto id>)")
     p.add_argument("--runs-root", default="runs", help="where auto-named runs go (default ./runs)")
     p.add_argument("--json", action="store_true", help="print every event as one JSON object a line")

@@ -119,7 +119,8 @@ def inputs_from_config(cfg: TrainConfig) -> RunInputs:
         questions = [q for q in questions if q.benchmark in cfg.benchmarks]
     if matrix is not None:
         matrix = matrix.subset([q.id for q in questions])
-    splits = run_splits(questions, cfg.seed, cfg.splits.as_tuple(), cfg.splits.audit)
+    split_seed = cfg.seed if getattr(cfg, "split_seed", None) is None else cfg.split_seed
+    splits = run_splits(questions, split_seed, cfg.splits.as_tuple(), cfg.splits.audit)
     if not splits["train"]:
         raise InputError(f"the train split is empty ({len(questions)} questions); add questions "
                          "or raise splits.train")
