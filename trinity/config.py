@@ -38,7 +38,8 @@ RESUMABLE_KEYS = ("generations", "device", "max_batch_tokens", "budget_usd", "ba
 # Keys added after runs already existed, with the value that reproduces a run made before them:
 # at that value a key is left out of the config hash (an older checkpoint stays valid), and
 # `trinity resume` gives it to a run whose run.json lacks the key.
-LEGACY_VALUES: dict[str, Any] = {"warm_start": "none", "lambda_turns": 0.0, "lambda_cost": 0.0, "split_seed": None}
+LEGACY_VALUES: dict[str, Any] = {"warm_start": "none", "lambda_turns": 0.0, "lambda_cost": 0.0, "split_seed": None,
+                                 "stratify": False, "select_on": "pooled"}
 
 
 class Splits(BaseModel):
@@ -109,6 +110,11 @@ class TrainConfig(BaseModel):
                             "generation 1 (labels); auto = labels in cached mode, none in live mode")
     lambda_turns: float = Field(0.1, ge=0, description="live reward: - lambda_turns * (turns - 1) / 4")
     lambda_cost: float = Field(0.0, ge=0, description="live reward: - lambda_cost * session cost in USD")
+    stratify: bool = Field(True, description="several benchmarks: every minibatch holds each benchmark's share "
+                                             "(at least one question of each)")
+    select_on: Literal["pooled", "benchmark_mean"] = Field(
+        "pooled", description="best-θ rule: validation accuracy over all val questions, or the mean of the "
+                              "per-benchmark accuracies (TinyRouter's composite)")
     traces: Literal["all", "best", "none"] = Field(
         "all", description="cached mode: trace every candidate x question, only the best candidate's, or none")
 
@@ -142,7 +148,8 @@ class TrainConfig(BaseModel):
         for key in ("questions", "matrix", "practice_config", "cache_path"):
             v = data.get(key)
             if v and v != PRACTICE:
-                data[key] = str(Path(v).expanduser().resolve())
+                # questions/matrix may list one file per benchmark, comma-separated
+                data[key] = ",".join(str(Path(p).expanduser().resolve()) for p in v.split(",") if p)
         return data
 
     def hash(self) -> str:
@@ -218,7 +225,7 @@ def absolute_paths(doc: dict[str, Any], base: Path) -> dict[str, Any]:
     for key in PATH_KEYS:
         v = out.get(key)
         if isinstance(v, str) and v and v != PRACTICE:
-            out[key] = str((base / Path(v).expanduser()).resolve())
+            out[key] = ",".join(str((base / Path(p).expanduser()).resolve()) for p in v.split(",") if p)
     return out
 
 

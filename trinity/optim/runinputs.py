@@ -90,6 +90,14 @@ def _load_questions(cfg: TrainConfig) -> list[Question]:
     if cfg.questions == PRACTICE:
         from trinity.data.practice import practice_questions
         return practice_questions()
+    if "," in cfg.questions:  # one file per benchmark (composite training)
+        qs = [q for part in cfg.questions.split(",") if part for q in load_questions(part)]
+        seen: set[str] = set()
+        dup = [q.id for q in qs if q.id in seen or seen.add(q.id)]  # type: ignore[func-returns-value]
+        if dup:
+            raise InputError(f"question id(s) {_ids_line(dup)} appear in more than one of {cfg.questions}; "
+                             "ids must be unique across the files")
+        return qs
     return load_questions(cfg.questions)
 
 
@@ -101,6 +109,10 @@ def _load_matrix(cfg: TrainConfig) -> OutcomeMatrix | None:
     if cfg.matrix == PRACTICE:
         from trinity.data.practice import practice_matrix, practice_setup
         return practice_matrix(setup=practice_setup(cfg.practice_config))
+    if "," in cfg.matrix:  # one matrix per benchmark (composite training): same pool, same k
+        from trinity.data.matrix import merge_matrices
+
+        return merge_matrices([load_matrix(part) for part in cfg.matrix.split(",") if part])
     return load_matrix(cfg.matrix)
 
 

@@ -222,7 +222,13 @@ class Trainer:
             if va is not None:
                 info["val_acc"] = float(np.mean(va))
                 info["n_val"] = len(self.val_q)
-                st["best"] = {"theta": theta.copy(), "val_acc": info["val_acc"], "gen": 0, "which": "warm_start"}
+                chosen = info["val_acc"]
+                per = self._per_benchmark(np.asarray(va), self.val_q)
+                if per:
+                    info["val_per_benchmark"] = {b: v[0] for b, v in per.items()}
+                    if self.cfg.select_on == "benchmark_mean":
+                        chosen = float(np.mean([v[0] for v in per.values()]))
+                st["best"] = {"theta": theta.copy(), "val_acc": chosen, "gen": 0, "which": "warm_start"}
         info["secs"] = round(time.monotonic() - t0, 4)
         st["warm_start"] = info
         self.run.update_meta(warm_start=info)
@@ -242,7 +248,7 @@ class Trainer:
         gen = st["gen"] + 1
         t0 = time.monotonic()
         n_batch = min(cfg.m, len(self.train_q))
-        pick = st["batch_rng"].choice(len(self.train_q), size=n_batch, replace=False)
+        pick = self._minibatch(st["batch_rng"], n_batch)
         batch = [self.train_q[i] for i in pick]
         thetas = np.asarray(st["es"].ask(), dtype=np.float64)  # (P, D)
         mix: dict[str, dict[str, int]] = {}
@@ -271,6 +277,11 @@ class Trainer:
             "sigma": float(st["es"].sigma), "evals": st["evals"],
             "cost_usd": float(self.fitness.cost_usd), "calls": int(self.fitness.calls),
         }
+        benches = sorted({q.benchmark for q in batch})
+        if len(benches) > 1:  # composite: the best candidate's minibatch fitness per benchmark
+            best_row = rewards[int(np.argmax(fit))]
+            record["fitness_per_benchmark"] = {b: float(np.mean([r for r, q in zip(best_row, batch)
+                                                                 if q.benchmark == b])) for b in benches}
         self._validate(gen, thetas[int(np.argmax(fit))], record)
         if mix:
             record["model_mix"], record["role_mix"] = mix["model"], mix["role"]
@@ -303,11 +314,48 @@ class Trainer:
             return
         val_mean, val_best = (float(a) for a in np.asarray(acc).mean(axis=1))
         record["val_acc"], record["val_acc_mean"] = val_best, val_mean
+        per = self._per_benchmark(np.asarray(acc), self.val_q)  # {benchmark: (mean θ, best θ)}
+        if per:
+            record["val_per_benchmark"] = {b: v[1] for b, v in per.items()}
+            record["val_benchmark_mean"] = float(np.mean([v[1] for v in per.values()]))
+            if cfg.select_on == "benchmark_mean":  # TinyRouter's composite: each benchmark weighs the same
+                val_mean = float(np.mean([v[0] for v in per.values()]))
+                val_best = record["val_benchmark_mean"]
         # order = tie preference: later entries win ties (mean, then the best candidate)
         for which, theta, v in (("es_mean", mean, val_mean), ("best_candidate", best_cand, val_best)):
             if st["best"] is None or v >= st["best"]["val_acc"]:
                 st["best"] = {"theta": theta.copy(), "val_acc": v, "gen": gen, "which": which}
         record["best_val_acc"] = st["best"]["val_acc"]
+
+    def _minibatch(self, rng: np.random.RandomState, n_batch: int) -> np.ndarray:
+        """Indices into train_q. Several benchmarks (and cfg.stratify): each gets its share of the
+        m questions, at least one, drawn without replacement within it — every generation then
+        scores every benchmark. Otherwise one uniform draw (the stream of runs made before)."""
+        benches = sorted({q.benchmark for q in self.train_q})
+        if not self.cfg.stratify or len(benches) < 2 or n_batch < len(benches):
+            return rng.choice(len(self.train_q), size=n_batch, replace=False)
+        idx = {b: [i for i, q in enumerate(self.train_q) if q.benchmark == b] for b in benches}
+        sizes = np.array([len(idx[b]) for b in benches], dtype=np.float64)
+        share = np.maximum(1, np.floor(n_batch * sizes / sizes.sum())).astype(int)
+        share = np.minimum(share, sizes.astype(int))
+        while share.sum() < n_batch:  # the remainder to the largest fractional parts, capped by size
+            room = np.flatnonzero(share < sizes)
+            frac = n_batch * sizes / sizes.sum() - share
+            share[room[int(np.argmax(frac[room]))]] += 1
+        while share.sum() > n_batch:
+            share[int(np.argmax(share))] -= 1
+        out = [np.asarray(idx[b])[rng.choice(len(idx[b]), size=int(k), replace=False)]
+               for b, k in zip(benches, share)]
+        return np.concatenate(out)
+
+    @staticmethod
+    def _per_benchmark(acc: np.ndarray, questions: list) -> dict[str, tuple[float, ...]]:
+        """{benchmark: per-θ mean accuracy} when the questions span several benchmarks."""
+        benches = np.array([q.benchmark for q in questions])
+        names = sorted(set(benches.tolist()))
+        if len(names) < 2:
+            return {}
+        return {b: tuple(float(v) for v in acc[:, benches == b].mean(axis=1)) for b in names}
 
     def _accuracy(self, thetas: np.ndarray, questions: list) -> np.ndarray | None:
         """(T, n) held-out correctness (argmax routing), or None when nothing can score it free."""
