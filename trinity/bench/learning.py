@@ -42,6 +42,9 @@ def register(sub) -> None:
     p.add_argument("--popsize", type=int, default=16, help="ES population (default 16)")
     p.add_argument("--m", type=int, default=32, help="questions per candidate per generation (default 32)")
     p.add_argument("--device", default="cpu", help="encoder device (default cpu)")
+    p.add_argument("--live", default=None, metavar="LAMBDAS",
+                   help="instead: live training on the practice pool with always-right Verifiers, one run per "
+                        "comma-separated lambda_turns (e.g. 0,0.1,0.3), scored by live eval on the test split")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -127,8 +130,71 @@ def task_figures(spec: TaskSpec, args, work: Path) -> dict:
     return out
 
 
+def live_figures(lambdas: list[float], args, work: Path) -> list[dict]:
+    """Live runs on the SIMULATED practice pool (math + multiple choice) whose Verifiers are always
+    right, one per lambda_turns; held-out accuracy and turns from a live eval of the test split."""
+    import os
+
+    import yaml
+
+    from trinity.analysis.evaluate import evaluate_run
+    from trinity.config import load_config
+    from trinity.data.practice import REPO_CONFIG, practice_questions
+    from trinity.optim.engine import start_run
+
+    doc = yaml.safe_load(Path(REPO_CONFIG).read_text(encoding="utf-8"))
+    for prof in doc["practice"]["models"].values():
+        prof["verifier_accuracy"] = 1.0
+    pc = work / "practice-reliable.yaml"
+    pc.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    qf = work / "practice-mathmc.jsonl"
+    qf.write_text("".join(json.dumps(q.to_json()) + "\n" for q in practice_questions() if q.kind != "code"),
+                  encoding="utf-8")
+    old = os.environ.get("MINERTUI_PRACTICE_CONFIG")
+    os.environ["MINERTUI_PRACTICE_CONFIG"] = str(pc)
+    rows = []
+    try:
+        for lam in lambdas:
+            rd = work / f"live-{lam:g}"
+            t0 = time.monotonic()
+            cfg = load_config(None, {"mode": "live", "pool": "practice", "questions": str(qf), "encoder": args.encoder,
+                                     "generations": args.generations, "popsize": args.popsize, "m": args.m,
+                                     "device": args.device, "seed": 0, "lambda_turns": lam,
+                                     "cache_path": str(work / f"cache-{lam:g}.sqlite")})
+            start_run(cfg, run_dir=rd)
+            rep = evaluate_run(rd, split="test", mode="live", seeds=100, bootstrap=500, write=False)
+            summary = json.loads((rd / "summary.json").read_text())
+            rows.append({"lambda_turns": lam, "test_acc": rep.router.accuracy.point, "test_avg_turns": rep.router.avg_turns,
+                         "test_n": rep.n_questions, "best_single": rep.best_single,
+                         "best_single_acc": max(x.accuracy.point for x in rep.singles),
+                         "train_avg_turns": summary.get("avg_turns"), "secs": round(time.monotonic() - t0, 1)})
+            if not args.json:
+                r = rows[-1]
+                print(f"lambda_turns {lam:<5g} test acc {r['test_acc']:.3f}  turns {r['test_avg_turns']:.2f}  "
+                      f"(best single {r['best_single_acc']:.3f}; n={r['test_n']})", flush=True)
+    finally:
+        if old is None:
+            os.environ.pop("MINERTUI_PRACTICE_CONFIG", None)
+        else:
+            os.environ["MINERTUI_PRACTICE_CONFIG"] = old
+    return rows
+
+
 def run(args) -> int:
     from trinity.errors import InputError
+
+    if args.live is not None:
+        try:
+            lambdas = [float(x) for x in args.live.split(",") if x.strip()]
+        except ValueError:
+            raise InputError(f"--live {args.live!r}: give comma-separated numbers, e.g. 0,0.1,0.3") from None
+        with tempfile.TemporaryDirectory(prefix="trinity-bench-learning-live-") as tmp:
+            rows = live_figures(lambdas, args, Path(tmp))
+        if args.json:
+            print(json.dumps({"encoder": args.encoder, "generations": args.generations, "popsize": args.popsize,
+                              "m": args.m, "pool": "practice (SIMULATED), verifier_accuracy 1.0", "runs": rows},
+                             indent=2))
+        return 0
 
     names = [t.strip() for t in args.tasks.split(",") if t.strip()]
     unknown = [t for t in names if t not in TASKS]
