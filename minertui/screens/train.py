@@ -3,6 +3,8 @@ routing mix of the last generation, validation accuracy, the status/log tail."""
 
 from __future__ import annotations
 
+import math
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -29,8 +31,8 @@ def stats_text(s: RunSnapshot) -> Text:
     if len(s.gens):
         t.append(f"max {num(float(s.gens.max[-1]))} mean {num(float(s.gens.mean[-1]))}")
         turns, cpc = float(s.gens.avg_turns[-1]), float(s.gens.cost_per_correct[-1])
-        if turns == turns:  # live mode (NaN otherwise): turns per session, USD per right answer
-            t.append(f" turns {turns:.1f}" + (f" {usd(cpc)}/ok" if cpc == cpc else ""))
+        if math.isfinite(turns):  # live mode (NaN otherwise): turns per session, USD per right answer
+            t.append(f" turns {turns:.1f}" + (f" {usd(cpc, 6)}/ok" if math.isfinite(cpc) else ""))
         t.append("\n")
     else:
         t.append("—\n")

@@ -86,7 +86,6 @@ def cmd_oracle(args) -> int:
 def _feature_inputs(args, matrix):
     """(X, acc) for the matrix's rows: frozen features of their questions and recorded correctness."""
     from trinity.analysis.learnable import encoder_router, matrix_questions, question_features
-    from trinity.errors import InputError as _IE
 
     run = getattr(args, "run", None)
     questions = matrix_questions(matrix, args.questions, None if args.questions else run)
@@ -97,7 +96,7 @@ def _feature_inputs(args, matrix):
     else:
         router = encoder_router(args.encoder or "Qwen/Qwen3-0.6B", args.device)
     if len(questions) < 2:
-        raise _IE("feature routers need at least 2 questions")
+        raise InputError("feature routers need at least 2 questions")
     return question_features(router, questions), matrix.solves.mean(axis=2)
 
 
