@@ -53,8 +53,11 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         seeds = parse_seeds(args.seeds)
         base = Path(args.run_dir) if args.run_dir else Path(args.runs_root) / new_run_id()
-        code, _ = train_seeds(cfg, seeds, base, start_run, on_line=lambda s: print(s, flush=True),
-                              runs_root=args.runs_root, on_event=_printer(args.json), argv=sys.argv[1:])
+        line = (lambda s: None) if args.json else (lambda s: print(s, flush=True))  # --json: events only
+        code, summary = train_seeds(cfg, seeds, base, start_run, on_line=line, runs_root=args.runs_root,
+                                    on_event=_printer(args.json), argv=sys.argv[1:])
+        if args.json:
+            print(json.dumps({"type": "seeds", **summary}, ensure_ascii=False), flush=True)
         return code
     res = start_run(cfg, run_dir=args.run_dir, runs_root=args.runs_root, on_event=_printer(args.json),
                     argv=sys.argv[1:])
