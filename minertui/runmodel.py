@@ -40,6 +40,8 @@ class Generations:
     cost_usd: np.ndarray
     secs: np.ndarray
     val_acc: np.ndarray  # NaN where validation did not run
+    avg_turns: np.ndarray  # live mode: turns per session (NaN in cached mode)
+    cost_per_correct: np.ndarray  # live mode: USD per right answer in the generation (NaN: none right / cached)
 
     def __len__(self) -> int:
         return len(self.gen)
@@ -255,7 +257,8 @@ class RunModel:
     def _reset_events(self) -> None:
         f8 = np.float64
         self._g = {k: Column(f8, fill=np.nan) for k in
-                   ("gen", "best", "mean", "max", "sigma", "evals", "cost_usd", "secs", "val_acc")}
+                   ("gen", "best", "mean", "max", "sigma", "evals", "cost_usd", "secs", "val_acc",
+                    "avg_turns", "cost_per_correct")}
         self._progress: Progress | None = None
         self._logs: deque[LogLine] = deque(maxlen=self.LOG_LINES)
         self._model_mix: dict[str, int] = {}
@@ -344,6 +347,10 @@ class RunModel:
                 self._model_mix = {str(k): int(v) for k, v in ev["model_mix"].items()}
             if isinstance(ev.get("role_mix"), dict):
                 self._role_mix = {str(k): int(v) for k, v in ev["role_mix"].items()}
+        elif kind == "warm_start":  # generation 0: the head fitted on the training labels (issue 14)
+            val = f", val {ev['val_acc']:.3f}" if isinstance(ev.get("val_acc"), (int, float)) else ""
+            self._logs.append(LogLine(t, "info", f"gen 0 = warm start from labels: train {_num(ev.get('train_acc'), 0.0):.3f}"
+                                                 f"{val} (lambda {ev.get('lambda')})"))
         elif kind == "progress":
             self._progress = Progress(int(_num(ev.get("gen"), 0)), int(_num(ev.get("done"), 0)),
                                       int(_num(ev.get("total"), 0)), t)

@@ -37,6 +37,12 @@ RESUMABLE_KEYS = ("generations", "device", "max_batch_tokens", "budget_usd", "ba
                   "prices", "price_in", "price_out", "read_timeout_s", "fail_threshold",
                   "workers", "ray_address")
 
+# Keys added after runs already existed, with the value that reproduces a run made before them:
+# at that value a key is left out of the config hash (an older checkpoint stays valid), and
+# `trinity resume` gives it to a run whose run.json lacks the key.
+LEGACY_VALUES: dict[str, Any] = {"warm_start": "none", "lambda_turns": 0.0, "lambda_cost": 0.0, "split_seed": None,
+                                 "stratify": False, "select_on": "pooled", "competition": None}
+
 
 class Splits(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -44,17 +50,21 @@ class Splits(BaseModel):
     train: float = Field(0.6, ge=0, le=1)
     val: float = Field(0.2, ge=0, le=1)
     test: float = Field(0.2, ge=0, le=1)
+    audit: float = Field(0.0, ge=0, le=1, description="an untouched overfit-check split (TinyRouter's audit set)")
 
     @model_validator(mode="after")
     def _sum_to_one(self) -> "Splits":
-        if abs(self.train + self.val + self.test - 1.0) > 1e-9:
-            raise ValueError(f"train + val + test must sum to 1 (got {self.train + self.val + self.test:g})")
+        total = self.train + self.val + self.test + self.audit
+        if abs(total - 1.0) > 1e-9:
+            what = "train + val + test + audit" if self.audit else "train + val + test"
+            raise ValueError(f"{what} must sum to 1 (got {total:g})")
         if self.train <= 0:
             raise ValueError("train must be > 0")
         return self
 
     def as_tuple(self) -> tuple[float, float, float]:
-        return (self.train, self.val, self.test)
+        """(train, val, test + audit): the audit split is carved out of the test part (optim.runinputs.carve_audit)."""
+        return (self.train, self.val, self.test + self.audit)
 
 
 class TrainConfig(BaseModel):
@@ -85,6 +95,8 @@ class TrainConfig(BaseModel):
     m: int = Field(16, ge=1, description="training questions per candidate per generation")
     sigma0: float = Field(0.1, gt=0, le=10)
     seed: int = Field(0, ge=0)
+    split_seed: int | None = Field(None, ge=0, description="seed of the train/val/test split (default: seed); "
+                                                           "trinity train --seeds keeps it fixed across seeds")
     budget_usd: float | None = Field(None, ge=0)
     prices: dict[str, Any] | None = Field(
         None, description="live mode: USD per 1M tokens per model, {MODEL: {price_in, price_out}}, for models "
@@ -109,6 +121,16 @@ class TrainConfig(BaseModel):
     workers: int = Field(1, ge=1, le=1024, description="cached mode: Ray actors that evaluate a generation's "
                                                       "candidates (1: in this process; the [ray] extra)")
     ray_address: str | None = Field(None, description="HOST:PORT of a Ray cluster for --workers (default: a local one)")
+    warm_start: Literal["auto", "labels", "none"] = Field(
+        "auto", description="fit the head's model rows on the training split's correctness labels before "
+                            "generation 1 (labels); auto = labels in cached mode, none in live mode")
+    lambda_turns: float = Field(0.1, ge=0, description="live reward: - lambda_turns * (turns - 1) / 4")
+    lambda_cost: float = Field(0.0, ge=0, description="live reward: - lambda_cost * session cost in USD")
+    stratify: bool = Field(True, description="several benchmarks: every minibatch holds each benchmark's share "
+                                             "(at least one question of each)")
+    select_on: Literal["pooled", "benchmark_mean"] = Field(
+        "pooled", description="best-θ rule: validation accuracy over all val questions, or the mean of the "
+                              "per-benchmark accuracies (TinyRouter's composite)")
     traces: Literal["all", "best", "none"] = Field(
         "all", description="cached mode: trace every candidate x question, only the best candidate's, or none")
 
@@ -142,7 +164,8 @@ class TrainConfig(BaseModel):
         for key in ("questions", "matrix", "practice_config", "cache_path"):
             v = data.get(key)
             if v and v != PRACTICE:
-                data[key] = str(Path(v).expanduser().resolve())
+                # questions/matrix may list one file per benchmark, comma-separated
+                data[key] = ",".join(str(Path(p).expanduser().resolve()) for p in v.split(",") if p)
         return data
 
     def hash(self) -> str:
@@ -150,8 +173,11 @@ class TrainConfig(BaseModel):
         data = self.resolved()
         for key in RESUMABLE_KEYS:
             data.pop(key, None)
-        if data.get("competition") is None:
-            data.pop("competition", None)  # the hash of a run from before the key existed
+        for key, legacy in LEGACY_VALUES.items():
+            if data.get(key) == legacy:
+                data.pop(key, None)
+        if isinstance(data.get("splits"), dict) and not data["splits"].get("audit"):
+            data["splits"].pop("audit", None)  # no audit split: the hash of a run made before it existed
         return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:16]
 
 
@@ -217,7 +243,7 @@ def absolute_paths(doc: dict[str, Any], base: Path) -> dict[str, Any]:
     for key in PATH_KEYS:
         v = out.get(key)
         if isinstance(v, str) and v and v != PRACTICE:
-            out[key] = str((base / Path(v).expanduser()).resolve())
+            out[key] = ",".join(str((base / Path(p).expanduser()).resolve()) for p in v.split(",") if p)
     return out
 
 

@@ -3,6 +3,8 @@ routing mix of the last generation, validation accuracy, the status/log tail."""
 
 from __future__ import annotations
 
+import math
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -27,7 +29,11 @@ def stats_text(s: RunSnapshot, baseline: tuple[str, float] | None = None) -> Tex
     t.append(f"  gen {s.generations_done}" + (f"/{total}" if total else "") + "\n")
     t.append("last     ", style="dim")
     if len(s.gens):
-        t.append(f"max {num(float(s.gens.max[-1]))} mean {num(float(s.gens.mean[-1]))}\n")
+        t.append(f"max {num(float(s.gens.max[-1]))} mean {num(float(s.gens.mean[-1]))}")
+        turns, cpc = float(s.gens.avg_turns[-1]), float(s.gens.cost_per_correct[-1])
+        if math.isfinite(turns):  # live mode (NaN otherwise): turns per session, USD per right answer
+            t.append(f" turns {turns:.1f}" + (f" {usd(cpc, 6)}/ok" if math.isfinite(cpc) else ""))
+        t.append("\n")
     else:
         t.append("—\n")
     eps = s.evals_per_sec
@@ -46,7 +52,11 @@ def stats_text(s: RunSnapshot, baseline: tuple[str, float] | None = None) -> Tex
     t.append("\n")
     val = s.gens.val_acc[~_isnan(s.gens.val_acc)] if len(s.gens) else []
     t.append("val acc  ", style="dim")
-    t.append((num(float(val[-1])) if len(val) else "—") + "\n")
+    t.append(num(float(val[-1])) if len(val) else "—")
+    warm = s.meta.get("warm_start") if isinstance(s.meta.get("warm_start"), dict) else None
+    if warm and isinstance(warm.get("val_acc"), (int, float)):  # generation 0: the label warm start
+        t.append(f"  gen 0 warm {num(float(warm['val_acc']))}", style="dim")
+    t.append("\n")
     t.append("ETA      ", style="dim")
     eta = s.eta
     t.append(fmt_duration(eta.secs) if eta is not None else "—")

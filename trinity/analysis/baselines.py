@@ -63,10 +63,12 @@ class BaselineReport:
     random_seeds: int
     best_single: str
     notes: list[str] = field(default_factory=list)
+    features: list[SystemResult] = field(default_factory=list)  # kNN / centroid on frozen features (CV)
 
     def to_json(self) -> dict:
         d = asdict(self)
         d["always"] = [s.to_json() for s in self.always]
+        d["features"] = [s.to_json() for s in self.features]
         d["random"] = self.random.to_json()
         return d
 

@@ -77,8 +77,40 @@ def cmd_oracle(args) -> int:
             matrix.notes.append(f"questions: {sel.source}")
         report = oracle_ceiling(matrix, seed=args.seed, splits=args.splits, bootstrap=args.bootstrap,
                                 progress=progress)
+    if args.learnable:
+        _learnable(args, report, matrix)
     _emit(args, report, oracle_view, "plot_oracle")
     return 0
+
+
+def _feature_inputs(args, matrix):
+    """(X, acc) for the matrix's rows: frozen features of their questions and recorded correctness."""
+    from trinity.analysis.learnable import encoder_router, matrix_questions, question_features
+
+    run = getattr(args, "run", None)
+    questions = matrix_questions(matrix, args.questions, None if args.questions else run)
+    if run and not args.encoder:
+        from trinity.optim.routing import load_trained
+
+        router = load_trained(run).router
+    else:
+        router = encoder_router(args.encoder or "Qwen/Qwen3-0.6B", args.device)
+    if len(questions) < 2:
+        raise InputError("feature routers need at least 2 questions")
+    return question_features(router, questions), matrix.solves.mean(axis=2)
+
+
+def _learnable(args, report, matrix) -> None:
+    """oracle --learnable: cross-validated kNN / centroid gains beside the cross-fit ceiling."""
+    from trinity.analysis.learnable import KNN_K, METHODS, learnable_gain, learnable_verdict
+
+    X, acc = _feature_inputs(args, matrix)
+    gains = [learnable_gain(X, acc, matrix.models, m, seed=args.seed, bootstrap=args.bootstrap, k=KNN_K)
+             for m in METHODS]
+    best = max(gains, key=lambda g: g.gain.lo)
+    label, reason = learnable_verdict(report.verdict, report.headroom_ci, best)
+    report.learnable = {"gains": [g.to_json() for g in gains], "verdict": label, "reason": reason,
+                        "encoder": args.encoder or (f"the run's ({args.run})" if args.run else "Qwen/Qwen3-0.6B")}
 
 
 # ---- baselines --------------------------------------------------------------------------------
@@ -99,6 +131,8 @@ def cmd_baselines(args) -> int:
                          split_seed=args.split_seed)
         report = cached_baselines(matrix, sel.ids, split=args.split, source=sel.source, seeds=args.seeds,
                                   seed=args.seed, bootstrap=args.bootstrap, progress=_progress_printer(args))
+        if args.features:
+            _feature_baselines(args, report, matrix.subset(sel.ids))
     else:
         from trinity.analysis.inputs import resolve_questions
         from trinity.analysis.live import live_baselines
@@ -123,6 +157,22 @@ def cmd_baselines(args) -> int:
     return 0
 
 
+def _feature_baselines(args, report, matrix) -> None:
+    """baselines --features: kNN and nearest centroid on the frozen features, cross-validated."""
+    from trinity.analysis.baselines import SystemResult
+    from trinity.analysis.learnable import FOLDS, KNN_K, feature_systems
+    from trinity.analysis.stats import accuracy_ci
+
+    X, acc = _feature_inputs(args, matrix)
+    names = {"knn": f"kNN on frozen features (k={KNN_K}, {FOLDS}-fold CV)",
+             "centroid": f"nearest centroid on frozen features ({FOLDS}-fold CV)"}
+    for m, q in feature_systems(X, acc, seed=args.seed).items():
+        report.features.append(SystemResult(names[m], accuracy_ci(q, args.bootstrap, args.seed), len(q), 1.0, 0.0,
+                                            "cached: no API calls"))
+    report.notes.append("feature routers: each question routed by a router fitted on the other folds' frozen "
+                        "features and recorded correctness (issue 14)")
+
+
 # ---- eval -----------------------------------------------------------------------------------
 
 def cmd_eval(args) -> int:
@@ -134,7 +184,7 @@ def cmd_eval(args) -> int:
     report = evaluate_run(args.run_dir, split=args.split, mode=args.mode, samples=args.samples, seed=args.seed,
                           seeds=args.seeds, bootstrap=args.bootstrap, pool=args.pool, base_url=args.base_url,
                           budget_usd=args.budget_usd, write=not args.no_write,
-                          progress=_progress_printer(args))
+                          progress=_progress_printer(args), feature_baselines=not args.no_feature_baselines)
     _emit(args, report, eval_view, "plot_eval")
     return 0
 
@@ -162,6 +212,8 @@ def register(subparsers) -> None:
                                                 "headroom it captured (on --split, default test)")
     p.add_argument("--split", choices=SPLITS, default=None, help="questions to use (default: all; test with --run)")
     p.add_argument("--benchmark", help="only this benchmark's questions")
+    _feature_flags(p, "--learnable", "also report the cross-validated gain of kNN / nearest-centroid routers on "
+                                     "the frozen features (an achievable bound) and a verdict that uses both")
     _common(p)
     p.set_defaults(func=_oracle_defaults)
 
@@ -180,6 +232,9 @@ def register(subparsers) -> None:
     p.add_argument("--samples", type=int, default=1, metavar="R", help="live: answers per question and model (default 1)")
     p.add_argument("--base-url", help="live: the pool's endpoint (e.g. the practice server's URL)")
     p.add_argument("--budget-usd", type=float, help="live: stop before spending more than this (USD)")
+    _feature_flags(p, "--features", "cached: also kNN / nearest-centroid routers on the frozen features, "
+                                    "cross-validated over the selected questions (needs --questions or --run)",
+                   questions=False)
     _common(p)
     p.set_defaults(func=cmd_baselines)
 
@@ -199,6 +254,8 @@ def register(subparsers) -> None:
     p.add_argument("--budget-usd", type=float, help="live: cap on the run's total spend, training included "
                                                     "(default: the run's own cap)")
     p.add_argument("--no-write", action="store_true", help="do not write eval.json")
+    p.add_argument("--no-feature-baselines", action="store_true",
+                   help="cached: skip the kNN / nearest-centroid routers on the frozen features")
     _common(p)
     p.set_defaults(func=cmd_eval)
 
@@ -219,6 +276,15 @@ def register(subparsers) -> None:
     competition_arg(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
     p.set_defaults(func=cmd_score)
+
+
+def _feature_flags(p, flag: str, text: str, questions: bool = True) -> None:
+    p.add_argument(flag, action="store_true", help=text)
+    if questions:
+        p.add_argument("--questions", metavar="FILE", help="questions JSONL (or 'practice') of the matrix's rows")
+    p.add_argument("--encoder", help="encoder of the features (default: the --run's, else Qwen/Qwen3-0.6B; "
+                                     "tiny-qwen3 for tests)")
+    p.add_argument("--device", help="encoder device (default: cuda when available)")
 
 
 def _oracle_defaults(args) -> int:

@@ -183,8 +183,10 @@ def cached_run_outcomes(run_dir: str | Path, split: str, progress: Progress | No
 def evaluate_run(run_dir: str | Path, split: str = "test", mode: str = "cached", samples: int = 1,
                  seed: int = 0, seeds: int = MIN_RANDOM_SEEDS, bootstrap: int = 2000, pool: str | None = None,
                  base_url: str | None = None, budget_usd: float | None = None, write: bool = True,
-                 progress: Progress | None = None) -> EvalReport:
-    """Evaluate a trained run on one of its splits; writes `eval.json` into the run when `write`."""
+                 progress: Progress | None = None, feature_baselines: bool = True) -> EvalReport:
+    """Evaluate a trained run on one of its splits; writes `eval.json` into the run when `write`.
+    Cached mode also compares the router with kNN / nearest-centroid routers on the same frozen
+    features, fitted on the run's training split (`feature_baselines`, issue 14)."""
     from trinity.analysis.oracle import validate_solves
     from trinity.io import atomic_write_json
     from trinity.runs.rundir import RunDir
@@ -220,6 +222,8 @@ def evaluate_run(run_dir: str | Path, split: str = "test", mode: str = "cached",
                                 progress=progress)
         report.notes.append("cached mode: turn 1 only; the router's chosen model is scored on its recorded "
                             "Worker answers whatever role it picked (as the competition's cached score does)")
+        if feature_baselines:
+            _add_feature_baselines(report, run.path, split, router_q, p, seed, bootstrap)
         if samples > 1:
             report.notes.append(f"--samples {samples} ignored in cached mode: all k={s.shape[2]} recorded "
                                 "samples are already averaged")
@@ -240,6 +244,24 @@ def evaluate_run(run_dir: str | Path, split: str = "test", mode: str = "cached",
         evals[f"{mode}/{split}"] = report.to_json()
         atomic_write_json(run.eval_json, {"run": run.id, "evaluations": evals})
     return report
+
+
+def _add_feature_baselines(report: EvalReport, run_dir: Path, split: str, router_q: np.ndarray, p: np.ndarray,
+                           seed: int, bootstrap: int) -> None:
+    """Comparisons router − {kNN, centroid} on the frozen features (paired, same questions)."""
+    from trinity.analysis.learnable import KNN_K, run_feature_routes
+
+    names = {"knn": f"kNN on frozen features (k={KNN_K}, fit on train)",
+             "centroid": "nearest centroid on frozen features (fit on train)"}
+    rows = np.arange(len(router_q))
+    for method, choice in run_feature_routes(run_dir, split).items():
+        base_q = p[rows, choice]
+        report.comparisons.append(Comparison(names[method], float(base_q.mean()),
+                                             paired_bootstrap_ci(router_q, base_q, bootstrap, seed),
+                                             mcnemar_exact(solved(router_q), solved(base_q))))
+    report.notes.append("feature baselines (issue 14): kNN / nearest-centroid routers read the same frozen "
+                        "encoder features as the head (SVF 1.0) and the training split's recorded correctness; "
+                        "a trained head should be at least as good")
 
 
 def read_eval(run_dir: str | Path, mode: str, split: str) -> dict | None:

@@ -157,6 +157,7 @@ class OracleReport:
     seed: int = 0
     bootstrap: int = 2000
     per_benchmark: dict[str, dict] = field(default_factory=dict)  # merged matrices: each benchmark alone
+    learnable: dict | None = None  # oracle --learnable: cross-validated feature-router gains + verdict
 
     @property
     def headroom_ci(self) -> CI | None:

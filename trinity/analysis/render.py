@@ -74,6 +74,12 @@ def oracle_view(rep) -> Group:
     style = VERDICT_STYLE.get(rep.verdict, "")
     verdict = Text.assemble(("verdict: ", "bold"), (rep.verdict, f"bold {style}"), f" — {rep.verdict_reason}")
     parts = [t, verdict]
+    ln = getattr(rep, "learnable", None)
+    if ln:  # issue 14: the achievable (cross-validated) bound beside the per-question ceiling
+        for g in ln["gains"]:
+            _row(t, f"learnable gain ({g['method']}, CV)", ci_text(g["gain"], signed=True),
+                 f"{g['folds']}-fold CV on frozen features: {g['accuracy']:.3f} vs best single {g['best_single_acc']:.3f}")
+        parts.append(Text.assemble(("learnable: ", "bold"), (ln["verdict"], "bold cyan"), f" — {ln['reason']}"))
     if rep.per_benchmark:
         b = Table(title="Each benchmark alone (the competition scores them separately)", title_justify="left")
         # both held-out (cross-fit) numbers side by side, so the headroom is their difference
@@ -108,6 +114,8 @@ def baselines_view(rep) -> Group:
                    ("$/correct", "right")):
         t.add_column(col, justify=j)
     _system_rows(t, rep.always, rep.random, rep.random_seeds)
+    for s in getattr(rep, "features", []):  # issue 14: routers on the frozen features, cross-validated
+        _row(t, s.name, ci_text(s.accuracy), f"{s.avg_turns:.2f}", f"${s.cost_usd:.4f}", "—")
     return Group(t, Text(f"best single: {rep.best_single}"), _notes(rep.notes))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trinity.bench import app, candidates, grading, pool
+from trinity.bench import app, candidates, grading, learning, pool
 from trinity.sweep import bench as sweep_bench
 
 BENCH_MODULES = [
@@ -11,11 +11,13 @@ BENCH_MODULES = [
     grading,     # sandbox overhead, math grader throughput
     app,         # a pointer to `minertui bench`
     sweep_bench,  # sweep on Ray vs one after another; --workers N vs 1
+    learning,     # default recipe vs warm start vs ES vs kNN on generated tasks
 ]
 
 
 def register(sub) -> None:
-    p = sub.add_parser("bench", help="run a benchmark (not a test): candidates, pool, grading (the app: minertui bench)")
+    p = sub.add_parser("bench", help="run a benchmark (not a test): candidates, pool, grading, learning, sweep "
+                                     "(the app: minertui bench)")
     bench_sub = p.add_subparsers(dest="bench", metavar="BENCH")
     bench_sub.required = True
     for module in BENCH_MODULES:

@@ -10,7 +10,7 @@ from typing import Any
 TRAIN_FLAGS = ("mode", "encoder", "questions", "matrix", "pool", "competition", "base_url", "pool_models", "generations", "popsize", "m", "sigma0",
                "seed", "budget_usd", "max_batch_tokens", "device", "dtype", "policy", "temperature",
                "price_in", "price_out", "read_timeout_s", "fail_threshold", "workers",
-               "ray_address")
+               "ray_address", "warm_start", "lambda_turns", "lambda_cost")
 
 
 def _printer(as_json: bool):
@@ -25,6 +25,9 @@ def _printer(as_json: bool):
             cost = f"  ${ev['cost_usd']:.4f}" if ev.get("cost_usd") else ""
             print(f"gen {ev['gen']:>4}  best {ev['best']:.3f}  mean {ev['mean']:.3f}  max {ev['max']:.3f}  "
                   f"sigma {ev['sigma']:.4f}{val}{cost}  {ev['secs']:.2f}s", flush=True)
+        elif t == "warm_start":
+            val = f"  val {ev['val_acc']:.3f}" if "val_acc" in ev else ""
+            print(f"warm start (generation 0, labels, lambda {ev['lambda']:g})  train {ev['train_acc']:.3f}{val}", flush=True)
         elif t == "status" and ev.get("status") in ("finished", "stopped"):
             print(ev.get("message") or ev["status"], flush=True)
         elif t == "log":
@@ -43,6 +46,20 @@ def cmd_train(args: argparse.Namespace) -> int:
     from trinity.optim.engine import start_run
 
     cfg = load_config(args.config, _overrides(args, TRAIN_FLAGS))
+    if getattr(args, "seeds", None):
+        from pathlib import Path
+
+        from trinity.optim.seeds import parse_seeds, train_seeds
+        from trinity.runs.rundir import new_run_id
+
+        seeds = parse_seeds(args.seeds)
+        base = Path(args.run_dir) if args.run_dir else Path(args.runs_root) / new_run_id()
+        line = (lambda s: None) if args.json else (lambda s: print(s, flush=True))  # --json: events only
+        code, summary = train_seeds(cfg, seeds, base, start_run, on_line=line, runs_root=args.runs_root,
+                                    on_event=_printer(args.json), argv=sys.argv[1:])
+        if args.json:
+            print(json.dumps({"type": "seeds", **summary}, ensure_ascii=False), flush=True)
+        return code
     res = start_run(cfg, run_dir=args.run_dir, runs_root=args.runs_root, on_event=_printer(args.json),
                     argv=sys.argv[1:])
     if res.exit_code and not args.json:
@@ -110,6 +127,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, help="cached mode: Ray actors that evaluate each generation's candidates "
                                                "(default 1: this process; the [ray] extra)")
     p.add_argument("--ray-address", dest="ray_address", help="HOST:PORT of a Ray cluster for --workers (default: local)")
+    p.add_argument("--warm-start", dest="warm_start", choices=["auto", "labels", "none"],
+                   help="labels: fit the head's model rows on the training split's correctness before ES "
+                        "(default auto: labels in cached mode)")
+    p.add_argument("--lambda-turns", type=float, dest="lambda_turns",
+                   help="live reward: minus lambda_turns x (turns - 1) / 4 (default 0.1)")
+    p.add_argument("--lambda-cost", type=float, dest="lambda_cost",
+                   help="live reward: minus lambda_cost x session cost in USD (default 0)")
+    p.add_argument("--seeds", help="comma-separated seeds: one run per seed into sibling dirs RUN_DIR-s<seed>, "
+                                   "sharing one split, and RUN_DIR-seeds.json picking the best by validation")
     p.add_argument("--run-dir", help="run directory (default: RUNS_ROOT/<auto id>)")
     p.add_argument("--runs-root", default="runs", help="where auto-named runs go (default ./runs)")
     p.add_argument("--json", action="store_true", help="print every event as one JSON object a line")

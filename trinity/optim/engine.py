@@ -126,6 +126,9 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
         from trinity.optim.population import check_population
 
         check_population(cfg)
+    if cfg.warm_start == "labels" and inputs.matrix is None:
+        raise ConfigError("--warm-start labels fits the head on an outcome matrix; pass --matrix FILE.json "
+                          "(or --warm-start none)")
     run = RunDir(run_dir) if run_dir else RunDir(Path(runs_root) / new_run_id())
     if run.exists() and _failed_at_start(run):
         _clear_failed_start(run)  # a run that never started (no key, bad URL …): the retry takes its place
@@ -274,6 +277,10 @@ def resume_run(run_dir: str | os.PathLike, overrides: dict[str, Any] | None = No
     run = RunDir(run_dir)
     meta = run.read_meta()
     data = dict(meta.get("config") or {})
+    from trinity.config import LEGACY_VALUES
+
+    for key, legacy in LEGACY_VALUES.items():  # a run made before the key existed ran at this value
+        data.setdefault(key, legacy)
     data.update({k: v for k, v in (overrides or {}).items() if v is not None})
     cfg = validate_config(data, where=f"{run.run_json} config")
     with run.lock():  # a second engine is refused here, before anything is read or written

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from trinity.benchmarks import split_questions
+import numpy as np
+
 from trinity.config import PRACTICE, TrainConfig, validate_config
 from trinity.data.matrix import OutcomeMatrix, load_matrix
 from trinity.data.questions import Question, load_questions
@@ -28,6 +30,22 @@ class RunInputs(NamedTuple):
     questions: list[Question]       # in input order, after the benchmark filter
     matrix: OutcomeMatrix | None    # rows in the order of `questions`; None in live mode without one
     splits: dict[str, list[str]]    # {"train", "val", "test"} -> question ids
+
+
+def carve_audit(splits: dict[str, list[str]], bench_of: dict[str, str], seed: int,
+                share: float) -> dict[str, list[str]]:
+    """Move `share` of each benchmark's test ids (a seeded pick over the sorted ids: independent of
+    file order) into an `audit` split, held out from training and from selection like TinyRouter's
+    audit set, so an overfit head shows as a val/test − audit gap."""
+    audit: set[str] = set()
+    for b in sorted({bench_of[i] for i in splits["test"]}):
+        test = sorted(i for i in splits["test"] if bench_of[i] == b)
+        order = [test[i] for i in np.random.RandomState(seed + 7).permutation(len(test))]
+        audit.update(order[:int(round(share * len(order)))])
+    out = dict(splits)
+    out["test"] = [i for i in splits["test"] if i not in audit]
+    out["audit"] = [i for i in splits["test"] if i in audit]
+    return out
 
 
 def _ids_line(ids: list[str]) -> str:
@@ -53,6 +71,14 @@ def _load_questions(cfg: TrainConfig) -> list[Question]:
     if cfg.questions == PRACTICE:
         from trinity.data.practice import practice_questions
         return practice_questions()
+    if "," in cfg.questions:  # one file per benchmark (composite training)
+        qs = [q for part in cfg.questions.split(",") if part for q in load_questions(part)]
+        seen: set[str] = set()
+        dup = [q.id for q in qs if q.id in seen or seen.add(q.id)]  # type: ignore[func-returns-value]
+        if dup:
+            raise InputError(f"question id(s) {_ids_line(dup)} appear in more than one of {cfg.questions}; "
+                             "ids must be unique across the files")
+        return qs
     return load_questions(cfg.questions)
 
 
@@ -64,6 +90,10 @@ def _load_matrix(cfg: TrainConfig) -> OutcomeMatrix | None:
     if cfg.matrix == PRACTICE:
         from trinity.data.practice import practice_matrix, practice_setup
         return practice_matrix(setup=practice_setup(cfg.practice_config))
+    if "," in cfg.matrix:  # one matrix per benchmark (composite training): same pool, same k
+        from trinity.data.matrix import merge_matrices
+
+        return merge_matrices([load_matrix(part) for part in cfg.matrix.split(",") if part])
     return load_matrix(cfg.matrix)
 
 
@@ -87,7 +117,12 @@ def inputs_from_config(cfg: TrainConfig) -> RunInputs:
 
         for name in sorted({q.benchmark for q in questions} & set(BENCHMARK_NAMES)):
             get_benchmark(name).preflight([q for q in questions if q.benchmark == name])
-    splits = split_questions(questions, cfg.seed, cfg.splits.as_tuple())
+    split_seed = cfg.seed if getattr(cfg, "split_seed", None) is None else cfg.split_seed
+    splits = split_questions(questions, split_seed, cfg.splits.as_tuple())
+    if cfg.splits.audit > 0:
+        fractions = cfg.splits.as_tuple()
+        splits = carve_audit(splits, {q.id: q.benchmark for q in questions}, split_seed,
+                             cfg.splits.audit / fractions[2] if fractions[2] > 0 else 0.0)
     if not splits["train"]:
         raise InputError(f"the train split is empty ({len(questions)} questions); add questions "
                          "or raise splits.train")

@@ -43,7 +43,7 @@ from trinity.runs.rundir import RunDir
 BEST_RULE = ("highest validation accuracy (argmax routing, cached rewards) among each validated "
              "generation's best candidate and its ES mean; ties go to the later generation, and "
              "within a generation to the best candidate; without a validation split, the ES mean "
-             "after the last generation")
+             "after the last generation; a label warm start counts as validated generation 0")
 PROGRESS_MIN_INTERVAL = 0.5  # seconds: at most 2 progress events a second
 
 
@@ -111,6 +111,7 @@ class Trainer:
             "best": None,  # {"theta", "val_acc", "gen", "which"}
             "traces_bytes": 0,
             "evals": 0,
+            "warm_start": None,  # what warm_start() fitted (issue 14), set before generation 1
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -191,6 +192,8 @@ class Trainer:
             self.set_status("running", f"resumed at generation {self.state['gen']}" if resume else "")
             if self._warm is not None and self.state["gen"] < self.cfg.generations:
                 self._warm()
+            if self.state["gen"] == 0 and self.state.get("warm_start") is None:
+                self.warm_start()
             while self.state["gen"] < self.cfg.generations:
                 if self._stop_signal:
                     raise StopRequested(self._stop_signal)
@@ -214,6 +217,47 @@ class Trainer:
 
     _warm: Callable[[], None] | None = None
 
+    def warm_start_mode(self) -> str:
+        mode = self.cfg.warm_start
+        if mode == "auto":
+            mode = "labels" if self.cfg.mode == "cached" and self.inputs.matrix is not None else "none"
+        return mode
+
+    def warm_start(self) -> None:
+        """Generation 0: start the ES mean at the head fitted on the training labels (see
+        trinity.optim.warmstart), record the fit in run.json and a `warm_start` event, and let the
+        best-θ rule consider it like any validated generation (gen 0, which "warm_start")."""
+        st = self.state
+        if self.warm_start_mode() != "labels":
+            st["warm_start"] = {"method": "none"}
+            return
+        from trinity.optim.warmstart import warm_start_theta
+
+        scorer = self.fitness if hasattr(self.fitness, "texts") else self.validator
+        matrix = self.inputs.matrix
+        acc = matrix.accuracy()
+        rows_t = [matrix.row(q.id) for q in self.train_q]
+        t0 = time.monotonic()
+        theta, info = warm_start_theta(self.router, self.router.initial_mean(), len(self.models),
+                                       scorer.texts(self.train_q), acc[rows_t], seed=self.cfg.seed)
+        st["es"] = make_es(theta, self.cfg.sigma0, self.cfg.popsize, np.random.RandomState(self.cfg.seed))
+        if self.val_q and self.cfg.val_every:
+            va = self._accuracy(theta[None, :], self.val_q)
+            if va is not None:
+                info["val_acc"] = float(np.mean(va))
+                info["n_val"] = len(self.val_q)
+                chosen = info["val_acc"]
+                per = self._per_benchmark(np.asarray(va), self.val_q)
+                if per:
+                    info["val_per_benchmark"] = {b: v[0] for b, v in per.items()}
+                    if self.cfg.select_on == "benchmark_mean":
+                        chosen = float(np.mean([v[0] for v in per.values()]))
+                st["best"] = {"theta": theta.copy(), "val_acc": chosen, "gen": 0, "which": "warm_start"}
+        info["secs"] = round(time.monotonic() - t0, 4)
+        st["warm_start"] = info
+        self.run.update_meta(warm_start=info)
+        self.event("warm_start", gen=0, **info)
+
     def set_warmup(self, fn: Callable[[], None]) -> None:
         """Called once before the first generation of this process (e.g. encoder feature cache)."""
         self._warm = fn
@@ -228,7 +272,7 @@ class Trainer:
         gen = st["gen"] + 1
         t0 = time.monotonic()
         n_batch = min(cfg.m, len(self.train_q))
-        pick = st["batch_rng"].choice(len(self.train_q), size=n_batch, replace=False)
+        pick = self._minibatch(st["batch_rng"], n_batch)
         batch = [self.train_q[i] for i in pick]
         thetas = np.asarray(st["es"].ask(), dtype=np.float64)  # (P, D)
         mix: dict[str, dict[str, int]] = {}
@@ -258,12 +302,23 @@ class Trainer:
             "sigma": float(st["es"].sigma), "evals": st["evals"],
             "cost_usd": float(self.fitness.cost_usd), "calls": int(self.fitness.calls),
         }
+        benches = sorted({q.benchmark for q in batch})
+        if len(benches) > 1:  # composite: the best candidate's minibatch fitness per benchmark
+            best_row = rewards[int(np.argmax(fit))]
+            record["fitness_per_benchmark"] = {b: float(np.mean([r for r, q in zip(best_row, batch)
+                                                                 if q.benchmark == b])) for b in benches}
         self._validate(gen, thetas[int(np.argmax(fit))], record)
         if mix:
             record["model_mix"], record["role_mix"] = mix["model"], mix["role"]
         avg_turns = getattr(self.fitness, "avg_turns", None)  # live mode: turns per session
         if avg_turns is not None:
             record["avg_turns"] = float(avg_turns)
+        cand_turns = getattr(self.fitness, "candidate_turns", None)
+        if cand_turns is not None:
+            record["best_avg_turns"] = float(cand_turns[int(np.argmax(fit))])
+        for key in ("accuracy", "cost_per_correct"):  # live mode: graded accuracy, USD per right answer
+            if getattr(self.fitness, key, None) is not None:
+                record[key] = float(getattr(self.fitness, key))
         record["secs"] = round(time.monotonic() - t0, 4)
         st["history"].append(record)
         st["gen"] = gen
@@ -285,11 +340,48 @@ class Trainer:
             return
         val_mean, val_best = (float(a) for a in np.asarray(acc).mean(axis=1))
         record["val_acc"], record["val_acc_mean"] = val_best, val_mean
+        per = self._per_benchmark(np.asarray(acc), self.val_q)  # {benchmark: (mean θ, best θ)}
+        if per:
+            record["val_per_benchmark"] = {b: v[1] for b, v in per.items()}
+            record["val_benchmark_mean"] = float(np.mean([v[1] for v in per.values()]))
+            if cfg.select_on == "benchmark_mean":  # TinyRouter's composite: each benchmark weighs the same
+                val_mean = float(np.mean([v[0] for v in per.values()]))
+                val_best = record["val_benchmark_mean"]
         # order = tie preference: later entries win ties (mean, then the best candidate)
         for which, theta, v in (("es_mean", mean, val_mean), ("best_candidate", best_cand, val_best)):
             if st["best"] is None or v >= st["best"]["val_acc"]:
                 st["best"] = {"theta": theta.copy(), "val_acc": v, "gen": gen, "which": which}
         record["best_val_acc"] = st["best"]["val_acc"]
+
+    def _minibatch(self, rng: np.random.RandomState, n_batch: int) -> np.ndarray:
+        """Indices into train_q. Several benchmarks (and cfg.stratify): each gets its share of the
+        m questions, at least one, drawn without replacement within it — every generation then
+        scores every benchmark. Otherwise one uniform draw (the stream of runs made before)."""
+        benches = sorted({q.benchmark for q in self.train_q})
+        if not self.cfg.stratify or len(benches) < 2 or n_batch < len(benches):
+            return rng.choice(len(self.train_q), size=n_batch, replace=False)
+        idx = {b: [i for i, q in enumerate(self.train_q) if q.benchmark == b] for b in benches}
+        sizes = np.array([len(idx[b]) for b in benches], dtype=np.float64)
+        share = np.maximum(1, np.floor(n_batch * sizes / sizes.sum())).astype(int)
+        share = np.minimum(share, sizes.astype(int))
+        while share.sum() < n_batch:  # the remainder to the largest fractional parts, capped by size
+            room = np.flatnonzero(share < sizes)
+            frac = n_batch * sizes / sizes.sum() - share
+            share[room[int(np.argmax(frac[room]))]] += 1
+        while share.sum() > n_batch:
+            share[int(np.argmax(share))] -= 1
+        out = [np.asarray(idx[b])[rng.choice(len(idx[b]), size=int(k), replace=False)]
+               for b, k in zip(benches, share)]
+        return np.concatenate(out)
+
+    @staticmethod
+    def _per_benchmark(acc: np.ndarray, questions: list) -> dict[str, tuple[float, ...]]:
+        """{benchmark: per-θ mean accuracy} when the questions span several benchmarks."""
+        benches = np.array([q.benchmark for q in questions])
+        names = sorted(set(benches.tolist()))
+        if len(names) < 2:
+            return {}
+        return {b: tuple(float(v) for v in acc[:, benches == b].mean(axis=1)) for b in names}
 
     def _accuracy(self, thetas: np.ndarray, questions: list) -> np.ndarray | None:
         """(T, n) held-out correctness (argmax routing), or None when nothing can score it free."""
@@ -348,11 +440,33 @@ class Trainer:
                                    "correctness over its k samples; candidate fitness = mean over the "
                                    "generation's m-question minibatch; evals = candidate x question "
                                    "evaluations so far" if self.cfg.mode == "cached" else
-                                   "live: graded final answer of the multi-turn session"),
+                                   "live: graded final answer of the multi-turn session, minus "
+                                   f"lambda_turns x (turns - 1)/4 (lambda_turns={self.cfg.lambda_turns:g}) and "
+                                   f"lambda_cost x cost_usd (lambda_cost={self.cfg.lambda_cost:g})"),
+            "lambda_turns": self.cfg.lambda_turns, "lambda_cost": self.cfg.lambda_cost,
         }
+        if st.get("warm_start") is not None:
+            summary["warm_start"] = st["warm_start"]
+        summary.update(self._measured_turns(info))
         summary.update(self._held_out(theta))
         summary["ledger_head"], summary["ledger_records"] = ckpt.ledger_anchor(self.run)
         atomic_write_json(self.run.summary, summary)
+
+    def _measured_turns(self, info: dict[str, Any]) -> dict[str, Any]:
+        """Live mode: the avg turns per session measured in training for the best θ (issue 14;
+        the score estimate reads `summary["avg_turns"]`). Cached mode runs no sessions: nothing."""
+        if self.cfg.mode == "cached":
+            return {}  # no session was run: a live evaluation (trinity eval --mode live) measures turns
+        by_gen = {r["gen"]: r for r in self.state["history"]}
+        rec = by_gen.get(info.get("gen")) or (self.state["history"][-1] if self.state["history"] else None)
+        if rec is None or "avg_turns" not in rec:
+            return {}
+        if info.get("which") == "best_candidate" and "best_avg_turns" in rec:
+            return {"avg_turns": rec["best_avg_turns"],
+                    "avg_turns_source": f"training: the best candidate's sessions in generation {rec['gen']}"}
+        return {"avg_turns": rec["avg_turns"],
+                "avg_turns_source": f"training: the population's sessions in generation {rec['gen']} "
+                                    "(the best θ is an ES mean, which was not run itself)"}
 
     def _held_out(self, theta: np.ndarray) -> dict[str, Any]:
         """Cached accuracy of best θ on val/test and the single-model baselines there."""
@@ -362,8 +476,9 @@ class Trainer:
             return out
         by_id = {q.id: q for q in self.inputs.questions}
         acc_table = matrix.accuracy()
-        for split in ("val", "test"):
-            ids = self.inputs.splits[split]
+        per_bench: dict[str, dict[str, float]] = {}
+        for split in ("val", "test", "audit"):
+            ids = self.inputs.splits.get(split) or []
             if not ids:
                 continue
             qs = [by_id[i] for i in ids]
@@ -377,6 +492,17 @@ class Trainer:
             out[f"{split}_single"] = {m: float(v) for m, v in zip(self.models, singles)}
             out[f"{split}_best_single"] = {"model": self.models[j], "acc": float(singles[j])}
             out[f"{split}_n"] = len(ids)
+            benches = np.array([q.benchmark for q in qs])
+            per_bench[split] = {"all": float(np.mean(acc))}
+            per_bench[split].update({b: float(np.mean(np.asarray(acc)[..., benches == b]))
+                                     for b in sorted(set(benches.tolist()))})
+            if len(per_bench[split]) > 2:  # several benchmarks: each alone, and their mean (the composite)
+                out[f"{split}_per_benchmark"] = {b: v for b, v in per_bench[split].items() if b != "all"}
+                out[f"{split}_composite"] = float(np.mean(list(out[f"{split}_per_benchmark"].values())))
+        if "audit" in per_bench:
+            from trinity.optim.audit import overfit_report
+
+            out["overfit"] = overfit_report(per_bench)
         return out
 
 

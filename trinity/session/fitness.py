@@ -56,6 +56,15 @@ def resolve_pool(cfg: Any, run: Any | None = None):
                      read_timeout_s=getattr(cfg, "read_timeout_s", None)), server
 
 
+def live_reward(correct: float, turns: int, cost_usd: float, lambda_turns: float, lambda_cost: float) -> float:
+    """correct − λ_turns·(turns − 1)/4 − λ_cost·cost (issue 14). With the default
+    λ_turns = 0.1 a 5-turn session must be right 0.1 more often than a 1-turn one to pay: the
+    weight TinyRouter gives efficiency, 0.10·(5 − avg_turns)/4·live_acc, against the ~0.85 that
+    accuracy carries (cached + live)."""
+    span = 4  # = MAX_TURNS - 1: TinyRouter's efficiency term divides by 4 whatever the session length
+    return float(correct) - lambda_turns * max(0, turns - 1) / span - lambda_cost * float(cost_usd)
+
+
 class LiveFitness:
     mode = "live"
 
@@ -91,6 +100,9 @@ class LiveFitness:
             run.log(f"{n} paid call(s) were in flight when this run was last stopped (sent, never recorded): the "
                     f"provider may have billed them; they are made again now", "warning")
         self._reported = (0, 0)  # (lost mid-body, billed above reservation) already logged
+        self.accuracy: float | None = None
+        self.cost_per_correct: float | None = None
+        self.candidate_turns: np.ndarray | None = None  # (P,) mean turns of each candidate, last generation
 
     # The run's spend is what its ledger says: journal replays after a resume cost nothing new.
     @property
@@ -103,6 +115,9 @@ class LiveFitness:
 
     def _reward(self, traj) -> float:
         r = 1.0 if traj.correct else 0.0
+        # turn- and cost-aware reward (issue 14): trinity.session.fitness.live_reward
+        r = live_reward(r, len(traj.turns), traj.cost_usd, getattr(self.cfg, "lambda_turns", 0.0),
+                        getattr(self.cfg, "lambda_cost", 0.0))
         if self.cfg.shaping:  # off by default; recorded in the run's config when on
             r += self.cfg.format_bonus * (traj.answer is not None)
             r -= self.cfg.turn_penalty * max(0, len(traj.turns) - 1)
@@ -147,7 +162,12 @@ class LiveFitness:
         first_role = np.array([ROLES.index(t.turns[0].role) if t.turns else 0 for t in trajs]).reshape(P, m)
         hooks.choices(first_model, first_role)
         self.avg_turns = float(np.mean([len(t.turns) for t in trajs]))
-        for (_, q), t in zip(pairs, trajs):
+        self.candidate_turns = np.array([len(t.turns) for t in trajs], dtype=np.float64).reshape(P, m).mean(axis=1)
+        n_correct = sum(bool(t.correct) for t in trajs)
+        self.accuracy = n_correct / len(trajs) if trajs else None  # graded correctness, before penalties
+        gen_cost = float(sum(t.cost_usd for t in trajs))  # cache hits and journal replays cost 0
+        self.cost_per_correct = gen_cost / n_correct if n_correct else None
+        for (_c, q), t in zip(pairs, trajs):
             hooks.trace(trace_record(t, q, gen, mode="live"))
         return rewards
 

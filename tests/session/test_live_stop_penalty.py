@@ -1,0 +1,91 @@
+"""The turn penalty of the live reward (issue 14) teaches the router to stop: a stand-in pool whose
+Verifiers are always right (practice server, loopback HTTP), a stand-in router, two short runs
+that differ only in lambda_turns."""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "optim"))
+from optim_standin import LinearRouter
+
+from trinity.config import DEFAULT_CONFIG, TrainConfig
+from trinity.data.practice import REPO_CONFIG, practice_questions
+from trinity.optim.runinputs import inputs_from_config
+from trinity.optim.trainer import Trainer
+from trinity.pool.practice_server import start_practice_server
+from trinity.runs.rundir import RunDir
+from trinity.session.fitness import LiveFitness, live_reward
+
+MODELS = ["simulated/coder", "simulated/mathlete", "simulated/scholar"]  # the practice pool's order
+
+
+class SessionStandin(LinearRouter):
+    """Bag-of-words linear router that can also score session transcripts (paired path); one
+    feature says whether the transcript holds a Worker turn (what a real encoder reads off the
+    `[Turn k | Worker | …]` header)."""
+
+    def features(self, texts):
+        out = 0.5 * super().features(texts)
+        out[:, 0] = [1.0 if "| Worker |" in t else 0.0 for t in texts]
+        return out
+
+    def paired_logits(self, thetas, texts, cands):
+        W = thetas[:, : self.n_head].reshape(len(thetas), self.n_models + 3, self.dim)
+        return np.einsum("nkd,nd->nk", W[np.asarray(cands)], self.features(texts))
+
+
+@pytest.fixture
+def reliable_pool(tmp_path, monkeypatch):
+    doc = yaml.safe_load(Path(REPO_CONFIG).read_text())
+    for prof in doc["practice"]["models"].values():
+        prof["verifier_accuracy"] = 1.0
+    cfg = tmp_path / "practice.yaml"
+    cfg.write_text(yaml.safe_dump(doc))
+    monkeypatch.setenv("MINERTUI_PRACTICE_CONFIG", str(cfg))
+    h = start_practice_server(port=0)
+    yield h
+    h.stop()
+
+
+def _run(tmp_path, server, lam):
+    qf = tmp_path / "q.jsonl"
+    qf.write_text("".join(json.dumps(q.to_json()) + "\n" for q in practice_questions() if q.kind != "code"))
+    cfg = TrainConfig(mode="live", pool="practice", base_url=server.base_url, questions=str(qf),
+                      cache_path=str(tmp_path / f"cache{lam}.sqlite"), popsize=16, generations=12, m=8,
+                      sigma0=0.5, seed=3, lambda_turns=lam, concurrency=16)
+    inputs = inputs_from_config(cfg)
+    run = RunDir(tmp_path / f"run{lam}")
+    run.path.mkdir()
+    run.write_meta({"id": run.id, "status": "created", "mode": "live", "config": cfg.resolved(), "models": MODELS,
+                    "splits": inputs.splits})
+    router = SessionStandin(len(MODELS))
+    fit = LiveFitness(cfg, run, router, MODELS)
+    try:
+        Trainer(run, cfg, inputs, router, fit, MODELS, run_id=run.id).train()
+    finally:
+        fit.close()
+    hist = json.loads(run.history.read_text())
+    return hist, json.loads(run.summary.read_text())
+
+
+def test_live_reward_formula():
+    assert live_reward(1.0, 1, 0.0, 0.1, 0.0) == 1.0
+    assert live_reward(1.0, 5, 0.0, 0.1, 0.0) == pytest.approx(0.9)
+    assert live_reward(0.0, 3, 0.002, 0.1, 10.0) == pytest.approx(-0.05 - 0.02)
+    assert yaml.safe_load(Path(DEFAULT_CONFIG).read_text())["lambda_turns"] == TrainConfig().lambda_turns
+
+
+def test_turn_penalty_teaches_the_router_to_stop(tmp_path, reliable_pool):
+    free, _ = _run(tmp_path, reliable_pool, 0.0)
+    paid, summary = _run(tmp_path, reliable_pool, 1.0)
+    last = lambda h: float(np.mean([r["best_avg_turns"] for r in h[-3:]]))
+    # measured (seed 3): the best candidate's avg turns over the last 3 generations, 5.0 with
+    # lambda_turns 0 (no reason to stop) and 2.5 with lambda_turns 1 (Worker, then an ACCEPT)
+    assert last(paid) <= last(free) - 1.0, (last(free), last(paid))
+    assert "cost_per_correct" in paid[-1] and "accuracy" in paid[-1]
+    assert summary["avg_turns"] >= 1.0 and summary["lambda_turns"] == 1.0 and "avg_turns_source" in summary
