@@ -101,6 +101,21 @@ def test_four_trial_sweep(reference):
     assert results(sd.path / "trials/t000") != results(sd.path / "trials/t001")
 
 
+
+def test_status_cli_says_each_trial_state_and_best_val(reference, capsys):
+    from trinity.cli import main
+
+    _, sd, doc = reference
+    capsys.readouterr()
+    assert main(["sweep", "status", str(sd.path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(t["id"], t["state"], t["best_val_acc"]) for t in out["trials"]] == \
+        [(t["id"], "finished", t["best_val_acc"]) for t in doc["trials"]]
+    assert main(["sweep", str(sd.path)]) == 0  # `trinity sweep DIR`: the same, as a table
+    text = capsys.readouterr().out
+    assert text.startswith(f"sweep {sd.path.name}: finished  4 trials (4 finished)") and "best: t" in text
+
+
 def test_failing_trial_does_not_stop_the_others(ray_local, tmp_path):
     spec = write_spec(tmp_path / "spec.yaml", grid={"encoder": ["tiny-qwen3", str(tmp_path / "no-such-encoder")]})
     sd = new_sweep(spec, tmp_path / "sweep")
