@@ -73,13 +73,7 @@ def efficiency(avg_turns: float, live_acc: float) -> float:
 
 def overfit_penalty(gap: float | None) -> tuple[float, bool]:
     """(multiplier, rejected) for an eval − audit gap (None: not measured → 1, not rejected)."""
-    if gap is None:
-        return 1.0, False
-    if gap > OVERFIT_REJECT:
-        return 0.0, True
-    if gap > OVERFIT_PENALISE:
-        return OVERFIT_FACTOR, False
-    return 1.0, False
+    return _TR.overfit(gap)
 
 
 def bench_score(cached: float, live: float, avg_turns: float, novelty: float, gap: float | None) -> float:

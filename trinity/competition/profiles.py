@@ -79,6 +79,17 @@ class Scoring:
     shuffle_seed: int | None = None
     threshold: float = 0.0
 
+    def overfit(self, gap: float | None) -> tuple[float, bool]:
+        """(multiplier, rejected) for a hidden − audit accuracy gap (None: not measured → 1, not
+        rejected): gap > overfit_reject rejects, gap > overfit_penalise multiplies by overfit_factor."""
+        if gap is None or self.overfit_reject <= 0:
+            return 1.0, False
+        if gap > self.overfit_reject:
+            return 0.0, True
+        if gap > self.overfit_penalise:
+            return self.overfit_factor, False
+        return 1.0, False
+
 
 @dataclass(frozen=True)
 class Profile:

@@ -5,26 +5,30 @@ lookup; gap = eval accuracy − audit accuracy; gap > 0.15 rejects the submissio
 multiplies the benchmark's score by 0.85. Locally the run's `audit` split (config `splits.audit`)
 plays the audit set and val (the split the best θ was selected on) / test play the eval set.
 
-`trinity.analysis.score.overfit_penalty` applies the same rule to the score estimate; the two
-are to be one function at merge (the constants are the competition's).
+The rule and its numbers are TinyRouter's profile's (`trinity.competition.profiles`, Scoring.overfit):
+the score estimate (`trinity.analysis.score`) applies the same one.
 """
 
 from __future__ import annotations
 
-GAP_REJECT = 0.15
-GAP_PENALISE = 0.08
-PENALTY_FACTOR = 0.85
+from trinity.competition.profiles import TINYROUTER_PROFILE
+
+_RULE = TINYROUTER_PROFILE.scoring
+GAP_REJECT = _RULE.overfit_reject
+GAP_PENALISE = _RULE.overfit_penalise
+PENALTY_FACTOR = _RULE.overfit_factor
 
 
 def gap_factor(gap: float | None) -> tuple[float, str]:
     """(score multiplier, reading) for a hidden − audit accuracy gap; None = not measured."""
     if gap is None:
         return 1.0, "not measured"
-    if gap > GAP_REJECT:
-        return 0.0, f"reject (gap > {GAP_REJECT})"
-    if gap > GAP_PENALISE:
-        return PENALTY_FACTOR, f"x{PENALTY_FACTOR} (gap > {GAP_PENALISE})"
-    return 1.0, "clean"
+    factor, rejected = _RULE.overfit(gap)
+    if rejected:
+        return factor, f"reject (gap > {GAP_REJECT})"
+    if factor != 1.0:
+        return factor, f"x{PENALTY_FACTOR} (gap > {GAP_PENALISE})"
+    return factor, "clean"
 
 
 def overfit_report(acc: dict[str, dict[str, float]]) -> dict:
