@@ -111,3 +111,31 @@ def test_king_from_a_folder_with_best_theta(tmp_path):
     np.save(tmp_path / "best_theta.npy", np.arange(5, dtype=np.float64))
     theta, label = load_king_theta(tmp_path)
     assert theta.tolist() == [0, 1, 2, 3, 4] and "best_theta.npy" in label
+
+
+def test_turns_measured_in_live_training_enter_the_estimate_without_a_live_eval():
+    """No live eval, but summary.json's avg_turns (from live training): the scenarios use those
+    turns, not the 1-turn assumption."""
+    from trinity.analysis.score import BenchInputs, Component, score_bench
+
+    b = BenchInputs("math500", Component(0.6, "cached"), Component(None, "not measured"),
+                    Component(3.0, "live training"), Component(None, "no king"), Component(None, "unknown"))
+    names = [(sc.name, sc.avg_turns) for sc in score_bench(b).scenarios]
+    assert names[0][1] == 3.0 and "3.00 turns" in names[0][0]
+    one = BenchInputs("math500", Component(0.6, "cached"), Component(None, "not measured"),
+                      Component(None, "not measured"), Component(None, "no king"), Component(None, "unknown"))
+    assert score_bench(one).scenarios[0].avg_turns == 1.0
+
+
+def test_summary_avg_turns_reads_only_a_sane_number(tmp_path):
+    import json
+
+    from trinity.analysis.score import summary_avg_turns
+    from trinity.runs.rundir import RunDir
+
+    run = RunDir(tmp_path / "r")
+    run.path.mkdir()
+    assert summary_avg_turns(run) is None
+    for value, want in ((2.5, 2.5), ("3", None), (9.0, None), (True, None)):
+        run.summary.write_text(json.dumps({"avg_turns": value}))
+        assert summary_avg_turns(run) == want

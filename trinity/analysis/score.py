@@ -123,6 +123,20 @@ def novelty_used(b: BenchInputs, first: bool) -> float:
     return b.novelty.value if b.novelty.value is not None else NOVELTY_NO_KING
 
 
+def summary_avg_turns(run) -> float | None:
+    """The average turns a live run measured while training (summary.json `avg_turns`, the best
+    θ's generation), or None (cached runs, no summary yet, or a value that is not a number)."""
+    from trinity.io import read_json
+
+    if not run.summary.exists():
+        return None
+    try:
+        v = read_json(run.summary).get("avg_turns")
+    except (InputError, AttributeError):
+        return None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and 1 <= v <= MAX_TURNS else None
+
+
 def score_bench(b: BenchInputs, first: bool = True) -> BenchScore:
     if b.cached.value is None:
         raise InputError(f"{b.benchmark}: the cached accuracy is required for a score estimate")
@@ -133,6 +147,10 @@ def score_bench(b: BenchInputs, first: bool = True) -> BenchScore:
     if b.live.value is not None:
         turns = b.avg_turns.value if b.avg_turns.value is not None else 1.0
         cases.append(("measured", b.live.value, turns))
+    elif b.avg_turns.value is not None:  # turns measured in live training, accuracy not evaluated
+        turns = b.avg_turns.value
+        cases.append((f"live=cached, {turns:.2f} turns (training)", b.cached.value, turns))
+        cases.append(("live=0 (pessimistic)", 0.0, turns))
     else:
         cases.append(("live=cached, 1 turn (optimistic)", b.cached.value, 1.0))
         cases.append(("live=0 (pessimistic)", 0.0, 1.0))
@@ -272,6 +290,7 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
     run = RunDir(run_dir)
     meta = run.read_meta()
     prof = run_competition(meta, competition)
+    train_turns = summary_avg_turns(run)
     stand_in = eval_split is not None or audit_split is not None
     if stand_in:
         eval_split, audit_split = eval_split or "val", audit_split or "test"
@@ -367,7 +386,8 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
             turns = Component(float(lb.get("avg_turns", 1.0)), "live eval.json")
         else:
             lv = Component(None, f"not measured (run trinity eval {run.path} --mode live)")
-            turns = Component(None, "not measured (needs a live eval)")
+            turns = (Component(float(train_turns), "live training, the best θ's generation (summary.json)")
+                     if train_turns is not None else Component(None, "not measured (needs a live eval)"))
         if king_routing is not None:
             nov_idx = a_idx[:NOVELTY_QUESTIONS]
             nov = Component(novelty((routing.model_idx[nov_idx], routing.role_idx[nov_idx]),
