@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import random
 
-MINIROUTER_EVAL_BENCHMARK = "math500"
+from trinity.competition.profiles import MINIROUTER_PROFILE
+
+_RULE = MINIROUTER_PROFILE.scoring  # one source: the profile's promotion rule
+MINIROUTER_EVAL_BENCHMARK = str(_RULE.benchmark)
 MINIROUTER_EVAL_ROWS = 500  # MATH-500 test
-MINIROUTER_EVAL_ITEMS = 20
-MINIROUTER_EVAL_SEED = 0
-MINIROUTER_PROMOTION_SCORE = 0.8
+MINIROUTER_EVAL_ITEMS = _RULE.n_items
+MINIROUTER_EVAL_SEED = int(_RULE.shuffle_seed or 0)
+MINIROUTER_PROMOTION_SCORE = _RULE.threshold
 
 
 def minirouter_eval_ids(n_rows: int = MINIROUTER_EVAL_ROWS, n_items: int = MINIROUTER_EVAL_ITEMS,
