@@ -98,12 +98,10 @@ class Trainer:
 
     # ---- state --------------------------------------------------------------------------------
     def fresh_state(self) -> dict[str, Any]:
-        es_rng = np.random.RandomState(self.cfg.seed)
         x0 = np.asarray(self.router.initial_mean(), dtype=np.float64)
         return {
             "gen": 0,
-            "es": make_es(x0, self.cfg.sigma0, self.cfg.popsize, es_rng),
-            "es_rng": es_rng,  # the ES's randn source (its position is checked after a replay)
+            **self._new_es(x0),
             "es_tells": [],  # per generation, the values given to es.tell (−fitness, (P,))
             "batch_rng": np.random.RandomState(self.cfg.seed + 1),
             "fitness": self.fitness.state_dict(),
@@ -114,6 +112,14 @@ class Trainer:
             "warm_start": None,  # what warm_start() fitted (issue 14), set before generation 1
         }
 
+    def _new_es(self, x0: np.ndarray) -> dict[str, Any]:
+        """A fresh ES at mean `x0` with its own randn source seeded by the run; `es_x0` is kept so
+        that a data-only checkpoint can rebuild the same ES (`_replay_es`)."""
+        es_rng = np.random.RandomState(self.cfg.seed)
+        return {"es": make_es(x0, self.cfg.sigma0, self.cfg.popsize, es_rng),
+                "es_rng": es_rng,  # the ES's randn source (its position is checked after a replay)
+                "es_x0": np.array(x0, dtype=np.float64)}
+
     def load_state(self, state: dict[str, Any]) -> None:
         if "es" not in state:  # from a data-only checkpoint: rebuild the ES by replaying it
             state = {**state, **self._replay_es(state)}
@@ -123,7 +129,9 @@ class Trainer:
     def _replay_es(self, state: dict[str, Any]) -> dict[str, Any]:
         """A fresh ES from the run's seed told the recorded fitness values, generation by
         generation: the same ES (mean, σ, covariance, RNG position) the checkpoint was cut from."""
-        fresh = self.fresh_state()
+        x0 = state.get("es_x0")  # the ES's starting mean (the warm start's fit, or the router's)
+        fresh = self._new_es(np.asarray(x0, dtype=np.float64) if x0 is not None
+                             else np.asarray(self.router.initial_mean(), dtype=np.float64))
         es, rng = fresh["es"], fresh["es_rng"]
         tells = state.get("es_tells")
         if not isinstance(tells, list) or len(tells) != state.get("gen"):
@@ -136,7 +144,7 @@ class Trainer:
                 np.array_equal(a, b) for a, b in zip(saved.get_state(), rng.get_state())):
             raise CheckpointError(f"checkpoint in {self.run.checkpoint_dir} does not replay to the ES it "
                                   "recorded (another version of cma/numpy?); start a new run (trinity train)")
-        return {"es": es, "es_rng": rng}
+        return {"es": es, "es_rng": rng, "es_x0": fresh["es_x0"]}
 
     # ---- events -------------------------------------------------------------------------------
     def event(self, type_: str, **fields: Any) -> dict:
@@ -240,7 +248,7 @@ class Trainer:
         t0 = time.monotonic()
         theta, info = warm_start_theta(self.router, self.router.initial_mean(), len(self.models),
                                        scorer.texts(self.train_q), acc[rows_t], seed=self.cfg.seed)
-        st["es"] = make_es(theta, self.cfg.sigma0, self.cfg.popsize, np.random.RandomState(self.cfg.seed))
+        st.update(self._new_es(theta))  # the ES starts at the fit (es_x0 records it for a replay)
         if self.val_q and self.cfg.val_every:
             va = self._accuracy(theta[None, :], self.val_q)
             if va is not None:
