@@ -172,7 +172,7 @@ def test_oracle_job_says_what_it_computes(real_run):
     r = subprocess.run([sys.executable, "-m", "minertui.jobs.analysis", "oracle", str(real_run)],
                        capture_output=True, text=True, cwd=ROOT, timeout=240)
     whats = [json.loads(l)["progress"][2] for l in r.stdout.splitlines() if '"progress"' in l]
-    i = whats.index("routing the questions with the trained router")
+    i = next(k for k, w in enumerate(whats) if w.startswith("routing") and "with the trained router" in w)
     assert whats[i + 1] == "computing the cross-fit oracle ceiling", whats
 
 

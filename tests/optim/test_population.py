@@ -49,7 +49,7 @@ def test_workers_2_equals_workers_1_bit_for_bit(ray_local, single, tmp_path):
     assert _results(tmp_path / "run") == single
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
     assert meta["config"]["workers"] == 2  # recorded, and not part of the config hash
-    assert meta["config_hash"] == _cfg().hash()
+    assert meta["config_hash"] == _cfg(competition=meta["competition"]).hash()  # as resolved by start_run
 
 
 def test_worker_killed_mid_generation_is_recovered(ray_local, single, tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ from trinity.grading.choice import LETTERS
 REPO = "cais/mmlu"
 
 
-def _gold_letter(answer, n_choices: int, where: str, i: int) -> str:
+def gold_letter(answer, n_choices: int, where: str, i: int) -> str:
     if isinstance(answer, int) and not isinstance(answer, bool) and 0 <= answer < n_choices:
         return LETTERS[answer]
     if isinstance(answer, str):
@@ -47,7 +47,7 @@ class MMLU(Benchmark):
             choices = row["choices"]
             if not isinstance(choices, list) or not 2 <= len(choices) <= len(LETTERS):
                 raise InputError(f"{where}: row {i} 'choices' must be a list of 2-{len(LETTERS)} options")
-            gold = _gold_letter(row["answer"], len(choices), where, i)
+            gold = gold_letter(row["answer"], len(choices), where, i)
             extra = {"choices": [str(c) for c in choices]}
             if row.get("subject"):
                 extra["subject"] = row["subject"]

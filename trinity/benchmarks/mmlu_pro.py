@@ -8,7 +8,7 @@ against answer_index when both are given). The adapter option `hub_split="valida
 
 from __future__ import annotations
 
-from trinity.benchmarks.mmlu import MMLU, _gold_letter
+from trinity.benchmarks.mmlu import MMLU, gold_letter
 from trinity.benchmarks.sources import load_hub_rows, read_rows_file
 from trinity.data.questions import Question
 from trinity.errors import InputError
@@ -39,7 +39,7 @@ class MMLUPro(MMLU):
             options = row["options"]
             if not isinstance(options, list) or not 2 <= len(options) <= len(LETTERS):
                 raise InputError(f"{where}: row {i} 'options' must be a list of 2-{len(LETTERS)} options")
-            gold = _gold_letter(row["answer"], len(options), where, i)
+            gold = gold_letter(row["answer"], len(options), where, i)
             idx = row.get("answer_index")
             if isinstance(idx, int) and not isinstance(idx, bool) and LETTERS.find(gold) != idx:
                 raise InputError(f"{where}: row {i} answer {row['answer']!r} disagrees with answer_index {idx}")
