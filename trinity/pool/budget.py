@@ -77,6 +77,9 @@ class Budget:
 class BudgetLike(Protocol):
     """What the pool client needs of a budget (a `Budget`, or one shared by many runs)."""
 
+    @property
+    def cap_micro(self) -> int | None: ...  # None: no cap (then unpriced models are allowed)
+
     def reserve(self, worst_case_usd: float, what: str = "the next call") -> Reservation: ...
 
     def blocked_only_by_inflight(self, worst_case_usd: float) -> bool: ...

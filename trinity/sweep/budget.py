@@ -92,6 +92,14 @@ class SharedBudget:
         return self.local.cap_usd
 
     @property
+    def cap_micro(self) -> int:
+        """Always a cap: the sweep's (or the trial's own, when that is lower)."""
+        if not hasattr(self, "_sweep_cap_micro"):
+            self._sweep_cap_micro = int(self._call(self.holder.state)["cap_micro_usd"])
+        own = self.local.cap_micro
+        return self._sweep_cap_micro if own is None else min(own, self._sweep_cap_micro)
+
+    @property
     def spent_usd(self) -> float:
         return self.local.spent_usd
 
