@@ -252,15 +252,17 @@ class PoolClient:
         self.window_calls = 0
         self.window_causes: dict[str, int] = {}
 
-    def failing(self, threshold: float = DEFAULT_FAIL_THRESHOLD) -> PoolFailing | None:
-        """PoolFailing when more than `threshold` of the calls since `start_window()` failed."""
+    def failing(self, threshold: float = DEFAULT_FAIL_THRESHOLD,
+                then: str = "the generation was not trained on — check the provider, then resume the run",
+                ) -> PoolFailing | None:
+        """PoolFailing when more than `threshold` of the calls since `start_window()` failed;
+        `then` says what the caller does about it (the trainer's words by default)."""
         failed = sum(self.window_causes.values())
         if self.window_calls < FAIL_MIN_CALLS or failed <= threshold * self.window_calls:
             return None
         causes = ", ".join(f"{k} ×{n}" for k, n in sorted(self.window_causes.items(), key=lambda kv: -kv[1]))
         return PoolFailing(f"provider failing ({failed} of {self.window_calls} calls failed: {causes}) at "
-                           f"{self.pool.base_url}; the generation was not trained on — check the provider, "
-                           "then resume the run")
+                           f"{self.pool.base_url}; {then}")
 
     def unreachable(self) -> PoolUnreachable | None:
         """The error to stop a run with when the last UNREACHABLE_AFTER calls could not connect
