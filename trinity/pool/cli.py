@@ -236,6 +236,9 @@ def cmd_ledger_verify(args) -> int:
     if rep.per_source.get("invalid"):
         print(f"  {rep.per_source['invalid']['calls']} records with invalid provider usage (billed from the "
               "price table; see `trinity ledger report`)")
+    if rep.excess:
+        print(f"  ${rep.excess_usd:.6f} billed above the reserved worst case on {rep.excess_calls} calls "
+              "(see `trinity ledger report`)")
     if rep.torn_tail:
         print(f"  note: the last line is a torn write ({rep.torn_bytes} bytes, a crash mid-append); it is not "
               "tampering and is set aside when the run resumes")
@@ -252,7 +255,8 @@ def cmd_ledger_report(args) -> int:
     out = {"file": str(args.file), "ok": rep.ok, "first_bad_line": rep.first_bad_line, "problem": rep.problem,
            "n_records": rep.n_records, "total_micro_usd": rep.total_micro_usd, "total_usd": rep.total_usd,
            "torn_tail": rep.torn_tail, "run_ids": rep.run_ids, **_tables(rep),
-           "invalid_usage": rep.invalid}
+           "invalid_usage": rep.invalid, "excess_billed_usd": rep.excess_usd, "excess_calls": rep.excess_calls,
+           "excess": {k: {**v, "usd": _usd(v["micro_usd"])} for k, v in rep.excess.items()}}
     if args.json:
         print(json.dumps(out, indent=2))
     else:
@@ -265,6 +269,11 @@ def cmd_ledger_report(args) -> int:
             print(f"invalid provider usage: {n} records, billed from the price table (raw figures kept):")
             for r in rep.invalid:
                 print(f"  record {r['seq']} {r['model']}: {r['note']}")
+        if rep.excess:
+            print(f"billed above the reserved worst case: ${rep.excess_usd:.6f} on {rep.excess_calls} calls "
+                  "(the budget cap may be passed by that much):")
+            for k, b in out["excess"].items():
+                print(f"  {k:40s} {b['calls']:8d} calls  +${b['usd']:.6f}")
         for title in ("per_model", "per_purpose", "per_day", "per_source"):
             print(title.replace("_", " ") + ":")
             for k, b in out[title].items():

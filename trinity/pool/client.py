@@ -505,8 +505,10 @@ class PoolClient:
                 else:
                     self.stats.invalid_usage += 1
                 actual_micro = to_micro(res.cost_usd)
+                excess = 0
                 if reservation is not None and actual_micro > reservation.micro_usd:
-                    self.stats.excess_micro_usd += actual_micro - reservation.micro_usd
+                    excess = actual_micro - reservation.micro_usd
+                    self.stats.excess_micro_usd += excess
                     self.stats.excess_calls += 1
                 self.stats.calls += 1
                 self.stats.cost_micro_usd += actual_micro
@@ -515,7 +517,8 @@ class PoolClient:
                     await self.ledger.append_async(
                         provider=self.pool.name, model=model, prompt_tokens=res.prompt_tokens,
                         completion_tokens=res.completion_tokens, cost_micro_usd=actual_micro,
-                        cost_source=res.cost_source, purpose=purpose, note=res.usage_note)
+                        cost_source=res.cost_source, purpose=purpose, note=res.usage_note,
+                        excess_micro_usd=excess)
                 if res.ok and ckey is not None and self.cache is not None:
                     # cached before it is journaled: a kill between the two leaves an answer a resume
                     # replays from the cache for free (its twins in flight too) instead of buying it again
