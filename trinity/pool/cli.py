@@ -272,8 +272,8 @@ def cmd_ledger_report(args) -> int:
         if rep.excess:
             print(f"billed above the reserved worst case: ${rep.excess_usd:.6f} on {rep.excess_calls} calls "
                   "(the budget cap may be passed by that much):")
-            for k, b in out["excess"].items():
-                print(f"  {k:40s} {b['calls']:8d} calls  +${b['usd']:.6f}")
+            for k, b in rep.excess.items():
+                print(f"  {k:40s} {b['calls']:8d} calls  +${_usd(b['micro_usd']):.6f}")
         for title in ("per_model", "per_purpose", "per_day", "per_source"):
             print(title.replace("_", " ") + ":")
             for k, b in out[title].items():

@@ -359,14 +359,6 @@ class Ledger:
     def total_usd(self) -> float:
         return self.total_micro_usd / 1e6
 
-    @property
-    def excess_calls(self) -> int:
-        return sum(b["calls"] for b in self.excess.values())
-
-    @property
-    def excess_usd(self) -> float:
-        return sum(b["micro_usd"] for b in self.excess.values()) / 1e6
-
     def close(self) -> None:
         self._appender.close()
 
