@@ -57,6 +57,10 @@ def register(sub) -> None:
     s.add_argument("--slow-ms", type=int, default=2000, help="extra latency of a slow reply (default 2000)")
     s.add_argument("--credit-after", type=int, default=None, metavar="N",
                    help="answer 402 (out of credit) once N completions were served")
+    s.add_argument("--benchmark", action="append", default=[], metavar="NAME",
+                   help="also answer this benchmark's questions (repeatable; simulated answers, graded)")
+    s.add_argument("--data", action="append", default=[], metavar="FILE",
+                   help="local dataset file of the matching --benchmark (in order)")
     s.add_argument("--require-key-env", default=None, metavar="VAR",
                    help="answer 401 unless requests carry `Bearer $VAR` (the key itself never goes in argv)")
     s.set_defaults(func=cmd_serve_practice)
@@ -104,6 +108,14 @@ def cmd_serve_practice(args) -> int:
     from trinity.pool.practice_server import serve_forever
 
     faults = _faults(args)
+    questions = []
+    if len(args.data) > len(args.benchmark):
+        raise ConfigError("--data needs a --benchmark before it (one file per benchmark, in order)")
+    if args.benchmark:
+        from trinity.benchmarks import get_benchmark
+
+        for i, name in enumerate(args.benchmark):
+            questions += get_benchmark(name).load(args.data[i] if i < len(args.data) else None)
     api_key = None
     if args.require_key_env:
         import os
@@ -126,7 +138,7 @@ def cmd_serve_practice(args) -> int:
             loop.add_signal_handler(sig, task.cancel)
         try:
             await serve_forever(args.port, faults, args.latency_ms, args.seed, announce=announce,
-                                api_key=api_key)
+                                api_key=api_key, questions=questions)
         except OSError as e:
             raise ConfigError(f"cannot listen on 127.0.0.1:{args.port} ({e.strerror}); pick another --port") from None
 

@@ -67,7 +67,7 @@ def run_collect(args) -> int:
     if base_url is None and args.pool == "practice":
         from trinity.pool.practice_server import start_practice_server
 
-        server = start_practice_server(port=0)
+        server = start_practice_server(port=0, questions=questions)  # simulated answers to these too
         base_url = server.base_url
     try:
         models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
