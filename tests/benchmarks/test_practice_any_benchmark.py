@@ -81,3 +81,23 @@ with ThreadPoolExecutor(4) as ex:
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.stdout.strip() == "12", r.stdout + r.stderr
+
+
+def test_serve_practice_answers_a_benchmark_it_was_started_with(tmp_path, capsys):
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-m", "trinity", "pool", "serve-practice", "--port", "0",
+                             "--benchmark", "bfcl_simple", "--data", str(FIX / "bfcl")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root)
+    try:
+        base = proc.stdout.readline().strip()
+        code, out = _collect(tmp_path, "bfcl_simple", "--base-url", base, "--data", str(FIX / "bfcl"),
+                             "--split", "all", "--k", "1")
+        assert code == 0, capsys.readouterr().out
+        _check(out, "bfcl_simple", str(FIX / "bfcl"))
+        # a benchmark it was not started with: a clear 400, the collect says so and exits non-zero
+        code, _ = _collect(tmp_path, "gpqa", "--base-url", base, "--data", str(FIX / "gpqa_diamond.jsonl"),
+                           "--split", "all", "--n", "1", "--k", "1")
+        assert code != 0 and "not a question the simulated pool knows" in capsys.readouterr().err
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
