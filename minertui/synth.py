@@ -8,6 +8,7 @@ deterministic (snapshots). `append_*` let a test play an engine that writes whil
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -15,12 +16,34 @@ import random
 from pathlib import Path
 from typing import Any
 
+from trinity.data.kinds import KINDS
 from trinity.io import atomic_write_json, canonical_json
 from trinity.model import ROLES
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z: fixed, so snapshots never show the wall clock
 MODELS = ["simulated/mathlete", "simulated/scholar", "simulated/coder"]
-BENCHES = ["math", "mc", "code"]
+# One example per question kind (the kinds come from trinity.data.kinds, the one source): the
+# Worker's output, the extracted answer and the gold, in the forms the engine's traces carry
+# (`trinity.session.loop.trace_record`: code keeps no gold and answers "<code>").
+_EXAMPLES: dict[str, tuple[str, str | None, Any]] = {
+    "math": ("The answer is \\boxed{4}.", "4", "4"),
+    "mc": ("Option B fits best.\n\nAnswer: B", "B", "B"),
+    "code": ("```python\nprint(sum(map(int, input().split())))\n```", "<code>", None),
+    "exact": ("So the answer is (B).", "(B)", {"target": "(B)", "form": "choice"}),
+    "ifeval": ("a short note with no commas in it", "a short note with no commas in it",
+               {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}),
+    "funcall": ('```json\n[{"name": "area", "arguments": {"base": 10}}]\n```',
+                '[{"name": "area", "arguments": {"base": 10}}]',
+                {"function": [{}], "ground_truth": [{"area": {"base": [10]}}]}),
+}
+
+
+@functools.cache
+def _benchmark_of(kind: str) -> str:
+    """The first registered benchmark whose questions are of `kind` (what a trace names)."""
+    from trinity.benchmarks import list_benchmarks
+
+    return next((b.name for b in list_benchmarks() if getattr(b, "kind", None) == kind), "practice")
 
 
 def meta(run_id: str, *, status: str = "finished", generations: int = 30, mode: str = "live",
@@ -122,24 +145,26 @@ class SynthRun:
 
     def _trace(self, g: int) -> dict[str, Any]:
         r = self.rng
-        bench = r.choice(BENCHES)
-        qid = f"practice-{bench}-{r.randint(0, 19):02d}"
+        kind = KINDS[r.randrange(len(KINDS))]
+        output, answer, gold = _EXAMPLES[kind]
+        bench = _benchmark_of(kind)
+        n = r.randint(0, 19)
+        # the shipped practice set has math, mc and code questions (their text shows in the drill-down)
+        qid = f"practice-{kind}-{n:02d}" if kind in ("math", "mc", "code") else f"{bench}-{n:02d}"
         turns = []
-        for k in range(r.choice((1, 1, 2, 3))):
+        for _k in range(r.choice((1, 1, 2, 3))):
             mp = [r.random() for _ in MODELS]
             rp = [r.random() for _ in ROLES]
             mp = [round(x / sum(mp), 4) for x in mp]
             rp = [round(x / sum(rp), 4) for x in rp]
             role = ROLES[rp.index(max(rp))]
             turns.append({"model": MODELS[mp.index(max(mp))], "role": role, "model_probs": mp,
-                          "role_probs": rp,
-                          "output": ("```python\nprint(sum(map(int, input().split())))\n```"
-                                     if bench == "code" else f"The answer is \\boxed{{{k + 3}}}."),
+                          "role_probs": rp, "output": output,
                           "verdict": "ACCEPT" if role == "Verifier" else None,
                           "cost_usd": 0.0001, "cache_hit": False})
         correct = r.random() < 0.6
-        return {"gen": g, "candidate": r.randint(0, 15), "qid": qid, "benchmark": "practice",
-                "mode": "live", "turns": turns, "answer": "4", "gold": "4" if correct else "5",
+        return {"gen": g, "candidate": r.randint(0, 15), "qid": qid, "benchmark": bench,
+                "kind": kind, "mode": "live", "turns": turns, "answer": answer, "gold": gold,
                 "correct": correct, "reward": 1.0 if correct else 0.0,
                 "cost_usd": round(0.0001 * len(turns), 6), "time": round(self.t, 3)}
 

@@ -159,6 +159,10 @@ class LedgerScreen(ModeScreen):
         est = int(lv.cost_micro[lv.estimated].sum()) / 1e6 if len(lv) else 0.0
         if est:
             t.append(f" (of which {usd(est)} estimated from the price table)", style="yellow")
+        rep = self._report
+        if rep is not None and rep.ok and rep.excess:
+            t.append(f" · {usd(rep.excess_usd, 6)} billed above the reserved worst case on {rep.excess_calls} "
+                     f"call{'s' if rep.excess_calls != 1 else ''}", style="yellow")
         budget = s.budget_usd
         if budget:
             frac = lv.total_usd / budget if budget > 0 else 1.0

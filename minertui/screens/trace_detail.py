@@ -52,16 +52,17 @@ def question_for(meta: dict[str, Any], qid: str) -> tuple[str | None, str]:
     src = (meta.get("config") or {}).get("questions")
     if not src:
         return None, "the run's config names no questions file"
+    shown = src
     if src == "practice":
         from trinity.data.practice import QUESTIONS_FILE
-        src = str(QUESTIONS_FILE)
+        src, shown = str(QUESTIONS_FILE), "the shipped practice set"
     if not Path(src).is_file():
         return None, f"questions file {src} not found on this machine"
     try:
         q = _questions(src).get(qid)
     except Exception as e:  # a broken file: say so, keep the rest of the drill-down
         return None, f"questions file {src} could not be read: {e}"
-    return (q.question, src) if q is not None else (None, f"{qid} is not in {src}")
+    return (q.question, src) if q is not None else (None, f"{qid} is not in {shown}")
 
 
 def prob_bars(probs: Any, labels: list[str], chosen: str | None) -> Text:

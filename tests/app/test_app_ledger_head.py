@@ -41,3 +41,23 @@ async def test_ledger_mode_checks_the_recorded_head(tmp_path):
     led.unlink()
     head = await _head(root)
     assert "chain BROKEN" in head and "missing" in head, head
+
+
+async def test_ledger_mode_shows_what_was_billed_above_the_reserved_worst_case(tmp_path):
+    from trinity.io import canonical_json
+    from trinity.pool.ledger import GENESIS, record_hash
+
+    root = tmp_path / "runs"
+    run = make_run(root / "run-excess", generations=3, calls_per_gen=4).path
+    led = run / "ledger.jsonl"
+    prev, lines = GENESIS, []
+    for i, rec in enumerate(read_jsonl(led)):  # re-chain it with two records billed above the worst case
+        rec.pop("h")
+        rec["prev_h"] = prev
+        if i in (2, 5):
+            rec["excess_micro_usd"] = 1250
+        rec["h"] = prev = record_hash(rec)
+        lines.append(canonical_json(rec) + "\n")
+    led.write_text("".join(lines))
+    head = await _head(root)
+    assert "chain OK" in head and "$0.002500 billed above the reserved worst case on 2 calls" in head, head

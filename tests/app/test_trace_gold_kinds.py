@@ -25,3 +25,20 @@ def test_gold_by_kind():
     ]
     for kind, gold, want in cases:
         assert want in _text({**base, "kind": kind, "gold": gold}), kind
+
+
+def test_synthetic_traces_cover_every_kind(tmp_path):
+    # minertui.synth takes its kinds from trinity.data.kinds (the one source): a kind added there
+    # shows up in the app's synthetic runs, with a trace the detail view renders
+    from minertui.synth import make_run
+    from trinity.data.kinds import KINDS
+    from trinity.grading import describe_gold
+    from trinity.io import read_jsonl
+
+    run = make_run(tmp_path / "r", generations=6, traces_per_gen=16).path
+    traces = read_jsonl(run / "traces.jsonl")
+    assert {t["kind"] for t in traces} == set(KINDS)
+    for kind in KINDS:
+        tr = next(t for t in traces if t["kind"] == kind)
+        if tr["gold"] is not None:
+            assert describe_gold(kind, tr["gold"]).split("\n")[0][:20] in _text(tr), kind

@@ -205,6 +205,38 @@ async def test_billing_above_the_reserved_worst_case_is_counted(hostile, tmp_pat
     c, res = await _one(pool, tmp_path, budget=Budget(1.0))
     assert res.cost_source == "reported" and c.stats.excess_calls == 1
     assert abs(c.stats.excess_micro_usd - (round(worst * 3 * 1e6) - round(worst * 1e6))) <= 1
+    # ... and recorded: on the ledger record (hashed into the chain), in the report per provider/model
+    import subprocess
+    import sys
+
+    from trinity.pool.ledger import excess_totals
+
+    rep = verify_ledger(tmp_path / "ledger.jsonl")
+    assert rep.ok and rep.excess == {"local m-a": {"calls": 1, "micro_usd": c.stats.excess_micro_usd}}
+    assert excess_totals(tmp_path / "ledger.jsonl") == (c.stats.excess_micro_usd, 1)
+    r = subprocess.run([sys.executable, "-m", "trinity", "ledger", "report", str(tmp_path / "ledger.jsonl")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "billed above the reserved worst case: $" in r.stdout and "on 1 calls" in r.stdout
+    assert "local m-a" in r.stdout.split("billed above the reserved worst case")[1].splitlines()[1]
+    r = subprocess.run([sys.executable, "-m", "trinity", "ledger", "report", "--json",
+                        str(tmp_path / "ledger.jsonl")], capture_output=True, text=True, timeout=120)
+    out = json.loads(r.stdout)
+    assert out["excess_calls"] == 1 and out["excess"]["local m-a"]["micro_usd"] == c.stats.excess_micro_usd
+
+
+def test_a_forged_excess_figure_does_not_verify(tmp_path):
+    from trinity.pool.ledger import GENESIS, record_hash
+
+    rec = {"seq": 0, "run_id": "r", "time": "2026-01-01T00:00:00.000Z", "provider": "p", "model": "m",
+           "prompt_tokens": 1, "completion_tokens": 1, "cost_micro_usd": 5, "cost_source": "reported",
+           "purpose": "train", "prev_h": GENESIS, "excess_micro_usd": -4}
+    rec["h"] = record_hash(rec)
+    from trinity.io import canonical_json
+
+    (tmp_path / "l.jsonl").write_text(canonical_json(rec) + "\n")
+    rep = verify_ledger(tmp_path / "l.jsonl")
+    assert not rep.ok and "excess_micro_usd" in rep.problem
 
 
 async def test_the_read_timeout_is_settable(hostile, tmp_path):

@@ -157,7 +157,7 @@ async def test_models_endpoint_unknown_model_and_non_practice_queries(server):
         assert r.status_code == 404
     pool = practice_pool(server.base_url)
     async with PoolClient(pool, run_id="x") as c:
-        with pytest.raises(ProviderError, match="not one of the practice questions"):
+        with pytest.raises(ProviderError, match="not a question the simulated pool knows"):
             await c.chat(pool.models[0], [{"role": "user", "content": "QUERY:\nWhat is 2+2?"}], purpose="eval")
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from trinity.data.kinds import KINDS
 from trinity.data.matrix import OutcomeMatrix
 from trinity.data.questions import Question, load_questions
 from trinity.errors import ConfigError
@@ -78,7 +79,7 @@ def _load_setup(path: Path) -> PracticeSetup:
                                 int(p.get("latency_ms", 0)))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ConfigError(f"{path}: practice model {mid!r} has a bad profile ({e})") from None
-        for kind in ("math", "mc", "code"):
+        for kind in KINDS:
             if not 0.0 <= prof.skill.get(kind, -1) <= 1.0:
                 raise ConfigError(f"{path}: practice model {mid!r} needs skill.{kind} in [0, 1]")
         models[mid] = prof

@@ -25,6 +25,7 @@ langdetect's detector is seeded (0) so that the language check is deterministic.
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any
 
 from trinity.errors import InputError, TrinityError
@@ -32,6 +33,9 @@ from trinity.grading.verdict import Verdict
 
 NLTK_RESOURCE = "tokenizers/punkt_tab"
 NEEDS_PUNKT = frozenset({"length_constraints:number_sentences", "change_case:capital_word_frequency"})
+# langdetect's detector factory loads its language profiles on first use, and concurrent first
+# uses see them half-loaded (an English reply detected as another language): checks go one at a time.
+_CHECK_LOCK = threading.Lock()
 PUNKT_HINT = ("run `python -m nltk.downloader punkt_tab` once on a machine with internet "
               "(or put NLTK data under $NLTK_DATA)")
 
@@ -106,7 +110,8 @@ def follows(instruction_id: str, kwargs: dict, response: str, prompt: str = "") 
         raise TrinityError(f"IFEval instruction {instruction_id} needs NLTK's punkt_tab data, which is "
                            f"not installed: {PUNKT_HINT}")
     try:
-        return bool(response.strip()) and bool(checker.check_following(response))
+        with _CHECK_LOCK:
+            return bool(response.strip()) and bool(checker.check_following(response))
     except LookupError as e:  # another NLTK resource missing
         raise TrinityError(f"IFEval instruction {instruction_id} needs NLTK data that is not installed "
                            f"({str(e).strip().splitlines()[0][:120]}): {PUNKT_HINT}") from None

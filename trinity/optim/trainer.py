@@ -458,6 +458,11 @@ class Trainer:
         summary.update(self._measured_turns(info))
         summary.update(self._held_out(theta))
         summary["ledger_head"], summary["ledger_records"] = ckpt.ledger_anchor(self.run)
+        if self.run.ledger.exists():  # what the provider billed above the reserved worst case (issue 12)
+            from trinity.pool.ledger import excess_totals
+
+            ex_micro, summary["excess_calls"] = excess_totals(self.run.ledger)
+            summary["excess_billed_usd"] = ex_micro / 1e6
         atomic_write_json(self.run.summary, summary)
 
     def _measured_turns(self, info: dict[str, Any]) -> dict[str, Any]:

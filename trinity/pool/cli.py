@@ -57,6 +57,10 @@ def register(sub) -> None:
     s.add_argument("--slow-ms", type=int, default=2000, help="extra latency of a slow reply (default 2000)")
     s.add_argument("--credit-after", type=int, default=None, metavar="N",
                    help="answer 402 (out of credit) once N completions were served")
+    s.add_argument("--benchmark", action="append", default=[], metavar="NAME",
+                   help="also answer this benchmark's questions (repeatable; simulated answers, graded)")
+    s.add_argument("--data", action="append", default=[], metavar="FILE",
+                   help="local dataset file of the matching --benchmark (in order)")
     s.add_argument("--require-key-env", default=None, metavar="VAR",
                    help="answer 401 unless requests carry `Bearer $VAR` (the key itself never goes in argv)")
     s.set_defaults(func=cmd_serve_practice)
@@ -104,6 +108,14 @@ def cmd_serve_practice(args) -> int:
     from trinity.pool.practice_server import serve_forever
 
     faults = _faults(args)
+    questions = []
+    if len(args.data) > len(args.benchmark):
+        raise ConfigError("--data needs a --benchmark before it (one file per benchmark, in order)")
+    if args.benchmark:
+        from trinity.benchmarks import get_benchmark
+
+        for i, name in enumerate(args.benchmark):
+            questions += get_benchmark(name).load(args.data[i] if i < len(args.data) else None)
     api_key = None
     if args.require_key_env:
         import os
@@ -126,7 +138,7 @@ def cmd_serve_practice(args) -> int:
             loop.add_signal_handler(sig, task.cancel)
         try:
             await serve_forever(args.port, faults, args.latency_ms, args.seed, announce=announce,
-                                api_key=api_key)
+                                api_key=api_key, questions=questions)
         except OSError as e:
             raise ConfigError(f"cannot listen on 127.0.0.1:{args.port} ({e.strerror}); pick another --port") from None
 
@@ -236,6 +248,9 @@ def cmd_ledger_verify(args) -> int:
     if rep.per_source.get("invalid"):
         print(f"  {rep.per_source['invalid']['calls']} records with invalid provider usage (billed from the "
               "price table; see `trinity ledger report`)")
+    if rep.excess:
+        print(f"  ${rep.excess_usd:.6f} billed above the reserved worst case on {rep.excess_calls} calls "
+              "(see `trinity ledger report`)")
     if rep.torn_tail:
         print(f"  note: the last line is a torn write ({rep.torn_bytes} bytes, a crash mid-append); it is not "
               "tampering and is set aside when the run resumes")
@@ -252,7 +267,8 @@ def cmd_ledger_report(args) -> int:
     out = {"file": str(args.file), "ok": rep.ok, "first_bad_line": rep.first_bad_line, "problem": rep.problem,
            "n_records": rep.n_records, "total_micro_usd": rep.total_micro_usd, "total_usd": rep.total_usd,
            "torn_tail": rep.torn_tail, "run_ids": rep.run_ids, **_tables(rep),
-           "invalid_usage": rep.invalid}
+           "invalid_usage": rep.invalid, "excess_billed_usd": rep.excess_usd, "excess_calls": rep.excess_calls,
+           "excess": {k: {**v, "usd": _usd(v["micro_usd"])} for k, v in rep.excess.items()}}
     if args.json:
         print(json.dumps(out, indent=2))
     else:
@@ -265,6 +281,11 @@ def cmd_ledger_report(args) -> int:
             print(f"invalid provider usage: {n} records, billed from the price table (raw figures kept):")
             for r in rep.invalid:
                 print(f"  record {r['seq']} {r['model']}: {r['note']}")
+        if rep.excess:
+            print(f"billed above the reserved worst case: ${rep.excess_usd:.6f} on {rep.excess_calls} calls "
+                  "(the budget cap may be passed by that much):")
+            for k, b in rep.excess.items():
+                print(f"  {k:40s} {b['calls']:8d} calls  +${_usd(b['micro_usd']):.6f}")
         for title in ("per_model", "per_purpose", "per_day", "per_source"):
             print(title.replace("_", " ") + ":")
             for k, b in out[title].items():

@@ -252,15 +252,17 @@ class PoolClient:
         self.window_calls = 0
         self.window_causes: dict[str, int] = {}
 
-    def failing(self, threshold: float = DEFAULT_FAIL_THRESHOLD) -> PoolFailing | None:
-        """PoolFailing when more than `threshold` of the calls since `start_window()` failed."""
+    def failing(self, threshold: float = DEFAULT_FAIL_THRESHOLD,
+                then: str = "the generation was not trained on — check the provider, then resume the run",
+                ) -> PoolFailing | None:
+        """PoolFailing when more than `threshold` of the calls since `start_window()` failed;
+        `then` says what the caller does about it (the trainer's words by default)."""
         failed = sum(self.window_causes.values())
         if self.window_calls < FAIL_MIN_CALLS or failed <= threshold * self.window_calls:
             return None
         causes = ", ".join(f"{k} ×{n}" for k, n in sorted(self.window_causes.items(), key=lambda kv: -kv[1]))
         return PoolFailing(f"provider failing ({failed} of {self.window_calls} calls failed: {causes}) at "
-                           f"{self.pool.base_url}; the generation was not trained on — check the provider, "
-                           "then resume the run")
+                           f"{self.pool.base_url}; {then}")
 
     def unreachable(self) -> PoolUnreachable | None:
         """The error to stop a run with when the last UNREACHABLE_AFTER calls could not connect
@@ -503,8 +505,10 @@ class PoolClient:
                 else:
                     self.stats.invalid_usage += 1
                 actual_micro = to_micro(res.cost_usd)
+                excess = 0
                 if reservation is not None and actual_micro > reservation.micro_usd:
-                    self.stats.excess_micro_usd += actual_micro - reservation.micro_usd
+                    excess = actual_micro - reservation.micro_usd
+                    self.stats.excess_micro_usd += excess
                     self.stats.excess_calls += 1
                 self.stats.calls += 1
                 self.stats.cost_micro_usd += actual_micro
@@ -513,7 +517,8 @@ class PoolClient:
                     await self.ledger.append_async(
                         provider=self.pool.name, model=model, prompt_tokens=res.prompt_tokens,
                         completion_tokens=res.completion_tokens, cost_micro_usd=actual_micro,
-                        cost_source=res.cost_source, purpose=purpose, note=res.usage_note)
+                        cost_source=res.cost_source, purpose=purpose, note=res.usage_note,
+                        excess_micro_usd=excess)
                 if res.ok and ckey is not None and self.cache is not None:
                     # cached before it is journaled: a kill between the two leaves an answer a resume
                     # replays from the cache for free (its twins in flight too) instead of buying it again

@@ -5,7 +5,9 @@ Record (written as `canonical_json`, one line each):
    "completion_tokens", "cost_micro_usd" (int, >= 0), "cost_source": "reported"|"estimated"|"invalid",
    "purpose": "train"|"eval"|"collect", "prev_h", "h"} and, only on an "invalid" record, "note":
   why the provider's usage was refused and its raw figures (the cost then comes from the price
-  table: `trinity.pool.client.check_usage`).
+  table: `trinity.pool.client.check_usage`). Only on a record billed above the call's reserved
+  worst case: "excess_micro_usd" (int > 0, how much above; `trinity ledger report` lists them per
+  provider and model, summary.json sums them as `excess_billed_usd` / `excess_calls`).
   h = sha256(prev_h + canonical_json(record without h)); the first record's prev_h is 64 zeros.
 
 Tamper evidence: an edited, deleted, inserted or reordered line breaks the chain (or `seq`); a
@@ -41,7 +43,7 @@ PURPOSES = ("train", "eval", "collect")
 COST_SOURCES = ("reported", "estimated", "invalid")
 FIELDS = ("seq", "run_id", "time", "provider", "model", "prompt_tokens", "completion_tokens",
           "cost_micro_usd", "cost_source", "purpose", "prev_h", "h")
-OPTIONAL_FIELDS = ("note",)  # only on "invalid" records
+OPTIONAL_FIELDS = ("note", "excess_micro_usd")  # only on "invalid" / billed-above-worst-case records
 
 
 def record_hash(record_without_h: dict[str, Any]) -> str:
@@ -73,6 +75,8 @@ class LedgerReport:
     per_day: dict[str, dict[str, int]] = field(default_factory=dict)
     per_source: dict[str, dict[str, int]] = field(default_factory=dict)
     invalid: list[dict[str, Any]] = field(default_factory=list)  # first invalid-usage records: seq, model, note
+    # billed above the reserved worst case, per "provider model": {"calls", "micro_usd"} (the excess only)
+    excess: dict[str, dict[str, int]] = field(default_factory=dict)
     run_ids: list[str] = field(default_factory=list)
     anchors: list[str] = field(default_factory=list)  # where the checked head came from (run dirs)
 
@@ -80,9 +84,18 @@ class LedgerReport:
     def total_usd(self) -> float:
         return self.total_micro_usd / 1e6
 
+    @property
+    def excess_calls(self) -> int:
+        return sum(b["calls"] for b in self.excess.values())
+
+    @property
+    def excess_usd(self) -> float:
+        return sum(b["micro_usd"] for b in self.excess.values()) / 1e6
+
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["total_usd"] = self.total_usd
+        d["excess_billed_usd"], d["excess_calls"] = self.excess_usd, self.excess_calls
         return d
 
 
@@ -108,6 +121,9 @@ def _check_record(obj: Any, raw: bytes, prev_h: str, seq: int) -> str | None:
     for k in ("cost_micro_usd", "prompt_tokens", "completion_tokens"):
         if not isinstance(obj[k], int) or isinstance(obj[k], bool) or obj[k] < 0:
             return f"{k} is {obj[k]!r}, not a non-negative integer (a provider's figure taken unchecked)"
+    ex = obj.get("excess_micro_usd", 1)
+    if not isinstance(ex, int) or isinstance(ex, bool) or ex <= 0:
+        return f"excess_micro_usd is {ex!r}, not a positive integer"
     return None
 
 
@@ -152,6 +168,10 @@ def verify_ledger(path: str | os.PathLike, expected_head: str | None = None) -> 
         day = str(obj["time"])[:10]
         if obj["cost_source"] == "invalid" and len(rep.invalid) < 20:
             rep.invalid.append({"seq": obj["seq"], "model": obj["model"], "note": obj.get("note")})
+        if "excess_micro_usd" in obj:
+            ex = rep.excess.setdefault(f"{obj['provider']} {obj['model']}", {"calls": 0, "micro_usd": 0})
+            ex["calls"] += 1
+            ex["micro_usd"] += obj["excess_micro_usd"]
         for table, key in ((rep.per_model, obj["model"]), (rep.per_purpose, obj["purpose"]),
                            (rep.per_day, day), (rep.per_source, obj["cost_source"])):
             b = table.setdefault(str(key), _bucket())
@@ -195,6 +215,25 @@ def verify_ledger(path: str | os.PathLike, expected_head: str | None = None) -> 
                                        f"recorded head {expected_head[:12]}… (records at the end were "
                                        "deleted, or this is another run's ledger)")
     return rep
+
+
+def excess_totals(path: str | os.PathLike) -> tuple[int, int]:
+    """(micro-USD, calls) billed above the reserved worst case, summed over the ledger's records
+    (a quick scan for summary.json; `verify_ledger` checks the chain and lists them per model)."""
+    micro = calls = 0
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return 0, 0
+    for raw in data.split(b"\n"):
+        if b'"excess_micro_usd"' in raw:
+            try:
+                ex = json.loads(raw).get("excess_micro_usd")
+            except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+                continue  # a torn last line
+            if isinstance(ex, int) and not isinstance(ex, bool) and ex > 0:
+                micro, calls = micro + ex, calls + 1
+    return micro, calls
 
 
 def run_anchors(run_dir: str | os.PathLike) -> list[tuple[str, str, int | None]]:
@@ -281,7 +320,7 @@ class Ledger:
 
     def _make(self, *, provider: str, model: str, prompt_tokens: int, completion_tokens: int,
               cost_micro_usd: int, cost_source: str, purpose: str, note: str | None = None,
-              in_loop: bool = False) -> tuple[dict[str, Any], Any]:
+              excess_micro_usd: int = 0, in_loop: bool = False) -> tuple[dict[str, Any], Any]:
         if purpose not in PURPOSES:
             raise ValueError(f"ledger purpose must be one of {PURPOSES}, got {purpose!r}")
         if cost_source not in COST_SOURCES:
@@ -295,6 +334,8 @@ class Ledger:
             }
             if note is not None:
                 rec["note"] = str(note)[:500]
+            if excess_micro_usd > 0:
+                rec["excess_micro_usd"] = int(excess_micro_usd)
             rec["h"] = record_hash(rec)
             line = (canonical_json(rec) + "\n").encode("utf-8")
             self.n_records += 1

@@ -219,7 +219,11 @@ def constant_wrong_program(tests: list[dict]) -> str:
 
 # ---- the responder ----------------------------------------------------------------------------
 class PracticeResponder:
-    def __init__(self, seed: int | None = None, setup: PracticeSetup | None = None):
+    def __init__(self, seed: int | None = None, setup: PracticeSetup | None = None,
+                 questions: list[Question] | None = None):
+        """`questions`: benchmark questions beyond the shipped practice set that the simulated pool
+        answers too (any kind of trinity.data.kinds; `trinity collect --pool practice` passes its
+        own): right or wrong by `simulate_correct`, each answer checked with the real grader."""
         setup = setup or practice_setup()
         if seed is not None and seed != setup.seed:
             setup = replace(setup, seed=seed)
@@ -230,9 +234,17 @@ class PracticeResponder:
             self.by_text[q.question.strip()] = q
             # the session shows the benchmark adapter's rendering of the question
             self.by_text.setdefault(render_question(q).strip(), q)
+        self.practice_ids = {q.id for q in self.by_text.values()}
+        for q in questions or []:
+            self.add_question(q)
         self._wrong_code: dict[str, list[str]] = {}
         self._lock = threading.Lock()
         self._grades: dict[tuple[str, str], bool] = {}
+
+    def add_question(self, q: Question) -> None:
+        """Answer `q` too (by the text the session shows: its adapter's rendering)."""
+        self.by_text.setdefault(render_question(q).strip(), q)
+        self.by_text.setdefault(q.question.strip(), q)
 
     # -- request parsing --
     def parse(self, messages: list[dict]) -> tuple[Question, str, list[tuple[str, str, str]]]:
@@ -249,8 +261,9 @@ class PracticeResponder:
         qtext, _, transcript = body.partition(TRANSCRIPT_MARK)
         q = self.by_text.get(qtext.strip())
         if q is None:
-            raise BadRequest("the QUERY is not one of the practice questions (the simulated pool only "
-                             "answers the shipped practice benchmark)")
+            raise BadRequest("the QUERY is not a question the simulated pool knows: it answers the shipped "
+                             "practice set and the questions it was started with (`trinity collect --pool "
+                             "practice` passes its own; `trinity pool serve-practice --benchmark X [--data F]`)")
         return q, role, parse_turns(transcript)
 
     # -- wrong code, computed once per question (a child process runs the mutants) --
@@ -282,6 +295,8 @@ class PracticeResponder:
                                  setup=self.setup)
         salt = _u(self.setup.seed, model, q.id, seed, sample)
         name = model.split("/")[-1]
+        if q.id not in self.practice_ids:
+            return self.checked_answer(q, right, salt, name)
         if q.kind == "math":
             ans = str(q.answer) if right else wrong_math(str(q.answer), salt)
             return (f"({name}, simulated) Working through the problem step by step.\n"
@@ -297,6 +312,21 @@ class PracticeResponder:
                     f"Answer: {letter}")
         code = q.extra.get("reference_solution", "") if right else self.wrong_code(q, salt)
         return f"({name}, simulated) Here is my program.\n\n```python\n{code}```"
+
+    # -- any benchmark question: candidate answers in the benchmark's answer form, checked --
+    def checked_answer(self, q: Question, right: bool, salt: int, name: str) -> str:
+        """A right (or wrong) answer to `q` that our grader grades right (wrong): the first of the
+        kind's candidates that does, the wrong ones rotated by `salt`. BadRequest when the
+        simulation can form none (it never passes off an unchecked answer)."""
+        cands = answer_candidates(q, name, right)
+        if not right and cands:
+            k = salt % len(cands)
+            cands = cands[k:] + cands[:k]
+        for text in cands:
+            if self._grade(q, text) == right:
+                return text
+        raise BadRequest(f"the simulated pool cannot form a {'right' if right else 'wrong'} {q.kind} answer "
+                         f"to {q.id} (no candidate grades {'right' if right else 'wrong'})")
 
     @staticmethod
     def thinker(model: str, q: Question) -> str:
@@ -340,9 +370,9 @@ class PracticeResponder:
         with self._lock:
             hit = self._grades.get(key)
         if hit is None:
-            from trinity.grading import grade
+            from trinity.grading import grade_question
 
-            hit = bool(grade(q.kind, text, q.answer).correct)
+            hit = bool(grade_question(q, text).correct)  # mc: its own number of options
             with self._lock:
                 self._grades[key] = hit
         return hit
@@ -376,4 +406,175 @@ class PracticeResponder:
             q, role, _ = self.parse(messages)
         except BadRequest:
             return False
+        if q.id not in self.practice_ids:
+            return role != "Thinker"  # its answers are checked with the grader (a sandbox for code)
         return role == "Verifier" or (q.kind == "code" and q.id not in self._wrong_code)
+
+
+# ---- answer candidates for any benchmark question (checked by PracticeResponder.checked_answer) ----
+_FLIP = {"true_false": ("True", "False"), "yes_no": ("Yes", "No"), "valid_invalid": ("valid", "invalid")}
+
+
+def _exact_wrongs(target: str, form: str) -> list[str]:
+    t = target.strip()
+    if form in _FLIP:
+        a, b = _FLIP[form]
+        return [b if t.lower() == a.lower() else a]
+    if form == "choice":
+        m = re.search(r"[A-R]", t.upper())
+        gold = m.group(0) if m else "A"
+        return [f"({c})" for c in "ABCDEFGHIJKLMNOPQR" if c != gold][:6]
+    if form == "integer":
+        try:
+            v = int(t)
+        except ValueError:
+            return ["0", "1"]
+        return [str(v + d) for d in (1, -1, 2, 10)]
+    if form == "brackets":
+        return [t + " )", t + " ]", t[:-1].strip() or ")", "( " + t]
+    words = t.split()
+    return [" ".join(reversed(words)), " ".join(words[:-1]) or "none", t + " extra"]
+
+
+def _funcall_text(name: str, args: dict, label: str = "(simulated)") -> str:
+    return f"{label} Calling the function.\n\n```json\n" + json.dumps([{"name": name, "arguments": args}], ensure_ascii=False) + "\n```"
+
+
+def _funcall_candidates(gold: dict, right: bool, label: str) -> list[str]:
+    gt = gold.get("ground_truth") if isinstance(gold, dict) else None
+    if not isinstance(gt, list) or not gt or not isinstance(gt[0], dict) or not gt[0]:
+        return []
+    fname, params = next(iter(gt[0].items()))
+    params = params if isinstance(params, dict) else {}
+    args = {}
+    for p, options in params.items():
+        opts = options if isinstance(options, list) else [options]
+        given = [o for o in opts if o != ""]
+        if given:
+            args[p] = given[0]
+    if right:
+        return [_funcall_text(fname, args, label)]
+    out = [_funcall_text(fname + "_other", args, label)]
+    for p, v in args.items():  # one argument off: the slip a model makes
+        bad = (v + 1 if isinstance(v, (int, float)) and not isinstance(v, bool)
+               else (not v if isinstance(v, bool) else f"{v}_x" if isinstance(v, str) else None))
+        out.append(_funcall_text(fname, {**args, p: bad}, label))
+    out.append(_funcall_text(fname, {}, label))
+    return out
+
+
+def _ifeval_compose(gold: dict, label: str) -> str | None:
+    """A response built to follow every instruction of an IFEval prompt (from its kwargs), or
+    None for an instruction the simulation does not write for. The grader still checks it."""
+    ids = gold.get("instruction_id_list") if isinstance(gold, dict) else None
+    kws = gold.get("kwargs") or [{}] * len(ids or [])
+    if not isinstance(ids, list):
+        return None
+    spec = {i: {k: v for k, v in (kw or {}).items() if v is not None} for i, kw in zip(ids, kws)}
+    words = ("this simulated reply from the practice pool keeps to the instructions it was given and "
+             "says only what it needs to").split()
+    head: list[str] = []
+    tail: list[str] = []
+    paras = 1
+    for iid, kw in spec.items():
+        if iid == "keywords:existence":
+            words += list(kw.get("keywords") or [])
+        elif iid == "keywords:frequency":
+            n = int(kw.get("frequency", 1))
+            words += [str(kw.get("keyword", ""))] * (n + 1 if kw.get("relation") == "at least" else max(n - 1, 0))
+        elif iid == "keywords:letter_frequency":
+            return None
+        elif iid == "length_constraints:number_words":
+            n = int(kw.get("num_words", 10))
+            if kw.get("relation") == "at least":
+                words += ["simulated"] * max(0, n + 5 - len(words))
+            else:
+                words = words[:max(1, n - 1 - 8)]
+        elif iid == "detectable_format:number_highlighted_sections":
+            tail += [f"*highlight {i + 1}*" for i in range(int(kw.get("num_highlights", 1)))]
+        elif iid == "detectable_format:number_bullet_lists":
+            tail += [f"* point {i + 1}" for i in range(int(kw.get("num_bullets", 1)))]
+        elif iid == "detectable_format:title":
+            head.append("<<simulated reply>>")
+        elif iid == "detectable_content:number_placeholders":
+            tail.append(" ".join(f"[place{i}]" for i in range(int(kw.get("num_placeholders", 1)))))
+        elif iid == "combination:repeat_prompt":
+            head.insert(0, str(kw.get("prompt_to_repeat", "")))
+        elif iid == "length_constraints:number_paragraphs":
+            paras = int(kw.get("num_paragraphs", 1))
+        elif iid not in ("punctuation:no_comma", "change_case:english_lowercase", "change_case:english_capital",
+                         "startend:end_checker", "startend:quotation", "detectable_content:postscript",
+                         "detectable_format:json_format", "keywords:forbidden_words"):
+            return None
+    body = " ".join(w for w in words if w)
+    if paras > 1:
+        body = "\n***\n".join([body] + [f"paragraph {i + 2} of the simulated reply" for i in range(paras - 1)])
+    text = "\n".join([*head, label + " " + body, *tail])
+    if "detectable_content:postscript" in spec:
+        text += f"\n{spec['detectable_content:postscript'].get('postscript_marker', 'P.S.')} simulated"
+    if "change_case:english_lowercase" in spec:
+        text = text.lower()
+    if "change_case:english_capital" in spec:
+        text = text.upper()
+    if "startend:end_checker" in spec:
+        text += "\n" + str(spec["startend:end_checker"].get("end_phrase", ""))
+    if "detectable_format:json_format" in spec:
+        text = json.dumps({"reply": text})
+    if "startend:quotation" in spec:
+        text = f'"{text}"'
+    if "keywords:forbidden_words" in spec:
+        for w in spec["keywords:forbidden_words"].get("forbidden_words") or []:
+            text = re.sub(re.escape(str(w)), "", text, flags=re.IGNORECASE)
+    return text
+
+
+def _ifeval_candidates(q: Question, label: str, right: bool) -> list[str]:
+    plain = label.replace(",", "")  # "(name simulated)": no comma, so `punctuation:no_comma` can hold
+    if right:
+        built = _ifeval_compose(q.answer if isinstance(q.answer, dict) else {}, plain)
+        return [built] if built is not None else []
+    return [f"{plain} Sure, HERE, is a reply, that ignores the instructions.", f"{plain} No.",
+            f"{{{plain}: NO, THANKS}}"]
+
+
+def answer_candidates(q: Question, name: str, right: bool) -> list[str]:
+    """What a simulated model says to `q`, in the benchmark's answer form: right candidates (the
+    gold stated as its grader reads it) or wrong ones (a near miss of the same form)."""
+    label = f"({name}, simulated)"
+    gold = q.answer
+    if q.kind == "math":
+        vals = [str(gold)] if right else [wrong_math(str(gold), i * 257 + 1) for i in range(6)]
+        return [f"{label} Working through the problem step by step.\n\nThe final answer is $\\boxed{{{v}}}$."
+                for v in vals]
+    if q.kind == "mc":
+        n = len(q.extra.get("choices") or []) or 4
+        g = str(gold).strip().upper()
+        if g.isdigit() and int(g) < len(LETTERS):
+            g = LETTERS[int(g)]
+        letters = [g] if right else [c for c in LETTERS[:n] if c != g]
+        return [f"{label} Comparing the options one by one, option {c} fits best.\n\nAnswer: {c}" for c in letters]
+    if q.kind == "code":
+        if isinstance(gold, dict) and "entry_point" in gold:  # HumanEval: check(candidate) tests
+            prompt = str(gold.get("prompt", q.question))
+            if right:
+                sol = q.extra.get("canonical_solution")
+                return [f"{label} Here is the function.\n\n```python\n{prompt}{sol}```"] if sol else []
+            return [f"{label} Here is the function.\n\n```python\n{prompt}    return None\n```",
+                    f"{label} Here is the function.\n\n```python\n{prompt}    pass\n```"]
+        ref = q.extra.get("reference_solution")
+        if not ref:
+            return []
+        if right:
+            return [f"{label} Here is my program.\n\n```python\n{ref}```"]
+        tests = gold.get("tests", []) if isinstance(gold, dict) else []
+        return [f"{label} Here is my program.\n\n```python\n{c}```"
+                for c in (constant_wrong_program(tests) if tests else "print()\n",)]
+    if q.kind == "exact":
+        target, form = str(gold.get("target", "")), str(gold.get("form", "words"))
+        vals = [target] if right else _exact_wrongs(target, form)
+        return [f"{label} Let me work it out step by step.\n\nSo the answer is {v}." for v in vals]
+    if q.kind == "funcall":
+        return _funcall_candidates(gold, right, label)
+    if q.kind == "ifeval":
+        return _ifeval_candidates(q, label, right)
+    return []

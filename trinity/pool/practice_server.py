@@ -101,11 +101,11 @@ def _u(*parts: object) -> float:
 class PracticeServer:
     def __init__(self, *, faults: Faults | None = None, latency_ms: int | None = 0,
                  seed: int | None = None, responder: PracticeResponder | None = None,
-                 api_key: str | None = None):
+                 api_key: str | None = None, questions: list | None = None):
         # api_key: when set, requests must carry `Authorization: Bearer <api_key>` (else 401),
         # like a real provider; tests use it to check the client sends the key and leaks it nowhere.
         self.api_key = api_key
-        self.responder = responder or PracticeResponder(seed=seed)
+        self.responder = responder or PracticeResponder(seed=seed, questions=questions)
         self.seed = self.responder.setup.seed
         self.faults = faults or Faults()
         self.latency_ms = latency_ms  # None: each model's profile latency
@@ -438,11 +438,12 @@ class PracticeServerHandle:
 
 def start_practice_server(port: int = 0, faults: Faults | None = None, latency_ms: int | None = 0,
                           seed: int | None = None, host: str = "127.0.0.1",
-                          api_key: str | None = None) -> PracticeServerHandle:
+                          api_key: str | None = None, questions: list | None = None) -> PracticeServerHandle:
     """Start the server in a daemon thread; returns once it accepts connections.
     `seed`: the simulation seed (None: the one in configs/practice.yaml).
-    `latency_ms`: added to every reply (None: each model's profile latency)."""
-    server = PracticeServer(faults=faults, latency_ms=latency_ms, seed=seed, api_key=api_key)
+    `latency_ms`: added to every reply (None: each model's profile latency).
+    `questions`: benchmark questions it answers beyond the practice set (`PracticeResponder`)."""
+    server = PracticeServer(faults=faults, latency_ms=latency_ms, seed=seed, api_key=api_key, questions=questions)
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     failure: list[BaseException] = []
@@ -477,9 +478,10 @@ def start_practice_server(port: int = 0, faults: Faults | None = None, latency_m
 
 
 async def serve_forever(port: int, faults: Faults | None, latency_ms: int | None, seed: int | None,
-                        host: str = "127.0.0.1", announce=print, api_key: str | None = None) -> None:
+                        host: str = "127.0.0.1", announce=print, api_key: str | None = None,
+                        questions: list | None = None) -> None:
     """Run in the current loop until cancelled (the CLI's `serve-practice`)."""
-    server = PracticeServer(faults=faults, latency_ms=latency_ms, seed=seed, api_key=api_key)
+    server = PracticeServer(faults=faults, latency_ms=latency_ms, seed=seed, api_key=api_key, questions=questions)
     await server.start(host, port)
     announce(server)
     try:

@@ -36,6 +36,8 @@ def register(sub) -> None:
                    help="USD per 1M completion tokens of every model without a price")
     p.add_argument("--env-file", help="0600 file with the provider key (KEY=VALUE lines)")
     p.add_argument("--cache", help="response cache path (default: the user cache dir)")
+    p.add_argument("--fail-threshold", type=float, dest="fail_threshold", metavar="F", default=None,
+                   help="stop when more than this share of the calls failed (default 0.5, as in training)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run_collect)
 
@@ -48,6 +50,8 @@ def run_collect(args) -> int:
 
     if args.k < 1:
         raise InputError("--k must be at least 1")
+    if args.fail_threshold is not None and not 0 < args.fail_threshold <= 1:
+        raise InputError("--fail-threshold must be in (0, 1]")
     bench = get_benchmark(args.benchmark)
     questions = bench.load(args.data)
     questions = select_questions(questions, args.split, args.n, args.seed)
@@ -63,7 +67,7 @@ def run_collect(args) -> int:
     if base_url is None and args.pool == "practice":
         from trinity.pool.practice_server import start_practice_server
 
-        server = start_practice_server(port=0)
+        server = start_practice_server(port=0, questions=questions)  # simulated answers to these too
         base_url = server.base_url
     try:
         models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
@@ -72,7 +76,7 @@ def run_collect(args) -> int:
         pool = load_pool(args.pool, args.models_yaml, base_url=base_url, models=models, prices=prices)
         res = collect(questions, pool, args.out, args.k, temperature=args.temperature,
                       budget_usd=args.budget_usd, env_file=args.env_file, cache_path=args.cache,
-                      progress=None if args.json else print_progress)
+                      progress=None if args.json else print_progress, fail_threshold=args.fail_threshold)
     finally:
         if server is not None:
             server.stop()

@@ -83,10 +83,12 @@ def _matrix_from_answers(questions: list[Question], models: list[str], k: int,
 
 def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperature: float | None = None,
             budget_usd: float | None = None, env_file: str | None = None, cache_path: str | None = None,
-            progress: Callable[[dict], None] | None = None) -> CollectResult:
+            progress: Callable[[dict], None] | None = None, fail_threshold: float | None = None) -> CollectResult:
+    """`fail_threshold`: stop (what was answered is kept; a re-run asks for the rest) once more
+    than this share of the calls so far failed (`PoolClient.failing`; default the trainer's)."""
     from trinity.pool.budget import Budget
     from trinity.pool.cache import ResponseCache
-    from trinity.pool.client import PoolClient
+    from trinity.pool.client import DEFAULT_FAIL_THRESHOLD, PoolClient
     from trinity.pool.journal import CallJournal
     from trinity.pool.ledger import Ledger
 
@@ -111,7 +113,8 @@ def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperat
     # k samples of one model at temperature 0 would be one sample k times: sample when k > 1.
     decoding = {} if temperature is None and k == 1 else {"temperature": 0.7 if temperature is None else temperature}
     state: dict[str, Any] = {"done": total - len(cells), "failed": 0, "new_calls": 0, "last": 0.0,
-                             "last_error": None}
+                             "last_error": None, "stop": None}
+    threshold = DEFAULT_FAIL_THRESHOLD if fail_threshold is None else fail_threshold
     grade_slots = asyncio.Semaphore(2)  # code grading runs sandboxed children: bound them
 
     def report(force: bool = False) -> None:
@@ -121,18 +124,25 @@ def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperat
             progress({"done": state["done"], "total": total, "failed": state["failed"],
                       "cost_usd": ledger.total_usd - spent0})
 
-    async def one(client: PoolClient, q: Question, model: str, s: int) -> None:
+    async def one(client: PoolClient, slots: asyncio.Semaphore, q: Question, model: str, s: int) -> None:
         from trinity.grading import grade_question
 
         messages = [{"role": "system", "content": system_prompt("Worker", q)},
                     {"role": "user", "content": user_message(render_question(q), "")}]
-        res = await client.chat(model, messages, purpose="collect", seed=s,
-                                journal_key=f"collect/{q.id}/{model}/{s}", **decoding)
+        async with slots:  # as many waiting as the pool serves at once: a stop leaves the rest unasked
+            if state["stop"] is not None:
+                return
+            res = await client.chat(model, messages, purpose="collect", seed=s,
+                                    journal_key=f"collect/{q.id}/{model}/{s}", **decoding)
         if not getattr(res, "journal_hit", False) and not res.cache_hit and res.cost_source != "none":
             state["new_calls"] += 1
         if not res.ok:
             state["failed"] += 1  # not an answer: a re-run asks again
             state["last_error"] = f"{model}: {res.error or f'HTTP {res.status}'}"
+            failing = client.failing(threshold, then="the answers so far are kept — check the provider, "
+                                                     "then re-run the same command to ask for the rest")
+            if failing is not None and state["stop"] is None:
+                state["stop"] = f"stopped: {failing}"
             report()
             return
         async with grade_slots:
@@ -149,7 +159,9 @@ def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperat
         async with PoolClient(pool, run_id=run_id, ledger=ledger, cache=cache, budget=budget,
                               journal=journal, env_file=env_file) as client:
             # Calls already in flight when one raises (402, budget) finish and are recorded.
-            results = await asyncio.gather(*(one(client, q, m, s) for q, m, s in cells), return_exceptions=True)
+            slots = asyncio.Semaphore(max(1, int(getattr(pool, "max_concurrency", 16))))
+            results = await asyncio.gather(*(one(client, slots, q, m, s) for q, m, s in cells),
+                                           return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         for e in errors:
             if isinstance(e, OutOfCredit):
@@ -159,7 +171,7 @@ def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperat
                 return f"stopped: budget reached ({e})"
         if errors:
             raise errors[0]
-        return None
+        return state["stop"]
 
     try:
         stopped = asyncio.run(main())
