@@ -218,7 +218,7 @@ class RunsScreen(EngineActions, ModeScreen):
         if i == 0 and self._sweep(key) is not None:
             sw = self._sweep(key)
             n = len(sw.trials)
-            marked = n > 0 and all(t.path in self.marked for t in sw.trials)
+            marked = n > 0 and all(t.path in self.marked for t in sw.trials if t.state != "pending")
             return Text(f"{'●' if marked else ''}{v}", style="bold magenta" if marked else "magenta")
         if i == 0:
             marked = Path(key) in self.marked
@@ -347,16 +347,24 @@ class RunsScreen(EngineActions, ModeScreen):
         return Path(key) if key else None
 
     def action_expand(self) -> None:
+        """Expand a sweep row into its trials, or collapse it (from the sweep or one of its trials)."""
         key = self._selected_key()
-        if self._sweep(key) is None:
+        latest = self.app.latest
+        if self._sweep(key) is None and key is not None and latest is not None:
+            owner = next((sw for sw in latest.sweeps if sw.trial_of(Path(key)) is not None), None)
+            key = str(owner.path) if owner is not None and str(owner.path) in self.expanded else None
+        if key is None or self._sweep(key) is None:
             self.notify("not a sweep: x expands a sweep row into its trials", severity="warning")
             return
         if key in self.expanded:
             self.expanded.discard(key)
         else:
             self.expanded.add(key)
-        if self.app.latest is not None:
-            self.show(self.app.latest)
+        if latest is not None:
+            self.show(latest)
+        table = self.query_one(DataTable)
+        if self._order and key in self._order:  # the cursor stays on the sweep's row
+            table.move_cursor(row=self._order.index(key), animate=False)
 
     def action_open_run(self) -> None:
         if self._sweep(self._selected_key()) is not None:
@@ -431,7 +439,7 @@ class RunsScreen(EngineActions, ModeScreen):
     def _mark_sweep(self, sw: SweepSnapshot, only: bool = False) -> None:
         """Mark every trial of `sw` (best smoothed validation accuracy first: the overlay's order);
         unmark them when all were marked. `only`: these trials and nothing else."""
-        paths = [t.path for t in sw.trials]
+        paths = [t.path for t in sw.trials if t.state != "pending"]  # a pending one has no curve yet
         if not only and paths and all(p in self.marked for p in paths):
             self.marked = [p for p in self.marked if p not in paths]
         else:
