@@ -47,6 +47,7 @@ class Trial:
     path: Path           # its run directory (resolved)
     state: str
     error: str = ""
+    planned: int | None = None  # generations its config asks for
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,9 @@ class SweepModel:
                 err = s.error
             if state == "pending" and err:
                 state = "failed"
-            trials.append(Trial(i, str(t["id"]), str(t.get("label", "")), path, state, err))
+            gens = (t.get("config") or {}).get("generations") if isinstance(t.get("config"), dict) else None
+            trials.append(Trial(i, str(t["id"]), str(t.get("label", "")), path, state, err,
+                                int(gens) if isinstance(gens, int) and not isinstance(gens, bool) else None))
             if s is None:
                 continue
             spent += s.spend_usd

@@ -179,7 +179,8 @@ def make_sweep(path: str | os.PathLike, states: tuple[str, ...] = ("finished", "
             make_run(root / TRIALS_DIR / tid, generations=generations - 3 * (state == "running"),
                      planned=generations, traces_per_gen=0, calls_per_gen=calls_per_gen, status=state, seed=10 + i)
         trials.append({"id": tid, "dir": f"{TRIALS_DIR}/{tid}", "overrides": overrides,
-                       "label": " ".join(f"{k}={v}" for k, v in overrides.items()), "state": state})
+                       "label": " ".join(f"{k}={v}" for k, v in overrides.items()),
+                       "config": {"generations": generations, **overrides}, "state": state})
     (root / TRIALS_DIR).mkdir(parents=True, exist_ok=True)
     atomic_write_json(root / SWEEP_JSON, {
         "kind": "sweep", "format": FORMAT, "id": root.name, "created": "2026-01-01T00:00:00+00:00",

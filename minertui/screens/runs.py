@@ -70,7 +70,8 @@ def sweep_values(sw: SweepSnapshot, trials: list[RunSnapshot], smoothing: float 
 
 def sweep_row(sw: SweepSnapshot, trials: list[RunSnapshot], expanded: bool, smoothing: float = 0.6) -> tuple:
     v = sweep_values(sw, trials, smoothing)
-    total = sum(t.generations_total or 0 for t in trials)
+    planned = {t.path: t.planned for t in sw.trials}  # a pending trial: its config's generations
+    total = sum(t.generations_total or planned.get(t.path) or 0 for t in trials)
     gen = f"{v[2]}/{total}" if total else str(v[2])
     status = "sweep " + (sw.counts_text(short=True) if not sw.error else "unreadable")
     return (("▾ " if expanded else "▸ ") + sw.id, status, gen, num(v[3]), num(v[4]),
@@ -84,17 +85,16 @@ def sweep_detail(sw: SweepSnapshot) -> Text:
     if sw.error:
         t.append(sw.error, style="red")
         return t
-    t.append(f"sweep {sw.status} · {len(sw.trials)} trials: {sw.counts_text()}")
-    if sw.best is not None:
-        label = next((x.label for x in sw.trials if x.id == sw.best[0]), "")
-        t.append(f" · best {sw.best[0]} val {sw.best[1]:.3f}" + (f" ({label})" if label else ""))
-    t.append("\nspent ")
+    t.append(f"sweep {sw.status} · {len(sw.trials)} trials: {sw.counts_text()}\nspent ")
     if sw.budget_usd:
         frac = sw.spent_usd / sw.budget_usd
         t.append(f"{spend_of(sw.spent_usd, sw.budget_usd)} of the sweep budget {frac:.0%}",
                  style="bold red" if frac > 0.9 else "")
     else:
         t.append(f"{spend_of(sw.spent_usd, None)} (no sweep budget)")
+    if sw.best is not None:
+        label = next((x.label for x in sw.trials if x.id == sw.best[0]), "")
+        t.append(f" · best {sw.best[0]} val {sw.best[1]:.3f}" + (f" ({label})" if label else ""))
     failed = [x for x in sw.trials if x.error]
     if failed:
         t.append(f"\n{failed[0].id}: {failed[0].error}", style="red")
@@ -448,7 +448,7 @@ class RunsScreen(EngineActions, ModeScreen):
             ranked = sorted(paths, key=lambda p: -(run_values(by_path[p], sm)[4] or -1.0) if p in by_path else 1.0)
             keep = [] if only else [p for p in self.marked if p not in paths]
             self.marked = keep + ranked
-        self.post_message(CompareChanged(tuple(self.marked)))
+        self.post_message(CompareChanged(tuple(self.marked), metric="val" if self.marked else None))
 
     def action_mark(self) -> None:
         sw = self._sweep(self._selected_key())

@@ -154,7 +154,7 @@ async def test_c_on_a_sweep_overlays_its_trials_with_stable_colours(tmp_path):
         table.move_cursor(row=_keys(table).index(str(sweep)), animate=False)
         await pilot.press("c")
         await _settle(app, pilot)
-        assert app.screen.MODE == "Train"
+        assert app.screen.MODE == "Train" and app.screen.metric == "val"  # a sweep compares validation accuracy
         poll = app.latest
         by_path = {s.path: s for s in poll.runs}
         from minertui.runmodel import ema, last_finite
@@ -169,6 +169,16 @@ async def test_c_on_a_sweep_overlays_its_trials_with_stable_colours(tmp_path):
         styles = [str(sp.style) for sp in text.spans if text.plain[sp.start:sp.end] == "━"]
         assert styles == [RICH_COLOUR.get(RUN_COLOURS[int(p.name[1:])], RUN_COLOURS[int(p.name[1:])])
                           for p in marked]
+        await pilot.press("v")  # the miner's choice holds…
+        await _settle(app, pilot)
+        assert app.screen.metric == "best"
+        await pilot.press("1")
+        await _settle(app, pilot)
+        table = app.screen.query_one(DataTable)
+        table.move_cursor(row=_keys(table).index(str(sweep)), animate=False)
+        await pilot.press("c")  # …until the sweep is compared again
+        await _settle(app, pilot)
+        assert app.screen.metric == "val" and list(app.compare) == marked
 
 
 async def test_a_trial_pauses_and_resumes_like_a_run_and_stays_inside_its_sweep(tmp_path):
