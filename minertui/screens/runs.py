@@ -231,6 +231,10 @@ class RunsScreen(EngineActions, ModeScreen):
         # (e.g. the one `minertui open` named), not simply the newest
         cur = poll.current
         keep = self._selected_key() if self._order else (str(cur.path) if cur else None)
+        keys = {k for k, _ in shown}
+        if keep is not None and keep not in keys:  # a trial of a collapsed sweep: its sweep's row
+            owner = next((sw for sw in poll.sweeps if sw.trial_of(Path(keep)) is not None), None)
+            keep = str(owner.path) if owner is not None else keep
         with self.prevent(DataTable.RowHighlighted):  # no "select the first row" on the way
             table.clear()
             for key, (_, row) in shown:
@@ -476,6 +480,9 @@ class RunsScreen(EngineActions, ModeScreen):
                 return
             self._mark_sweep(sw, only=True)
             self._redraw_cells()
+            best = next((t for t in sw.trials if sw.best and t.id == sw.best[0]), None)
+            if best is not None:  # Train's side panel: the best trial's figures
+                self.app.select_run(best.path)
             self.app.action_mode("train")
             return
         if not self.marked:

@@ -108,6 +108,7 @@ async def test_c_on_a_sweep_overlays_its_trials_with_stable_colours(tmp_path):
         by_path = {s.path: s for s in poll.runs}
         from minertui.runmodel import ema, last_finite
         marked = list(app.compare)
+        assert app.current.path.name == poll.sweeps[0].best[0]  # the side panel: the best trial
         assert len(marked) == 3  # the trials that have a run dir (not the pending one)
         smooth = [last_finite(ema(by_path[p].gens.val_acc, app.smoothing)) for p in marked]
         assert smooth == sorted(smooth, reverse=True)  # best smoothed validation accuracy first
