@@ -337,6 +337,8 @@ class RunsScreen(EngineActions, ModeScreen):
         s = self._selected() if mounted else None
         if s is None:
             return True
+        if action in ("archive", "delete") and self.app.latest is not None and s.path in self.app.latest.in_sweeps():
+            return False  # a trial's dir belongs to its sweep (sweep.json names it)
         if action in ("pause", "stop"):
             return s.locked  # hidden when no engine holds the run: nothing to pause
         if action in ("resume", "resume_with"):

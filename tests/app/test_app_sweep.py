@@ -85,6 +85,19 @@ async def test_a_sweep_is_one_row_that_expands_into_runs_you_can_open(tmp_path):
         assert keys[keys.index(str(sweep)) + 1:keys.index(str(sweep)) + 5] == trials  # sweep order
         assert len(keys) == len(set(keys)) == 6
         assert _plain(table.get_row(trials[1])[1]) == "stopped" and _plain(table.get_row(trials[3])[1]) == "pending"
+        table.move_cursor(row=keys.index(trials[1]), animate=False)
+        await pilot.pause()
+        assert app.screen.check_action("delete", ()) is False  # its dir belongs to the sweep
+        app.screen._set_sort(4, True)  # val~ (smoothed validation accuracy), best first
+        await _settle(app, pilot)
+        keys = _keys(table)
+        by_path = {str(s.path): s for s in app.latest.runs}
+        from minertui.screens.runs import run_values
+        vals = [run_values(by_path[k], app.smoothing)[4] for k in keys[keys.index(str(sweep)) + 1:][:3]]
+        assert vals == sorted(vals, reverse=True) and keys[keys.index(str(sweep)) + 4] == trials[3]
+        app.screen._set_sort(9, True)  # back to start time: the sweep's own order
+        await _settle(app, pilot)
+        keys = _keys(table)
         table.move_cursor(row=keys.index(trials[2]), animate=False)
         await pilot.press("enter")  # a trial opens like any run
         await _settle(app, pilot)
