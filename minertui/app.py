@@ -67,6 +67,7 @@ class MinerApp(App):
         self._theme_errors: list[str] = []
         self.compare: tuple[Path, ...] = ()   # runs marked in Runs (space), overlaid in Train
         self.baseline: Path | None = None     # the run pinned as the curves' baseline
+        self.compare_metric: tuple[int, str] | None = None  # the overlay's metric asked for (a sweep: "val")
         self.smoothing = 0.6                  # EMA of the curves (0 = raw), settings "smoothing"
         self.drafts: dict[str, dict] = {}     # closed forms' contents, for the session
         self.exit_note = ""                   # a line for the terminal after the app closed
@@ -216,6 +217,8 @@ class MinerApp(App):
 
     def on_compare_changed(self, message: CompareChanged) -> None:
         self.compare = tuple(message.paths)
+        if message.metric is not None:  # (request number, metric): asking twice is asking again
+            self.compare_metric = ((self.compare_metric or (0,))[0] + 1, message.metric)
 
     def on_form_draft(self, message: FormDraft) -> None:
         self.drafts[message.form] = dict(message.values)

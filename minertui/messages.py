@@ -19,11 +19,13 @@ class RunsUpdated(Message):
 
 
 class CompareChanged(Message):
-    """The runs marked for comparison (Runs, space), in the order they were marked."""
+    """The runs marked for comparison (Runs, space), in the order they were marked; `metric`:
+    what the overlay should compare ("val" for a sweep's trials; None: leave it as it is)."""
 
-    def __init__(self, paths: tuple) -> None:
+    def __init__(self, paths: tuple, metric: str | None = None) -> None:
         super().__init__()
         self.paths = paths
+        self.metric = metric
 
 
 class BaselinePinned(Message):

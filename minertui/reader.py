@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from minertui.runmodel import RunModel, RunSnapshot
+from minertui.sweeps import SweepModel, SweepSnapshot, list_sweeps
 from minertui.supervisor import Supervisor, log_tail
 from trinity.runs.rundir import RunDir, list_runs
 
@@ -30,11 +31,16 @@ class Exited:
 
 @dataclass(frozen=True)
 class Poll:
-    runs: tuple[RunSnapshot, ...]      # newest first
+    runs: tuple[RunSnapshot, ...]      # newest first, then the sweeps' trials
     current: RunSnapshot | None
     exited: tuple[Exited, ...] = ()
     poll_ms: float = 0.0
     seq: int = 0
+    sweeps: tuple[SweepSnapshot, ...] = ()  # each sweep under the root; its trials are in `runs` too
+
+    def in_sweeps(self) -> set[Path]:
+        """The run dirs that are some sweep's trials (shown inside their sweep, not on their own)."""
+        return {t.path for sw in self.sweeps for t in sw.trials}
 
 
 class Reader:
@@ -44,6 +50,7 @@ class Reader:
         self.runs_root = Path(runs_root)
         self.supervisor = supervisor
         self.models: dict[Path, RunModel] = {}
+        self.sweeps: dict[Path, SweepModel] = {}
         self.extra: list[Path] = []          # runs opened by path, outside the root
         self.order: list[Path] = []
         self.current: Path | None = None
@@ -81,8 +88,13 @@ class Reader:
                 self.current = None
         if force_list or time.monotonic() - self._listed_at > self.LIST_EVERY_S:
             found = [r.path.resolve() for r in list_runs(self.runs_root)]
-            launched = list(self.supervisor.launched) if self.supervisor else []
+            sweep_dirs = list_sweeps(self.runs_root)
+            self.sweeps = {p: self.sweeps.get(p) or SweepModel(p) for p in sweep_dirs}
             seen = set(found)
+            for sw in self.sweeps.values():  # a trial is polled once, however it was reached
+                sw.poll()
+                found += [p for p in sw.trial_paths if p not in seen and not seen.add(p)]
+            launched = list(self.supervisor.launched) if self.supervisor else []
             self.order = found + [p for p in (*launched, *self.extra)
                                   if p not in seen and not seen.add(p)]
             self._listed_at = time.monotonic()
@@ -102,6 +114,8 @@ class Reader:
                 m.want_traces = self.want_traces
                 m.poll()
             current = m.snapshot()
+        by_path = {sn.path: sn for sn in snaps}  # the models are keyed by resolved paths
+        sweeps = tuple(sw.snapshot(by_path) for sw in self.sweeps.values())
         exited: list[Exited] = []
         if self.supervisor:
             self.supervisor.adopt_logs()
@@ -118,4 +132,4 @@ class Reader:
                         current = self.model(self.current).snapshot() if self.current else None
         self._seq += 1
         return Poll(tuple(snaps), current, tuple(exited),
-                    (time.perf_counter() - t0) * 1000, self._seq)
+                    (time.perf_counter() - t0) * 1000, self._seq, sweeps)

@@ -185,3 +185,29 @@ def make_run(path: str | os.PathLike, *, generations: int = 12, planned: int = 3
     else:
         run.set_status(status, f"{generations} generations" if status == "finished" else "")
     return run
+
+
+def make_sweep(path: str | os.PathLike, states: tuple[str, ...] = ("finished", "running", "finished", "pending"),
+               *, generations: int = 10, budget_usd: float | None = 0.5, calls_per_gen: int = 2,
+               status: str = "running") -> Path:
+    """A sweep directory as `trinity sweep` lays it out (sweep.json + `trials/<id>/` run dirs, in
+    trinity.sweep.runner's format), one trial per entry of `states` ("pending": no run dir yet).
+    Each trial is a `make_run` with its own seed, so their curves differ."""
+    from trinity.sweep.runner import FORMAT, SWEEP_JSON, TRIALS_DIR
+
+    root = Path(path)
+    trials = []
+    for i, state in enumerate(states):
+        tid = f"t{i:03d}"
+        overrides = {"sigma0": (0.05, 0.2)[i % 2], "seed": i // 2}
+        if state != "pending":
+            make_run(root / TRIALS_DIR / tid, generations=generations - 3 * (state == "running"),
+                     planned=generations, traces_per_gen=0, calls_per_gen=calls_per_gen, status=state, seed=10 + i)
+        trials.append({"id": tid, "dir": f"{TRIALS_DIR}/{tid}", "overrides": overrides,
+                       "label": " ".join(f"{k}={v}" for k, v in overrides.items()),
+                       "config": {"generations": generations, **overrides}, "state": state})
+    (root / TRIALS_DIR).mkdir(parents=True, exist_ok=True)
+    atomic_write_json(root / SWEEP_JSON, {
+        "kind": "sweep", "format": FORMAT, "id": root.name, "created": "2026-01-01T00:00:00+00:00",
+        "status": status, "spec": {}, "budget_usd": budget_usd, "trials": trials})
+    return root

@@ -1,6 +1,10 @@
 """Runs mode: every run under the runs root; open, start, pause, stop, resume (with a new budget
 or more generations), archive, delete, clone; sort by any column (a smoothed validation
-accuracy too), `/` filter, mark runs (space) to compare their curves, pin a baseline, export."""
+accuracy too), `/` filter, mark runs (space) to compare their curves, pin a baseline, export.
+
+A sweep (a directory with sweep.json) is one row: its trials' states, the sweep's spend against
+its budget, its best trial's validation accuracy. Enter (or x) expands it into its trials, which
+are ordinary runs (open, pause, stop, resume); space on it marks all its trials, c overlays them."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from minertui.widgets.tables import FilterBar, export_table, filter_rows, header
 if TYPE_CHECKING:  # numpy comes with them; the Runs mode draws its first frame without it
     from minertui.reader import Poll
     from minertui.runmodel import RunSnapshot
+    from minertui.sweeps import SweepSnapshot
 
 # most needed first: 80 columns. "val~" is the validation accuracy smoothed (EMA, the curves'
 # smoothing), so sorting by it is not a lottery on the last noisy point
@@ -50,6 +55,53 @@ def run_row(s: RunSnapshot, smoothing: float = 0.6) -> tuple:
             v[7], v[8], iso_short(s.started))
 
 
+def sweep_values(sw: SweepSnapshot, trials: list[RunSnapshot], smoothing: float = 0.6) -> tuple:
+    """A sweep row's sortable values: its best trial's figures, the trials' spend summed."""
+    vals = [run_values(t, smoothing) for t in trials]
+    best = max((v[3] for v in vals if v[3] is not None), default=None)
+    val = max((v[4] for v in vals if v[4] is not None), default=None)
+    etas = [v[6] for v in vals if v[6] is not None]
+    modes = {v[7] for v in vals if v[7] != "—"}
+    pools = {v[8] for v in vals if v[8] != "—"}
+    done = sum(t.generations_done for t in trials)
+    return (sw.id, "sweep", done, best, val, sw.spent_usd, max(etas) if etas else None,
+            "/".join(sorted(modes)) or "—", "/".join(sorted(pools)) or "—", sw.created)
+
+
+def sweep_row(sw: SweepSnapshot, trials: list[RunSnapshot], expanded: bool, smoothing: float = 0.6) -> tuple:
+    v = sweep_values(sw, trials, smoothing)
+    planned = {t.path: t.planned for t in sw.trials}  # a pending trial: its config's generations
+    total = sum(t.generations_total or planned.get(t.path) or 0 for t in trials)
+    gen = f"{v[2]}/{total}" if total else str(v[2])
+    status = "sweep " + (sw.counts_text(short=True) if not sw.error else "unreadable")
+    return (("▾ " if expanded else "▸ ") + sw.id, status, gen, num(v[3]), num(v[4]),
+            spend_of(sw.spent_usd, sw.budget_usd), "—" if v[6] is None else fmt_duration(v[6]),
+            v[7], v[8], iso_short(sw.created))
+
+
+def sweep_detail(sw: SweepSnapshot) -> Text:
+    t = Text()
+    t.append(f"{sw.path}\n", style="dim")
+    if sw.error:
+        t.append(sw.error, style="red")
+        return t
+    t.append(f"sweep {sw.status} · {len(sw.trials)} trials: {sw.counts_text()}\nspent ")
+    if sw.budget_usd:
+        frac = sw.spent_usd / sw.budget_usd
+        t.append(f"{spend_of(sw.spent_usd, sw.budget_usd)} of the sweep budget {frac:.0%}",
+                 style="bold red" if frac > 0.9 else "")
+    else:
+        t.append(f"{spend_of(sw.spent_usd, None)} (no sweep budget)")
+    if sw.best is not None:
+        label = next((x.label for x in sw.trials if x.id == sw.best[0]), "")
+        t.append(f" · best {sw.best[0]} val {sw.best[1]:.3f}" + (f" ({label})" if label else ""))
+    failed = [x for x in sw.trials if x.error]
+    if failed:
+        t.append(f"\n{failed[0].id}: {failed[0].error}", style="red")
+    t.append("\n⏎/x: its trials · space: mark them all · c: overlay them in Train", style="dim")
+    return t
+
+
 def budget_stopped(s: RunSnapshot) -> bool:
     b = s.budget_usd
     return s.status == "stopped" and (
@@ -67,6 +119,7 @@ class RunsScreen(EngineActions, ModeScreen):
     CSS_PATH = "runs.tcss"
     BINDINGS = [
         Binding("enter", "open_run", "Open", id="runs.open"),
+        Binding("x", "expand", "Expand", show=False, id="runs.expand"),
         Binding("n", "new_run", "New", id="runs.new"),
         Binding("p", "pause", "Pause", id="runs.pause"),
         Binding("s", "stop", "Stop", id="runs.stop"),
@@ -94,6 +147,7 @@ class RunsScreen(EngineActions, ModeScreen):
         self._rows: list | None = None
         self._order: list[str] | None = None
         self._shown_rows: list = []
+        self.expanded: set[str] = set()   # sweeps shown with their trials under them
 
     def compose_body(self) -> ComposeResult:
         table = RunsTable(id="runs-table", cursor_type="row", zebra_stripes=True)
@@ -109,10 +163,7 @@ class RunsScreen(EngineActions, ModeScreen):
     def update_body(self, poll: Poll) -> None:
         table = self.query_one(DataTable)
         sm = self._smoothing()
-        rows = [(str(s.path), run_values(s, sm), run_row(s, sm)) for s in poll.runs]
-        text = self.query_one(FilterBar).value
-        shown = filter_rows([(k, (v, r)) for k, v, r in rows], text, COLUMNS, values=lambda vr: vr[1])
-        shown = sort_rows(shown, self.sort_col, self.sort_reverse, values=lambda vr: vr[0])
+        shown = self._rows_of(poll, sm)
         order = [k for k, _ in shown]
         if order != self._order:
             self._rebuild(table, shown, poll)
@@ -125,7 +176,50 @@ class RunsScreen(EngineActions, ModeScreen):
         self._shown_rows = shown
         self._detail(poll)
 
+    def _rows_of(self, poll: Poll, sm: float) -> list:
+        """[(key, (values, row))]: the runs that are no sweep's trials, and one row per sweep,
+        filtered and sorted; an expanded sweep's trials follow it (sorted the same way)."""
+        in_sweeps = poll.in_sweeps()
+        by_path = {s.path: s for s in poll.runs}
+        top = [(str(s.path), (run_values(s, sm), run_row(s, sm))) for s in poll.runs if s.path not in in_sweeps]
+        trials_of: dict[str, list] = {}
+        for sw in poll.sweeps:
+            key = str(sw.path)
+            snaps = [by_path[t.path] for t in sw.trials if t.path in by_path]
+            top.append((key, (sweep_values(sw, snaps, sm), sweep_row(sw, snaps, key in self.expanded, sm))))
+            if key in self.expanded:
+                rows = []
+                for t in sw.trials:
+                    s = by_path.get(t.path)
+                    if s is None:
+                        continue
+                    row = run_row(s, sm)
+                    name = f"└ {t.id}" + (f" {t.label}" if t.label else "")
+                    rows.append((str(t.path), (run_values(s, sm), (name, t.state, *row[2:]))))
+                # by the table's column; by their place in the sweep while it sorts by start time
+                trials_of[key] = rows if self.sort_col == STARTED else sort_rows(
+                    rows, self.sort_col, self.sort_reverse, values=lambda vr: vr[0])
+        text = self.query_one(FilterBar).value
+        shown = filter_rows(top, text, COLUMNS, values=lambda vr: vr[1])
+        shown = sort_rows(shown, self.sort_col, self.sort_reverse, values=lambda vr: vr[0])
+        out = []
+        for key, vr in shown:
+            out.append((key, vr))
+            out.extend(trials_of.get(key, ()))
+        return out
+
+    def _sweep(self, key: str | None, poll: Poll | None = None) -> SweepSnapshot | None:
+        poll = poll or self.app.latest
+        if key is None or poll is None:
+            return None
+        return next((sw for sw in poll.sweeps if str(sw.path) == key), None)
+
     def _cell(self, key: str, i: int, v: str):
+        if i == 0 and self._sweep(key) is not None:
+            sw = self._sweep(key)
+            n = len(sw.trials)
+            marked = n > 0 and all(t.path in self.marked for t in sw.trials if t.state != "pending")
+            return Text(f"{'●' if marked else ''}{v}", style="bold magenta" if marked else "magenta")
         if i == 0:
             marked = Path(key) in self.marked
             pin = "⚑" if self.baseline is not None and Path(key) == self.baseline else ""
@@ -137,6 +231,10 @@ class RunsScreen(EngineActions, ModeScreen):
         # (e.g. the one `minertui open` named), not simply the newest
         cur = poll.current
         keep = self._selected_key() if self._order else (str(cur.path) if cur else None)
+        keys = {k for k, _ in shown}
+        if keep is not None and keep not in keys:  # a trial of a collapsed sweep: its sweep's row
+            owner = next((sw for sw in poll.sweeps if sw.trial_of(Path(keep)) is not None), None)
+            keep = str(owner.path) if owner is not None else keep
         with self.prevent(DataTable.RowHighlighted):  # no "select the first row" on the way
             table.clear()
             for key, (_, row) in shown:
@@ -152,8 +250,11 @@ class RunsScreen(EngineActions, ModeScreen):
             detail.update(Text(f"No runs under {self.app.runs_root}. Press n to start one "
                                "(or run `minertui demo`).", style="dim"))
             return
+        sw = self._sweep(self._selected_key(), poll)
         s = self._selected(poll)
-        if s is not None:
+        if sw is not None:
+            detail.update(sweep_detail(sw))
+        elif s is not None:
             detail.update(self.detail_text(s))
         self.refresh_bindings()  # pause/stop only for a run an engine holds
 
@@ -202,7 +303,16 @@ class RunsScreen(EngineActions, ModeScreen):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key.value is not None:
-            self.app.select_run(Path(event.row_key.value))
+            sw = self._sweep(event.row_key.value)
+            if sw is not None:  # a sweep: its best trial (else its first) is the selected run
+                pick = next((t for t in sw.trials if sw.best and t.id == sw.best[0]), None) or (
+                    sw.trials[0] if sw.trials else None)
+                if pick is not None:
+                    self.app.select_run(pick.path)
+                if self.app.latest is not None:
+                    self._detail(self.app.latest)
+            else:
+                self.app.select_run(Path(event.row_key.value))
             self.refresh_bindings()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -219,9 +329,16 @@ class RunsScreen(EngineActions, ModeScreen):
         verdict = super().check_action(action, parameters)
         if verdict is not True:
             return verdict
-        s = self._selected() if self.is_mounted and self.query(DataTable) else None
+        mounted = self.is_mounted and self.query(DataTable)
+        if mounted and self._sweep(self._selected_key()) is not None:
+            # a sweep row: its trials are the runs (expand it); the sweep's driver is `trinity sweep`
+            return action not in ("pause", "stop", "resume", "resume_with", "clone", "archive", "delete",
+                                  "engine_log", "baseline")
+        s = self._selected() if mounted else None
         if s is None:
             return True
+        if action in ("archive", "delete") and self.app.latest is not None and s.path in self.app.latest.in_sweeps():
+            return False  # a trial's dir belongs to its sweep (sweep.json names it)
         if action in ("pause", "stop"):
             return s.locked  # hidden when no engine holds the run: nothing to pause
         if action in ("resume", "resume_with"):
@@ -235,7 +352,30 @@ class RunsScreen(EngineActions, ModeScreen):
             self.notify("no run selected", severity="warning")
         return Path(key) if key else None
 
+    def action_expand(self) -> None:
+        """Expand a sweep row into its trials, or collapse it (from the sweep or one of its trials)."""
+        key = self._selected_key()
+        latest = self.app.latest
+        if self._sweep(key) is None and key is not None and latest is not None:
+            owner = next((sw for sw in latest.sweeps if sw.trial_of(Path(key)) is not None), None)
+            key = str(owner.path) if owner is not None and str(owner.path) in self.expanded else None
+        if key is None or self._sweep(key) is None:
+            self.notify("not a sweep: x expands a sweep row into its trials", severity="warning")
+            return
+        if key in self.expanded:
+            self.expanded.discard(key)
+        else:
+            self.expanded.add(key)
+        if latest is not None:
+            self.show(latest)
+        table = self.query_one(DataTable)
+        if self._order and key in self._order:  # the cursor stays on the sweep's row
+            table.move_cursor(row=self._order.index(key), animate=False)
+
     def action_open_run(self) -> None:
+        if self._sweep(self._selected_key()) is not None:
+            self.action_expand()
+            return
         path = self._run_path()
         if path is not None:
             self.app.select_run(path)
@@ -302,7 +442,27 @@ class RunsScreen(EngineActions, ModeScreen):
         if self.app.latest is not None:
             self._detail(self.app.latest)
 
+    def _mark_sweep(self, sw: SweepSnapshot, only: bool = False) -> None:
+        """Mark every trial of `sw` (best smoothed validation accuracy first: the overlay's order);
+        unmark them when all were marked. `only`: these trials and nothing else."""
+        paths = [t.path for t in sw.trials if t.state != "pending"]  # a pending one has no curve yet
+        if not only and paths and all(p in self.marked for p in paths):
+            self.marked = [p for p in self.marked if p not in paths]
+        else:
+            by_path = {s.path: s for s in self.app.latest.runs} if self.app.latest else {}
+            sm = self._smoothing()
+            ranked = sorted(paths, key=lambda p: -(run_values(by_path[p], sm)[4] or -1.0) if p in by_path else 1.0)
+            keep = [] if only else [p for p in self.marked if p not in paths]
+            self.marked = keep + ranked
+        self.post_message(CompareChanged(tuple(self.marked), metric="val" if self.marked else None))
+
     def action_mark(self) -> None:
+        sw = self._sweep(self._selected_key())
+        if sw is not None:
+            self._mark_sweep(sw)
+            self._redraw_cells()
+            self.query_one(DataTable).action_cursor_down()
+            return
         path = self._run_path()
         if path is None:
             return
@@ -315,6 +475,18 @@ class RunsScreen(EngineActions, ModeScreen):
         self.query_one(DataTable).action_cursor_down()
 
     def action_compare(self) -> None:
+        sw = self._sweep(self._selected_key())
+        if sw is not None:  # the sweep's trials overlaid, whatever was marked before
+            if not sw.trials:
+                self.notify(f"sweep {sw.id} has no trials to compare", severity="warning")
+                return
+            self._mark_sweep(sw, only=True)
+            self._redraw_cells()
+            best = next((t for t in sw.trials if sw.best and t.id == sw.best[0]), None)
+            if best is not None:  # Train's side panel: the best trial's figures
+                self.app.select_run(best.path)
+            self.app.action_mode("train")
+            return
         if not self.marked:
             path = self._run_path()
             if path is None:

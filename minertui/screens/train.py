@@ -151,6 +151,8 @@ class TrainScreen(EngineActions, ModeScreen):
         self.comparing = True     # overlay the runs marked in Runs, when there are any
         self.metric = "best"      # what the overlay compares: best fitness or validation accuracy
         self._colours: dict[str, str] = {}
+        self._sweeps: tuple = ()
+        self._metric_asked: tuple[int, str] | None = None
         self._key = None
 
     def compose_body(self) -> ComposeResult:
@@ -191,6 +193,10 @@ class TrainScreen(EngineActions, ModeScreen):
                 Text("No run selected: open one in Runs (1) or start one (n there).", style="dim"))
             return
         compared = self._compared(poll) if self.comparing else []
+        wanted = getattr(self.app, "compare_metric", None)  # a sweep's overlay: validation accuracy
+        if wanted is not None and wanted != self._metric_asked:
+            self._metric_asked, self.metric = wanted, wanted[1]
+        self._sweeps = poll.sweeps
         base = self._baseline(poll)
         key = (str(s.path), s.version, self.size, self.view, self.metric,
                tuple((c.id, c.version) for c in compared), base)
@@ -224,10 +230,13 @@ class TrainScreen(EngineActions, ModeScreen):
         plot = self.query_one(FitnessPlot)
         if compared:
             live = {c.id for c in compared}
+            # a sweep's trial keeps its colour (by its place in the sweep) however it is sorted
+            trial = {t.path: t.index for sw in self._sweeps for t in sw.trials}
             series = [Series(c.id, c.gens.gen, c.gens.val_acc if self.metric == "val" else c.gens.best,
-                             self._colour(c.id, live)) for c in compared]
+                             RUN_COLOURS[trial[c.path] % len(RUN_COLOURS)] if c.path in trial
+                             else self._colour(c.id, live)) for c in compared]
             title = f"compare: {'validation accuracy' if self.metric == 'val' else 'best fitness'}"
-            key = tuple((c.id, c.version) for c in compared)
+            key = (self.metric, *((c.id, c.version) for c in compared))
         else:
             series = [Series("max", g.gen, g.max, "green"), Series("best", g.gen, g.best, "cyan"),
                       Series("mean", g.gen, g.mean, "yellow", how="mean")]

@@ -101,3 +101,13 @@ def test_compare_overlay(snap_compare, snap_root):
 def test_resume_dialog(snap_compare, snap_root):
     app = MinerApp(runs_root=snap_root, poll=False, start_mode="runs", theme="minertui-dark")
     assert snap_compare(app, terminal_size=(80, 24), run_before=settle("down", "R"))
+
+
+def test_runs_with_a_sweep(snap_compare, snap_root):
+    """A sweep dir under the runs root: one row (its trials' states, its spend against the sweep
+    budget, its best trial's val~), expanded (home, x) into its trials; the detail is the sweep's."""
+    from minertui.synth import make_sweep
+
+    make_sweep(snap_root / "sweep-sigma", ("finished", "stopped", "finished", "pending"))
+    app = MinerApp(runs_root=snap_root, poll=False, start_mode="runs", theme="minertui-dark")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=settle("home", "x"))
