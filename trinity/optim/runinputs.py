@@ -117,7 +117,8 @@ def inputs_from_config(cfg: TrainConfig) -> RunInputs:
 
         for name in sorted({q.benchmark for q in questions} & set(BENCHMARK_NAMES)):
             get_benchmark(name).preflight([q for q in questions if q.benchmark == name])
-    split_seed = cfg.seed if getattr(cfg, "split_seed", None) is None else cfg.split_seed
+    chosen = getattr(cfg, "split_seed", None)
+    split_seed: int = cfg.seed if chosen is None else int(chosen)
     splits = split_questions(questions, split_seed, cfg.splits.as_tuple())
     if cfg.splits.audit > 0:
         fractions = cfg.splits.as_tuple()

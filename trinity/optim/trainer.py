@@ -243,6 +243,7 @@ class Trainer:
 
         scorer = self.fitness if hasattr(self.fitness, "texts") else self.validator
         matrix = self.inputs.matrix
+        assert matrix is not None, "warm_start_mode() is labels only with a matrix"
         acc = matrix.accuracy()
         rows_t = [matrix.row(q.id) for q in self.train_q]
         t0 = time.monotonic()

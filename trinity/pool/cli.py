@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def _rate(text: str) -> float:
@@ -318,7 +319,7 @@ def _report_many(args) -> int:
         runs.append({"run": str(f.parent.relative_to(root)), "file": str(f), "ok": rep.ok,
                      "first_bad_line": rep.first_bad_line, "problem": rep.problem, "n_records": rep.n_records,
                      "total_micro_usd": rep.total_micro_usd, "total_usd": _usd(rep.total_micro_usd)})
-    out = {"dir": str(root), "ok": ok, "n_runs": len(files), "n_records": n, "total_micro_usd": total,
+    out: dict[str, Any] = {"dir": str(root), "ok": ok, "n_runs": len(files), "n_records": n, "total_micro_usd": total,
            "total_usd": _usd(total), "runs": runs,
            "per_model": {k: {**v, "usd": _usd(v["micro_usd"])} for k, v in per_model.items()}}
     if args.json:
