@@ -70,7 +70,7 @@ def make_es(x0: np.ndarray, sigma0: float, popsize: int, rng: np.random.RandomSt
 
 
 def _mix(names: list[str] | tuple[str, ...], idx: np.ndarray) -> dict[str, int]:
-    counts = np.bincount(idx.ravel(), minlength=len(names))
+    counts = np.bincount(np.asarray(idx, dtype=np.int64).ravel(), minlength=len(names))  # an empty batch is float64
     return {n: int(c) for n, c in zip(names, counts)}
 
 
