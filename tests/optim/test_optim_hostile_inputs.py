@@ -85,3 +85,15 @@ def test_a_live_run_without_its_key_fails_before_the_run_dir_exists(tmp_path, mo
                   "tiny-qwen3", "--generations", "1", "--popsize", "2", "--m", "2", "--run-dir", str(run))
     _one_error_line(res, "no API key", "OPENROUTER_API_KEY")
     assert not run.exists()  # nothing left that would block the retry
+
+
+def test_resume_of_a_run_with_an_empty_train_split_is_one_line(tmp_path, capsys):
+    """A run directory whose splits hold no training question (here one the app's synthetic
+    writer made) is refused with one line, not a JSON traceback from an empty minibatch."""
+    from minertui.synth import make_run
+    from trinity.cli import main
+
+    run = make_run(tmp_path / "run-a", generations=3, planned=5, status="stopped")
+    assert main(["resume", str(run.path)]) == 2
+    err = capsys.readouterr().err
+    assert "train split is empty" in err and "Traceback" not in err

@@ -31,7 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 from trinity.config import TrainConfig
-from trinity.errors import BudgetExceeded, CheckpointError, OutOfCredit, PoolStop
+from trinity.errors import BudgetExceeded, CheckpointError, InputError, OutOfCredit, PoolStop
 from trinity.io import atomic_write_json
 from trinity.model import ROLES
 from trinity.model.theta import save_theta
@@ -92,6 +92,10 @@ class Trainer:
         by_id = {q.id: q for q in inputs.questions}
         self.train_q = [by_id[i] for i in inputs.splits["train"]]
         self.val_q = [by_id[i] for i in inputs.splits["val"]]
+        if not self.train_q:  # every generation's minibatch would be empty: nothing to learn from
+            raise InputError(f"{run.path}: the run's train split is empty ({len(inputs.questions)} questions, "
+                             "splits " + ", ".join(f"{k} {len(v)}" for k, v in inputs.splits.items())
+                             + "); give it more questions or other splits")
         self._stop_signal: str | None = None
         self._last_progress = 0.0
         self.state: dict[str, Any] = {}
