@@ -16,7 +16,6 @@ import numpy as np
 
 from trinity.config import TrainConfig
 from trinity.data.questions import Question
-from trinity.errors import ConfigError
 from trinity.model import ROLES
 from trinity.session.evaluation import Evaluation, GenerationHooks, GenerationStats, LogFn
 from trinity.session.loop import SessionRunner, SessionSpec, trace_record
@@ -41,19 +40,12 @@ class LiveFitness:
         from trinity.session.live import open_live_run
 
         self.cfg, self.run, self.router = cfg, run, router
-        self.live = open_live_run(cfg, run)
-        try:
-            self.pool = self.live.pool
-            if list(self.pool.models) != list(models):
-                raise ConfigError(f"pool {self.pool.name!r} models {list(self.pool.models)} differ from the run's "
-                                  f"model order {list(models)}; θ rows follow the matrix/pool order")
-        except BaseException:
-            self.live.close()
-            raise
         self.models = list(models)
         # the run's competition (trinity.optim.engine sets it in the config; old runs: by the pool)
         self.competition = resolve_competition(cfg.competition, cfg.pool)
         self._text = router_text(self.competition).question_input
+        self.live = open_live_run(cfg, run, models)  # the pool's model order checked first
+        self.pool = self.live.pool
         self.ledger, self.journal, self.cache = self.live.ledger, self.live.journal, self.live.cache
         self.budget, self.client = self.live.budget, self.live.client
         if self.live.in_flight_at_open:

@@ -144,14 +144,20 @@ class LiveRun:
         self.close()
 
 
-def open_live_run(cfg: TrainConfig, run: Any) -> LiveRun:
+def open_live_run(cfg: TrainConfig, run: Any, models: list[str] | None = None) -> LiveRun:
     """A training (or live analysis) run's stack: the pool of `cfg` (the simulated practice
     server started in-process when it has no URL), priced (no call whose worst case cannot be
-    reserved), its ledger and journal in the run directory, the response cache of
-    `cfg.cache_path`, the run's budget (`run_budget`), and the run's seed."""
+    reserved) and in `models`' order (θ's rows), checked before any file is opened; its ledger
+    and journal in the run directory, the response cache of `cfg.cache_path`, the run's budget
+    (`run_budget`), and the run's seed."""
+    from trinity.errors import ConfigError
+
     pool, server = resolve_pool(cfg, run)
     try:
-        pool.require_prices()
+        pool.require_prices()  # no call whose worst case cannot be reserved
+        if models is not None and list(pool.models) != list(models):
+            raise ConfigError(f"pool {pool.name!r} models {list(pool.models)} differ from the run's "
+                              f"model order {list(models)}; θ rows follow the matrix/pool order")
     except BaseException:
         if server is not None:
             server.stop()
