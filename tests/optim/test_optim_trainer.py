@@ -220,21 +220,12 @@ def test_fitness_without_validation_uses_the_cached_validator(tmp_path, cfg):
 def test_an_unreachable_pool_stops_the_run_without_keeping_the_generation(tmp_path, cfg):
     from trinity.errors import PoolUnreachable
 
-    class DeadPool:  # the contract of PoolClient.unreachable(): an error once calls stop connecting
-        def __init__(self):
-            self.dead = False
-
-        def unreachable(self):
-            return PoolUnreachable("pool practice is unreachable at http://127.0.0.1:9/v1") if self.dead else None
-
-    class LosesItsServer(CachedFitness):
-        def __init__(self, *a, **k):
-            super().__init__(*a, **k)
-            self.client = DeadPool()
-
+    class LosesItsServer(CachedFitness):  # the Fitness contract: the fitness raises the pool's stop itself
         def evaluate(self, gen, thetas, qs, hooks):
-            self.client.dead = gen == 2  # the server went away during generation 2
-            return super().evaluate(gen, thetas, qs, hooks)
+            ev = super().evaluate(gen, thetas, qs, hooks)  # the generation ran (rewards, traces) …
+            if gen == 2:  # … but the server went away during it
+                raise PoolUnreachable("pool practice is unreachable at http://127.0.0.1:9/v1")
+            return ev
 
     t = standin_trainer(tmp_path / "run", cfg, fitness_cls=LosesItsServer)
     res = t.train()

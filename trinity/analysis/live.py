@@ -70,7 +70,7 @@ def _outcomes(trajs: list, n_questions: int, repeats: int) -> tuple[np.ndarray, 
     return correct.mean(axis=0), turns.mean(axis=0), cost.sum(axis=0)
 
 
-def run_system(cfg: Any, run: RunDir, policy: Any, theta: np.ndarray, models: list[str],
+def run_system(cfg: TrainConfig, run: RunDir, policy: Any, theta: np.ndarray, models: list[str],
                questions: list[Question], repeats: int, key_prefix: str, progress: Progress | None = None,
                what: str = "sessions"):
     """Run `repeats` sessions per question for one system; returns (correct, turns, cost, trajectories)."""
@@ -121,7 +121,7 @@ def cache_note(systems: list[tuple[str, list]]) -> list[str]:
             "not what a cold run would pay"]
 
 
-def always_model_live(cfg: Any, run: RunDir, questions: list[Question], models: list[str], *,
+def always_model_live(cfg: TrainConfig, run: RunDir, questions: list[Question], models: list[str], *,
                       key_prefix: str, repeats: int = 1, progress: Progress | None = None):
     """(Q, M) correctness, turns and costs of each single model answering as a one-turn Worker,
     and notes on failed calls."""
@@ -163,10 +163,10 @@ def live_baselines(questions: list[Question], *, run_dir: str, pool: str, base_u
     return rep
 
 
-def _pool_models(cfg: Any) -> list[str]:
+def _pool_models(cfg: TrainConfig) -> list[str]:
     """The pool's model ids in θ order (the session package resolves the pool, starting the
     simulated practice server when needed; it is stopped again here)."""
-    from trinity.session.fitness import resolve_pool
+    from trinity.session.live import resolve_pool
 
     pool, server = resolve_pool(cfg)
     if server is not None:

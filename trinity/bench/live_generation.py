@@ -10,7 +10,6 @@ after another, 8 calls in flight), computed from the same trajectories.
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
 import time
 from pathlib import Path
@@ -59,10 +58,8 @@ def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: in
 def _measure_generation(router, server, base_url, questions, popsize, m, latency_ms, concurrency, rng,
                         enc_load_s, encoder, full_reencode) -> dict:
     from trinity.bench.server import proc_cpu_s
-    from trinity.pool.client import PoolClient
-    from trinity.pool.journal import CallJournal
-    from trinity.pool.ledger import Ledger
     from trinity.pool.providers import load_pool
+    from trinity.session.live import LiveRun
     from trinity.session.loop import SessionRunner, SessionSpec
 
     pool = load_pool("practice", base_url=base_url, max_concurrency=concurrency)
@@ -100,26 +97,21 @@ def _measure_generation(router, server, base_url, questions, popsize, m, latency
         last[0] = now
 
     pairs = [(c, q) for c in range(popsize) for q in questions]
-    with tempfile.TemporaryDirectory() as tmp:
-        ledger = Ledger(Path(tmp) / "ledger.jsonl", "bench")
-        journal = CallJournal(Path(tmp) / "journal.jsonl")
+    with tempfile.TemporaryDirectory() as tmp, \
+            LiveRun(pool, run_id="bench", ledger_path=Path(tmp) / "ledger.jsonl",
+                    journal_path=Path(tmp) / "journal.jsonl", cache=False, budget="none") as live:
 
         async def main():
-            async with PoolClient(pool, run_id="bench", ledger=ledger, journal=journal) as client:
-                runner = SessionRunner(client, logits_fn, SessionSpec(list(pool.models), key_prefix="bench"),
-                                       on_step=on_step)
-                last[0] = time.perf_counter()
-                t0 = time.perf_counter()
-                trajs = await runner.run(pairs)
-                return trajs, time.perf_counter() - t0, client.stats
+            runner = SessionRunner(live.client, logits_fn, SessionSpec(list(pool.models), key_prefix="bench"),
+                                   on_step=on_step)
+            last[0] = time.perf_counter()
+            t0 = time.perf_counter()
+            trajs = await runner.run(pairs)
+            return trajs, time.perf_counter() - t0, live.client.stats
 
         cpu0 = proc_cpu_s(server.pid)
-        try:
-            trajs, wall, stats = asyncio.run(main())
-            cpu1 = proc_cpu_s(server.pid)
-        finally:
-            ledger.close()
-            journal.close()
+        trajs, wall, stats = live.run(main())
+        cpu1 = proc_cpu_s(server.pid)
     turns = np.array([len(t.turns) for t in trajs]).reshape(popsize, m)
     lat = latency_ms / 1000.0
     # The seed repos' pattern: one candidate after another, 8 sessions in flight at a time; a

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from trinity.config import TrainConfig, validate_config
 from trinity.errors import CheckpointError, ConfigError, InputError
 from trinity.optim import checkpoint as ckpt
-from trinity.optim.fitness import WARM_CHUNK, CachedFitness, Fitness, build_router, question_text
+from trinity.optim.fitness import CachedFitness, Fitness, RouterLike, build_router, question_text
 from trinity.optim.runinputs import RunInputs, inputs_digest, inputs_from_config, load_run_inputs
 from trinity.optim.trainer import Trainer, TrainResult
 from trinity.runs.rundir import RunDir, new_run_id, utc_now_iso
@@ -27,7 +27,7 @@ def run_competition_of(cfg: TrainConfig) -> str:
     return resolve_competition(cfg.competition, cfg.pool)
 
 
-def make_fitness(cfg: TrainConfig, run: RunDir, router: Any, inputs: RunInputs, models: list[str]) -> Fitness:
+def make_fitness(cfg: TrainConfig, run: RunDir, router: RouterLike, inputs: RunInputs, models: list[str]) -> Fitness:
     if cfg.workers > 1 or cfg.ray_address:
         from trinity.optim.population import make_population_fitness
 
@@ -41,7 +41,7 @@ def make_fitness(cfg: TrainConfig, run: RunDir, router: Any, inputs: RunInputs, 
     return make_live_fitness(cfg, run, router, inputs, models)
 
 
-def make_validator(cfg: TrainConfig, router: Any, inputs: RunInputs, models: list[str]) -> CachedFitness | None:
+def make_validator(cfg: TrainConfig, router: RouterLike, inputs: RunInputs, models: list[str]) -> CachedFitness | None:
     """Live mode with an outcome matrix: validation accuracy from the matrix (free, cached)."""
     if cfg.mode == "cached" or inputs.matrix is None or list(inputs.matrix.models) != list(models):
         return None
@@ -90,34 +90,6 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _warmup(fitness: Fitness, router: Any, inputs: RunInputs, trainer: Trainer) -> Callable[[], None]:
-    """Encode every train+val question once, in fixed batches, before the first generation.
-    (Cached mode only: live transcripts are new every generation.)
-
-    The encoder's feature cache then holds values computed the same way whether the run is
-    fresh or resumed, so a resumed run's numbers equal the uninterrupted run's bit for bit.
-    """
-    def warm() -> None:
-        if not isinstance(fitness, CachedFitness) or getattr(fitness, "warms_itself", False):
-            return
-        import time
-
-        qs = trainer.train_q + trainer.val_q
-        t0 = time.monotonic()
-        trainer.event("log", level="info", message=f"encoding {len(qs)} train+val questions once (feature cache)")
-        for a in range(0, len(qs), WARM_CHUNK):
-            router.layer_inputs(fitness.texts(qs[a:a + WARM_CHUNK]))
-        trainer.event("log", level="info", message=f"encoded {len(qs)} questions in {time.monotonic() - t0:.1f}s")
-        cache = getattr(router, "cache", None)
-        if cache is not None and len(cache) < len({fitness.texts([q])[0] for q in qs}):
-            # evicted entries are recomputed in other batches later: numbers may then differ in
-            # the last bits from an uninterrupted run, so exact resume equality is not guaranteed
-            trainer.event("log", level="warning", message=(
-                f"the encoder feature cache holds {len(cache)} of {len(qs)} questions; "
-                "later generations re-encode the rest (slower, and a resumed run may differ in the last bits)"))
-    return warm
-
-
 def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_root: str | os.PathLike = "runs",
               on_event: Callable[[dict], None] | None = None, argv: list[str] | None = None) -> TrainResult:
     inputs = inputs_from_config(cfg)  # cross-checks: errors before anything is created
@@ -164,7 +136,7 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
             raise
         try:
             trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=run.id, on_event=on_event,
-                              validator=make_validator(cfg, router, inputs, models))
+                              validator=make_validator(cfg, router, inputs, models), warm_up=True)
             sp = inputs.splits
             trainer.event("log", level="info", message=(
                 f"run {run.id} in {run.path}: {cfg.mode} mode, {len(sp['train'])}/{len(sp['val'])}/"
@@ -182,10 +154,9 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_r
                 trainer.event("log", level="warning", message=(
                     f"m={cfg.m} is more than the {len(sp['train'])} training questions; "
                     "every generation uses all of them"))
-            trainer.set_warmup(_warmup(fitness, router, inputs, trainer))
             return trainer.train()
         finally:
-            _close(fitness)
+            fitness.close()
 
 
 _START_FILES = ("run.json", "events.jsonl", "ledger.jsonl", "journal.jsonl", "journal.sent.jsonl", "traces.jsonl",
@@ -303,22 +274,13 @@ def resume_run(run_dir: str | os.PathLike, overrides: dict[str, Any] | None = No
         fitness = make_fitness(cfg, run, router, inputs, models)
         try:
             trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=meta.get("id", run.id),
-                              on_event=on_event, validator=make_validator(cfg, router, inputs, models))
+                              on_event=on_event, validator=make_validator(cfg, router, inputs, models),
+                              warm_up=True)
             if state is not None:
                 trainer.load_state(state)
             if threads_note:
                 trainer.event("log", level="info", message=threads_note)
             run.update_meta(config=cfg.resolved(), pid=os.getpid(), budget_usd=cfg.budget_usd)
-            trainer.set_warmup(_warmup(fitness, router, inputs, trainer))
             return trainer.train(resume=True)
         finally:
-            _close(fitness)
-
-
-def _close(fitness: Fitness) -> None:
-    """Live fitness holds a client, a ledger, a journal (and maybe a practice server)."""
-    close = getattr(fitness, "close", None)
-    if callable(close):
-        close()
-
-
+            fitness.close()

@@ -3,22 +3,29 @@
 Protocol (`Fitness`), for cached mode (`CachedFitness`, here) and live mode (the session
 package's multi-turn fitness):
 
-    evaluate(gen, thetas (P, D) float64, questions [m], hooks) -> rewards (P, m) float64
-        every candidate on the same m questions; call hooks.progress(done, total) as work
-        completes (it raises StopRequested when the run must stop), hooks.choices(model_idx,
-        role_idx) once with the turn-1 choices (P, m), hooks.trace(record) per trajectory.
-        May raise trinity.errors.OutOfCredit / BudgetExceeded; the trainer then stops cleanly
-        at the last completed generation.
+    warm_up(questions, log): once per process before the first generation (cached mode: encode
+        the train+val questions into the encoder's feature cache in fixed batches; Ray and live
+        fitness: nothing). `log(level, message)` writes a `log` event.
+    texts(questions) -> [str]: the turn-1 encoder inputs (the label warm start fits on them).
+    evaluate(gen, thetas (P, D) float64, questions [m], hooks) -> Evaluation
+        `.rewards` (P, m) float64: every candidate on the same m questions; `.stats`
+        (`GenerationStats`): what the generation measured besides rewards (live mode: turns per
+        session, per candidate, graded accuracy, USD per right answer; cached mode: nothing).
+        Call hooks.progress(done, total) as work completes (it raises StopRequested when the run
+        must stop), hooks.choices(model_idx, role_idx) once with the turn-1 choices (P, m),
+        hooks.trace(record) per trajectory. May raise trinity.errors.OutOfCredit /
+        BudgetExceeded / PoolStop (unreachable, failing, an absurd charge: the fitness checks its
+        pool itself); the trainer then stops cleanly at the last completed generation.
     validate(thetas (T, D), questions [n]) -> correctness (T, n) float64, or None when
         validation is not free (the trainer then skips val_acc).
     cost_usd, calls: cumulative spend of this run (0 in cached mode).
     state_dict() / load_state_dict(d): whatever must survive a resume (RNG states, counters).
+    close(): release what the fitness holds (pool client, ledger, Ray actors); idempotent.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 import numpy as np
@@ -26,6 +33,10 @@ import numpy as np
 from trinity.data.matrix import OutcomeMatrix
 from trinity.data.questions import Question
 from trinity.model import ROLES, policy
+from trinity.session.evaluation import Evaluation, GenerationHooks, GenerationStats, LogFn
+
+__all__ = ["CachedFitness", "Evaluation", "Fitness", "GenerationHooks", "GenerationStats", "LogFn", "RouterLike",
+           "StopRequested", "WARM_CHUNK", "build_router", "default_text", "question_text"]
 
 WARM_CHUNK = 64  # questions per feature-cache warm-up call (fixed: the batches must not vary)
 
@@ -43,11 +54,17 @@ class StopRequested(Exception):
     """Raised from a progress hook when SIGINT/SIGTERM asked the run to stop."""
 
 
-@dataclass
-class GenerationHooks:
-    progress: Callable[[int, int], None]
-    choices: Callable[[np.ndarray, np.ndarray], None]
-    trace: Callable[[dict], None]
+class RouterLike(Protocol):
+    """What the trainer and the cached fitness need of a router (trinity.model.router.Router,
+    or a test stand-in)."""
+
+    n_params: int
+
+    def initial_mean(self) -> np.ndarray: ...
+
+    def population_logits(self, thetas: np.ndarray, texts: list[str]) -> np.ndarray: ...
+
+    def layer_inputs(self, texts: list[str]) -> Any: ...  # fills the encoder's feature cache
 
 
 class Fitness(Protocol):
@@ -59,14 +76,20 @@ class Fitness(Protocol):
     @property
     def calls(self) -> int: ...
 
+    def warm_up(self, questions: list[Question], log: LogFn) -> None: ...
+
+    def texts(self, questions: list[Question]) -> list[str]: ...
+
     def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question],
-                 hooks: GenerationHooks) -> np.ndarray: ...
+                 hooks: GenerationHooks) -> Evaluation: ...
 
     def validate(self, thetas: np.ndarray, questions: list[Question]) -> np.ndarray | None: ...
 
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
 
 
 def question_text(competition: str | None) -> Callable[[Question], str]:
@@ -91,7 +114,7 @@ class CachedFitness:
 
     mode = "cached"
 
-    def __init__(self, router: Any, matrix: OutcomeMatrix, models: list[str], *, policy: str = "argmax",
+    def __init__(self, router: RouterLike, matrix: OutcomeMatrix, models: list[str], *, policy: str = "argmax",
                  temperature: float = 1.0, seed: int = 0, traces: str = "all", chunks: int = 4,
                  text: Callable[[Question], str] = default_text):
         self.router = router
@@ -108,6 +131,21 @@ class CachedFitness:
         self.cost_usd = 0.0
         self.calls = 0
 
+    def warm_up(self, questions: list[Question], log: LogFn) -> None:
+        """Encode `questions` (train + val) once, in fixed batches of WARM_CHUNK, into the
+        router's feature cache (the same batches in every process: resumes equal bit for bit)."""
+        t0 = time.monotonic()
+        log("info", f"encoding {len(questions)} train+val questions once (feature cache)")
+        for a in range(0, len(questions), WARM_CHUNK):
+            self.router.layer_inputs(self.texts(questions[a:a + WARM_CHUNK]))
+        log("info", f"encoded {len(questions)} questions in {time.monotonic() - t0:.1f}s")
+        cache = getattr(self.router, "cache", None)
+        if cache is not None and len(cache) < len({self.texts([q])[0] for q in questions}):
+            # evicted entries are recomputed in other batches later: numbers may then differ in
+            # the last bits from an uninterrupted run, so exact resume equality is not guaranteed
+            log("warning", f"the encoder feature cache holds {len(cache)} of {len(questions)} questions; "
+                "later generations re-encode the rest (slower, and a resumed run may differ in the last bits)")
+
     def texts(self, questions: list[Question]) -> list[str]:
         out = []
         for q in questions:
@@ -122,7 +160,7 @@ class CachedFitness:
         return self.acc[rows[None, :], model_idx]
 
     def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question],
-                 hooks: GenerationHooks) -> np.ndarray:
+                 hooks: GenerationHooks) -> Evaluation:
         n_m = len(self.models)
         lg = self.population_logits(thetas, self.texts(questions), hooks)  # (P, m, M + 3)
         if self.policy == "sample":
@@ -133,7 +171,7 @@ class CachedFitness:
         hooks.choices(model_idx, role_idx)
         if self.traces != "none":
             self._trace(gen, lg, model_idx, role_idx, rewards, questions, hooks)
-        return rewards
+        return Evaluation(rewards)
 
     def chunk_bounds(self, P: int) -> np.ndarray:
         """Where the population is cut into the groups that are evaluated (and reported) together."""
@@ -180,3 +218,6 @@ class CachedFitness:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.rng.set_state(state["rng"])
+
+    def close(self) -> None:
+        pass  # holds nothing but the router

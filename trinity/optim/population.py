@@ -28,7 +28,7 @@ import numpy as np
 
 from trinity.config import TrainConfig
 from trinity.errors import ConfigError, TrinityError
-from trinity.optim.fitness import CachedFitness, GenerationHooks
+from trinity.optim.fitness import CachedFitness, Evaluation, GenerationHooks, LogFn, RouterLike
 
 FAULT_ENV = "TRINITY_FAULT_KILL_WORKER"
 MAX_RECOVERIES = 3  # per generation: a worker that dies again and again is a real problem
@@ -87,9 +87,8 @@ def _fault() -> tuple[int, int] | None:
 class PopulationFitness(CachedFitness):
     """`CachedFitness` whose population logits are computed by Ray actors."""
 
-    warms_itself = True  # the actors encode the train+val questions; the driver's encoder does not
 
-    def __init__(self, cfg: TrainConfig, run: Any, router: Any, matrix: Any, models: list[str],
+    def __init__(self, cfg: TrainConfig, run: Any, router: RouterLike, matrix: Any, models: list[str],
                  warm_texts: list[str]):
         from trinity.optim.raysupport import connect
 
@@ -193,7 +192,10 @@ class PopulationFitness(CachedFitness):
                   f"{rec['secs']:.1f}s and the generation is evaluated again (the ES state is the driver's)",
                   level="warning")
 
-    def evaluate(self, gen: int, thetas: np.ndarray, questions: list, hooks: GenerationHooks) -> np.ndarray:
+    def warm_up(self, questions: list, log: LogFn) -> None:
+        pass  # the actors encoded the train+val questions when they started; the driver's encoder does not
+
+    def evaluate(self, gen: int, thetas: np.ndarray, questions: list, hooks: GenerationHooks) -> Evaluation:
         self.gen = gen
         return super().evaluate(gen, thetas, questions, hooks)
 
@@ -243,10 +245,10 @@ def check_population(cfg: TrainConfig) -> None:
     require_ray()
 
 
-def make_population_fitness(cfg: TrainConfig, run: Any, router: Any, inputs: Any, models: list[str]) -> PopulationFitness:
+def make_population_fitness(cfg: TrainConfig, run: Any, router: RouterLike, inputs: Any, models: list[str]) -> PopulationFitness:
     check_population(cfg)
     by_id = {q.id: q for q in inputs.questions}
     qs = [by_id[i] for i in inputs.splits["train"]] + [by_id[i] for i in inputs.splits["val"]]
-    # the same texts, in the same order, as the single-process warm-up (engine._warmup)
+    # the same texts, in the same order, as the single-process warm-up (CachedFitness.warm_up)
     probe = CachedFitness(router, inputs.matrix, models)
     return PopulationFitness(cfg, run, router, inputs.matrix, models, probe.texts(qs))

@@ -36,7 +36,7 @@ from trinity.io import atomic_write_json
 from trinity.model import ROLES
 from trinity.model.theta import save_theta
 from trinity.optim import checkpoint as ckpt
-from trinity.optim.fitness import Fitness, GenerationHooks, StopRequested
+from trinity.optim.fitness import Fitness, GenerationHooks, RouterLike, StopRequested
 from trinity.optim.runinputs import RunInputs
 from trinity.runs.rundir import RunDir
 
@@ -75,9 +75,10 @@ def _mix(names: list[str] | tuple[str, ...], idx: np.ndarray) -> dict[str, int]:
 
 
 class Trainer:
-    def __init__(self, run: RunDir, cfg: TrainConfig, inputs: RunInputs, router: Any,
+    def __init__(self, run: RunDir, cfg: TrainConfig, inputs: RunInputs, router: RouterLike,
                  fitness: Fitness, models: list[str], *, run_id: str,
-                 on_event: Callable[[dict], None] | None = None, validator: Any = None):
+                 on_event: Callable[[dict], None] | None = None, validator: Fitness | None = None,
+                 warm_up: bool = False):
         self.run = run
         self.cfg = cfg
         self.inputs = inputs
@@ -85,6 +86,9 @@ class Trainer:
         self.fitness = fitness
         # validation when the fitness has none of its own (live mode): the outcome matrix, cached
         self.validator = validator
+        # fitness.warm_up(train + val) once before the first generation of this process (the
+        # engine asks for it; the in-process tests' stand-in routers have no feature cache)
+        self.warm_up_fitness = warm_up
         self.models = list(models)
         self.run_id = run_id
         self.config_hash = cfg.hash()
@@ -156,6 +160,9 @@ class Trainer:
         self.on_event(ev)
         return ev
 
+    def _log(self, level: str, message: str) -> None:
+        self.event("log", level=level, message=message)
+
     def set_status(self, status: str, message: str = "") -> None:
         """RunDir.set_status (run.json, then a `status` event), with the event also sent to on_event."""
         self.run.update_meta(status=status, status_message=message)
@@ -202,8 +209,8 @@ class Trainer:
     def _train(self, resume: bool) -> TrainResult:
         try:
             self.set_status("running", f"resumed at generation {self.state['gen']}" if resume else "")
-            if self._warm is not None and self.state["gen"] < self.cfg.generations:
-                self._warm()
+            if self.warm_up_fitness and self.state["gen"] < self.cfg.generations:
+                self.fitness.warm_up(self.train_q + self.val_q, self._log)
             if self.state["gen"] == 0 and self.state.get("warm_start") is None:
                 self.warm_start()
             while self.state["gen"] < self.cfg.generations:
@@ -227,8 +234,6 @@ class Trainer:
         self.set_status("finished", msg)
         return TrainResult("finished", msg, 0, self.state["gen"])
 
-    _warm: Callable[[], None] | None = None
-
     def warm_start_mode(self) -> str:
         mode = self.cfg.warm_start
         if mode == "auto":
@@ -245,14 +250,13 @@ class Trainer:
             return
         from trinity.optim.warmstart import warm_start_theta
 
-        scorer = self.fitness if hasattr(self.fitness, "texts") else self.validator
         matrix = self.inputs.matrix
         assert matrix is not None, "warm_start_mode() is labels only with a matrix"
         acc = matrix.accuracy()
         rows_t = [matrix.row(q.id) for q in self.train_q]
         t0 = time.monotonic()
         theta, info = warm_start_theta(self.router, self.router.initial_mean(), len(self.models),
-                                       scorer.texts(self.train_q), acc[rows_t], seed=self.cfg.seed)
+                                       self.fitness.texts(self.train_q), acc[rows_t], seed=self.cfg.seed)
         st.update(self._new_es(theta))  # the ES starts at the fit (es_x0 records it for a replay)
         if self.val_q and self.cfg.val_every:
             va = self._accuracy(theta[None, :], self.val_q)
@@ -270,10 +274,6 @@ class Trainer:
         st["warm_start"] = info
         self.run.update_meta(warm_start=info)
         self.event("warm_start", gen=0, **info)
-
-    def set_warmup(self, fn: Callable[[], None]) -> None:
-        """Called once before the first generation of this process (e.g. encoder feature cache)."""
-        self._warm = fn
 
     def _stopped(self, message: str, code: int) -> TrainResult:
         self.write_summary()
@@ -295,13 +295,10 @@ class Trainer:
             mix["model"], mix["role"] = _mix(self.models, model_idx), _mix(ROLES, role_idx)
 
         hooks = GenerationHooks(self._progress(gen), choices, traces.append)
-        rewards = np.asarray(self.fitness.evaluate(gen, thetas, batch, hooks), dtype=np.float64)  # (P, m)
-        client = getattr(self.fitness, "client", None)  # live mode: the pool client
-        dead = client.unreachable() if client is not None and hasattr(client, "unreachable") else None
-        if dead is not None:
-            # rewards of calls that reached no model are not answers: keep nothing of this
-            # generation (the last checkpoint stands) and stop; a resume redoes it
-            raise dead
+        # a PoolStop raised here (live mode: unreachable, failing) keeps nothing of this
+        # generation (the last checkpoint stands) and stops the run; a resume redoes it
+        evaluation = self.fitness.evaluate(gen, thetas, batch, hooks)
+        rewards = np.asarray(evaluation.rewards, dtype=np.float64)  # (P, m)
         if rewards.shape != (thetas.shape[0], n_batch):
             raise RuntimeError(f"fitness returned shape {rewards.shape}, expected {(thetas.shape[0], n_batch)}")
         fit = rewards.mean(axis=1)  # (P,)
@@ -323,15 +320,8 @@ class Trainer:
         self._validate(gen, thetas[int(np.argmax(fit))], record)
         if mix:
             record["model_mix"], record["role_mix"] = mix["model"], mix["role"]
-        avg_turns = getattr(self.fitness, "avg_turns", None)  # live mode: turns per session
-        if avg_turns is not None:
-            record["avg_turns"] = float(avg_turns)
-        cand_turns = getattr(self.fitness, "candidate_turns", None)
-        if cand_turns is not None:
-            record["best_avg_turns"] = float(cand_turns[int(np.argmax(fit))])
-        for key in ("accuracy", "cost_per_correct"):  # live mode: graded accuracy, USD per right answer
-            if getattr(self.fitness, key, None) is not None:
-                record[key] = float(getattr(self.fitness, key))
+        # live mode: turns per session (all, the best candidate's), graded accuracy, USD per right answer
+        record.update(evaluation.stats.record(int(np.argmax(fit))))
         record["secs"] = round(time.monotonic() - t0, 4)
         st["history"].append(record)
         st["gen"] = gen

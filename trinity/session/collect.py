@@ -86,11 +86,8 @@ def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperat
             progress: Callable[[dict], None] | None = None, fail_threshold: float | None = None) -> CollectResult:
     """`fail_threshold`: stop (what was answered is kept; a re-run asks for the rest) once more
     than this share of the calls so far failed (`PoolClient.failing`; default the trainer's)."""
-    from trinity.pool.budget import Budget
-    from trinity.pool.cache import ResponseCache
     from trinity.pool.client import DEFAULT_FAIL_THRESHOLD, PoolClient
-    from trinity.pool.journal import CallJournal
-    from trinity.pool.ledger import Ledger
+    from trinity.session.live import LiveRun
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -104,12 +101,12 @@ def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperat
                 answers[(rec["qid"], rec["model"], int(rec["sample"]))] = bool(rec["correct"])
     cells = [(q, m, s) for q in questions for m in models for s in range(k) if (q.id, m, s) not in answers]
     total = len(questions) * len(models) * k
-    run_id = f"collect-{out.stem}"
-    ledger = Ledger(sibling(out, ".ledger.jsonl"), run_id)
-    journal = CallJournal(sibling(out, ".journal.jsonl"))
-    cache = ResponseCache(cache_path)
-    budget = Budget(budget_usd, spent_usd=ledger.total_usd)
-    spent0 = ledger.total_usd
+    # the pool stack (client, ledger, journal, cache, budget, event loop), files next to --out
+    live = LiveRun(pool, run_id=f"collect-{out.stem}", ledger_path=sibling(out, ".ledger.jsonl"),
+                   journal_path=sibling(out, ".journal.jsonl"), cache_path=cache_path, budget_usd=budget_usd,
+                   budget="local", env_file=env_file)
+    ledger = live.ledger
+    spent0 = live.spent_at_open
     # k samples of one model at temperature 0 would be one sample k times: sample when k > 1.
     decoding = {} if temperature is None and k == 1 else {"temperature": 0.7 if temperature is None else temperature}
     state: dict[str, Any] = {"done": total - len(cells), "failed": 0, "new_calls": 0, "last": 0.0,
@@ -156,12 +153,10 @@ def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperat
         report()
 
     async def main() -> str | None:
-        async with PoolClient(pool, run_id=run_id, ledger=ledger, cache=cache, budget=budget,
-                              journal=journal, env_file=env_file) as client:
-            # Calls already in flight when one raises (402, budget) finish and are recorded.
-            slots = asyncio.Semaphore(max(1, int(getattr(pool, "max_concurrency", 16))))
-            results = await asyncio.gather(*(one(client, slots, q, m, s) for q, m, s in cells),
-                                           return_exceptions=True)
+        # Calls already in flight when one raises (402, budget) finish and are recorded.
+        slots = asyncio.Semaphore(max(1, int(getattr(pool, "max_concurrency", 16))))
+        results = await asyncio.gather(*(one(live.client, slots, q, m, s) for q, m, s in cells),
+                                       return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         for e in errors:
             if isinstance(e, OutOfCredit):
@@ -173,12 +168,8 @@ def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperat
             raise errors[0]
         return state["stop"]
 
-    try:
-        stopped = asyncio.run(main())
-    finally:
-        ledger.close()
-        journal.close()
-        cache.close()
+    with live:
+        stopped = live.run(main())
     report(force=True)
     bench = "+".join(sorted({q.benchmark for q in questions})) or "unknown"
     mat, n_complete = _matrix_from_answers(questions, models, k, answers, bench)

@@ -10,51 +10,15 @@ behind the same client.
 
 from __future__ import annotations
 
-import asyncio
-import os
 from typing import Any
 
 import numpy as np
 
+from trinity.config import TrainConfig
 from trinity.data.questions import Question
-from trinity.errors import ConfigError
 from trinity.model import ROLES
+from trinity.session.evaluation import Evaluation, GenerationHooks, GenerationStats, LogFn
 from trinity.session.loop import SessionRunner, SessionSpec, trace_record
-
-BASE_URL_ENV = "TRINITY_POOL_BASE_URL"
-
-
-def resolve_pool(cfg: Any, run: Any | None = None):
-    """The run's pool config; for the practice pool with no base URL, start a simulated server
-    in this process (returned as the second value so the caller can stop it)."""
-    from trinity.pool.providers import load_pool
-
-    if not cfg.pool:
-        raise ConfigError("live mode needs a pool: pass --pool practice|openrouter|chutes|<name>")
-    base_url = getattr(cfg, "base_url", None) or os.environ.get(BASE_URL_ENV) or None
-    server = None
-    namespace = None
-    if base_url is None and cfg.pool == "practice":
-        import hashlib
-
-        from trinity.pool.practice_server import start_practice_server
-
-        server = start_practice_server(port=0)
-        base_url = server.base_url
-        # The in-process server gets a new port each time; its answers depend only on the practice
-        # setup. Key the response cache on that setup, not the port: otherwise an answer that was a
-        # cache hit the first time (so never journaled) is bought again by every later evaluation.
-        setup = server.server.responder.setup
-        namespace = "practice@simulated/" + hashlib.sha256(repr(
-            (setup.seed, setup.question_spread, setup.models)).encode()).hexdigest()[:16]
-        if run is not None:
-            run.log(f"started the SIMULATED practice pool in the engine process at {base_url}")
-    from trinity.pool.providers import config_prices
-
-    return load_pool(cfg.pool, base_url=base_url, models=getattr(cfg, "pool_models", None),
-                     cache_namespace=namespace, prices=config_prices(cfg),
-                     read_timeout_s=getattr(cfg, "read_timeout_s", None)), server
-
 
 def live_reward(correct: float, turns: int, cost_usd: float, lambda_turns: float, lambda_cost: float) -> float:
     """correct − λ_turns·(turns − 1)/4 − λ_cost·cost (issue 14). With the default
@@ -66,43 +30,29 @@ def live_reward(correct: float, turns: int, cost_usd: float, lambda_turns: float
 
 
 class LiveFitness:
+    """The `trinity.optim.fitness.Fitness` protocol over live sessions. Owns one `LiveRun`
+    (client, ledger, journal, cache, budget, event loop, practice server) until `close()`."""
+
     mode = "live"
 
-    def __init__(self, cfg: Any, run: Any, router: Any, models: list[str]):
-        from trinity.pool.budget import run_budget
-        from trinity.pool.cache import ResponseCache
-        from trinity.pool.client import PoolClient
-        from trinity.pool.journal import CallJournal
-        from trinity.pool.ledger import Ledger
+    def __init__(self, cfg: TrainConfig, run: Any, router: Any, models: list[str]):
+        from trinity.competition.text import resolve_competition, router_text
+        from trinity.session.live import open_live_run
 
         self.cfg, self.run, self.router = cfg, run, router
-        self.pool, self._server = resolve_pool(cfg, run)
-        self.pool.require_prices()  # no call whose worst case cannot be reserved
-        if list(self.pool.models) != list(models):
-            raise ConfigError(f"pool {self.pool.name!r} models {list(self.pool.models)} differ from the run's "
-                              f"model order {list(models)}; θ rows follow the matrix/pool order")
         self.models = list(models)
-        from trinity.competition.text import resolve_competition
-
         # the run's competition (trinity.optim.engine sets it in the config; old runs: by the pool)
-        self.competition = resolve_competition(getattr(cfg, "competition", None), getattr(cfg, "pool", None))
-        self.ledger = Ledger(run.ledger, run.id)
-        self.journal = CallJournal(run.journal)
-        self.cache = ResponseCache(getattr(cfg, "cache_path", None) or None)
-        self.budget = run_budget(cfg.budget_usd, spent_usd=self.ledger.total_usd)
-        self.loop = asyncio.new_event_loop()
-        self.client = PoolClient(self.pool, run_id=run.id, ledger=self.ledger, cache=self.cache,
-                                 budget=self.budget, journal=self.journal, seed=cfg.seed)
-        self.loop.run_until_complete(self.client.__aenter__())
-        self.avg_turns: float | None = None
-        if self.journal.in_flight_at_open:
-            n = len(self.journal.in_flight_at_open)
+        self.competition = resolve_competition(cfg.competition, cfg.pool)
+        self._text = router_text(self.competition).question_input
+        self.live = open_live_run(cfg, run, models)  # the pool's model order checked first
+        self.pool = self.live.pool
+        self.ledger, self.journal, self.cache = self.live.ledger, self.live.journal, self.live.cache
+        self.budget, self.client = self.live.budget, self.live.client
+        if self.live.in_flight_at_open:
+            n = len(self.live.in_flight_at_open)
             run.log(f"{n} paid call(s) were in flight when this run was last stopped (sent, never recorded): the "
                     f"provider may have billed them; they are made again now", "warning")
         self._reported = (0, 0)  # (lost mid-body, billed above reservation) already logged
-        self.accuracy: float | None = None
-        self.cost_per_correct: float | None = None
-        self.candidate_turns: np.ndarray | None = None  # (P,) mean turns of each candidate, last generation
 
     # The run's spend is what its ledger says: journal replays after a resume cost nothing new.
     @property
@@ -116,8 +66,7 @@ class LiveFitness:
     def _reward(self, traj) -> float:
         r = 1.0 if traj.correct else 0.0
         # turn- and cost-aware reward (issue 14): trinity.session.fitness.live_reward
-        r = live_reward(r, len(traj.turns), traj.cost_usd, getattr(self.cfg, "lambda_turns", 0.0),
-                        getattr(self.cfg, "lambda_cost", 0.0))
+        r = live_reward(r, len(traj.turns), traj.cost_usd, self.cfg.lambda_turns, self.cfg.lambda_cost)
         if self.cfg.shaping:  # off by default; recorded in the run's config when on
             r += self.cfg.format_bonus * (traj.answer is not None)
             r -= self.cfg.turn_penalty * max(0, len(traj.turns) - 1)
@@ -137,9 +86,17 @@ class LiveFitness:
                            policy=self.cfg.policy, temperature=self.cfg.temperature, seed=self.cfg.seed,
                            key_prefix=key_prefix, competition=self.competition)
         runner = SessionRunner(self.client, self._logits_fn(thetas), spec, on_step=on_step)
-        return self.loop.run_until_complete(runner.run(pairs))
+        return self.live.run(runner.run(pairs))
 
-    def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question], hooks) -> np.ndarray:
+    def warm_up(self, questions: list[Question], log: LogFn) -> None:
+        pass  # sessions encode their transcripts incrementally, turn by turn (SessionEncoder)
+
+    def texts(self, questions: list[Question]) -> list[str]:
+        """Turn-1 encoder inputs in the run's competition format (the label warm start fits on them)."""
+        return [self._text(q) for q in questions]
+
+    def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question],
+                 hooks: GenerationHooks) -> Evaluation:
         P, m = thetas.shape[0], len(questions)
         pairs = [(c, q) for c in range(P) for q in questions]
         total = len(pairs)
@@ -153,7 +110,7 @@ class LiveFitness:
         self.client.start_window()
         trajs = self.run_sessions(thetas, pairs, f"g{gen}", on_step=on_step)
         self._report_spend_risks()
-        failing = self.client.failing(getattr(self.cfg, "fail_threshold", 0.5))
+        failing = self.client.failing(self.cfg.fail_threshold)
         if failing is not None:
             raise failing  # most calls failed: this generation's rewards are not answers
         hooks.progress(total, total)
@@ -161,15 +118,21 @@ class LiveFitness:
         first_model = np.array([self.models.index(t.turns[0].model) if t.turns else 0 for t in trajs]).reshape(P, m)
         first_role = np.array([ROLES.index(t.turns[0].role) if t.turns else 0 for t in trajs]).reshape(P, m)
         hooks.choices(first_model, first_role)
-        self.avg_turns = float(np.mean([len(t.turns) for t in trajs]))
-        self.candidate_turns = np.array([len(t.turns) for t in trajs], dtype=np.float64).reshape(P, m).mean(axis=1)
         n_correct = sum(bool(t.correct) for t in trajs)
-        self.accuracy = n_correct / len(trajs) if trajs else None  # graded correctness, before penalties
         gen_cost = float(sum(t.cost_usd for t in trajs))  # cache hits and journal replays cost 0
-        self.cost_per_correct = gen_cost / n_correct if n_correct else None
+        stats = GenerationStats(
+            avg_turns=float(np.mean([len(t.turns) for t in trajs])),
+            candidate_turns=np.array([len(t.turns) for t in trajs], dtype=np.float64).reshape(P, m).mean(axis=1),
+            accuracy=n_correct / len(trajs) if trajs else None,  # graded correctness, before penalties
+            cost_per_correct=gen_cost / n_correct if n_correct else None)
         for (_c, q), t in zip(pairs, trajs):
             hooks.trace(trace_record(t, q, gen, mode="live"))
-        return rewards
+        dead = self.client.unreachable()
+        if dead is not None:
+            # rewards of calls that reached no model are not answers: the trainer keeps nothing
+            # of this generation (the last checkpoint stands) and stops; a resume redoes it
+            raise dead
+        return Evaluation(rewards, stats)
 
     def _report_spend_risks(self) -> None:
         st = self.client.stats
@@ -193,16 +156,8 @@ class LiveFitness:
         pass
 
     def close(self) -> None:
-        try:
-            self.loop.run_until_complete(self.client.aclose())
-        finally:
-            self.loop.close()
-            self.ledger.close()
-            self.journal.close()
-            self.cache.close()
-            if self._server is not None:
-                self._server.stop()
+        self.live.close()
 
 
-def make_live_fitness(cfg: Any, run: Any, router: Any, inputs: Any, models: list[str]) -> LiveFitness:
+def make_live_fitness(cfg: TrainConfig, run: Any, router: Any, inputs: Any, models: list[str]) -> LiveFitness:
     return LiveFitness(cfg, run, router, models)
