@@ -15,10 +15,13 @@ ES and its `randn` RandomState bit for bit), so a run killed at any point and re
 exactly as the uninterrupted run. `traces.jsonl` is cut back to the checkpoint's byte offset on resume
 (the lines of a half-done generation are written again); events are append-only.
 
-Best-θ rule (written into summary.json): the candidate with the highest validation accuracy
-among every validated generation's best candidate and ES mean; ties go to the later one (the
-mean before the best candidate within a generation). Without a validation split: the ES mean
-after the last generation.
+Best-θ rule (written into summary.json): every validated generation's ES mean, then its best
+candidate, is compared with the incumbent (the label warm start is generation 0) on the same
+val questions; it replaces the incumbent only when the paired difference of their per-question
+val accuracies is above `VAL_MARGIN_Z` standard errors (and above 0). One lucky candidate on a
+few noisy 0/1 val labels (k = 1) no longer displaces a better incumbent; the incumbent's
+per-question val vector lives in the checkpoint, so a resume compares as the uninterrupted run.
+Without a validation split: the ES mean after the last generation.
 """
 
 from __future__ import annotations
@@ -40,10 +43,12 @@ from trinity.optim.fitness import Fitness, GenerationHooks, StopRequested
 from trinity.optim.runinputs import RunInputs
 from trinity.runs.rundir import RunDir
 
-BEST_RULE = ("highest validation accuracy (argmax routing, cached rewards) among each validated "
-             "generation's best candidate and its ES mean; ties go to the later generation, and "
-             "within a generation to the best candidate; without a validation split, the ES mean "
-             "after the last generation; a label warm start counts as validated generation 0")
+VAL_MARGIN_Z = 2.0  # standard errors of the paired val difference a challenger must win by
+BEST_RULE = ("validation accuracy (argmax routing, cached rewards): each validated generation's ES mean, "
+             "then its best candidate, replaces the incumbent only when its paired per-question val "
+             f"difference to the incumbent exceeds {VAL_MARGIN_Z:g} standard errors (and 0); the first "
+             "validated θ starts as incumbent, a label warm start being validated generation 0; without a "
+             "validation split, the ES mean after the last generation")
 PROGRESS_MIN_INTERVAL = 0.5  # seconds: at most 2 progress events a second
 
 
@@ -125,6 +130,10 @@ class Trainer:
         generation: the same ES (mean, σ, covariance, RNG position) the checkpoint was cut from."""
         fresh = self.fresh_state()
         es, rng = fresh["es"], fresh["es_rng"]
+        x0 = state.get("es_x0")  # a label warm start moved the ES's start (generation 0)
+        if x0 is not None:
+            rng = np.random.RandomState(self.cfg.seed)
+            es = make_es(np.asarray(x0, dtype=np.float64), self.cfg.sigma0, self.cfg.popsize, rng)
         tells = state.get("es_tells")
         if not isinstance(tells, list) or len(tells) != state.get("gen"):
             raise CheckpointError(f"checkpoint in {self.run.checkpoint_dir} does not record the ES's "
@@ -240,19 +249,20 @@ class Trainer:
         t0 = time.monotonic()
         theta, info = warm_start_theta(self.router, self.router.initial_mean(), len(self.models),
                                        scorer.texts(self.train_q), acc[rows_t], seed=self.cfg.seed)
-        st["es"] = make_es(theta, self.cfg.sigma0, self.cfg.popsize, np.random.RandomState(self.cfg.seed))
+        st["es_rng"] = np.random.RandomState(self.cfg.seed)
+        st["es"] = make_es(theta, self.cfg.sigma0, self.cfg.popsize, st["es_rng"])
+        st["es_x0"] = theta.copy()  # the checkpoint's replay of the ES starts here
         if self.val_q and self.cfg.val_every:
             va = self._accuracy(theta[None, :], self.val_q)
             if va is not None:
                 info["val_acc"] = float(np.mean(va))
                 info["n_val"] = len(self.val_q)
-                chosen = info["val_acc"]
                 per = self._per_benchmark(np.asarray(va), self.val_q)
                 if per:
                     info["val_per_benchmark"] = {b: v[0] for b, v in per.items()}
-                    if self.cfg.select_on == "benchmark_mean":
-                        chosen = float(np.mean([v[0] for v in per.values()]))
-                st["best"] = {"theta": theta.copy(), "val_acc": chosen, "gen": 0, "which": "warm_start"}
+                vec = np.asarray(va, dtype=np.float64).reshape(-1)
+                st["best"] = {"theta": theta.copy(), "val_acc": float(self._val_weights() @ vec), "gen": 0,
+                              "which": "warm_start", "val_vec": vec}
         info["secs"] = round(time.monotonic() - t0, 4)
         st["warm_start"] = info
         self.run.update_meta(warm_start=info)
@@ -347,11 +357,44 @@ class Trainer:
             if cfg.select_on == "benchmark_mean":  # TinyRouter's composite: each benchmark weighs the same
                 val_mean = float(np.mean([v[0] for v in per.values()]))
                 val_best = record["val_benchmark_mean"]
-        # order = tie preference: later entries win ties (mean, then the best candidate)
-        for which, theta, v in (("es_mean", mean, val_mean), ("best_candidate", best_cand, val_best)):
-            if st["best"] is None or v >= st["best"]["val_acc"]:
-                st["best"] = {"theta": theta.copy(), "val_acc": v, "gen": gen, "which": which}
+        # the mean first, then the best candidate: each must beat the incumbent by the noise margin
+        acc = np.asarray(acc, dtype=np.float64)
+        for which, theta, v, vec in (("es_mean", mean, val_mean, acc[0]), ("best_candidate", best_cand, val_best, acc[1])):
+            if st["best"] is None or self._beats(vec):
+                st["best"] = {"theta": theta.copy(), "val_acc": v, "gen": gen, "which": which, "val_vec": vec.copy()}
         record["best_val_acc"] = st["best"]["val_acc"]
+
+    def _val_weights(self) -> np.ndarray:
+        """(n_val,) weights of the selection figure: 1/n each, or with `select_on: benchmark_mean`
+        1/(B·n_b) per question of benchmark b (each benchmark weighs the same)."""
+        benches = np.array([q.benchmark for q in self.val_q])
+        names = sorted(set(benches.tolist()))
+        if self.cfg.select_on != "benchmark_mean" or len(names) < 2:
+            return np.full(len(benches), 1.0 / len(benches))
+        w = np.zeros(len(benches))
+        for b in names:
+            w[benches == b] = 1.0 / (len(names) * int(np.sum(benches == b)))
+        return w
+
+    def _beats(self, vec: np.ndarray) -> bool:
+        """Whether per-question val accuracies `vec` beat the incumbent's by more than
+        VAL_MARGIN_Z standard errors of the (weighted, per-benchmark stratified) paired difference."""
+        best = self.state["best"]
+        inc = best.get("val_vec")
+        if inc is None or np.shape(inc) != np.shape(vec):  # a checkpoint of a run made before the rule
+            got = self._accuracy(np.asarray(best["theta"], dtype=np.float64)[None, :], self.val_q)
+            inc = best["val_vec"] = np.asarray(got, dtype=np.float64).reshape(-1)
+        d = np.asarray(vec, dtype=np.float64) - np.asarray(inc, dtype=np.float64)
+        w = self._val_weights()
+        gain = float(w @ d)
+        benches = np.array([q.benchmark for q in self.val_q])
+        var = 0.0
+        for b in sorted(set(benches.tolist())):
+            sel = benches == b
+            n_b = int(sel.sum())
+            if n_b > 1:
+                var += float(w[sel].sum()) ** 2 * float(np.var(d[sel], ddof=1)) / n_b
+        return gain > 0 and gain > VAL_MARGIN_Z * var ** 0.5
 
     def _minibatch(self, rng: np.random.RandomState, n_batch: int) -> np.ndarray:
         """Indices into train_q. Several benchmarks (and cfg.stratify): each gets its share of the
