@@ -227,28 +227,45 @@ class Trainer:
     _warm: Callable[[], None] | None = None
 
     def warm_start_mode(self) -> str:
-        mode = self.cfg.warm_start
+        mode: str = self.cfg.warm_start
         if mode == "auto":
-            mode = "labels" if self.cfg.mode == "cached" and self.inputs.matrix is not None else "none"
+            if self.cfg.mode == "cached" and self.inputs.matrix is not None:
+                mode = "labels"
+            else:  # live: the role rows' default (stop once a Verifier accepts a Worker answer)
+                mode = "roles" if self.cfg.mode != "cached" else "none"
         return mode
+
+    def _role_rows(self) -> tuple[np.ndarray, dict[str, Any]]:
+        from trinity.competition.text import router_text
+        from trinity.optim.warmstart import fit_role_rows
+
+        return fit_role_rows(self.router, router_text(self.cfg.competition), self.train_q, self.models)
 
     def warm_start(self) -> None:
         """Generation 0: start the ES mean at the head fitted on the training labels (see
         trinity.optim.warmstart), record the fit in run.json and a `warm_start` event, and let the
         best-θ rule consider it like any validated generation (gen 0, which "warm_start")."""
         st = self.state
-        if self.warm_start_mode() != "labels":
+        mode = self.warm_start_mode()
+        if mode == "none":
             st["warm_start"] = {"method": "none"}
             return
-        from trinity.optim.warmstart import warm_start_theta
+        from trinity.optim.warmstart import set_role_rows, warm_start_theta
 
-        scorer = self.fitness if hasattr(self.fitness, "texts") else self.validator
-        matrix = self.inputs.matrix
-        acc = matrix.accuracy()
-        rows_t = [matrix.row(q.id) for q in self.train_q]
         t0 = time.monotonic()
-        theta, info = warm_start_theta(self.router, self.router.initial_mean(), len(self.models),
-                                       scorer.texts(self.train_q), acc[rows_t], seed=self.cfg.seed)
+        if mode == "roles":  # live without labels: model rows stay 0, the role rows get their default
+            rows, info = self._role_rows()
+            theta = set_role_rows(self.router.initial_mean(), len(self.models), rows.shape[1], rows)
+            info = {"method": "roles", "fitted": "role rows: " + info.pop("role_rows"), **info}
+        else:
+            scorer = self.fitness if hasattr(self.fitness, "texts") else self.validator
+            matrix = self.inputs.matrix
+            assert matrix is not None, "a label warm start needs the outcome matrix (checked at start)"
+            acc = matrix.accuracy()
+            rows_t = [matrix.row(q.id) for q in self.train_q]
+            theta, info = warm_start_theta(self.router, self.router.initial_mean(), len(self.models),
+                                           scorer.texts(self.train_q), acc[rows_t], seed=self.cfg.seed,
+                                           roles=self._role_rows())
         st["es_rng"] = np.random.RandomState(self.cfg.seed)
         st["es"] = make_es(theta, self.cfg.sigma0, self.cfg.popsize, st["es_rng"])
         st["es_x0"] = theta.copy()  # the checkpoint's replay of the ES starts here
