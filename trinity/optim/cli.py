@@ -129,7 +129,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ray-address", dest="ray_address", help="HOST:PORT of a Ray cluster for --workers (default: local)")
     p.add_argument("--warm-start", dest="warm_start", choices=["auto", "labels", "none"],
                    help="labels: fit the head's model rows on the training split's correctness before ES "
-                        "(default auto: labels in cached mode)")
+                        "(default auto: labels in cached mode; in live mode the role rows' default, Verifier once a turn exists)")
     p.add_argument("--lambda-turns", type=float, dest="lambda_turns",
                    help="live reward: minus lambda_turns x (turns - 1) / 4 (default 0.1)")
     p.add_argument("--lambda-cost", type=float, dest="lambda_cost",

@@ -15,17 +15,19 @@ one). Argmax of w_j · h is argmax of the predicted correctness: the route a Bay
 accuracy, ties to the larger λ), then the fit is redone on the whole training split.
 
 Role rows (`fit_role_rows`): a session's turn rules (trinity.session.loop) let a Verifier's
-ACCEPT end it only once a Worker answered, and score the newest Worker answer. The default that
-uses them: Worker on a bare query, Verifier right after a Worker turn, Worker again after a
-Verifier's REVISE — so a session stops at turn 2 when the Verifier accepts, and a rejected answer
-gets a fresh Worker attempt. The role rows are fitted to exactly that on the *frozen features of
-synthesised transcripts* of the training questions (the competition's transcript format,
-`ROLE_TEMPLATES` as the turn outputs): a multinomial logistic regression over the three role
-logits, then scaled so the median margin is `ROLE_MARGIN` (ES noise σ0 on a row moves a logit by
-≈ σ0, so the default survives the first generations). Thinker gets no examples. The SVF scales
-stay 1.0. In live mode this runs without a matrix too (warm start `auto`): stopping exists from
-generation 0 and ES trades it against accuracy under lambda_turns. The ES mean starts at this
-θ; the trainer records what was fitted.
+ACCEPT end it only once a Worker answered, and score the newest non-Verifier answer. The default
+that uses them: Worker on a bare query, Verifier once the transcript holds turns — so a session
+stops at turn 2 when the Verifier accepts, and a REVISE leaves the Worker's answer as the scored
+one (no accuracy is lost against a one-Worker session). The role rows are fitted to that on the
+*frozen features of synthesised transcripts* of up to `ROLE_MAX_QUESTIONS` training questions
+(the competition's transcript format, 0-4 earlier turns alternating Worker / Verifier REVISE,
+`ROLE_TEMPLATES` as their outputs): a multinomial logistic regression over the three role logits
+with balanced classes, then scaled so the median margin is `ROLE_MARGIN` (ES noise σ0 on a row
+moves a logit by ≈ σ0, so the default survives the first generations). Thinker gets no examples.
+"Worker again after a REVISE" would need the features to tell the last turn's role apart, which
+tiny-qwen3's do not on unseen phrasings. The SVF scales stay 1.0. In live mode this runs without
+a matrix too (warm start `auto`): stopping exists from generation 1 and ES trades it against
+accuracy under lambda_turns. The ES mean starts at this θ; the trainer records what was fitted.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ MAX_ITER = 200
 MODES = ("auto", "labels", "none")
 ROLE_MARGIN = 2.0  # median logit margin of the fitted role rows (the chosen role over the next)
 ROLE_LAMBDA = 1e-3
+ROLE_MAX_QUESTIONS = 128  # training questions the role fit uses (5 transcripts each to encode)
 # turn outputs of the synthesised transcripts the role rows are fitted on: several phrasings per
 # question kind ({v}: a value that varies by question), so the fit reads the turn's role, not one text
 ROLE_TEMPLATES = {
@@ -207,7 +210,7 @@ def fit_role_rows(router: Any, text: Any, questions: list, models: list[str]) ->
     """(3, H) role rows (Thinker, Worker, Verifier) fitted on `role_transcripts`, and a record."""
     import torch
 
-    texts, y = role_transcripts(text, questions, models)
+    texts, y = role_transcripts(text, list(questions)[:ROLE_MAX_QUESTIONS], models)
     X = frozen_features(router, texts)
     Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
     R = torch.zeros((len(ROLES), X.shape[1]), dtype=torch.float64, requires_grad=True)
