@@ -25,6 +25,9 @@ def _printer(as_json: bool):
             cost = f"  ${ev['cost_usd']:.4f}" if ev.get("cost_usd") else ""
             print(f"gen {ev['gen']:>4}  best {ev['best']:.3f}  mean {ev['mean']:.3f}  max {ev['max']:.3f}  "
                   f"sigma {ev['sigma']:.4f}{val}{cost}  {ev['secs']:.2f}s", flush=True)
+        elif t == "warm_start" and ev.get("method") == "roles":
+            print(f"warm start (generation 0, role rows: Worker, then Verifier once turns exist)  "
+                  f"fit acc {ev.get('role_train_acc', 0.0):.3f}", flush=True)
         elif t == "warm_start":
             val = f"  val {ev['val_acc']:.3f}" if "val_acc" in ev else ""
             print(f"warm start (generation 0, labels, lambda {ev['lambda']:g})  train {ev['train_acc']:.3f}{val}", flush=True)
