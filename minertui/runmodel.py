@@ -347,6 +347,9 @@ class RunModel:
                 self._model_mix = {str(k): int(v) for k, v in ev["model_mix"].items()}
             if isinstance(ev.get("role_mix"), dict):
                 self._role_mix = {str(k): int(v) for k, v in ev["role_mix"].items()}
+        elif kind == "warm_start" and ev.get("method") == "roles":  # live: the role rows' default alone
+            self._logs.append(LogLine(t, "info", "gen 0 = role rows' default (Worker, then Verifier once turns "
+                                                 f"exist): fit acc {_num(ev.get('role_train_acc'), 0.0):.3f}"))
         elif kind == "warm_start":  # generation 0: the head fitted on the training labels (issue 14)
             val = f", val {ev['val_acc']:.3f}" if isinstance(ev.get("val_acc"), (int, float)) else ""
             self._logs.append(LogLine(t, "info", f"gen 0 = warm start from labels: train {_num(ev.get('train_acc'), 0.0):.3f}"

@@ -123,7 +123,8 @@ class TrainConfig(BaseModel):
     ray_address: str | None = Field(None, description="HOST:PORT of a Ray cluster for --workers (default: a local one)")
     warm_start: Literal["auto", "labels", "none"] = Field(
         "auto", description="fit the head's model rows on the training split's correctness labels before "
-                            "generation 1 (labels); auto = labels in cached mode, none in live mode")
+                            "generation 1 (labels; with the role rows' default: Worker on a bare query, Verifier once the "
+                            "transcript has turns); auto = labels in cached mode, the role rows alone in live mode")
     lambda_turns: float = Field(0.1, ge=0, description="live reward: - lambda_turns * (turns - 1) / 4")
     lambda_cost: float = Field(0.0, ge=0, description="live reward: - lambda_cost * session cost in USD")
     stratify: bool = Field(True, description="several benchmarks: every minibatch holds each benchmark's share "

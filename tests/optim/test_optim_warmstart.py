@@ -69,3 +69,35 @@ def test_logistic_fit_routes_separable_labels_exactly():
     acc[:20, 0], acc[20:, 1] = 1.0, 1.0
     W = fit_logistic(X, acc, 1e-3)
     assert routed_accuracy(W, X, acc) == 1.0
+
+
+def test_role_rows_default_reads_whether_a_session_has_turns():
+    # fitted on half the practice questions' synthesised transcripts, checked on the other half's
+    # transcripts in the practice pool's own phrasing (tiny-qwen3; measured 0.90 / 0.91)
+    from trinity.competition.text import router_text
+    from trinity.config import load_config
+    from trinity.data.practice import practice_questions
+    from trinity.model import ROLES
+    from trinity.optim.engine import build_router
+    from trinity.optim.warmstart import fit_role_rows, frozen_features
+
+    qs = [q for q in practice_questions() if q.kind != "code"]
+    models = ["simulated/coder", "simulated/mathlete", "simulated/scholar"]
+    router = build_router(load_config(None, {"encoder": "tiny-qwen3", "mode": "live", "pool": "practice"}), 3)
+    text = router_text(None)
+    rows, info = fit_role_rows(router, text, qs[: len(qs) // 2], models)
+    assert rows.shape == (3, router.hidden) and info["role_train_acc"] >= 0.9
+    bare, later = [], []
+    for i, q in enumerate(qs[len(qs) // 2:]):
+        name = models[i % 3].split("/")[-1]
+        worker = (f"({name}, simulated) Comparing the options one by one, option C fits best.\n\nAnswer: C"
+                  if q.kind == "mc" else f"({name}, simulated) Working through the problem step by step.\n"
+                  "After simplifying, the result is 7.\n\nThe final answer is $\\boxed{7}$.")
+        verifier = f"({name}, simulated) The latest answer does not hold up when I check it.\n\nVERDICT: REVISE"
+        turns = [("Worker", models[i % 3], worker), ("Verifier", models[i % 3], verifier)] * 2
+        query = text.render_question(q)
+        bare.append(text.encoder_input(query))
+        later += [text.encoder_input(query, turns[:n]) for n in range(1, 5)]
+    pick = lambda texts: np.argmax(frozen_features(router, texts) @ rows.T, axis=1)
+    assert np.mean(pick(bare) == ROLES.index("Worker")) >= 0.8
+    assert np.mean(pick(later) == ROLES.index("Verifier")) >= 0.8

@@ -49,7 +49,8 @@ def _env(server, cache_dir):
 def _train_cmd(questions_file, run_dir, gens, P, m, *extra):
     return [sys.executable, "-m", "trinity", "train", "--mode", "live", "--pool", "practice",
             "--questions", str(questions_file), "--encoder", "tiny-qwen3", "--generations", str(gens),
-            "--popsize", str(P), "--m", str(m), "--seed", "1", "--run-dir", str(run_dir), "--json", *extra]
+            "--popsize", str(P), "--m", str(m), "--seed", "1", "--run-dir", str(run_dir), "--json",
+            "--warm-start", "none", *extra]  # learning from a zero head (the role default: test_live_stop_penalty)
 
 
 def _gens(run_dir):

@@ -25,6 +25,9 @@ def _printer(as_json: bool):
             cost = f"  ${ev['cost_usd']:.4f}" if ev.get("cost_usd") else ""
             print(f"gen {ev['gen']:>4}  best {ev['best']:.3f}  mean {ev['mean']:.3f}  max {ev['max']:.3f}  "
                   f"sigma {ev['sigma']:.4f}{val}{cost}  {ev['secs']:.2f}s", flush=True)
+        elif t == "warm_start" and ev.get("method") == "roles":
+            print(f"warm start (generation 0, role rows: Worker, then Verifier once turns exist)  "
+                  f"fit acc {ev.get('role_train_acc', 0.0):.3f}", flush=True)
         elif t == "warm_start":
             val = f"  val {ev['val_acc']:.3f}" if "val_acc" in ev else ""
             print(f"warm start (generation 0, labels, lambda {ev['lambda']:g})  train {ev['train_acc']:.3f}{val}", flush=True)
@@ -129,7 +132,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ray-address", dest="ray_address", help="HOST:PORT of a Ray cluster for --workers (default: local)")
     p.add_argument("--warm-start", dest="warm_start", choices=["auto", "labels", "none"],
                    help="labels: fit the head's model rows on the training split's correctness before ES "
-                        "(default auto: labels in cached mode)")
+                        "(default auto: labels in cached mode; in live mode the role rows' default, Verifier once a turn exists)")
     p.add_argument("--lambda-turns", type=float, dest="lambda_turns",
                    help="live reward: minus lambda_turns x (turns - 1) / 4 (default 0.1)")
     p.add_argument("--lambda-cost", type=float, dest="lambda_cost",

@@ -15,10 +15,13 @@ ES and its `randn` RandomState bit for bit), so a run killed at any point and re
 exactly as the uninterrupted run. `traces.jsonl` is cut back to the checkpoint's byte offset on resume
 (the lines of a half-done generation are written again); events are append-only.
 
-Best-θ rule (written into summary.json): the candidate with the highest validation accuracy
-among every validated generation's best candidate and ES mean; ties go to the later one (the
-mean before the best candidate within a generation). Without a validation split: the ES mean
-after the last generation.
+Best-θ rule (written into summary.json): every validated generation's ES mean, then its best
+candidate, is compared with the incumbent (the label warm start is generation 0) on the same
+val questions; it replaces the incumbent only when the paired difference of their per-question
+val accuracies is above `VAL_MARGIN_Z` standard errors (and above 0). One lucky candidate on a
+few noisy 0/1 val labels (k = 1) no longer displaces a better incumbent; the incumbent's
+per-question val vector lives in the checkpoint, so a resume compares as the uninterrupted run.
+Without a validation split: the ES mean after the last generation.
 """
 
 from __future__ import annotations
@@ -40,10 +43,12 @@ from trinity.optim.fitness import Fitness, GenerationHooks, RouterLike, StopRequ
 from trinity.optim.runinputs import RunInputs
 from trinity.runs.rundir import RunDir
 
-BEST_RULE = ("highest validation accuracy (argmax routing, cached rewards) among each validated "
-             "generation's best candidate and its ES mean; ties go to the later generation, and "
-             "within a generation to the best candidate; without a validation split, the ES mean "
-             "after the last generation; a label warm start counts as validated generation 0")
+VAL_MARGIN_Z = 2.0  # standard errors of the paired val difference a challenger must win by
+BEST_RULE = ("validation accuracy (argmax routing, cached rewards): each validated generation's ES mean, "
+             "then its best candidate, replaces the incumbent only when its paired per-question val "
+             f"difference to the incumbent exceeds {VAL_MARGIN_Z:g} standard errors (and 0); the first "
+             "validated θ starts as incumbent, a label warm start being validated generation 0; without a "
+             "validation split, the ES mean after the last generation")
 PROGRESS_MIN_INTERVAL = 0.5  # seconds: at most 2 progress events a second
 
 
@@ -235,41 +240,56 @@ class Trainer:
         return TrainResult("finished", msg, 0, self.state["gen"])
 
     def warm_start_mode(self) -> str:
-        mode = self.cfg.warm_start
+        mode: str = self.cfg.warm_start
         if mode == "auto":
-            mode = "labels" if self.cfg.mode == "cached" and self.inputs.matrix is not None else "none"
+            if self.cfg.mode == "cached" and self.inputs.matrix is not None:
+                mode = "labels"
+            else:  # live: the role rows' default (stop once a Verifier accepts a Worker answer)
+                mode = "roles" if self.cfg.mode != "cached" else "none"
         return mode
+
+    def _role_rows(self) -> tuple[np.ndarray, dict[str, Any]]:
+        from trinity.competition.text import router_text
+        from trinity.optim.warmstart import fit_role_rows
+
+        return fit_role_rows(self.router, router_text(self.cfg.competition), self.train_q, self.models)
 
     def warm_start(self) -> None:
         """Generation 0: start the ES mean at the head fitted on the training labels (see
         trinity.optim.warmstart), record the fit in run.json and a `warm_start` event, and let the
         best-θ rule consider it like any validated generation (gen 0, which "warm_start")."""
         st = self.state
-        if self.warm_start_mode() != "labels":
+        mode = self.warm_start_mode()
+        if mode == "none":
             st["warm_start"] = {"method": "none"}
             return
-        from trinity.optim.warmstart import warm_start_theta
+        from trinity.optim.warmstart import set_role_rows, warm_start_theta
 
-        matrix = self.inputs.matrix
-        assert matrix is not None, "warm_start_mode() is labels only with a matrix"
-        acc = matrix.accuracy()
-        rows_t = [matrix.row(q.id) for q in self.train_q]
         t0 = time.monotonic()
-        theta, info = warm_start_theta(self.router, self.router.initial_mean(), len(self.models),
-                                       self.fitness.texts(self.train_q), acc[rows_t], seed=self.cfg.seed)
-        st.update(self._new_es(theta))  # the ES starts at the fit (es_x0 records it for a replay)
+        if mode == "roles":  # live without labels: model rows stay 0, the role rows get their default
+            rows, info = self._role_rows()
+            theta = set_role_rows(self.router.initial_mean(), len(self.models), rows.shape[1], rows)
+            info = {"method": "roles", "fitted": "role rows: " + info.pop("role_rows"), **info}
+        else:
+            matrix = self.inputs.matrix
+            assert matrix is not None, "a label warm start needs the outcome matrix (checked at start)"
+            acc = matrix.accuracy()
+            rows_t = [matrix.row(q.id) for q in self.train_q]
+            theta, info = warm_start_theta(self.router, self.router.initial_mean(), len(self.models),
+                                           self.fitness.texts(self.train_q), acc[rows_t], seed=self.cfg.seed,
+                                           roles=self._role_rows())
+        st.update(self._new_es(theta))  # the ES starts at the fit (es_x0: a replay starts it there too)
         if self.val_q and self.cfg.val_every:
             va = self._accuracy(theta[None, :], self.val_q)
             if va is not None:
                 info["val_acc"] = float(np.mean(va))
                 info["n_val"] = len(self.val_q)
-                chosen = info["val_acc"]
                 per = self._per_benchmark(np.asarray(va), self.val_q)
                 if per:
                     info["val_per_benchmark"] = {b: v[0] for b, v in per.items()}
-                    if self.cfg.select_on == "benchmark_mean":
-                        chosen = float(np.mean([v[0] for v in per.values()]))
-                st["best"] = {"theta": theta.copy(), "val_acc": chosen, "gen": 0, "which": "warm_start"}
+                vec = np.asarray(va, dtype=np.float64).reshape(-1)
+                st["best"] = {"theta": theta.copy(), "val_acc": float(self._val_weights() @ vec), "gen": 0,
+                              "which": "warm_start", "val_vec": vec}
         info["secs"] = round(time.monotonic() - t0, 4)
         st["warm_start"] = info
         self.run.update_meta(warm_start=info)
@@ -350,11 +370,44 @@ class Trainer:
             if cfg.select_on == "benchmark_mean":  # TinyRouter's composite: each benchmark weighs the same
                 val_mean = float(np.mean([v[0] for v in per.values()]))
                 val_best = record["val_benchmark_mean"]
-        # order = tie preference: later entries win ties (mean, then the best candidate)
-        for which, theta, v in (("es_mean", mean, val_mean), ("best_candidate", best_cand, val_best)):
-            if st["best"] is None or v >= st["best"]["val_acc"]:
-                st["best"] = {"theta": theta.copy(), "val_acc": v, "gen": gen, "which": which}
+        # the mean first, then the best candidate: each must beat the incumbent by the noise margin
+        acc = np.asarray(acc, dtype=np.float64)
+        for which, theta, v, vec in (("es_mean", mean, val_mean, acc[0]), ("best_candidate", best_cand, val_best, acc[1])):
+            if st["best"] is None or self._beats(vec):
+                st["best"] = {"theta": theta.copy(), "val_acc": v, "gen": gen, "which": which, "val_vec": vec.copy()}
         record["best_val_acc"] = st["best"]["val_acc"]
+
+    def _val_weights(self) -> np.ndarray:
+        """(n_val,) weights of the selection figure: 1/n each, or with `select_on: benchmark_mean`
+        1/(B·n_b) per question of benchmark b (each benchmark weighs the same)."""
+        benches = np.array([q.benchmark for q in self.val_q])
+        names = sorted(set(benches.tolist()))
+        if self.cfg.select_on != "benchmark_mean" or len(names) < 2:
+            return np.full(len(benches), 1.0 / len(benches))
+        w = np.zeros(len(benches))
+        for b in names:
+            w[benches == b] = 1.0 / (len(names) * int(np.sum(benches == b)))
+        return w
+
+    def _beats(self, vec: np.ndarray) -> bool:
+        """Whether per-question val accuracies `vec` beat the incumbent's by more than
+        VAL_MARGIN_Z standard errors of the (weighted, per-benchmark stratified) paired difference."""
+        best = self.state["best"]
+        inc = best.get("val_vec")
+        if inc is None or np.shape(inc) != np.shape(vec):  # a checkpoint of a run made before the rule
+            got = self._accuracy(np.asarray(best["theta"], dtype=np.float64)[None, :], self.val_q)
+            inc = best["val_vec"] = np.asarray(got, dtype=np.float64).reshape(-1)
+        d = np.asarray(vec, dtype=np.float64) - np.asarray(inc, dtype=np.float64)
+        w = self._val_weights()
+        gain = float(w @ d)
+        benches = np.array([q.benchmark for q in self.val_q])
+        var = 0.0
+        for b in sorted(set(benches.tolist())):
+            sel = benches == b
+            n_b = int(sel.sum())
+            if n_b > 1:
+                var += float(w[sel].sum()) ** 2 * float(np.var(d[sel], ddof=1)) / n_b
+        return gain > 0 and gain > VAL_MARGIN_Z * var ** 0.5
 
     def _minibatch(self, rng: np.random.RandomState, n_batch: int) -> np.ndarray:
         """Indices into train_q. Several benchmarks (and cfg.stratify): each gets its share of the

@@ -14,9 +14,20 @@ one). Argmax of w_j · h is argmax of the predicted correctness: the route a Bay
 λ is chosen from `LAMBDAS` by `FOLDS`-fold cross-validation on the training split (routed
 accuracy, ties to the larger λ), then the fit is redone on the whole training split.
 
-Role rows: the Worker row gets `ROLE_SCALE` × the mean training feature direction (so every
-question starts as Worker, the role whose answer is scored at turn 1), Thinker and Verifier 0;
-the SVF scales stay 1.0. The ES mean starts at this θ; the trainer records what was fitted.
+Role rows (`fit_role_rows`): a session's turn rules (trinity.session.loop) let a Verifier's
+ACCEPT end it only once a Worker answered, and score the newest non-Verifier answer. The default
+that uses them: Worker on a bare query, Verifier once the transcript holds turns — so a session
+stops at turn 2 when the Verifier accepts, and a REVISE leaves the Worker's answer as the scored
+one (no accuracy is lost against a one-Worker session). The role rows are fitted to that on the
+*frozen features of synthesised transcripts* of up to `ROLE_MAX_QUESTIONS` training questions
+(the competition's transcript format, 0-4 earlier turns alternating Worker / Verifier REVISE,
+`ROLE_TEMPLATES` as their outputs): a multinomial logistic regression over the three role logits
+with balanced classes, then scaled so the median margin is `ROLE_MARGIN` (ES noise σ0 on a row
+moves a logit by ≈ σ0, so the default survives the first generations). Thinker gets no examples.
+"Worker again after a REVISE" would need the features to tell the last turn's role apart, which
+tiny-qwen3's do not on unseen phrasings. The SVF scales stay 1.0. In live mode this runs without
+a matrix too (warm start `auto`): stopping exists from generation 1 and ES trades it against
+accuracy under lambda_turns. The ES mean starts at this θ; the trainer records what was fitted.
 """
 
 from __future__ import annotations
@@ -32,6 +43,32 @@ FOLDS = 4
 ROLE_SCALE = 0.5
 MAX_ITER = 200
 MODES = ("auto", "labels", "none")
+ROLE_MARGIN = 2.0  # median logit margin of the fitted role rows (the chosen role over the next)
+ROLE_LAMBDA = 1e-3
+ROLE_MAX_QUESTIONS = 128  # training questions the role fit uses (5 transcripts each to encode)
+# turn outputs of the synthesised transcripts the role rows are fitted on: several phrasings per
+# question kind ({v}: a value that varies by question), so the fit reads the turn's role, not one text
+ROLE_TEMPLATES = {
+    "math": ("Working through the problem step by step.\nAfter simplifying, the result is {v}.\n\n"
+             "The final answer is $\\boxed{{{v}}}$.",
+             "Let me compute this carefully. Substituting and simplifying gives {v}.\n\n$\\boxed{{{v}}}$",
+             "We set up the equation and solve it; checking by substitution confirms the value.\n\n"
+             "**Answer:** $\\boxed{{{v}}}$",
+             "The answer is {v}."),
+    "mc": ("Comparing the options one by one, option {l} fits best.\n\nAnswer: {l}",
+           "Option {l} is the only one consistent with the facts; the others contradict them.\n\nAnswer: {l}",
+           "The correct option is {l}.",
+           "Eliminating the alternatives leaves {l}.\n\n**{l}**"),
+    "code": ("Here is my program.\n\n```python\nimport sys\nprint(sys.stdin.read().strip())\n```",
+             "```python\ndef solve():\n    n = int(input())\n    print(n * {v})\n\nsolve()\n```",
+             "Read the input, handle the edge cases, print the result.\n\n```python\nprint({v})\n```"),
+    "other": ("Here is the answer, in the form the request asks for.", "The result is {v}.",
+              "Done: {v}."),
+    "verifier": ("The latest answer does not hold up when I check it.\n\nVERDICT: REVISE",
+                 "I re-derived the result and it does not match the answer given.\n\nVERDICT: REVISE",
+                 "The reasoning has a gap in the second step.\nVERDICT: REVISE",
+                 "VERDICT: REVISE"),
+}
 
 
 def frozen_features(router: Any, texts: list[str]) -> np.ndarray:
@@ -106,9 +143,11 @@ def choose_lambda(X: np.ndarray, acc: np.ndarray, seed: int) -> tuple[float, dic
 
 def warm_start_theta(router: Any, x0: np.ndarray, n_models: int, texts_train: list[str], acc_train: np.ndarray,
                      texts_val: list[str] | None = None, acc_val: np.ndarray | None = None,
-                     seed: int = 0) -> tuple[np.ndarray, dict[str, Any]]:
-    """θ with the model rows fitted on (texts, acc) and the role rows at their default, and a
-    JSON-ready record of the fit (λ, CV scores, train/val routed accuracy)."""
+                     seed: int = 0, roles: tuple[np.ndarray, dict[str, Any]] | None = None,
+                     ) -> tuple[np.ndarray, dict[str, Any]]:
+    """θ with the model rows fitted on (texts, acc) and the role rows at their default (`roles`:
+    rows and record from `fit_role_rows`; without it Worker everywhere), and a JSON-ready record
+    of the fit (λ, CV scores, train/val routed accuracy)."""
     X = frozen_features(router, texts_train)
     acc_train = np.asarray(acc_train, dtype=np.float64)
     lam, cv = choose_lambda(X, acc_train, seed)
@@ -120,13 +159,18 @@ def warm_start_theta(router: Any, x0: np.ndarray, n_models: int, texts_train: li
     mu = X.mean(axis=0)
     norm = float(np.linalg.norm(mu))
     head[n_models:] = 0.0
-    if norm > 0:
+    role_text = f"Worker = {ROLE_SCALE} x mean feature direction, Thinker/Verifier 0"
+    if roles is not None:
+        head[n_models:] = roles[0]
+        role_text = roles[1]["role_rows"]
+    elif norm > 0:
         head[n_models + ROLES.index("Worker")] = ROLE_SCALE * mu / norm
     info: dict[str, Any] = {
         "method": "labels",
         "fitted": (f"head model rows [0:{n_models}]: per-model L2-regularised logistic regression (no intercept) "
-                   "of recorded correctness on the frozen features of the training split; role rows: Worker = "
-                   f"{ROLE_SCALE} x mean feature direction, Thinker/Verifier 0; SVF scales 1.0"),
+                   f"of recorded correctness on the frozen features of the training split; role rows: {role_text}; "
+                   "SVF scales 1.0"),
+        **({k: v for k, v in roles[1].items() if k != "role_rows"} if roles is not None else {}),
         "n_train": len(X), "lambda": lam, "cv_routed_acc": cv,
         "train_acc": routed_accuracy(W, X, acc_train),
         "logit_scale": float(np.abs(X @ W.T).mean()) if len(X) else 0.0,
@@ -136,3 +180,79 @@ def warm_start_theta(router: Any, x0: np.ndarray, n_models: int, texts_train: li
         info["val_acc"] = routed_accuracy(W, Xv, np.asarray(acc_val, dtype=np.float64))
         info["n_val"] = len(Xv)
     return theta, info
+
+
+def role_transcripts(text: Any, questions: list, models: list[str]) -> tuple[list[str], np.ndarray]:
+    """Encoder inputs of the session states of each question and the role each should get: a bare
+    query → Worker; once the transcript holds turns (0 to 4 earlier turns, alternating Worker /
+    Verifier REVISE) → Verifier. `text` is the competition's `RouterText`; models and phrasings
+    cycle with the question's index."""
+    texts: list[str] = []
+    labels: list[int] = []
+    w, v = ROLES.index("Worker"), ROLES.index("Verifier")
+    for i, q in enumerate(questions):
+        query = text.render_question(q)
+        outs = ROLE_TEMPLATES.get(q.kind, ROLE_TEMPLATES["other"])
+        vers = ROLE_TEMPLATES["verifier"]
+        turns = []
+        for k in range(4):
+            role = "Worker" if k % 2 == 0 else "Verifier"
+            pick = outs if role == "Worker" else vers
+            out = pick[(i + k) % len(pick)].format(v=(7 * i + 3 * k) % 97, l="ABCD"[(i + k) % 4])
+            turns.append((role, models[(i + k) % len(models)], out))
+        for n_turns in range(5):
+            texts.append(text.encoder_input(query, turns[:n_turns]))
+            labels.append(v if n_turns else w)
+    return texts, np.asarray(labels, dtype=np.int64)
+
+
+def fit_role_rows(router: Any, text: Any, questions: list, models: list[str]) -> tuple[np.ndarray, dict[str, Any]]:
+    """(3, H) role rows (Thinker, Worker, Verifier) fitted on `role_transcripts`, and a record."""
+    import torch
+
+    texts, y = role_transcripts(text, list(questions)[:ROLE_MAX_QUESTIONS], models)
+    X = frozen_features(router, texts)
+    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
+    R = torch.zeros((len(ROLES), X.shape[1]), dtype=torch.float64, requires_grad=True)
+    counts = np.bincount(y, minlength=len(ROLES)).astype(np.float64)
+    # balanced classes: the one bare-query state weighs as much as the four later ones (a
+    # Verifier at turn 1 wastes the session: no Worker answer follows it)
+    cw = torch.as_tensor(np.where(counts > 0, counts.sum() / np.maximum(counts, 1), 0.0))
+    opt = torch.optim.LBFGS([R], lr=1.0, max_iter=MAX_ITER, tolerance_grad=1e-9, tolerance_change=1e-12,
+                            history_size=20, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(Xt @ R.T, yt, weight=cw) + 0.5 * ROLE_LAMBDA * (R * R).sum()
+        loss.backward()
+        return loss
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.enable_grad():
+            opt.step(closure)
+    finally:
+        torch.set_num_threads(threads)
+    rows = R.detach().numpy().copy()
+    Z = X @ rows.T
+    idx = np.arange(len(y))
+    other = Z.copy()
+    other[idx, y] = -np.inf
+    margin = Z[idx, y] - other.max(axis=1)
+    med = float(np.median(margin))
+    if med > 0:
+        rows *= ROLE_MARGIN / med
+    acc = float(np.mean(np.argmax(X @ rows.T, axis=1) == y))
+    info = {"role_rows": ("multinomial logistic regression of the role on frozen features of synthesised "
+                          "transcripts (a bare query -> Worker; after 1-4 earlier turns -> Verifier), scaled to a "
+                          f"median margin {ROLE_MARGIN:g}"),
+            "role_n": int(len(y)), "role_train_acc": acc}
+    return rows, info
+
+
+def set_role_rows(theta: np.ndarray, n_models: int, hidden: int, rows: np.ndarray) -> np.ndarray:
+    out = np.asarray(theta, dtype=np.float64).copy()
+    head = out[: (n_models + len(ROLES)) * hidden].reshape(n_models + len(ROLES), hidden)
+    head[n_models:] = rows
+    return out
