@@ -28,7 +28,7 @@ import numpy as np
 
 from trinity.config import TrainConfig
 from trinity.errors import ConfigError, TrinityError
-from trinity.optim.fitness import CachedFitness, Evaluation, GenerationHooks, LogFn, RouterLike
+from trinity.optim.fitness import CachedFitness, Evaluation, GenerationHooks, RouterLike
 
 FAULT_ENV = "TRINITY_FAULT_KILL_WORKER"
 MAX_RECOVERIES = 3  # per generation: a worker that dies again and again is a real problem
@@ -191,9 +191,6 @@ class PopulationFitness(CachedFitness):
         self._log(f"generation {self.gen}: Ray worker(s) {dead} lost ({rec['cause']}); replaced in "
                   f"{rec['secs']:.1f}s and the generation is evaluated again (the ES state is the driver's)",
                   level="warning")
-
-    def warm_up(self, questions: list, log: LogFn) -> None:
-        pass  # the actors encoded the train+val questions when they started; the driver's encoder does not
 
     def evaluate(self, gen: int, thetas: np.ndarray, questions: list, hooks: GenerationHooks) -> Evaluation:
         self.gen = gen
