@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from trinity.data.practice import practice_questions
 from trinity.io import read_jsonl
 from trinity.pool.practice_server import start_practice_server
 
@@ -18,13 +17,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pool"))
 from hostile import HostileServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def questions_file(tmp_path_factory):
-    p = tmp_path_factory.mktemp("q") / "mathmc.jsonl"
-    p.write_text("".join(json.dumps(q.to_json()) + "\n" for q in practice_questions() if q.kind != "code"))
-    return p
 
 
 @pytest.fixture

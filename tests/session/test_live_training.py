@@ -16,20 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trinity.data.practice import practice_questions
 from trinity.io import read_jsonl
 from trinity.pool.ledger import verify_ledger
 from trinity.pool.practice_server import Faults, start_practice_server
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def questions_file(tmp_path_factory):
-    # math + multiple choice: graded in-process, so the tests stay fast on 2 cores
-    p = tmp_path_factory.mktemp("q") / "mathmc.jsonl"
-    p.write_text("".join(json.dumps(q.to_json()) + "\n" for q in practice_questions() if q.kind != "code"))
-    return p
 
 
 @pytest.fixture
