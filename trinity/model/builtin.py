@@ -66,7 +66,11 @@ def bpe_tokenizer() -> PreTrainedTokenizerFast:
     """The shipped BPE tokenizer (ids 0..8191) with EOS `<|endoftext|>` (id 8192), also the pad
     token. Loaded from the package: deterministic, no download."""
     tok = Tokenizer.from_file(str(TOKENIZER_FILE))
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS_TOKEN, pad_token=EOS_TOKEN)
+    # transformers' TokenizersBackend (PreTrainedTokenizerFast) declares `__init__(self, *args, **kwargs)`
+    # without annotations: a stub gap of the library, not an untyped call of ours
+    return PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
+        tokenizer_object=tok, eos_token=EOS_TOKEN, pad_token=EOS_TOKEN
+    )
 
 
 def build_builtin(name: str, seed: int = 0) -> tuple[Qwen3ForCausalLM, PreTrainedTokenizerFast]:

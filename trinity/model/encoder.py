@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from trinity.errors import ConfigError, ModelLoadError
 from trinity.hub import hub_reachable, offline_vars_set
 from trinity.model.builtin import BUILTIN_NAMES, build_builtin
+from trinity.model.hftypes import HFCausalLM, HFDecoder, HFTokenizer
 
 DEFAULT_ENCODER = "Qwen/Qwen3-0.6B"
 
@@ -32,8 +32,8 @@ class Encoder:
     """A loaded encoder. `model` is the HF causal LM (eval, frozen); `decoder` its base model
     (embeddings, `.layers`, final `.norm`, `.rotary_emb`)."""
 
-    model: Any
-    tokenizer: Any
+    model: HFCausalLM
+    tokenizer: HFTokenizer
     name: str
     hidden_size: int
     num_layers: int
@@ -41,7 +41,7 @@ class Encoder:
     dtype: torch.dtype
 
     @property
-    def decoder(self) -> Any:
+    def decoder(self) -> HFDecoder:
         return self.model.base_model
 
     @property
@@ -89,10 +89,10 @@ def _first_line(err: BaseException) -> str:
     return text[0] if text else type(err).__name__
 
 
-def _load_hf(name_or_path: str, dtype: torch.dtype) -> tuple[Any, Any]:
+def _load_hf(name_or_path: str, dtype: torch.dtype) -> tuple[HFCausalLM, HFTokenizer]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    def load(local_only: bool):
+    def load(local_only: bool) -> tuple[HFCausalLM, HFTokenizer]:
         tok = AutoTokenizer.from_pretrained(name_or_path, local_files_only=local_only)
         model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype, local_files_only=local_only)
         return model, tok

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from trinity.model.hftypes import HFDecoder, HFLayer
 from trinity.model.svf import SvfLayer
 
 
@@ -49,11 +50,12 @@ class Norm:
         eps, weight = getattr(mod, "variance_epsilon", None), getattr(mod, "weight", None)
         self.rms = eps is not None and weight is not None and "RMSNorm" in type(mod).__name__
         self.eps = float(eps) if self.rms and eps is not None else 0.0
-        self.weight = weight.detach() if self.rms and weight is not None else None
+        self.weight: torch.Tensor | None = weight.detach() if self.rms and weight is not None else None
 
     def unit(self, x: torch.Tensor) -> torch.Tensor:
         if not self.rms:
-            return self.mod(x)
+            out: torch.Tensor = self.mod(x)
+            return out
         xf = x.float()
         # One reduction pass + one scaling pass (vs pow, mean, add, rsqrt, mul).
         inv = torch.linalg.vector_norm(xf, dim=-1, keepdim=True).square_().div_(x.shape[-1]).add_(self.eps).rsqrt_()
@@ -134,18 +136,22 @@ class FastLayers:
     RMSNorm weights are folded once into the frozen matrices (and rotary tables) that follow them.
     """
 
-    def __init__(self, decoder, svf: SvfLayer, dtype: torch.dtype):
+    def __init__(self, decoder: HFDecoder, svf: SvfLayer, dtype: torch.dtype):
         self.decoder = decoder
         self.svf = svf
         L = svf.index
-        self.layer, self.last = decoder.layers[L], decoder.layers[L + 1]
+        self.layer: HFLayer = decoder.layers[L]
+        self.last: HFLayer = decoder.layers[L + 1]
         attn, last_attn = self.layer.self_attn, self.last.self_attn
         self.head_dim = int(attn.head_dim)
         self.n_heads = attn.q_proj.out_features // self.head_dim
         self.n_kv = attn.k_proj.out_features // self.head_dim
         self.scaling = float(getattr(attn, "scaling", self.head_dim**-0.5))
         self.f = {fac.name: fac for fac in svf.factors}
-        cast = lambda t: t.to(dtype).contiguous()  # noqa: E731
+
+        def cast(t: torch.Tensor) -> torch.Tensor:
+            return t.to(dtype).contiguous()
+
         self.ln1, self.ln2 = Norm(self.layer.input_layernorm), Norm(self.layer.post_attention_layernorm)
         self.last_ln1 = Norm(self.last.input_layernorm)
         has_qk_norm = hasattr(attn, "q_norm")
@@ -168,7 +174,10 @@ class FastLayers:
         return cos[0], sin[0]
 
     @staticmethod
-    def _norm_rope(q, k, norms, cos_q, sin_q, cos_k, sin_k):
+    def _norm_rope(
+        q: torch.Tensor, k: torch.Tensor, norms: tuple[Norm, Norm] | None,
+        cos_q: torch.Tensor, sin_q: torch.Tensor, cos_k: torch.Tensor, sin_k: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-head q/k norm (weight folded into the rotary tables), then rotary embedding."""
         if norms is None:
             return apply_rope(q, cos_q, sin_q), apply_rope(k, cos_k, sin_k)
@@ -177,15 +186,19 @@ class FastLayers:
         k = apply_rope(nk.unit(k), *nk.fold_rope(cos_k, sin_k))
         return q, k
 
-    def _attention(self, q, k, v, **kw) -> torch.Tensor:
+    def _attention(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+        attn_mask: torch.Tensor | None = None, is_causal: bool = False,
+    ) -> torch.Tensor:
         """SDPA with grouped-query attention: q `(N, n_heads, Tq, d)`, k/v `(N, n_kv, T, d)`."""
         g = self.n_heads // self.n_kv
         if g > 1 and _SDPA_GQA:
-            return F.scaled_dot_product_attention(q, k, v, scale=self.scaling, enable_gqa=True, **kw)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal,
+                                                  scale=self.scaling, enable_gqa=True)
         if g > 1:  # each KV head repeated for its query group (HF's repeat_kv order)
             N, nkv, T, d = k.shape
             k, v = (t[:, :, None].expand(N, nkv, g, T, d).reshape(N, nkv * g, T, d) for t in (k, v))
-        return F.scaled_dot_product_attention(q, k, v, scale=self.scaling, **kw)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=self.scaling)
 
     def _pad(self, rows: torch.Tensor, plan: TextPlan) -> torch.Tensor:
         """Packed `(P, S, heads, d)` → right-padded `(P*B, heads, T, d)`."""

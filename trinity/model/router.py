@@ -8,17 +8,23 @@ with SVF scales `z` on layer L = num_layers - 2, L2-normalised; logits = head @ 
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 import torch.nn.functional as F
 
 from trinity.errors import ConfigError, InputError
+from trinity.model.arrays import Float32Array, Float64Array
 from trinity.model.batching import batches, token_key
 from trinity.model.encoder import Encoder
 from trinity.model.fastpath import FastLayers, plan_texts
 from trinity.model.svf import SvfLayer
 from trinity.model.theta import N_ROLES, split_theta, theta_size
+
+if TYPE_CHECKING:
+    from trinity.model.sessions import SessionEncoder
 
 DEFAULT_MAX_BATCH_TOKENS = 8192
 DEFAULT_CACHE_MB = 1024
@@ -75,7 +81,7 @@ class Router:
         n_models: int,
         max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
         cache_mb: float = DEFAULT_CACHE_MB,
-    ):
+    ) -> None:
         if n_models < 1:
             raise ConfigError(f"the router needs at least 1 model in the pool, got {n_models}")
         if max_batch_tokens < 1:
@@ -97,26 +103,26 @@ class Router:
 
     # ---- θ ----
 
-    def initial_mean(self) -> np.ndarray:
+    def initial_mean(self) -> Float64Array:
         """θ at init: head zeros, SVF scales ones (the unmodified encoder). float64 `(n_params,)`."""
         theta = np.zeros(self.n_params, dtype=np.float64)
         theta[self.n_outputs * self.hidden :] = 1.0
         return theta
 
-    def check_thetas(self, thetas: np.ndarray) -> np.ndarray:
-        thetas = np.asarray(thetas, dtype=np.float64)
-        if thetas.ndim == 1:
-            thetas = thetas[None, :]
-        if thetas.ndim != 2 or thetas.shape[1] != self.n_params:
+    def check_thetas(self, thetas: npt.ArrayLike) -> Float64Array:
+        batch = np.asarray(thetas, dtype=np.float64)
+        if batch.ndim == 1:
+            batch = batch[None, :]
+        if batch.ndim != 2 or batch.shape[1] != self.n_params:
             raise InputError(
-                f"theta batch has shape {thetas.shape}; this router needs (P, {self.n_params}) "
+                f"theta batch has shape {batch.shape}; this router needs (P, {self.n_params}) "
                 f"({self.n_models} models, hidden {self.hidden}, {self.svf_size} SVF scales)"
             )
-        if not np.all(np.isfinite(thetas)):
+        if not np.all(np.isfinite(batch)):
             raise InputError("theta contains NaN or infinite values; check the optimizer state")
-        return thetas
+        return batch
 
-    def split_thetas(self, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def split_thetas(self, thetas: Float64Array) -> tuple[Float64Array, Float64Array]:
         """(P, D) → heads (P, n_outputs, hidden), svf (P, svf_size)."""
         n_head = self.n_outputs * self.hidden
         return thetas[:, :n_head].reshape(-1, self.n_outputs, self.hidden), thetas[:, n_head:]
@@ -171,7 +177,7 @@ class Router:
             mask[b, : len(s)] = 1
         captured: list[torch.Tensor] = []
 
-        def grab(module, args, kwargs):
+        def grab(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             captured.append(args[0] if args else kwargs["hidden_states"])
             raise _StopForward
 
@@ -187,7 +193,7 @@ class Router:
 
     # ---- fast path ----
 
-    def _grid_features(self, xs: list[torch.Tensor], scales: np.ndarray) -> torch.Tensor:
+    def _grid_features(self, xs: list[torch.Tensor], scales: Float64Array) -> torch.Tensor:
         """Every candidate on every text: SVF-layer inputs `xs` (N texts), `scales` (P, svf_size)
         → features (P, N, hidden) float32 on the CPU. Texts are grouped (shortest first) and
         candidates chunked so that one step handles at most `max_batch_tokens` token rows."""
@@ -212,31 +218,33 @@ class Router:
                 self.last_flops += self.fast.flops(group_lengths, c1 - c0, shared=False)
         return out
 
-    def population_features(self, thetas: np.ndarray, texts: list[str]) -> np.ndarray:
+    def population_features(self, thetas: npt.ArrayLike, texts: list[str]) -> Float32Array:
         """Every candidate on every text: thetas (P, D) → features (P, N, hidden) float32."""
-        thetas = self.check_thetas(thetas)
-        _, svf = self.split_thetas(thetas)
+        _, svf = self.split_thetas(self.check_thetas(thetas))
         xs = self.layer_inputs(texts)
         self.last_flops = 0
-        return self._grid_features(xs, svf).numpy()
+        feats: Float32Array = self._grid_features(xs, svf).numpy()
+        return feats
 
-    def population_logits(self, thetas: np.ndarray, texts: list[str]) -> np.ndarray:
+    def population_logits(self, thetas: npt.ArrayLike, texts: list[str]) -> Float32Array:
         """thetas (P, D), N texts → logits (P, N, n_models + 3) float32 (fast path)."""
-        thetas = self.check_thetas(thetas)
-        heads, _ = self.split_thetas(thetas)
-        feats = self.population_features(thetas, texts).astype(np.float64)
-        return np.einsum("pnh,pch->pnc", feats, heads).astype(np.float32)
+        batch = self.check_thetas(thetas)
+        heads, _ = self.split_thetas(batch)
+        feats = self.population_features(batch, texts).astype(np.float64)
+        logits: Float32Array = np.einsum("pnh,pch->pnc", feats, heads).astype(np.float32)
+        return logits
 
-    def paired_features(self, thetas: np.ndarray, texts: list[str], candidate_of_text: np.ndarray) -> np.ndarray:
+    def paired_features(self, thetas: npt.ArrayLike, texts: list[str], candidate_of_text: npt.ArrayLike
+                        ) -> Float32Array:
         """Text i under candidate `candidate_of_text[i]`: thetas (P, D) → features (N, hidden)."""
-        thetas = self.check_thetas(thetas)
+        batch = self.check_thetas(thetas)
         cand = np.asarray(candidate_of_text, dtype=np.int64)
-        if cand.shape != (len(texts),) or (cand.size and (cand.min() < 0 or cand.max() >= thetas.shape[0])):
+        if cand.shape != (len(texts),) or (cand.size and (cand.min() < 0 or cand.max() >= batch.shape[0])):
             raise InputError(
-                f"candidate_of_text must hold one index in 0..{thetas.shape[0] - 1} per text "
+                f"candidate_of_text must hold one index in 0..{batch.shape[0] - 1} per text "
                 f"({len(texts)} texts), got shape {cand.shape}"
             )
-        _, svf = self.split_thetas(thetas)
+        _, svf = self.split_thetas(batch)
         xs = self.layer_inputs(texts)
         self.last_flops = 0
         out = np.empty((len(texts), self.hidden), dtype=np.float32)
@@ -245,15 +253,17 @@ class Router:
             out[mine] = self._grid_features([xs[i] for i in mine], svf[c : c + 1])[0].numpy()
         return out
 
-    def paired_logits(self, thetas: np.ndarray, texts: list[str], candidate_of_text: np.ndarray) -> np.ndarray:
+    def paired_logits(self, thetas: npt.ArrayLike, texts: list[str], candidate_of_text: npt.ArrayLike
+                      ) -> Float32Array:
         """thetas (P, D), N texts, candidate index per text → logits (N, n_models + 3) float32."""
-        thetas = self.check_thetas(thetas)
-        heads, _ = self.split_thetas(thetas)
-        feats = self.paired_features(thetas, texts, candidate_of_text).astype(np.float64)
+        batch = self.check_thetas(thetas)
+        heads, _ = self.split_thetas(batch)
+        feats = self.paired_features(batch, texts, candidate_of_text).astype(np.float64)
         cand = np.asarray(candidate_of_text, dtype=np.int64)
-        return np.einsum("nh,nch->nc", feats, heads[cand]).astype(np.float32)
+        logits: Float32Array = np.einsum("nh,nch->nc", feats, heads[cand]).astype(np.float32)
+        return logits
 
-    def session_encoder(self, thetas: np.ndarray, budget_mb: float | None = None):
+    def session_encoder(self, thetas: npt.ArrayLike, budget_mb: float | None = None) -> SessionEncoder:
         """A `SessionEncoder` for population `thetas`: logits of growing session transcripts, each
         turn reading only the tokens it added (see `trinity.model.sessions`)."""
         from trinity.model.sessions import SessionEncoder
@@ -263,11 +273,10 @@ class Router:
     # ---- naive reference path ----
 
     @torch.inference_mode()
-    def reference_features(self, theta: np.ndarray, texts: list[str]) -> np.ndarray:
+    def reference_features(self, theta: npt.ArrayLike, texts: list[str]) -> Float32Array:
         """One candidate, naive: rebuild the SVF layer's weights, run the whole encoder on the
         (right-padded) texts, take position -2 of each. theta (D,) → features (N, hidden) float32."""
-        theta = self.check_thetas(theta)[0]
-        _, svf = split_theta(theta, self.n_models, self.hidden)
+        _, svf = split_theta(self.check_thetas(theta)[0], self.n_models, self.hidden)
         ids = self.token_ids(texts)
         out = np.empty((len(texts), self.hidden), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
@@ -288,9 +297,10 @@ class Router:
                 out[batch] = feats.cpu().numpy()
         return out
 
-    def reference_logits(self, theta: np.ndarray, texts: list[str]) -> np.ndarray:
+    def reference_logits(self, theta: npt.ArrayLike, texts: list[str]) -> Float32Array:
         """theta (D,), N texts → logits (N, n_models + 3) float32 (naive path)."""
-        theta = self.check_thetas(theta)[0]
-        head, _ = split_theta(theta, self.n_models, self.hidden)
-        feats = self.reference_features(theta, texts).astype(np.float64)
-        return (feats @ head.T).astype(np.float32)
+        vec = self.check_thetas(theta)[0]
+        head, _ = split_theta(vec, self.n_models, self.hidden)
+        feats = self.reference_features(vec, texts).astype(np.float64)
+        logits: Float32Array = (feats @ head.T).astype(np.float32)
+        return logits

@@ -24,15 +24,21 @@ streams are forgotten and read again in full on their next turn.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 import torch
 import torch.nn.functional as F
 
 from trinity.errors import InputError
+from trinity.model.arrays import Float32Array, Float64Array, Int64Array
 from trinity.model.batching import batches, token_key
-from trinity.model.fastpath import add_bias, apply_rope, linear
+from trinity.model.encoder import Encoder
+from trinity.model.fastpath import FastLayers, add_bias, apply_rope, linear
+from trinity.model.svf import SvfLayer
 
 DEFAULT_SESSION_BUDGET_MB = 2048  # on the CPU; on a GPU, a third of its free memory
 
@@ -46,16 +52,33 @@ def default_budget_mb(device: torch.device) -> float:
 KV = tuple[torch.Tensor, torch.Tensor]  # K (n, kv_heads, d) after norm + rotary, V (n, kv_heads, d)
 
 
+class SessionRouter(Protocol):
+    """What the session encoder reads of its router (`trinity.model.router.Router`)."""
+
+    encoder: Encoder
+    fast: FastLayers
+    svf: SvfLayer
+    svf_layer: int
+    hidden: int
+    max_batch_tokens: int
+
+    def check_thetas(self, thetas: npt.ArrayLike) -> Float64Array: ...
+
+    def split_thetas(self, thetas: Float64Array) -> tuple[Float64Array, Float64Array]: ...
+
+    def token_ids(self, texts: list[str]) -> list[list[int]]: ...
+
+
 def _storages(*ts: torch.Tensor) -> dict[int, int]:
     """{storage address: bytes} of the tensors' storages (views of one storage count once)."""
-    out = {}
+    out: dict[int, int] = {}
     for t in ts:
         st = t.untyped_storage()
         out[st.data_ptr()] = st.nbytes()
     return out
 
 
-def common_prefix(a: np.ndarray, b: np.ndarray) -> int:
+def common_prefix(a: Int64Array, b: Int64Array) -> int:
     """Length of the longest common prefix of two id vectors."""
     n = min(len(a), len(b))
     if n == 0:
@@ -66,7 +89,7 @@ def common_prefix(a: np.ndarray, b: np.ndarray) -> int:
 
 @dataclass
 class PrefixState:
-    ids: np.ndarray  # (n,) tokens read (EOS excluded)
+    ids: Int64Array  # (n,) tokens read (EOS excluded)
     kv: list[KV]  # layers 0..L-1
     x: torch.Tensor  # (n, hidden) input of layer L
 
@@ -76,7 +99,7 @@ class PrefixState:
 
 @dataclass
 class StreamState:
-    ids: np.ndarray  # (n,)
+    ids: Int64Array  # (n,)
     cand: int
     kv: list[KV]  # layers L and L+1
     feature: torch.Tensor  # (hidden,) float32, L2-normalised, at the last token
@@ -142,7 +165,7 @@ class SessionEncoder:
     batch's). A new `SessionEncoder` per population: stream states hold K/V computed under its θ.
     """
 
-    def __init__(self, router, thetas: np.ndarray, budget_mb: float | None = None):
+    def __init__(self, router: SessionRouter, thetas: npt.ArrayLike, budget_mb: float | None = None) -> None:
         self.router = router
         self.thetas = router.check_thetas(thetas)
         self.heads, svf = router.split_thetas(self.thetas)
@@ -153,20 +176,23 @@ class SessionEncoder:
         self.z = torch.as_tensor(svf, dtype=torch.float32, device=self.dev)  # (P, svf_size)
         self.budget = int((default_budget_mb(self.dev) if budget_mb is None else budget_mb) * 2**20)
         self.prefixes: dict[str, PrefixState] = {}
-        self.streams: OrderedDict[object, tuple[str, StreamState | None]] = OrderedDict()  # LRU
+        self.streams: OrderedDict[Hashable, tuple[str, StreamState | None]] = OrderedDict()  # LRU
         self.tokens_read = 0  # new tokens run through the layers (benchmarks)
         self.tokens_seen = 0  # tokens of all texts asked for
 
     # ---- public ----
 
-    def logits(self, texts: list[str], candidate_of_text, stream_of_text) -> np.ndarray:
+    def logits(self, texts: list[str], candidate_of_text: npt.ArrayLike, stream_of_text: Iterable[Hashable]
+               ) -> Float32Array:
         """texts (N), candidate index and stream id per text → logits (N, n_models + 3) float32."""
         feats = self.features(texts, candidate_of_text, stream_of_text).astype(np.float64)
         cand = np.asarray(candidate_of_text, dtype=np.int64)
-        return np.einsum("nh,nch->nc", feats, self.heads[cand]).astype(np.float32)
+        logits: Float32Array = np.einsum("nh,nch->nc", feats, self.heads[cand]).astype(np.float32)
+        return logits
 
     @torch.inference_mode()
-    def features(self, texts: list[str], candidate_of_text, stream_of_text) -> np.ndarray:
+    def features(self, texts: list[str], candidate_of_text: npt.ArrayLike, stream_of_text: Iterable[Hashable]
+                 ) -> Float32Array:
         cand = np.asarray(candidate_of_text, dtype=np.int64)
         streams = list(stream_of_text)
         P = self.thetas.shape[0]
@@ -199,8 +225,9 @@ class SessionEncoder:
 
     # ---- layers 0..L-1: θ-independent, shared by texts with the same tokens ----
 
-    def _prefix_states(self, ids, keys, streams) -> dict[str, PrefixState]:
-        todo: dict[str, tuple[np.ndarray, PrefixState | None]] = {}
+    def _prefix_states(self, ids: list[Int64Array], keys: list[str], streams: list[Hashable]
+                       ) -> dict[str, PrefixState]:
+        todo: dict[str, tuple[Int64Array, PrefixState | None]] = {}
         for i, k in enumerate(keys):
             if k in self.prefixes or k in todo:
                 continue
@@ -216,7 +243,8 @@ class SessionEncoder:
                                     [items[j][1][1] for j in group], [reuse[j] for j in group])
         return {k: self.prefixes[k] for k in keys}
 
-    def _extend_prefix(self, keys, ids, parents, reuse) -> None:
+    def _extend_prefix(self, keys: list[str], ids: list[Int64Array], parents: list[PrefixState | None],
+                       reuse: list[int]) -> None:
         dec = self.enc.decoder
         new = [len(i) - r for i, r in zip(ids, reuse)]
         plan = plan_new_rows(reuse, new, self.dev)
@@ -243,16 +271,18 @@ class SessionEncoder:
         offsets = np.cumsum([0, *new])
         for b, key in enumerate(keys):
             mine = x[int(offsets[b]) : int(offsets[b + 1])]
-            xs = mine if parents[b] is None or reuse[b] == 0 else torch.cat([parents[b].x[: reuse[b]], mine])
+            parent = parents[b]
+            xs = mine if parent is None or reuse[b] == 0 else torch.cat([parent.x[: reuse[b]], mine])
             self.prefixes[key] = PrefixState(ids=ids[b], kv=kv_out[b], x=xs)
             self.tokens_read += new[b]
 
     # ---- layers L (SVF, per candidate) and L+1 ----
 
-    def _stream_features(self, ids, keys, cand, streams, prefix) -> np.ndarray:
+    def _stream_features(self, ids: list[Int64Array], keys: list[str], cand: Int64Array, streams: list[Hashable],
+                         prefix: dict[str, PrefixState]) -> Float32Array:
         H = self.router.hidden
         out = np.empty((len(ids), H), dtype=np.float32)
-        work = []
+        work: list[tuple[int, StreamState | None, int]] = []
         for i, s in enumerate(streams):
             prev = self.streams.get(s)
             state = prev[1] if prev else None
@@ -277,7 +307,8 @@ class SessionEncoder:
                 self.streams.move_to_end(streams[i])
         return out
 
-    def _extend_stream(self, prefixes, states, reuse, cands):
+    def _extend_stream(self, prefixes: list[PrefixState], states: list[StreamState | None], reuse: list[int],
+                       cands: list[int]) -> tuple[list[torch.Tensor], list[list[KV]]]:
         fast, f, d, nh, nkv = self.fast, self.fast.f, self.fast.head_dim, self.fast.n_heads, self.fast.n_kv
         new = [len(p.ids) - r for p, r in zip(prefixes, reuse)]
         plan = plan_new_rows(reuse, new, self.dev)
@@ -324,7 +355,8 @@ class SessionEncoder:
 
     # ---- attention over kept + new K/V ----
 
-    def _full_kv(self, k, v, pasts, plan: NewRows):
+    def _full_kv(self, k: torch.Tensor, v: torch.Tensor, pasts: list[KV | None], plan: NewRows
+                 ) -> tuple[torch.Tensor, torch.Tensor, list[KV]]:
         """Per text: K/V of all its tokens (kept ones, then the new rows) → padded
         `(B, kv_heads, T, d)` K and V, and the per-text `(t, kv_heads, d)` pairs to keep.
 
@@ -336,10 +368,14 @@ class SessionEncoder:
         nkv, d = k.shape[1], k.shape[2]
         K = k.new_zeros((B * T, nkv, d))
         V = v.new_zeros((B * T, nkv, d))
-        kept = [b for b, p in enumerate(plan.past) if p]
+        kept: list[tuple[KV, int]] = []
+        for kv, p in zip(pasts, plan.past):
+            if p:
+                assert kv is not None, "a text with kept tokens has their K/V"
+                kept.append((kv, p))
         if kept:
-            K[plan.kept_slot] = torch.cat([pasts[b][0][: plan.past[b]] for b in kept])
-            V[plan.kept_slot] = torch.cat([pasts[b][1][: plan.past[b]] for b in kept])
+            K[plan.kept_slot] = torch.cat([kv[0][:p] for kv, p in kept])
+            V[plan.kept_slot] = torch.cat([kv[1][:p] for kv, p in kept])
         K[plan.new_slot] = k
         V[plan.new_slot] = v
         Kc, Vc = K[plan.all_slot], V[plan.all_slot]  # (sum t, nkv, d): what is kept, unpadded
@@ -351,7 +387,8 @@ class SessionEncoder:
         K, V = K.view(B, T, nkv, d), V.view(B, T, nkv, d)
         return K.transpose(1, 2), V.transpose(1, 2), full
 
-    def _attend(self, q, k, v, pasts, plan: NewRows):
+    def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pasts: list[KV | None], plan: NewRows
+                ) -> tuple[torch.Tensor, list[KV]]:
         """New rows' q `(S, heads, d)`, k/v `(S, kv_heads, d)`; `pasts[b]` the kept K/V of text b
         (or None) → attention output `(S, heads*d)` and each text's full K/V."""
         K, V, full = self._full_kv(k, v, pasts, plan)
@@ -379,7 +416,7 @@ class SessionEncoder:
                 size[ptr] = n
         total = sum(size.values())
 
-        def release(state) -> int:
+        def release(state: PrefixState | StreamState) -> int:
             freed = 0
             for ptr in state.storages():
                 users[ptr] -= 1

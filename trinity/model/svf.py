@@ -16,6 +16,8 @@ import numpy as np
 import torch
 
 from trinity.errors import ModelLoadError
+from trinity.model.arrays import FloatArray
+from trinity.model.hftypes import HFDecoder
 
 # θ order of the 7 matrices: attention q, k, v, o, then MLP gate, up, down.
 SVF_MATRICES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -42,11 +44,11 @@ class SvfFactor:
         return (self.U * (self.s * z)) @ self.Vh
 
 
-def layer_modules(decoder, index: int) -> dict[str, torch.nn.Linear]:
+def layer_modules(decoder: HFDecoder, index: int) -> dict[str, torch.nn.Linear]:
     """The 7 SVF linear maps of decoder layer `index` (Qwen3 / Llama-style layout)."""
     layer = decoder.layers[index]
     attn, mlp = getattr(layer, "self_attn", None), getattr(layer, "mlp", None)
-    found = {}
+    found: dict[str, torch.nn.Linear] = {}
     for name in SVF_MATRICES:
         mod = getattr(attn if name.endswith(("q_proj", "k_proj", "v_proj", "o_proj")) else mlp, name, None)
         if not isinstance(mod, torch.nn.Linear):
@@ -61,7 +63,7 @@ def layer_modules(decoder, index: int) -> dict[str, torch.nn.Linear]:
 class SvfLayer:
     """The SVD factors of the 7 matrices of decoder layer `index`; `size` scales in all."""
 
-    def __init__(self, decoder, index: int):
+    def __init__(self, decoder: HFDecoder, index: int):
         self.index = index
         self.factors: list[SvfFactor] = []
         offset = 0
@@ -81,10 +83,10 @@ class SvfLayer:
         return [svf[..., f.offset : f.offset + f.rank] for f in self.factors]
 
     @contextmanager
-    def applied(self, svf: np.ndarray) -> Iterator[None]:
+    def applied(self, svf: FloatArray) -> Iterator[None]:
         """Write `U diag(s ⊙ z) Vᵀ` into the model's weights for the duration of the block."""
         z_all = torch.as_tensor(np.asarray(svf, dtype=np.float32), device=self.factors[0].s.device)
-        saved = []
+        saved: list[tuple[torch.nn.Linear, torch.Tensor]] = []
         try:
             with torch.no_grad():
                 for f, z in zip(self.factors, self.split(z_all)):

@@ -16,11 +16,16 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from trinity.errors import InputError
 from trinity.io import atomic_write_bytes
+from trinity.model.arrays import Float64Array, FloatArray
+
+_F = TypeVar("_F", bound=np.floating[Any])
 
 N_ROLES = 3
 HEAD_FILE = "head_weights.npy"
@@ -32,7 +37,7 @@ def theta_size(n_models: int, hidden: int, svf_size: int) -> int:
     return (n_models + N_ROLES) * hidden + svf_size
 
 
-def split_theta(theta: np.ndarray, n_models: int, hidden: int) -> tuple[np.ndarray, np.ndarray]:
+def split_theta(theta: npt.NDArray[_F], n_models: int, hidden: int) -> tuple[npt.NDArray[_F], npt.NDArray[_F]]:
     """θ `(D,)` → `(head (n_models + 3, hidden), svf (D - head.size,))`; views, same dtype."""
     theta = np.asarray(theta)
     n_head = (n_models + N_ROLES) * hidden
@@ -44,24 +49,24 @@ def split_theta(theta: np.ndarray, n_models: int, hidden: int) -> tuple[np.ndarr
     return theta[:n_head].reshape(n_models + N_ROLES, hidden), theta[n_head:]
 
 
-def join_theta(head: np.ndarray, svf: np.ndarray) -> np.ndarray:
+def join_theta(head: npt.ArrayLike, svf: npt.ArrayLike) -> Float64Array:
     """`head (n_models + 3, hidden)` + `svf (svf_size,)` → θ float64 `(D,)`."""
-    head = np.asarray(head, dtype=np.float64)
-    svf = np.asarray(svf, dtype=np.float64)
-    if head.ndim != 2 or head.shape[0] <= N_ROLES:
-        raise InputError(f"head weights have shape {head.shape}; expected (n_models + 3, hidden) with n_models >= 1")
-    if svf.ndim != 1:
-        raise InputError(f"SVF scales have shape {svf.shape}; expected a vector")
-    return np.concatenate([head.reshape(-1), svf])
+    head_a = np.asarray(head, dtype=np.float64)
+    svf_a = np.asarray(svf, dtype=np.float64)
+    if head_a.ndim != 2 or head_a.shape[0] <= N_ROLES:
+        raise InputError(f"head weights have shape {head_a.shape}; expected (n_models + 3, hidden) with n_models >= 1")
+    if svf_a.ndim != 1:
+        raise InputError(f"SVF scales have shape {svf_a.shape}; expected a vector")
+    return np.concatenate([head_a.reshape(-1), svf_a])
 
 
-def _npy_bytes(array: np.ndarray) -> bytes:
+def _npy_bytes(array: FloatArray) -> bytes:
     buf = io.BytesIO()
     np.save(buf, array, allow_pickle=False)
     return buf.getvalue()
 
 
-def _load_npy(path: Path, what: str) -> np.ndarray:
+def _load_npy(path: Path, what: str) -> FloatArray:
     try:
         array = np.load(path, allow_pickle=False)
     except FileNotFoundError:
@@ -77,15 +82,15 @@ def _load_npy(path: Path, what: str) -> np.ndarray:
     return array
 
 
-def save_theta(path: str | os.PathLike, theta: np.ndarray) -> None:
+def save_theta(path: str | os.PathLike[str], theta: npt.ArrayLike) -> None:
     """Write θ as float64 `.npy` atomically (a reader never sees half a file)."""
-    theta = np.asarray(theta, dtype=np.float64)
-    if theta.ndim != 1:
-        raise InputError(f"theta to save has shape {theta.shape}; expected a vector")
-    atomic_write_bytes(path, _npy_bytes(theta))
+    vec = np.asarray(theta, dtype=np.float64)
+    if vec.ndim != 1:
+        raise InputError(f"theta to save has shape {vec.shape}; expected a vector")
+    atomic_write_bytes(path, _npy_bytes(vec))
 
 
-def load_theta(path: str | os.PathLike, expected_size: int | None = None) -> np.ndarray:
+def load_theta(path: str | os.PathLike[str], expected_size: int | None = None) -> Float64Array:
     """Read a θ file → float64 `(D,)`; `InputError` if missing, corrupt, not a float vector, or
     not `expected_size` long."""
     path = Path(path)
@@ -100,7 +105,8 @@ def load_theta(path: str | os.PathLike, expected_size: int | None = None) -> np.
     return theta.astype(np.float64, copy=False)
 
 
-def save_bundle_weights(directory: str | os.PathLike, theta: np.ndarray, n_models: int, hidden: int) -> tuple[Path, Path]:
+def save_bundle_weights(directory: str | os.PathLike[str], theta: npt.ArrayLike, n_models: int, hidden: int
+                        ) -> tuple[Path, Path]:
     """Split θ into `head_weights.npy` `(n_models + 3, hidden)` and `svf_scales.npy` `(svf_size,)`,
     both float32, in `directory`; returns the two paths."""
     directory = Path(directory)
@@ -111,7 +117,7 @@ def save_bundle_weights(directory: str | os.PathLike, theta: np.ndarray, n_model
     return head_path, svf_path
 
 
-def load_bundle_weights(directory: str | os.PathLike) -> np.ndarray:
+def load_bundle_weights(directory: str | os.PathLike[str]) -> Float64Array:
     """`head_weights.npy` + `svf_scales.npy` in `directory` → θ float64 `(D,)`."""
     directory = Path(directory)
     head = _load_npy(directory / HEAD_FILE, "head weights")
