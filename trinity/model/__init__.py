@@ -9,6 +9,8 @@ Modules (import them directly; this package stays light so CLI modules may impor
 - `router`   — `Router`: θ → logits, fast and reference paths, the layer-input cache
 - `theta`    — θ layout, `best_theta.npy` and the bundle's `head_weights.npy` + `svf_scales.npy`
 - `policy`   — argmax / softmax / sampling per group (model, role)
+- `arrays`   — the numpy array types (`Float64Array` θ, `Float32Array` features/logits, `IndexArray` …)
+- `hftypes`  — names for the transformers objects held (`HFCausalLM`, `HFDecoder`, `HFLayer`)
 """
 
 ROLES = ("Thinker", "Worker", "Verifier")

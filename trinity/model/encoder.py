@@ -10,13 +10,17 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from trinity.errors import ConfigError, ModelLoadError
 from trinity.hub import hub_reachable, offline_vars_set
 from trinity.model.builtin import BUILTIN_NAMES, build_builtin
-from trinity.model.hftypes import HFCausalLM, HFDecoder, HFTokenizer
+from trinity.model.hftypes import HFCausalLM, HFDecoder
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 DEFAULT_ENCODER = "Qwen/Qwen3-0.6B"
 
@@ -33,7 +37,7 @@ class Encoder:
     (embeddings, `.layers`, final `.norm`, `.rotary_emb`)."""
 
     model: HFCausalLM
-    tokenizer: HFTokenizer
+    tokenizer: PreTrainedTokenizerBase
     name: str
     hidden_size: int
     num_layers: int
@@ -89,10 +93,10 @@ def _first_line(err: BaseException) -> str:
     return text[0] if text else type(err).__name__
 
 
-def _load_hf(name_or_path: str, dtype: torch.dtype) -> tuple[HFCausalLM, HFTokenizer]:
+def _load_hf(name_or_path: str, dtype: torch.dtype) -> tuple[HFCausalLM, PreTrainedTokenizerBase]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    def load(local_only: bool) -> tuple[HFCausalLM, HFTokenizer]:
+    def load(local_only: bool) -> tuple[HFCausalLM, PreTrainedTokenizerBase]:
         tok = AutoTokenizer.from_pretrained(name_or_path, local_files_only=local_only)
         model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype, local_files_only=local_only)
         return model, tok
@@ -133,6 +137,7 @@ def load_encoder(
         raise ModelLoadError("no encoder given; use --encoder tiny-qwen3, an HF id or a local path")
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
+    tokenizer: PreTrainedTokenizerBase
     if name_or_path in BUILTIN_NAMES:
         model, tokenizer = build_builtin(name_or_path, seed=seed)
         model = model.to(dtype=dt)  # type: ignore[call-arg]  # transformers wraps .to() in a decorator mypy misreads

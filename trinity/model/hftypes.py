@@ -13,6 +13,5 @@ from typing import Any
 HFCausalLM = Any  # a causal LM (e.g. Qwen3ForCausalLM): .base_model, .config, .to(), .eval()
 HFDecoder = Any  # its base model: .embed_tokens, .layers[i] (.self_attn, .mlp, norms), .norm, .rotary_emb
 HFLayer = Any  # one decoder layer of it
-HFTokenizer = Any  # its tokenizer (PreTrainedTokenizerBase): __call__ -> {"input_ids": …}, .eos_token_id
 
-__all__ = ["HFCausalLM", "HFDecoder", "HFLayer", "HFTokenizer"]
+__all__ = ["HFCausalLM", "HFDecoder", "HFLayer"]
