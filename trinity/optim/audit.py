@@ -11,6 +11,8 @@ the score estimate (`trinity.analysis.score`) applies the same one.
 
 from __future__ import annotations
 
+from typing import Any
+
 from trinity.competition.profiles import TINYROUTER_PROFILE
 
 _RULE = TINYROUTER_PROFILE.scoring
@@ -31,11 +33,11 @@ def gap_factor(gap: float | None) -> tuple[float, str]:
     return factor, "clean"
 
 
-def overfit_report(acc: dict[str, dict[str, float]]) -> dict:
+def overfit_report(acc: dict[str, dict[str, float]]) -> dict[str, Any]:
     """From {split: {benchmark: accuracy}} (splits val/test/audit; benchmark "all" = pooled), the
     gaps val − audit and test − audit per benchmark with their factors."""
     audit = acc.get("audit") or {}
-    out: dict = {"rule": f"gap = hidden - audit accuracy; > {GAP_REJECT} rejects, > {GAP_PENALISE} x{PENALTY_FACTOR} "
+    out: dict[str, Any] = {"rule": f"gap = hidden - audit accuracy; > {GAP_REJECT} rejects, > {GAP_PENALISE} x{PENALTY_FACTOR} "
                          "(TinyRouter's overfit gate); hidden = val (selection split) or test",
                  "gaps": {}}
     for hidden in ("val", "test"):

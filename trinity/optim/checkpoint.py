@@ -138,7 +138,7 @@ def decode_state(blob: bytes) -> dict[str, Any]:
 
 
 # ---- files ------------------------------------------------------------------------------------
-def write_checkpoint(run: RunDir, state: dict[str, Any], *, run_id: str, config_hash: str) -> dict:
+def write_checkpoint(run: RunDir, state: dict[str, Any], *, run_id: str, config_hash: str) -> dict[str, Any]:
     ckdir = run.checkpoint_dir
     ckdir.mkdir(parents=True, exist_ok=True)
     gen = int(state["gen"])
@@ -162,7 +162,7 @@ def has_checkpoint(run: RunDir) -> bool:
     return (run.checkpoint_dir / MANIFEST).exists()
 
 
-def check_ledger_against(run: RunDir, head: Any, n_records: Any, what: str) -> None:
+def check_ledger_against(run: RunDir, head: object, n_records: object, what: str) -> None:
     """CheckpointError when the run's ledger no longer holds the `n_records` records ending at
     `head` that `what` (a checkpoint, summary.json) recorded: deleted, emptied or cut at the end."""
     if not isinstance(head, str):
@@ -181,7 +181,7 @@ def check_ledger_against(run: RunDir, head: Any, n_records: Any, what: str) -> N
                               f"({rep.problem}); {fix}")
 
 
-def read_checkpoint(run: RunDir, *, run_id: str, config_hash: str) -> tuple[dict, dict[str, Any]]:
+def read_checkpoint(run: RunDir, *, run_id: str, config_hash: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(manifest, state) after every check; CheckpointError naming the problem otherwise."""
     ckdir = run.checkpoint_dir
     mpath = ckdir / MANIFEST

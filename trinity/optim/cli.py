@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import Any, Callable
 
 TRAIN_FLAGS = ("mode", "encoder", "questions", "matrix", "pool", "competition", "base_url", "pool_models", "generations", "popsize", "m", "sigma0",
                "seed", "budget_usd", "max_batch_tokens", "device", "dtype", "policy", "temperature",
@@ -13,7 +13,7 @@ TRAIN_FLAGS = ("mode", "encoder", "questions", "matrix", "pool", "competition", 
                "ray_address", "warm_start", "lambda_turns", "lambda_cost")
 
 
-def _printer(as_json: bool):
+def _printer(as_json: bool) -> Callable[[dict[str, Any]], None]:
     """Event sink for the terminal: a progress line per generation, or every event as JSON."""
     def on_event(ev: dict[str, Any]) -> None:
         if as_json:
@@ -93,7 +93,7 @@ def _pool_flags(p: argparse.ArgumentParser) -> None:
                    help="live mode: stop when more than this share of a generation's calls failed (default 0.5)")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("train", help="train a router with sep-CMA-ES (writes a run directory)",
                        description="Train a router. Flags override --config, which overrides configs/trinity.yaml.")
     p.add_argument("--config", help="YAML config (keys of TrainConfig; e.g. configs/practice.yaml)")

@@ -10,7 +10,7 @@ import os
 import platform
 import subprocess
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from trinity.config import TrainConfig, validate_config
 from trinity.errors import CheckpointError, ConfigError, InputError
@@ -19,6 +19,9 @@ from trinity.optim.fitness import CachedFitness, Fitness, RouterLike, build_rout
 from trinity.optim.runinputs import RunInputs, inputs_digest, inputs_from_config, load_run_inputs
 from trinity.optim.trainer import Trainer, TrainResult
 from trinity.runs.rundir import RunDir, new_run_id, utc_now_iso
+
+if TYPE_CHECKING:
+    from trinity.model.router import Router
 
 def run_competition_of(cfg: TrainConfig) -> str:
     """The competition whose router text a run with `cfg` trains on (trinity.competition.text)."""
@@ -90,8 +93,8 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def start_run(cfg: TrainConfig, run_dir: str | os.PathLike | None = None, runs_root: str | os.PathLike = "runs",
-              on_event: Callable[[dict], None] | None = None, argv: list[str] | None = None) -> TrainResult:
+def start_run(cfg: TrainConfig, run_dir: str | os.PathLike[str] | None = None, runs_root: str | os.PathLike[str] = "runs",
+              on_event: Callable[[dict[str, Any]], None] | None = None, argv: list[str] | None = None) -> TrainResult:
     inputs = inputs_from_config(cfg)  # cross-checks: errors before anything is created
     models = pool_models(cfg, inputs)
     if cfg.workers > 1 or cfg.ray_address:
@@ -180,7 +183,7 @@ def _clear_failed_start(run: RunDir) -> None:
     for f in _START_FILES:
         (run.path / f).unlink(missing_ok=True)
 
-def _theta_check(competition: str, n_models: int, router: Any, explicit: bool) -> str | None:
+def _theta_check(competition: str, n_models: int, router: Router, explicit: bool) -> str | None:
     """θ must have the length `competition`'s validator reads for this pool. Asked for by name
     (--competition) and impossible: refused before the run exists; taken by default: a warning."""
     from trinity.competition.text import theta_problem
@@ -221,7 +224,7 @@ def _torch_threads() -> int:
     return int(torch.get_num_threads())
 
 
-def _match_threads(recorded: Any, router: Any) -> str | None:
+def _match_threads(recorded: object, router: Router) -> str | None:
     """On the CPU, a matmul split over another number of threads sums in another order: resume
     with the thread count the run started with (unless OMP_NUM_THREADS says otherwise), so the
     resumed generations equal the uninterrupted run's bit for bit. Returns a line for the log."""
@@ -239,8 +242,8 @@ def _match_threads(recorded: Any, router: Any) -> str | None:
     return f"resuming with {recorded} torch threads, as the run started (this process had {now})"
 
 
-def resume_run(run_dir: str | os.PathLike, overrides: dict[str, Any] | None = None,
-               on_event: Callable[[dict], None] | None = None) -> TrainResult:
+def resume_run(run_dir: str | os.PathLike[str], overrides: dict[str, Any] | None = None,
+               on_event: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
     """Continue a run from its last checkpoint (from scratch when it has none yet).
 
     `overrides` may change only keys that leave the checkpoint valid (trinity.config.RESUMABLE_KEYS:

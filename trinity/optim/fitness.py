@@ -26,14 +26,20 @@ package's multi-turn fitness):
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from trinity.data.matrix import OutcomeMatrix
 from trinity.data.questions import Question
 from trinity.model import ROLES, policy
+from trinity.model.arrays import Float64Array, FloatArray, IndexArray
 from trinity.session.evaluation import Evaluation, GenerationHooks, GenerationStats, LogFn
+
+if TYPE_CHECKING:
+    from trinity.config import TrainConfig
+    from trinity.model.router import Router
 
 __all__ = ["CachedFitness", "Evaluation", "Fitness", "GenerationHooks", "GenerationStats", "LogFn", "RouterLike",
            "StopRequested", "WARM_CHUNK", "build_router", "default_text", "question_text"]
@@ -41,7 +47,7 @@ __all__ = ["CachedFitness", "Evaluation", "Fitness", "GenerationHooks", "Generat
 WARM_CHUNK = 64  # questions per feature-cache warm-up call (fixed: the batches must not vary)
 
 
-def build_router(cfg: Any, n_models: int) -> Any:
+def build_router(cfg: TrainConfig, n_models: int) -> Router:
     """The run's router: its encoder (`cfg`: a TrainConfig) and a head for `n_models`."""
     from trinity.model.encoder import load_encoder
     from trinity.model.router import Router
@@ -55,16 +61,20 @@ class StopRequested(Exception):
 
 
 class RouterLike(Protocol):
-    """What the trainer and the cached fitness need of a router (trinity.model.router.Router,
-    or a test stand-in)."""
+    """What the trainer and the cached fitness need of a router (trinity.model.router.Router).
+    The tests' stand-in routers implement what their tests reach (`features` in place of
+    `population_features`: `trinity.optim.warmstart.frozen_features` takes either)."""
 
     n_params: int
 
-    def initial_mean(self) -> np.ndarray: ...
+    def initial_mean(self) -> Float64Array: ...
 
-    def population_logits(self, thetas: np.ndarray, texts: list[str]) -> np.ndarray: ...
+    def population_logits(self, thetas: Float64Array, texts: list[str]) -> FloatArray: ...
 
-    def layer_inputs(self, texts: list[str]) -> Any: ...  # fills the encoder's feature cache
+    # (P, N, hidden) features under each θ; the label warm start fits the head on them
+    def population_features(self, thetas: Float64Array, texts: list[str]) -> FloatArray: ...
+
+    def layer_inputs(self, texts: list[str]) -> object: ...  # fills the encoder's feature cache
 
 
 class Fitness(Protocol):
@@ -80,10 +90,10 @@ class Fitness(Protocol):
 
     def texts(self, questions: list[Question]) -> list[str]: ...
 
-    def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question],
+    def evaluate(self, gen: int, thetas: Float64Array, questions: list[Question],
                  hooks: GenerationHooks) -> Evaluation: ...
 
-    def validate(self, thetas: np.ndarray, questions: list[Question]) -> np.ndarray | None: ...
+    def validate(self, thetas: Float64Array, questions: list[Question]) -> Float64Array | None: ...
 
     def state_dict(self) -> dict[str, Any]: ...
 
@@ -116,7 +126,7 @@ class CachedFitness:
 
     def __init__(self, router: RouterLike, matrix: OutcomeMatrix, models: list[str], *, policy: str = "argmax",
                  temperature: float = 1.0, seed: int = 0, traces: str = "all", chunks: int = 4,
-                 text: Callable[[Question], str] = default_text):
+                 text: Callable[[Question], str] = default_text) -> None:
         self.router = router
         self.matrix = matrix
         self.models = list(models)
@@ -154,12 +164,13 @@ class CachedFitness:
             out.append(self._texts[q.id])
         return out
 
-    def rewards_for(self, questions: list[Question], model_idx: np.ndarray) -> np.ndarray:
+    def rewards_for(self, questions: list[Question], model_idx: IndexArray) -> Float64Array:
         """(P, N) recorded correctness of the chosen models."""
         rows = np.array([self.matrix.row(q.id) for q in questions])  # (N,)
-        return self.acc[rows[None, :], model_idx]
+        rewards: Float64Array = self.acc[rows[None, :], model_idx]
+        return rewards
 
-    def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question],
+    def evaluate(self, gen: int, thetas: Float64Array, questions: list[Question],
                  hooks: GenerationHooks) -> Evaluation:
         n_m = len(self.models)
         lg = self.population_logits(thetas, self.texts(questions), hooks)  # (P, m, M + 3)
@@ -173,11 +184,11 @@ class CachedFitness:
             self._trace(gen, lg, model_idx, role_idx, rewards, questions, hooks)
         return Evaluation(rewards)
 
-    def chunk_bounds(self, P: int) -> np.ndarray:
+    def chunk_bounds(self, P: int) -> npt.NDArray[np.int_]:
         """Where the population is cut into the groups that are evaluated (and reported) together."""
         return np.linspace(0, P, min(self.chunks, P) + 1).astype(int)
 
-    def population_logits(self, thetas: np.ndarray, texts: list[str], hooks: GenerationHooks) -> np.ndarray:
+    def population_logits(self, thetas: Float64Array, texts: list[str], hooks: GenerationHooks) -> Float64Array:
         """(P, N, M + 3) float64, chunk by chunk (a subclass may spread the chunks over workers)."""
         P, total = thetas.shape[0], thetas.shape[0] * len(texts)
         bounds = self.chunk_bounds(P)
@@ -187,8 +198,8 @@ class CachedFitness:
             hooks.progress(int(b) * len(texts), total)
         return np.concatenate(logits, axis=0)
 
-    def _trace(self, gen: int, lg: np.ndarray, model_idx: np.ndarray, role_idx: np.ndarray,
-               rewards: np.ndarray, questions: list[Question], hooks: GenerationHooks) -> None:
+    def _trace(self, gen: int, lg: Float64Array, model_idx: IndexArray, role_idx: IndexArray,
+               rewards: Float64Array, questions: list[Question], hooks: GenerationHooks) -> None:
         mp, rp = policy.group_probs(lg, len(self.models), self.temperature if self.policy == "sample" else 1.0)
         cands = range(lg.shape[0]) if self.traces == "all" else [int(np.argmax(rewards.mean(axis=1)))]
         now = round(time.time(), 3)
@@ -207,7 +218,7 @@ class CachedFitness:
                     "correct": r >= 0.5, "reward": r, "cost_usd": 0.0, "time": now,
                 })
 
-    def validate(self, thetas: np.ndarray, questions: list[Question]) -> np.ndarray:
+    def validate(self, thetas: Float64Array, questions: list[Question]) -> Float64Array:
         """(T, n) recorded correctness of argmax choices: held-out evaluation never samples."""
         lg = np.asarray(self.router.population_logits(thetas, self.texts(questions)), dtype=np.float64)
         model_idx, _ = policy.choose(lg, len(self.models))

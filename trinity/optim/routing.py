@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
@@ -18,25 +18,29 @@ from trinity.config import validate_config
 from trinity.data.questions import Question
 from trinity.errors import InputError
 from trinity.model import policy
+from trinity.model.arrays import Float64Array, IndexArray
 from trinity.model.theta import load_theta
 from trinity.runs.rundir import RunDir
+
+if TYPE_CHECKING:
+    from trinity.optim.fitness import RouterLike
 
 Turns = Sequence[tuple[str, str, str]]  # [(role, model, output)] of earlier turns
 
 
 @dataclass
 class Routing:
-    model_idx: np.ndarray    # (N,) int
-    role_idx: np.ndarray     # (N,) int
-    model_probs: np.ndarray  # (N, M) softmax of the model logits
-    role_probs: np.ndarray   # (N, 3) softmax of the role logits
+    model_idx: IndexArray       # (N,) int
+    role_idx: IndexArray        # (N,) int
+    model_probs: Float64Array   # (N, M) softmax of the model logits
+    role_probs: Float64Array    # (N, 3) softmax of the role logits
 
     def model_names(self, models: Sequence[str]) -> list[str]:
         return [models[i] for i in self.model_idx]
 
 class TrainedRouter:
-    def __init__(self, router: Any, theta: np.ndarray, models: list[str], run_id: str | None = None,
-                 text_fn: Any = None, competition: str | None = None):
+    def __init__(self, router: RouterLike, theta: Float64Array, models: list[str], run_id: str | None = None,
+                 text_fn: Callable[[Question, Turns], str] | None = None, competition: str | None = None) -> None:
         if theta.ndim != 1 or theta.shape[0] != router.n_params:
             raise InputError(f"θ has shape {theta.shape}, the router needs ({router.n_params},); "
                              "is best_theta.npy from a run with this encoder and pool?")
@@ -55,24 +59,25 @@ class TrainedRouter:
             return [self._text_fn(q, turns[i] if turns else ()) for i, q in enumerate(questions)]
         return [self.text.question_input(q, tuple(turns[i]) if turns else ()) for i, q in enumerate(questions)]
 
-    def logits(self, questions: Sequence[Question], turns: Sequence[Turns] | None = None) -> np.ndarray:
+    def logits(self, questions: Sequence[Question], turns: Sequence[Turns] | None = None) -> Float64Array:
         """(N, M + 3) head logits for each question (with its earlier turns, if given)."""
         if turns is not None and len(turns) != len(questions):
             raise InputError(f"got {len(turns)} transcripts for {len(questions)} questions")
         out = self.router.population_logits(self.theta[None, :], self.texts(questions, turns))
-        return np.asarray(out, dtype=np.float64)[0]
+        logits: Float64Array = np.asarray(out, dtype=np.float64)[0]
+        return logits
 
     def route(self, questions: Sequence[Question], turns: Sequence[Turns] | None = None) -> Routing:
         if not questions:
             m = len(self.models)
-            return Routing(np.zeros(0, int), np.zeros(0, int), np.zeros((0, m)), np.zeros((0, 3)))
+            return Routing(np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros((0, m)), np.zeros((0, 3)))
         lg = self.logits(questions, turns)
         model_idx, role_idx = policy.choose(lg, len(self.models))
         mp, rp = policy.group_probs(lg, len(self.models))
         return Routing(model_idx, role_idx, mp, rp)
 
 
-def load_trained(run_dir: str | os.PathLike | RunDir, theta_path: str | os.PathLike | None = None,
+def load_trained(run_dir: str | os.PathLike[str] | RunDir, theta_path: str | os.PathLike[str] | None = None,
                  device: str | None = None) -> TrainedRouter:
     """The run's router with its best θ (or `theta_path`), on `device` (default: the run's)."""
     from trinity.optim.fitness import build_router

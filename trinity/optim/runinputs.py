@@ -142,7 +142,7 @@ def inputs_digest(inputs: RunInputs) -> str:
     return h.hexdigest()[:16]
 
 
-def load_run_inputs(source: str | os.PathLike | RunDir | TrainConfig) -> RunInputs:
+def load_run_inputs(source: str | os.PathLike[str] | RunDir | TrainConfig) -> RunInputs:
     """From a run directory (its resolved config and recorded splits) or from a TrainConfig."""
     if isinstance(source, TrainConfig):
         return inputs_from_config(source)

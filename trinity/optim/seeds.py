@@ -13,13 +13,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from trinity.config import TrainConfig
 from trinity.errors import InputError
 from trinity.io import atomic_write_json, read_json
+
+if TYPE_CHECKING:
+    from trinity.optim.trainer import TrainResult
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -44,7 +47,7 @@ def _spread(values: list[float]) -> dict[str, float] | None:
             "min": float(a.min()), "max": float(a.max()), "n": len(a)}
 
 
-def seeds_summary(dirs: dict[int, Path], results: dict[int, Any]) -> dict:
+def seeds_summary(dirs: dict[int, Path], results: dict[int, TrainResult]) -> dict[str, Any]:
     rows = []
     for s, d in dirs.items():
         row: dict[str, Any] = {"seed": s, "run_dir": str(d)}
@@ -65,8 +68,8 @@ def seeds_summary(dirs: dict[int, Path], results: dict[int, Any]) -> dict:
                        "test_acc": _spread([r["test_acc"] for r in scored if isinstance(r.get("test_acc"), (int, float))])}}
 
 
-def train_seeds(cfg: TrainConfig, seeds: list[int], base: Path, start: Callable[..., Any],
-                on_line: Callable[[str], None] = print, **kw: Any) -> tuple[int, dict]:
+def train_seeds(cfg: TrainConfig, seeds: list[int], base: Path, start: Callable[..., TrainResult],
+                on_line: Callable[[str], None] = print, **kw: Any) -> tuple[int, dict[str, Any]]:
     """Run `start(cfg_for_seed, run_dir=…, **kw)` per seed; returns (exit code, summary)."""
     dirs = seed_dirs(base, seeds)
     taken = [str(d) for d in dirs.values() if d.exists()]
@@ -74,9 +77,9 @@ def train_seeds(cfg: TrainConfig, seeds: list[int], base: Path, start: Callable[
         raise InputError(f"{', '.join(taken)} already exist(s); pick another --run-dir for --seeds")
     split_seed = cfg.split_seed if cfg.split_seed is not None else seeds[0]
     out_path = base.with_name(f"{base.name}-seeds.json")
-    results: dict[int, Any] = {}
+    results: dict[int, TrainResult] = {}
     code = 0
-    summary: dict = {}
+    summary: dict[str, Any] = {}
     for s in seeds:
         on_line(f"seed {s}: {dirs[s]}")
         res = start(cfg.model_copy(update={"seed": s, "split_seed": split_seed}), run_dir=dirs[s], **kw)

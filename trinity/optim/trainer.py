@@ -26,17 +26,21 @@ Without a validation split: the ES mean after the last generation.
 
 from __future__ import annotations
 
+import os
 import signal
 import time
+import types
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
 from trinity.config import TrainConfig
+from trinity.data.questions import Question
 from trinity.errors import BudgetExceeded, CheckpointError, InputError, OutOfCredit, PoolStop
 from trinity.io import atomic_write_json
 from trinity.model import ROLES
+from trinity.model.arrays import Float64Array, IndexArray
 from trinity.model.theta import save_theta
 from trinity.optim import checkpoint as ckpt
 from trinity.optim.fitness import Fitness, GenerationHooks, RouterLike, StopRequested
@@ -60,7 +64,20 @@ class TrainResult:
     generations: int
 
 
-def make_es(x0: np.ndarray, sigma0: float, popsize: int, rng: np.random.RandomState):
+class EvolutionStrategy(Protocol):
+    """What the trainer uses of pycma's `CMAEvolutionStrategy` (cma ships no type information)."""
+
+    sigma: float
+
+    @property
+    def mean(self) -> Float64Array: ...
+
+    def ask(self) -> list[Float64Array]: ...
+
+    def tell(self, solutions: list[Float64Array], function_values: list[float]) -> None: ...
+
+
+def make_es(x0: Float64Array, sigma0: float, popsize: int, rng: np.random.RandomState) -> EvolutionStrategy:
     """Separable CMA-ES that samples from `rng` only and never stops on its own."""
     import cma
 
@@ -71,10 +88,11 @@ def make_es(x0: np.ndarray, sigma0: float, popsize: int, rng: np.random.RandomSt
         "maxiter": np.inf, "maxfevals": np.inf, "tolfun": 0, "tolfunhist": 0, "tolx": 0,
         "tolflatfitness": np.inf, "tolstagnation": np.inf, "tolfunrel": 0,
     }
-    return cma.CMAEvolutionStrategy(x0, sigma0, opts)
+    es: EvolutionStrategy = cma.CMAEvolutionStrategy(x0, sigma0, opts)
+    return es
 
 
-def _mix(names: list[str] | tuple[str, ...], idx: np.ndarray) -> dict[str, int]:
+def _mix(names: list[str] | tuple[str, ...], idx: IndexArray) -> dict[str, int]:
     counts = np.bincount(np.asarray(idx, dtype=np.int64).ravel(), minlength=len(names))  # an empty batch is float64
     return {n: int(c) for n, c in zip(names, counts)}
 
@@ -82,8 +100,8 @@ def _mix(names: list[str] | tuple[str, ...], idx: np.ndarray) -> dict[str, int]:
 class Trainer:
     def __init__(self, run: RunDir, cfg: TrainConfig, inputs: RunInputs, router: RouterLike,
                  fitness: Fitness, models: list[str], *, run_id: str,
-                 on_event: Callable[[dict], None] | None = None, validator: Fitness | None = None,
-                 warm_up: bool = False):
+                 on_event: Callable[[dict[str, Any]], None] | None = None, validator: Fitness | None = None,
+                 warm_up: bool = False) -> None:
         self.run = run
         self.cfg = cfg
         self.inputs = inputs
@@ -125,7 +143,7 @@ class Trainer:
             "warm_start": None,  # what warm_start() fitted (issue 14), set before generation 1
         }
 
-    def _new_es(self, x0: np.ndarray) -> dict[str, Any]:
+    def _new_es(self, x0: Float64Array) -> dict[str, Any]:
         """A fresh ES at mean `x0` with its own randn source seeded by the run; `es_x0` is kept so
         that a data-only checkpoint can rebuild the same ES (`_replay_es`)."""
         es_rng = np.random.RandomState(self.cfg.seed)
@@ -160,7 +178,7 @@ class Trainer:
         return {"es": es, "es_rng": rng, "es_x0": fresh["es_x0"]}
 
     # ---- events -------------------------------------------------------------------------------
-    def event(self, type_: str, **fields: Any) -> dict:
+    def event(self, type_: str, **fields: Any) -> dict[str, Any]:
         ev = self.run.append_event(type_, **fields)
         self.on_event(ev)
         return ev
@@ -183,7 +201,7 @@ class Trainer:
                 self.event("progress", gen=gen, done=int(done), total=int(total))
         return progress
 
-    def _on_signal(self, signum: int, frame: Any) -> None:
+    def _on_signal(self, signum: int, frame: types.FrameType | None) -> None:
         # First signal: finish nothing more, stop at the next progress point (the last completed
         # generation is already checkpointed). A second one: stop right now.
         if self._stop_signal == "done":
@@ -309,9 +327,9 @@ class Trainer:
         batch = [self.train_q[i] for i in pick]
         thetas = np.asarray(st["es"].ask(), dtype=np.float64)  # (P, D)
         mix: dict[str, dict[str, int]] = {}
-        traces: list[dict] = []
+        traces: list[dict[str, Any]] = []
 
-        def choices(model_idx: np.ndarray, role_idx: np.ndarray) -> None:
+        def choices(model_idx: IndexArray, role_idx: IndexArray) -> None:
             mix["model"], mix["role"] = _mix(self.models, model_idx), _mix(ROLES, role_idx)
 
         hooks = GenerationHooks(self._progress(gen), choices, traces.append)
@@ -353,7 +371,7 @@ class Trainer:
         self._write_artifacts()
         self.event("generation", **record)
 
-    def _validate(self, gen: int, best_cand: np.ndarray, record: dict[str, Any]) -> None:
+    def _validate(self, gen: int, best_cand: Float64Array, record: dict[str, Any]) -> None:
         cfg, st = self.cfg, self.state
         if not self.val_q or not cfg.val_every or gen % cfg.val_every:
             return
@@ -377,7 +395,7 @@ class Trainer:
                 st["best"] = {"theta": theta.copy(), "val_acc": v, "gen": gen, "which": which, "val_vec": vec.copy()}
         record["best_val_acc"] = st["best"]["val_acc"]
 
-    def _val_weights(self) -> np.ndarray:
+    def _val_weights(self) -> Float64Array:
         """(n_val,) weights of the selection figure: 1/n each, or with `select_on: benchmark_mean`
         1/(B·n_b) per question of benchmark b (each benchmark weighs the same)."""
         benches = np.array([q.benchmark for q in self.val_q])
@@ -389,7 +407,7 @@ class Trainer:
             w[benches == b] = 1.0 / (len(names) * int(np.sum(benches == b)))
         return w
 
-    def _beats(self, vec: np.ndarray) -> bool:
+    def _beats(self, vec: Float64Array) -> bool:
         """Whether per-question val accuracies `vec` beat the incumbent's by more than
         VAL_MARGIN_Z standard errors of the (weighted, per-benchmark stratified) paired difference."""
         best = self.state["best"]
@@ -409,7 +427,7 @@ class Trainer:
                 var += float(w[sel].sum()) ** 2 * float(np.var(d[sel], ddof=1)) / n_b
         return gain > 0 and gain > VAL_MARGIN_Z * var ** 0.5
 
-    def _minibatch(self, rng: np.random.RandomState, n_batch: int) -> np.ndarray:
+    def _minibatch(self, rng: np.random.RandomState, n_batch: int) -> IndexArray:
         """Indices into train_q. Several benchmarks (and cfg.stratify): each gets its share of the
         m questions, at least one, drawn without replacement within it — every generation then
         scores every benchmark. Otherwise one uniform draw (the stream of runs made before)."""
@@ -431,7 +449,7 @@ class Trainer:
         return np.concatenate(out)
 
     @staticmethod
-    def _per_benchmark(acc: np.ndarray, questions: list) -> dict[str, tuple[float, ...]]:
+    def _per_benchmark(acc: Float64Array, questions: list[Question]) -> dict[str, tuple[float, ...]]:
         """{benchmark: per-θ mean accuracy} when the questions span several benchmarks."""
         benches = np.array([q.benchmark for q in questions])
         names = sorted(set(benches.tolist()))
@@ -439,7 +457,7 @@ class Trainer:
             return {}
         return {b: tuple(float(v) for v in acc[:, benches == b].mean(axis=1)) for b in names}
 
-    def _accuracy(self, thetas: np.ndarray, questions: list) -> np.ndarray | None:
+    def _accuracy(self, thetas: Float64Array, questions: list[Question]) -> Float64Array | None:
         """(T, n) held-out correctness (argmax routing), or None when nothing can score it free."""
         acc = self.fitness.validate(thetas, questions)
         if acc is None and self.validator is not None:
@@ -447,7 +465,7 @@ class Trainer:
         return acc
 
     # ---- outputs ------------------------------------------------------------------------------
-    def best_theta(self) -> tuple[np.ndarray, dict[str, Any]]:
+    def best_theta(self) -> tuple[Float64Array, dict[str, Any]]:
         st = self.state
         if st["best"] is not None:
             b = st["best"]
@@ -529,7 +547,7 @@ class Trainer:
                 "avg_turns_source": f"training: the population's sessions in generation {rec['gen']} "
                                     "(the best θ is an ES mean, which was not run itself)"}
 
-    def _held_out(self, theta: np.ndarray) -> dict[str, Any]:
+    def _held_out(self, theta: Float64Array) -> dict[str, Any]:
         """Cached accuracy of best θ on val/test and the single-model baselines there."""
         out: dict[str, Any] = {}
         matrix = self.inputs.matrix
@@ -567,10 +585,9 @@ class Trainer:
         return out
 
 
-def _append_lines(path, records: list[dict]) -> int:
+def _append_lines(path: str | os.PathLike[str], records: list[dict[str, Any]]) -> int:
     """Append records as JSON lines in one write; returns the file size after it."""
     import json
-    import os
 
     data = "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records).encode()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -32,11 +32,18 @@ accuracy under lambda_turns. The ES mean starts at this θ; the trainer records 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from trinity.model import ROLES
+from trinity.model.arrays import Float64Array, FloatArray, Int64Array
+
+if TYPE_CHECKING:
+    from trinity.competition.text import RouterText
+    from trinity.data.questions import Question
+    from trinity.optim.fitness import RouterLike
 
 LAMBDAS = (1e-5, 1e-4, 1e-3, 1e-2)  # L2 strengths tried by cross-validation (the loss is a mean over questions)
 FOLDS = 4
@@ -71,7 +78,15 @@ ROLE_TEMPLATES = {
 }
 
 
-def frozen_features(router: Any, texts: list[str]) -> np.ndarray:
+class TextFeatureRouter(Protocol):
+    """The tests' stand-in routers: θ-independent features of texts, no `population_features`."""
+
+    def initial_mean(self) -> Float64Array: ...
+
+    def features(self, texts: list[str]) -> FloatArray: ...
+
+
+def frozen_features(router: RouterLike | TextFeatureRouter, texts: list[str]) -> Float64Array:
     """(N, H) features of `texts` under the router's initial θ (SVF scales 1.0)."""
     x0 = np.asarray(router.initial_mean(), dtype=np.float64)[None, :]
     if hasattr(router, "population_features"):
@@ -79,7 +94,7 @@ def frozen_features(router: Any, texts: list[str]) -> np.ndarray:
     return np.asarray(router.features(texts), dtype=np.float64)  # stand-in routers of the tests
 
 
-def fit_logistic(X: np.ndarray, Y: np.ndarray, lam: float, W0: np.ndarray | None = None) -> np.ndarray:
+def fit_logistic(X: npt.ArrayLike, Y: npt.ArrayLike, lam: float, W0: npt.ArrayLike | None = None) -> Float64Array:
     """(M, H) weights of M independent L2-regularised logistic regressions without intercept,
     X (N, H), fractional labels Y (N, M) in [0, 1]; L-BFGS (torch, float64, CPU: deterministic)."""
     import torch
@@ -93,25 +108,26 @@ def fit_logistic(X: np.ndarray, Y: np.ndarray, lam: float, W0: np.ndarray | None
     opt = torch.optim.LBFGS([W], lr=1.0, max_iter=MAX_ITER, tolerance_grad=1e-9, tolerance_change=1e-12,
                             history_size=20, line_search_fn="strong_wolfe")
 
-    def closure():
+    def closure() -> torch.Tensor:
         opt.zero_grad()
         Z = Xt @ W.T
         loss = torch.nn.functional.binary_cross_entropy_with_logits(Z, Yt, reduction="sum") / n \
             + 0.5 * lam * (W * W).sum()
-        loss.backward()
+        torch.autograd.backward(loss)  # = loss.backward(), which torch leaves unannotated
         return loss
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny matmuls: extra threads only spin, and a busy box makes that slow
     try:
         with torch.enable_grad():
-            opt.step(closure)
+            opt.step(closure)  # type: ignore[no-untyped-call]  # torch's LBFGS.step has no annotations
     finally:
         torch.set_num_threads(threads)
-    return W.detach().numpy().copy()
+    weights: Float64Array = W.detach().numpy().copy()
+    return weights
 
 
-def routed_accuracy(W: np.ndarray, X: np.ndarray, acc: np.ndarray) -> float:
+def routed_accuracy(W: Float64Array, X: Float64Array, acc: Float64Array) -> float:
     """Mean recorded correctness of argmax_j (w_j · h) over the rows of X."""
     if len(X) == 0:
         return float("nan")
@@ -119,7 +135,7 @@ def routed_accuracy(W: np.ndarray, X: np.ndarray, acc: np.ndarray) -> float:
     return float(acc[np.arange(len(X)), pick].mean())
 
 
-def choose_lambda(X: np.ndarray, acc: np.ndarray, seed: int) -> tuple[float, dict[str, float]]:
+def choose_lambda(X: Float64Array, acc: Float64Array, seed: int) -> tuple[float, dict[str, float]]:
     """λ of `LAMBDAS` with the best cross-validated routed accuracy on (X, acc)."""
     n = len(X)
     folds = min(FOLDS, n)
@@ -128,7 +144,7 @@ def choose_lambda(X: np.ndarray, acc: np.ndarray, seed: int) -> tuple[float, dic
     order = np.random.RandomState(seed + 104729).permutation(n)
     parts = np.array_split(order, folds)
     scores: dict[str, float] = {}
-    prev: list[np.ndarray | None] = [None] * folds
+    prev: list[Float64Array | None] = [None] * folds
     for lam in sorted(LAMBDAS, reverse=True):  # a path: each fit starts from the stronger λ's solution
         correct = 0.0
         for f in range(folds):
@@ -141,17 +157,17 @@ def choose_lambda(X: np.ndarray, acc: np.ndarray, seed: int) -> tuple[float, dic
     return best, scores
 
 
-def warm_start_theta(router: Any, x0: np.ndarray, n_models: int, texts_train: list[str], acc_train: np.ndarray,
-                     texts_val: list[str] | None = None, acc_val: np.ndarray | None = None,
-                     seed: int = 0, roles: tuple[np.ndarray, dict[str, Any]] | None = None,
-                     ) -> tuple[np.ndarray, dict[str, Any]]:
+def warm_start_theta(router: RouterLike | TextFeatureRouter, x0: npt.ArrayLike, n_models: int, texts_train: list[str],
+                     acc_train: npt.ArrayLike, texts_val: list[str] | None = None, acc_val: npt.ArrayLike | None = None,
+                     seed: int = 0, roles: tuple[Float64Array, dict[str, Any]] | None = None,
+                     ) -> tuple[Float64Array, dict[str, Any]]:
     """θ with the model rows fitted on (texts, acc) and the role rows at their default (`roles`:
     rows and record from `fit_role_rows`; without it Worker everywhere), and a JSON-ready record
     of the fit (λ, CV scores, train/val routed accuracy)."""
     X = frozen_features(router, texts_train)
-    acc_train = np.asarray(acc_train, dtype=np.float64)
-    lam, cv = choose_lambda(X, acc_train, seed)
-    W = fit_logistic(X, acc_train, lam)
+    acc_tr = np.asarray(acc_train, dtype=np.float64)
+    lam, cv = choose_lambda(X, acc_tr, seed)
+    W = fit_logistic(X, acc_tr, lam)
     hidden = X.shape[1]
     theta = np.asarray(x0, dtype=np.float64).copy()
     head = theta[: (n_models + len(ROLES)) * hidden].reshape(n_models + len(ROLES), hidden)
@@ -172,7 +188,7 @@ def warm_start_theta(router: Any, x0: np.ndarray, n_models: int, texts_train: li
                    "SVF scales 1.0"),
         **({k: v for k, v in roles[1].items() if k != "role_rows"} if roles is not None else {}),
         "n_train": len(X), "lambda": lam, "cv_routed_acc": cv,
-        "train_acc": routed_accuracy(W, X, acc_train),
+        "train_acc": routed_accuracy(W, X, acc_tr),
         "logit_scale": float(np.abs(X @ W.T).mean()) if len(X) else 0.0,
     }
     if texts_val and acc_val is not None and len(texts_val):
@@ -182,7 +198,7 @@ def warm_start_theta(router: Any, x0: np.ndarray, n_models: int, texts_train: li
     return theta, info
 
 
-def role_transcripts(text: Any, questions: list, models: list[str]) -> tuple[list[str], np.ndarray]:
+def role_transcripts(text: RouterText, questions: list[Question], models: list[str]) -> tuple[list[str], Int64Array]:
     """Encoder inputs of the session states of each question and the role each should get: a bare
     query → Worker; once the transcript holds turns (0 to 4 earlier turns, alternating Worker /
     Verifier REVISE) → Verifier. `text` is the competition's `RouterText`; models and phrasings
@@ -194,7 +210,7 @@ def role_transcripts(text: Any, questions: list, models: list[str]) -> tuple[lis
         query = text.render_question(q)
         outs = ROLE_TEMPLATES.get(q.kind, ROLE_TEMPLATES["other"])
         vers = ROLE_TEMPLATES["verifier"]
-        turns = []
+        turns: list[tuple[str, str, str]] = []
         for k in range(4):
             role = "Worker" if k % 2 == 0 else "Verifier"
             pick = outs if role == "Worker" else vers
@@ -206,7 +222,8 @@ def role_transcripts(text: Any, questions: list, models: list[str]) -> tuple[lis
     return texts, np.asarray(labels, dtype=np.int64)
 
 
-def fit_role_rows(router: Any, text: Any, questions: list, models: list[str]) -> tuple[np.ndarray, dict[str, Any]]:
+def fit_role_rows(router: RouterLike | TextFeatureRouter, text: RouterText, questions: list[Question], models: list[str]
+                  ) -> tuple[Float64Array, dict[str, Any]]:
     """(3, H) role rows (Thinker, Worker, Verifier) fitted on `role_transcripts`, and a record."""
     import torch
 
@@ -221,20 +238,20 @@ def fit_role_rows(router: Any, text: Any, questions: list, models: list[str]) ->
     opt = torch.optim.LBFGS([R], lr=1.0, max_iter=MAX_ITER, tolerance_grad=1e-9, tolerance_change=1e-12,
                             history_size=20, line_search_fn="strong_wolfe")
 
-    def closure():
+    def closure() -> torch.Tensor:
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(Xt @ R.T, yt, weight=cw) + 0.5 * ROLE_LAMBDA * (R * R).sum()
-        loss.backward()
+        torch.autograd.backward(loss)  # = loss.backward(), which torch leaves unannotated
         return loss
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         with torch.enable_grad():
-            opt.step(closure)
+            opt.step(closure)  # type: ignore[no-untyped-call]  # torch's LBFGS.step has no annotations
     finally:
         torch.set_num_threads(threads)
-    rows = R.detach().numpy().copy()
+    rows: Float64Array = R.detach().numpy().copy()
     Z = X @ rows.T
     idx = np.arange(len(y))
     other = Z.copy()
@@ -251,7 +268,7 @@ def fit_role_rows(router: Any, text: Any, questions: list, models: list[str]) ->
     return rows, info
 
 
-def set_role_rows(theta: np.ndarray, n_models: int, hidden: int, rows: np.ndarray) -> np.ndarray:
+def set_role_rows(theta: npt.ArrayLike, n_models: int, hidden: int, rows: Float64Array) -> Float64Array:
     out = np.asarray(theta, dtype=np.float64).copy()
     head = out[: (n_models + len(ROLES)) * hidden].reshape(n_models + len(ROLES), hidden)
     head[n_models:] = rows
