@@ -1,0 +1,121 @@
+"""`trinity train --mode live --workers N`: the sessions' encoder work on Ray actors, the pool
+stack (client, ledger, journal, cache, budget) in the driver. Against a practice server this
+test starts (loopback HTTP), whose request counts are the ground truth of what was paid."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from trinity.config import load_config
+from trinity.data.practice import practice_questions
+from trinity.io import read_jsonl
+from trinity.optim.engine import start_run
+from trinity.optim.population import FAULT_ENV
+from trinity.pool.ledger import verify_ledger
+from trinity.pool.practice_server import start_practice_server
+from trinity.session.shards import LIVE_SHARDS, shards_of_pairs
+
+ray = pytest.importorskip("ray", reason="the [ray] extra (pip install -e '.[ray]') runs these tests")
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def server():
+    h = start_practice_server(port=0)
+    yield h
+    h.stop()
+
+
+@pytest.fixture(scope="module")
+def questions_file(tmp_path_factory):
+    """Math + multiple choice only: graded in-process, fast on 2 cores."""
+    p = tmp_path_factory.mktemp("q") / "mathmc.jsonl"
+    p.write_text("".join(json.dumps(q.to_json()) + "\n" for q in practice_questions() if q.kind != "code"))
+    return p
+
+
+def _cfg(server, questions_file, cache: Path, **over):
+    # its own response cache per run: the server then sees every call a run pays for
+    return load_config(None, {"mode": "live", "pool": "practice", "questions": str(questions_file),
+                              "encoder": "tiny-qwen3", "generations": 2, "popsize": 4, "m": 5, "seed": 1,
+                              "warm_start": "none", "traces": "all", "base_url": server.base_url,
+                              "cache_path": str(cache / "responses.sqlite"), **over})
+
+
+def _results(run: Path):
+    hist = json.loads((run / "history.json").read_text())
+    drop = ("secs", "time")
+    traces = [{k: v for k, v in t.items() if k not in drop} for t in read_jsonl(run / "traces.jsonl")]
+    paid = sorted((r["model"], r["prompt_tokens"], r["completion_tokens"], r["cost_micro_usd"])
+                  for r in read_jsonl(run / "ledger.jsonl"))
+    return ((run / "best_theta.npy").read_bytes(), [{k: v for k, v in h.items() if k not in drop} for h in hist],
+            sorted(traces, key=lambda t: (t["gen"], t["candidate"], t["qid"])), paid)
+
+
+def _served(server, before) -> int:
+    return server.stats.completions - before.completions
+
+
+@pytest.fixture(scope="module")
+def single(server, questions_file, tmp_path_factory):
+    """The in-process run (`--workers 1`): results and the completions the server served for it."""
+    tmp = tmp_path_factory.mktemp("w1")
+    before = server.stats
+    res = start_run(_cfg(server, questions_file, tmp), run_dir=tmp / "run")
+    assert res.status == "finished", res.message
+    return _results(tmp / "run"), _served(server, before)
+
+
+def test_shards_cut_by_question_in_blocks():
+    qs = [q for q in practice_questions() if q.kind != "code"][:6]
+    pairs = [(c, q) for c in range(3) for q in qs]
+    shard_of, n = shards_of_pairs(pairs)
+    assert n == LIVE_SHARDS
+    by_q = {q.id: {s for (_, qq), s in zip(pairs, shard_of) if qq.id == q.id} for q in qs}
+    assert all(len(s) == 1 for s in by_q.values())  # every session of a question in one shard
+    assert [next(iter(by_q[q.id])) for q in qs] == sorted(next(iter(by_q[q.id])) for q in qs)  # blocks, in order
+    assert shards_of_pairs(pairs, workers=8)[1] == 6  # one per worker, never more than the questions
+
+
+def test_live_workers_2_equals_workers_1(ray_local, server, questions_file, single, tmp_path):
+    before = server.stats
+    res = start_run(_cfg(server, questions_file, tmp_path, workers=2), run_dir=tmp_path / "run")
+    assert res.status == "finished", res.message
+    ref, served_ref = single
+    got = _results(tmp_path / "run")
+    assert got[0] == ref[0] and got[1] == ref[1] and got[2] == ref[2]  # θ, history, every session
+    assert got[3] == ref[3] and len(got[3]) > 0  # the same calls at the same cost
+    assert _served(server, before) == served_ref == len(ref[3])
+    assert verify_ledger(tmp_path / "run" / "ledger.jsonl").ok
+
+
+def test_live_worker_killed_mid_generation_pays_nothing_twice(ray_local, server, questions_file, single,
+                                                              tmp_path, monkeypatch):
+    monkeypatch.setenv(FAULT_ENV, "1:1")  # worker 1 exits at its second turn step of generation 1
+    before = server.stats
+    res = start_run(_cfg(server, questions_file, tmp_path, workers=2), run_dir=tmp_path / "run")
+    assert res.status == "finished", res.message
+    ref, served_ref = single
+    assert _results(tmp_path / "run") == ref  # the generation evaluated again: the same numbers
+    # no call went to the server twice: between two turn steps none is in flight
+    assert _served(server, before) == served_ref
+    logs = [e for e in read_jsonl(tmp_path / "run" / "events.jsonl") if e["type"] == "log"]
+    lost = [e for e in logs if e["level"] == "warning" and "lost" in e.get("message", "")]
+    assert len(lost) == 1 and "generation 1: Ray worker(s) [1] lost" in lost[0]["message"]
+    again = [e["message"] for e in logs if "evaluated again:" in e.get("message", "")]
+    assert len(again) == 1, again
+    m = re.search(r"(\d+) call\(s\) replayed .* (\d+) paid \(the lost attempt had paid (\d+)\)", again[0])
+    assert m, again[0]
+    replayed, paid_after, paid_before = (int(x) for x in m.groups())
+    gen1_calls = json.loads((tmp_path / "run" / "history.json").read_text())[0]["calls"]
+    assert 0 < paid_before <= replayed and paid_before + paid_after == gen1_calls  # each call paid once
