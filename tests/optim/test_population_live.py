@@ -119,3 +119,28 @@ def test_live_worker_killed_mid_generation_pays_nothing_twice(ray_local, server,
     replayed, paid_after, paid_before = (int(x) for x in m.groups())
     gen1_calls = json.loads((tmp_path / "run" / "history.json").read_text())[0]["calls"]
     assert 0 < paid_before <= replayed and paid_before + paid_after == gen1_calls  # each call paid once
+
+
+def test_live_trial_with_workers_in_a_sweep_keeps_the_sweep_budget(ray_local, server, questions_file, tmp_path):
+    """A sweep trial (a Ray task) whose live run spreads its sessions over 2 actors: its pool
+    client still reserves from the sweep's one budget holder (counted at the server)."""
+    import yaml
+
+    from trinity.sweep.runner import new_sweep, run_sweep
+
+    cap = 0.007  # the priciest model's worst case (max_tokens of output) is ~$0.005 a call
+    spec = tmp_path / "live.yaml"
+    spec.write_text(yaml.safe_dump({"config": {
+        "mode": "live", "pool": "practice", "base_url": server.base_url, "questions": str(questions_file),
+        "encoder": "tiny-qwen3", "generations": 6, "popsize": 4, "m": 4, "max_turns": 2, "concurrency": 4,
+        "workers": 2, "traces": "none", "cache_path": str(tmp_path / "c.sqlite")}}), encoding="utf-8")
+    before = server.stats.billed_usd
+    sd = new_sweep(spec, tmp_path / "sweep", budget_usd=cap)
+    doc = run_sweep(sd.path, timeout_s=240)
+    billed = server.stats.billed_usd - before
+    assert 0 < billed <= cap, (billed, cap)
+    (trial,) = doc["trials"]
+    assert trial["state"] == "stopped" and "sweep budget" in trial.get("message", ""), trial
+    logs = [e["message"] for e in read_jsonl(sd.path / trial["dir"] / "events.jsonl") if e["type"] == "log"]
+    assert any("2 Ray workers" in m and "stay in this process" in m for m in logs)
+    assert abs(verify_ledger(sd.path / trial["dir"] / "ledger.jsonl").total_micro_usd / 1e6 - billed) < 1e-6

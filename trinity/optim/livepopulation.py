@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,7 @@ from trinity.errors import TrinityError
 from trinity.optim.population import GATHER_TIMEOUT_S, MAX_RECOVERIES, _fault
 from trinity.session.evaluation import Evaluation, GenerationHooks
 from trinity.session.fitness import LiveFitness
-from trinity.session.shards import shard_budget_mb, shards_of_pairs, split_by_shard
+from trinity.session.shards import LogitsFn, shard_budget_mb, shards_of_pairs, split_by_shard
 
 FAULT_TURN = 2  # the turn step at which an injected fault kills the worker (calls are already paid)
 Part = tuple[int, list[str], np.ndarray, list[int]]  # (shard, texts, candidates, streams)
@@ -148,9 +149,10 @@ class LivePopulationFitness(LiveFitness):
             raise TrinityError(f"a Ray worker died while loading the encoder: {str(e).splitlines()[0]}") from None
 
     # ---- the logits function of one evaluation attempt ---------------------------------------
-    def _logits_fn(self, thetas: np.ndarray, pairs: list[tuple[int, Question]]):
+    def _logits_fn(self, thetas: np.ndarray, pairs: list[tuple[int, Question]]) -> LogitsFn:
         if getattr(self.router, "session_encoder", None) is None:
-            return super()._logits_fn(thetas, pairs)
+            plain: LogitsFn = super()._logits_fn(thetas, pairs)
+            return plain
         shard_of, n_shards = shards_of_pairs(pairs, self.n_workers)
         self._attempt += 1
         key = f"g{self.gen}/a{self._attempt}"
@@ -200,12 +202,12 @@ class LivePopulationFitness(LiveFitness):
         return super().evaluate(gen, thetas, questions, hooks)
 
     def run_sessions(self, thetas: np.ndarray, pairs: list[tuple[int, Question]], key_prefix: str,
-                     purpose: str = "train", on_step=None):
+                     purpose: str = "train", on_step: Callable[[int, int], None] | None = None) -> list[Any]:
         st = self.client.stats
         for attempt in range(MAX_RECOVERIES + 1):
             before = (st.journal_hits, st.calls)
             try:
-                trajs = super().run_sessions(thetas, pairs, key_prefix, purpose=purpose, on_step=on_step)
+                trajs: list[Any] = super().run_sessions(thetas, pairs, key_prefix, purpose=purpose, on_step=on_step)
             except _Lost as e:
                 if attempt == MAX_RECOVERIES:
                     raise TrinityError(f"Ray workers died {attempt + 1} times in generation {self.gen}; "
