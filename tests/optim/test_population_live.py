@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from trinity.config import load_config
@@ -47,7 +48,7 @@ def questions_file(tmp_path_factory):
 def _cfg(server, questions_file, cache: Path, **over):
     # its own response cache per run: the server then sees every call a run pays for
     return load_config(None, {"mode": "live", "pool": "practice", "questions": str(questions_file),
-                              "encoder": "tiny-qwen3", "generations": 2, "popsize": 4, "m": 5, "seed": 1,
+                              "encoder": "tiny-qwen3", "generations": 2, "popsize": 4, "m": 4, "max_turns": 3, "seed": 1,
                               "warm_start": "none", "traces": "all", "base_url": server.base_url,
                               "cache_path": str(cache / "responses.sqlite"), **over})
 
@@ -87,7 +88,51 @@ def test_shards_cut_by_question_in_blocks():
     assert shards_of_pairs(pairs, workers=8)[1] == 6  # one per worker, never more than the questions
 
 
-def test_live_workers_2_equals_workers_1(ray_local, server, questions_file, single, tmp_path):
+def test_actor_path_gives_the_in_process_bits():
+    """The driver's cut (shards by question, shard s on actor s % N) and the actors' encoders
+    (`LiveWorker`, plain Python here) give the in-process `ShardedLogits` bits over growing
+    transcripts, for 1 and 2 actors."""
+    from trinity.competition.text import router_text
+    from trinity.optim.fitness import build_router
+    from trinity.optim.livepopulation import LiveWorker, actor_parts, assemble
+    from trinity.session.shards import ShardedLogits
+
+    cfg = load_config(None, {"encoder": "tiny-qwen3", "device": "cpu"})
+    router = build_router(cfg, 3)
+    qs = [q for q in practice_questions() if q.kind != "code"][:5]
+    P = 3
+    pairs = [(c, q) for c in range(P) for q in qs]
+    thetas = router.initial_mean()[None] + 0.1 * np.random.default_rng(0).standard_normal((P, router.n_params))
+    rt = router_text("tinyrouter")
+    queries = [rt.render_question(q) for _, q in pairs]
+    shard_of, n = shards_of_pairs(pairs)
+    workers = [LiveWorker(cfg.resolved(), 3, None) for _ in range(2)]
+
+    def steps():  # turn steps: transcripts grow; some sessions end after turn 1
+        for t in range(3):
+            active = [i for i in range(len(pairs)) if t == 0 or i % 4 != 1]
+            turns = {i: [(f"model-{(pairs[i][0] + k) % 2}", "Worker", f"step {k} of {pairs[i][1].id}")
+                         for k in range(t)] for i in active}
+            yield ([rt.encoder_input(queries[i], turns[i]) for i in active],
+                   np.array([pairs[i][0] for i in active]), active)
+
+    local = ShardedLogits(router, thetas, shard_of, n)
+    want = [local(*step) for step in steps()]
+    for n_actors in (1, 2):
+        for w in workers[:n_actors]:
+            w.begin(f"k{n_actors}", thetas, n)
+        for step, ref in zip(steps(), want):
+            split = actor_parts(shard_of, *step, n_actors)
+            res = [workers[a].logits(f"k{n_actors}", parts)[0] for a, (parts, _) in enumerate(split)]
+            assert np.array_equal(assemble(len(step[0]), [w for _, w in split], res), ref), n_actors
+
+
+def test_live_workers_2_equal_workers_1_and_a_lost_worker_pays_nothing_twice(
+        ray_local, server, questions_file, single, tmp_path, monkeypatch):
+    """Worker 1 is killed in generation 1, which is then evaluated again from its first turn on
+    two workers (fresh encoder states); generation 2 runs on two workers undisturbed. Equal to the
+    in-process run in θ, history, every session and every call: `--workers 2` == `--workers 1`."""
+    monkeypatch.setenv(FAULT_ENV, "1:1")  # worker 1 exits at its second turn step of generation 1
     before = server.stats
     res = start_run(_cfg(server, questions_file, tmp_path, workers=2), run_dir=tmp_path / "run")
     assert res.status == "finished", res.message
@@ -95,20 +140,11 @@ def test_live_workers_2_equals_workers_1(ray_local, server, questions_file, sing
     got = _results(tmp_path / "run")
     assert got[0] == ref[0] and got[1] == ref[1] and got[2] == ref[2]  # θ, history, every session
     assert got[3] == ref[3] and len(got[3]) > 0  # the same calls at the same cost
+    # no call went to the server twice: between two turn steps none is in flight
     assert _served(server, before) == served_ref == len(ref[3])
     assert verify_ledger(tmp_path / "run" / "ledger.jsonl").ok
-
-
-def test_live_worker_killed_mid_generation_pays_nothing_twice(ray_local, server, questions_file, single,
-                                                              tmp_path, monkeypatch):
-    monkeypatch.setenv(FAULT_ENV, "1:1")  # worker 1 exits at its second turn step of generation 1
-    before = server.stats
-    res = start_run(_cfg(server, questions_file, tmp_path, workers=2), run_dir=tmp_path / "run")
-    assert res.status == "finished", res.message
-    ref, served_ref = single
-    assert _results(tmp_path / "run") == ref  # the generation evaluated again: the same numbers
-    # no call went to the server twice: between two turn steps none is in flight
-    assert _served(server, before) == served_ref
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["config"]["workers"] == 2 and meta["mode"] == "live"
     logs = [e for e in read_jsonl(tmp_path / "run" / "events.jsonl") if e["type"] == "log"]
     lost = [e for e in logs if e["level"] == "warning" and "lost" in e.get("message", "")]
     assert len(lost) == 1 and "generation 1: Ray worker(s) [1] lost" in lost[0]["message"]

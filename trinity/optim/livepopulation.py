@@ -90,6 +90,30 @@ class LiveWorker:
         return os.getpid()
 
 
+def actor_parts(shard_of_stream: list[int], texts: list[str], cands: np.ndarray, streams: list[int],
+                n_actors: int) -> list[tuple[list[Part], list[list[int]]]]:
+    """Per actor (shard s on actor s % n_actors): its shards' parts of this turn step, and each
+    part's positions in the step's batch."""
+    out: list[tuple[list[Part], list[list[int]]]] = [([], []) for _ in range(n_actors)]
+    for shard, pos in split_by_shard(shard_of_stream, streams).items():
+        parts, where = out[shard % n_actors]
+        parts.append((shard, [texts[k] for k in pos], np.asarray(cands)[pos], [streams[k] for k in pos]))
+        where.append(pos)
+    return out
+
+
+def assemble(n: int, positions: list[list[list[int]]], results: list[list[np.ndarray]]) -> np.ndarray:
+    """The actors' logits put back in the batch's order."""
+    out: np.ndarray | None = None
+    for where, res in zip(positions, results):
+        for pos, lg in zip(where, res):
+            if out is None:
+                out = np.empty((n, lg.shape[1]), dtype=lg.dtype)
+            out[pos] = lg
+    assert out is not None, "a turn step with no texts"
+    return out
+
+
 class _Lost(Exception):
     def __init__(self, cause: Exception):
         super().__init__(str(cause))
@@ -164,25 +188,15 @@ class LivePopulationFitness(LiveFitness):
             nonlocal step
             step += 1
             t0 = time.perf_counter()
-            by_shard = split_by_shard(shard_of, streams)
-            per_actor: list[list[tuple[int, list[int]]]] = [[] for _ in self.actors]
-            for shard, pos in by_shard.items():
-                per_actor[shard % len(self.actors)].append((shard, pos))
+            per_actor = actor_parts(shard_of, texts, cands, streams, len(self.actors))
             refs = []
-            for w, mine in enumerate(per_actor):
-                parts = [(s, [texts[k] for k in pos], cands[pos], [streams[k] for k in pos]) for s, pos in mine]
+            for w, (parts, _) in enumerate(per_actor):
                 die = False
                 if self._fault is not None and self._fault == (self.gen, w) and step == FAULT_TURN:
                     die, self._fault = True, None
                 refs.append(self.actors[w].logits.remote(key, parts, die))  # every actor: frees ended shards
             results = self._call(refs)
-            out: np.ndarray | None = None
-            for mine, (res, _) in zip(per_actor, results):
-                for (_, pos), lg in zip(mine, res):
-                    if out is None:
-                        out = np.empty((len(texts), lg.shape[1]), dtype=lg.dtype)
-                    out[pos] = lg
-            assert out is not None, "a turn step with no texts"
+            out = assemble(len(texts), [pos for _, pos in per_actor], [res for res, _ in results])
             self.turn_steps.append({"wall_s": time.perf_counter() - t0, "texts": float(len(texts)),
                                     "busy_s": max(b for _, b in results)})
             return out
