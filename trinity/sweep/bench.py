@@ -37,7 +37,7 @@ def register(sub) -> None:
     p.add_argument("--popsize", type=int, default=32)
     p.add_argument("--m", type=int, default=16)
     p.add_argument("--workers", type=int, default=2, help="part b: Ray workers compared with 1")
-    p.add_argument("--repeats", type=int, default=2, help="part b: timed generations per variant (best kept)")
+    p.add_argument("--repeats", type=int, default=2, help="parts b and live: timed generations per variant (best kept)")
     p.add_argument("--max-turns", dest="max_turns", type=int, default=5, help="part live: turns per session")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
@@ -205,7 +205,8 @@ def run(args) -> int:
     if args.part == "live":
         from trinity.sweep.livebench import bench_live_workers
 
-        res["live"] = bench_live_workers(args.encoder, args.popsize, args.m, args.workers, args.max_turns)
+        res["live"] = bench_live_workers(args.encoder, args.popsize, args.m, args.workers, args.max_turns,
+                                         args.repeats)
     if args.part in ("workers", "both"):
         res["workers"] = bench_workers(args.encoder, args.popsize, args.m, args.workers, args.repeats)
     if args.json:
