@@ -180,3 +180,11 @@ def test_live_trial_with_workers_in_a_sweep_keeps_the_sweep_budget(ray_local, se
     logs = [e["message"] for e in read_jsonl(sd.path / trial["dir"] / "events.jsonl") if e["type"] == "log"]
     assert any("2 Ray workers" in m and "stay in this process" in m for m in logs)
     assert abs(verify_ledger(sd.path / trial["dir"] / "ledger.jsonl").total_micro_usd / 1e6 - billed) < 1e-6
+
+
+def test_more_workers_than_the_cluster_holds_is_one_clear_line(ray_local, server, questions_file, tmp_path):
+    from trinity.errors import ConfigError
+
+    with pytest.raises(ConfigError) as e:  # 3 actors of 1 CPU on a 2-CPU instance would wait forever
+        start_run(_cfg(server, questions_file, tmp_path, workers=3), run_dir=tmp_path / "run")
+    assert "--workers 3 needs 3 CPUs" in str(e.value) and "\n" not in str(e.value)
