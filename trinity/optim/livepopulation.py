@@ -154,7 +154,7 @@ class LivePopulationFitness(LiveFitness):
         self._fault = _fault()
         self.gen = 0
         self.recoveries: list[dict[str, Any]] = []
-        self.turn_steps: list[dict[str, float]] = []  # per turn step: wall, texts, slowest actor's compute
+        self.turn_steps: list[dict[str, float]] = []  # per turn step: wall, texts, slowest / all actors' compute
         self._attempt = 0
         t0 = time.monotonic()
         self.actors = [self._new_actor() for _ in range(self.n_workers)]
@@ -203,7 +203,7 @@ class LivePopulationFitness(LiveFitness):
             results = self._call(refs)
             out = assemble(len(texts), [pos for _, pos in per_actor], [res for res, _ in results])
             self.turn_steps.append({"wall_s": time.perf_counter() - t0, "texts": float(len(texts)),
-                                    "busy_s": max(b for _, b in results)})
+                                    "busy_s": max(b for _, b in results), "busy_sum_s": sum(b for _, b in results)})
             return out
 
         return logits

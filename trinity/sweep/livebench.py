@@ -130,7 +130,10 @@ def _one_generation(cfg: Any, tmp: Path, name: str, router: Any, models: list[st
         row.update({"turn_steps": len(steps), "encoder_s": round(sum(s["busy_s"] for s in steps), 3),
                     "ray_overhead_per_turn_ms": round(1000 * statistics.mean(over), 1),
                     "ray_overhead_per_turn_max_ms": round(1000 * max(over), 1),
-                    "ray_overhead_pct_of_generation": round(100 * sum(over) / wall, 2)})
+                    "ray_overhead_pct_of_generation": round(100 * sum(over) / wall, 2),
+                    # the encoder work's split: its total over the busiest worker's (N when even)
+                    "compute_split_speedup": round(sum(s["busy_sum_s"] for s in steps)
+                                                   / max(1e-9, sum(s["busy_s"] for s in steps)), 3)})
     else:
         row["encoder_s"] = round(enc_s[0], 3)
     return row, np.asarray(ev.rewards)
