@@ -34,7 +34,7 @@ import numpy as np
 from trinity.config import TrainConfig
 from trinity.data.questions import Question
 from trinity.errors import ConfigError, TrinityError
-from trinity.optim.population import GATHER_TIMEOUT_S, MAX_RECOVERIES, _fault
+from trinity.optim.population import GATHER_TIMEOUT_S, MAX_RECOVERIES, check_population, injected_fault
 from trinity.session.evaluation import Evaluation, GenerationHooks
 from trinity.session.fitness import LiveFitness
 from trinity.session.shards import LogitsFn, shard_budget_mb, shards_of_pairs, split_by_shard
@@ -151,7 +151,7 @@ class LivePopulationFitness(LiveFitness):
             config["device"] = "cpu"
         self._config = config
         self._options: dict[str, Any] = {"num_gpus": 1, "num_cpus": 0} if on_gpu else {"num_cpus": 1}
-        self._fault = _fault()
+        self._fault = injected_fault()
         self.gen = 0
         self.recoveries: list[dict[str, Any]] = []
         self.turn_steps: list[dict[str, float]] = []  # per turn step: wall, texts, slowest / all actors' compute
@@ -284,4 +284,5 @@ class LivePopulationFitness(LiveFitness):
 
 def make_live_population_fitness(cfg: TrainConfig, run: Any, router: Any, inputs: Any,
                                  models: list[str]) -> LivePopulationFitness:
+    check_population(cfg)
     return LivePopulationFitness(cfg, run, router, models)

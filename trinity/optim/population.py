@@ -28,7 +28,7 @@ import numpy as np
 
 from trinity.config import TrainConfig
 from trinity.errors import ConfigError, TrinityError
-from trinity.optim.fitness import CachedFitness, Evaluation, Fitness, GenerationHooks, RouterLike
+from trinity.optim.fitness import CachedFitness, Evaluation, GenerationHooks, RouterLike
 
 FAULT_ENV = "TRINITY_FAULT_KILL_WORKER"
 MAX_RECOVERIES = 3  # per generation: a worker that dies again and again is a real problem
@@ -232,19 +232,20 @@ class _Lost(Exception):
         self.cause = cause
 
 
+def injected_fault() -> tuple[int, int] | None:
+    """(generation, worker) of TRINITY_FAULT_KILL_WORKER, or None (the live workers read it too)."""
+    return _fault()
+
+
 def check_population(cfg: TrainConfig) -> None:
     """What --workers needs, checked before a run directory is created."""
     from trinity.optim.raysupport import require_ray
 
-    require_ray()  # live mode too: its sessions' encoder work (trinity.optim.livepopulation)
+    require_ray()  # live mode too: trinity.optim.livepopulation
 
 
-def make_population_fitness(cfg: TrainConfig, run: Any, router: RouterLike, inputs: Any, models: list[str]) -> Fitness:
+def make_population_fitness(cfg: TrainConfig, run: Any, router: RouterLike, inputs: Any, models: list[str]) -> PopulationFitness:
     check_population(cfg)
-    if cfg.mode == "live":
-        from trinity.optim.livepopulation import make_live_population_fitness
-
-        return make_live_population_fitness(cfg, run, router, inputs, models)
     by_id = {q.id: q for q in inputs.questions}
     qs = [by_id[i] for i in inputs.splits["train"]] + [by_id[i] for i in inputs.splits["val"]]
     # the same texts, in the same order, as the single-process warm-up (CachedFitness.warm_up)
