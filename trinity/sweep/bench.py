@@ -9,6 +9,8 @@
 (b) `--part workers`: one cached generation (popsize 32, m 16 by default) at qwen3-0.6b-random size
     on the CPU: in this process, on 1 Ray worker (the pure overhead: the same work, serialised,
     through Ray), and on `--workers` Ray workers; the logits must be equal bit for bit.
+(d) `--part live`: one live generation in this process vs on 1 and `--workers` Ray workers
+    (`trinity.sweep.livebench`, docs/perf/ray-live.md).
 """
 
 from __future__ import annotations
