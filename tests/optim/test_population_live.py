@@ -188,3 +188,15 @@ def test_more_workers_than_the_cluster_holds_is_one_clear_line(ray_local, server
     with pytest.raises(ConfigError) as e:  # 3 actors of 1 CPU on a 2-CPU instance would wait forever
         start_run(_cfg(server, questions_file, tmp_path, workers=3), run_dir=tmp_path / "run")
     assert "--workers 3 needs 3 CPUs" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_live_workers_without_ray_one_line_names_the_extra(server, questions_file, tmp_path, monkeypatch):
+    import sys
+
+    from trinity.errors import ConfigError
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if not installed
+    with pytest.raises(ConfigError, match=r'pip install -e "\.\[ray\]"') as e:
+        start_run(_cfg(server, questions_file, tmp_path, workers=2), run_dir=tmp_path / "run")
+    assert "\n" not in str(e.value)
+    assert not (tmp_path / "run").exists()  # checked before the run dir is created
