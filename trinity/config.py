@@ -118,8 +118,8 @@ class TrainConfig(BaseModel):
     shaping: bool = Field(False, description="live mode: format bonus / turn penalty in the training reward")
     format_bonus: float = Field(0.05, ge=0)
     turn_penalty: float = Field(0.02, ge=0)
-    workers: int = Field(1, ge=1, le=1024, description="cached mode: Ray actors that evaluate a generation's "
-                                                      "candidates (1: in this process; the [ray] extra)")
+    workers: int = Field(1, ge=1, le=1024, description="Ray actors that evaluate a generation's "
+                                                      "candidates (live: the sessions' encoder work; 1: in this process; the [ray] extra)")
     ray_address: str | None = Field(None, description="HOST:PORT of a Ray cluster for --workers (default: a local one)")
     warm_start: Literal["auto", "labels", "none"] = Field(
         "auto", description="fit the head's model rows on the training split's correctness labels before "

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from trinity.config import load_config
-from trinity.errors import ConfigError
 from trinity.optim.engine import start_run
 from trinity.optim.population import FAULT_ENV
 
@@ -61,10 +60,3 @@ def test_worker_killed_mid_generation_is_recovered(ray_local, single, tmp_path, 
     lost = [e for e in logs if e["type"] == "log" and "lost" in e.get("message", "")]
     assert len(lost) == 1 and lost[0]["level"] == "warning" and "generation 2" in lost[0]["message"]
 
-
-def test_live_mode_over_workers_is_refused_clearly(ray_local, tmp_path):
-    cfg = load_config(None, {"mode": "live", "pool": "practice", "questions": "practice", "encoder": "tiny-qwen3",
-                             "workers": 2})
-    with pytest.raises(ConfigError, match="live mode over workers is not built yet"):
-        start_run(cfg, run_dir=tmp_path / "run")
-    assert not (tmp_path / "run").exists()

@@ -127,8 +127,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--policy", choices=["argmax", "sample"],
                    help="argmax per group (default) or sample from the softmax")
     p.add_argument("--temperature", type=float, help="softmax temperature of --policy sample")
-    p.add_argument("--workers", type=int, help="cached mode: Ray actors that evaluate each generation's candidates "
-                                               "(default 1: this process; the [ray] extra)")
+    p.add_argument("--workers", type=int, help="Ray actors that evaluate each generation's candidates (live mode: "
+                                               "its sessions' encoder work) (default 1: this process; the [ray] extra)")
     p.add_argument("--ray-address", dest="ray_address", help="HOST:PORT of a Ray cluster for --workers (default: local)")
     p.add_argument("--warm-start", dest="warm_start", choices=["auto", "labels", "none"],
                    help="labels: fit the head's model rows on the training split's correctness before ES "

@@ -31,6 +31,10 @@ def run_competition_of(cfg: TrainConfig) -> str:
 
 
 def make_fitness(cfg: TrainConfig, run: RunDir, router: RouterLike, inputs: RunInputs, models: list[str]) -> Fitness:
+    if (cfg.workers > 1 or cfg.ray_address) and cfg.mode == "live":
+        from trinity.optim.livepopulation import make_live_population_fitness
+
+        return make_live_population_fitness(cfg, run, router, inputs, models)
     if cfg.workers > 1 or cfg.ray_address:
         from trinity.optim.population import make_population_fitness
 

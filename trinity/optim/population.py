@@ -232,14 +232,16 @@ class _Lost(Exception):
         self.cause = cause
 
 
+def injected_fault() -> tuple[int, int] | None:
+    """(generation, worker) of TRINITY_FAULT_KILL_WORKER, or None (the live workers read it too)."""
+    return _fault()
+
+
 def check_population(cfg: TrainConfig) -> None:
     """What --workers needs, checked before a run directory is created."""
     from trinity.optim.raysupport import require_ray
 
-    if cfg.mode != "cached":
-        raise ConfigError("--workers / --ray-address spread cached-mode generations over Ray actors; live mode "
-                          "over workers is not built yet: run live training with --workers 1")
-    require_ray()
+    require_ray()  # live mode too: trinity.optim.livepopulation
 
 
 def make_population_fitness(cfg: TrainConfig, run: Any, router: RouterLike, inputs: Any, models: list[str]) -> PopulationFitness:

@@ -72,12 +72,15 @@ class LiveFitness:
             r -= self.cfg.turn_penalty * max(0, len(traj.turns) - 1)
         return r
 
-    def _logits_fn(self, thetas: np.ndarray):
+    def _logits_fn(self, thetas: np.ndarray, pairs: list[tuple[int, Question]]):
         """The router's incremental session encoder for this population (a turn reads only its new
-        tokens), or its paired path when it has none (a fixed-policy stand-in)."""
-        make = getattr(self.router, "session_encoder", None)
-        if make is not None:
-            return make(thetas).logits
+        tokens), shard by shard as `--workers N` cuts them (`trinity.session.shards`), or its
+        paired path when it has none (a fixed-policy stand-in)."""
+        if getattr(self.router, "session_encoder", None) is not None:
+            from trinity.session.shards import ShardedLogits, shards_of_pairs
+
+            shard_of, n = shards_of_pairs(pairs)
+            return ShardedLogits(self.router, thetas, shard_of, n)
         return lambda texts, cands, streams: self.router.paired_logits(thetas, texts, cands)
 
     def run_sessions(self, thetas: np.ndarray, pairs: list[tuple[int, Question]], key_prefix: str,
@@ -85,7 +88,7 @@ class LiveFitness:
         spec = SessionSpec(self.models, purpose=purpose, max_turns=self.cfg.max_turns,
                            policy=self.cfg.policy, temperature=self.cfg.temperature, seed=self.cfg.seed,
                            key_prefix=key_prefix, competition=self.competition)
-        runner = SessionRunner(self.client, self._logits_fn(thetas), spec, on_step=on_step)
+        runner = SessionRunner(self.client, self._logits_fn(thetas, pairs), spec, on_step=on_step)
         return self.live.run(runner.run(pairs))
 
     def warm_up(self, questions: list[Question], log: LogFn) -> None:

@@ -9,6 +9,8 @@
 (b) `--part workers`: one cached generation (popsize 32, m 16 by default) at qwen3-0.6b-random size
     on the CPU: in this process, on 1 Ray worker (the pure overhead: the same work, serialised,
     through Ray), and on `--workers` Ray workers; the logits must be equal bit for bit.
+(d) `--part live`: one live generation in this process vs on 1 and `--workers` Ray workers
+    (`trinity.sweep.livebench`, docs/perf/ray-live.md).
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ PRACTICE = Path(__file__).resolve().parents[2] / "configs" / "practice.yaml"
 
 def register(sub) -> None:
     p = sub.add_parser("sweep", help="sweep on local Ray vs one after another; --workers N vs 1 for one generation")
-    p.add_argument("--part", choices=["sweep", "workers", "budget", "both"], default="both",
-                   help="both = sweep and workers; budget: reserve+settle round trips to the sweep's budget holder")
+    p.add_argument("--part", choices=["sweep", "workers", "budget", "live", "both"], default="both",
+                   help="both = sweep and workers; budget: reserve+settle round trips to the sweep's budget holder; "
+                        "live: one live generation, --workers N vs 1 (docs/perf/ray-live.md)")
     p.add_argument("--trials", type=int, default=8)
     p.add_argument("--generations", type=int, default=10, help="per trial (part a)")
     p.add_argument("--cpus", type=int, default=None, help="local Ray CPUs (default: all)")
@@ -36,7 +39,8 @@ def register(sub) -> None:
     p.add_argument("--popsize", type=int, default=32)
     p.add_argument("--m", type=int, default=16)
     p.add_argument("--workers", type=int, default=2, help="part b: Ray workers compared with 1")
-    p.add_argument("--repeats", type=int, default=2, help="part b: timed generations per variant (best kept)")
+    p.add_argument("--repeats", type=int, default=2, help="parts b and live: timed generations per variant (best kept)")
+    p.add_argument("--max-turns", dest="max_turns", type=int, default=5, help="part live: turns per session")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -103,7 +107,8 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
 
     from trinity.config import load_config
     from trinity.optim.fitness import build_router
-    from trinity.optim.fitness import CachedFitness, null_hooks
+    from trinity.optim.fitness import CachedFitness
+    from trinity.sweep.livebench import quiet_hooks
     from trinity.optim.population import PopulationFitness
     from trinity.optim.raysupport import connect
     from trinity.optim.runinputs import inputs_from_config
@@ -121,7 +126,7 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
     router.layer_inputs(texts)  # the cache holds the batch, as after a run's warm-up
     es = make_es(np.asarray(router.initial_mean()), 0.1, popsize, np.random.RandomState(0))
     thetas = np.asarray(es.ask(), dtype=np.float64)
-    hooks = null_hooks()
+    hooks = quiet_hooks()
 
     def timed(fit) -> tuple[float, np.ndarray]:
         best, lg = float("inf"), None
@@ -199,6 +204,11 @@ def run(args) -> int:
         res["sweep"] = bench_sweep(args.trials, args.generations, args.cpus)
     if args.part == "budget":
         res["budget"] = bench_budget()
+    if args.part == "live":
+        from trinity.sweep.livebench import bench_live_workers
+
+        res["live"] = bench_live_workers(args.encoder, args.popsize, args.m, args.workers, args.max_turns,
+                                         args.repeats)
     if args.part in ("workers", "both"):
         res["workers"] = bench_workers(args.encoder, args.popsize, args.m, args.workers, args.repeats)
     if args.json:
