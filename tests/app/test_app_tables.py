@@ -79,3 +79,92 @@ async def test_a_click_between_keys_does_nothing(tmp_path):
         await pilot.click(bar, offset=(1 + hi, 0))
         await pilot.pause()
         assert app.screen.MODE == "Runs" and app.screen.focused is not app.screen.query_one("#filter")
+
+
+# ---- Analysis: the report tables sort, filter and export what they show ------------------------
+async def test_a_sortable_table_sorts_numbers_as_numbers_missing_last():
+    from textual.app import App
+
+    from textual.widgets.data_table import ColumnKey
+
+    from minertui.widgets.tables import SortableTable
+
+    rows = [((name, v), (name, shown)) for name, v, shown in
+            (("a", 9.0, "9"), ("b", 10.0, "10"), ("c", None, "—"), ("d", 100.0, "100"))]
+
+    class One(App):
+        def compose(self):
+            yield SortableTable("t", "numbers", ["name", "n"], rows)
+
+    app = One()
+    async with app.run_test(size=(40, 10)) as pilot:
+        t = app.query_one(SortableTable)
+        await pilot.pause()
+        assert [r[0] for r in t.shown()] == ["a", "b", "c", "d"]  # as given until sorted
+        await pilot.click(SortableTable, offset=(6, 0))  # the "n" header: numbers, largest first
+        await pilot.pause()
+        assert t.sort_col == 1 and [r[1] for r in t.shown()] == ["100", "10", "9", "—"]
+        await pilot.click(SortableTable, offset=(6, 0))  # again: smallest first, "—" still last
+        await pilot.pause()
+        assert [r[1] for r in t.shown()] == ["9", "10", "100", "—"]
+        assert t.columns[ColumnKey("1")].label.plain == "n ▲"
+        t.set_filter("n:10")  # column:word, on what the cells show
+        assert [r[1] for r in t.shown()] == ["10", "100"] and "2 of 4 rows" in str(t.border_title)
+
+
+async def test_analysis_report_tables_sort_filter_and_export(runs_root, tmp_path):
+    import csv
+    import json
+
+    from minertui.widgets.tables import SortableTable
+
+    app = MinerApp(runs_root=runs_root, poll=False, start_mode="analysis")
+    async with app.run_test(size=BIG) as pilot:
+        await settle(app, pilot)
+        await pilot.press("b")  # the baselines job, in its child process
+        await app.workers.wait_for_complete()
+        await settle(app, pilot)
+        screen = app.screen
+        res = screen.results[str((runs_root / "run-real").resolve())]["baselines"]
+        assert "error" not in res, res
+        rep = res["report"]
+        tables = list(screen.query_one("#analysis-baselines").query(SortableTable))
+        assert len(tables) == 1
+        t = tables[0]
+        assert t.names == ["system", "accuracy [95%]", "turns", "cost", "$/correct"]
+        # the findings above the table, the table's rows from the report
+        assert "best single: " + rep["best_single"] in plain(screen.query_one("#analysis-baselines-prose"))
+        acc = {v[0]: v[1] for v in t.shown_values()}
+        for s in rep["always"]:
+            assert acc[s["name"]] == s["accuracy"]["point"]
+        assert len(t.shown()) == len(rep["always"]) + 1 + len(rep.get("features") or [])  # + random
+        await pilot.press("s")  # the first table gets the focus and is sorted by its first column
+        assert screen.focused is t and t.sort_col == 0 and not t.sort_reverse
+        await pilot.press("s")  # accuracy: a number column, best first
+        vals = [v[1] for v in t.shown_values()]
+        assert t.sort_col == 1 and t.sort_reverse and vals == sorted(vals, reverse=True)
+        await pilot.press("s")  # turns: random routing has none and stays last, either way
+        assert t.shown()[-1][0].startswith("random routing")
+        await pilot.press("S")
+        assert not t.sort_reverse and t.shown()[-1][0].startswith("random routing")
+        # the filter: every table, on what the cells show
+        await pilot.press("slash")
+        await pilot.press(*"scholar")
+        await pilot.pause()
+        shown = t.shown()
+        assert shown and all("scholar" in r[0] for r in shown) and len(shown) < len(t._all)
+        await pilot.press("enter")
+        # export: what is shown, in its order (the filtered rows, the sort)
+        await pilot.press("x")
+        await pilot.pause()
+        files = [p for p in screen.exported if "baselines" in p.name]
+        csv_file = next(p for p in files if p.suffix == ".csv")
+        with open(csv_file, newline="", encoding="utf-8") as f:
+            got = list(csv.reader(f))
+        assert got[0] == t.names and [tuple(r) for r in got[1:]] == shown
+        records = json.loads(next(p for p in files if p.suffix == ".json").read_text())
+        assert [r["system"] for r in records] == [r[0] for r in shown]
+        # Esc in the filter clears it: all rows back
+        await pilot.press("slash", "escape")
+        await pilot.pause()
+        assert len(t.shown()) == len(t._all)
