@@ -178,29 +178,42 @@ class RunsScreen(EngineActions, ModeScreen):
 
     def _rows_of(self, poll: Poll, sm: float) -> list:
         """[(key, (values, row))]: the runs that are no sweep's trials, and one row per sweep,
-        filtered and sorted; an expanded sweep's trials follow it (sorted the same way)."""
+        filtered and sorted; an expanded sweep's trials follow it (sorted the same way).
+
+        The `/` filter looks inside every sweep too: a sweep with matching trials is shown
+        expanded with only those (whether or not it was expanded); one whose own row matches
+        and no trial does is shown as it was. `self.expanded` is not touched, so clearing the
+        filter gives back the rows as they were."""
         in_sweeps = poll.in_sweeps()
         by_path = {s.path: s for s in poll.runs}
+        text = self.query_one(FilterBar).value.strip()
         top = [(str(s.path), (run_values(s, sm), run_row(s, sm))) for s in poll.runs if s.path not in in_sweeps]
+        shown = filter_rows(top, text, COLUMNS, values=lambda vr: vr[1])
         trials_of: dict[str, list] = {}
         for sw in poll.sweeps:
             key = str(sw.path)
             snaps = [by_path[t.path] for t in sw.trials if t.path in by_path]
-            top.append((key, (sweep_values(sw, snaps, sm), sweep_row(sw, snaps, key in self.expanded, sm))))
-            if key in self.expanded:
-                rows = []
-                for t in sw.trials:
-                    s = by_path.get(t.path)
-                    if s is None:
-                        continue
-                    row = run_row(s, sm)
-                    name = f"└ {t.id}" + (f" {t.label}" if t.label else "")
-                    rows.append((str(t.path), (run_values(s, sm), (name, t.state, *row[2:]))))
+            rows = []
+            for t in sw.trials if text or key in self.expanded else ():  # collapsed, no filter: none
+                s = by_path.get(t.path)
+                if s is None:
+                    continue
+                row = run_row(s, sm)
+                name = f"└ {t.id}" + (f" {t.label}" if t.label else "")
+                rows.append((str(t.path), (run_values(s, sm), (name, t.state, *row[2:]))))
+            hits = filter_rows(rows, text, COLUMNS, values=lambda vr: vr[1]) if text else []
+            if hits:
+                rows, expanded = hits, True
+            else:
+                expanded = key in self.expanded
+            me = (key, (sweep_values(sw, snaps, sm), sweep_row(sw, snaps, expanded, sm)))
+            if not hits and text and not filter_rows([me], text, COLUMNS, values=lambda vr: vr[1]):
+                continue  # neither the sweep nor any of its trials matches
+            shown.append(me)
+            if expanded:
                 # by the table's column; by their place in the sweep while it sorts by start time
                 trials_of[key] = rows if self.sort_col == STARTED else sort_rows(
                     rows, self.sort_col, self.sort_reverse, values=lambda vr: vr[0])
-        text = self.query_one(FilterBar).value
-        shown = filter_rows(top, text, COLUMNS, values=lambda vr: vr[1])
         shown = sort_rows(shown, self.sort_col, self.sort_reverse, values=lambda vr: vr[0])
         out = []
         for key, vr in shown:

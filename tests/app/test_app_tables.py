@@ -168,3 +168,68 @@ async def test_analysis_report_tables_sort_filter_and_export(runs_root, tmp_path
         await pilot.press("slash", "escape")
         await pilot.pause()
         assert len(t.shown()) == len(t._all)
+
+
+# ---- Runs: the filter looks inside sweeps ------------------------------------------------------
+def _keys(table) -> list[str]:
+    return [str(k.value) for k in table.rows]
+
+
+async def test_the_runs_filter_finds_trials_inside_a_collapsed_sweep_and_clearing_restores_it(tmp_path):
+    from minertui.synth import make_sweep
+
+    root = tmp_path / "runs"
+    make_run(root / "run-a", generations=6, planned=6, status="finished", seed=1)
+    sweep = make_sweep(root / "sweep-s", ("finished", "stopped", "finished", "pending"), budget_usd=0.5).resolve()
+    trials = sweep / "trials"
+    app = MinerApp(runs_root=root, poll=False)
+    async with app.run_test(size=BIG) as pilot:
+        await settle(app, pilot)
+        screen = app.screen
+        table = screen.query_one(DataTable)
+        before = _keys(table)
+        assert sorted(before) == sorted([str((root / "run-a").resolve()), str(sweep)])  # collapsed
+        # t001 is the stopped trial (sigma0=0.2): a word of its row, not of the sweep's
+        await pilot.press("slash", *"stopped")
+        await pilot.pause()
+        keys = _keys(table)
+        assert keys == [str(sweep), str((trials / "t001").resolve())]
+        assert table.get_row(str(sweep))[0].plain == "▾ sweep-s"  # shown expanded
+        assert screen.expanded == set()  # the filter expands nothing for good
+        # a column-scoped word: the trials whose label holds sigma0=0.05, the others hidden
+        screen.query_one("#filter").value = "run:sigma0=0.05"
+        await pilot.pause()
+        keys = _keys(table)
+        assert keys[0] == str(sweep) and {Path(k).name for k in keys[1:]} == {"t000", "t002"}
+        # a word of the sweep's own row only: the sweep as it was (collapsed), no trial
+        screen.query_one("#filter").value = "sweep-s"
+        await pilot.pause()
+        assert _keys(table) == [str(sweep)] and table.get_row(str(sweep))[0].plain == "▸ sweep-s"
+        screen.query_one("#filter").value = "nothing-matches-this"
+        await pilot.pause()
+        assert _keys(table) == []
+        await pilot.press("escape")  # clears the filter: the rows as before, collapsed
+        await pilot.pause()
+        assert _keys(table) == before and table.get_row(str(sweep))[0].plain == "▸ sweep-s"
+
+
+async def test_the_runs_filter_keeps_an_expanded_sweep_expanded(tmp_path):
+    from minertui.synth import make_sweep
+
+    root = tmp_path / "runs"
+    sweep = make_sweep(root / "sweep-s", ("finished", "stopped", "finished"), budget_usd=0.5).resolve()
+    app = MinerApp(runs_root=root, poll=False)
+    async with app.run_test(size=BIG) as pilot:
+        await settle(app, pilot)
+        screen = app.screen
+        table = screen.query_one(DataTable)
+        await pilot.press("x")  # expand it: the sweep and its 3 trials
+        await pilot.pause()
+        full = _keys(table)
+        assert len(full) == 4 and screen.expanded == {str(sweep)}
+        await pilot.press("slash", *"stopped")
+        await pilot.pause()
+        assert [Path(k).name for k in _keys(table)] == ["sweep-s", "t001"]  # only the matching trial
+        await pilot.press("escape")
+        await pilot.pause()
+        assert _keys(table) == full  # all its trials again
