@@ -250,6 +250,8 @@ class RunsScreen(EngineActions, ModeScreen):
             keep = str(owner.path) if owner is not None else keep
         with self.prevent(DataTable.RowHighlighted):  # no "select the first row" on the way
             table.clear()
+            for col in table.columns.values():  # widths fit the rows shown now (a trial's long
+                col.content_width = col.label.cell_len  # name goes with the filter that showed it)
             for key, (_, row) in shown:
                 table.add_row(*(self._cell(key, i, v) for i, v in enumerate(row)), key=key)
             for i, (key, _) in enumerate(shown):

@@ -176,6 +176,8 @@ def _keys(table) -> list[str]:
 
 
 async def test_the_runs_filter_finds_trials_inside_a_collapsed_sweep_and_clearing_restores_it(tmp_path):
+    from textual.widgets.data_table import ColumnKey
+
     from minertui.synth import make_sweep
 
     root = tmp_path / "runs"
@@ -189,6 +191,7 @@ async def test_the_runs_filter_finds_trials_inside_a_collapsed_sweep_and_clearin
         table = screen.query_one(DataTable)
         before = _keys(table)
         assert sorted(before) == sorted([str((root / "run-a").resolve()), str(sweep)])  # collapsed
+        width = table.columns[ColumnKey("run")].content_width
         # t001 is the stopped trial (sigma0=0.2): a word of its row, not of the sweep's
         await pilot.press("slash", *"stopped")
         await pilot.pause()
@@ -211,6 +214,7 @@ async def test_the_runs_filter_finds_trials_inside_a_collapsed_sweep_and_clearin
         await pilot.press("escape")  # clears the filter: the rows as before, collapsed
         await pilot.pause()
         assert _keys(table) == before and table.get_row(str(sweep))[0].plain == "▸ sweep-s"
+        assert table.columns[ColumnKey("run")].content_width == width  # not the trials' long names
 
 
 async def test_the_runs_filter_keeps_an_expanded_sweep_expanded(tmp_path):
