@@ -243,7 +243,8 @@ class RunsScreen(EngineActions, ModeScreen):
         # keep the highlighted run; on the first fill, highlight the app's selected run
         # (e.g. the one `minertui open` named), not simply the newest
         cur = poll.current
-        keep = self._selected_key() if self._order else (str(cur.path) if cur else None)
+        refill = bool(self._order)
+        keep = self._selected_key() if refill else (str(cur.path) if cur else None)
         keys = {k for k, _ in shown}
         if keep is not None and keep not in keys:  # a trial of a collapsed sweep: its sweep's row
             owner = next((sw for sw in poll.sweeps if sw.trial_of(Path(keep)) is not None), None)
@@ -258,6 +259,11 @@ class RunsScreen(EngineActions, ModeScreen):
                 if key == keep:
                     table.move_cursor(row=i, animate=False)
         self._order = [k for k, _ in shown]
+        now = self._selected_key()
+        if refill and keep is not None and keep not in keys and now is not None:
+            # the selected run left the view (filtered out, archived): the cursor's row is the
+            # selected run now, as if it had been highlighted, so every mode shows what Runs does
+            self._select_key(now)
 
     def _detail(self, poll: Poll) -> None:
         detail = self.query_one("#runs-detail", Static)
@@ -318,17 +324,20 @@ class RunsScreen(EngineActions, ModeScreen):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key.value is not None:
-            sw = self._sweep(event.row_key.value)
-            if sw is not None:  # a sweep: its best trial (else its first) is the selected run
-                pick = next((t for t in sw.trials if sw.best and t.id == sw.best[0]), None) or (
-                    sw.trials[0] if sw.trials else None)
-                if pick is not None:
-                    self.app.select_run(pick.path)
-                if self.app.latest is not None:
-                    self._detail(self.app.latest)
-            else:
-                self.app.select_run(Path(event.row_key.value))
-            self.refresh_bindings()
+            self._select_key(event.row_key.value)
+
+    def _select_key(self, key: str) -> None:
+        sw = self._sweep(key)
+        if sw is not None:  # a sweep: its best trial (else its first) is the selected run
+            pick = next((t for t in sw.trials if sw.best and t.id == sw.best[0]), None) or (
+                sw.trials[0] if sw.trials else None)
+            if pick is not None:
+                self.app.select_run(pick.path)
+            if self.app.latest is not None:
+                self._detail(self.app.latest)
+        else:
+            self.app.select_run(Path(key))
+        self.refresh_bindings()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_open_run()

@@ -237,3 +237,21 @@ async def test_the_runs_filter_keeps_an_expanded_sweep_expanded(tmp_path):
         await pilot.press("escape")
         await pilot.pause()
         assert _keys(table) == full  # all its trials again
+
+
+async def test_a_filter_that_hides_the_selected_run_selects_the_row_under_the_cursor(tmp_path):
+    root = tmp_path / "runs"
+    two_runs(root)
+    a, b = (root / "run-a-finished").resolve(), (root / "run-b-live").resolve()
+    app = MinerApp(runs_root=root, poll=False, open_run=a)
+    async with app.run_test(size=BIG) as pilot:
+        await settle(app, pilot)
+        assert app.current.path == a
+        await pilot.press("slash", *"run-b")
+        await settle(app, pilot)
+        table = app.screen.query_one(DataTable)
+        assert _keys(table) == [str(b)]
+        assert app.current.path == b  # what Runs highlights is what Train, Ledger, Analysis show
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert len(_keys(table)) == 2 and app.current.path == b  # the cursor stays on it
