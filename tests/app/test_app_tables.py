@@ -255,3 +255,56 @@ async def test_a_filter_that_hides_the_selected_run_selects_the_row_under_the_cu
         await pilot.press("escape")
         await settle(app, pilot)
         assert len(_keys(table)) == 2 and app.current.path == b  # the cursor stays on it
+
+
+# ---- Traces and Ledger: a click on a header sorts by it -----------------------------------------
+async def header_click(pilot, table: DataTable, name: str) -> None:
+    """What DataTable posts for a click on the header `name` (where a click lands is Textual's
+    business and depends on when the frame was last drawn; the SortableTable test clicks)."""
+    from textual.widgets.data_table import ColumnKey
+
+    key = ColumnKey(name)
+    table.post_message(DataTable.HeaderSelected(table, key, table.get_column_index(key), table.columns[key].label))
+    await pilot.pause()
+
+
+async def test_traces_and_ledger_sort_by_a_clicked_header(tmp_path):
+    from textual.widgets.data_table import ColumnKey
+
+    root = tmp_path / "runs"
+    make_run(root / "run-a", generations=6, planned=6, status="finished", seed=1)
+    app = MinerApp(runs_root=root, poll=False, start_mode="traces", open_run=root / "run-a")
+    async with app.run_test(size=BIG) as pilot:
+        await settle(app, pilot, 3)
+        screen = app.screen
+        table = screen.query_one("#traces-table", DataTable)
+        assert table.row_count > 1
+        await header_click(pilot, table, "cost")
+        await settle(app, pilot)
+        assert screen.sort_col == "cost" and screen.sort_reverse  # dearest first
+        tv = app.current.traces
+        costs = [float(tv.cost[i]) for i in screen.rows.tolist()]
+        assert costs == sorted(costs, reverse=True) and len(set(costs)) > 1
+        assert table.columns[ColumnKey("cost")].label.plain == "cost ▼"
+        await header_click(pilot, table, "cost")  # again: cheapest first
+        await settle(app, pilot)
+        costs = [float(tv.cost[i]) for i in screen.rows.tolist()]
+        assert not screen.sort_reverse and costs == sorted(costs)
+        assert table.columns[ColumnKey("cost")].label.plain == "cost ▲"
+        await header_click(pilot, table, "path")  # not a sort column: says so, keeps the order
+        await settle(app, pilot)
+        assert screen.sort_col == "cost"
+
+        await pilot.press("3")  # Ledger: the cost header, largest first
+        await settle(app, pilot)
+        screen = app.screen
+        table = screen.query_one("#ledger-table", DataTable)
+        await header_click(pilot, table, "cost")
+        await settle(app, pilot)
+        lv = app.current.ledger
+        got = [int(lv.cost_micro[i]) for i in screen.rows.tolist()]
+        assert screen.sort_col == "cost" and got == sorted(got, reverse=True) and len(set(got)) > 1
+        assert table.columns[ColumnKey("cost")].label.plain == "cost ▼"
+        await header_click(pilot, table, "time (UTC)")  # back to newest first
+        await settle(app, pilot)
+        assert screen.sort_col is None and table.columns[ColumnKey("cost")].label.plain == "cost"
