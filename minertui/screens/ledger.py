@@ -21,7 +21,7 @@ from minertui.runmodel import LedgerView, RunSnapshot
 from minertui.screens.common import ModeScreen
 from minertui.widgets.curves import CachedPlot, reduce
 from minertui.widgets.format import bar, usd, utc
-from minertui.widgets.tables import FilterBar
+from minertui.widgets.tables import ClickRecorder, FilterBar, header_miss
 
 PAGE = 100
 CALL_COLUMNS = ("time (UTC)", "model", "purpose", "tokens in/out", "cost", "source")
@@ -132,7 +132,7 @@ class LedgerScreen(ModeScreen):
         with Horizontal(id="ledger-mid"):
             yield Static(id="ledger-totals")
             yield SpendPlot(id="ledger-plot")
-        table = DataTable(id="ledger-table", cursor_type="row", zebra_stripes=True)
+        table = ClickRecorder(id="ledger-table", cursor_type="row", zebra_stripes=True)
         for c in CALL_COLUMNS:
             table.add_column(c, key=c)
         yield table
@@ -217,6 +217,8 @@ class LedgerScreen(ModeScreen):
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         """A click on a header sorts by it: time (newest first), cost or tokens (largest first)."""
+        if header_miss(event.data_table):
+            return
         col = CALL_COLUMNS[event.column_index]
         by = LEDGER_SORT.get(col, "?")
         if by == "?":

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 from minertui.messages import BaselinePinned, CompareChanged
 from minertui.screens.common import EngineActions, ModeScreen
 from minertui.widgets.format import fmt_duration, iso_short, num, spend_of, status_text
-from minertui.widgets.tables import FilterBar, export_table, filter_rows, header, sort_rows
+from minertui.widgets.tables import (ClickRecorder, FilterBar, export_table, filter_rows, header, header_miss,
+                                     sort_rows)
 
 if TYPE_CHECKING:  # numpy comes with them; the Runs mode draws its first frame without it
     from minertui.reader import Poll
@@ -108,7 +109,7 @@ def budget_stopped(s: RunSnapshot) -> bool:
         (b is not None and s.spend_usd >= b * 0.999) or "budget" in str(s.meta.get("status_message", "")))
 
 
-class RunsTable(DataTable):
+class RunsTable(ClickRecorder):
     """Home and End go to the first and the last run (DataTable's own go to the first column)."""
     BINDINGS = [Binding("home", "scroll_top", "Top", show=False),
                 Binding("end", "scroll_bottom", "Bottom", show=False)]
@@ -343,6 +344,8 @@ class RunsScreen(EngineActions, ModeScreen):
         self.action_open_run()
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        if header_miss(event.data_table):
+            return
         self._set_sort(event.column_index, not self.sort_reverse if event.column_index == self.sort_col else False)
 
     def on_input_changed(self, event) -> None:

@@ -16,7 +16,7 @@ from minertui.reader import Poll
 from minertui.runmodel import TRACE_SORT, TraceView, filter_traces, model_letter, sort_traces
 from minertui.screens.common import ModeScreen
 from minertui.widgets.format import usd
-from minertui.widgets.tables import header
+from minertui.widgets.tables import ClickRecorder, header, header_miss
 
 PAGE = 100
 COLUMNS = ("gen", "cand", "question", "correct", "benchmark", "turns", "cost", "path")  # the long path last
@@ -57,7 +57,7 @@ class TracesScreen(ModeScreen):
                          compact=True)
             yield Input(placeholder="gen", id="flt-gen", type="integer", compact=True)
             yield Input(placeholder="/ question id", id="flt-qid", compact=True)
-        table = DataTable(id="traces-table", cursor_type="row", zebra_stripes=True)
+        table = ClickRecorder(id="traces-table", cursor_type="row", zebra_stripes=True)
         for c in COLUMNS:
             table.add_column(c, key=c)
         yield table
@@ -204,6 +204,8 @@ class TracesScreen(ModeScreen):
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         """A click on a header sorts by it (again: the other way); cost starts dearest first."""
+        if header_miss(event.data_table):
+            return
         col = COLUMNS[event.column_index]
         if col not in TRACE_SORT:
             self.notify(f"traces sort by {', '.join(TRACE_SORT)}; not by {col}", severity="warning", timeout=3)

@@ -145,7 +145,24 @@ def cell_text(c: Any) -> str:
     return c.plain if hasattr(c, "plain") else "" if c is None else str(c)
 
 
-class SortableTable(DataTable):
+def header_miss(table: DataTable) -> bool:
+    """Whether the last click on `table` was on its header row right of the last column (Textual
+    reports that as a click on the first column's header: no sort should follow). Tables made
+    from `ClickRecorder` record it; for other tables it is False."""
+    return bool(getattr(table, "_header_miss", False))
+
+
+class ClickRecorder(DataTable):
+    """A DataTable that remembers whether a click hit its header row outside the columns."""
+
+    _header_miss = False
+
+    def on_click(self, event) -> None:
+        meta = event.style.meta
+        self._header_miss = meta.get("row") == -1 and bool(meta.get("out_of_bounds"))
+
+
+class SortableTable(ClickRecorder):
     """A DataTable over a fixed set of rows `(values, cells)`: `action_sort_next` sorts by the next
     column, `action_sort_reverse` reverses (the screen binds them, so the keymap has them), a click
     on a header sorts by it (again: the other way); numbers sort as numbers and
@@ -220,5 +237,7 @@ class SortableTable(DataTable):
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         event.stop()
+        if header_miss(self):
+            return
         col = event.column_index
         self.sort_by(col, not self.sort_reverse if col == self.sort_col else None)

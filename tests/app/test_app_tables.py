@@ -108,6 +108,9 @@ async def test_a_sortable_table_sorts_numbers_as_numbers_missing_last():
         await pilot.pause()
         assert [r[1] for r in t.shown()] == ["9", "10", "100", "—"]
         assert t.columns[ColumnKey("1")].label.plain == "n ▲"
+        await pilot.click(SortableTable, offset=(30, 0))  # the header row right of the columns
+        await pilot.pause()
+        assert t.sort_col == 1 and not t.sort_reverse  # Textual calls that column 0: no sort
         t.set_filter("n:10")  # column:word, on what the cells show
         assert [r[1] for r in t.shown()] == ["10", "100"] and "2 of 4 rows" in str(t.border_title)
 
