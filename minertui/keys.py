@@ -8,7 +8,8 @@ from textual.binding import Binding, BindingsMap
 
 def key_display(app, key: str) -> str:
     """A key as a person reads it: '/', 'Esc', '?', 'F1', '^p', 'Space'."""
-    return app.get_key_display(Binding(key, ""))
+    shown = app.get_key_display(Binding(key, ""))
+    return shown.upper() if shown[:1] == "f" and shown[1:].isdigit() else shown  # Textual says 'f1'
 
 
 def keys_of(app, node_or_cls, binding_id: str | None = None) -> list[tuple[Binding, str]]:

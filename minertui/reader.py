@@ -10,6 +10,7 @@ Traces mode has asked for them.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,9 @@ class Reader:
         self._listed_at = 0.0
         self._seq = 0
         self._forgotten: set[Path] = set()
+        # one poll at a time: the app's poll worker and refresh_now (after an action) may both
+        # poll; run in parallel, one could reap an engine while the other still reports its run
+        self._lock = threading.Lock()
 
     def open(self, path: str | os.PathLike) -> Path:
         p = Path(path).resolve()
@@ -79,6 +83,10 @@ class Reader:
         return m
 
     def poll(self, force_list: bool = False) -> Poll:
+        with self._lock:
+            return self._poll(force_list)
+
+    def _poll(self, force_list: bool = False) -> Poll:
         t0 = time.perf_counter()
         while self._forgotten:
             gone = self._forgotten.pop()

@@ -4,10 +4,12 @@ child process, because loading a run's router imports torch and the app process 
 It calls the analysis library (`trinity.analysis`: oracle_for_run, cached_baselines,
 evaluate_run) with a progress callback and speaks JSON lines on stdout:
   {"progress": [done, total, "what"]}
-  {"result": KIND, "report": <report.to_json()>, "view": "<the report rendered with ANSI>"}
+  {"result": KIND, "report": <report.to_json()>, "view": "<the findings rendered with ANSI>",
+   "tables": <trinity.analysis.render.table_data(view)>}
   {"error": "one line"}
-The view is the library's own Rich rendering (`trinity.analysis.render`), so the app and
-`trinity oracle|baselines|eval` show the same tables.
+The view is the library's own Rich rendering (`trinity.analysis.render`) less its tables, which
+come as data (shown cells and their values), so the app and `trinity oracle|baselines|eval` show
+the same tables and the app can sort and filter them.
 """
 
 from __future__ import annotations
@@ -35,6 +37,17 @@ def _render(view, width: int) -> str:
                       force_terminal=True)
     console.print(view)
     return console.export_text(styles=True)
+
+
+def findings(view):
+    """The view's prose without its tables, and without the oracle's verdict and the router's
+    claim, which the app's verdict line above every report already shows."""
+    from rich.console import Group
+    from rich.text import Text
+    from trinity.analysis.render import prose_of
+
+    return Group(*(p for p in prose_of(view).renderables if not (
+        isinstance(p, Text) and p.plain.startswith(("verdict: ", "router ")))))
 
 
 def run_oracle(run_dir: str, split: str):
@@ -79,7 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         fn = {"oracle": run_oracle, "baselines": run_baselines, "eval": run_eval}[args.kind]
         rep, view = fn(args.run_dir, args.split)
-        _say({"result": args.kind, "report": rep.to_json(), "view": _render(view, args.width)})
+        from trinity.analysis.render import table_data
+        _say({"result": args.kind, "report": rep.to_json(), "view": _render(findings(view), args.width),
+              "tables": table_data(view)})
     except TrinityError as e:
         _say({"error": str(e)})
         return 2

@@ -2,7 +2,11 @@
 
 Each analysis runs `python -m minertui.jobs.analysis` in a child process (a run's router needs
 torch, which the app process never imports), driven by a thread worker that reads its JSON-line
-progress into a progress bar. Results are kept per run for the session."""
+progress into a progress bar. Results are kept per run for the session.
+
+Each report shows its findings (verdict, claim, notes) above its tables, which are sortable
+DataTables (`SortableTable`: s sorts by the next column, S reverses, a click on a header sorts by
+it; numbers as numbers, missing values last); `/` filters every table, x exports what they show."""
 
 from __future__ import annotations
 
@@ -16,12 +20,14 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import ProgressBar, Static
 
 from minertui.reader import Poll
 from minertui.screens.common import ModeScreen
 from minertui.widgets.curves import CachedPlot
+from minertui.widgets.tables import FilterBar, SortableTable
 
 VERDICT_WORDS = {
     "POOL_BOUND": ("the pool is the limit", "yellow"),
@@ -82,6 +88,31 @@ class AccuracyChart(CachedPlot):
         self.data_changed(tuple(bars))
 
 
+def table_name(kind: str, title: str, taken: set[str]) -> str:
+    """A short file-safe name for a report table: 'oracle-ceiling-practice', 'each-benchmark-alone'."""
+    words = ["".join(ch for ch in w.lower() if ch.isalnum()) for w in title.split()]
+    name = "-".join([w for w in words if w][:3]) or kind
+    while name in taken:
+        name += "-2"
+    return name
+
+
+def table_rows(spec: dict) -> list[tuple[tuple, tuple]]:
+    """(values, cells) of a table from `trinity.analysis.render.table_data`: cells keep their
+    styles and the columns' alignment, values are what the cells sort by."""
+    cols = spec["columns"]
+    out = []
+    for row in spec["rows"]:
+        cells = []
+        for col, c in zip(cols, row):
+            t = Text.from_markup(c["text"], justify=col.get("justify") or "left")
+            if col.get("style"):
+                t.stylize(col["style"])
+            cells.append(t)
+        out.append((tuple(c["value"] for c in row), tuple(cells)))
+    return out
+
+
 class AnalysisScreen(ModeScreen):
     MODE = "Analysis"
     CSS_PATH = "analysis.tcss"
@@ -90,6 +121,9 @@ class AnalysisScreen(ModeScreen):
         Binding("b", "run('baselines')", "Baselines", id="analysis.baselines"),
         Binding("e", "run('eval')", "Eval", id="analysis.eval"),
         Binding("a", "run_all", "All", id="analysis.all"),
+        Binding("s", "sort", "Sort", id="analysis.sort"),
+        Binding("S", "sort_reverse", "Reverse", show=False, id="analysis.sort_reverse"),
+        Binding("slash", "filter", "Filter", id="analysis.filter"),
         Binding("x", "export", "Export", id="analysis.export"),
     ]
 
@@ -98,6 +132,9 @@ class AnalysisScreen(ModeScreen):
         self.results: dict[str, dict[str, dict]] = {}  # run path -> kind -> {"report", "view"}
         self.running: str | None = None
         self._shown: tuple | None = None
+        self._built: dict[str, int] = {}  # kind -> id() of the result its section shows
+        self._sorts: dict[str, tuple[int | None, bool]] = {}  # table name -> (column, descending)
+        self.exported: list[Path] = []  # the files the last export wrote
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="analysis-status"):
@@ -107,12 +144,16 @@ class AnalysisScreen(ModeScreen):
         with Horizontal(id="analysis-main"):
             with VerticalScroll(id="analysis-reports"):
                 for kind in ORDER:
-                    yield Static(id=f"analysis-{kind}")
+                    with Vertical(id=f"analysis-{kind}", classes="report"):
+                        yield Static(id=f"analysis-{kind}-prose", classes="prose")
+                # below 100 columns the chart is the last thing in the scroll: the tables get the height
+                yield AccuracyChart(id="analysis-chart-narrow")
             yield AccuracyChart(id="analysis-chart")
+        yield FilterBar()
 
     def on_resize(self, event) -> None:
-        # below 100 columns the chart goes under the reports: side by side, the report tables
-        # would be squeezed into ~48 columns and wrap mid-row
+        # below 100 columns the chart goes under the reports, in their scroll: side by side, the
+        # report tables would be squeezed into ~48 columns
         self.set_class(event.size.width < NARROW, "-narrow")
 
     def update_body(self, poll: Poll) -> None:
@@ -134,15 +175,73 @@ class AnalysisScreen(ModeScreen):
             job.update(Text(f"{s.id}: {s.status}", style="dim"))
         self.query_one("#analysis-verdict", Static).update(verdict_text(res))
         for kind in ORDER:
-            r = res.get(kind)
-            w = self.query_one(f"#analysis-{kind}", Static)
-            if r is None:
-                w.update("")
-            elif "error" in r:
-                w.update(Text(f"{kind}: {r['error']}", style="red"))
-            else:
-                w.update(Text.from_ansi(r["view"]))
-        self.query_one(AccuracyChart).set_bars(chart_bars(res))
+            self._section(kind, res.get(kind))
+        bars = chart_bars(res)
+        for chart in self.query(AccuracyChart):
+            chart.set_bars(bars)
+
+    def _section(self, kind: str, r: dict | None) -> None:
+        """The findings of one report, then its tables (rebuilt only when the result changes;
+        each table keeps its sort by name)."""
+        if self._built.get(kind) == id(r):
+            return
+        self._built[kind] = id(r)
+        box = self.query_one(f"#analysis-{kind}", Vertical)
+        prose = self.query_one(f"#analysis-{kind}-prose", Static)
+        for old in box.query(SortableTable):
+            self._sorts[old.table_name] = (old.sort_col, old.sort_reverse)
+        box.query(".report-part").remove()
+        if r is None:
+            prose.update("")
+            return
+        if "error" in r:
+            prose.update(Text(f"{kind}: {r['error']}", style="red"))
+            return
+        prose.update(Text.from_ansi(r["view"].rstrip("\n")))
+        text = self.query_one(FilterBar).value
+        taken = {t.table_name for k in ORDER if k != kind
+                 for t in self.query_one(f"#analysis-{k}", Vertical).query(SortableTable)}
+        parts: list[Widget] = []
+        for spec in r.get("tables", ()):
+            name = table_name(kind, spec["title"], taken)
+            taken.add(name)
+            parts.append(SortableTable(name, spec["title"], [c["name"] for c in spec["columns"]],
+                                       table_rows(spec), sort=self._sorts.get(name, (None, False)),
+                                       filter_text=text, classes="report-part"))
+            if spec.get("caption"):
+                parts.append(Static(Text(spec["caption"], style="dim"), classes="report-part caption"))
+        if parts:
+            box.mount(*parts)
+
+    # ---- tables: sort, filter ------------------------------------------------------------
+    def _table(self) -> SortableTable | None:
+        """The focused table, else the first one (focused then)."""
+        if isinstance(self.focused, SortableTable):
+            return self.focused
+        tables = list(self.query(SortableTable))
+        if not tables:
+            self.notify("no tables yet: run o, b, e or a first", severity="warning")
+            return None
+        tables[0].focus()
+        return tables[0]
+
+    def action_sort(self) -> None:
+        t = self._table()
+        if t is not None:
+            t.action_sort_next()
+
+    def action_sort_reverse(self) -> None:
+        t = self._table()
+        if t is not None:
+            t.action_sort_reverse()
+
+    def action_filter(self) -> None:
+        self.query_one(FilterBar).open()
+
+    def on_input_changed(self, event) -> None:
+        if event.input.id == "filter":
+            for t in self.query(SortableTable):
+                t.set_filter(event.value)
 
     # ---- jobs ----------------------------------------------------------------------------
     def action_run(self, kind: str) -> None:
@@ -186,7 +285,7 @@ class AnalysisScreen(ModeScreen):
                 done, total, what = msg["progress"]
                 self.app.call_from_thread(self._progress, done, total, what)
             elif "result" in msg:
-                result = {"report": msg["report"], "view": msg["view"]}
+                result = {"report": msg["report"], "view": msg["view"], "tables": msg.get("tables") or []}
             elif "error" in msg:
                 result = {"error": msg["error"]}
         err = proc.stderr.read() if proc.stderr else ""
@@ -220,19 +319,24 @@ class AnalysisScreen(ModeScreen):
             self.show(self.app.latest)
 
     def action_export(self) -> None:
-        """The chart's accuracies (CSV and JSON) and each report in full (JSON), for this run."""
+        """Every table as shown (filtered, sorted) to CSV and JSON, the chart's accuracies
+        (CSV and JSON) and each report in full (JSON), for this run."""
         from minertui.widgets.tables import export_table
         s = self.app.current
         res = self.results.get(str(s.path), {}) if s else {}
         done = {k: r["report"] for k, r in res.items() if "report" in r}
-        if not done:
+        if s is None or not done:
             self.notify("nothing to export yet: run o, b, e or a first", severity="warning")
             return
         try:
+            written = [export_table(f"analysis-{s.id}-{t.table_name}", t.names, t.shown())
+                       for t in self.query(SortableTable)]
             csv_path, json_path = export_table(f"analysis-{s.id}", ("name", "accuracy"), chart_bars(res))
             full = json_path.with_name(json_path.stem + "-reports.json")
             full.write_text(json.dumps(done, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         except OSError as e:
             self.notify(f"export failed: {e}", severity="error")
             return
-        self.notify(f"analysis exported: {csv_path}, {json_path.name} and {full.name}", timeout=8)
+        self.exported = [p for pair in written for p in pair] + [csv_path, json_path, full]
+        self.notify(f"analysis exported to {csv_path.parent}: {len(written)} tables as shown (CSV and JSON), "
+                    f"the chart ({csv_path.name}) and the reports ({full.name})", timeout=8)

@@ -14,16 +14,18 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
+from textual.widgets.data_table import ColumnKey
 
 from minertui.reader import Poll
 from minertui.runmodel import LedgerView, RunSnapshot
 from minertui.screens.common import ModeScreen
 from minertui.widgets.curves import CachedPlot, reduce
 from minertui.widgets.format import bar, usd, utc
-from minertui.widgets.tables import FilterBar
+from minertui.widgets.tables import ClickRecorder, FilterBar, header_miss
 
 PAGE = 100
 CALL_COLUMNS = ("time (UTC)", "model", "purpose", "tokens in/out", "cost", "source")
+LEDGER_SORT = {"time (UTC)": None, "tokens in/out": "tokens", "cost": "cost"}  # header -> ledger_rows' sort
 
 
 def totals_table(lv: LedgerView) -> Table:
@@ -130,8 +132,9 @@ class LedgerScreen(ModeScreen):
         with Horizontal(id="ledger-mid"):
             yield Static(id="ledger-totals")
             yield SpendPlot(id="ledger-plot")
-        table = DataTable(id="ledger-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns(*CALL_COLUMNS)
+        table = ClickRecorder(id="ledger-table", cursor_type="row", zebra_stripes=True)
+        for c in CALL_COLUMNS:
+            table.add_column(c, key=c)
         yield table
         yield FilterBar("filter: model, purpose or day (2026-01-01), e.g. scholar train")
 
@@ -210,7 +213,25 @@ class LedgerScreen(ModeScreen):
 
     def action_sort(self) -> None:
         order = (None, "cost", "tokens")
-        self.sort_col = order[(order.index(self.sort_col) + 1) % len(order)]
+        self._sort_by(order[(order.index(self.sort_col) + 1) % len(order)])
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """A click on a header sorts by it: time (newest first), cost or tokens (largest first)."""
+        if header_miss(event.data_table):
+            return
+        col = CALL_COLUMNS[event.column_index]
+        by = LEDGER_SORT.get(col, "?")
+        if by == "?":
+            self.notify("calls sort by time, cost or tokens", severity="warning", timeout=3)
+            return
+        self._sort_by(by)
+
+    def _sort_by(self, by: str | None) -> None:
+        self.sort_col = by
+        table = self.query_one(DataTable)
+        for c in CALL_COLUMNS:
+            table.columns[ColumnKey(c)].label = Text(c + (" ▼" if by is not None and LEDGER_SORT.get(c) == by else ""))
+        table.refresh()
         self.page = 0
         self.notify(f"calls {'newest first' if self.sort_col is None else 'by ' + self.sort_col}", timeout=2)
         if self.app.latest is not None:

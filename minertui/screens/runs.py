@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 from minertui.messages import BaselinePinned, CompareChanged
 from minertui.screens.common import EngineActions, ModeScreen
 from minertui.widgets.format import fmt_duration, iso_short, num, spend_of, status_text
-from minertui.widgets.tables import FilterBar, export_table, filter_rows, header, sort_rows
+from minertui.widgets.tables import (ClickRecorder, FilterBar, export_table, filter_rows, header, header_miss,
+                                     sort_rows)
 
 if TYPE_CHECKING:  # numpy comes with them; the Runs mode draws its first frame without it
     from minertui.reader import Poll
@@ -108,7 +109,7 @@ def budget_stopped(s: RunSnapshot) -> bool:
         (b is not None and s.spend_usd >= b * 0.999) or "budget" in str(s.meta.get("status_message", "")))
 
 
-class RunsTable(DataTable):
+class RunsTable(ClickRecorder):
     """Home and End go to the first and the last run (DataTable's own go to the first column)."""
     BINDINGS = [Binding("home", "scroll_top", "Top", show=False),
                 Binding("end", "scroll_bottom", "Bottom", show=False)]
@@ -178,29 +179,42 @@ class RunsScreen(EngineActions, ModeScreen):
 
     def _rows_of(self, poll: Poll, sm: float) -> list:
         """[(key, (values, row))]: the runs that are no sweep's trials, and one row per sweep,
-        filtered and sorted; an expanded sweep's trials follow it (sorted the same way)."""
+        filtered and sorted; an expanded sweep's trials follow it (sorted the same way).
+
+        The `/` filter looks inside every sweep too: a sweep with matching trials is shown
+        expanded with only those (whether or not it was expanded); one whose own row matches
+        and no trial does is shown as it was. `self.expanded` is not touched, so clearing the
+        filter gives back the rows as they were."""
         in_sweeps = poll.in_sweeps()
         by_path = {s.path: s for s in poll.runs}
+        text = self.query_one(FilterBar).value.strip()
         top = [(str(s.path), (run_values(s, sm), run_row(s, sm))) for s in poll.runs if s.path not in in_sweeps]
+        shown = filter_rows(top, text, COLUMNS, values=lambda vr: vr[1])
         trials_of: dict[str, list] = {}
         for sw in poll.sweeps:
             key = str(sw.path)
             snaps = [by_path[t.path] for t in sw.trials if t.path in by_path]
-            top.append((key, (sweep_values(sw, snaps, sm), sweep_row(sw, snaps, key in self.expanded, sm))))
-            if key in self.expanded:
-                rows = []
-                for t in sw.trials:
-                    s = by_path.get(t.path)
-                    if s is None:
-                        continue
-                    row = run_row(s, sm)
-                    name = f"└ {t.id}" + (f" {t.label}" if t.label else "")
-                    rows.append((str(t.path), (run_values(s, sm), (name, t.state, *row[2:]))))
+            rows = []
+            for t in sw.trials if text or key in self.expanded else ():  # collapsed, no filter: none
+                s = by_path.get(t.path)
+                if s is None:
+                    continue
+                row = run_row(s, sm)
+                name = f"└ {t.id}" + (f" {t.label}" if t.label else "")
+                rows.append((str(t.path), (run_values(s, sm), (name, t.state, *row[2:]))))
+            hits = filter_rows(rows, text, COLUMNS, values=lambda vr: vr[1]) if text else []
+            if hits:
+                rows, expanded = hits, True
+            else:
+                expanded = key in self.expanded
+            me = (key, (sweep_values(sw, snaps, sm), sweep_row(sw, snaps, expanded, sm)))
+            if not hits and text and not filter_rows([me], text, COLUMNS, values=lambda vr: vr[1]):
+                continue  # neither the sweep nor any of its trials matches
+            shown.append(me)
+            if expanded:
                 # by the table's column; by their place in the sweep while it sorts by start time
                 trials_of[key] = rows if self.sort_col == STARTED else sort_rows(
                     rows, self.sort_col, self.sort_reverse, values=lambda vr: vr[0])
-        text = self.query_one(FilterBar).value
-        shown = filter_rows(top, text, COLUMNS, values=lambda vr: vr[1])
         shown = sort_rows(shown, self.sort_col, self.sort_reverse, values=lambda vr: vr[0])
         out = []
         for key, vr in shown:
@@ -230,19 +244,27 @@ class RunsScreen(EngineActions, ModeScreen):
         # keep the highlighted run; on the first fill, highlight the app's selected run
         # (e.g. the one `minertui open` named), not simply the newest
         cur = poll.current
-        keep = self._selected_key() if self._order else (str(cur.path) if cur else None)
+        refill = bool(self._order)
+        keep = self._selected_key() if refill else (str(cur.path) if cur else None)
         keys = {k for k, _ in shown}
         if keep is not None and keep not in keys:  # a trial of a collapsed sweep: its sweep's row
             owner = next((sw for sw in poll.sweeps if sw.trial_of(Path(keep)) is not None), None)
             keep = str(owner.path) if owner is not None else keep
         with self.prevent(DataTable.RowHighlighted):  # no "select the first row" on the way
             table.clear()
+            for col in table.columns.values():  # widths fit the rows shown now (a trial's long
+                col.content_width = col.label.cell_len  # name goes with the filter that showed it)
             for key, (_, row) in shown:
                 table.add_row(*(self._cell(key, i, v) for i, v in enumerate(row)), key=key)
             for i, (key, _) in enumerate(shown):
                 if key == keep:
                     table.move_cursor(row=i, animate=False)
         self._order = [k for k, _ in shown]
+        now = self._selected_key()
+        if refill and keep is not None and keep not in keys and now is not None:
+            # the selected run left the view (filtered out, archived): the cursor's row is the
+            # selected run now, as if it had been highlighted, so every mode shows what Runs does
+            self._select_key(now)
 
     def _detail(self, poll: Poll) -> None:
         detail = self.query_one("#runs-detail", Static)
@@ -303,22 +325,27 @@ class RunsScreen(EngineActions, ModeScreen):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key.value is not None:
-            sw = self._sweep(event.row_key.value)
-            if sw is not None:  # a sweep: its best trial (else its first) is the selected run
-                pick = next((t for t in sw.trials if sw.best and t.id == sw.best[0]), None) or (
-                    sw.trials[0] if sw.trials else None)
-                if pick is not None:
-                    self.app.select_run(pick.path)
-                if self.app.latest is not None:
-                    self._detail(self.app.latest)
-            else:
-                self.app.select_run(Path(event.row_key.value))
-            self.refresh_bindings()
+            self._select_key(event.row_key.value)
+
+    def _select_key(self, key: str) -> None:
+        sw = self._sweep(key)
+        if sw is not None:  # a sweep: its best trial (else its first) is the selected run
+            pick = next((t for t in sw.trials if sw.best and t.id == sw.best[0]), None) or (
+                sw.trials[0] if sw.trials else None)
+            if pick is not None:
+                self.app.select_run(pick.path)
+            if self.app.latest is not None:
+                self._detail(self.app.latest)
+        else:
+            self.app.select_run(Path(key))
+        self.refresh_bindings()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_open_run()
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        if header_miss(event.data_table):
+            return
         self._set_sort(event.column_index, not self.sort_reverse if event.column_index == self.sort_col else False)
 
     def on_input_changed(self, event) -> None:

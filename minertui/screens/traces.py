@@ -10,11 +10,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Input, Select, Static
+from textual.widgets.data_table import ColumnKey
 
 from minertui.reader import Poll
 from minertui.runmodel import TRACE_SORT, TraceView, filter_traces, model_letter, sort_traces
 from minertui.screens.common import ModeScreen
 from minertui.widgets.format import usd
+from minertui.widgets.tables import ClickRecorder, header, header_miss
 
 PAGE = 100
 COLUMNS = ("gen", "cand", "question", "correct", "benchmark", "turns", "cost", "path")  # the long path last
@@ -55,8 +57,9 @@ class TracesScreen(ModeScreen):
                          compact=True)
             yield Input(placeholder="gen", id="flt-gen", type="integer", compact=True)
             yield Input(placeholder="/ question id", id="flt-qid", compact=True)
-        table = DataTable(id="traces-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns(*COLUMNS)
+        table = ClickRecorder(id="traces-table", cursor_type="row", zebra_stripes=True)
+        for c in COLUMNS:
+            table.add_column(c, key=c)
         yield table
         yield Static(id="traces-status")
 
@@ -199,7 +202,24 @@ class TracesScreen(ModeScreen):
         self.sort_reverse = not self.sort_reverse
         self._resort()
 
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """A click on a header sorts by it (again: the other way); cost starts dearest first."""
+        if header_miss(event.data_table):
+            return
+        col = COLUMNS[event.column_index]
+        if col not in TRACE_SORT:
+            self.notify(f"traces sort by {', '.join(TRACE_SORT)}; not by {col}", severity="warning", timeout=3)
+            return
+        self.sort_reverse = not self.sort_reverse if col == self.sort_col else col == "cost"
+        self.sort_col = col
+        self._resort()
+
     def _resort(self) -> None:
+        table = self.query_one(DataTable)
+        at = COLUMNS.index(self.sort_col) if self.sort_col in COLUMNS else None
+        for i, c in enumerate(COLUMNS):
+            table.columns[ColumnKey(c)].label = Text(header(c, i, at, self.sort_reverse))
+        table.refresh()
         self.notify(f"traces by {self.sort_col} ({'descending' if self.sort_reverse else 'ascending'})", timeout=2)
         self.follow = False
         self.page = 0

@@ -1,6 +1,6 @@
 """What every table mode shares: sort by a column, a `/` text filter, export of what is shown.
 
-No textual here except the small `FilterBar` widget, so the benchmark and the tests can drive the
+No textual here except the small `FilterBar` and `SortableTable` widgets, so the benchmark and the tests can drive the
 sorting and filtering directly. Rows are tuples of plain values (str / int / float / None); the
 screens turn them into cells.
 """
@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Iterable, Sequence
 
+from rich.text import Text
 from textual.binding import Binding
-from textual.widgets import Input
+from textual.widgets import DataTable, Input
+from textual.widgets.data_table import ColumnKey
 
 
 def export_dir() -> Path:
@@ -136,3 +138,106 @@ class FilterBar(Input):
         if not self.value:
             self.remove_class("-on")
         self.screen.focus_next()
+
+
+def cell_text(c: Any) -> str:
+    """A cell as plain text (what filters match and exports write)."""
+    return c.plain if hasattr(c, "plain") else "" if c is None else str(c)
+
+
+def header_miss(table: DataTable) -> bool:
+    """Whether the last click on `table` was on its header row right of the last column (Textual
+    reports that as a click on the first column's header: no sort should follow). Tables made
+    from `ClickRecorder` record it; for other tables it is False."""
+    return bool(getattr(table, "_header_miss", False))
+
+
+class ClickRecorder(DataTable):
+    """A DataTable that remembers whether a click hit its header row outside the columns."""
+
+    _header_miss = False
+
+    def on_click(self, event) -> None:
+        meta = event.style.meta
+        self._header_miss = meta.get("row") == -1 and bool(meta.get("out_of_bounds"))
+
+
+class SortableTable(ClickRecorder):
+    """A DataTable over a fixed set of rows `(values, cells)`: `action_sort_next` sorts by the next
+    column, `action_sort_reverse` reverses (the screen binds them, so the keymap has them), a click
+    on a header sorts by it (again: the other way); numbers sort as numbers and
+    missing values (None) last, whichever the direction (`sort_rows`). `set_filter` keeps the
+    rows whose cells hold every word (`filter_rows`, `column:word` too); `shown()` is what the
+    table shows, in its order, for export. `name` identifies the table across rebuilds."""
+
+    def __init__(self, name: str, title: str, columns: Sequence[str], rows: Sequence[tuple[tuple, tuple]],
+                 sort: tuple[int | None, bool] = (None, False), filter_text: str = "", **kw: Any) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, **kw)
+        self.table_name, self.title = name, title
+        self.names = list(columns)
+        self._all = [(f"{i:06d}", (tuple(v), tuple(c))) for i, (v, c) in enumerate(rows)]
+        self.sort_col, self.sort_reverse = sort
+        self.filter_text = filter_text
+        self._shown: list[tuple[str, tuple]] = []
+
+    def on_mount(self) -> None:
+        for i, c in enumerate(self.names):
+            self.add_column(header(c, i, self.sort_col, self.sort_reverse), key=str(i))
+        self.refill()
+
+    def refill(self) -> None:
+        rows = filter_rows(self._all, self.filter_text, self.names,
+                           values=lambda vc: tuple(cell_text(c) for c in vc[1]))
+        rows = sort_rows(rows, self.sort_col, self.sort_reverse, values=lambda vc: vc[0])
+        keep = None
+        if self.row_count:
+            try:
+                keep = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+            except Exception:  # the cursor is outside the rows
+                keep = None
+        for i, c in enumerate(self.names):
+            self.columns[ColumnKey(str(i))].label = Text(header(c, i, self.sort_col, self.sort_reverse))
+        self.clear()
+        for key, (_, cells) in rows:
+            self.add_row(*cells, key=key)
+        where = next((i for i, (k, _) in enumerate(rows) if k == keep), None)
+        if where is not None:
+            self.move_cursor(row=where, animate=False)
+        self._shown = rows
+        count = f"{len(rows)} of {len(self._all)} rows" if self.filter_text.strip() else ""
+        by = (f"by {self.names[self.sort_col]}{' ▼' if self.sort_reverse else ' ▲'}"
+              if self.sort_col is not None else "")
+        self.border_title = " · ".join(p for p in (self.title, count, by) if p)
+
+    def shown(self) -> list[tuple]:
+        """The rows as shown (plain text), in the order shown."""
+        return [tuple(cell_text(c) for c in cells) for _, (_, cells) in self._shown]
+
+    def shown_values(self) -> list[tuple]:
+        return [values for _, (values, _) in self._shown]
+
+    def set_filter(self, text: str) -> None:
+        if text != self.filter_text:
+            self.filter_text = text
+            self.refill()
+
+    def sort_by(self, col: int, reverse: bool | None = None) -> None:
+        if reverse is None:  # numbers read best from the largest, text from A
+            reverse = any(sort_key(vals[col])[0] == 0 for _, (vals, _) in self._all)
+        self.sort_col, self.sort_reverse = col, reverse
+        self.refill()
+
+    def action_sort_next(self) -> None:
+        self.sort_by(0 if self.sort_col is None else (self.sort_col + 1) % len(self.names))
+
+    def action_sort_reverse(self) -> None:
+        self.sort_col = 0 if self.sort_col is None else self.sort_col
+        self.sort_reverse = not self.sort_reverse
+        self.refill()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        if header_miss(self):
+            return
+        col = event.column_index
+        self.sort_by(col, not self.sort_reverse if col == self.sort_col else None)
