@@ -1,6 +1,6 @@
 """A sweep in the app (issue 16): one row in Runs (its trials' states, its spend against the sweep
 budget, its best trial's validation accuracy) that expands into its trials, each an ordinary run
-(open, pause, resume); c overlays the trials in Train with stable colours. The sweep dirs are
+(open, pause, resume — a trial through its sweep, under the sweep's budget); c overlays the trials in Train with stable colours. The sweep dirs are
 written by `minertui.synth.make_sweep` in trinity.sweep.runner's layout."""
 
 from __future__ import annotations
@@ -172,11 +172,22 @@ async def test_a_trial_pauses_and_resumes_like_a_run_and_stays_inside_its_sweep(
             assert holder.wait(timeout=20) == 0  # the SIGTERM reached the trial's engine
             await _settle(app, pilot)
             assert app.screen.check_action("resume", ()) is True
-            await pilot.press("r")  # `trinity resume TRIAL`, like any run
+            # while a sweep driver runs (it holds the sweep's budget), resuming a trial is refused
+            from trinity.runs.rundir import RunDir
+            driver = RunDir(sweep).lock().acquire()
+            try:
+                await pilot.press("r")
+                await pilot.pause()
+                assert trial not in app.supervisor.launched
+                said = [n.message for n in app._notifications]
+                assert any("is being run by its driver" in m and "--trial t001" in m for m in said), said
+            finally:
+                driver.release()
+            await pilot.press("r")  # the sweep has a budget: resumed by the sweep, under its budget
             launched = app.supervisor.launched[trial]
-            assert launched.argv[-2:] == ["resume", str(trial)]
             os.killpg(launched.proc.pid, signal.SIGKILL)  # a synthetic trial: no training wanted here
             launched.proc.wait(timeout=20)
+            assert launched.argv[3:] == ["sweep", "resume", str(sweep), "--trial", "t001"]
             await _settle(app, pilot)
             keys = _keys(app.screen.query_one(DataTable))
             assert keys.count(str(trial)) == 1 and len(keys) == 6  # launched, and still only inside
