@@ -231,7 +231,7 @@ class PopulationFitness(CachedFitness):
             load[w] += cost
         # the layer inputs each group needs from each owner, exported once, sent owner → block
         exports: dict[tuple[int, int], Any] = {}
-        for (ci, gi), w in where.items():
+        for (_ci, gi), w in where.items():
             for k_own in {owners[i] for i in groups[gi]} - {w, -1}:
                 if (k_own, gi) not in exports:
                     mine = [i for i in groups[gi] if owners[i] == k_own]

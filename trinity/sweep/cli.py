@@ -148,7 +148,7 @@ def resume_in_sweep(args: argparse.Namespace, plain: Any) -> int:
     require_ray()
     out = run_sweep(sd.path, on_event=_printer(bool(getattr(args, "json", False))), trials=[tid],
                     overrides=over or None)
-    state = next((t for t in out["trials"] if t["id"] == tid), {})
+    state: dict[str, Any] = next((t for t in out["trials"] if t["id"] == tid), {})
     if state.get("state") != "finished" and not getattr(args, "json", False):
         print(f"trial {tid}: {state.get('state')}" + (f" — {state['message']}" if state.get("message") else ""),
               file=sys.stderr)
