@@ -362,9 +362,9 @@ def make_population_fitness(cfg: TrainConfig, run: Any, router: RouterLike, inpu
     qs = [by_id[i] for i in inputs.splits["train"]] + [by_id[i] for i in inputs.splits["val"]]
     # the same texts (the competition's router text), in the same order, as the single-process
     # warm-up (CachedFitness.warm_up)
-    from trinity.optim.engine import run_competition_of
+    from trinity.competition.text import resolve_competition  # as engine.run_competition_of
     from trinity.optim.fitness import question_text
 
-    text = question_text(run_competition_of(cfg))
+    text = question_text(resolve_competition(cfg.competition, cfg.pool))
     probe = CachedFitness(router, inputs.matrix, models, text=text)
     return PopulationFitness(cfg, run, router, inputs.matrix, models, probe.texts(qs), text=text)
