@@ -197,6 +197,38 @@ async def test_a_trial_pauses_and_resumes_like_a_run_and_stays_inside_its_sweep(
             holder.wait()
 
 
+async def test_resume_with_on_a_trial_sets_the_sweeps_budget(tmp_path):
+    """R on a trial: the dialog's budget is the sweep's (its spend against its cap), and the
+    resume goes through the sweep with that budget."""
+    from textual.widgets import Input, Label
+
+    from minertui.screens.runops import ResumeScreen
+
+    root, sweep = _root(tmp_path)
+    trial = sweep / "trials" / "t001"
+    app = MinerApp(runs_root=root, poll=False)
+    async with app.run_test(size=BIG) as pilot:
+        await _settle(app, pilot)
+        table = app.screen.query_one(DataTable)
+        table.move_cursor(row=_keys(table).index(str(sweep)), animate=False)
+        await pilot.press("x")
+        await _settle(app, pilot)
+        table.move_cursor(row=_keys(table).index(str(trial)), animate=False)
+        await pilot.pause()
+        await pilot.press("R")
+        await pilot.pause()
+        dlg = app.screen
+        assert isinstance(dlg, ResumeScreen) and dlg.sweep is not None and dlg.sweep.budget_usd == 0.5
+        assert "sweep budget $" in [str(lb.render()) for lb in dlg.query(Label)]
+        dlg.query_one("#r-budget", Input).value = "2"
+        dlg.go()
+        await pilot.pause()
+        launched = app.supervisor.launched[trial]
+        os.killpg(launched.proc.pid, signal.SIGKILL)  # a synthetic trial: no training wanted here
+        launched.proc.wait(timeout=20)
+        assert launched.argv[3:] == ["sweep", "resume", str(sweep), "--trial", "t001", "--budget-usd", "2.0"]
+
+
 async def test_a_broken_sweep_json_is_a_row_that_says_so(tmp_path):
     root, sweep = _root(tmp_path)
     (sweep / "sweep.json").write_bytes(b"\xff\xfe{")
