@@ -128,11 +128,13 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
 
     cfg = load_config(PRACTICE, {"encoder": encoder, "device": "cpu", "popsize": popsize, "m": m, "traces": "none"})
     inputs = inputs_from_config(cfg)
-    models = list(inputs.matrix.models)
+    matrix = inputs.matrix
+    assert matrix is not None, "the practice config is cached: it has a matrix"
+    models = list(matrix.models)
     t0 = time.perf_counter()
     router = build_router(cfg, len(models))
     t_load = time.perf_counter() - t0
-    single = CachedFitness(router, inputs.matrix, models, traces="none")
+    single = CachedFitness(router, matrix, models, traces="none")
     texts_all = _bench_texts(single, list(inputs.questions), extra_texts)
     t0 = time.perf_counter()
     for a in range(0, len(texts_all), WARM_CHUNK):  # the single-process warm-up (CachedFitness.warm_up)
@@ -145,7 +147,7 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
     hooks = GenerationHooks(progress=lambda d, t: None, choices=lambda *a: None, trace=lambda r: None)
 
     def timed(fit) -> tuple[float, np.ndarray]:
-        best, lg = float("inf"), None
+        best, lg = float("inf"), np.empty(0)
         for _ in range(repeats):
             t = time.perf_counter()
             lg = fit.population_logits(thetas, texts, hooks)
@@ -164,7 +166,7 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
         for n in (1, workers):
             cfg_n = cfg.model_copy(update={"workers": n})
             t = time.perf_counter()
-            fit = PopulationFitness(cfg_n, None, router, inputs.matrix, models, texts_all)
+            fit = PopulationFitness(cfg_n, None, router, matrix, models, texts_all)
             start = time.perf_counter() - t
             try:
                 ray.get([a.take_busy.remote() for a in fit.actors])
