@@ -8,7 +8,9 @@ engine is alive is `RunDir.is_locked()` (its flock dies with it), its pid is in 
 - pause = SIGTERM: the engine checkpoints and exits with status "stopped" (resumable);
 - stop  = SIGTERM, then SIGKILL of its process group if it still holds the run after a grace
   period (the last checkpoint stays; resume still works);
-- resume = `trinity resume RUN_DIR`, detached the same way.
+- resume = `trinity resume RUN_DIR`, detached the same way; a trial of a sweep with a budget is
+  resumed by its sweep, `trinity sweep resume SWEEP_DIR --trial ID` (under the sweep's one
+  budget), or refused while the sweep's driver runs (it holds that budget).
 """
 
 from __future__ import annotations
@@ -114,12 +116,29 @@ class Supervisor:
             raise EngineError(f"{run.path} is not a run directory (no run.json)")
         if run.is_locked():
             raise EngineError(f"run {run.id} is already running; nothing to resume")
-        self._restart_practice_server(run)
         extra = [*(["--budget-usd", repr(float(budget_usd))] if budget_usd is not None else []),
                  *(["--generations", str(int(generations))] if generations is not None else [])]
-        argv = trinity_argv("resume", str(run.path.resolve()), *extra)
+        argv = self.sweep_resume_argv(run, extra) or trinity_argv("resume", str(run.path.resolve()), *extra)
+        self._restart_practice_server(run)
         proc = self.spawn(argv, run.engine_log)
         self.launched[run.path.resolve()] = Launched(run.path.resolve(), proc, argv, time.time())
+
+    @staticmethod
+    def sweep_resume_argv(run: RunDir, extra: list[str]) -> list[str] | None:
+        """A trial of a sweep with a budget: `trinity sweep resume SWEEP --trial ID` (`--budget-usd`
+        then sets the sweep's budget); None for any other run. Refused while the sweep's driver
+        runs: it holds the sweep's budget, and a second holder could spend it twice."""
+        from trinity.sweep.runner import driver_pid, sweep_of_trial, trial_resume_command
+
+        found = sweep_of_trial(run.path)
+        if found is None or found[2].get("budget_usd") is None:
+            return None
+        sd, tid, _ = found
+        pid = driver_pid(sd)
+        if pid is not None:
+            raise EngineError(f"sweep {sd.path.name} is being run by its driver (pid {pid}), which holds its "
+                              f"budget; resume trial {tid} when it ends: `{trial_resume_command(sd, tid)}`")
+        return trinity_argv("sweep", "resume", str(sd.path.resolve()), "--trial", tid, *extra)
 
     def _restart_practice_server(self, run: RunDir) -> None:
         """A demo run talks to a practice server that the app started for it and that stopped

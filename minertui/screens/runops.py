@@ -96,17 +96,23 @@ class ResumeScreen(ModalScreen[None]):
     def __init__(self, s: RunSnapshot) -> None:
         super().__init__()
         self.snap = s
+        self.sweep = None  # a trial of a sweep with a budget: the budget here is the sweep's
 
     def compose(self) -> ComposeResult:
         s = self.snap
         total = s.generations_total
-        budget = s.budget_usd
+        latest = getattr(self.app, "latest", None)
+        self.sweep = next((sw for sw in (latest.sweeps if latest is not None else ())
+                           if sw.budget_usd is not None and sw.trial_of(s.path) is not None), None)
+        budget, spent = (s.budget_usd, s.spend_usd) if self.sweep is None else (self.sweep.budget_usd,
+                                                                             self.sweep.spent_usd)
+        whose = "" if self.sweep is None else f"trial of sweep {self.sweep.id}, which has "
         with Vertical(id="resume"):
             yield Static(Text.assemble(("Resume ", "bold"), (s.id, "bold"),
-                                       f"\n{s.status} · {s.generations_done}/{total or '?'} generations · "
-                                       f"spent ${s.spend_usd:.4f}" + (f" of ${budget:g}" if budget else "")))
+                                       f"\n{s.status} · {s.generations_done}/{total or '?'} generations · {whose}"
+                                       f"spent ${spent:.4f}" + (f" of ${budget:g}" if budget else "")))
             with Horizontal(classes="row"):
-                yield Label("budget $")
+                yield Label("budget $" if self.sweep is None else "sweep budget $")
                 yield Input(placeholder=f"keep {f'${budget:g}' if budget else 'none'}", id="r-budget", compact=True)
             with Horizontal(classes="row"):
                 yield Label("generations")
@@ -136,9 +142,11 @@ class ResumeScreen(ModalScreen[None]):
         s = self.snap
         args, err = resume_args(self.query_one("#r-budget", Input).value,
                                 self.query_one("#r-gens", Input).value, s.generations_done)
-        budget = args.get("budget_usd", s.budget_usd)
-        if err is None and budget is not None and s.spend_usd >= budget:
-            err = f"budget: ${budget:g} is already spent (${s.spend_usd:.4f}); give more"
+        sw = self.sweep
+        budget = args.get("budget_usd", s.budget_usd if sw is None else sw.budget_usd)
+        spent = s.spend_usd if sw is None else sw.spent_usd
+        if err is None and budget is not None and spent >= budget:
+            err = f"{'sweep ' if sw is not None else ''}budget: ${budget:g} is already spent (${spent:.4f}); give more"
         if err:
             self.query_one("#resume-err", Static).update(err)
             return

@@ -1,6 +1,6 @@
 """A sweep in the app (issue 16): one row in Runs (its trials' states, its spend against the sweep
 budget, its best trial's validation accuracy) that expands into its trials, each an ordinary run
-(open, pause, resume); c overlays the trials in Train with stable colours. The sweep dirs are
+(open, pause, resume — a trial through its sweep, under the sweep's budget); c overlays the trials in Train with stable colours. The sweep dirs are
 written by `minertui.synth.make_sweep` in trinity.sweep.runner's layout."""
 
 from __future__ import annotations
@@ -172,11 +172,22 @@ async def test_a_trial_pauses_and_resumes_like_a_run_and_stays_inside_its_sweep(
             assert holder.wait(timeout=20) == 0  # the SIGTERM reached the trial's engine
             await _settle(app, pilot)
             assert app.screen.check_action("resume", ()) is True
-            await pilot.press("r")  # `trinity resume TRIAL`, like any run
+            # while a sweep driver runs (it holds the sweep's budget), resuming a trial is refused
+            from trinity.runs.rundir import RunDir
+            driver = RunDir(sweep).lock().acquire()
+            try:
+                await pilot.press("r")
+                await pilot.pause()
+                assert trial not in app.supervisor.launched
+                said = [n.message for n in app._notifications]
+                assert any("is being run by its driver" in m and "--trial t001" in m for m in said), said
+            finally:
+                driver.release()
+            await pilot.press("r")  # the sweep has a budget: resumed by the sweep, under its budget
             launched = app.supervisor.launched[trial]
-            assert launched.argv[-2:] == ["resume", str(trial)]
             os.killpg(launched.proc.pid, signal.SIGKILL)  # a synthetic trial: no training wanted here
             launched.proc.wait(timeout=20)
+            assert launched.argv[3:] == ["sweep", "resume", str(sweep), "--trial", "t001"]
             await _settle(app, pilot)
             keys = _keys(app.screen.query_one(DataTable))
             assert keys.count(str(trial)) == 1 and len(keys) == 6  # launched, and still only inside
@@ -184,6 +195,38 @@ async def test_a_trial_pauses_and_resumes_like_a_run_and_stays_inside_its_sweep(
         if holder.poll() is None:
             holder.send_signal(signal.SIGKILL)
             holder.wait()
+
+
+async def test_resume_with_on_a_trial_sets_the_sweeps_budget(tmp_path):
+    """R on a trial: the dialog's budget is the sweep's (its spend against its cap), and the
+    resume goes through the sweep with that budget."""
+    from textual.widgets import Input, Label
+
+    from minertui.screens.runops import ResumeScreen
+
+    root, sweep = _root(tmp_path)
+    trial = sweep / "trials" / "t001"
+    app = MinerApp(runs_root=root, poll=False)
+    async with app.run_test(size=BIG) as pilot:
+        await _settle(app, pilot)
+        table = app.screen.query_one(DataTable)
+        table.move_cursor(row=_keys(table).index(str(sweep)), animate=False)
+        await pilot.press("x")
+        await _settle(app, pilot)
+        table.move_cursor(row=_keys(table).index(str(trial)), animate=False)
+        await pilot.pause()
+        await pilot.press("R")
+        await pilot.pause()
+        dlg = app.screen
+        assert isinstance(dlg, ResumeScreen) and dlg.sweep is not None and dlg.sweep.budget_usd == 0.5
+        assert "sweep budget $" in [str(lb.render()) for lb in dlg.query(Label)]
+        dlg.query_one("#r-budget", Input).value = "2"
+        dlg.go()
+        await pilot.pause()
+        launched = app.supervisor.launched[trial]
+        os.killpg(launched.proc.pid, signal.SIGKILL)  # a synthetic trial: no training wanted here
+        launched.proc.wait(timeout=20)
+        assert launched.argv[3:] == ["sweep", "resume", str(sweep), "--trial", "t001", "--budget-usd", "2.0"]
 
 
 async def test_a_broken_sweep_json_is_a_row_that_says_so(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,12 @@ def ray_local():
 
 
 def _cfg(**over):
+    # max_batch_tokens 256: the practice questions' warm-up makes 12 layer-input batches (not one),
+    # so each worker holds a real share and a generation's questions fall into several groups;
+    # MiniRouter's router text (no marker, not the default): the workers encode the run's text
     return load_config(PRACTICE, {"encoder": "tiny-qwen3", "generations": 4, "popsize": 8, "m": 16,
-                                  "traces": "best", **over})
+                                  "traces": "best", "max_batch_tokens": 256, "competition": "minirouter",
+                                  **over})
 
 
 def _results(run: Path):
@@ -59,4 +64,50 @@ def test_worker_killed_mid_generation_is_recovered(ray_local, single, tmp_path, 
     logs = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
     lost = [e for e in logs if e["type"] == "log" and "lost" in e.get("message", "")]
     assert len(lost) == 1 and lost[0]["level"] == "warning" and "generation 2" in lost[0]["message"]
+    # the replacement re-encoded worker 1's share only: what the ready line says worker 1 holds
+    ready = next(e["message"] for e in logs if e["type"] == "log" and "their shares" in e.get("message", ""))
+    total, *shares = map(int, re.search(r"of (\d+) train\+val texts: (\d+) \([^)]*\), (\d+) \(", ready).groups())
+    assert sum(shares) == int(total) and 0 < shares[1] < int(total)
+    assert f"their share ({shares[1]} texts)" in lost[0]["message"]
+
+
+def test_each_worker_holds_its_share_and_the_logits_equal_one_process(ray_local):
+    """Shares: every train+val text cached by exactly one worker (one copy in all); the
+    generation's logits (chunk by chunk) and the validation's equal one process's bit for bit."""
+    import numpy as np
+
+    from trinity.optim.fitness import CachedFitness, GenerationHooks, build_router
+    from trinity.optim.population import PopulationFitness
+    from trinity.optim.runinputs import inputs_from_config
+
+    cfg = _cfg(workers=2)
+    inputs = inputs_from_config(cfg)
+    models = list(inputs.matrix.models)
+    router = build_router(cfg, len(models))
+    one = CachedFitness(router, inputs.matrix, models, traces="none")  # the default text here
+    by_id = {q.id: q for q in inputs.questions}
+    qs = [by_id[i] for i in inputs.splits["train"] + inputs.splits["val"]]
+    one.warm_up(qs, lambda *a: None)
+    texts = one.texts(qs)
+    fit = PopulationFitness(cfg, None, router, inputs.matrix, models, texts)
+    try:
+        stats = fit.cache_stats()
+        assert sum(s["entries"] for s in stats) == len(set(texts)) == len(router.cache)
+        assert all(0 < s["entries"] < len(set(texts)) for s in stats)
+        assert sum(s["bytes"] for s in stats) == router.cache.bytes  # one copy in all, not one per worker
+        rng = np.random.RandomState(0)
+        thetas = router.initial_mean()[None] + 0.05 * rng.randn(8, router.n_params)
+        batch = texts[:16]
+        seen: list[tuple[int, int]] = []
+        hooks = GenerationHooks(progress=lambda d, t: seen.append((d, t)), choices=lambda *a: None,
+                                trace=lambda r: None)
+        ref = one.population_logits(thetas, batch, GenerationHooks(lambda d, t: None, lambda *a: None,
+                                                                  lambda r: None))
+        assert np.array_equal(fit.population_logits(thetas, batch, hooks), ref)
+        assert seen == [(b * 16, 8 * 16) for b in fit.chunk_bounds(8)[1:]]  # whole chunks, in order
+        val = texts[-12:]
+        assert np.array_equal(fit.population_logits_one(thetas[:3], val),
+                              np.asarray(router.population_logits(thetas[:3], val), dtype=np.float64))
+    finally:
+        fit.close()
 

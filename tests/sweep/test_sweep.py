@@ -205,6 +205,27 @@ def test_one_budget_across_two_live_trials(ray_local, practice_server, tmp_path,
     doc2 = run_sweep(sd.path, timeout_s=SWEEP_TIMEOUT_S)
     assert practice_server.stats.billed_usd - before <= cap
     assert doc2["spent_usd"] <= cap
+    # `trinity resume TRIAL` (and the app's resume) goes through the sweep: under its one budget,
+    # not as a run of its own without one (which would spend on past the sweep's cap)
+    tid = stopped[0]["id"]
+    capsys.readouterr()
+    rc = main(["resume", str(sd.path / "trials" / tid), "--generations", "12"])
+    assert practice_server.stats.billed_usd - before <= cap  # counted at the server
+    err = capsys.readouterr().err
+    assert rc == 1 and f"trinity sweep resume {sd.path} --trial {tid}" in err and "sweep budget" in err, err
+    doc3 = sweep_status(sd.path)
+    assert doc3["spent_usd"] <= cap
+    t3 = next(t for t in doc3["trials"] if t["id"] == tid)
+    assert t3["state"] == "stopped" and "sweep budget" in t3.get("message", "")
+    # while a driver holds the sweep (and its budget), a trial's resume is refused in one line
+    from trinity.runs.rundir import RunDir
+
+    with RunDir(sd.path).lock():
+        assert main(["sweep", "resume", str(sd.path), "--trial", tid]) != 0
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "is being run by its driver" in err and f"--trial {tid}" in err, err
+    assert main(["sweep", "resume", str(sd.path), "--trial", "t999"]) != 0
+    assert "has no trial t999" in capsys.readouterr().err
 
 
 def test_shipped_example_spec_expands():

@@ -158,12 +158,18 @@ class Router:
         # in fixed chunks, before its first generation (trinity.optim.engine._warmup): a resumed
         # run's cache then holds exactly what the uninterrupted run's did.
         if missing:
-            order = sorted(missing, key=lambda k: len(missing[k]))
-            for batch in batches(order, lambda k: len(missing[k]), self.max_batch_tokens):
+            for batch in self.prefix_batches(missing):
                 for k, x in zip(batch, self._run_prefix([missing[k] for k in batch])):
                     self.cache.put(k, x)
                     found[k] = x
         return [found[k] for k in keys]
+
+    def prefix_batches(self, missing: dict[str, list[int]]) -> list[list[str]]:
+        """How `layer_inputs` batches the texts it must compute (key → token ids without EOS, in
+        first-seen order): shortest first, at most `max_batch_tokens` tokens a batch. A batch's
+        composition fixes the last bits of its texts' layer inputs (padding, batch shape)."""
+        order = sorted(missing, key=lambda k: len(missing[k]))
+        return list(batches(order, lambda k: len(missing[k]), self.max_batch_tokens))
 
     @torch.inference_mode()
     def _run_prefix(self, seqs: list[list[int]]) -> list[torch.Tensor]:
@@ -193,6 +199,14 @@ class Router:
 
     # ---- fast path ----
 
+    def text_groups(self, lengths: list[int]) -> list[list[int]]:
+        """How the fast path groups N texts of these SVF-layer input lengths (tokens without EOS):
+        indices, shortest first, at most `max_batch_tokens` token rows a group. A text's features
+        depend in the last bits on its group (its shape), not on which process computes it: a
+        group passed alone, in this order, is computed exactly as inside the whole batch."""
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        return list(batches(order, lambda i: lengths[i], self.max_batch_tokens))
+
     def _grid_features(self, xs: list[torch.Tensor], scales: Float64Array) -> torch.Tensor:
         """Every candidate on every text: SVF-layer inputs `xs` (N texts), `scales` (P, svf_size)
         → features (P, N, hidden) float32 on the CPU. Texts are grouped (shortest first) and
@@ -201,9 +215,8 @@ class Router:
         P, N = scales.shape[0], len(xs)
         out = torch.empty((P, N, self.hidden), dtype=torch.float32)
         lengths = [int(x.shape[0]) for x in xs]
-        order = sorted(range(N), key=lambda i: lengths[i])
         z_all = torch.as_tensor(scales, dtype=torch.float32, device=dev)
-        for group in batches(order, lambda i: lengths[i], self.max_batch_tokens):
+        for group in self.text_groups(lengths):
             group_lengths = [lengths[i] for i in group]
             plan = plan_texts(group_lengths, dev)
             x_text = torch.cat([xs[i] for i in group])  # (S, hidden)
@@ -220,19 +233,26 @@ class Router:
 
     def population_features(self, thetas: npt.ArrayLike, texts: list[str]) -> Float32Array:
         """Every candidate on every text: thetas (P, D) → features (P, N, hidden) float32."""
+        batch = self.check_thetas(thetas)
+        return self.features_of_inputs(batch, self.layer_inputs(texts))
+
+    def features_of_inputs(self, thetas: npt.ArrayLike, xs: list[torch.Tensor]) -> Float32Array:
+        """`population_features` of texts given by their SVF-layer inputs `xs` (`layer_inputs`)."""
         _, svf = self.split_thetas(self.check_thetas(thetas))
-        xs = self.layer_inputs(texts)
+        dev = self.encoder.device
         self.last_flops = 0
-        feats: Float32Array = self._grid_features(xs, svf).numpy()
+        feats: Float32Array = self._grid_features([x.to(dev) for x in xs], svf).numpy()
         return feats
+
+    def head_logits(self, thetas: npt.ArrayLike, feats: npt.ArrayLike) -> Float32Array:
+        """thetas (P, D), features (P, N, hidden) float32 → logits (P, N, n_models + 3) float32."""
+        heads, _ = self.split_thetas(self.check_thetas(thetas))
+        out: Float32Array = np.einsum("pnh,pch->pnc", np.asarray(feats).astype(np.float64), heads).astype(np.float32)
+        return out
 
     def population_logits(self, thetas: npt.ArrayLike, texts: list[str]) -> Float32Array:
         """thetas (P, D), N texts → logits (P, N, n_models + 3) float32 (fast path)."""
-        batch = self.check_thetas(thetas)
-        heads, _ = self.split_thetas(batch)
-        feats = self.population_features(batch, texts).astype(np.float64)
-        logits: Float32Array = np.einsum("pnh,pch->pnc", feats, heads).astype(np.float32)
-        return logits
+        return self.head_logits(thetas, self.population_features(thetas, texts))
 
     def paired_features(self, thetas: npt.ArrayLike, texts: list[str], candidate_of_text: npt.ArrayLike
                         ) -> Float32Array:

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from trinity.model.router import Router
 
 __all__ = ["CachedFitness", "Evaluation", "Fitness", "GenerationHooks", "GenerationStats", "LogFn", "RouterLike",
-           "StopRequested", "WARM_CHUNK", "build_router", "default_text", "question_text"]
+           "StopRequested", "WARM_CHUNK", "build_router", "warm_batches", "default_text", "question_text"]
 
 WARM_CHUNK = 64  # questions per feature-cache warm-up call (fixed: the batches must not vary)
 
@@ -54,6 +54,29 @@ def build_router(cfg: TrainConfig, n_models: int) -> Router:
 
     enc = load_encoder(cfg.encoder, device=cfg.device, dtype=cfg.dtype, seed=cfg.encoder_seed)
     return Router(enc, n_models, max_batch_tokens=cfg.max_batch_tokens)
+
+
+def warm_batches(router: Any, texts: list[str]) -> list[list[int]]:
+    """The layer-input batches `CachedFitness.warm_up` computes for `texts` (train + val, in
+    order) from an empty cache: each batch as the indices of its texts (a text's first
+    occurrence). A process that computes only some of them, each by one `router.layer_inputs`
+    call on its texts in this order, holds for those texts exactly the bits one process's warm-up
+    holds (the shares of the Ray workers, trinity.optim.population)."""
+    from trinity.model.batching import token_key
+
+    ids = router.token_ids(texts)
+    keys = [token_key(i) for i in ids]
+    seen: set[str] = set()
+    out: list[list[int]] = []
+    for a in range(0, len(texts), WARM_CHUNK):  # warm_up's chunks: each one layer_inputs call
+        missing: dict[str, list[int]] = {}
+        first: dict[str, int] = {}
+        for j in range(a, min(a + WARM_CHUNK, len(texts))):
+            if keys[j] not in seen and keys[j] not in missing:
+                missing[keys[j]], first[keys[j]] = ids[j][:-1], j
+        seen.update(missing)
+        out.extend([first[k] for k in batch] for batch in router.prefix_batches(missing))
+    return out
 
 
 class StopRequested(Exception):

