@@ -90,7 +90,8 @@ async def test_absurd_usage_stops_naming_provider_and_figure(hostile, tmp_path):
 
 def test_a_ledger_with_negative_figures_does_not_verify(tmp_path):
     led = Ledger(tmp_path / "l.jsonl", "r")
-    led._make(provider="p", model="m", prompt_tokens=1, completion_tokens=1, cost_micro_usd=-1_930_000,
+    led._make(led._appender.submit, provider="p", model="m", prompt_tokens=1, completion_tokens=1,
+              cost_micro_usd=-1_930_000,
               cost_source="reported", purpose="train")[1].result()
     led.close()
     rep = verify_ledger(tmp_path / "l.jsonl")
