@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
 from hostile import PRICE_IN, PRICE_OUT, HostileServer
@@ -278,3 +279,19 @@ async def test_the_body_cap_is_configurable_per_provider(hostile, tmp_path):
     assert pool.max_body_bytes == 2048
     c, res = await _one(pool, tmp_path)
     assert not res.ok and "2048-byte cap" in res.error
+
+
+@pytest.mark.parametrize("text, says", [
+    ("- a\n- b\n", "missing 'providers' section"),
+    ("providers:\n  p: hello\n", "providers.p must be a mapping, got str"),
+    ("providers:\n  p: {}\npools: [p]\n", "pools must be a mapping, got list"),
+    ("providers:\n  p: {}\npools: {q: [p]}\n", "pools.q must name a provider"),
+    *[(f"providers:\n  p:\n    base_url: http://127.0.0.1:1\n    models: {{m: {{price_in: 1, price_out: 1}}}}\n"
+       f"    {key}: [1]\n", f"providers.p.{key} must be a mapping, got list")
+      for key in ("timeouts", "retry", "decoding", "headers")],
+])
+def test_a_models_file_of_the_wrong_shape_is_a_config_error(tmp_path, text, says):
+    y = tmp_path / "models.yaml"
+    y.write_text(text)
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        load_pool("q" if "pools: {q" in text else "p", y)
