@@ -83,15 +83,15 @@ DEFAULT_FAIL_THRESHOLD = 0.5  # a generation where more than this share of calls
 FAIL_MIN_CALLS = 4  # ... when it made at least this many calls
 
 
-def check_usage(usage: Any, worst_prompt: int, max_out: int, worst_usd: float
+def check_usage(usage: dict[str, Any], worst_prompt: int, max_out: int, worst_usd: float
                 ) -> tuple[int | None, int | None, float | None, str | None, str | None]:
     """(prompt_tokens, completion_tokens, cost, problem, absurd) from a provider's `usage`.
 
     A figure that is not a valid number comes back None with `problem` saying why; `absurd` is
     set when a figure is valid but past SANE_MULTIPLE × the worst case (it names the figure)."""
     problems: list[str] = []
-    absurd = None
-    out: list[Any] = []
+    absurd: str | None = None
+    out: list[int | None] = []
     for name, cap in (("prompt_tokens", worst_prompt), ("completion_tokens", max_out)):
         v = usage.get(name)
         if v is None:
