@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from trinity.pool.ledger import LedgerReport
+    from trinity.pool.ledger import Bucket, LedgerReport
     from trinity.pool.practice_server import Faults, PracticeServer
 
 
@@ -196,8 +196,8 @@ def _usd(micro: int) -> float:
     return micro / 1e6
 
 
-def _tables(rep: LedgerReport) -> dict[str, dict[str, dict[str, float]]]:
-    def conv(t: dict[str, dict[str, int]]) -> dict[str, dict[str, float]]:
+def _tables(rep: LedgerReport) -> dict[str, dict[str, dict[str, object]]]:
+    def conv(t: dict[str, Bucket]) -> dict[str, dict[str, object]]:
         return {k: {**v, "usd": _usd(v["micro_usd"])} for k, v in t.items()}
 
     return {"per_model": conv(rep.per_model), "per_purpose": conv(rep.per_purpose), "per_day": conv(rep.per_day),

@@ -96,7 +96,31 @@ def utc_iso_ms() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _bucket() -> dict[str, int]:
+class Bucket(TypedDict):
+    """A report's totals for one model / purpose / day / cost source."""
+
+    calls: int
+    micro_usd: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class ExcessBucket(TypedDict):
+    """Calls billed above their reserved worst case, and by how much in all (the excess only)."""
+
+    calls: int
+    micro_usd: int
+
+
+class InvalidUsage(TypedDict):
+    """A record billed from the price table because the provider's usage was invalid."""
+
+    seq: int
+    model: str
+    note: str | None
+
+
+def _bucket() -> Bucket:
     return {"calls": 0, "micro_usd": 0, "prompt_tokens": 0, "completion_tokens": 0}
 
 
@@ -112,13 +136,13 @@ class LedgerReport:
     torn_bytes: int = 0
     missing_final_newline: bool = False  # last record complete but its "\n" never hit the disk
     good_bytes: int = 0  # byte length of the verified prefix (where a resumed writer continues)
-    per_model: dict[str, dict[str, int]] = field(default_factory=dict)
-    per_purpose: dict[str, dict[str, int]] = field(default_factory=dict)
-    per_day: dict[str, dict[str, int]] = field(default_factory=dict)
-    per_source: dict[str, dict[str, int]] = field(default_factory=dict)
-    invalid: list[dict[str, Any]] = field(default_factory=list)  # first invalid-usage records: seq, model, note
-    # billed above the reserved worst case, per "provider model": {"calls", "micro_usd"} (the excess only)
-    excess: dict[str, dict[str, int]] = field(default_factory=dict)
+    per_model: dict[str, Bucket] = field(default_factory=dict)
+    per_purpose: dict[str, Bucket] = field(default_factory=dict)
+    per_day: dict[str, Bucket] = field(default_factory=dict)
+    per_source: dict[str, Bucket] = field(default_factory=dict)
+    invalid: list[InvalidUsage] = field(default_factory=list)  # the first invalid-usage records
+    # billed above the reserved worst case, per "provider model"
+    excess: dict[str, ExcessBucket] = field(default_factory=dict)
     run_ids: list[str] = field(default_factory=list)
     anchors: list[str] = field(default_factory=list)  # where the checked head came from (run dirs)
 
