@@ -56,7 +56,7 @@ class GroupCommitAppender:
             os.close(self._fd)
             raise RunLockedError(f"{what} {self.path} is being written by another process; "
                                  "stop that engine first") from None
-        # (line(s), waiter): a concurrent Future (threads) or (loop, asyncio.Future) (coroutines).
+        # (line(s), who waits), in submit order
         self._queue: deque[tuple[bytes, Waiter]] = deque()
         self._cv = threading.Condition()
         self._closed = False
