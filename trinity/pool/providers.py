@@ -145,7 +145,7 @@ def _provider_section(name: str, models_yaml: str | os.PathLike[str] | None) -> 
     providers: dict[str, Any] = doc["providers"]
     aliases = _mapping(doc.get("pools"), f"{path}: pools")
     pname = aliases.get(name, name)
-    if not isinstance(pname, str):
+    if pname is not None and not isinstance(pname, str):  # None: "unknown pool" below
         raise ConfigError(f"{path}: pools.{name} must name a provider, got {pname!r}")
     if pname not in providers:
         known = sorted(known_pools(doc))
