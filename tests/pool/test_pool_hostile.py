@@ -295,3 +295,18 @@ def test_a_models_file_of_the_wrong_shape_is_a_config_error(tmp_path, text, says
     y.write_text(text)
     with pytest.raises(ConfigError, match=re.escape(says)):
         load_pool("q" if "pools: {q" in text else "p", y)
+
+
+def test_pool_list_names_a_provider_section_of_the_wrong_shape_and_lists_the_rest(tmp_path, capsys):
+    from trinity.cli import main
+
+    y = tmp_path / "models.yaml"
+    y.write_text("providers:\n  p: hello\n  q: {base_url: 'http://127.0.0.1:1', models: {m: {price_in: 1, price_out: 1}}}\n"
+                 "pools: {alias: [p]}\n")
+    assert main(["pool", "list", "--models-yaml", str(y)]) == 0
+    out = capsys.readouterr().out
+    assert "p: (" in out and "providers.p must be a mapping, got str" in out
+    assert "q: m\n" in out
+    y.write_text("providers:\n  p: {}\npools: [p]\n")
+    assert main(["pool", "list", "--models-yaml", str(y)]) != 0
+    assert "pools must be a mapping, got list" in capsys.readouterr().err

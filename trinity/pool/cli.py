@@ -160,11 +160,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     from trinity.errors import TrinityError
     from trinity.pool.keys import default_env_file, read_env_file
-    from trinity.pool.providers import MODELS_YAML, pool_model_ids, read_models_yaml
+    from trinity.pool.providers import MODELS_YAML, _mapping, pool_model_ids, read_models_yaml
 
     path = Path(args.models_yaml) if args.models_yaml else MODELS_YAML
     doc = read_models_yaml(path)  # ConfigError (one line) for a missing or broken file
-    aliases = {v: k for k, v in (doc.get("pools") or {}).items()}
+    aliases = {v: k for k, v in _mapping(doc.get("pools"), f"{path}: pools").items() if isinstance(v, str)}
     env_file = default_env_file()
     try:
         file_keys = set(read_env_file(env_file)) if env_file.exists() else set()
@@ -172,7 +172,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         file_keys = set()
         print(f"note: {e}", file=sys.stderr)
     for name, sec in doc["providers"].items():
-        sec = sec or {}
+        try:
+            sec = _mapping(sec, f"{path}: providers.{name}")
+        except TrinityError as e:  # listed with what is wrong; the other pools still are
+            print(f"{name}: ({e})")
+            continue
         try:
             models = ", ".join(pool_model_ids(name, path))
         except TrinityError as e:  # a pool without models (local) is still listed
