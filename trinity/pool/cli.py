@@ -160,11 +160,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     from trinity.errors import TrinityError
     from trinity.pool.keys import default_env_file, read_env_file
-    from trinity.pool.providers import MODELS_YAML, _mapping, pool_model_ids, read_models_yaml
+    from trinity.pool.providers import MODELS_YAML, pool_model_ids, read_models_yaml, section_mapping
 
     path = Path(args.models_yaml) if args.models_yaml else MODELS_YAML
     doc = read_models_yaml(path)  # ConfigError (one line) for a missing or broken file
-    aliases = {v: k for k, v in _mapping(doc.get("pools"), f"{path}: pools").items() if isinstance(v, str)}
+    pools = section_mapping(doc.get("pools"), f"{path}: pools")
+    aliases = {v: k for k, v in pools.items() if isinstance(v, str)}
     env_file = default_env_file()
     try:
         file_keys = set(read_env_file(env_file)) if env_file.exists() else set()
@@ -173,7 +174,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"note: {e}", file=sys.stderr)
     for name, sec in doc["providers"].items():
         try:
-            sec = _mapping(sec, f"{path}: providers.{name}")
+            sec = section_mapping(sec, f"{path}: providers.{name}")
         except TrinityError as e:  # listed with what is wrong; the other pools still are
             print(f"{name}: ({e})")
             continue

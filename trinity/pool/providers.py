@@ -107,7 +107,7 @@ def read_models_yaml(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _mapping(value: Any, where: str) -> dict[str, Any]:
+def section_mapping(value: Any, where: str) -> dict[str, Any]:
     """A section of the models file: a mapping, {} when absent or empty; else a ConfigError."""
     if not value:
         return {}
@@ -143,7 +143,7 @@ def _provider_section(name: str, models_yaml: str | os.PathLike[str] | None) -> 
     path = Path(models_yaml) if models_yaml else MODELS_YAML
     doc = read_models_yaml(path)
     providers: dict[str, Any] = doc["providers"]
-    aliases = _mapping(doc.get("pools"), f"{path}: pools")
+    aliases = section_mapping(doc.get("pools"), f"{path}: pools")
     pname = aliases.get(name, name)
     if pname is not None and not isinstance(pname, str):  # None: "unknown pool" below
         raise ConfigError(f"{path}: pools.{name} must name a provider, got {pname!r}")
@@ -151,7 +151,7 @@ def _provider_section(name: str, models_yaml: str | os.PathLike[str] | None) -> 
         known = sorted(known_pools(doc))
         raise ConfigError(f"unknown pool {name!r}; known: {', '.join(known)} (see {path})")
     where = f"{path}: providers.{pname}"
-    return pname, _mapping(providers[pname], where), where, path
+    return pname, section_mapping(providers[pname], where), where, path
 
 
 def _models_and_prices(sec: dict[str, Any], where: str) -> tuple[tuple[str, ...], dict[str, Price]]:
@@ -234,14 +234,14 @@ def load_pool(name: str, models_yaml: str | os.PathLike[str] | None = None, *,
     rs = sec.get("reasoning_style", "none")
     if rs not in REASONING_STYLES:
         raise ConfigError(f"{where}.reasoning_style must be one of {', '.join(REASONING_STYLES)}")
-    t = _mapping(sec.get("timeouts"), f"{where}.timeouts")
-    r = _mapping(sec.get("retry"), f"{where}.retry")
-    dec = {"temperature": 0, "max_tokens": 4096, **_mapping(sec.get("decoding"), f"{where}.decoding"),
+    t = section_mapping(sec.get("timeouts"), f"{where}.timeouts")
+    r = section_mapping(sec.get("retry"), f"{where}.retry")
+    dec = {"temperature": 0, "max_tokens": 4096, **section_mapping(sec.get("decoding"), f"{where}.decoding"),
            **(decoding or {})}
     conc = int(max_concurrency or sec.get("max_concurrency") or 16)
     if conc < 1:
         raise ConfigError(f"{where}: max_concurrency must be >= 1")
-    headers = {str(k): str(v) for k, v in _mapping(sec.get("headers"), f"{where}.headers").items()}
+    headers = {str(k): str(v) for k, v in section_mapping(sec.get("headers"), f"{where}.headers").items()}
     if any(k.lower() == "authorization" for k in headers):
         raise ConfigError(f"{where}.headers must not carry Authorization; name the key's env var in key_env")
     fixed_url = bool(sec.get("base_url")) and not base_url
