@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
 from hostile import PRICE_IN, PRICE_OUT, HostileServer
@@ -90,7 +91,8 @@ async def test_absurd_usage_stops_naming_provider_and_figure(hostile, tmp_path):
 
 def test_a_ledger_with_negative_figures_does_not_verify(tmp_path):
     led = Ledger(tmp_path / "l.jsonl", "r")
-    led._make(provider="p", model="m", prompt_tokens=1, completion_tokens=1, cost_micro_usd=-1_930_000,
+    led._make(led._appender.submit, provider="p", model="m", prompt_tokens=1, completion_tokens=1,
+              cost_micro_usd=-1_930_000,
               cost_source="reported", purpose="train")[1].result()
     led.close()
     rep = verify_ledger(tmp_path / "l.jsonl")
@@ -277,3 +279,34 @@ async def test_the_body_cap_is_configurable_per_provider(hostile, tmp_path):
     assert pool.max_body_bytes == 2048
     c, res = await _one(pool, tmp_path)
     assert not res.ok and "2048-byte cap" in res.error
+
+
+@pytest.mark.parametrize("text, says", [
+    ("- a\n- b\n", "missing 'providers' section"),
+    ("providers:\n  p: hello\n", "providers.p must be a mapping, got str"),
+    ("providers:\n  p: {}\npools: [p]\n", "pools must be a mapping, got list"),
+    ("providers:\n  p: {}\npools: {q: [p]}\n", "pools.q must name a provider"),
+    *[(f"providers:\n  p:\n    base_url: http://127.0.0.1:1\n    models: {{m: {{price_in: 1, price_out: 1}}}}\n"
+       f"    {key}: [1]\n", f"providers.p.{key} must be a mapping, got list")
+      for key in ("timeouts", "retry", "decoding", "headers")],
+])
+def test_a_models_file_of_the_wrong_shape_is_a_config_error(tmp_path, text, says):
+    y = tmp_path / "models.yaml"
+    y.write_text(text)
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        load_pool("q" if "pools: {q" in text else "p", y)
+
+
+def test_pool_list_names_a_provider_section_of_the_wrong_shape_and_lists_the_rest(tmp_path, capsys):
+    from trinity.cli import main
+
+    y = tmp_path / "models.yaml"
+    y.write_text("providers:\n  p: hello\n  q: {base_url: 'http://127.0.0.1:1', models: {m: {price_in: 1, price_out: 1}}}\n"
+                 "pools: {alias: [p]}\n")
+    assert main(["pool", "list", "--models-yaml", str(y)]) == 0
+    out = capsys.readouterr().out
+    assert "p: (" in out and "providers.p must be a mapping, got str" in out
+    assert "q: m\n" in out
+    y.write_text("providers:\n  p: {}\npools: [p]\n")
+    assert main(["pool", "list", "--models-yaml", str(y)]) != 0
+    assert "pools must be a mapping, got list" in capsys.readouterr().err

@@ -19,14 +19,18 @@ import fcntl
 import os
 import threading
 from collections import deque
-from typing import cast
 from concurrent.futures import Future
 from pathlib import Path
+from typing import TypeAlias
 
 from trinity.errors import RunLockedError
 
+# Who waits for a queued write: a concurrent Future (a thread) or (its loop, an asyncio future)
+# (a coroutine, woken on its own loop).
+Waiter: TypeAlias = Future[None] | tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]
 
-def _finish(fut: Future | asyncio.Future, error: BaseException | None) -> None:
+
+def _finish(fut: Future[None] | asyncio.Future[None], error: BaseException | None) -> None:
     if fut.done():  # the waiter was cancelled
         return
     if error is None:
@@ -35,13 +39,13 @@ def _finish(fut: Future | asyncio.Future, error: BaseException | None) -> None:
         fut.set_exception(error)
 
 
-def _wake(futs: list[asyncio.Future], error: BaseException | None) -> None:
+def _wake(futs: list[asyncio.Future[None]], error: BaseException | None) -> None:
     for fut in futs:
         _finish(fut, error)
 
 
 class GroupCommitAppender:
-    def __init__(self, path: str | os.PathLike, *, fsync: bool = True, what: str = "file"):
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True, what: str = "file"):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.fsync = fsync
@@ -52,8 +56,8 @@ class GroupCommitAppender:
             os.close(self._fd)
             raise RunLockedError(f"{what} {self.path} is being written by another process; "
                                  "stop that engine first") from None
-        # (line(s), waiter): a concurrent Future (threads) or (loop, asyncio.Future) (coroutines).
-        self._queue: deque[tuple[bytes, object]] = deque()
+        # (line(s), who waits), in submit order
+        self._queue: deque[tuple[bytes, Waiter]] = deque()
         self._cv = threading.Condition()
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -64,7 +68,7 @@ class GroupCommitAppender:
             self._thread = threading.Thread(target=self._run, name=f"append:{self.path.name}", daemon=True)
             self._thread.start()
 
-    def _enqueue(self, data: bytes, waiter: object) -> None:
+    def _enqueue(self, data: bytes, waiter: Waiter) -> None:
         with self._cv:
             if self._closed:
                 raise RuntimeError(f"{self.path} appender is closed")
@@ -72,19 +76,19 @@ class GroupCommitAppender:
             self._queue.append((data, waiter))
             self._cv.notify()
 
-    def submit(self, data: bytes) -> Future:
+    def submit(self, data: bytes) -> Future[None]:
         """Queue whole line(s); the future completes once they are written (and fsynced)."""
-        fut: Future = Future()
+        fut: Future[None] = Future()
         self._enqueue(data, fut)
         return fut
 
     def write(self, data: bytes) -> None:
         self.submit(data).result()
 
-    def submit_async(self, data: bytes) -> asyncio.Future:
+    def submit_async(self, data: bytes) -> asyncio.Future[None]:
         """`submit` for a coroutine (call it on the running loop's thread): an asyncio future."""
         loop = asyncio.get_running_loop()
-        fut = loop.create_future()
+        fut: asyncio.Future[None] = loop.create_future()
         self._enqueue(data, (loop, fut))
         return fut
 
@@ -115,13 +119,13 @@ class GroupCommitAppender:
             self._settle(batch, None)
 
     @staticmethod
-    def _settle(batch: list[tuple[bytes, object]], error: BaseException | None) -> None:
-        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future]] = {}
+    def _settle(batch: list[tuple[bytes, Waiter]], error: BaseException | None) -> None:
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
         for _, waiter in batch:
             if isinstance(waiter, Future):
                 _finish(waiter, error)
             else:
-                loop, fut = cast(tuple[asyncio.AbstractEventLoop, asyncio.Future], waiter)
+                loop, fut = waiter
                 by_loop.setdefault(loop, []).append(fut)
         for loop, futs in by_loop.items():
             try:

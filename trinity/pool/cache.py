@@ -28,14 +28,14 @@ def default_cache_path() -> Path:
     return Path(base) / "minertui" / "responses.sqlite"
 
 
-def cache_key(namespace: str, model: str, messages: list[dict], decoding: dict[str, Any]) -> str:
+def cache_key(namespace: str, model: str, messages: list[dict[str, Any]], decoding: dict[str, Any]) -> str:
     blob = canonical_json({"endpoint": namespace, "model": model, "messages": messages,
                            "decoding": decoding})
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 class ResponseCache:
-    def __init__(self, path: str | os.PathLike | None = None, *, cache_nondeterministic: bool = False):
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, cache_nondeterministic: bool = False):
         self.path = Path(path) if path else default_cache_path()
         self.cache_nondeterministic = cache_nondeterministic
         self.hits = 0
@@ -67,7 +67,8 @@ class ResponseCache:
             self.misses += 1
             return None
         self.hits += 1
-        return json.loads(row[0])
+        result: dict[str, Any] = json.loads(row[0])  # written by put(): always an object
+        return result
 
     def put(self, key: str, provider: str, model: str, result: dict[str, Any]) -> None:
         with self._lock:

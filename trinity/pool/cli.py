@@ -12,7 +12,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trinity.pool.ledger import Bucket, LedgerReport
+    from trinity.pool.practice_server import Faults, PracticeServer
 
 
 def _rate(text: str) -> float:
@@ -35,7 +39,7 @@ def _port(text: str) -> int:
     return v
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("pool", help="model pools: run the simulated practice pool, list pools")
     psub = p.add_subparsers(dest="pool_cmd", metavar="SUBCOMMAND")
     psub.required = True
@@ -87,7 +91,7 @@ def register(sub) -> None:
     r.set_defaults(func=cmd_ledger_report)
 
 
-def _faults(args):
+def _faults(args: argparse.Namespace) -> Faults:
     from trinity.errors import ConfigError
     from trinity.pool.practice_server import Faults
 
@@ -101,7 +105,7 @@ def _faults(args):
         raise ConfigError(f"serve-practice: {e}") from None
 
 
-def cmd_serve_practice(args) -> int:
+def cmd_serve_practice(args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
@@ -125,7 +129,7 @@ def cmd_serve_practice(args) -> int:
         if not api_key:
             raise ConfigError(f"--require-key-env {args.require_key_env}: that variable is not set")
 
-    def announce(server) -> None:
+    def announce(server: PracticeServer) -> None:
         # First line: the base URL (scripts and benches read it).
         print(server.base_url, flush=True)
         print(f"practice pool (SIMULATED models: {', '.join(server.responder.models)}), seed {server.seed}; "
@@ -150,17 +154,18 @@ def cmd_serve_practice(args) -> int:
     return 0
 
 
-def cmd_list(args) -> int:
+def cmd_list(args: argparse.Namespace) -> int:
     """Each pool, its models in router order, and whether its key is available (never the key)."""
     import os
 
     from trinity.errors import TrinityError
     from trinity.pool.keys import default_env_file, read_env_file
-    from trinity.pool.providers import MODELS_YAML, pool_model_ids, read_models_yaml
+    from trinity.pool.providers import MODELS_YAML, pool_model_ids, read_models_yaml, section_mapping
 
     path = Path(args.models_yaml) if args.models_yaml else MODELS_YAML
     doc = read_models_yaml(path)  # ConfigError (one line) for a missing or broken file
-    aliases = {v: k for k, v in (doc.get("pools") or {}).items()}
+    pools = section_mapping(doc.get("pools"), f"{path}: pools")
+    aliases = {v: k for k, v in pools.items() if isinstance(v, str)}
     env_file = default_env_file()
     try:
         file_keys = set(read_env_file(env_file)) if env_file.exists() else set()
@@ -168,7 +173,11 @@ def cmd_list(args) -> int:
         file_keys = set()
         print(f"note: {e}", file=sys.stderr)
     for name, sec in doc["providers"].items():
-        sec = sec or {}
+        try:
+            sec = section_mapping(sec, f"{path}: providers.{name}")
+        except TrinityError as e:  # listed with what is wrong; the other pools still are
+            print(f"{name}: ({e})")
+            continue
         try:
             models = ", ".join(pool_model_ids(name, path))
         except TrinityError as e:  # a pool without models (local) is still listed
@@ -192,8 +201,8 @@ def _usd(micro: int) -> float:
     return micro / 1e6
 
 
-def _tables(rep) -> dict:
-    def conv(t):
+def _tables(rep: LedgerReport) -> dict[str, dict[str, dict[str, object]]]:
+    def conv(t: dict[str, Bucket]) -> dict[str, dict[str, object]]:
         return {k: {**v, "usd": _usd(v["micro_usd"])} for k, v in t.items()}
 
     return {"per_model": conv(rep.per_model), "per_purpose": conv(rep.per_purpose), "per_day": conv(rep.per_day),
@@ -219,7 +228,7 @@ def _ledger_path(arg: str) -> str:
     return str(p / "ledger.jsonl") if p.is_dir() else arg
 
 
-def cmd_ledger_verify(args) -> int:
+def cmd_ledger_verify(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from trinity.pool.ledger import verify_ledger, verify_run_ledger
@@ -258,18 +267,19 @@ def cmd_ledger_verify(args) -> int:
     return 0
 
 
-def cmd_ledger_report(args) -> int:
+def cmd_ledger_report(args: argparse.Namespace) -> int:
     from trinity.pool.ledger import verify_ledger
 
     if Path(args.file).is_dir() and not (Path(args.file) / "ledger.jsonl").exists():
         return _report_many(args)
     args.file = _ledger_path(args.file)
     rep = verify_ledger(args.file)
-    out = {"file": str(args.file), "ok": rep.ok, "first_bad_line": rep.first_bad_line, "problem": rep.problem,
-           "n_records": rep.n_records, "total_micro_usd": rep.total_micro_usd, "total_usd": rep.total_usd,
-           "torn_tail": rep.torn_tail, "run_ids": rep.run_ids, **_tables(rep),
-           "invalid_usage": rep.invalid, "excess_billed_usd": rep.excess_usd, "excess_calls": rep.excess_calls,
-           "excess": {k: {**v, "usd": _usd(v["micro_usd"])} for k, v in rep.excess.items()}}
+    out: dict[str, Any] = {
+        "file": str(args.file), "ok": rep.ok, "first_bad_line": rep.first_bad_line, "problem": rep.problem,
+        "n_records": rep.n_records, "total_micro_usd": rep.total_micro_usd, "total_usd": rep.total_usd,
+        "torn_tail": rep.torn_tail, "run_ids": rep.run_ids, **_tables(rep),
+        "invalid_usage": rep.invalid, "excess_billed_usd": rep.excess_usd, "excess_calls": rep.excess_calls,
+        "excess": {k: {**v, "usd": _usd(v["micro_usd"])} for k, v in rep.excess.items()}}
     if args.json:
         print(json.dumps(out, indent=2))
     else:
@@ -295,7 +305,7 @@ def cmd_ledger_report(args) -> int:
     return 0 if rep.ok else 1
 
 
-def _report_many(args) -> int:
+def _report_many(args: argparse.Namespace) -> int:
     """`ledger report DIR` for a directory of runs (a sweep): each run's chain checked on its own,
     the totals summed (money in integer micro-USD, as in the ledgers)."""
     from trinity.errors import InputError

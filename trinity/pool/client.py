@@ -38,7 +38,7 @@ import json
 import random
 import time
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 import httpcore
@@ -63,6 +63,9 @@ from trinity.pool.ledger import PURPOSES, Ledger
 from trinity.pool.providers import PoolConfig
 from trinity.pool.transport import BodyTooLarge, LaneTransport, read_capped
 
+# One keep-alive connection of the pool (see `PoolClient._new_lane`).
+Lane: TypeAlias = LaneTransport | httpx.AsyncHTTPTransport
+
 ERROR_EXCERPT = 300  # chars of a provider's error body kept in a message
 
 
@@ -80,15 +83,15 @@ DEFAULT_FAIL_THRESHOLD = 0.5  # a generation where more than this share of calls
 FAIL_MIN_CALLS = 4  # ... when it made at least this many calls
 
 
-def check_usage(usage: Any, worst_prompt: int, max_out: int, worst_usd: float
+def check_usage(usage: dict[str, Any], worst_prompt: int, max_out: int, worst_usd: float
                 ) -> tuple[int | None, int | None, float | None, str | None, str | None]:
     """(prompt_tokens, completion_tokens, cost, problem, absurd) from a provider's `usage`.
 
     A figure that is not a valid number comes back None with `problem` saying why; `absurd` is
     set when a figure is valid but past SANE_MULTIPLE × the worst case (it names the figure)."""
     problems: list[str] = []
-    absurd = None
-    out: list[Any] = []
+    absurd: str | None = None
+    out: list[int | None] = []
     for name, cap in (("prompt_tokens", worst_prompt), ("completion_tokens", max_out)):
         v = usage.get(name)
         if v is None:
@@ -244,7 +247,8 @@ class PoolClient:
         self._last_connect_error = ""
         self._price_ratio: dict[str, float] = {}  # reported / table cost, highest seen (>= 1)
         self._per_token_usd: dict[str, float] = {}  # reported cost per token, highest seen
-        self._in_flight: dict[str, asyncio.Future] = {}  # cache key -> the identical call in flight
+        # cache key -> the identical call in flight (its cached form, None when it failed)
+        self._in_flight: dict[str, asyncio.Future[dict[str, Any] | None]] = {}
         self.start_window()
 
     def start_window(self) -> None:
@@ -294,12 +298,12 @@ class PoolClient:
         # One TLS context for every connection (building one per lane costs ~10 ms each).
         self._ssl = ssl.create_default_context()
         self._proxy = _proxy_for(self._url)
-        self._free: asyncio.Queue[Any] = asyncio.Queue()
-        self._lanes: list[Any] = []
+        self._free: asyncio.Queue[Lane] = asyncio.Queue()
+        self._lanes: list[Lane] = []
         self._open = True
         return self
 
-    def _new_lane(self) -> LaneTransport | httpx.AsyncHTTPTransport:
+    def _new_lane(self) -> Lane:
         """A direct connection (http or https) is a `LaneTransport`: httpcore on plain asyncio,
         head and body in one send (`trinity.pool.transport`). Through a proxy from the
         environment, httpx's own transport with a one-connection pool, as before."""
@@ -308,7 +312,7 @@ class PoolClient:
         return httpx.AsyncHTTPTransport(verify=self._ssl, proxy=self._proxy,
                                         limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
 
-    async def _acquire(self) -> LaneTransport | httpx.AsyncHTTPTransport:
+    async def _acquire(self) -> Lane:
         """A free lane: one keep-alive connection each, at most `max_concurrency` of them.
 
         Why not one `httpx.AsyncClient` with a 64-connection pool: httpcore's pool does work per
@@ -323,7 +327,7 @@ class PoolClient:
             return lane
         return await self._free.get()
 
-    async def _post(self, lane: LaneTransport | httpx.AsyncHTTPTransport, payload: bytes) -> httpx.Response:
+    async def _post(self, lane: Lane, payload: bytes) -> httpx.Response:
         if isinstance(lane, LaneTransport):
             return await lane.send(b"POST", self._core_url,
                                    [*self._raw_headers, (b"Content-Length", str(len(payload)).encode())],
@@ -351,7 +355,7 @@ class PoolClient:
     def _redact(self, text: str) -> str:
         return redact(text, [self._key])
 
-    def _body(self, model: str, messages: list[dict], params: dict[str, Any]) -> dict[str, Any]:
+    def _body(self, model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
         body: dict[str, Any] = {"model": model, "messages": messages}
         for k, v in params.items():
             if v is None:
@@ -368,13 +372,13 @@ class PoolClient:
         return body
 
     @staticmethod
-    def _worst_tokens(messages: list[dict], params: dict[str, Any]) -> tuple[int, int]:
+    def _worst_tokens(messages: list[dict[str, Any]], params: dict[str, Any]) -> tuple[int, int]:
         # Worst case: a token is at least ~2 bytes of prompt text in practice (so this over-counts),
         # plus a little framing per message, and the full max_tokens of output.
         prompt_bytes = sum(len(json.dumps(m.get("content", ""), ensure_ascii=False).encode()) for m in messages)
         return prompt_bytes // 2 + 16 * len(messages), int(params.get("max_tokens") or 4096)
 
-    def _worst_case_usd(self, model: str, messages: list[dict], params: dict[str, Any]) -> float:
+    def _worst_case_usd(self, model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> float:
         prompt_tokens, max_out = self._worst_tokens(messages, params)
         table = self.pool.price(model).cost_usd(prompt_tokens, max_out) * self._price_ratio.get(model, 1.0)
         # A model the price table calls free (or does not know) but that was billed: reserve at the
@@ -407,7 +411,7 @@ class PoolClient:
         return f"provider {self.pool.name} answered HTTP {status} for model {model}" + (f": {detail}" if detail else "")
 
     # ---- the call ----------------------------------------------------------------------------
-    async def chat(self, model: str, messages: list[dict], *, purpose: str,
+    async def chat(self, model: str, messages: list[dict[str, Any]], *, purpose: str,
                    journal_key: str | None = None, seed: int | None = None,
                    **decoding: Any) -> ChatResult:
         if not self._open:
@@ -473,8 +477,9 @@ class PoolClient:
         return {"text": res.text, "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens,
                 "finish_reason": res.finish_reason, "cost_usd": res.cost_usd}
 
-    async def _paid(self, model: str, messages: list[dict], params: dict[str, Any], purpose: str,
-                    journal_key: str | None, ckey: str | None, stop: Any) -> ChatResult:
+    async def _paid(self, model: str, messages: list[dict[str, Any]], params: dict[str, Any], purpose: str,
+                    journal_key: str | None, ckey: str | None,
+                    stop: OutOfCredit | BudgetExceeded | PoolStop | None) -> ChatResult:
         if stop is not None:
             raise type(stop)(str(stop))
         reservation = None

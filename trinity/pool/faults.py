@@ -38,7 +38,7 @@ class RetryPolicy:
         Half the delay is kept fixed so a retry never fires immediately (full jitter can pick ~0,
         which hammers a provider that just said it is overloaded)."""
         draw = rng.random if rng is not None else random.random
-        ceiling = min(self.backoff_max_s, self.backoff_base_s * (2 ** max(retry - 1, 0)))
+        ceiling = min(self.backoff_max_s, self.backoff_base_s * (2.0 ** max(retry - 1, 0)))
         return ceiling * (0.5 + 0.5 * draw())
 
 

@@ -19,14 +19,40 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from trinity.io import iter_jsonl
 from trinity.pool.appender import GroupCommitAppender
 
 
+class JournalLine(TypedDict):
+    """A line of journal.jsonl."""
+
+    key: str
+    result: dict[str, Any]  # `ChatResult.to_json()`
+
+
+class SentLine(TypedDict):
+    """A line of journal.sent.jsonl written just before a paid call goes out."""
+
+    sent: str
+
+
+class LostLine(TypedDict):
+    """A line of journal.sent.jsonl: a paid call's answer lost after the request went out."""
+
+    lost: str | None  # the journal key (None: a call made without one)
+    model: str
+    error: str
+    worst_micro_usd: int
+
+
+def _jsonl(line: JournalLine | SentLine | LostLine) -> bytes:
+    return (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
+
+
 class CallJournal:
-    def __init__(self, path: str | os.PathLike, *, fsync: bool = True):
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True):
         self.path = Path(path)
         self._appender = GroupCommitAppender(self.path, fsync=fsync, what="call journal")
         self._entries: dict[str, dict[str, Any]] = {}
@@ -67,10 +93,11 @@ class CallJournal:
                 f.write(b"\n")  # a torn line stays alone on its line
 
     async def mark_sent_async(self, key: str) -> None:
-        await self._sent.write_async((json.dumps({"sent": key}, ensure_ascii=False) + "\n").encode("utf-8"))
+        await self._sent.write_async(_jsonl(SentLine(sent=key)))
 
-    async def mark_lost_async(self, key: str | None, **info: Any) -> None:
-        await self._sent.write_async((json.dumps({"lost": key, **info}, ensure_ascii=False) + "\n").encode("utf-8"))
+    async def mark_lost_async(self, key: str | None, *, model: str, error: str, worst_micro_usd: int) -> None:
+        await self._sent.write_async(_jsonl(LostLine(lost=key, model=model, error=error,
+                                                     worst_micro_usd=worst_micro_usd)))
 
     def __contains__(self, key: str) -> bool:
         return key in self._entries
@@ -83,7 +110,7 @@ class CallJournal:
 
     def _line(self, key: str, result: dict[str, Any]) -> bytes:
         self._entries[key] = result
-        return (json.dumps({"key": key, "result": result}, ensure_ascii=False) + "\n").encode("utf-8")
+        return _jsonl(JournalLine(key=key, result=result))
 
     def record(self, key: str, result: dict[str, Any]) -> None:
         self._appender.write(self._line(key, result))

@@ -47,7 +47,7 @@ def _inside_repo(path: Path) -> Path | None:
     return None
 
 
-def read_env_file(path: str | os.PathLike) -> dict[str, str]:
+def read_env_file(path: str | os.PathLike[str]) -> dict[str, str]:
     """Parse a private env file; refuse one that others can read or that lives in the repo."""
     path = Path(path).expanduser()
     try:
@@ -82,7 +82,7 @@ def read_env_file(path: str | os.PathLike) -> dict[str, str]:
     return out
 
 
-def resolve_key(key_env: str | None, *, provider: str, env_file: str | os.PathLike | None = None,
+def resolve_key(key_env: str | None, *, provider: str, env_file: str | os.PathLike[str] | None = None,
                 optional: bool = False) -> str | None:
     """The API key for `provider`: `$key_env`, else the env file (the explicit one, or the
     default one when it exists). None when `optional` and not found; else a ConfigError."""

@@ -32,7 +32,8 @@ import threading
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NotRequired, TypedDict, TypeVar, Unpack
 
 from trinity.errors import InputError
 from trinity.io import canonical_json
@@ -46,7 +47,48 @@ FIELDS = ("seq", "run_id", "time", "provider", "model", "prompt_tokens", "comple
 OPTIONAL_FIELDS = ("note", "excess_micro_usd")  # only on "invalid" / billed-above-worst-case records
 
 
-def record_hash(record_without_h: dict[str, Any]) -> str:
+class LedgerEntry(TypedDict):
+    """What a caller gives `Ledger.append` for one paid call (the ledger adds the rest)."""
+
+    provider: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_micro_usd: int
+    cost_source: str  # one of COST_SOURCES
+    purpose: str  # one of PURPOSES
+    note: NotRequired[str | None]
+    excess_micro_usd: NotRequired[int]
+
+
+class UnsignedRecord(TypedDict):
+    """A ledger record before its hash: FIELDS but "h", and OPTIONAL_FIELDS where they apply."""
+
+    seq: int
+    run_id: str
+    time: str
+    provider: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_micro_usd: int
+    cost_source: str
+    purpose: str
+    prev_h: str
+    note: NotRequired[str]
+    excess_micro_usd: NotRequired[int]
+
+
+class LedgerRecord(UnsignedRecord):
+    """A ledger record as written (one canonical-JSON line)."""
+
+    h: str
+
+
+_Fut = TypeVar("_Fut")
+
+
+def record_hash(record_without_h: Mapping[str, Any]) -> str:
     return hashlib.sha256((record_without_h["prev_h"] + canonical_json(record_without_h)).encode("utf-8")).hexdigest()
 
 
@@ -54,7 +96,31 @@ def utc_iso_ms() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _bucket() -> dict[str, int]:
+class Bucket(TypedDict):
+    """A report's totals for one model / purpose / day / cost source."""
+
+    calls: int
+    micro_usd: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class ExcessBucket(TypedDict):
+    """Calls billed above their reserved worst case, and by how much in all (the excess only)."""
+
+    calls: int
+    micro_usd: int
+
+
+class InvalidUsage(TypedDict):
+    """A record billed from the price table because the provider's usage was invalid."""
+
+    seq: int
+    model: str
+    note: str | None
+
+
+def _bucket() -> Bucket:
     return {"calls": 0, "micro_usd": 0, "prompt_tokens": 0, "completion_tokens": 0}
 
 
@@ -70,13 +136,13 @@ class LedgerReport:
     torn_bytes: int = 0
     missing_final_newline: bool = False  # last record complete but its "\n" never hit the disk
     good_bytes: int = 0  # byte length of the verified prefix (where a resumed writer continues)
-    per_model: dict[str, dict[str, int]] = field(default_factory=dict)
-    per_purpose: dict[str, dict[str, int]] = field(default_factory=dict)
-    per_day: dict[str, dict[str, int]] = field(default_factory=dict)
-    per_source: dict[str, dict[str, int]] = field(default_factory=dict)
-    invalid: list[dict[str, Any]] = field(default_factory=list)  # first invalid-usage records: seq, model, note
-    # billed above the reserved worst case, per "provider model": {"calls", "micro_usd"} (the excess only)
-    excess: dict[str, dict[str, int]] = field(default_factory=dict)
+    per_model: dict[str, Bucket] = field(default_factory=dict)
+    per_purpose: dict[str, Bucket] = field(default_factory=dict)
+    per_day: dict[str, Bucket] = field(default_factory=dict)
+    per_source: dict[str, Bucket] = field(default_factory=dict)
+    invalid: list[InvalidUsage] = field(default_factory=list)  # the first invalid-usage records
+    # billed above the reserved worst case, per "provider model"
+    excess: dict[str, ExcessBucket] = field(default_factory=dict)
     run_ids: list[str] = field(default_factory=list)
     anchors: list[str] = field(default_factory=list)  # where the checked head came from (run dirs)
 
@@ -139,7 +205,7 @@ def _is_torn_prefix(raw: bytes) -> bool:
     return False  # a whole object followed by junk: someone edited the line end
 
 
-def verify_ledger(path: str | os.PathLike, expected_head: str | None = None) -> LedgerReport:
+def verify_ledger(path: str | os.PathLike[str], expected_head: str | None = None) -> LedgerReport:
     """Check the chain. `expected_head`: a head hash recorded elsewhere (a checkpoint, the run's
     summary); the chain must reach it — records appended after it are fine (a resumed run), records
     cut from the end are not."""
@@ -159,7 +225,7 @@ def verify_ledger(path: str | os.PathLike, expected_head: str | None = None) -> 
 
     seen_heads = {GENESIS}
 
-    def accept(obj: dict, nbytes: int) -> None:
+    def accept(obj: dict[str, Any], nbytes: int) -> None:
         nonlocal offset
         seen_heads.add(obj["h"])
         rep.n_records += 1
@@ -217,7 +283,7 @@ def verify_ledger(path: str | os.PathLike, expected_head: str | None = None) -> 
     return rep
 
 
-def excess_totals(path: str | os.PathLike) -> tuple[int, int]:
+def excess_totals(path: str | os.PathLike[str]) -> tuple[int, int]:
     """(micro-USD, calls) billed above the reserved worst case, summed over the ledger's records
     (a quick scan for summary.json; `verify_ledger` checks the chain and lists them per model)."""
     micro = calls = 0
@@ -236,7 +302,7 @@ def excess_totals(path: str | os.PathLike) -> tuple[int, int]:
     return micro, calls
 
 
-def run_anchors(run_dir: str | os.PathLike) -> list[tuple[str, str, int | None]]:
+def run_anchors(run_dir: str | os.PathLike[str]) -> list[tuple[str, str, int | None]]:
     """(where, head hash, record count) that a run directory recorded for its ledger:
     `summary.json` and `checkpoint/manifest.json` (`ledger_head`, `ledger_records`)."""
     run_dir = Path(run_dir)
@@ -254,7 +320,7 @@ def run_anchors(run_dir: str | os.PathLike) -> list[tuple[str, str, int | None]]
     return out
 
 
-def verify_run_ledger(run_dir: str | os.PathLike) -> LedgerReport:
+def verify_run_ledger(run_dir: str | os.PathLike[str]) -> LedgerReport:
     """`verify_ledger` of a run directory's ledger.jsonl against every head the run recorded
     (`run_anchors`): records cut from the end, an emptied file and a deleted file are all broken.
     A run that recorded no paid call and has no ledger is OK (0 records)."""
@@ -292,7 +358,7 @@ def verify_run_ledger(run_dir: str | os.PathLike) -> LedgerReport:
 class Ledger:
     """The single writer of one run's ledger. Reopening continues the chain (resume)."""
 
-    def __init__(self, path: str | os.PathLike, run_id: str, *, fsync: bool = True):
+    def __init__(self, path: str | os.PathLike[str], run_id: str, *, fsync: bool = True):
         self.path = Path(path)
         self.run_id = run_id
         self._appender = GroupCommitAppender(self.path, fsync=fsync, what="ledger")
@@ -318,40 +384,41 @@ class Ledger:
         self.total_micro_usd = rep.total_micro_usd
         self._lock = threading.Lock()
 
-    def _make(self, *, provider: str, model: str, prompt_tokens: int, completion_tokens: int,
-              cost_micro_usd: int, cost_source: str, purpose: str, note: str | None = None,
-              excess_micro_usd: int = 0, in_loop: bool = False) -> tuple[dict[str, Any], Any]:
+    def _make(self, submit: Callable[[bytes], _Fut], *, provider: str, model: str, prompt_tokens: int,
+              completion_tokens: int, cost_micro_usd: int, cost_source: str, purpose: str,
+              note: str | None = None, excess_micro_usd: int = 0) -> tuple[LedgerRecord, _Fut]:
         if purpose not in PURPOSES:
             raise ValueError(f"ledger purpose must be one of {PURPOSES}, got {purpose!r}")
         if cost_source not in COST_SOURCES:
             raise ValueError(f"cost_source must be one of {COST_SOURCES}, got {cost_source!r}")
         with self._lock:  # seq, prev_h and the queue order must agree
-            rec: dict[str, Any] = {
+            body: UnsignedRecord = {
                 "seq": self.n_records, "run_id": self.run_id, "time": utc_iso_ms(),
                 "provider": provider, "model": model, "prompt_tokens": int(prompt_tokens),
                 "completion_tokens": int(completion_tokens), "cost_micro_usd": int(cost_micro_usd),
                 "cost_source": cost_source, "purpose": purpose, "prev_h": self.head_hash,
             }
             if note is not None:
-                rec["note"] = str(note)[:500]
+                body["note"] = str(note)[:500]
             if excess_micro_usd > 0:
-                rec["excess_micro_usd"] = int(excess_micro_usd)
-            rec["h"] = record_hash(rec)
+                body["excess_micro_usd"] = int(excess_micro_usd)
+            rec: LedgerRecord = {**body, "h": record_hash(body)}
             line = (canonical_json(rec) + "\n").encode("utf-8")
             self.n_records += 1
             self.head_hash = rec["h"]
             self.total_micro_usd += rec["cost_micro_usd"]
-            fut = self._appender.submit_async(line) if in_loop else self._appender.submit(line)
+            fut = submit(line)
         return rec, fut
 
-    def append(self, **fields: Any) -> dict[str, Any]:
+    def append(self, **fields: Unpack[LedgerEntry]) -> LedgerRecord:
         """Append one record; returns it once it is on disk."""
-        rec, fut = self._make(**fields)
+        rec, fut = self._make(self._appender.submit, **fields)
         fut.result()
         return rec
 
-    async def append_async(self, **fields: Any) -> dict[str, Any]:
-        rec, fut = self._make(**fields, in_loop=True)
+    async def append_async(self, **fields: Unpack[LedgerEntry]) -> LedgerRecord:
+        """`append` for a coroutine on the running loop's thread."""
+        rec, fut = self._make(self._appender.submit_async, **fields)
         await fut
         return rec
 

@@ -25,6 +25,7 @@ import sys
 import threading
 from dataclasses import replace
 from fractions import Fraction
+from typing import Any
 
 from trinity.benchmarks.prompts import render_question
 from trinity.data.practice import (PracticeSetup, practice_questions, practice_setup, simulate_correct,
@@ -189,7 +190,7 @@ def _same_output(got: str | None, want: str) -> bool:
     return True
 
 
-def failing_mutants_many(jobs: list[tuple[str, list[dict]]]) -> list[list[str]]:
+def failing_mutants_many(jobs: list[tuple[str, list[dict[str, Any]]]]) -> list[list[str]]:
     """For each (reference program, tests): its mutants that fail at least one test, the ones
     that run and print a wrong answer first (that is what a model's slip usually looks like).
     All mutants of all jobs run in ONE child process (isolated mode, empty environment)."""
@@ -210,7 +211,7 @@ def failing_mutants_many(jobs: list[tuple[str, list[dict]]]) -> list[list[str]]:
     return result
 
 
-def constant_wrong_program(tests: list[dict]) -> str:
+def constant_wrong_program(tests: list[dict[str, Any]]) -> str:
     """Last resort: a program that prints a wrong answer to the first test."""
     want = tests[0].get("output", "").strip()
     wrong = "0" if want != "0" else "1"
@@ -247,7 +248,7 @@ class PracticeResponder:
         self.by_text.setdefault(q.question.strip(), q)
 
     # -- request parsing --
-    def parse(self, messages: list[dict]) -> tuple[Question, str, list[tuple[str, str, str]]]:
+    def parse(self, messages: list[dict[str, Any]]) -> tuple[Question, str, list[tuple[str, str, str]]]:
         system = next((m.get("content") for m in messages if m.get("role") == "system"), None)
         role = "Worker"
         if isinstance(system, str):
@@ -288,7 +289,7 @@ class PracticeResponder:
             self._wrong_code[q.id] = cands
 
     # -- the three roles --
-    def worker(self, model: str, q: Question, seed: int, turns: list) -> str:
+    def worker(self, model: str, q: Question, seed: int, turns: list[tuple[str, str, str]]) -> str:
         boosted = any(r == "Thinker" and out.strip() for r, _, out in turns)
         sample = sum(1 for r, m, _ in turns if r == "Worker" and m == model)  # a retry draws anew
         right = simulate_correct(model, q.id, q.kind, "Worker", seed=seed, sample=sample, boosted=boosted,
@@ -377,7 +378,7 @@ class PracticeResponder:
                 self._grades[key] = hit
         return hit
 
-    def verifier(self, model: str, q: Question, seed: int, turns: list) -> str:
+    def verifier(self, model: str, q: Question, seed: int, turns: list[tuple[str, str, str]]) -> str:
         name = model.split("/")[-1]
         worker = [out for r, _, out in turns if r == "Worker" and out.strip()]
         if not worker:
@@ -389,7 +390,7 @@ class PracticeResponder:
                else "The latest answer does not hold up when I check it.")
         return f"({name}, simulated) {why}\n\nVERDICT: {'ACCEPT' if accept else 'REVISE'}"
 
-    def reply(self, model: str, messages: list[dict], seed: int = 0) -> str:
+    def reply(self, model: str, messages: list[dict[str, Any]], seed: int = 0) -> str:
         """The completion text; BadRequest for a request the simulation cannot answer."""
         if model not in self.setup.models:
             raise BadRequest(f"unknown model {model!r}; the practice server serves {', '.join(self.models)}")
@@ -400,7 +401,7 @@ class PracticeResponder:
             return self.verifier(model, q, seed, turns)
         return self.worker(model, q, seed, turns)
 
-    def needs_thread(self, messages: list[dict]) -> bool:
+    def needs_thread(self, messages: list[dict[str, Any]]) -> bool:
         """Whether answering may block (grading, running mutants) and belongs off the event loop."""
         try:
             q, role, _ = self.parse(messages)
@@ -436,11 +437,11 @@ def _exact_wrongs(target: str, form: str) -> list[str]:
     return [" ".join(reversed(words)), " ".join(words[:-1]) or "none", t + " extra"]
 
 
-def _funcall_text(name: str, args: dict, label: str = "(simulated)") -> str:
+def _funcall_text(name: str, args: dict[str, Any], label: str = "(simulated)") -> str:
     return f"{label} Calling the function.\n\n```json\n" + json.dumps([{"name": name, "arguments": args}], ensure_ascii=False) + "\n```"
 
 
-def _funcall_candidates(gold: dict, right: bool, label: str) -> list[str]:
+def _funcall_candidates(gold: object, right: bool, label: str) -> list[str]:
     gt = gold.get("ground_truth") if isinstance(gold, dict) else None
     if not isinstance(gt, list) or not gt or not isinstance(gt[0], dict) or not gt[0]:
         return []
@@ -463,7 +464,7 @@ def _funcall_candidates(gold: dict, right: bool, label: str) -> list[str]:
     return out
 
 
-def _ifeval_compose(gold: dict, label: str) -> str | None:
+def _ifeval_compose(gold: dict[str, Any], label: str) -> str | None:
     """A response built to follow every instruction of an IFEval prompt (from its kwargs), or
     None for an instruction the simulation does not write for. The grader still checks it."""
     ids = gold.get("instruction_id_list") if isinstance(gold, dict) else None

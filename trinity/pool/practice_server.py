@@ -27,12 +27,19 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal, TypeAlias, cast
 
+from trinity.data.questions import Question
 from trinity.pool.faults import http_date
 from trinity.pool.practice_replies import BadRequest, PracticeResponder
+
+# `prepare_chat`'s verdict: answered already ("done", status, payload, headers), or to be answered
+# ("reply", model, messages, seed, request number, delay in seconds, fault).
+Done: TypeAlias = tuple[Literal["done"], int, dict[str, Any], dict[str, str]]
+Reply: TypeAlias = tuple[Literal["reply"], str, list[dict[str, Any]], int, int, float, str | None]
 
 MAX_HEADER = 64 * 1024
 MAX_BODY = 16 * 1024 * 1024
@@ -101,7 +108,7 @@ def _u(*parts: object) -> float:
 class PracticeServer:
     def __init__(self, *, faults: Faults | None = None, latency_ms: int | None = 0,
                  seed: int | None = None, responder: PracticeResponder | None = None,
-                 api_key: str | None = None, questions: list | None = None):
+                 api_key: str | None = None, questions: list[Question] | None = None):
         # api_key: when set, requests must carry `Authorization: Bearer <api_key>` (else 401),
         # like a real provider; tests use it to check the client sends the key and leaks it nowhere.
         self.api_key = api_key
@@ -110,7 +117,7 @@ class PracticeServer:
         self.faults = faults or Faults()
         self.latency_ms = latency_ms  # None: each model's profile latency
         self.stats = ServerStats()
-        self.recent: deque[dict] = deque(maxlen=64)  # the last request bodies (never headers): for tests
+        self.recent: deque[dict[str, Any]] = deque(maxlen=64)  # the last request bodies (never headers): for tests
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="practice-grade")
         self._server: asyncio.AbstractServer | None = None
         self.conns: set[_Conn] = set()
@@ -145,7 +152,7 @@ class PracticeServer:
             return "stats" if method == "GET" else "405"
         return None
 
-    def simple(self, what: str) -> tuple[int, dict, dict]:
+    def simple(self, what: str) -> tuple[int, dict[str, Any], dict[str, str]]:
         if what == "models":
             return 200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "simulated"}
                                                     for m in self.responder.models]}, {}
@@ -171,7 +178,7 @@ class PracticeServer:
             ms += self.faults.slow_ms
         return ms / 1000.0
 
-    def prepare_chat(self, body: bytes) -> tuple[Any, ...]:
+    def prepare_chat(self, body: bytes) -> Done | Reply:
         """Parse + decide faults. Returns ("done", status, payload, headers) or
         ("reply", model, messages, seed, n, delay_s, fault)."""
         try:
@@ -194,7 +201,7 @@ class PracticeServer:
         fault = self._fault_for(n)
         if fault == "429":
             self.stats.count(model, 429)
-            headers = {}
+            headers: dict[str, str] = {}
             if f.retry_after_s is not None:
                 headers["Retry-After"] = (http_date(time.time() + f.retry_after_s) if f.retry_after_as_date
                                           else f"{f.retry_after_s:g}")
@@ -204,7 +211,7 @@ class PracticeServer:
             return ("done", 500, _err("simulated: internal server error", code=500), {})
         return ("reply", model, messages, seed, n, self._delay_s(model, n), fault)
 
-    def compose(self, model: str, messages: list, seed: int) -> str | BadRequest:
+    def compose(self, model: str, messages: list[dict[str, Any]], seed: int) -> str | BadRequest:
         """The reply text (or the reason it cannot be given). Touches no stats, so it may run in
         the thread pool; `answer()` does the accounting on the event loop."""
         try:
@@ -212,8 +219,8 @@ class PracticeServer:
         except BadRequest as e:
             return e
 
-    def answer(self, model: str, messages: list, seed: int, n: int, fault: str | None,
-               text: str | BadRequest | None = None) -> tuple[int, dict]:
+    def answer(self, model: str, messages: list[dict[str, Any]], seed: int, n: int, fault: str | None,
+               text: str | BadRequest | None = None) -> tuple[int, dict[str, Any]]:
         if text is None:
             text = self.compose(model, messages, seed)
         if isinstance(text, BadRequest):
@@ -249,7 +256,7 @@ class PracticeServer:
         }
 
 
-def _err(message: str, code: int | None = None) -> dict:
+def _err(message: str, code: int | None = None) -> dict[str, Any]:
     e: dict[str, Any] = {"message": message, "type": "simulated_practice_error"}
     if code is not None:
         e["code"] = code
@@ -263,12 +270,12 @@ class _Conn(asyncio.Protocol):
         self.server = server
         self.buf = bytearray()
         self.transport: asyncio.Transport | None = None
-        self.last: asyncio.Future | None = None  # the previous in-flight reply on this connection
+        self.last: asyncio.Future[None] | None = None  # the previous in-flight reply on this connection
         self.closing = False
         self.continued = False  # a "100 Continue" was sent for the request being read
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)  # a stream protocol's transport is one
         self.server.conns.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -287,7 +294,7 @@ class _Conn(asyncio.Protocol):
             try:
                 head = bytes(self.buf[:end]).decode("latin-1").split("\r\n")
                 method, target, version = head[0].split(" ", 2)
-                headers = {}
+                headers: dict[str, str] = {}
                 for line in head[1:]:
                     k, _, v = line.partition(":")
                     headers[k.strip().lower()] = v.strip()
@@ -314,7 +321,7 @@ class _Conn(asyncio.Protocol):
             keep = conn != "close" and (version != "HTTP/1.0" or conn == "keep-alive")
             self._dispatch(method, target, headers, body, keep, t0)
 
-    def _dispatch(self, method: str, target: str, headers: dict, body: bytes, keep: bool, t0: float) -> None:
+    def _dispatch(self, method: str, target: str, headers: dict[str, str], body: bytes, keep: bool, t0: float) -> None:
         srv = self.server
         what = srv.route(method, target)
         if srv.api_key is not None and what == "chat" and headers.get("authorization") != f"Bearer {srv.api_key}":
@@ -338,22 +345,24 @@ class _Conn(asyncio.Protocol):
         self.last = asyncio.ensure_future(self._later(self.last, model, messages, seed, n, fault, delay,
                                                       blocking, keep, t0))
 
-    def _reply_sync(self, status: int, payload: dict, headers: dict, keep: bool, t0: float) -> None:
+    def _reply_sync(self, status: int, payload: dict[str, Any], headers: dict[str, str], keep: bool, t0: float) -> None:
         if self.last is None:
             self._send_now(status, payload, headers, keep, t0)
         else:
             self.last = asyncio.ensure_future(self._after(self.last, status, payload, headers, keep, t0))
 
-    async def _after(self, prev, status, payload, headers, keep, t0) -> None:
+    async def _after(self, prev: asyncio.Future[None], status: int, payload: dict[str, Any],
+                     headers: dict[str, str], keep: bool, t0: float) -> None:
         await prev
         self._send_now(status, payload, headers, keep, t0)
         if self.last is asyncio.current_task():
             self.last = None
 
-    async def _later(self, prev, model, messages, seed, n, fault, delay, blocking, keep, t0) -> None:
+    async def _later(self, prev: asyncio.Future[None] | None, model: str, messages: list[dict[str, Any]], seed: int,
+                     n: int, fault: str | None, delay: float, blocking: bool, keep: bool, t0: float) -> None:
         srv = self.server
         try:
-            text = None
+            text: str | BadRequest | None = None
             if blocking:
                 loop = asyncio.get_running_loop()
                 work = loop.run_in_executor(srv._pool, srv.compose, model, messages, seed)
@@ -372,7 +381,8 @@ class _Conn(asyncio.Protocol):
         if self.last is asyncio.current_task():
             self.last = None
 
-    def _send_now(self, status: int, payload: dict, headers: dict, keep_alive: bool, t0: float) -> None:
+    def _send_now(self, status: int, payload: dict[str, Any], headers: dict[str, str], keep_alive: bool,
+                  t0: float) -> None:
         if self.transport is None or self.transport.is_closing():
             return
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
@@ -408,7 +418,7 @@ class PracticeServerHandle:
         return self.server.stats.snapshot()
 
     @property
-    def recent_requests(self) -> list[dict]:
+    def recent_requests(self) -> list[dict[str, Any]]:
         """The last 64 chat request bodies as received (for tests: what did the client send?)."""
         return list(self.server.recent)
 
@@ -438,7 +448,7 @@ class PracticeServerHandle:
 
 def start_practice_server(port: int = 0, faults: Faults | None = None, latency_ms: int | None = 0,
                           seed: int | None = None, host: str = "127.0.0.1",
-                          api_key: str | None = None, questions: list | None = None) -> PracticeServerHandle:
+                          api_key: str | None = None, questions: list[Question] | None = None) -> PracticeServerHandle:
     """Start the server in a daemon thread; returns once it accepts connections.
     `seed`: the simulation seed (None: the one in configs/practice.yaml).
     `latency_ms`: added to every reply (None: each model's profile latency).
@@ -478,8 +488,8 @@ def start_practice_server(port: int = 0, faults: Faults | None = None, latency_m
 
 
 async def serve_forever(port: int, faults: Faults | None, latency_ms: int | None, seed: int | None,
-                        host: str = "127.0.0.1", announce=print, api_key: str | None = None,
-                        questions: list | None = None) -> None:
+                        host: str = "127.0.0.1", announce: Callable[[PracticeServer], object] = print,
+                        api_key: str | None = None, questions: list[Question] | None = None) -> None:
     """Run in the current loop until cancelled (the CLI's `serve-practice`)."""
     server = PracticeServer(faults=faults, latency_ms=latency_ms, seed=seed, api_key=api_key, questions=questions)
     await server.start(host, port)

@@ -102,9 +102,18 @@ def read_models_yaml(path: Path) -> dict[str, Any]:
         doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML ({e})") from None
-    if not isinstance(doc.get("providers"), dict):
+    if not isinstance(doc, dict) or not isinstance(doc.get("providers"), dict):
         raise ConfigError(f"{path}: missing 'providers' section")
     return doc
+
+
+def section_mapping(value: Any, where: str) -> dict[str, Any]:
+    """A section of the models file: a mapping, {} when absent or empty; else a ConfigError."""
+    if not value:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a mapping, got {type(value).__name__}")
+    return value
 
 
 def known_pools(doc: dict[str, Any]) -> set[str]:
@@ -112,7 +121,7 @@ def known_pools(doc: dict[str, Any]) -> set[str]:
     return set(doc["providers"]) | set(doc.get("pools") or {})
 
 
-def _num(sec: dict, key: str, default: float, where: str) -> float:
+def _num(sec: dict[str, Any], key: str, default: float, where: str) -> float:
     v = sec.get(key, default)
     try:
         v = float(v)
@@ -130,19 +139,22 @@ def _practice_models() -> tuple[tuple[str, ...], dict[str, Price]]:
     return tuple(profiles), {m: Price(p.price_in, p.price_out) for m, p in profiles.items()}
 
 
-def _provider_section(name: str, models_yaml: str | os.PathLike | None) -> tuple[str, dict, str, Path]:
+def _provider_section(name: str, models_yaml: str | os.PathLike[str] | None) -> tuple[str, dict[str, Any], str, Path]:
     path = Path(models_yaml) if models_yaml else MODELS_YAML
     doc = read_models_yaml(path)
     providers: dict[str, Any] = doc["providers"]
-    aliases: dict[str, str] = doc.get("pools") or {}
+    aliases = section_mapping(doc.get("pools"), f"{path}: pools")
     pname = aliases.get(name, name)
+    if pname is not None and not isinstance(pname, str):  # None: "unknown pool" below
+        raise ConfigError(f"{path}: pools.{name} must name a provider, got {pname!r}")
     if pname not in providers:
         known = sorted(known_pools(doc))
         raise ConfigError(f"unknown pool {name!r}; known: {', '.join(known)} (see {path})")
-    return pname, providers[pname] or {}, f"{path}: providers.{pname}", path
+    where = f"{path}: providers.{pname}"
+    return pname, section_mapping(providers[pname], where), where, path
 
 
-def _models_and_prices(sec: dict, where: str) -> tuple[tuple[str, ...], dict[str, Price]]:
+def _models_and_prices(sec: dict[str, Any], where: str) -> tuple[tuple[str, ...], dict[str, Price]]:
     if sec.get("models_from") == "practice":
         return _practice_models()
     raw = sec.get("models") or {}
@@ -178,13 +190,13 @@ def price_overrides(prices: dict[str, Any] | None, price_in: float | None, price
     return out
 
 
-def pool_prices(name: str, models_yaml: str | os.PathLike | None = None) -> dict[str, Price]:
+def pool_prices(name: str, models_yaml: str | os.PathLike[str] | None = None) -> dict[str, Price]:
     """The prices configs/models.yaml gives for the pool's models (unpriced ones left out)."""
     _, sec, where, _ = _provider_section(name, models_yaml)
     return _models_and_prices(sec, where)[1]
 
 
-def pool_model_ids(name: str, models_yaml: str | os.PathLike | None = None) -> tuple[str, ...]:
+def pool_model_ids(name: str, models_yaml: str | os.PathLike[str] | None = None) -> tuple[str, ...]:
     """The pool's model ids in router order, without needing its base URL (the practice server
     may start later)."""
     pname, sec, where, path = _provider_section(name, models_yaml)
@@ -195,7 +207,7 @@ def pool_model_ids(name: str, models_yaml: str | os.PathLike | None = None) -> t
     return models
 
 
-def load_pool(name: str, models_yaml: str | os.PathLike | None = None, *,
+def load_pool(name: str, models_yaml: str | os.PathLike[str] | None = None, *,
               base_url: str | None = None, models: list[str] | None = None,
               max_concurrency: int | None = None, decoding: dict[str, Any] | None = None,
               retry: RetryPolicy | None = None, timeouts: Timeouts | None = None,
@@ -222,13 +234,14 @@ def load_pool(name: str, models_yaml: str | os.PathLike | None = None, *,
     rs = sec.get("reasoning_style", "none")
     if rs not in REASONING_STYLES:
         raise ConfigError(f"{where}.reasoning_style must be one of {', '.join(REASONING_STYLES)}")
-    t = sec.get("timeouts") or {}
-    r = sec.get("retry") or {}
-    dec = {"temperature": 0, "max_tokens": 4096, **(sec.get("decoding") or {}), **(decoding or {})}
+    t = section_mapping(sec.get("timeouts"), f"{where}.timeouts")
+    r = section_mapping(sec.get("retry"), f"{where}.retry")
+    dec = {"temperature": 0, "max_tokens": 4096, **section_mapping(sec.get("decoding"), f"{where}.decoding"),
+           **(decoding or {})}
     conc = int(max_concurrency or sec.get("max_concurrency") or 16)
     if conc < 1:
         raise ConfigError(f"{where}: max_concurrency must be >= 1")
-    headers = {str(k): str(v) for k, v in (sec.get("headers") or {}).items()}
+    headers = {str(k): str(v) for k, v in section_mapping(sec.get("headers"), f"{where}.headers").items()}
     if any(k.lower() == "authorization" for k in headers):
         raise ConfigError(f"{where}.headers must not carry Authorization; name the key's env var in key_env")
     fixed_url = bool(sec.get("base_url")) and not base_url
@@ -257,7 +270,7 @@ def load_pool(name: str, models_yaml: str | os.PathLike | None = None, *,
     )
 
 
-def config_prices(cfg: Any) -> dict:
+def config_prices(cfg: Any) -> dict[str, Price]:
     """The run config's prices (`prices:`, `--price-in/--price-out`) for the models the table lacks."""
     models = list(getattr(cfg, "pool_models", None) or [])
     table = pool_prices(cfg.pool)

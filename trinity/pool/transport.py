@@ -72,13 +72,13 @@ class _LaneProtocol(asyncio.Protocol):
         self.data = b""
         self.eof = False  # the peer closed its side, or the connection is gone
         self.exc: BaseException | None = None  # why the connection was lost, if by an error
-        self.waiter: asyncio.Future | None = None
+        self.waiter: asyncio.Future[bool | None] | None = None  # True: data or EOF; False: timed out
         self.paused = False  # the transport's write buffer is above its high-water mark
-        self.drain_waiter: asyncio.Future | None = None
+        self.drain_waiter: asyncio.Future[bool | None] | None = None  # None: drained; False: timed out
         self.reading_paused = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = typing.cast(asyncio.Transport, transport)  # a stream protocol's transport is one
 
     def data_received(self, data: bytes) -> None:
         self.data = self.data + data if self.data else data
@@ -116,7 +116,7 @@ class _LaneProtocol(asyncio.Protocol):
             w.set_result(True)
 
 
-def _expire(fut: asyncio.Future) -> None:
+def _expire(fut: asyncio.Future[bool | None]) -> None:
     if not fut.done():
         fut.set_result(False)
 
@@ -230,8 +230,11 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         except BaseException:
             self._transport.close()
             raise
-        self._proto.transport = tls  # type: ignore[assignment]
-        return AsyncioStream(tls, self._proto)  # type: ignore[arg-type]
+        if tls is None:  # typeshed allows it; asyncio's loops always return the TLS transport
+            self._transport.close()
+            raise httpcore.ConnectError("the TLS handshake returned no transport")
+        self._proto.transport = tls
+        return AsyncioStream(tls, self._proto)
 
     def get_extra_info(self, info: str) -> typing.Any:
         if info == "is_readable":
@@ -385,7 +388,9 @@ class LaneTransport(httpx.AsyncBaseTransport):
             resp = await self._request(req)
             try:
                 declared = dict((k.lower(), v) for k, v in resp.headers).get(b"content-length")
-                content = await read_capped(resp.stream, max_body, declared)  # type: ignore[arg-type]
+                # an async connection's response stream is an async iterable (httpcore types it as
+                # sync or async)
+                content = await read_capped(typing.cast(typing.AsyncIterable[bytes], resp.stream), max_body, declared)
             except BodyTooLarge:
                 conn, self._conn = self._conn, None  # never reuse a connection left mid-body
                 if conn is not None:
