@@ -103,7 +103,7 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
 
     from trinity.config import load_config
     from trinity.optim.fitness import build_router
-    from trinity.optim.fitness import CachedFitness, null_hooks
+    from trinity.optim.fitness import CachedFitness, GenerationHooks
     from trinity.optim.population import PopulationFitness
     from trinity.optim.raysupport import connect
     from trinity.optim.runinputs import inputs_from_config
@@ -111,17 +111,19 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
 
     cfg = load_config(PRACTICE, {"encoder": encoder, "device": "cpu", "popsize": popsize, "m": m, "traces": "none"})
     inputs = inputs_from_config(cfg)
-    models = list(inputs.matrix.models)
+    matrix = inputs.matrix
+    assert matrix is not None  # the practice config trains in cached mode: its inputs carry a matrix
+    models = list(matrix.models)
     t0 = time.perf_counter()
     router = build_router(cfg, len(models))
     t_load = time.perf_counter() - t0
     batch = inputs.questions[:m]
-    single = CachedFitness(router, inputs.matrix, models, traces="none")
+    single = CachedFitness(router, matrix, models, traces="none")
     texts = single.texts(batch)
     router.layer_inputs(texts)  # the cache holds the batch, as after a run's warm-up
     es = make_es(np.asarray(router.initial_mean()), 0.1, popsize, np.random.RandomState(0))
     thetas = np.asarray(es.ask(), dtype=np.float64)
-    hooks = null_hooks()
+    hooks = GenerationHooks(lambda done, total: None, lambda mi, ri: None, lambda rec: None)
 
     def timed(fit) -> tuple[float, np.ndarray]:
         best, lg = float("inf"), None
@@ -129,6 +131,7 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
             t = time.perf_counter()
             lg = fit.population_logits(thetas, texts, hooks)
             best = min(best, time.perf_counter() - t)
+        assert lg is not None  # repeats >= 1 (the per-trial figures divide by it)
         return best, lg
 
     out: dict[str, Any] = {"encoder": encoder, "device": "cpu", "popsize": popsize, "m": m,
@@ -141,7 +144,7 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
         for n in (1, workers):
             cfg_n = cfg.model_copy(update={"workers": n})
             t = time.perf_counter()
-            fit = PopulationFitness(cfg_n, None, router, inputs.matrix, models, texts)
+            fit = PopulationFitness(cfg_n, None, router, matrix, models, texts)
             start = time.perf_counter() - t
             try:
                 ray.get([a.take_busy.remote() for a in fit.actors])
