@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -858,7 +859,7 @@ def _configured_pool(explicit: list[str] | None, b: LoadedBundle, run: RunDir | 
     return None, "no --pool-models, no configs/models.yaml pool and no source run"
 
 
-def check_bundle(bundle_dir: str | os.PathLike, against: list[str | os.PathLike] | str | os.PathLike | None = None,
+def check_bundle(bundle_dir: str | os.PathLike, against: Sequence[str | os.PathLike] | str | os.PathLike | None = None,
                  king: str | os.PathLike | None = None,
                  history: SubmissionHistory | str | os.PathLike | None = None, *, miner: str | None = None,
                  run_dir: str | os.PathLike | None = None, pool_models: list[str] | None = None,
