@@ -10,12 +10,16 @@ from textual.screen import Screen
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from minertui.app import MinerApp
     from minertui.reader import Poll
 from minertui.widgets.keybar import KeyBar
 from minertui.widgets.runbar import RunBar
 
 
 class ModeScreen(Screen):
+    app: MinerApp  # a declaration for the type checker: the inherited property returns the MinerApp
     MODE = ""
     # a focused text field takes every letter and digit: Esc hands the keys back to the mode
     BINDINGS = [Binding("escape", "leave_field", "Leave field", show=False, id="mode.leave_field")]
@@ -53,11 +57,18 @@ class ModeScreen(Screen):
             self.query_one(RunBar).show(self.MODE, None, getattr(self.app, "demo_note", ""))
 
 
-class EngineActions:
+# EngineActions is mixed into a ModeScreen: the type checker sees it as one (its app, notify)
+if TYPE_CHECKING:
+    _EngineHost = ModeScreen
+else:
+    _EngineHost = object
+
+
+class EngineActions(_EngineHost):
     """Pause / stop / resume of the engine of one run, for the modes that offer them (p, s, r).
     A screen says which run with `engine_target()`."""
 
-    def engine_target(self):  # -> Path | None
+    def engine_target(self) -> Path | None:
         raise NotImplementedError
 
     def _engine(self, what: str) -> None:

@@ -130,7 +130,7 @@ class LedgerScreen(ModeScreen):
         with Horizontal(id="ledger-mid"):
             yield Static(id="ledger-totals")
             yield SpendPlot(id="ledger-plot")
-        table = DataTable(id="ledger-table", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str | Text] = DataTable(id="ledger-table", cursor_type="row", zebra_stripes=True)
         table.add_columns(*CALL_COLUMNS)
         yield table
         yield FilterBar("filter: model, purpose or day (2026-01-01), e.g. scholar train")

@@ -55,7 +55,7 @@ class TracesScreen(ModeScreen):
                          compact=True)
             yield Input(placeholder="gen", id="flt-gen", type="integer", compact=True)
             yield Input(placeholder="/ question id", id="flt-qid", compact=True)
-        table = DataTable(id="traces-table", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str | Text] = DataTable(id="traces-table", cursor_type="row", zebra_stripes=True)
         table.add_columns(*COLUMNS)
         yield table
         yield Static(id="traces-status")
