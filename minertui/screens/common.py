@@ -12,14 +12,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from minertui.app import MinerApp
     from minertui.reader import Poll
 from minertui.widgets.keybar import KeyBar
 from minertui.widgets.runbar import RunBar
 
 
 class ModeScreen(Screen):
-    app: MinerApp  # a declaration for the type checker: the inherited property returns the MinerApp
     MODE = ""
     # a focused text field takes every letter and digit: Esc hands the keys back to the mode
     BINDINGS = [Binding("escape", "leave_field", "Leave field", show=False, id="mode.leave_field")]

@@ -15,7 +15,6 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RichLog, Static
 
 if TYPE_CHECKING:
-    from minertui.app import MinerApp
     from minertui.runmodel import RunSnapshot
 
 ARCHIVE = ".archive"  # under the runs root: not a run directory, so `list_runs` skips it
@@ -82,8 +81,6 @@ def resume_args(budget: str, generations: str, done: int) -> tuple[dict, str | N
 
 class ResumeScreen(ModalScreen[None]):
     """`trinity resume RUN --budget-usd X --generations N`, from the app."""
-
-    app: MinerApp  # a declaration for the type checker: the inherited property returns the MinerApp
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="resume.cancel")]
     DEFAULT_CSS = """
