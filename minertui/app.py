@@ -21,7 +21,7 @@ from textual.worker import Worker, WorkerState
 
 from minertui.modes import MODE_KEYS
 from minertui.messages import BaselinePinned, CompareChanged, FormDraft, RunsUpdated
-from minertui.screens.common import ModeScreen
+from minertui.screens.common import AppState, ModeScreen
 from minertui.screens.help import ConfirmScreen, HelpScreen
 from minertui.settings import DEFAULT_THEME, load_settings, load_themes, save_settings
 from minertui.supervisor import Supervisor
@@ -291,3 +291,8 @@ class MinerApp(App):
 def _is_user_error(err: BaseException) -> bool:
     from trinity.errors import TrinityError
     return isinstance(err, TrinityError)
+
+
+if TYPE_CHECKING:  # the screens type the app by AppState: MinerApp must provide all of it
+    def _provides_app_state(app: MinerApp) -> AppState:
+        return app

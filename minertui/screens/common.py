@@ -7,17 +7,50 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.screen import Screen
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
+
+from textual.app import App
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from minertui.reader import Poll
+    from minertui.reader import Poll, Reader
+    from minertui.supervisor import Supervisor
 from minertui.widgets.keybar import KeyBar
 from minertui.widgets.runbar import RunBar
 
 
+class AppState(Protocol):
+    """What the screens read of the app (minertui.app.MinerApp, which app.py checks against this):
+    declared here because a screen cannot import the app module (app imports the screens)."""
+
+    runs_root: Path
+    supervisor: Supervisor
+    latest: Poll | None
+    unsaved: dict[str, str]
+    smoothing: float
+
+    @property
+    def reader(self) -> Reader: ...
+
+    @property
+    def current(self) -> Any: ...
+
+    def select_run(self, path: Path) -> None: ...
+
+    def poll_soon(self) -> None: ...
+
+    def action_mode(self, mode: str) -> None: ...
+
+
+if TYPE_CHECKING:
+    class TypedApp(App[Any], AppState):  # for the type checker only: the running app's type
+        pass
+
+
 class ModeScreen(Screen):
+    if TYPE_CHECKING:
+        app: TypedApp  # the inherited property returns the MinerApp (typing only)
     MODE = ""
     # a focused text field takes every letter and digit: Esc hands the keys back to the mode
     BINDINGS = [Binding("escape", "leave_field", "Leave field", show=False, id="mode.leave_field")]
