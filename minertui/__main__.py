@@ -38,10 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         from minertui.app import MinerApp
 
         if args.command == "open":
-            run = Path(args.run_dir)
-            if not (run / "run.json").is_file():
-                raise TrinityError(f"{run} is not a run directory (no run.json); give a directory under runs/")
-            app = MinerApp(runs_root=run.resolve().parent, theme=args.theme, open_run=run, start_mode="train")
+            run_dir = Path(args.run_dir)
+            if not (run_dir / "run.json").is_file():
+                raise TrinityError(f"{run_dir} is not a run directory (no run.json); give a directory under runs/")
+            app = MinerApp(runs_root=run_dir.resolve().parent, theme=args.theme, open_run=run_dir,
+                           start_mode="train")
         elif args.command == "demo":
             from minertui.demo import demo_runs_dir
             app = MinerApp(runs_root=demo_runs_dir(args.demo_runs_dir), theme=args.theme,

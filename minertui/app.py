@@ -11,16 +11,17 @@ import importlib
 import signal
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from textual import work
 from textual.app import App, ScreenStackError
 from textual.binding import Binding
+from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from minertui.modes import MODE_KEYS
 from minertui.messages import BaselinePinned, CompareChanged, FormDraft, RunsUpdated
-from minertui.screens.common import ModeScreen
+from minertui.screens.common import AppState, ModeScreen
 from minertui.screens.help import ConfirmScreen, HelpScreen
 from minertui.settings import DEFAULT_THEME, load_settings, load_themes, save_settings
 from minertui.supervisor import Supervisor
@@ -29,15 +30,20 @@ if TYPE_CHECKING:
     from minertui.reader import Poll, Reader
 
 
+def _mode_screen(mode: str) -> Callable[[], Screen]:
+    """The factory of a mode's screen: its module is imported when the mode is first shown."""
+    def make() -> Screen:
+        return getattr(importlib.import_module(f"minertui.screens.{mode}"), f"{mode.capitalize()}Screen")()
+    return make
+
+
 
 class MinerApp(App):
     TITLE = "minertui"
     CSS_PATH = [Path(__file__).with_name("app.tcss")]  # absolute: subclasses live elsewhere
     ENABLE_COMMAND_PALETTE = True
     # screens (and numpy, plotext behind them) load when first shown: the first frame stays fast
-    MODES = {mode: (lambda mode=mode: getattr(importlib.import_module(f"minertui.screens.{mode}"),
-                                              f"{mode.capitalize()}Screen")())
-             for _key, mode, _label in MODE_KEYS}
+    MODES = {mode: _mode_screen(mode) for _key, mode, _label in MODE_KEYS}
     BINDINGS = [
         *(Binding(key, f"mode('{mode}')", label, id=f"mode.{mode}") for key, mode, label in MODE_KEYS),
         Binding("question_mark,f1", "help", "Help", id="app.help"),
@@ -285,3 +291,8 @@ class MinerApp(App):
 def _is_user_error(err: BaseException) -> bool:
     from trinity.errors import TrinityError
     return isinstance(err, TrinityError)
+
+
+if TYPE_CHECKING:  # the screens type the app by AppState: MinerApp must provide all of it
+    def _provides_app_state(app: MinerApp) -> AppState:
+        return app

@@ -101,10 +101,17 @@ class Reader:
             seen = set(found)
             for sw in self.sweeps.values():  # a trial is polled once, however it was reached
                 sw.poll()
-                found += [p for p in sw.trial_paths if p not in seen and not seen.add(p)]
+                for p in sw.trial_paths:
+                    if p not in seen:
+                        seen.add(p)
+                        found.append(p)
             launched = list(self.supervisor.launched) if self.supervisor else []
-            self.order = found + [p for p in (*launched, *self.extra)
-                                  if p not in seen and not seen.add(p)]
+            order = list(found)
+            for p in (*launched, *self.extra):
+                if p not in seen:
+                    seen.add(p)
+                    order.append(p)
+            self.order = order  # whole, as before: a screen never sees a half-built list
             self._listed_at = time.monotonic()
             if self.current is None and self.order:
                 self.current = self.order[0]

@@ -165,7 +165,9 @@ class RunSnapshot:
         (`cost_usd` of a generation event is cumulative)."""
         if len(self.ledger):
             return self.ledger.total_usd
-        c = self.gens.cost_usd[np.isfinite(self.gens.cost_usd)] if len(self.gens) else []
+        if not len(self.gens):
+            return 0.0
+        c = self.gens.cost_usd[np.isfinite(self.gens.cost_usd)]
         return float(c.max()) if len(c) else 0.0
 
     @property
@@ -377,7 +379,7 @@ class RunModel:
 
     def _on_trace(self, at: int, tr: dict[str, Any]) -> None:
         c = self._t
-        turns = tr.get("turns") if isinstance(tr.get("turns"), list) else []
+        turns = t if isinstance(t := tr.get("turns"), list) else []
         pool = self._meta.get("models") or []
         steps, mask = [], 0
         for turn in turns:
@@ -388,7 +390,8 @@ class RunModel:
             letter = model_letter(pool.index(m)) if m in pool else m
             steps.append(f"{letter}·{turn.get('role', '?')}")
         correct = tr.get("correct")
-        mark = {True: " ✓", False: " ✗"}.get(correct, "")
+        marks: dict[object, str] = {True: " ✓", False: " ✗"}
+        mark = marks.get(correct, "")
         c["gen"].append(int(_num(tr.get("gen"), -1)))
         c["candidate"].append(int(_num(tr.get("candidate"), -1)))
         c["correct"].append(1 if correct is True else 0 if correct is False else -1)

@@ -165,6 +165,7 @@ class Supervisor:
         run = RunDir(run_dir)
         if not run.is_locked():
             return None
+        pid: object
         try:
             pid = int((run.path / ".lock").read_text().split()[0])
         except (OSError, ValueError, IndexError):

@@ -138,8 +138,9 @@ class SynthRun:
                "model": r.choice(MODELS), "prompt_tokens": pt, "completion_tokens": ct,
                "cost_micro_usd": micro, "cost_source": "estimated" if self.seq % 5 == 0 else "reported",
                "purpose": "train" if self.seq % 7 else "eval", "prev_h": self.prev_h}
-        rec["h"] = record_hash(rec)
-        self.prev_h = rec["h"]
+        h = record_hash(rec)
+        rec["h"] = h
+        self.prev_h = h
         self.seq += 1
         return canonical_json(rec) + "\n", micro / 1e6
 

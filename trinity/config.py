@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from trinity.errors import ConfigError
 from trinity.io import canonical_json
@@ -47,10 +48,10 @@ LEGACY_VALUES: dict[str, Any] = {"warm_start": "none", "lambda_turns": 0.0, "lam
 class Splits(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    train: float = Field(0.6, ge=0, le=1)
-    val: float = Field(0.2, ge=0, le=1)
-    test: float = Field(0.2, ge=0, le=1)
-    audit: float = Field(0.0, ge=0, le=1, description="an untouched overfit-check split (TinyRouter's audit set)")
+    train: float = Field(default=0.6, ge=0, le=1)
+    val: float = Field(default=0.2, ge=0, le=1)
+    test: float = Field(default=0.2, ge=0, le=1)
+    audit: float = Field(default=0.0, ge=0, le=1, description="an untouched overfit-check split (TinyRouter's audit set)")
 
     @model_validator(mode="after")
     def _sum_to_one(self) -> "Splits":
@@ -182,11 +183,11 @@ class TrainConfig(BaseModel):
         return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:16]
 
 
-def _loc(err: dict) -> str:
+def _loc(err: ErrorDetails) -> str:
     return ".".join(str(p) for p in err.get("loc", ())) or "config"
 
 
-def _message(err: dict) -> str:
+def _message(err: ErrorDetails) -> str:
     if err.get("type") == "extra_forbidden":
         return "unknown key; remove it (see configs/trinity.yaml for the valid keys)"
     msg = str(err.get("msg", "invalid"))

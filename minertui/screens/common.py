@@ -7,15 +7,50 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.screen import Screen
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
+
+from textual.app import App
 
 if TYPE_CHECKING:
-    from minertui.reader import Poll
+    from pathlib import Path
+
+    from minertui.reader import Poll, Reader
+    from minertui.supervisor import Supervisor
 from minertui.widgets.keybar import KeyBar
 from minertui.widgets.runbar import RunBar
 
 
+class AppState(Protocol):
+    """What the screens read of the app (minertui.app.MinerApp, which app.py checks against this):
+    declared here because a screen cannot import the app module (app imports the screens)."""
+
+    runs_root: Path
+    supervisor: Supervisor
+    latest: Poll | None
+    unsaved: dict[str, str]
+    smoothing: float
+
+    @property
+    def reader(self) -> Reader: ...
+
+    @property
+    def current(self) -> Any: ...
+
+    def select_run(self, path: Path) -> None: ...
+
+    def poll_soon(self) -> None: ...
+
+    def action_mode(self, mode: str) -> None: ...
+
+
+if TYPE_CHECKING:
+    class TypedApp(App[Any], AppState):  # for the type checker only: the running app's type
+        pass
+
+
 class ModeScreen(Screen):
+    if TYPE_CHECKING:
+        app: TypedApp  # the inherited property returns the MinerApp (typing only)
     MODE = ""
     # a focused text field takes every letter and digit: Esc hands the keys back to the mode
     BINDINGS = [Binding("escape", "leave_field", "Leave field", show=False, id="mode.leave_field")]
@@ -53,11 +88,18 @@ class ModeScreen(Screen):
             self.query_one(RunBar).show(self.MODE, None, getattr(self.app, "demo_note", ""))
 
 
-class EngineActions:
+# EngineActions is mixed into a ModeScreen: the type checker sees it as one (its app, notify)
+if TYPE_CHECKING:
+    _EngineHost = ModeScreen
+else:
+    _EngineHost = object
+
+
+class EngineActions(_EngineHost):
     """Pause / stop / resume of the engine of one run, for the modes that offer them (p, s, r).
     A screen says which run with `engine_target()`."""
 
-    def engine_target(self):  # -> Path | None
+    def engine_target(self) -> Path | None:
         raise NotImplementedError
 
     def _engine(self, what: str) -> None:

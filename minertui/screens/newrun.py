@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,6 +14,9 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from minertui.messages import FormDraft
 from trinity.errors import TrinityError
+
+if TYPE_CHECKING:
+    from minertui.screens.common import TypedApp
 
 # (field, label, placeholder, type) — field names are TrainConfig keys
 FIELDS: list[tuple[str, str, str, type]] = [
@@ -97,6 +100,8 @@ def input_errors(data: dict[str, Any]) -> dict[str, str]:
 
 
 class NewRunScreen(ModalScreen[Path | None]):
+    if TYPE_CHECKING:
+        app: TypedApp  # the inherited property returns the MinerApp (typing only)
     AUTO_FOCUS = "#f-config"  # the form scrolls: without this the scroll container takes the focus
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="newrun.cancel")]
     DEFAULT_CSS = """

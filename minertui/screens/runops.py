@@ -16,6 +16,7 @@ from textual.widgets import Button, Input, Label, RichLog, Static
 
 if TYPE_CHECKING:
     from minertui.runmodel import RunSnapshot
+    from minertui.screens.common import TypedApp
 
 ARCHIVE = ".archive"  # under the runs root: not a run directory, so `list_runs` skips it
 
@@ -81,6 +82,9 @@ def resume_args(budget: str, generations: str, done: int) -> tuple[dict, str | N
 
 class ResumeScreen(ModalScreen[None]):
     """`trinity resume RUN --budget-usd X --generations N`, from the app."""
+
+    if TYPE_CHECKING:
+        app: TypedApp  # the inherited property returns the MinerApp (typing only)
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="resume.cancel")]
     DEFAULT_CSS = """

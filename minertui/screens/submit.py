@@ -100,6 +100,7 @@ class SubmitScreen(ModeScreen):
         self.plan = None
         self.url: str | None = None
         self.busy: str | None = None
+        self._key: tuple[str | None, str | None, str | None, bool] | None = None  # what the head shows
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="submit-form"):
@@ -157,7 +158,7 @@ class SubmitScreen(ModeScreen):
         s = poll.current
         force = self.query_one("#sub-force", Checkbox).value
         key = (str(s.path) if s else None, s.status if s else None, self.busy, force)
-        if key == getattr(self, "_key", None):
+        if key == self._key:
             return
         self._key = key
         t = Text()

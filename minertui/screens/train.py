@@ -153,7 +153,7 @@ class TrainScreen(EngineActions, ModeScreen):
         self._colours: dict[str, str] = {}
         self._sweeps: tuple = ()
         self._metric_asked: tuple[int, str] | None = None
-        self._key = None
+        self._key: tuple | None = None  # what the screen shows (redrawn when it changes)
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="train-top"):
@@ -228,6 +228,7 @@ class TrainScreen(EngineActions, ModeScreen):
     def _draw_curves(self, s: RunSnapshot, compared: list[RunSnapshot], base) -> None:
         g = s.gens
         plot = self.query_one(FitnessPlot)
+        key: tuple
         if compared:
             live = {c.id for c in compared}
             # a sweep's trial keeps its colour (by its place in the sweep) however it is sorted

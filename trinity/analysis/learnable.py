@@ -195,9 +195,10 @@ def run_feature_routes(run_dir, split: str, methods=METHODS, k: int = KNN_K) -> 
 def encoder_router(encoder: str, device: str | None = None, encoder_seed: int = 0):
     """A router over `encoder` for feature extraction only (the head is never used)."""
     from trinity.config import TrainConfig
-    from trinity.optim.engine import build_router
+    from trinity.optim.fitness import build_router
 
-    return build_router(TrainConfig(encoder=encoder, device=device, encoder_seed=encoder_seed), 1)
+    cfg = TrainConfig.model_validate({"encoder": encoder, "device": device, "encoder_seed": encoder_seed})
+    return build_router(cfg, 1)
 
 
 def matrix_questions(matrix, questions_spec: str | None, run_dir=None):

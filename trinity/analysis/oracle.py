@@ -241,7 +241,7 @@ def oracle_ceiling(matrix: OutcomeMatrix, seed: int = 0, splits: int = 200, boot
             "oracle_choice_share": {mm: float(cf.choice_counts[:, j].sum() / (q * cf.splits))
                                     for j, mm in enumerate(matrix.models)},
         }
-        if router_q is not None:
+        if router_q is not None and rep.router is not None:  # set together above
             headroom = oracle_acc - best_acc
             if headroom > 1e-12:
                 gap = (float(router_q.mean()) - best_acc) / headroom

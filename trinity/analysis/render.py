@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console, Group, JustifyMethod, RenderableType
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -20,6 +20,9 @@ from trinity.analysis.stats import CI
 
 VERDICT_STYLE = {"POOL_BOUND": "yellow", "ROUTER_BOUND": "cyan", "NEAR_CEILING": "green",
                  "INCONCLUSIVE": "magenta"}
+# the columns of a table of systems (the router, each model alone, random routing)
+SYSTEM_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
+    ("system", "left"), ("accuracy [95%]", "right"), ("turns", "right"), ("cost", "right"), ("$/correct", "right"))
 
 
 
@@ -153,7 +156,7 @@ def oracle_view(rep) -> Group:
                   rep.router.get("headroom_captured_note", "(router − best) / (oracle − best)"))
     style = VERDICT_STYLE.get(rep.verdict, "")
     verdict = Text.assemble(("verdict: ", "bold"), (rep.verdict, f"bold {style}"), f" — {rep.verdict_reason}")
-    parts = [t, verdict]
+    parts: list[RenderableType] = [t, verdict]
     ln = getattr(rep, "learnable", None)
     if ln:  # issue 14: the achievable (cross-validated) bound beside the per-question ceiling
         for g in ln["gains"]:
@@ -163,9 +166,10 @@ def oracle_view(rep) -> Group:
     if rep.per_benchmark:
         b = ValueTable(title="Each benchmark alone (the competition scores them separately)", title_justify="left")
         # both held-out (cross-fit) numbers side by side, so the headroom is their difference
-        for col, j in (("benchmark", "left"), ("n", "right"), ("cross-fit best single", "right"),
-                       ("cross-fit oracle", "right"),
-                       ("headroom [95%]", "right"), ("router", "right"), ("verdict", "left")):
+        per_cols: tuple[tuple[str, JustifyMethod], ...] = (
+            ("benchmark", "left"), ("n", "right"), ("cross-fit best single", "right"), ("cross-fit oracle", "right"),
+            ("headroom [95%]", "right"), ("router", "right"), ("verdict", "left"))
+        for col, j in per_cols:
             # the verdict is the point of the table: never cut it to "INCONCLUS…" at 80 columns
             b.add_column(col, justify=j, no_wrap=col == "verdict", min_width=12 if col == "verdict" else None)
         for name, r in rep.per_benchmark.items():
@@ -192,8 +196,7 @@ def _system_rows(t: Table, systems, random_ci, seeds: int) -> None:
 def baselines_view(rep) -> Group:
     t = ValueTable(title=escape_title(f"Baselines — {rep.benchmark}, {rep.mode}, {rep.n_questions} questions ({rep.source})"),
               title_justify="left")
-    for col, j in (("system", "left"), ("accuracy [95%]", "right"), ("turns", "right"), ("cost", "right"),
-                   ("$/correct", "right")):
+    for col, j in SYSTEM_COLUMNS:
         t.add_column(col, justify=j)
     _system_rows(t, rep.always, rep.random, rep.random_seeds)
     for s in getattr(rep, "features", []):  # issue 14: routers on the frozen features, cross-validated
@@ -204,12 +207,13 @@ def baselines_view(rep) -> Group:
 
 def eval_view(rep) -> Group:
     t = ValueTable(title=escape_title(f"Evaluation — {rep.split}, {rep.mode}, {rep.n_questions} questions"), title_justify="left")
-    for col, j in (("system", "left"), ("accuracy [95%]", "right"), ("turns", "right"), ("cost", "right"),
-                   ("$/correct", "right")):
+    for col, j in SYSTEM_COLUMNS:
         t.add_column(col, justify=j)
     _system_rows(t, [rep.router, *rep.singles], rep.random, rep.random_seeds)
     c = ValueTable(title="Router minus baseline (paired, same questions)", title_justify="left")
-    for col, j in (("baseline", "left"), ("difference [95%]", "right"), ("McNemar p", "right"), ("reading", "left")):
+    diff_cols: tuple[tuple[str, JustifyMethod], ...] = (
+        ("baseline", "left"), ("difference [95%]", "right"), ("McNemar p", "right"), ("reading", "left"))
+    for col, j in diff_cols:
         c.add_column(col, justify=j)
     for cmp in rep.comparisons:
         style = {"better": "green", "worse": "red"}.get(cmp.outcome, "yellow")
@@ -227,7 +231,7 @@ def eval_view(rep) -> Group:
 
 
 def score_view(rep) -> Group:
-    out = []
+    out: list[RenderableType] = []
     for b in rep.benchmarks:
         i = b.inputs
         t = Table(title=escape_title(f"Score estimate — {i.benchmark}"), title_justify="left")

@@ -41,7 +41,8 @@ MAX_TURNS = _TR.max_turns
 OVERFIT_REJECT = _TR.overfit_reject
 OVERFIT_PENALISE = _TR.overfit_penalise
 OVERFIT_FACTOR = _TR.overfit_factor
-RULES_DOC_OVERFIT = _TR.rules_doc_overfit
+assert _TR.rules_doc_overfit is not None  # TinyRouter's profile records what its rules document says
+RULES_DOC_OVERFIT: tuple[float, float] = _TR.rules_doc_overfit
 DETHRONE_MARGIN = _TR.win_margin
 NOVELTY_QUESTIONS = _TR.novelty_questions
 NOVELTY_NO_KING = _TR.novelty_neutral
@@ -292,17 +293,18 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
     prof = run_competition(meta, competition)
     train_turns = summary_avg_turns(run)
     stand_in = eval_split is not None or audit_split is not None
+    scored: str
+    other: str | None
     if stand_in:
         eval_split, audit_split = eval_split or "val", audit_split or "test"
         if eval_split == audit_split:
             raise InputError(f"--eval-split and --audit-split are both {eval_split!r}; the overfit gap needs two splits")
+        scored, other, sign = audit_split, eval_split, 1.0      # gap = eval − audit = other − scored
     inputs = load_run_inputs(run)
     if inputs.matrix is None:
         raise InputError(f"{run.path}: the run has no outcome matrix; the cached score needs one")
     has_audit = bool(inputs.splits.get("audit"))
-    if stand_in:
-        scored, other, sign = audit_split, eval_split, 1.0      # gap = eval − audit = other − scored
-    else:
+    if not stand_in:
         scored, other, sign = "test", ("audit" if has_audit else None), -1.0  # gap = test − audit
     for sp in (scored, other):
         if sp is not None and sp not in inputs.splits:
@@ -354,8 +356,8 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
         notes.append(f"king: {label}, routed with this run's encoder and pool")
         if progress:
             progress(1, 2, "routed the king")
-    live = read_eval(run.path, "live", scored)
-    live_bench = (live or {}).get("per_benchmark", {})
+    live = read_eval(run.path, "live", scored) or {}
+    live_bench = live.get("per_benchmark", {})
     benches, king_benches = [], []
     for b in _bench_order(audit_q):
         a_idx = np.array([i for i, q in enumerate(audit_q) if q.benchmark == b])
@@ -388,7 +390,7 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
             lv = Component(None, f"not measured (run trinity eval {run.path} --mode live)")
             turns = (Component(float(train_turns), "live training, the best θ's generation (summary.json)")
                      if train_turns is not None else Component(None, "not measured (needs a live eval)"))
-        if king_routing is not None:
+        if king_routing is not None and king_correct is not None:  # set together above
             nov_idx = a_idx[:NOVELTY_QUESTIONS]
             nov = Component(novelty((routing.model_idx[nov_idx], routing.role_idx[nov_idx]),
                                     (king_routing.model_idx[nov_idx], king_routing.role_idx[nov_idx])),

@@ -128,7 +128,7 @@ def _sandbox_figures(use_bwrap: bool, n_tests: int, repeats: int) -> dict:
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-        if not verdict.correct:
+        if run is None or not verdict.correct:  # None: no code was found to run
             raise RuntimeError(f"benchmark problem failed: {verdict.reason}")
         walls.append(wall)
         overheads.append((wall - run.compute_s) / n_tests)

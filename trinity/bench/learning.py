@@ -72,8 +72,8 @@ def task_figures(spec: TaskSpec, args, work: Path) -> dict:
     from trinity.data.learningtask import generate_task
     from trinity.data.matrix import save_matrix
     from trinity.data.questions import save_questions
-    from trinity.optim.engine import build_router, start_run
-    from trinity.optim.fitness import default_text
+    from trinity.optim.engine import start_run
+    from trinity.optim.fitness import build_router, default_text
     from trinity.optim.runinputs import inputs_from_config
     from trinity.optim.warmstart import (
         frozen_features,

@@ -27,7 +27,8 @@ def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: in
 
     popsize = getattr(args, "popsize", None) or popsize
     m = getattr(args, "m", None) or m
-    latency_ms = getattr(args, "latency_ms", None) if getattr(args, "latency_ms", None) is not None else latency_ms
+    arg_latency = getattr(args, "latency_ms", None)
+    latency_ms = arg_latency if arg_latency is not None else latency_ms
     if popsize < 1 or m < 1 or latency_ms < 0:
         from trinity.errors import ConfigError
 

@@ -97,7 +97,8 @@ class BBH(Benchmark):
         return [r for r in rows if not tasks or r.get("task") in wanted]
 
     def to_questions(self, rows, where, **opts):
-        out, index = [], {}
+        out: list[Question] = []
+        index: dict[str, int] = {}
         for i, row in enumerate(rows):
             if "task" not in row:
                 raise InputError(f"{where}: row {i} has no task: give each row a 'task' field, name the file "

@@ -47,7 +47,7 @@ class _NoGlobalsUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"refusing to load {module}.{name}: test cases must be plain data")
 
 
-def decode_test_cases(blob: str, where: str = "test cases") -> list[dict]:
+def decode_test_cases(blob: object, where: str = "test cases") -> list[dict]:
     """Decode LiveCodeBench test cases: a JSON list, or base64(zlib(pickle(JSON string)))."""
     if blob is None:
         return []
@@ -213,6 +213,7 @@ class LiveCodeBench(Benchmark):
             cut = parse_date(train_before, "--train-before")
             in_train = [parse_date(q.extra["contest_date"], q.id) < cut for q in qs]
         else:
+            assert train_release is not None  # neither set returned above
             if any(q.extra.get("release") is None for q in qs):
                 raise InputError(f"{where}: rows carry no release (a single file); pass a folder with "
                                  f"{', '.join(FILES[:2])} … or choose the training set with --train-before DATE")

@@ -47,7 +47,7 @@ class MMLUPro(MMLU):
             if qid in seen:
                 raise InputError(f"{where}: question_id {row['question_id']!r} appears twice")
             seen.add(qid)
-            extra = {"choices": [str(c) for c in options]}
+            extra: dict[str, str | list[str]] = {"choices": [str(c) for c in options]}
             for k in ("category", "src"):
                 if row.get(k):
                     extra[k] = str(row[k])

@@ -165,7 +165,7 @@ def resolve_competition(name: str | None, pool_name: str | None) -> str:
 def run_competition(meta: Mapping[str, Any]) -> str:
     """The competition of a run from its run.json: the top-level `competition`, else (a run
     started before runs recorded it) the config's, else the default for its pool."""
-    cfg = meta.get("config") if isinstance(meta.get("config"), Mapping) else {}
+    cfg: Mapping[str, Any] = c if isinstance(c := meta.get("config"), Mapping) else {}
     name = meta.get("competition") or cfg.get("competition")
     return resolve_competition(name if isinstance(name, str) else None, cfg.get("pool") or meta.get("pool"))
 

@@ -247,8 +247,10 @@ def _join_program_threads() -> None:
 
 
 def _fresh_stdio() -> None:
-    sys.stdin = sys.__stdin__ = open(0, "r", encoding="utf-8", errors="replace", closefd=False)
-    sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", closefd=False)
+    # typeshed marks sys.__stdin__/__stdout__ Final; this child rebinds them on purpose so that
+    # code reaching for the "original" streams gets the fresh ones too.
+    sys.stdin = sys.__stdin__ = open(0, "r", encoding="utf-8", errors="replace", closefd=False)  # type: ignore[misc]
+    sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", closefd=False)  # type: ignore[misc]
 
 
 def _redirect(fd: int, path: str, flags: int) -> None:
@@ -351,7 +353,7 @@ def _run_check(code, base: dict, fn_name: str, test_src: str, prompt_src: str, p
         return
     # The problem's own prompt first, before any candidate code: its helpers (encode_cyclic,
     # poly …) are the ones the test code sees, whatever the candidate redefines.
-    tns = {"__builtins__": dict(pristine), "__name__": "__test__"}
+    tns: dict[str, object] = {"__builtins__": dict(pristine), "__name__": "__test__"}
     try:
         exec(compile(prompt_src, "<prompt>", "exec"), tns)
     except BaseException as e:

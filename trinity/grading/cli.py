@@ -74,7 +74,7 @@ def _parse_lines(path: str) -> list[tuple[int, dict | None, str | None]]:
         raise InputError(f"cases file not found: {path}") from None
     except IsADirectoryError:
         raise InputError(f"{path} is a folder; pass a JSONL file of cases") from None
-    out = []
+    out: list[tuple[int, dict | None, str | None]] = []
     for lineno, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
@@ -92,7 +92,7 @@ def _parse_lines(path: str) -> list[tuple[int, dict | None, str | None]]:
 
 def _grade_one(item: tuple[int, dict | None, str | None]) -> dict:
     lineno, case, err = item
-    if err is None:
+    if case is not None and err is None:
         try:
             return grade_case(case)
         except TrinityError as e:

@@ -34,6 +34,7 @@ from trinity.grading.verdict import Verdict
 NUMBER_TOLERANCE = 1e-6  # for non-integer expected numbers: absolute, or relative when |expected| > 1
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*([^`\s]*)[^`]*$")
+_FENCE_TAG = re.compile(r"\{?\.?([\w+-]*)")  # matches every string (all of it optional)
 _PYTHON_TAGS = {"python", "py", "python3", "py3", "python2", "pycon", "ipython"}
 _INT = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
@@ -53,7 +54,8 @@ def _fenced_blocks(text: str) -> list[tuple[str, str]]:
             i += 1
             continue
         fence = m.group(1)
-        tag = re.match(r"\{?\.?([\w+-]*)", m.group(2).lower()).group(1)  # "python", "{.python}", "py:sol.py"
+        tag_m = _FENCE_TAG.match(m.group(2).lower())
+        tag = tag_m.group(1) if tag_m else ""  # "python", "{.python}", "py:sol.py"
         close = re.compile(r"^ {0,3}" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*$")
         j = i + 1
         while j < len(lines) and not close.match(lines[j].rstrip("\r")):

@@ -343,6 +343,8 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
     os.close(write_fd)
     if status_w is not None:
         os.close(status_w)
+    stderr = proc.stderr
+    assert stderr is not None  # Popen(stderr=PIPE) above
     feeder = threading.Thread(target=_feed, args=(proc.stdin, payload), daemon=True)
     feeder.start()
     run = SandboxRun(outcome="exited", bwrap=use_bwrap)
@@ -362,10 +364,10 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
         if status_r is not None:
             os.close(status_r)
         if not run.layers and run.outcome in ("exited", "protocol"):  # it died starting up: say why
-            err = _drain(proc.stderr.fileno()).decode("utf-8", "replace").strip().splitlines()
+            err = _drain(stderr.fileno()).decode("utf-8", "replace").strip().splitlines()
             if err:
                 run.detail = f"{run.detail}: {err[-1][:300]}" if run.detail else err[-1][:300]
-        proc.stderr.close()
+        stderr.close()
         os.close(read_fd)
         feeder.join(timeout=1.0)
         if workdir:

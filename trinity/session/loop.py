@@ -175,7 +175,7 @@ class SessionRunner:
         # math / multiple choice grade fastest in this thread (math-verify's deadline needs it).
         to_grade: dict[tuple[str, str], tuple[Question, list[Trajectory]]] = {}
         for q, t in zip(questions, trajs):
-            if self._pick_answer(q, t):
+            if self._pick_answer(q, t) and t.answer_text is not None:  # picked: the text is set
                 to_grade.setdefault((q.id, t.answer_text), (q, []))[1].append(t)
         verdicts: dict[tuple[str, str], Any] = {}
         slots = asyncio.Semaphore(CODE_GRADING_SLOTS)

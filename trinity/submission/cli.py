@@ -121,7 +121,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_submit(args) -> int:
-    from trinity.submission.gitsubmit import SubmitRefused, execute_plan, plan_submission
+    from trinity.submission.gitsubmit import StepResult, SubmitRefused, execute_plan, plan_submission
 
     _default_against(args, args.bundle_dir)
     plan = plan_submission(args.bundle_dir, args.repo, args.miner, base=args.base, remote=args.remote,
@@ -139,7 +139,11 @@ def cmd_submit(args) -> int:
         return 0
     if not plan.refusals:  # a refused plan runs nothing: execute_plan records it and raises
         print("running:")
-    result = execute_plan(plan, on_step=lambda s: s.status != "running" and print(f"  {s.line()}", flush=True))
+    def _show(s: StepResult) -> None:
+        if s.status != "running":
+            print(f"  {s.line()}", flush=True)
+
+    result = execute_plan(plan, on_step=_show)
     if not result.ok:
         print(f"error: {result.message}", file=sys.stderr)
         return 5

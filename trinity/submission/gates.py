@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeGuard
 
 import numpy as np
 
@@ -207,6 +208,8 @@ def repo_submissions(bundle: LoadedBundle, miner: str, now: float, window_s: flo
         import git
 
         repo = git.Repo(bundle.path.resolve(), search_parent_directories=True)
+        if repo.working_tree_dir is None:  # a bare repository: no submission area to read
+            return [], None
         root = Path(repo.working_tree_dir).resolve()
         rel = bundle.path.resolve().relative_to(root)
     except Exception:  # not in a git repository (or no git): nothing to add
@@ -234,8 +237,8 @@ def leaderboard_attempts(lb: dict[str, Any], benchmark: str, miner: str, now: fl
     """Unix times of `miner`'s attempts in `leaderboard.json` `benchmarks[benchmark].attempts`
     (else `.history`) within `window_s`, read as TinyRouter's rate-limit gate reads them
     (timestamps `YYYY-MM-DDTHH:MM:SSZ`; others ignored)."""
-    benches = lb.get("benchmarks") if isinstance(lb.get("benchmarks"), dict) else {}
-    entry = benches.get(benchmark) if isinstance(benches.get(benchmark), dict) else {}
+    benches = bs if isinstance(bs := lb.get("benchmarks"), dict) else {}
+    entry = e if isinstance(e := benches.get(benchmark), dict) else {}
     rows = entry.get("attempts") if "attempts" in entry else entry.get("history")
     out = []
     for row in rows if isinstance(rows, list) else []:
@@ -395,7 +398,8 @@ def gate_duplicate(c: _Ctx) -> GateResult:
         candidates[k.resolve()] = "king"
     if c.king is not None:
         candidates[c.king.resolve()] = "king"
-    compared, skipped, best = 0, [], (None, -2.0, "")
+    compared, skipped = 0, []
+    best: tuple[Path | None, float, str] = (None, -2.0, "")
     for path, origin in sorted(candidates.items()):
         if path == own:
             continue
@@ -430,7 +434,7 @@ def gate_duplicate(c: _Ctx) -> GateResult:
         nums.update(closest=str(best[0]), closest_origin=best[2], max_cosine=round(best[1], 6))
     if compared == 0:
         return GateResult(name, WARN, "no prior bundle or king to compare against", nums)
-    if best[1] > thr or (not strict and best[1] >= thr):
+    if best[0] is not None and (best[1] > thr or (not strict and best[1] >= thr)):
         who = _bundle_label(best[0], best[2])
         return GateResult(name, FAIL, f"duplicate_of_{who}_head_sim_{best[1]:.4f}: routing-invariant head "
                           f"cosine {best[1]:.4f} {nums['rule'].split(' ', 1)[1]} with {best[2]} bundle {best[0]}",
@@ -459,11 +463,19 @@ def _typed(v: Any, types: tuple[type, ...]) -> bool:
     return isinstance(v, types) and not isinstance(v, bool)
 
 
+def _is_int(v: object) -> TypeGuard[int]:
+    return _typed(v, (int,))
+
+
+def _is_num(v: object) -> TypeGuard[int | float]:
+    return _typed(v, _NUM)
+
+
 def gate_receipt(c: _Ctx) -> GateResult:
     name, b = "receipt", c.b
     if b.format == MINIROUTER:
         gens = len(b.history or [])
-        nums = {"generations": gens, "min_generations": MIN_GENERATIONS}
+        nums: dict[str, Any] = {"generations": gens, "min_generations": MIN_GENERATIONS}
         if gens < MIN_GENERATIONS:
             return GateResult(name, FAIL, f"history.json has {gens} generation(s), need ≥ {MIN_GENERATIONS}", nums)
         return GateResult(name, WARN, f"minirouter bundles carry no receipt (cost check does not apply); "
@@ -474,12 +486,12 @@ def gate_receipt(c: _Ctx) -> GateResult:
     problems = [f"{k} missing" if k not in r else f"{k} is {type(r[k]).__name__}, expected "
                 f"{'/'.join(t.__name__ for t in types)}"
                 for k, types in RECEIPT_FIELDS.items() if not _typed(r.get(k), types)]
-    fh = r.get("fitness_history") if isinstance(r.get("fitness_history"), list) else []
+    fh = h if isinstance(h := r.get("fitness_history"), list) else []
     bad_rows = [i for i, row in enumerate(fh) if not isinstance(row, dict)
                 or not all(_typed(row.get(k), _NUM) for k in HISTORY_FIELDS)]
     if bad_rows:
         problems.append(f"fitness_history rows {bad_rows[:5]} lack numeric {', '.join(HISTORY_FIELDS)}")
-    cost = r.get("total_cost_usd") if _typed(r.get("total_cost_usd"), _NUM) else None
+    cost = x if _is_num(x := r.get("total_cost_usd")) else None
     nums = {"total_cost_usd": cost, "fitness_entries": len(fh), "generations": r.get("generations"),
             "min_generations": MIN_GENERATIONS}
     if cost is None or not cost > 0:
@@ -508,7 +520,7 @@ def gate_ledger(c: _Ctx) -> GateResult:
         return GateResult(name, WARN, "does not apply: minirouter bundles carry no cost receipt", {})
     r = b.receipt or {}
     receipt_total = r.get("total_cost_usd")
-    if not _typed(receipt_total, _NUM):
+    if not _is_num(receipt_total):
         return GateResult(name, FAIL, "receipt has no numeric total_cost_usd", {})
     if c.run is None:
         return GateResult(name, FAIL, f"cannot verify the receipt: {c.run_note}", {"receipt_usd": receipt_total})
@@ -534,14 +546,15 @@ def gate_ledger(c: _Ctx) -> GateResult:
         problems.append(f"receipt ledger head {head} is not a record of the verified ledger")
     export = r.get("ledger_export")
     if c.prof.ledger_format:
-        problems += _check_export(c, export, float(receipt_total), totals.n_records, nums)
+        problems += _check_export(c, c.run, export, float(receipt_total), totals.n_records, nums)
     if problems:
         return GateResult(name, FAIL, "; ".join(problems), nums)
     return GateResult(name, PASS, f"receipt ${float(receipt_total):.4f} matches the verified ledger "
                       f"(${totals.total_usd:.4f}, {totals.n_records} records)", nums)
 
 
-def _check_export(c: _Ctx, export: Any, receipt_usd: float, n_records: int, nums: dict[str, Any]) -> list[str]:
+def _check_export(c: _Ctx, run: RunDir, export: Any, receipt_usd: float, n_records: int,
+                  nums: dict[str, Any]) -> list[str]:
     """The ledger exported in the competition's format (what a maintainer passes as
     TRINITY_COST_LEDGER): present, chain intact, one line per record, and its total at the
     competition's prices within their tolerance of the receipt (else their gate 5 rejects)."""
@@ -551,7 +564,7 @@ def _check_export(c: _Ctx, export: Any, receipt_usd: float, n_records: int, nums
         return [f"the receipt names no {c.prof.title}-format ledger export (pack it again)"]
     from trinity.submission.ledger_export import their_price, verify_mpc_chain
 
-    path = c.run.path / Path(export["file"]).name
+    path = run.path / Path(export["file"]).name
     if not path.is_file():
         return [f"ledger export {path} is missing (pack the run again)"]
     ok, n, why = verify_mpc_chain(path)
@@ -586,7 +599,7 @@ def their_schema_problem(p: Profile, r: dict[str, Any]) -> str | None:
     if p.receipt_benchmark and bench != p.receipt_benchmark:
         return f"receipt_benchmark_mismatch: receipt {bench!r} != expected {p.receipt_benchmark!r}"
     n_total = r.get("n_total")
-    if not _typed(n_total, (int,)) or n_total <= 0:
+    if not _is_int(n_total) or n_total <= 0:
         return "receipt_n_total_invalid"
     if n_total != p.expected_theta_length():
         return f"receipt_n_total_mismatch: got {n_total}, expected {p.expected_theta_length()}"
@@ -761,7 +774,7 @@ def advisory_ledger_call_volume(c: _Ctx) -> str | None:
     if not recs:
         return "ledger_has_no_entries for the claimed training run"
     gens, pop = r.get("generations"), r.get("popsize")
-    expected = int(gens) * int(pop) if _typed(gens, (int,)) and _typed(pop, (int,)) else 0
+    expected = gens * pop if _is_int(gens) and _is_int(pop) else 0
     if expected > 0 and len(recs) < expected:
         return (f"ledger_call_volume_low: {len(recs)} ledger row(s) for a claimed {gens} x {pop} = {expected} "
                 "evaluations (informational only)")
@@ -846,7 +859,7 @@ def _configured_pool(explicit: list[str] | None, b: LoadedBundle, run: RunDir | 
     return None, "no --pool-models, no configs/models.yaml pool and no source run"
 
 
-def check_bundle(bundle_dir: str | os.PathLike, against: list[str | os.PathLike] | str | os.PathLike | None = None,
+def check_bundle(bundle_dir: str | os.PathLike, against: Sequence[str | os.PathLike] | str | os.PathLike | None = None,
                  king: str | os.PathLike | None = None,
                  history: SubmissionHistory | str | os.PathLike | None = None, *, miner: str | None = None,
                  run_dir: str | os.PathLike | None = None, pool_models: list[str] | None = None,

@@ -34,8 +34,8 @@ def pool_models_for(name: str) -> tuple[list[str] | None, str]:
     """The configured models (router order) of pool or provider `name`, and where they came from."""
     for path in models_yaml_paths():
         doc = _read(path)
-        providers = doc.get("providers") if isinstance(doc.get("providers"), dict) else {}
-        aliases = doc.get("pools") if isinstance(doc.get("pools"), dict) else {}
+        providers = p if isinstance(p := doc.get("providers"), dict) else {}
+        aliases = a if isinstance(a := doc.get("pools"), dict) else {}
         pname = aliases.get(name, name)
         sec = providers.get(pname)
         if not isinstance(sec, dict):

@@ -157,6 +157,7 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
             t = time.perf_counter()
             lg = fit.population_logits(thetas, texts, hooks)
             best = min(best, time.perf_counter() - t)
+        assert lg is not None  # repeats >= 1 (the per-trial figures divide by it)
         return best, lg
 
     out: dict[str, Any] = {"encoder": encoder, "device": "cpu", "popsize": popsize, "m": m,

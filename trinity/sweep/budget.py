@@ -103,10 +103,6 @@ class SharedBudget:
     def spent_usd(self) -> float:
         return self.local.spent_usd
 
-    @property
-    def remaining_usd(self) -> float | None:
-        return self.local.remaining_usd
-
     def _call(self, method: Any, *args: Any) -> Any:
         return self._ray.get(method.remote(*args), timeout=RESERVE_TIMEOUT_S)
 

@@ -223,7 +223,7 @@ def _hold_driver_lock(sd: SweepDir, trials: list[str] | None) -> Any:
 def new_sweep(spec_path: str | os.PathLike, sweep_dir: str | os.PathLike,
               budget_usd: float | None = None) -> SweepDir:
     """Check the spec (every trial's config), then create the sweep dir and sweep.json."""
-    spec = load_spec(spec_path)
+    spec = load_spec(Path(spec_path))
     if budget_usd is not None:
         if budget_usd < 0:
             raise ConfigError(f"--budget-usd must be >= 0, got {budget_usd}")
