@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
+from textual.widgets.data_table import ColumnKey
 
 from typing import TYPE_CHECKING
 
@@ -229,8 +230,8 @@ class RunsScreen(EngineActions, ModeScreen):
         return next((sw for sw in poll.sweeps if str(sw.path) == key), None)
 
     def _cell(self, key: str, i: int, v: str):
-        if i == 0 and self._sweep(key) is not None:
-            sw = self._sweep(key)
+        sw = self._sweep(key) if i == 0 else None
+        if sw is not None:
             n = len(sw.trials)
             marked = n > 0 and all(t.path in self.marked for t in sw.trials if t.state != "pending")
             return Text(f"{'●' if marked else ''}{v}", style="bold magenta" if marked else "magenta")
@@ -446,7 +447,7 @@ class RunsScreen(EngineActions, ModeScreen):
         self.sort_col, self.sort_reverse = col, reverse
         table = self.query_one(DataTable)
         for i, c in enumerate(COLUMNS):
-            table.columns[c].label = Text(header(c, i, self.sort_col, self.sort_reverse))
+            table.columns[ColumnKey(c)].label = Text(header(c, i, self.sort_col, self.sort_reverse))
         table.refresh()
         self.notify(f"sorted by {COLUMNS[col]} ({'descending' if reverse else 'ascending'})", timeout=2)
         if self.app.latest is not None:
@@ -574,8 +575,12 @@ class RunsScreen(EngineActions, ModeScreen):
         def answer(yes: bool | None) -> None:
             if not yes:
                 return
+            where: Path | None = None
             try:
-                where = archive_run(s.path, self.app.runs_root) if how == "archive" else delete_run(s.path)
+                if how == "archive":
+                    where = archive_run(s.path, self.app.runs_root)
+                else:
+                    delete_run(s.path)
             except OSError as e:
                 self.notify(f"{how} {s.id}: {e}", severity="error")
                 return

@@ -36,7 +36,10 @@ class KeyBar(Widget):
 
     def on_mount(self) -> None:
         self.screen.bindings_updated_signal.subscribe(self, lambda _s: self.refresh())
-        self.watch(self.screen, "focused", lambda _f: self.refresh())
+        self.watch(self.screen, "focused", self._focus_moved)
+
+    def _focus_moved(self, _focused: object) -> None:
+        self.refresh()
 
     def on_unmount(self) -> None:
         self.screen.bindings_updated_signal.unsubscribe(self)
