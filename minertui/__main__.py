@@ -9,15 +9,21 @@ from pathlib import Path
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="minertui", description="The miner's terminal workstation: "
-                                "runs, live training, ledger, traces, analysis, submission.")
+    p = argparse.ArgumentParser(
+        prog="minertui",
+        description="The miner's terminal workstation: runs, live training, ledger, traces, analysis, submission.",
+    )
     p.add_argument("--runs-dir", default="runs", help="where runs live (default ./runs)")
     p.add_argument("--theme", help="theme name (see themes/*.toml; remembered between sessions)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     d = sub.add_parser("demo", help="offline demo: practice pool server + a live practice run, no key needed")
-    d.add_argument("--runs-dir", dest="demo_runs_dir", default=None,
-                   help="runs dir for the demo (default: $XDG_STATE_HOME/minertui/demo, i.e. "
-                        "~/.local/state/minertui/demo; the newest 3 demo runs are kept)")
+    d.add_argument(
+        "--runs-dir",
+        dest="demo_runs_dir",
+        default=None,
+        help="runs dir for the demo (default: $XDG_STATE_HOME/minertui/demo, i.e. "
+        "~/.local/state/minertui/demo; the newest 3 demo runs are kept)",
+    )
     o = sub.add_parser("open", help="open one run directory (running or finished)")
     o.add_argument("run_dir", metavar="RUN_DIR")
     b = sub.add_parser("bench", help="benchmark the app (not a test): first frame, refresh cost, memory")
@@ -41,17 +47,18 @@ def main(argv: list[str] | None = None) -> int:
             run_dir = Path(args.run_dir)
             if not (run_dir / "run.json").is_file():
                 raise TrinityError(f"{run_dir} is not a run directory (no run.json); give a directory under runs/")
-            app = MinerApp(runs_root=run_dir.resolve().parent, theme=args.theme, open_run=run_dir,
-                           start_mode="train")
+            app = MinerApp(runs_root=run_dir.resolve().parent, theme=args.theme, open_run=run_dir, start_mode="train")
         elif args.command == "demo":
             from minertui.demo import demo_runs_dir
-            app = MinerApp(runs_root=demo_runs_dir(args.demo_runs_dir), theme=args.theme,
-                           start_mode="train", demo=True)
+
+            app = MinerApp(runs_root=demo_runs_dir(args.demo_runs_dir), theme=args.theme, start_mode="train", demo=True)
         else:
             root = Path(args.runs_dir)
             if root.exists() and not root.is_dir():
-                raise TrinityError(f"--runs-dir {root} is a file, not a directory; give the folder that holds "
-                                   "your runs (default ./runs)")
+                raise TrinityError(
+                    f"--runs-dir {root} is a file, not a directory; give the folder that holds "
+                    "your runs (default ./runs)"
+                )
             app = MinerApp(runs_root=root, theme=args.theme)
         app.run()
         if getattr(app, "exit_note", ""):

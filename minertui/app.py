@@ -32,10 +32,11 @@ if TYPE_CHECKING:
 
 def _mode_screen(mode: str) -> Callable[[], Screen]:
     """The factory of a mode's screen: its module is imported when the mode is first shown."""
+
     def make() -> Screen:
         return getattr(importlib.import_module(f"minertui.screens.{mode}"), f"{mode.capitalize()}Screen")()
-    return make
 
+    return make
 
 
 class MinerApp(App):
@@ -52,9 +53,15 @@ class MinerApp(App):
     ]
     POLL_S = 0.5  # ≤ 2 Hz redraws
 
-    def __init__(self, runs_root: str | Path = "runs", theme: str | None = None,
-                 open_run: str | Path | None = None, start_mode: str = "runs",
-                 poll: bool = True, demo: bool = False) -> None:
+    def __init__(
+        self,
+        runs_root: str | Path = "runs",
+        theme: str | None = None,
+        open_run: str | Path | None = None,
+        start_mode: str = "runs",
+        poll: bool = True,
+        demo: bool = False,
+    ) -> None:
         super().__init__()
         self.runs_root = Path(runs_root)
         self.supervisor = Supervisor(self.runs_root)
@@ -71,12 +78,12 @@ class MinerApp(App):
         self._drawn_at = 0.0
         self._requested_theme = theme
         self._theme_errors: list[str] = []
-        self.compare: tuple[Path, ...] = ()   # runs marked in Runs (space), overlaid in Train
-        self.baseline: Path | None = None     # the run pinned as the curves' baseline
+        self.compare: tuple[Path, ...] = ()  # runs marked in Runs (space), overlaid in Train
+        self.baseline: Path | None = None  # the run pinned as the curves' baseline
         self.compare_metric: tuple[int, str] | None = None  # the overlay's metric asked for (a sweep: "val")
-        self.smoothing = 0.6                  # EMA of the curves (0 = raw), settings "smoothing"
-        self.drafts: dict[str, dict] = {}     # closed forms' contents, for the session
-        self.exit_note = ""                   # a line for the terminal after the app closed
+        self.smoothing = 0.6  # EMA of the curves (0 = raw), settings "smoothing"
+        self.drafts: dict[str, dict] = {}  # closed forms' contents, for the session
+        self.exit_note = ""  # a line for the terminal after the app closed
 
     # ---- start-up ------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -95,6 +102,7 @@ class MinerApp(App):
         if isinstance(sm, (int, float)) and 0 <= sm < 1:
             self.smoothing = float(sm)
         from minertui.keymap import load_keymap
+
         keymap, errors = load_keymap(settings, type(self))
         self._theme_errors.extend(errors)
         if keymap:
@@ -108,12 +116,14 @@ class MinerApp(App):
             self.call_after_refresh(self.poll_soon)
         if self.demo:
             from minertui.demo import start_demo
+
             start_demo(self)
 
     def _install_signal_handlers(self) -> None:
         """SIGHUP (SSH dropped, terminal closed) and SIGTERM end the app cleanly; the engines
         live in their own sessions and keep running."""
         import asyncio
+
         try:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGHUP, signal.SIGTERM):
@@ -130,6 +140,7 @@ class MinerApp(App):
         """Made on first use (it brings numpy), i.e. in the first poll, after the first frame."""
         if self._reader is None:
             from minertui.reader import Reader
+
             reader = Reader(self.runs_root, self.supervisor)
             if self._open_run is not None:
                 reader.open(self._open_run)
@@ -153,6 +164,7 @@ class MinerApp(App):
     async def refresh_now(self) -> Poll:
         """Poll synchronously (tests, after an action) and redraw."""
         import asyncio
+
         poll = await asyncio.to_thread(self.reader.poll, True)
         self._apply(poll, force=True)
         return poll
@@ -171,9 +183,14 @@ class MinerApp(App):
             if ex.code != 0:
                 where = "before it created its run" if not ex.created else ""
                 log = f"log: {ex.log_path}" if ex.log_path is not None else ""
-                self.notify(f"engine for {ex.run_dir.name} exited with status {ex.code} {where}\n"
-                            f"{ex.log_tail}\n{log}".replace(" \n", "\n"),
-                            title="engine", severity="error", timeout=12)
+                self.notify(
+                    f"engine for {ex.run_dir.name} exited with status {ex.code} {where}\n{ex.log_tail}\n{log}".replace(
+                        " \n", "\n"
+                    ),
+                    title="engine",
+                    severity="error",
+                    timeout=12,
+                )
         try:
             screen = self.screen
         except ScreenStackError:  # a poll that lands while the app is closing: nothing to draw
@@ -234,14 +251,17 @@ class MinerApp(App):
 
     def get_system_commands(self, screen):
         from minertui.keymap import palette_commands
+
         yield from super().get_system_commands(screen)
         yield from palette_commands(self, screen)
 
-    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
-                           time_format: str | None = None) -> str | None:
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
         """Screenshots go to the export folder (made when missing), not a ~/Downloads that a
         rented box does not have; the toast says where."""
         from minertui.widgets.tables import export_dir
+
         where = Path(path) if path else export_dir()
         try:
             where.mkdir(parents=True, exist_ok=True)
@@ -255,11 +275,16 @@ class MinerApp(App):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.error is not None:
             err = event.worker.error
-            self.notify(f"{type(err).__name__}: {err}" if not _is_user_error(err) else str(err),
-                        title=event.worker.name or "error", severity="error", timeout=10)
+            self.notify(
+                f"{type(err).__name__}: {err}" if not _is_user_error(err) else str(err),
+                title=event.worker.name or "error",
+                severity="error",
+                timeout=10,
+            )
 
     def on_unmount(self) -> None:
         from minertui.demo import stop_demo_servers
+
         stop_demo_servers(self)
 
     def _print_error_renderables(self) -> None:
@@ -290,9 +315,11 @@ class MinerApp(App):
 
 def _is_user_error(err: BaseException) -> bool:
     from trinity.errors import TrinityError
+
     return isinstance(err, TrinityError)
 
 
 if TYPE_CHECKING:  # the screens type the app by AppState: MinerApp must provide all of it
+
     def _provides_app_state(app: MinerApp) -> AppState:
         return app

@@ -51,12 +51,18 @@ def first_frame_s(runs_root: Path, repeats: int = 3) -> list[float]:
         import fcntl
         import struct
         import termios
+
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-        env = dict(os.environ, TERM="xterm-256color",
-                   XDG_CONFIG_HOME=str(runs_root.parent / "config"))
+        env = dict(os.environ, TERM="xterm-256color", XDG_CONFIG_HOME=str(runs_root.parent / "config"))
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "minertui", "--runs-dir", str(runs_root)],
-                                stdin=slave, stdout=slave, stderr=slave, start_new_session=True, env=env)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "minertui", "--runs-dir", str(runs_root)],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+            env=env,
+        )
         os.close(slave)
         buf = b""
         took = None
@@ -121,11 +127,15 @@ async def refresh_costs(run_dir: Path, samples: int = 20) -> dict:
                 await pilot.pause()
                 times.append((time.perf_counter() - t) * 1000)
                 cpu.append((time.process_time() - c) * 1000)  # all threads of this process
-            result[f"refresh_ms_{mode}"] = {"median": statistics.median(times), "max": max(times),
-                                            "cpu_median": statistics.median(cpu)}
+            result[f"refresh_ms_{mode}"] = {
+                "median": statistics.median(times),
+                "max": max(times),
+                "cpu_median": statistics.median(cpu),
+            }
         # the Traces mode's filter as the miner uses it: type in the search field, wait for the
         # filtered first page on screen (filter over every trace + the page's rows)
         from textual.widgets import Input
+
         times, cpu = [], []
         for text in ("1", "12", "", "3", ""):
             t, c = time.perf_counter(), time.process_time()
@@ -164,8 +174,10 @@ def overlay_ms(runs: int = 8, gens: int = GENS, repeats: int = 5) -> dict:
 
     rng = np.random.default_rng(0)
     x = np.arange(1, gens + 1, dtype=np.float64)
-    series = [Series(f"run-{i}", x, np.maximum.accumulate(rng.random(gens) * 0.5 + 0.3), RUN_COLOURS[i % 8])
-              for i in range(runs)]
+    series = [
+        Series(f"run-{i}", x, np.maximum.accumulate(rng.random(gens) * 0.5 + 0.3), RUN_COLOURS[i % 8])
+        for i in range(runs)
+    ]
     cpu = []
     for _ in range(repeats):
         c = time.process_time()
@@ -204,10 +216,12 @@ def run(args: argparse.Namespace) -> int:
         "filter_ms_100k_traces": {**rc["filter_ms"], "screen": rc["filter_redraw_ms"]},
         "overlay_ms_8x10k": overlay_ms(),
         "load_avg_1m": os.getloadavg()[0],
-        "memory_mb": {"rss_with_100k_traces": rc["rss_mb"], "rss_before_load": rc["rss_before_load_mb"],
-                      "run_columns": rc["columns_mb"]},
-        "targets": {"first_frame_s": 0.5, "refresh_ms": 50, "memory_mb": 400, "overlay_ms": 50,
-                    "filter_ms": 200},
+        "memory_mb": {
+            "rss_with_100k_traces": rc["rss_mb"],
+            "rss_before_load": rc["rss_before_load_mb"],
+            "run_columns": rc["columns_mb"],
+        },
+        "targets": {"first_frame_s": 0.5, "refresh_ms": 50, "memory_mb": 400, "overlay_ms": 50, "filter_ms": 200},
     }
     if args.json:
         print(json.dumps(figures, indent=2))
@@ -215,19 +229,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"first frame      {figures['first_frame_s']['median']:.2f} s (median of {len(ff)}; target < 0.5 s idle)")
         for m in ("train", "traces"):
             r = figures[f"refresh_ms_{m}"]
-            print(f"refresh {m:<8} {r['median']:.1f} ms median, {r['max']:.1f} ms max, "
-                  f"{r['cpu_median']:.1f} ms CPU median "
-                  f"({GENS:,} generations, {TRACES:,} traces; target < 50 ms)")
+            print(
+                f"refresh {m:<8} {r['median']:.1f} ms median, {r['max']:.1f} ms max, "
+                f"{r['cpu_median']:.1f} ms CPU median "
+                f"({GENS:,} generations, {TRACES:,} traces; target < 50 ms)"
+            )
         print(f"idle refresh     {figures['idle_refresh_ms']:.1f} ms")
         f, o = figures["filter_ms_100k_traces"], figures["overlay_ms_8x10k"]
-        print(f"filter           {f['cpu_median']:.1f} ms CPU over {f['traces']:,} traces; typed in Traces "
-              f"to the redrawn page {f['screen']['median']:.0f} ms ({f['screen']['cpu_median']:.0f} ms CPU; "
-              "target < 200 ms)")
-        print(f"overlay redraw   {o['cpu_median']:.1f} ms CPU, {o['runs']} runs × {o['generations']:,} "
-              "generations (target < 50 ms)")
+        print(
+            f"filter           {f['cpu_median']:.1f} ms CPU over {f['traces']:,} traces; typed in Traces "
+            f"to the redrawn page {f['screen']['median']:.0f} ms ({f['screen']['cpu_median']:.0f} ms CPU; "
+            "target < 200 ms)"
+        )
+        print(
+            f"overlay redraw   {o['cpu_median']:.1f} ms CPU, {o['runs']} runs × {o['generations']:,} "
+            "generations (target < 50 ms)"
+        )
         print(f"load average     {figures['load_avg_1m']:.2f} (1 min; the box is shared)")
         mem = figures["memory_mb"]
-        print(f"memory           {mem['rss_with_100k_traces']:.0f} MB RSS with {TRACES:,} traces "
-              f"(columns {mem['run_columns']:.1f} MB; target < 400 MB)")
+        print(
+            f"memory           {mem['rss_with_100k_traces']:.0f} MB RSS with {TRACES:,} traces "
+            f"(columns {mem['run_columns']:.1f} MB; target < 400 MB)"
+        )
     return 0
-

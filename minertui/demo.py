@@ -30,6 +30,7 @@ def default_demo_dir() -> Path:
     """Where `minertui demo` keeps its runs: `$XDG_STATE_HOME/minertui/demo` (default
     ~/.local/state/minertui/demo). Open them later with `minertui --runs-dir <that dir>`."""
     from minertui.settings import state_dir
+
     return state_dir() / "demo"
 
 
@@ -45,6 +46,7 @@ def demo_runs_dir(explicit: str | None = None) -> Path:
 def running_demo(root: Path) -> Path | None:
     """A demo run an engine still trains in `root` (a second `minertui demo` re-attaches to it)."""
     from trinity.runs.rundir import list_runs
+
     for r in list_runs(root):
         if r.id.startswith("demo-") and r.is_locked():
             return r.path
@@ -56,8 +58,11 @@ def prune_demo_runs(root: Path, keep: int = KEEP_RUNS) -> list[Path]:
     import shutil
     from trinity.runs.rundir import list_runs
 
-    runs = sorted((r for r in list_runs(root) if r.id.startswith("demo-")),
-                  key=lambda r: str(r.read_meta().get("created", "")), reverse=True)
+    runs = sorted(
+        (r for r in list_runs(root) if r.id.startswith("demo-")),
+        key=lambda r: str(r.read_meta().get("created", "")),
+        reverse=True,
+    )
     removed = []
     for r in runs[keep:]:
         if not r.is_locked():
@@ -94,8 +99,20 @@ def free_port() -> int:
 def live_args(port: int) -> list[str]:
     # smaller than practice.yaml's cached settings: a live generation is 8 × 4 multi-turn
     # sessions, so the curves move within seconds even on 2 CPU cores
-    return ["--config", str(PRACTICE_CONFIG), "--mode", "live", "--pool", "practice",
-            "--base-url", f"http://127.0.0.1:{port}/v1", "--popsize", "8", "--m", "4"]
+    return [
+        "--config",
+        str(PRACTICE_CONFIG),
+        "--mode",
+        "live",
+        "--pool",
+        "practice",
+        "--base-url",
+        f"http://127.0.0.1:{port}/v1",
+        "--popsize",
+        "8",
+        "--m",
+        "4",
+    ]
 
 
 def make_throwaway_repo(base: Path) -> Path:
@@ -134,8 +151,11 @@ def _demo(app) -> None:
     root = sup.runs_root
     try:
         # its own submission history: demo bundles never count against the miner's real ones
-        app.submit_defaults = {"miner": "demo-miner", "repo": str(make_throwaway_repo(root / ".demo-git")),
-                               "history": str(root / ".demo-git" / "submissions.jsonl")}
+        app.submit_defaults = {
+            "miner": "demo-miner",
+            "repo": str(make_throwaway_repo(root / ".demo-git")),
+            "history": str(root / ".demo-git" / "submissions.jsonl"),
+        }
     except (OSError, subprocess.SubprocessError) as e:  # no git: Submit just starts empty
         app.call_from_thread(app.notify, f"no throwaway repo for Submit: {e}", severity="warning")
     attached = running_demo(root)
@@ -145,17 +165,31 @@ def _demo(app) -> None:
     port = free_port()
     run_id = new_run_id("demo-live")
     # the server lives exactly as long as this run's engine needs it (see jobs/practice_server)
-    sup.start_server([sys.executable, "-m", "minertui.jobs.practice_server", "--run-dir",
-                      str((root / run_id).resolve()), "--port", str(port), "--start-timeout", "120"],
-                     root / "practice-server.log")
+    sup.start_server(
+        [
+            sys.executable,
+            "-m",
+            "minertui.jobs.practice_server",
+            "--run-dir",
+            str((root / run_id).resolve()),
+            "--port",
+            str(port),
+            "--start-timeout",
+            "120",
+        ],
+        root / "practice-server.log",
+    )
     run_dir = sup.start_train(live_args(port), run_id=run_id)
     app.call_from_thread(_select, app, run_dir, "practice (simulated pool): live run starting")
     deadline = time.monotonic() + LIVE_GRACE_S
     while time.monotonic() < deadline:
         launched = sup.launched.get(run_dir)
         code = launched.proc.poll() if launched else None
-        gens = [e for e in RunDir(run_dir).read_events() if e.get("type") == "generation"] \
-            if RunDir(run_dir).events.exists() else []
+        gens = (
+            [e for e in RunDir(run_dir).read_events() if e.get("type") == "generation"]
+            if RunDir(run_dir).events.exists()
+            else []
+        )
         if gens:
             app.call_from_thread(_note, app, "practice (simulated pool): live run")
             return
@@ -165,11 +199,17 @@ def _demo(app) -> None:
     else:
         return  # still starting after the grace period, no error: leave it running
     from minertui.supervisor import log_tail
+
     why = (log_tail(sup.log_of(run_dir), 1) or "the live engine exited").strip()
     sup.stop_servers()
     app.call_from_thread(_note, app, "practice (simulated pool): the live run stopped")
-    app.call_from_thread(app.notify, f"the demo's live practice run stopped: {why[:300]} (its log is in the run "
-                         "folder)", title="demo", severity="error", timeout=15)
+    app.call_from_thread(
+        app.notify,
+        f"the demo's live practice run stopped: {why[:300]} (its log is in the run folder)",
+        title="demo",
+        severity="error",
+        timeout=15,
+    )
 
 
 def _select(app, run_dir: Path, note: str) -> None:
@@ -204,6 +244,8 @@ def stop_demo_servers(app) -> None:
 
 
 def demo_exit_note(root: Path) -> str:
-    return (f"minertui demo: the demo engine was asked to checkpoint and stop; its runs are kept in {root} "
-            f"(newest {KEEP_RUNS}). Open them with `minertui --runs-dir {root}`; `minertui demo` starts "
-            "a fresh one (or re-attaches to one still running).")
+    return (
+        f"minertui demo: the demo engine was asked to checkpoint and stop; its runs are kept in {root} "
+        f"(newest {KEEP_RUNS}). Open them with `minertui --runs-dir {root}`; `minertui demo` starts "
+        "a fresh one (or re-attaches to one still running)."
+    )

@@ -41,9 +41,9 @@ def load_keymap(settings: dict[str, Any], app_cls: type) -> tuple[dict[str, str]
     keymap, errors = {}, []
     for bid, keys in raw.items():
         if bid not in known:
-            errors.append(f'keymap: unknown binding id {bid!r} (see the ids in help, ?)')
+            errors.append(f"keymap: unknown binding id {bid!r} (see the ids in help, ?)")
         elif not isinstance(keys, str) or not keys.strip():
-            errors.append(f"keymap: {bid} must be a key name like \"N\" or \"ctrl+n\"")
+            errors.append(f'keymap: {bid} must be a key name like "N" or "ctrl+n"')
         else:
             keymap[bid] = keys.strip()
     return keymap, errors
@@ -54,16 +54,20 @@ def palette_commands(app, screen) -> Iterator:
     from textual.app import SystemCommand
 
     for key, mode, label in MODE_KEYS:
-        yield SystemCommand(f"Mode: {label}", f"Switch to the {label} mode (key {key})",
-                            lambda m=mode: app.action_mode(m))
+        yield SystemCommand(
+            f"Mode: {label}", f"Switch to the {label} mode (key {key})", lambda m=mode: app.action_mode(m)
+        )
     yield SystemCommand("Help", "Keys and what each mode shows (key ?)", app.action_help)
     for mode, label in ((m, lbl) for _k, m, lbl in MODE_KEYS):
         cls = screen_class(mode)
         for b, keys in keys_of(app, cls):
             if not b.description or b.action.startswith("app."):
                 continue
-            yield SystemCommand(f"{label}: {b.description}", f"key {keys} in the {label} mode (id {b.id})",
-                                lambda m=mode, a=b.action: run_in_mode(app, m, a))
+            yield SystemCommand(
+                f"{label}: {b.description}",
+                f"key {keys} in the {label} mode (id {b.id})",
+                lambda m=mode, a=b.action: run_in_mode(app, m, a),
+            )
 
 
 def run_in_mode(app, mode: str, action: str) -> None:

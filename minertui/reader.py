@@ -32,7 +32,7 @@ class Exited:
 
 @dataclass(frozen=True)
 class Poll:
-    runs: tuple[RunSnapshot, ...]      # newest first, then the sweeps' trials
+    runs: tuple[RunSnapshot, ...]  # newest first, then the sweeps' trials
     current: RunSnapshot | None
     exited: tuple[Exited, ...] = ()
     poll_ms: float = 0.0
@@ -52,7 +52,7 @@ class Reader:
         self.supervisor = supervisor
         self.models: dict[Path, RunModel] = {}
         self.sweeps: dict[Path, SweepModel] = {}
-        self.extra: list[Path] = []          # runs opened by path, outside the root
+        self.extra: list[Path] = []  # runs opened by path, outside the root
         self.order: list[Path] = []
         self.current: Path | None = None
         self.want_traces = False
@@ -146,5 +146,4 @@ class Reader:
                         self.current = self.order[0] if self.order else None
                         current = self.model(self.current).snapshot() if self.current else None
         self._seq += 1
-        return Poll(tuple(snaps), current, tuple(exited),
-                    (time.perf_counter() - t0) * 1000, self._seq, sweeps)
+        return Poll(tuple(snaps), current, tuple(exited), (time.perf_counter() - t0) * 1000, self._seq, sweeps)

@@ -24,6 +24,7 @@ from trinity.errors import InputError
 from trinity.io import JsonlTail, read_json, read_line_at
 from trinity.runs.rundir import RunDir
 
+
 def model_letter(i: int) -> str:
     """A, B, C … for the pool's models in θ order (the head's model rows)."""
     return chr(ord("A") + i) if i < 26 else f"M{i}"
@@ -49,16 +50,16 @@ class Generations:
 
 @dataclass(frozen=True)
 class TraceView:
-    gen: np.ndarray        # (N,) int32
+    gen: np.ndarray  # (N,) int32
     candidate: np.ndarray  # (N,) int32
-    correct: np.ndarray    # (N,) int8: 1 right, 0 wrong, -1 unknown
-    cost: np.ndarray       # (N,) float64 USD
-    turns: np.ndarray      # (N,) int8
-    bench: np.ndarray      # (N,) int16 -> bench_names
-    qid: np.ndarray        # (N,) int32 -> qid_names
-    path: np.ndarray       # (N,) int32 -> path_names
-    models: np.ndarray     # (N,) int64 bitmask over model_names
-    offset: np.ndarray     # (N,) int64 byte offset of the line in traces.jsonl
+    correct: np.ndarray  # (N,) int8: 1 right, 0 wrong, -1 unknown
+    cost: np.ndarray  # (N,) float64 USD
+    turns: np.ndarray  # (N,) int8
+    bench: np.ndarray  # (N,) int16 -> bench_names
+    qid: np.ndarray  # (N,) int32 -> qid_names
+    path: np.ndarray  # (N,) int32 -> path_names
+    models: np.ndarray  # (N,) int64 bitmask over model_names
+    offset: np.ndarray  # (N,) int64 byte offset of the line in traces.jsonl
     bench_names: list[str]
     qid_names: list[str]
     path_names: list[str]
@@ -70,13 +71,13 @@ class TraceView:
 
 @dataclass(frozen=True)
 class LedgerView:
-    time: np.ndarray        # (N,) float64 unix seconds
-    model: np.ndarray       # (N,) int16 -> model_names
-    purpose: np.ndarray     # (N,) int8 -> purpose_names
+    time: np.ndarray  # (N,) float64 unix seconds
+    model: np.ndarray  # (N,) int16 -> model_names
+    purpose: np.ndarray  # (N,) int8 -> purpose_names
     prompt_tokens: np.ndarray
     completion_tokens: np.ndarray
     cost_micro: np.ndarray  # (N,) int64 micro-USD
-    estimated: np.ndarray   # (N,) bool: price-table estimate, not provider-reported
+    estimated: np.ndarray  # (N,) bool: price-table estimate, not provider-reported
     model_names: list[str]
     purpose_names: list[str]
 
@@ -104,7 +105,7 @@ ETA_WINDOW = 20  # generations the ETA looks back over
 class Eta:
     secs: float
     generations: float  # generations left that will run
-    limit: str          # "generations" (the planned count) or "budget" (the money runs out first)
+    limit: str  # "generations" (the planned count) or "budget" (the money runs out first)
 
 
 @dataclass(frozen=True)
@@ -128,8 +129,8 @@ class RunSnapshot:
     id: str
     version: int
     meta: dict[str, Any]
-    status: str            # run.json status, or "interrupted" (says running, no engine holds it)
-    locked: bool           # an engine process holds the run right now
+    status: str  # run.json status, or "interrupted" (says running, no engine holds it)
+    locked: bool  # an engine process holds the run right now
     gens: Generations
     progress: Progress | None
     logs: tuple[LogLine, ...]
@@ -137,8 +138,8 @@ class RunSnapshot:
     role_mix: dict[str, int]
     ledger: LedgerView
     traces: TraceView | None  # None until someone asked for traces
-    catching_up: bool      # more bytes on disk than read so far
-    error: str = ""        # run.json unreadable etc.
+    catching_up: bool  # more bytes on disk than read so far
+    error: str = ""  # run.json unreadable etc.
 
     # ---- derived figures (all from the files) --------------------------------------------
     @property
@@ -181,7 +182,7 @@ class RunSnapshot:
     @property
     def usd_per_gen(self) -> float | None:
         """Median spend of the last `ETA_WINDOW` generations (`cost_usd` is cumulative)."""
-        c = self.gens.cost_usd[-(ETA_WINDOW + 1):]
+        c = self.gens.cost_usd[-(ETA_WINDOW + 1) :]
         c = c[np.isfinite(c)]
         if len(c) < 2:
             n = self.generations_done
@@ -237,7 +238,7 @@ class RunModel:
     """Incremental reader of one run directory. Not thread-safe: one poller at a time."""
 
     CHUNK_BYTES = 256 << 10  # read unit: ~400 traces, ~40 ms of parsing on a busy core
-    POLL_BUDGET_S = 0.05     # per file and poll; a backlog is read over several polls
+    POLL_BUDGET_S = 0.05  # per file and poll; a backlog is read over several polls
     LOG_LINES = 200
 
     def __init__(self, path: str | os.PathLike, want_traces: bool = False):
@@ -258,9 +259,22 @@ class RunModel:
     # ---- state ---------------------------------------------------------------------------
     def _reset_events(self) -> None:
         f8 = np.float64
-        self._g = {k: Column(f8, fill=np.nan) for k in
-                   ("gen", "best", "mean", "max", "sigma", "evals", "cost_usd", "secs", "val_acc",
-                    "avg_turns", "cost_per_correct")}
+        self._g = {
+            k: Column(f8, fill=np.nan)
+            for k in (
+                "gen",
+                "best",
+                "mean",
+                "max",
+                "sigma",
+                "evals",
+                "cost_usd",
+                "secs",
+                "val_acc",
+                "avg_turns",
+                "cost_per_correct",
+            )
+        }
         self._progress: Progress | None = None
         self._logs: deque[LogLine] = deque(maxlen=self.LOG_LINES)
         self._model_mix: dict[str, int] = {}
@@ -268,16 +282,30 @@ class RunModel:
         self._last_status: str | None = None
 
     def _reset_ledger(self) -> None:
-        self._l = {"time": Column(np.float64), "model": Column(np.int16), "purpose": Column(np.int8),
-                   "prompt_tokens": Column(np.int64), "completion_tokens": Column(np.int64),
-                   "cost_micro": Column(np.int64), "estimated": Column(np.bool_)}
+        self._l = {
+            "time": Column(np.float64),
+            "model": Column(np.int16),
+            "purpose": Column(np.int8),
+            "prompt_tokens": Column(np.int64),
+            "completion_tokens": Column(np.int64),
+            "cost_micro": Column(np.int64),
+            "estimated": Column(np.bool_),
+        }
         self._l_models, self._l_purposes = Interner(), Interner()
 
     def _reset_traces(self) -> None:
-        self._t = {"gen": Column(np.int32), "candidate": Column(np.int32), "correct": Column(np.int8),
-                   "cost": Column(np.float64), "turns": Column(np.int8), "bench": Column(np.int16),
-                   "qid": Column(np.int32), "path": Column(np.int32), "models": Column(np.int64),
-                   "offset": Column(np.int64)}
+        self._t = {
+            "gen": Column(np.int32),
+            "candidate": Column(np.int32),
+            "correct": Column(np.int8),
+            "cost": Column(np.float64),
+            "turns": Column(np.int8),
+            "bench": Column(np.int16),
+            "qid": Column(np.int32),
+            "path": Column(np.int32),
+            "models": Column(np.int64),
+            "offset": Column(np.int64),
+        }
         self._t_bench, self._t_qid, self._t_path, self._t_models = (Interner() for _ in range(4))
         self._traces_loaded = False
 
@@ -290,8 +318,10 @@ class RunModel:
         chunk = max_bytes or self.CHUNK_BYTES
         deadline = time.perf_counter() + (self.POLL_BUDGET_S if budget_s is None else budget_s)
         changed = self._poll_meta()
-        tails = [(self._events, self._reset_events, lambda at, o: self._on_event(o)),
-                 (self._ledger_tail, self._reset_ledger, lambda at, o: self._on_ledger(o))]
+        tails = [
+            (self._events, self._reset_events, lambda at, o: self._on_event(o)),
+            (self._ledger_tail, self._reset_ledger, lambda at, o: self._on_ledger(o)),
+        ]
         if self.want_traces:
             if not self._traces_loaded:
                 self._traces_loaded, changed = True, True
@@ -350,15 +380,28 @@ class RunModel:
             if isinstance(ev.get("role_mix"), dict):
                 self._role_mix = {str(k): int(v) for k, v in ev["role_mix"].items()}
         elif kind == "warm_start" and ev.get("method") == "roles":  # live: the role rows' default alone
-            self._logs.append(LogLine(t, "info", "gen 0 = role rows' default (Worker, then Verifier once turns "
-                                                 f"exist): fit acc {_num(ev.get('role_train_acc'), 0.0):.3f}"))
+            self._logs.append(
+                LogLine(
+                    t,
+                    "info",
+                    "gen 0 = role rows' default (Worker, then Verifier once turns "
+                    f"exist): fit acc {_num(ev.get('role_train_acc'), 0.0):.3f}",
+                )
+            )
         elif kind == "warm_start":  # generation 0: the head fitted on the training labels (issue 14)
             val = f", val {ev['val_acc']:.3f}" if isinstance(ev.get("val_acc"), (int, float)) else ""
-            self._logs.append(LogLine(t, "info", f"gen 0 = warm start from labels: train {_num(ev.get('train_acc'), 0.0):.3f}"
-                                                 f"{val} (lambda {ev.get('lambda')})"))
+            self._logs.append(
+                LogLine(
+                    t,
+                    "info",
+                    f"gen 0 = warm start from labels: train {_num(ev.get('train_acc'), 0.0):.3f}"
+                    f"{val} (lambda {ev.get('lambda')})",
+                )
+            )
         elif kind == "progress":
-            self._progress = Progress(int(_num(ev.get("gen"), 0)), int(_num(ev.get("done"), 0)),
-                                      int(_num(ev.get("total"), 0)), t)
+            self._progress = Progress(
+                int(_num(ev.get("gen"), 0)), int(_num(ev.get("done"), 0)), int(_num(ev.get("total"), 0)), t
+            )
         elif kind == "status":
             self._last_status = str(ev.get("status", ""))
             msg = str(ev.get("message") or "")
@@ -418,18 +461,33 @@ class RunModel:
         traces = None
         if self.want_traces:
             t = {k: col.view() for k, col in self._t.items()}
-            traces = TraceView(**t, bench_names=self._t_bench.names, qid_names=self._t_qid.names,
-                               path_names=self._t_path.names, model_names=self._t_models.names)
-        catching_up = self._events.pending or self._ledger_tail.pending or (
-            self.want_traces and self._traces_tail.pending)
+            traces = TraceView(
+                **t,
+                bench_names=self._t_bench.names,
+                qid_names=self._t_qid.names,
+                path_names=self._t_path.names,
+                model_names=self._t_models.names,
+            )
+        catching_up = (
+            self._events.pending or self._ledger_tail.pending or (self.want_traces and self._traces_tail.pending)
+        )
         self._snapshot = RunSnapshot(
-            path=self.run.path, id=str(self._meta.get("id") or self.run.id), version=self.version,
-            meta=self._meta, status=status, locked=locked, gens=Generations(**g),
-            progress=self._progress, logs=tuple(self._logs), model_mix=dict(self._model_mix),
+            path=self.run.path,
+            id=str(self._meta.get("id") or self.run.id),
+            version=self.version,
+            meta=self._meta,
+            status=status,
+            locked=locked,
+            gens=Generations(**g),
+            progress=self._progress,
+            logs=tuple(self._logs),
+            model_mix=dict(self._model_mix),
             role_mix=dict(self._role_mix),
-            ledger=LedgerView(**l, model_names=self._l_models.names,
-                              purpose_names=self._l_purposes.names),
-            traces=traces, catching_up=catching_up, error=self._error)
+            ledger=LedgerView(**l, model_names=self._l_models.names, purpose_names=self._l_purposes.names),
+            traces=traces,
+            catching_up=catching_up,
+            error=self._error,
+        )
         return self._snapshot
 
     def trace_record(self, offset: int) -> dict[str, Any]:
@@ -456,10 +514,10 @@ def ema(y: np.ndarray, smoothing: float) -> np.ndarray:
     res = np.empty(len(x))
     carry = x[0]
     for a in range(0, len(x), block):
-        chunk = x[a:a + block]
+        chunk = x[a : a + block]
         k = len(chunk)
         csum = np.cumsum(chunk * inv[:k])
-        res[a:a + k] = powers[1:k + 1] * carry + (1.0 - s) * powers[:k] * csum
+        res[a : a + k] = powers[1 : k + 1] * carry + (1.0 - s) * powers[:k] * csum
         carry = res[a + k - 1]
     out[ok] = res
     return out
@@ -482,6 +540,7 @@ def _time(v: Any) -> float:
         return float(v)
     if isinstance(v, str):
         from datetime import datetime
+
         try:
             return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
         except ValueError:
@@ -496,8 +555,14 @@ def sort_traces(tv: TraceView, idx: np.ndarray, column: str | None, reverse: boo
     """`idx` ordered by a column (stable: ties keep the file order); vectorised."""
     if column is None or column == "gen" and not reverse or not len(idx):
         return idx
-    key = {"gen": tv.gen, "cost": tv.cost, "turns": tv.turns, "correct": tv.correct,
-           "question": tv.qid, "benchmark": tv.bench}[column][idx]
+    key = {
+        "gen": tv.gen,
+        "cost": tv.cost,
+        "turns": tv.turns,
+        "correct": tv.correct,
+        "question": tv.qid,
+        "benchmark": tv.bench,
+    }[column][idx]
     if column in ("question", "benchmark"):  # by name, not by first-seen code
         names = tv.qid_names if column == "question" else tv.bench_names
         rank = np.argsort(np.argsort(np.array(names, dtype=object)[: int(key.max()) + 1], kind="stable"))
@@ -508,9 +573,15 @@ def sort_traces(tv: TraceView, idx: np.ndarray, column: str | None, reverse: boo
     return idx[order]
 
 
-def filter_traces(tv: TraceView, bench: str | None = None, correct: int | None = None,
-                  model: str | None = None, gen: int | None = None,
-                  qid_search: str = "", role: str | None = None) -> np.ndarray:
+def filter_traces(
+    tv: TraceView,
+    bench: str | None = None,
+    correct: int | None = None,
+    model: str | None = None,
+    gen: int | None = None,
+    qid_search: str = "",
+    role: str | None = None,
+) -> np.ndarray:
     """Indices (int64, ascending) of the traces that pass every filter; vectorised over 100k.
     `role`: some turn of the trace played it (Thinker / Worker / Verifier)."""
     keep = np.ones(len(tv), dtype=bool)
@@ -529,9 +600,6 @@ def filter_traces(tv: TraceView, bench: str | None = None, correct: int | None =
         keep &= tv.gen == gen
     if qid_search:
         s = qid_search.lower()
-        hits = np.array([s in q.lower() for q in tv.qid_names[: int(tv.qid.max()) + 1]]
-                        if len(tv) else [], dtype=bool)
+        hits = np.array([s in q.lower() for q in tv.qid_names[: int(tv.qid.max()) + 1]] if len(tv) else [], dtype=bool)
         keep &= hits[tv.qid] if len(hits) else False
     return np.flatnonzero(keep)
-
-

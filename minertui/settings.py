@@ -19,8 +19,19 @@ from trinity.io import atomic_write_json
 DEFAULT_THEME = "minertui-dark"
 # package data (so a non-editable install finds them); `themes/` at the repo root links here
 SHIPPED_THEMES = Path(__file__).resolve().with_name("themes")
-COLOR_KEYS = ("primary", "secondary", "warning", "error", "success", "accent", "foreground",
-              "background", "surface", "panel", "boost")
+COLOR_KEYS = (
+    "primary",
+    "secondary",
+    "warning",
+    "error",
+    "success",
+    "accent",
+    "foreground",
+    "background",
+    "surface",
+    "panel",
+    "boost",
+)
 THEME_KEYS = {"name", "dark", "variables", "luminosity_spread", "text_alpha", *COLOR_KEYS}
 
 
@@ -68,8 +79,9 @@ def parse_theme(path: Path):
         raise ConfigError(f"theme file {path}: cannot read it ({e}); fix it or delete it") from None
     unknown = sorted(set(data) - THEME_KEYS)
     if unknown:
-        raise ConfigError(f"theme file {path}: unknown key(s) {', '.join(unknown)}; "
-                          f"allowed: {', '.join(sorted(THEME_KEYS))}")
+        raise ConfigError(
+            f"theme file {path}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(THEME_KEYS))}"
+        )
     for key in ("name", "primary"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             raise ConfigError(f"theme file {path}: '{key}' is required and must be a string")
@@ -80,8 +92,9 @@ def parse_theme(path: Path):
             try:
                 Color.parse(data[key])
             except (ColorParseError, TypeError):
-                raise ConfigError(f"theme file {path}: '{key}' = {data[key]!r} is not a colour "
-                                  "(use e.g. \"#5fafd7\" or \"ansi_blue\")") from None
+                raise ConfigError(
+                    f'theme file {path}: \'{key}\' = {data[key]!r} is not a colour (use e.g. "#5fafd7" or "ansi_blue")'
+                ) from None
     variables = data.get("variables", {})
     if not isinstance(variables, dict) or not all(isinstance(v, str) for v in variables.values()):
         raise ConfigError(f"theme file {path}: [variables] must map names to strings")

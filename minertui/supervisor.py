@@ -70,9 +70,16 @@ class Supervisor:
             log.write(f"\n$ {' '.join(_shown(a) for a in argv[2:])}\n".encode())
             log.flush()
             try:
-                return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                        stderr=subprocess.STDOUT, start_new_session=True,
-                                        cwd=cwd, env=env, close_fds=True)
+                return subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    cwd=cwd,
+                    env=env,
+                    close_fds=True,
+                )
             except OSError as e:
                 raise EngineError(f"could not start {argv[2:4]}: {e}") from None
 
@@ -102,22 +109,25 @@ class Supervisor:
         """Move `<root>/.<id>.engine.log` into `<root>/<id>/engine.log` once the run exists
         (also for engines an earlier app session started)."""
         for pending in self.runs_root.glob(".*.engine.log"):
-            run_dir = self.runs_root / pending.name[1:-len(".engine.log")]
+            run_dir = self.runs_root / pending.name[1 : -len(".engine.log")]
             if RunDir(run_dir).exists():
                 target = RunDir(run_dir).engine_log
                 if not target.exists():  # else leave it: never overwrite a log
                     os.replace(pending, target)  # the engine's open descriptor follows
 
-    def resume(self, run_dir: str | os.PathLike, budget_usd: float | None = None,
-               generations: int | None = None) -> None:
+    def resume(
+        self, run_dir: str | os.PathLike, budget_usd: float | None = None, generations: int | None = None
+    ) -> None:
         """`trinity resume RUN_DIR [--budget-usd X] [--generations N]`, detached."""
         run = RunDir(run_dir)
         if not run.exists():
             raise EngineError(f"{run.path} is not a run directory (no run.json)")
         if run.is_locked():
             raise EngineError(f"run {run.id} is already running; nothing to resume")
-        extra = [*(["--budget-usd", repr(float(budget_usd))] if budget_usd is not None else []),
-                 *(["--generations", str(int(generations))] if generations is not None else [])]
+        extra = [
+            *(["--budget-usd", repr(float(budget_usd))] if budget_usd is not None else []),
+            *(["--generations", str(int(generations))] if generations is not None else []),
+        ]
         argv = self.sweep_resume_argv(run, extra) or trinity_argv("resume", str(run.path.resolve()), *extra)
         self._restart_practice_server(run)
         proc = self.spawn(argv, run.engine_log)
@@ -136,8 +146,10 @@ class Supervisor:
         sd, tid, _ = found
         pid = driver_pid(sd)
         if pid is not None:
-            raise EngineError(f"sweep {sd.path.name} is being run by its driver (pid {pid}), which holds its "
-                              f"budget; resume trial {tid} when it ends: `{trial_resume_command(sd, tid)}`")
+            raise EngineError(
+                f"sweep {sd.path.name} is being run by its driver (pid {pid}), which holds its "
+                f"budget; resume trial {tid} when it ends: `{trial_resume_command(sd, tid)}`"
+            )
         return trinity_argv("sweep", "resume", str(sd.path.resolve()), "--trial", tid, *extra)
 
     def _restart_practice_server(self, run: RunDir) -> None:
@@ -150,9 +162,20 @@ class Supervisor:
             return
         if port_in_use(url.hostname, url.port):
             return  # a server (the user's own `trinity pool serve-practice`) is already there
-        self.start_server([sys.executable, "-m", "minertui.jobs.practice_server", "--run-dir",
-                           str(run.path.resolve()), "--port", str(url.port), "--start-timeout", "120"],
-                          run.path.parent / "practice-server.log")
+        self.start_server(
+            [
+                sys.executable,
+                "-m",
+                "minertui.jobs.practice_server",
+                "--run-dir",
+                str(run.path.resolve()),
+                "--port",
+                str(url.port),
+                "--start-timeout",
+                "120",
+            ],
+            run.path.parent / "practice-server.log",
+        )
 
     def start_server(self, argv: list[str], log_path: Path) -> subprocess.Popen:
         proc = self.spawn(argv, log_path)

@@ -23,8 +23,15 @@ if TYPE_CHECKING:
     from minertui.runmodel import RunSnapshot
 
 # a short mark per state, for the one-cell summary of a sweep row (the detail line spells them out)
-STATE_MARK = {"finished": "✓", "running": "▶", "stopped": "■", "failed": "✗", "interrupted": "✗",
-              "pending": "…", "created": "…"}
+STATE_MARK = {
+    "finished": "✓",
+    "running": "▶",
+    "stopped": "■",
+    "failed": "✗",
+    "interrupted": "✗",
+    "pending": "…",
+    "created": "…",
+}
 
 
 def is_sweep_dir(path: str | os.PathLike) -> bool:
@@ -41,10 +48,10 @@ def list_sweeps(root: str | os.PathLike) -> list[Path]:
 
 @dataclass(frozen=True)
 class Trial:
-    index: int           # position in the sweep: the trial's stable colour
+    index: int  # position in the sweep: the trial's stable colour
     id: str
-    label: str           # its overrides, e.g. "sigma0=0.2 seed=1"
-    path: Path           # its run directory (resolved)
+    label: str  # its overrides, e.g. "sigma0=0.2 seed=1"
+    path: Path  # its run directory (resolved)
     state: str
     error: str = ""
     planned: int | None = None  # generations its config asks for
@@ -54,14 +61,14 @@ class Trial:
 class SweepSnapshot:
     path: Path
     id: str
-    status: str          # the driver's: created | running | finished | incomplete
+    status: str  # the driver's: created | running | finished | incomplete
     created: str
     budget_usd: float | None
     trials: tuple[Trial, ...]
-    spent_usd: float     # the trials' ledgers, summed
+    spent_usd: float  # the trials' ledgers, summed
     best: tuple[str, float] | None  # (trial id, its best validation accuracy)
-    driver_alive: bool = False       # some trial's engine holds its run dir now
-    error: str = ""      # sweep.json unreadable
+    driver_alive: bool = False  # some trial's engine holds its run dir now
+    error: str = ""  # sweep.json unreadable
 
     @property
     def counts(self) -> dict[str, int]:
@@ -125,8 +132,17 @@ class SweepModel:
             if state == "pending" and err:
                 state = "failed"
             gens = (t.get("config") or {}).get("generations") if isinstance(t.get("config"), dict) else None
-            trials.append(Trial(i, str(t["id"]), str(t.get("label", "")), path, state, err,
-                                int(gens) if isinstance(gens, int) and not isinstance(gens, bool) else None))
+            trials.append(
+                Trial(
+                    i,
+                    str(t["id"]),
+                    str(t.get("label", "")),
+                    path,
+                    state,
+                    err,
+                    int(gens) if isinstance(gens, int) and not isinstance(gens, bool) else None,
+                )
+            )
             if s is None:
                 continue
             spent += s.spend_usd
@@ -136,11 +152,17 @@ class SweepModel:
                 best = (str(t["id"]), v)
         budget = doc.get("budget_usd")
         return SweepSnapshot(
-            path=self.sweep.path, id=str(doc.get("id") or self.sweep.path.name),
+            path=self.sweep.path,
+            id=str(doc.get("id") or self.sweep.path.name),
             status=str(doc.get("status") or ("unreadable" if self._error else "?")),
             created=str(doc.get("created") or ""),
             budget_usd=float(budget) if isinstance(budget, (int, float)) and not isinstance(budget, bool) else None,
-            trials=tuple(trials), spent_usd=spent, best=best, driver_alive=alive, error=self._error)
+            trials=tuple(trials),
+            spent_usd=spent,
+            best=best,
+            driver_alive=alive,
+            error=self._error,
+        )
 
 
 def best_val(s: RunSnapshot) -> float | None:

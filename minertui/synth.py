@@ -30,11 +30,16 @@ _EXAMPLES: dict[str, tuple[str, str | None, Any]] = {
     "mc": ("Option B fits best.\n\nAnswer: B", "B", "B"),
     "code": ("```python\nprint(sum(map(int, input().split())))\n```", "<code>", None),
     "exact": ("So the answer is (B).", "(B)", {"target": "(B)", "form": "choice"}),
-    "ifeval": ("a short note with no commas in it", "a short note with no commas in it",
-               {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}),
-    "funcall": ('```json\n[{"name": "area", "arguments": {"base": 10}}]\n```',
-                '[{"name": "area", "arguments": {"base": 10}}]',
-                {"function": [{}], "ground_truth": [{"area": {"base": [10]}}]}),
+    "ifeval": (
+        "a short note with no commas in it",
+        "a short note with no commas in it",
+        {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]},
+    ),
+    "funcall": (
+        '```json\n[{"name": "area", "arguments": {"base": 10}}]\n```',
+        '[{"name": "area", "arguments": {"base": 10}}]',
+        {"function": [{}], "ground_truth": [{"area": {"base": [10]}}]},
+    ),
 }
 
 
@@ -46,16 +51,45 @@ def _benchmark_of(kind: str) -> str:
     return next((b.name for b in list_benchmarks() if getattr(b, "kind", None) == kind), "practice")
 
 
-def meta(run_id: str, *, status: str = "finished", generations: int = 30, mode: str = "live",
-         budget_usd: float | None = 5.0, popsize: int = 16, m: int = 8) -> dict[str, Any]:
+def meta(
+    run_id: str,
+    *,
+    status: str = "finished",
+    generations: int = 30,
+    mode: str = "live",
+    budget_usd: float | None = 5.0,
+    popsize: int = 16,
+    m: int = 8,
+) -> dict[str, Any]:
     return {
-        "id": run_id, "created": "2026-01-01T00:00:00+00:00", "updated": "2026-01-01T00:10:00+00:00",
-        "status": status, "status_message": "", "mode": mode, "pool": "practice",
-        "config": {"mode": mode, "encoder": "tiny-qwen3", "questions": "practice", "matrix": "practice",
-                   "pool": "practice", "popsize": popsize, "generations": generations, "m": m,
-                   "sigma0": 0.1, "seed": 0, "budget_usd": budget_usd},
-        "models": list(MODELS), "benchmarks": ["practice"], "encoder": "tiny-qwen3", "n_params": 3 * 1024 + 7168,
-        "splits": {"train": [], "val": [], "test": []}, "git_sha": None, "versions": {}, "pid": 0,
+        "id": run_id,
+        "created": "2026-01-01T00:00:00+00:00",
+        "updated": "2026-01-01T00:10:00+00:00",
+        "status": status,
+        "status_message": "",
+        "mode": mode,
+        "pool": "practice",
+        "config": {
+            "mode": mode,
+            "encoder": "tiny-qwen3",
+            "questions": "practice",
+            "matrix": "practice",
+            "pool": "practice",
+            "popsize": popsize,
+            "generations": generations,
+            "m": m,
+            "sigma0": 0.1,
+            "seed": 0,
+            "budget_usd": budget_usd,
+        },
+        "models": list(MODELS),
+        "benchmarks": ["practice"],
+        "encoder": "tiny-qwen3",
+        "n_params": 3 * 1024 + 7168,
+        "splits": {"train": [], "val": [], "test": []},
+        "git_sha": None,
+        "versions": {},
+        "pid": 0,
         "budget_usd": budget_usd,
     }
 
@@ -110,13 +144,28 @@ class SynthRun:
             self.cost += gen_cost
             for _k in range(traces_per_gen):
                 tr_lines.append(json.dumps(self._trace(g)) + "\n")
-            ev_lines.append(json.dumps({
-                "type": "generation", "time": round(self.t, 3), "gen": g, "best": round(self.best, 4),
-                "mean": round(mean, 4), "max": round(mx, 4), "min": round(mean - 0.1, 4),
-                "sigma": round(0.1 * math.exp(-g / 40), 5), "evals": (g + 1) * 128,
-                "cost_usd": round(self.cost, 6), "calls": (g + 1) * calls_per_gen, "secs": 20.0,
-                "val_acc": round(mean + 0.02, 4), "model_mix": mix,
-                "role_mix": {"Thinker": 10, "Worker": 80, "Verifier": 38}}) + "\n")
+            ev_lines.append(
+                json.dumps(
+                    {
+                        "type": "generation",
+                        "time": round(self.t, 3),
+                        "gen": g,
+                        "best": round(self.best, 4),
+                        "mean": round(mean, 4),
+                        "max": round(mx, 4),
+                        "min": round(mean - 0.1, 4),
+                        "sigma": round(0.1 * math.exp(-g / 40), 5),
+                        "evals": (g + 1) * 128,
+                        "cost_usd": round(self.cost, 6),
+                        "calls": (g + 1) * calls_per_gen,
+                        "secs": 20.0,
+                        "val_acc": round(mean + 0.02, 4),
+                        "model_mix": mix,
+                        "role_mix": {"Thinker": 10, "Worker": 80, "Verifier": 38},
+                    }
+                )
+                + "\n"
+            )
             self.gen += 1
         self._append("ledger.jsonl", led_lines) if led_lines else None
         self._append("traces.jsonl", tr_lines) if tr_lines else None
@@ -130,14 +179,23 @@ class SynthRun:
 
     def _ledger_line(self) -> tuple[str, float]:
         from trinity.pool.ledger import record_hash
+
         r = self.rng
         pt, ct = r.randint(200, 2000), r.randint(50, 800)
         micro = pt * 2 // 10 + ct * 8 // 10 + r.randint(0, 50)
-        rec = {"seq": self.seq, "run_id": self.path.name,
-               "time": _iso(self.t + r.uniform(0, 19)), "provider": "practice",
-               "model": r.choice(MODELS), "prompt_tokens": pt, "completion_tokens": ct,
-               "cost_micro_usd": micro, "cost_source": "estimated" if self.seq % 5 == 0 else "reported",
-               "purpose": "train" if self.seq % 7 else "eval", "prev_h": self.prev_h}
+        rec = {
+            "seq": self.seq,
+            "run_id": self.path.name,
+            "time": _iso(self.t + r.uniform(0, 19)),
+            "provider": "practice",
+            "model": r.choice(MODELS),
+            "prompt_tokens": pt,
+            "completion_tokens": ct,
+            "cost_micro_usd": micro,
+            "cost_source": "estimated" if self.seq % 5 == 0 else "reported",
+            "purpose": "train" if self.seq % 7 else "eval",
+            "prev_h": self.prev_h,
+        }
         h = record_hash(rec)
         rec["h"] = h
         self.prev_h = h
@@ -159,24 +217,52 @@ class SynthRun:
             mp = [round(x / sum(mp), 4) for x in mp]
             rp = [round(x / sum(rp), 4) for x in rp]
             role = ROLES[rp.index(max(rp))]
-            turns.append({"model": MODELS[mp.index(max(mp))], "role": role, "model_probs": mp,
-                          "role_probs": rp, "output": output,
-                          "verdict": "ACCEPT" if role == "Verifier" else None,
-                          "cost_usd": 0.0001, "cache_hit": False})
+            turns.append(
+                {
+                    "model": MODELS[mp.index(max(mp))],
+                    "role": role,
+                    "model_probs": mp,
+                    "role_probs": rp,
+                    "output": output,
+                    "verdict": "ACCEPT" if role == "Verifier" else None,
+                    "cost_usd": 0.0001,
+                    "cache_hit": False,
+                }
+            )
         correct = r.random() < 0.6
-        return {"gen": g, "candidate": r.randint(0, 15), "qid": qid, "benchmark": bench,
-                "kind": kind, "mode": "live", "turns": turns, "answer": answer, "gold": gold,
-                "correct": correct, "reward": 1.0 if correct else 0.0,
-                "cost_usd": round(0.0001 * len(turns), 6), "time": round(self.t, 3)}
+        return {
+            "gen": g,
+            "candidate": r.randint(0, 15),
+            "qid": qid,
+            "benchmark": bench,
+            "kind": kind,
+            "mode": "live",
+            "turns": turns,
+            "answer": answer,
+            "gold": gold,
+            "correct": correct,
+            "reward": 1.0 if correct else 0.0,
+            "cost_usd": round(0.0001 * len(turns), 6),
+            "time": round(self.t, 3),
+        }
 
 
 def _iso(t: float) -> str:
     from datetime import datetime, timezone
+
     return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def make_run(path: str | os.PathLike, *, generations: int = 12, planned: int = 30, traces_per_gen: int = 16,
-             calls_per_gen: int = 4, status: str = "finished", seed: int = 0) -> SynthRun:
+def make_run(
+    path: str | os.PathLike,
+    *,
+    generations: int = 12,
+    planned: int = 30,
+    traces_per_gen: int = 16,
+    calls_per_gen: int = 4,
+    status: str = "finished",
+    seed: int = 0,
+) -> SynthRun:
     """A whole run in one call (tests and the benchmark)."""
     run = SynthRun(path, seed).create(status="running", generations=planned)
     run.log("encoder tiny-qwen3 loaded; 3 simulated models")
@@ -188,9 +274,15 @@ def make_run(path: str | os.PathLike, *, generations: int = 12, planned: int = 3
     return run
 
 
-def make_sweep(path: str | os.PathLike, states: tuple[str, ...] = ("finished", "running", "finished", "pending"),
-               *, generations: int = 10, budget_usd: float | None = 0.5, calls_per_gen: int = 2,
-               status: str = "running") -> Path:
+def make_sweep(
+    path: str | os.PathLike,
+    states: tuple[str, ...] = ("finished", "running", "finished", "pending"),
+    *,
+    generations: int = 10,
+    budget_usd: float | None = 0.5,
+    calls_per_gen: int = 2,
+    status: str = "running",
+) -> Path:
     """A sweep directory as `trinity sweep` lays it out (sweep.json + `trials/<id>/` run dirs, in
     trinity.sweep.runner's format), one trial per entry of `states` ("pending": no run dir yet).
     Each trial is a `make_run` with its own seed, so their curves differ."""
@@ -202,13 +294,37 @@ def make_sweep(path: str | os.PathLike, states: tuple[str, ...] = ("finished", "
         tid = f"t{i:03d}"
         overrides = {"sigma0": (0.05, 0.2)[i % 2], "seed": i // 2}
         if state != "pending":
-            make_run(root / TRIALS_DIR / tid, generations=generations - 3 * (state == "running"),
-                     planned=generations, traces_per_gen=0, calls_per_gen=calls_per_gen, status=state, seed=10 + i)
-        trials.append({"id": tid, "dir": f"{TRIALS_DIR}/{tid}", "overrides": overrides,
-                       "label": " ".join(f"{k}={v}" for k, v in overrides.items()),
-                       "config": {"generations": generations, **overrides}, "state": state})
+            make_run(
+                root / TRIALS_DIR / tid,
+                generations=generations - 3 * (state == "running"),
+                planned=generations,
+                traces_per_gen=0,
+                calls_per_gen=calls_per_gen,
+                status=state,
+                seed=10 + i,
+            )
+        trials.append(
+            {
+                "id": tid,
+                "dir": f"{TRIALS_DIR}/{tid}",
+                "overrides": overrides,
+                "label": " ".join(f"{k}={v}" for k, v in overrides.items()),
+                "config": {"generations": generations, **overrides},
+                "state": state,
+            }
+        )
     (root / TRIALS_DIR).mkdir(parents=True, exist_ok=True)
-    atomic_write_json(root / SWEEP_JSON, {
-        "kind": "sweep", "format": FORMAT, "id": root.name, "created": "2026-01-01T00:00:00+00:00",
-        "status": status, "spec": {}, "budget_usd": budget_usd, "trials": trials})
+    atomic_write_json(
+        root / SWEEP_JSON,
+        {
+            "kind": "sweep",
+            "format": FORMAT,
+            "id": root.name,
+            "created": "2026-01-01T00:00:00+00:00",
+            "status": status,
+            "spec": {},
+            "budget_usd": budget_usd,
+            "trials": trials,
+        },
+    )
     return root

@@ -38,12 +38,18 @@ from trinity.data.questions import Question
 from trinity.model.encoder import load_encoder
 from trinity.model.router import Router
 
-POOLS = {TINYROUTER: ("qwen/qwen3.5-35b-a3b", "google/gemini-3.1-flash-lite", "deepseek/deepseek-v4-flash"),
-         MINIROUTER: ("deepseek-ai/DeepSeek-V3.2-TEE", "zai-org/GLM-5-TEE", "moonshotai/Kimi-K2.5-TEE")}
-THINK = ("Let me restate the problem and plan. First identify what is asked, then check the edge cases; "
-         "a common pitfall is an off-by-one in the bounds. Plan: compute step by step, verify at the end.\n")
-WORK = ("Working through it: we set up the quantities, simplify, and check the result against the "
-        "conditions. Therefore the final answer is \\boxed{{{a}}}.\n")
+POOLS = {
+    TINYROUTER: ("qwen/qwen3.5-35b-a3b", "google/gemini-3.1-flash-lite", "deepseek/deepseek-v4-flash"),
+    MINIROUTER: ("deepseek-ai/DeepSeek-V3.2-TEE", "zai-org/GLM-5-TEE", "moonshotai/Kimi-K2.5-TEE"),
+}
+THINK = (
+    "Let me restate the problem and plan. First identify what is asked, then check the edge cases; "
+    "a common pitfall is an off-by-one in the bounds. Plan: compute step by step, verify at the end.\n"
+)
+WORK = (
+    "Working through it: we set up the quantities, simplify, and check the result against the "
+    "conditions. Therefore the final answer is \\boxed{{{a}}}.\n"
+)
 
 
 def old_text(question: str, turns) -> str:
@@ -63,8 +69,16 @@ def questions() -> tuple[list[Question], list[Question]]:
     mmlu = get_benchmark("mmlu").load(str(fx / "mmlu_test.jsonl"))
     for q in prac:
         if q.kind == "mc" and q.extra.get("choices"):
-            mmlu.append(Question(f"mmlu-{q.id}", "mmlu", q.question.split("\n")[0], q.answer, "mc",
-                                 {"choices": list(q.extra["choices"])}))
+            mmlu.append(
+                Question(
+                    f"mmlu-{q.id}",
+                    "mmlu",
+                    q.question.split("\n")[0],
+                    q.answer,
+                    "mc",
+                    {"choices": list(q.extra["choices"])},
+                )
+            )
     return other, mmlu
 
 
@@ -79,8 +93,10 @@ def script_turns(qs: list[Question], models, n: int):
     rng = np.random.RandomState(1)
     out = []
     for i, _q in enumerate(qs):
-        t = [("Thinker", models[rng.randint(3)], "  " + THINK), ("Worker", models[rng.randint(3)],
-                                                                WORK.format(a=i) + "\n")]
+        t = [
+            ("Thinker", models[rng.randint(3)], "  " + THINK),
+            ("Worker", models[rng.randint(3)], WORK.format(a=i) + "\n"),
+        ]
         out.append(t[:n])
     return out
 
@@ -123,12 +139,19 @@ def main() -> None:
     rng = np.random.RandomState(0)
     P, K = args.svf_draws, args.heads
     thetas = np.tile(router.initial_mean(), (P, 1))
-    thetas[:, router.n_outputs * router.hidden:] += 0.1 * rng.randn(P, router.svf_size)
+    thetas[:, router.n_outputs * router.hidden :] += 0.1 * rng.randn(P, router.svf_size)
     heads = rng.randn(K, router.n_outputs, router.hidden)
     other, mmlu = questions()
     other, mmlu = sample(other, args.questions), sample(mmlu, args.questions)
-    res = {"encoder": f"{args.encoder} (cpu, fp32)", "questions": len(other), "mmlu_items": len(mmlu),
-           "svf_draws": P, "heads": K, "agreement_old_vs_new": {}, "reference_agreement": {}}
+    res = {
+        "encoder": f"{args.encoder} (cpu, fp32)",
+        "questions": len(other),
+        "mmlu_items": len(mmlu),
+        "svf_draws": P,
+        "heads": K,
+        "agreement_old_vs_new": {},
+        "reference_agreement": {},
+    }
     for comp in (TINYROUTER, MINIROUTER):
         rt, models = router_text(comp), POOLS[comp]
         rows = {}
@@ -154,13 +177,18 @@ def main() -> None:
         n_same = n_all = 0
         for turn in (1, 2, 3):
             tr = script_turns(qs, models, turn - 1)
-            ours = se.logits([rt.question_input(q, t) for q, t in zip(qs, tr)], np.zeros(len(qs), int), list(range(len(qs))))
+            ours = se.logits(
+                [rt.question_input(q, t) for q, t in zip(qs, tr)], np.zeros(len(qs), int), list(range(len(qs)))
+            )
             ref.configure(theta[0], router.hidden)
             try:
                 for i, (q, t) in enumerate(zip(qs, tr)):
                     history = [(r.lower(), rt.model_name(m), o.strip()) for r, m, o in t]
                     m, r = ref.decide(ref.transcript(rt.render_question(q), history))
-                    n_same += (int(ours[i, :3].argmax()), int(ours[i, 3:].argmax())) == (m, ("thinker", "worker", "verifier").index(r))
+                    n_same += (int(ours[i, :3].argmax()), int(ours[i, 3:].argmax())) == (
+                        m,
+                        ("thinker", "worker", "verifier").index(r),
+                    )
                     n_all += 1
             finally:
                 ref.restore()

@@ -3,6 +3,7 @@ whole transcript (`Router.paired_logits`), turn by turn, on qwen3-0.6b-random (n
 
     OMP_NUM_THREADS=2 python scripts/bench_session_encoder.py   # figures: docs/perf/model.md
 """
+
 import json
 import time
 
@@ -13,13 +14,16 @@ from trinity.model.encoder import load_encoder
 from trinity.model.router import Router
 from trinity.model.text import encoder_input
 from trinity.data.practice import practice_questions
+
 router = Router(load_encoder("qwen3-0.6b-random", device="cpu", dtype="float32"), 3)
 rng = np.random.RandomState(0)
 P, m, T = 4, 2, 4
 thetas = router.initial_mean()[None] + 0.1 * rng.randn(P, router.n_params)
 qs = [q.question for q in practice_questions()[:m]]
-out_text = ("We check each case in turn. First, the input is read and parsed; then every value is "
-            "compared with the running best, and the answer is printed at the end. ") * 4
+out_text = (
+    "We check each case in turn. First, the input is read and parsed; then every value is "
+    "compared with the running best, and the answer is printed at the end. "
+) * 4
 res = {"threads": torch.get_num_threads(), "streams": P * m, "turns": []}
 se = router.session_encoder(thetas)
 turns = {i: [] for i in range(P * m)}
@@ -34,8 +38,15 @@ for t in range(T):
     t0 = time.perf_counter()
     b = router.paired_logits(thetas, texts, cands)
     tp = time.perf_counter() - t0
-    res["turns"].append({"turn": t + 1, "tokens": ntok, "incremental_s": round(ts, 2), "full_reencode_s": round(tp, 2),
-                         "max_logit_diff": float(np.abs(a - b).max())})
+    res["turns"].append(
+        {
+            "turn": t + 1,
+            "tokens": ntok,
+            "incremental_s": round(ts, 2),
+            "full_reencode_s": round(tp, 2),
+            "max_logit_diff": float(np.abs(a - b).max()),
+        }
+    )
     print(res["turns"][-1], flush=True)
     for i in range(P * m):
         turns[i].append(("Worker", f"m{i % 3}", out_text))

@@ -48,9 +48,11 @@ def _stdlib_sources() -> list[tuple[str, ast.Module]]:
 
 def corpus(max_code_bytes: int) -> list[str]:
     """Practice questions, then stdlib docstrings, then stdlib sources up to `max_code_bytes`."""
-    texts = [json.loads(line)["question"]
-             for line in (ROOT / "trinity" / "data" / "practice_questions.jsonl").read_text().splitlines()
-             if line.strip()]
+    texts = [
+        json.loads(line)["question"]
+        for line in (ROOT / "trinity" / "data" / "practice_questions.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
     sources = _stdlib_sources()
     kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
     for _, tree in sources:
@@ -66,14 +68,19 @@ def corpus(max_code_bytes: int) -> list[str]:
 
 def build(vocab: int, code_mb: float) -> Tokenizer:
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(QWEN_SPLIT), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN_SPLIT), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab, min_frequency=2, show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=[],
+        vocab_size=vocab,
+        min_frequency=2,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=[],
     )
     tok.train_from_iterator(corpus(int(code_mb * 1e6)), trainer=trainer)
     tok.add_special_tokens([EOS_TOKEN])

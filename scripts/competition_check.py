@@ -39,8 +39,9 @@ def _run(cmd: list[str], env: dict | None = None, cwd: Path | None = None) -> su
 def composite_questions(out: Path) -> Path:
     from trinity.benchmarks import get_benchmark
 
-    qs = get_benchmark("math500").load(data=str(FIX / "math500_test.jsonl")) + \
-        get_benchmark("mmlu").load(data=str(FIX / "mmlu_test.jsonl"))
+    qs = get_benchmark("math500").load(data=str(FIX / "math500_test.jsonl")) + get_benchmark("mmlu").load(
+        data=str(FIX / "mmlu_test.jsonl")
+    )
     path = out / "composite.jsonl"
     path.write_text("".join(json.dumps(q.to_json()) + "\n" for q in qs))
     return path
@@ -56,7 +57,7 @@ def stand_in(questions: Path):
     from trinity.session.prompts import render_question
 
     base = practice_setup()
-    ids = list(TR.model_names)                      # our openrouter ids, router order
+    ids = list(TR.model_names)  # our openrouter ids, router order
     models = {}
     for mid, prof in zip(ids, base.models.values()):
         pin, pout = TR.ledger_prices[TR.short_name(mid)]
@@ -86,56 +87,134 @@ def main() -> int:
     results: dict = {}
     qfile = composite_questions(a.out)
     h = stand_in(qfile)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRINITY_POOL_BASE_URL": h.base_url,
-           "OPENROUTER_API_KEY": "sk-or-fake-loopback-0000", "XDG_CACHE_HOME": str(a.out / "cache"),
-           "MINERTUI_DATA_DIR": str(a.out / "data"), "OMP_NUM_THREADS": "2"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "TRINITY_POOL_BASE_URL": h.base_url,
+        "OPENROUTER_API_KEY": "sk-or-fake-loopback-0000",
+        "XDG_CACHE_HOME": str(a.out / "cache"),
+        "MINERTUI_DATA_DIR": str(a.out / "data"),
+        "OMP_NUM_THREADS": "2",
+    }
     run_dir = a.out / "runs" / "tr-live"
     shutil.rmtree(run_dir, ignore_errors=True)
     t0 = time.time()
-    r = _run([sys.executable, "-m", "trinity", "train", "--mode", "live", "--pool", "openrouter", "--questions",
-              qfile, "--encoder", a.encoder, "--generations", a.generations, "--popsize", a.popsize, "--m", a.m,
-              "--seed", "1", "--run-dir", run_dir], env=env, cwd=ROOT)
-    results["train"] = {"rc": r.returncode, "seconds": round(time.time() - t0, 1),
-                        "served_requests": h.stats.completions}
+    r = _run(
+        [
+            sys.executable,
+            "-m",
+            "trinity",
+            "train",
+            "--mode",
+            "live",
+            "--pool",
+            "openrouter",
+            "--questions",
+            qfile,
+            "--encoder",
+            a.encoder,
+            "--generations",
+            a.generations,
+            "--popsize",
+            a.popsize,
+            "--m",
+            a.m,
+            "--seed",
+            "1",
+            "--run-dir",
+            run_dir,
+        ],
+        env=env,
+        cwd=ROOT,
+    )
+    results["train"] = {
+        "rc": r.returncode,
+        "seconds": round(time.time() - t0, 1),
+        "served_requests": h.stats.completions,
+    }
     h.stop()
     if r.returncode != 0:
         print(json.dumps(results, indent=2))
         return 1
     meta = json.loads((run_dir / "run.json").read_text())
-    results["train"].update(models=meta.get("models"), n_params=meta.get("n_params"),
-                            competition=meta.get("competition"))
+    results["train"].update(
+        models=meta.get("models"), n_params=meta.get("n_params"), competition=meta.get("competition")
+    )
     # pack into the clone of TinyRouter, then THEIR preflight, with the exported ledger
     shutil.rmtree(a.tinyrouter / "submissions" / "minertui-check", ignore_errors=True)
-    r = _run([sys.executable, "-m", "trinity", "pack", run_dir, "--miner", "minertui-check", "--format", "tinyrouter",
-              "--out", a.tinyrouter], env=env, cwd=ROOT)
+    r = _run(
+        [
+            sys.executable,
+            "-m",
+            "trinity",
+            "pack",
+            run_dir,
+            "--miner",
+            "minertui-check",
+            "--format",
+            "tinyrouter",
+            "--out",
+            a.tinyrouter,
+        ],
+        env=env,
+        cwd=ROOT,
+    )
     results["pack"] = {"rc": r.returncode, "out": r.stdout.strip().splitlines()[:2]}
     bundle = sorted((a.tinyrouter / "submissions" / "minertui-check").iterdir())[-1]
     receipt = json.loads((bundle / "receipt.json").read_text())
-    results["receipt"] = {k: receipt.get(k) for k in ("benchmark", "pool_models", "n_total", "generations",
-                                                       "total_cost_usd", "ledger_export")}
+    results["receipt"] = {
+        k: receipt.get(k)
+        for k in ("benchmark", "pool_models", "n_total", "generations", "total_cost_usd", "ledger_export")
+    }
     r = _run([sys.executable, "-m", "trinity", "check", bundle, "--json"], env=env, cwd=ROOT)
     ours = json.loads(r.stdout) if r.stdout.strip().startswith("{") else {}
-    results["trinity_check"] = {"rc": r.returncode, "verdict": ours.get("verdict"),
-                                "gates": {g["name"]: g["status"] for g in ours.get("gates", [])}}
+    results["trinity_check"] = {
+        "rc": r.returncode,
+        "verdict": ours.get("verdict"),
+        "gates": {g["name"]: g["status"] for g in ours.get("gates", [])},
+    }
     ledger = run_dir / receipt["ledger_export"]["file"]
     sub = f"minertui-check/{bundle.name}"
     for name, extra in (("preflight", {}), ("preflight_with_ledger", {"TRINITY_COST_LEDGER": str(ledger)})):
         their_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": "src", **extra}
-        r = _run([a.python, "scripts/preflight_submission.py", "--submission", sub, "--benchmark", "composite"],
-                 env=their_env, cwd=a.tinyrouter)
+        r = _run(
+            [a.python, "scripts/preflight_submission.py", "--submission", sub, "--benchmark", "composite"],
+            env=their_env,
+            cwd=a.tinyrouter,
+        )
         results[name] = {"rc": r.returncode, "tail": (r.stdout + r.stderr).strip().splitlines()[-12:]}
     shutil.rmtree(a.tinyrouter / "submissions" / "minertui-check", ignore_errors=True)
     if a.minirouter:
         # their committed bundle is moved out of the way (git restores it afterwards)
         shutil.rmtree(a.minirouter / "submissions" / "final_model", ignore_errors=True)
-        r = _run([sys.executable, "-m", "trinity", "pack", run_dir, "--miner", "minertui-check", "--competition",
-                  "minirouter", "--out", a.minirouter], env=env, cwd=ROOT)
+        r = _run(
+            [
+                sys.executable,
+                "-m",
+                "trinity",
+                "pack",
+                run_dir,
+                "--miner",
+                "minertui-check",
+                "--competition",
+                "minirouter",
+                "--out",
+                a.minirouter,
+            ],
+            env=env,
+            cwd=ROOT,
+        )
         results["mr_pack"] = {"rc": r.returncode, "err": r.stderr.strip()[-300:]}
         summary = a.minirouter / "submissions" / "final_model" / "summary.json"
         if summary.exists():
-            results["mr_summary"] = {k: json.loads(summary.read_text()).get(k) for k in ("benchmark", "n_total", "pool")}
-        r = _run([a.python, "utility/validate_submission.py", "--dir", "submissions/final_model"],
-                 env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, cwd=a.minirouter)
+            results["mr_summary"] = {
+                k: json.loads(summary.read_text()).get(k) for k in ("benchmark", "n_total", "pool")
+            }
+        r = _run(
+            [a.python, "utility/validate_submission.py", "--dir", "submissions/final_model"],
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+            cwd=a.minirouter,
+        )
         results["mr_validate"] = {"rc": r.returncode, "tail": r.stdout.strip().splitlines()[-8:]}
         _run(["git", "checkout", "--", "submissions/final_model"], cwd=a.minirouter)
         _run(["git", "clean", "-fdq", "submissions/final_model"], cwd=a.minirouter)

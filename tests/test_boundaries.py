@@ -52,8 +52,9 @@ def test_no_module_imports_another_modules_private_names():
                 continue
             names = node.module.split(".") + [a.name for a in node.names]
             if any(n.startswith("_") and not n.startswith("__") for n in names):
-                offenders.append(f"{here}:{node.lineno}: from {node.module} import "
-                                 f"{', '.join(a.name for a in node.names)}")
+                offenders.append(
+                    f"{here}:{node.lineno}: from {node.module} import {', '.join(a.name for a in node.names)}"
+                )
     assert not offenders, "import public names only:\n" + "\n".join(offenders)
 
 
@@ -67,8 +68,13 @@ def test_import_contract_is_kept():
     exe = shutil.which("lint-imports")
     if exe is None:
         pytest.skip("import-linter is not installed (pip install -e '.[dev]')")
-    out = subprocess.run([exe, "--no-cache"], capture_output=True, text=True, cwd=ROOT,
-                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [exe, "--no-cache"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+    )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
 
 

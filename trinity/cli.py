@@ -26,15 +26,15 @@ from trinity.submission import cli as submission_cli
 from trinity.sweep import cli as sweep_cli
 
 COMMAND_MODULES = [
-    optim_cli,        # train, resume
-    analysis_cli,     # eval, oracle, baselines, score
-    pool_cli,         # pool serve-practice, ledger verify/report
-    session_cli,      # collect
-    grading_cli,      # grade, doctor
-    benchmarks_cli,   # benchmarks list/export
-    submission_cli,   # pack, check, submit
-    bench_cli,        # bench candidates|pool|grading|app
-    sweep_cli,        # sweep SPEC | resume DIR | status DIR
+    optim_cli,  # train, resume
+    analysis_cli,  # eval, oracle, baselines, score
+    pool_cli,  # pool serve-practice, ledger verify/report
+    session_cli,  # collect
+    grading_cli,  # grade, doctor
+    benchmarks_cli,  # benchmarks list/export
+    submission_cli,  # pack, check, submit
+    bench_cli,  # bench candidates|pool|grading|app
+    sweep_cli,  # sweep SPEC | resume DIR | status DIR
 ]
 
 

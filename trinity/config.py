@@ -34,15 +34,34 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent / "optim" / "trinity.yaml"
 
 # Keys that may change between a run and its resume without making the checkpoint foreign:
 # they change neither which candidates are sampled nor how they are scored.
-RESUMABLE_KEYS = ("generations", "device", "max_batch_tokens", "budget_usd", "base_url", "cache_path",
-                  "prices", "price_in", "price_out", "read_timeout_s", "fail_threshold",
-                  "workers", "ray_address")
+RESUMABLE_KEYS = (
+    "generations",
+    "device",
+    "max_batch_tokens",
+    "budget_usd",
+    "base_url",
+    "cache_path",
+    "prices",
+    "price_in",
+    "price_out",
+    "read_timeout_s",
+    "fail_threshold",
+    "workers",
+    "ray_address",
+)
 
 # Keys added after runs already existed, with the value that reproduces a run made before them:
 # at that value a key is left out of the config hash (an older checkpoint stays valid), and
 # `trinity resume` gives it to a run whose run.json lacks the key.
-LEGACY_VALUES: dict[str, Any] = {"warm_start": "none", "lambda_turns": 0.0, "lambda_cost": 0.0, "split_seed": None,
-                                 "stratify": False, "select_on": "pooled", "competition": None}
+LEGACY_VALUES: dict[str, Any] = {
+    "warm_start": "none",
+    "lambda_turns": 0.0,
+    "lambda_cost": 0.0,
+    "split_seed": None,
+    "stratify": False,
+    "select_on": "pooled",
+    "competition": None,
+}
 
 
 class Splits(BaseModel):
@@ -51,7 +70,9 @@ class Splits(BaseModel):
     train: float = Field(default=0.6, ge=0, le=1)
     val: float = Field(default=0.2, ge=0, le=1)
     test: float = Field(default=0.2, ge=0, le=1)
-    audit: float = Field(default=0.0, ge=0, le=1, description="an untouched overfit-check split (TinyRouter's audit set)")
+    audit: float = Field(
+        default=0.0, ge=0, le=1, description="an untouched overfit-check split (TinyRouter's audit set)"
+    )
 
     @model_validator(mode="after")
     def _sum_to_one(self) -> "Splits":
@@ -79,34 +100,53 @@ class TrainConfig(BaseModel):
     questions: str | None = Field(None, description="questions JSONL path, or 'practice'")
     matrix: str | None = Field(None, description="outcome matrix JSON path, or 'practice'")
     practice_config: str | None = Field(
-        None, description="file whose practice: section defines the simulated pool (set by load_config)")
+        None, description="file whose practice: section defines the simulated pool (set by load_config)"
+    )
     benchmarks: list[str] | None = Field(None, description="keep only these benchmarks (default: all)")
     pool: str | None = Field(None, description="pool name (live mode: a provider pool of configs/models.yaml)")
     competition: Literal["tinyrouter", "minirouter"] | None = Field(
-        None, description="whose router text the head trains on (encoder input, transcript, question "
-                          "rendering); default from the pool: openrouter -> tinyrouter, chutes -> minirouter")
-    base_url: str | None = Field(None, description="live mode: the pool's OpenAI-compatible base URL, overriding "
-                                                   "configs/models.yaml (e.g. a local vLLM server)")
+        None,
+        description="whose router text the head trains on (encoder input, transcript, question "
+        "rendering); default from the pool: openrouter -> tinyrouter, chutes -> minirouter",
+    )
+    base_url: str | None = Field(
+        None,
+        description="live mode: the pool's OpenAI-compatible base URL, overriding "
+        "configs/models.yaml (e.g. a local vLLM server)",
+    )
     pool_models: list[str] | None = Field(
-        None, description="live mode: the pool's model ids in θ order, overriding configs/models.yaml "
-                          "(e.g. what a local vLLM / llama.cpp server serves)")
+        None,
+        description="live mode: the pool's model ids in θ order, overriding configs/models.yaml "
+        "(e.g. what a local vLLM / llama.cpp server serves)",
+    )
     cache_path: str | None = Field(None, description="live mode: response cache file (default: the pool's)")
     popsize: int = Field(32, ge=2, le=4096)
     generations: int = Field(60, ge=1, le=100_000)
     m: int = Field(16, ge=1, description="training questions per candidate per generation")
     sigma0: float = Field(0.1, gt=0, le=10)
     seed: int = Field(0, ge=0)
-    split_seed: int | None = Field(None, ge=0, description="seed of the train/val/test split (default: seed); "
-                                                           "trinity train --seeds keeps it fixed across seeds")
+    split_seed: int | None = Field(
+        None,
+        ge=0,
+        description="seed of the train/val/test split (default: seed); "
+        "trinity train --seeds keeps it fixed across seeds",
+    )
     budget_usd: float | None = Field(None, ge=0)
     prices: dict[str, Any] | None = Field(
-        None, description="live mode: USD per 1M tokens per model, {MODEL: {price_in, price_out}}, for models "
-                          "configs/models.yaml does not price (a budget needs every model's worst case)")
-    price_in: float | None = Field(None, ge=0, description="live mode: USD per 1M prompt tokens of every unpriced model")
-    price_out: float | None = Field(None, ge=0, description="live mode: USD per 1M completion tokens of every unpriced model")
+        None,
+        description="live mode: USD per 1M tokens per model, {MODEL: {price_in, price_out}}, for models "
+        "configs/models.yaml does not price (a budget needs every model's worst case)",
+    )
+    price_in: float | None = Field(
+        None, ge=0, description="live mode: USD per 1M prompt tokens of every unpriced model"
+    )
+    price_out: float | None = Field(
+        None, ge=0, description="live mode: USD per 1M completion tokens of every unpriced model"
+    )
     read_timeout_s: float | None = Field(None, gt=0, description="live mode: the pool's read timeout per attempt")
-    fail_threshold: float = Field(0.5, gt=0, le=1, description="live mode: stop when more than this share of a "
-                                                                "generation's calls failed")
+    fail_threshold: float = Field(
+        0.5, gt=0, le=1, description="live mode: stop when more than this share of a generation's calls failed"
+    )
     policy: Literal["argmax", "sample"] = "argmax"
     temperature: float = Field(1.0, gt=0)
     max_batch_tokens: int = Field(8192, ge=64)
@@ -119,22 +159,34 @@ class TrainConfig(BaseModel):
     shaping: bool = Field(False, description="live mode: format bonus / turn penalty in the training reward")
     format_bonus: float = Field(0.05, ge=0)
     turn_penalty: float = Field(0.02, ge=0)
-    workers: int = Field(1, ge=1, le=1024, description="Ray actors that evaluate a generation's "
-                                                      "candidates (live: the sessions' encoder work; 1: in this process; the [ray] extra)")
+    workers: int = Field(
+        1,
+        ge=1,
+        le=1024,
+        description="Ray actors that evaluate a generation's "
+        "candidates (live: the sessions' encoder work; 1: in this process; the [ray] extra)",
+    )
     ray_address: str | None = Field(None, description="HOST:PORT of a Ray cluster for --workers (default: a local one)")
     warm_start: Literal["auto", "labels", "none"] = Field(
-        "auto", description="fit the head's model rows on the training split's correctness labels before "
-                            "generation 1 (labels; with the role rows' default: Worker on a bare query, Verifier once the "
-                            "transcript has turns); auto = labels in cached mode, the role rows alone in live mode")
+        "auto",
+        description="fit the head's model rows on the training split's correctness labels before "
+        "generation 1 (labels; with the role rows' default: Worker on a bare query, Verifier once the "
+        "transcript has turns); auto = labels in cached mode, the role rows alone in live mode",
+    )
     lambda_turns: float = Field(0.1, ge=0, description="live reward: - lambda_turns * (turns - 1) / 4")
     lambda_cost: float = Field(0.0, ge=0, description="live reward: - lambda_cost * session cost in USD")
-    stratify: bool = Field(True, description="several benchmarks: every minibatch holds each benchmark's share "
-                                             "(at least one question of each)")
+    stratify: bool = Field(
+        True,
+        description="several benchmarks: every minibatch holds each benchmark's share (at least one question of each)",
+    )
     select_on: Literal["pooled", "benchmark_mean"] = Field(
-        "pooled", description="best-θ rule: validation accuracy over all val questions, or the mean of the "
-                              "per-benchmark accuracies (TinyRouter's composite)")
+        "pooled",
+        description="best-θ rule: validation accuracy over all val questions, or the mean of the "
+        "per-benchmark accuracies (TinyRouter's composite)",
+    )
     traces: Literal["all", "best", "none"] = Field(
-        "all", description="cached mode: trace every candidate x question, only the best candidate's, or none")
+        "all", description="cached mode: trace every candidate x question, only the best candidate's, or none"
+    )
 
     @field_validator("benchmarks", "pool_models", mode="before")
     @classmethod
@@ -203,8 +255,7 @@ def field_errors(data: dict[str, Any]) -> dict[str, str]:
     return {}
 
 
-def validate_config(data: dict[str, Any], where: str = "config",
-                    sources: dict[str, str] | None = None) -> TrainConfig:
+def validate_config(data: dict[str, Any], where: str = "config", sources: dict[str, str] | None = None) -> TrainConfig:
     """TrainConfig from a dict, or a one-line ConfigError naming the first bad key (and the
     file or flag it came from, when `sources` maps keys to where they were set)."""
     try:
@@ -249,8 +300,11 @@ def absolute_paths(doc: dict[str, Any], base: Path) -> dict[str, Any]:
     return out
 
 
-def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None,
-                defaults: str | Path | None = DEFAULT_CONFIG) -> TrainConfig:
+def load_config(
+    path: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    defaults: str | Path | None = DEFAULT_CONFIG,
+) -> TrainConfig:
     """Defaults file (configs/trinity.yaml) < config file < overrides (flags; None = not given)."""
     data: dict[str, Any] = {}
     sources: dict[str, str] = {}

@@ -117,9 +117,7 @@ def iter_jsonl(path: str | os.PathLike, strict: bool = False) -> Iterator[tuple[
             if is_last and not complete_last:
                 return  # torn final line: the writer is mid-append (or crashed mid-append)
             if strict:
-                raise InputError(
-                    f"{path}: line {i} is not valid JSON; fix or delete that line"
-                ) from None
+                raise InputError(f"{path}: line {i} is not valid JSON; fix or delete that line") from None
 
 
 def read_jsonl(path: str | os.PathLike, strict: bool = False) -> list[Any]:

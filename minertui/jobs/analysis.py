@@ -33,8 +33,10 @@ def progress(done: int, total: int, what: str) -> None:
 
 def _render(view, width: int) -> str:
     from rich.console import Console
-    console = Console(width=width, record=True, file=open("/dev/null", "w"), color_system="truecolor",
-                      force_terminal=True)
+
+    console = Console(
+        width=width, record=True, file=open("/dev/null", "w"), color_system="truecolor", force_terminal=True
+    )
     console.print(view)
     return console.export_text(styles=True)
 
@@ -46,8 +48,13 @@ def findings(view):
     from rich.text import Text
     from trinity.analysis.render import prose_of
 
-    return Group(*(p for p in prose_of(view).renderables if not (
-        isinstance(p, Text) and p.plain.startswith(("verdict: ", "router ")))))
+    return Group(
+        *(
+            p
+            for p in prose_of(view).renderables
+            if not (isinstance(p, Text) and p.plain.startswith(("verdict: ", "router ")))
+        )
+    )
 
 
 def run_oracle(run_dir: str, split: str):
@@ -89,12 +96,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--width", type=int, default=100)
     args = ap.parse_args(argv)
     from trinity.errors import TrinityError
+
     try:
         fn = {"oracle": run_oracle, "baselines": run_baselines, "eval": run_eval}[args.kind]
         rep, view = fn(args.run_dir, args.split)
         from trinity.analysis.render import table_data
-        _say({"result": args.kind, "report": rep.to_json(), "view": _render(findings(view), args.width),
-              "tables": table_data(view)})
+
+        _say(
+            {
+                "result": args.kind,
+                "report": rep.to_json(),
+                "view": _render(findings(view), args.width),
+                "tables": table_data(view),
+            }
+        )
     except TrinityError as e:
         _say({"error": str(e)})
         return 2

@@ -22,12 +22,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m minertui.jobs.practice_server")
     ap.add_argument("--run-dir", required=True)
     ap.add_argument("--port", type=int, required=True)
-    ap.add_argument("--start-timeout", type=float, default=600.0,
-                    help="stop if no engine holds the run within this many seconds")
+    ap.add_argument(
+        "--start-timeout", type=float, default=600.0, help="stop if no engine holds the run within this many seconds"
+    )
     args, server_flags = ap.parse_known_args(argv)
     run = RunDir(args.run_dir)
-    server = subprocess.Popen([sys.executable, "-m", "trinity", "pool", "serve-practice",
-                               "--port", str(args.port), *server_flags], stdin=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "trinity", "pool", "serve-practice", "--port", str(args.port), *server_flags],
+        stdin=subprocess.DEVNULL,
+    )
     stop = False
 
     def on_signal(signum, frame) -> None:

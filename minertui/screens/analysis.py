@@ -71,8 +71,7 @@ def verdict_text(results: dict[str, dict]) -> Text:
         t.append("router ", style="bold")
         t.append(f"{ev.get('claim', '')}\n")
     if not t:
-        t.append("Press o (oracle ceiling), b (baselines), e (evaluate the router) or a (all three).",
-                 style="dim")
+        t.append("Press o (oracle ceiling), b (baselines), e (evaluate the router) or a (all three).", style="dim")
     return t
 
 
@@ -158,8 +157,12 @@ class AnalysisScreen(ModeScreen):
 
     def update_body(self, poll: Poll) -> None:
         s = poll.current
-        key = (str(s.path) if s else None, s.status if s else None, self.running,
-               tuple(self.results.get(str(s.path), {})) if s else ())
+        key = (
+            str(s.path) if s else None,
+            s.status if s else None,
+            self.running,
+            tuple(self.results.get(str(s.path), {})) if s else (),
+        )
         if key == self._shown:
             return
         self._shown = key
@@ -199,15 +202,27 @@ class AnalysisScreen(ModeScreen):
             return
         prose.update(Text.from_ansi(r["view"].rstrip("\n")))
         text = self.query_one(FilterBar).value
-        taken = {t.table_name for k in ORDER if k != kind
-                 for t in self.query_one(f"#analysis-{k}", Vertical).query(SortableTable)}
+        taken = {
+            t.table_name
+            for k in ORDER
+            if k != kind
+            for t in self.query_one(f"#analysis-{k}", Vertical).query(SortableTable)
+        }
         parts: list[Widget] = []
         for spec in r.get("tables", ()):
             name = table_name(kind, spec["title"], taken)
             taken.add(name)
-            parts.append(SortableTable(name, spec["title"], [c["name"] for c in spec["columns"]],
-                                       table_rows(spec), sort=self._sorts.get(name, (None, False)),
-                                       filter_text=text, classes="report-part"))
+            parts.append(
+                SortableTable(
+                    name,
+                    spec["title"],
+                    [c["name"] for c in spec["columns"]],
+                    table_rows(spec),
+                    sort=self._sorts.get(name, (None, False)),
+                    filter_text=text,
+                    classes="report-part",
+                )
+            )
             if spec.get("caption"):
                 parts.append(Static(Text(spec["caption"], style="dim"), classes="report-part caption"))
         if parts:
@@ -272,8 +287,9 @@ class AnalysisScreen(ModeScreen):
 
     def _job(self, run_dir: Path, kind: str, width: int) -> dict[str, Any]:
         argv = [sys.executable, "-m", "minertui.jobs.analysis", kind, str(run_dir), "--width", str(width)]
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
+        )
         result: dict[str, Any] = {"error": f"the {kind} job ended without a result"}
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -322,6 +338,7 @@ class AnalysisScreen(ModeScreen):
         """Every table as shown (filtered, sorted) to CSV and JSON, the chart's accuracies
         (CSV and JSON) and each report in full (JSON), for this run."""
         from minertui.widgets.tables import export_table
+
         s = self.app.current
         res = self.results.get(str(s.path), {}) if s else {}
         done = {k: r["report"] for k, r in res.items() if "report" in r}
@@ -329,8 +346,9 @@ class AnalysisScreen(ModeScreen):
             self.notify("nothing to export yet: run o, b, e or a first", severity="warning")
             return
         try:
-            written = [export_table(f"analysis-{s.id}-{t.table_name}", t.names, t.shown())
-                       for t in self.query(SortableTable)]
+            written = [
+                export_table(f"analysis-{s.id}-{t.table_name}", t.names, t.shown()) for t in self.query(SortableTable)
+            ]
             csv_path, json_path = export_table(f"analysis-{s.id}", ("name", "accuracy"), chart_bars(res))
             full = json_path.with_name(json_path.stem + "-reports.json")
             full.write_text(json.dumps(done, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
@@ -338,5 +356,8 @@ class AnalysisScreen(ModeScreen):
             self.notify(f"export failed: {e}", severity="error")
             return
         self.exported = [p for pair in written for p in pair] + [csv_path, json_path, full]
-        self.notify(f"analysis exported to {csv_path.parent}: {len(written)} tables as shown (CSV and JSON), "
-                    f"the chart ({csv_path.name}) and the reports ({full.name})", timeout=8)
+        self.notify(
+            f"analysis exported to {csv_path.parent}: {len(written)} tables as shown (CSV and JSON), "
+            f"the chart ({csv_path.name}) and the reports ({full.name})",
+            timeout=8,
+        )

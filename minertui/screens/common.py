@@ -44,6 +44,7 @@ class AppState(Protocol):
 
 
 if TYPE_CHECKING:
+
     class TypedApp(App[Any], AppState):  # for the type checker only: the running app's type
         pass
 

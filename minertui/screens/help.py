@@ -12,20 +12,20 @@ from textual.widgets import Button, Static
 
 MODES_TEXT = {
     "Runs": "every run: status, generation, best, smoothed validation (val~), spend, ETA; Enter open, "
-            "n new, p/s/r pause/stop/resume, R resume with a budget or more generations, space mark, "
-            "c compare the marked runs, b pin a baseline, o/O sort (or click a header), / filter (it looks inside "
-            "sweeps too), L engine log, "
-            "C clone into the new-run form, A archive, D delete, e export (CSV + JSON)",
+    "n new, p/s/r pause/stop/resume, R resume with a budget or more generations, space mark, "
+    "c compare the marked runs, b pin a baseline, o/O sort (or click a header), / filter (it looks inside "
+    "sweeps too), L engine log, "
+    "C clone into the new-run form, A archive, D delete, e export (CSV + JSON)",
     "Train": "fitness curves (EMA +/-, raw faint; z/Z zoom, [ ] pan, 0 reset, f axis 0–1, v val/best), "
-             "σ and spend in their own panels, the marked runs overlaid (c), progress, ETA (bounded by "
-             "the budget), routing mix, B pin a score (the king's) as the baseline, l the full event log",
+    "σ and spend in their own panels, the marked runs overlaid (c), progress, ETA (bounded by "
+    "the budget), routing mix, B pin a score (the king's) as the baseline, l the full event log",
     "Ledger": "every paid call, totals per model and purpose, spend over time, budget, v verify the hash "
-              "chain, / filter by model, purpose or day, o sort (or click a header), e export",
+    "chain, / filter by model, purpose or day, o sort (or click a header), e export",
     "Traces": "every routing trajectory; filters (benchmark, right/wrong, model, role, generation), / question id, "
-              "o sort (or click a header), e export, Enter drill-down (y copies its text)",
+    "o sort (or click a header), e export, Enter drill-down (y copies its text)",
     "Analysis": "o oracle ceiling, b baselines, e evaluate the router, a all three (in a child process); "
-                "each report's findings, then its tables: s/S sort the focused one (Tab: the next) or click "
-                "a header, / filter them all, x export each as shown (CSV + JSON) with the full reports",
+    "each report's findings, then its tables: s/S sort the focused one (Tab: the next) or click "
+    "a header, / filter them all, x export each as shown (CSV + JSON) with the full reports",
     "Submit": "pack a bundle, run the gates, show the plan (PgUp/PgDn), x execute it, c copy the PR URL",
 }
 
@@ -66,15 +66,22 @@ class HelpScreen(ModalScreen[None]):
                 modes.add_row(f"{k} {name}", text)
             yield Static(Text("\nmodes", style="bold"))
             yield Static(modes)
-            yield Static(Text("\n^p opens the command palette: every action of every mode, themes, "
-                              "screenshot. Rebind keys in settings.json: \"keymap\": {\"<id>\": \"key\"}. "
-                              "Engines run detached: quitting or losing SSH leaves them training; "
-                              "reopen minertui to see them.", style="dim"))
+            yield Static(
+                Text(
+                    "\n^p opens the command palette: every action of every mode, themes, "
+                    'screenshot. Rebind keys in settings.json: "keymap": {"<id>": "key"}. '
+                    "Engines run detached: quitting or losing SSH leaves them training; "
+                    "reopen minertui to see them.",
+                    style="dim",
+                )
+            )
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    BINDINGS = [Binding("y", "answer(True)", "Yes", id="confirm.yes"),
-                Binding("n,escape", "answer(False)", "No", id="confirm.no")]
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm.no"),
+    ]
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     #confirm { width: 60; height: auto; border: round $warning; background: $surface; padding: 1 2; }

@@ -35,11 +35,17 @@ def totals_table(lv: LedgerView) -> Table:
     t.add_column("calls", justify="right")
     t.add_column("tokens", justify="right")
     t.add_column("$", justify="right")
-    for title, rows in (("model", lv.totals_by(lv.model, lv.model_names)),
-                        ("purpose", lv.totals_by(lv.purpose, lv.purpose_names))):
+    for title, rows in (
+        ("model", lv.totals_by(lv.model, lv.model_names)),
+        ("purpose", lv.totals_by(lv.purpose, lv.purpose_names)),
+    ):
         for i, (name, calls, toks, cost) in enumerate(rows):
-            t.add_row(Text.assemble((f"{title} " if i == 0 else " " * (len(title) + 1), "dim"),
-                                    name.split("/")[-1]), f"{calls:,}", f"{toks:,}", usd(cost))
+            t.add_row(
+                Text.assemble((f"{title} " if i == 0 else " " * (len(title) + 1), "dim"), name.split("/")[-1]),
+                f"{calls:,}",
+                f"{toks:,}",
+                usd(cost),
+            )
     if not len(lv):
         t.add_row("no paid calls", "0", "0", usd(0.0))
     return t
@@ -71,7 +77,11 @@ def ledger_rows(lv: LedgerView, text: str = "", sort: str | None = None) -> np.n
         keep = np.ones(len(lv), dtype=bool)
         for w in words:
             m = np.array([w in n.lower() for n in lv.model_names], dtype=bool)[lv.model] if lv.model_names else False
-            p = np.array([w in n.lower() for n in lv.purpose_names], dtype=bool)[lv.purpose] if lv.purpose_names else False
+            p = (
+                np.array([w in n.lower() for n in lv.purpose_names], dtype=bool)[lv.purpose]
+                if lv.purpose_names
+                else False
+            )
             d = np.array([w in n for n in day_names], dtype=bool)[inv]
             keep &= m | p | d
         idx = idx[keep[idx]]
@@ -164,8 +174,11 @@ class LedgerScreen(ModeScreen):
             t.append(f" (of which {usd(est)} estimated from the price table)", style="yellow")
         rep = self._report
         if rep is not None and rep.ok and rep.excess:
-            t.append(f" · {usd(rep.excess_usd, 6)} billed above the reserved worst case on {rep.excess_calls} "
-                     f"call{'s' if rep.excess_calls != 1 else ''}", style="yellow")
+            t.append(
+                f" · {usd(rep.excess_usd, 6)} billed above the reserved worst case on {rep.excess_calls} "
+                f"call{'s' if rep.excess_calls != 1 else ''}",
+                style="yellow",
+            )
         budget = s.budget_usd
         if budget:
             frac = lv.total_usd / budget if budget > 0 else 1.0
@@ -262,8 +275,11 @@ class LedgerScreen(ModeScreen):
         key = (str(s.path), len(s.ledger))
         if key == self._verified:
             return
-        if self._verified is not None and self._verified[0] == key[0] and \
-                time.monotonic() - self._verified_at < self.VERIFY_EVERY_S:
+        if (
+            self._verified is not None
+            and self._verified[0] == key[0]
+            and time.monotonic() - self._verified_at < self.VERIFY_EVERY_S
+        ):
             return  # a live run appends constantly; re-verify at most every few seconds
         if self._verified is None or self._verified[0] != key[0]:
             self._report, self._report_error = None, None
@@ -274,6 +290,7 @@ class LedgerScreen(ModeScreen):
     def _verify(self, run_dir: Path) -> None:
         try:  # the same verdict as `trinity ledger verify RUN_DIR` (heads of summary + checkpoint)
             from trinity.pool.ledger import verify_run_ledger
+
             report, error = verify_run_ledger(run_dir), None
         except ImportError as e:
             report, error = None, f"verifier unavailable: {e}"
@@ -294,15 +311,23 @@ class LedgerScreen(ModeScreen):
     def action_export(self) -> None:
         """Every call of the ledger (newest first), to CSV and JSON."""
         from minertui.widgets.tables import export_table
+
         s = self.app.current
         if s is None:
             self.notify("no run selected", severity="warning")
             return
         lv = s.ledger
-        rows = [(utc(float(lv.time[i]), "%Y-%m-%d %H:%M:%S"), lv.model_names[int(lv.model[i])],
-                 lv.purpose_names[int(lv.purpose[i])], f"{int(lv.prompt_tokens[i])}/{int(lv.completion_tokens[i])}",
-                 int(lv.cost_micro[i]) / 1e6, "estimated" if lv.estimated[i] else "reported")
-                for i in ledger_rows(lv, self.query_one(FilterBar).value.strip(), self.sort_col).tolist()]
+        rows = [
+            (
+                utc(float(lv.time[i]), "%Y-%m-%d %H:%M:%S"),
+                lv.model_names[int(lv.model[i])],
+                lv.purpose_names[int(lv.purpose[i])],
+                f"{int(lv.prompt_tokens[i])}/{int(lv.completion_tokens[i])}",
+                int(lv.cost_micro[i]) / 1e6,
+                "estimated" if lv.estimated[i] else "reported",
+            )
+            for i in ledger_rows(lv, self.query_one(FilterBar).value.strip(), self.sort_col).tolist()
+        ]
         try:
             csv_path, json_path = export_table("ledger", CALL_COLUMNS, rows)
         except OSError as e:

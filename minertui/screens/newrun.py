@@ -63,8 +63,7 @@ def form_data(config_path: str, mode: str | None, values: dict[str, str]) -> tup
         if not raw:
             continue
         try:
-            data[name] = ([b.strip() for b in raw.split(",") if b.strip()] if kind is list
-                          else kind(raw))
+            data[name] = [b.strip() for b in raw.split(",") if b.strip()] if kind is list else kind(raw)
         except ValueError:
             errors[name] = f"not a valid {kind.__name__}"
     data = absolute_paths(data, Path.cwd())  # typed paths: from the app's working directory
@@ -140,13 +139,23 @@ class NewRunScreen(ModalScreen[Path | None]):
                 yield Static("", classes="err", id="e-config")
                 with Horizontal(classes="row"):
                     yield Label("mode")
-                    yield Select([("cached", "cached"), ("live", "live")], allow_blank=True,
-                                 prompt="from config", id="f-mode", compact=True)
+                    yield Select(
+                        [("cached", "cached"), ("live", "live")],
+                        allow_blank=True,
+                        prompt="from config",
+                        id="f-mode",
+                        compact=True,
+                    )
                 yield Static("", classes="err", id="e-mode")
                 with Horizontal(classes="row"):
                     yield Label("competition")
-                    yield Select([("tinyrouter", "tinyrouter"), ("minirouter", "minirouter")], allow_blank=True,
-                                 prompt="from the pool", id="f-competition", compact=True)
+                    yield Select(
+                        [("tinyrouter", "tinyrouter"), ("minirouter", "minirouter")],
+                        allow_blank=True,
+                        prompt="from the pool",
+                        id="f-competition",
+                        compact=True,
+                    )
                 yield Static("", classes="err", id="e-competition")
                 for name, label, ph, _kind in FIELDS:
                     with Horizontal(classes="row"):
@@ -216,8 +225,9 @@ class NewRunScreen(ModalScreen[Path | None]):
         run_id = new_run_id()
         cfg_file = (self.app.runs_root / ".configs" / f"{run_id}.yaml").resolve()  # the run dir must start empty
         try:
-            atomic_write_text(cfg_file, "# written by minertui's new-run form\n" +
-                              yaml.safe_dump(data, sort_keys=False))
+            atomic_write_text(
+                cfg_file, "# written by minertui's new-run form\n" + yaml.safe_dump(data, sort_keys=False)
+            )
             path = self.app.supervisor.start_train(["--config", str(cfg_file)], run_id=run_id)
         except (EngineError, OSError) as e:
             self.notify(str(e), severity="error")

@@ -32,6 +32,7 @@ def archive_run(run_dir: Path, runs_root: Path) -> Path:
 
 def delete_run(run_dir: Path) -> None:
     from trinity.runs.rundir import RunDir
+
     if not RunDir(run_dir).exists():  # never rmtree something that is not a run
         raise OSError(f"{run_dir} is not a run directory (no run.json)")
     shutil.rmtree(run_dir)
@@ -106,15 +107,27 @@ class ResumeScreen(ModalScreen[None]):
         s = self.snap
         total = s.generations_total
         latest = getattr(self.app, "latest", None)
-        self.sweep = next((sw for sw in (latest.sweeps if latest is not None else ())
-                           if sw.budget_usd is not None and sw.trial_of(s.path) is not None), None)
-        budget, spent = (s.budget_usd, s.spend_usd) if self.sweep is None else (self.sweep.budget_usd,
-                                                                             self.sweep.spent_usd)
+        self.sweep = next(
+            (
+                sw
+                for sw in (latest.sweeps if latest is not None else ())
+                if sw.budget_usd is not None and sw.trial_of(s.path) is not None
+            ),
+            None,
+        )
+        budget, spent = (
+            (s.budget_usd, s.spend_usd) if self.sweep is None else (self.sweep.budget_usd, self.sweep.spent_usd)
+        )
         whose = "" if self.sweep is None else f"trial of sweep {self.sweep.id}, which has "
         with Vertical(id="resume"):
-            yield Static(Text.assemble(("Resume ", "bold"), (s.id, "bold"),
-                                       f"\n{s.status} · {s.generations_done}/{total or '?'} generations · {whose}"
-                                       f"spent ${spent:.4f}" + (f" of ${budget:g}" if budget else "")))
+            yield Static(
+                Text.assemble(
+                    ("Resume ", "bold"),
+                    (s.id, "bold"),
+                    f"\n{s.status} · {s.generations_done}/{total or '?'} generations · {whose}"
+                    f"spent ${spent:.4f}" + (f" of ${budget:g}" if budget else ""),
+                )
+            )
             with Horizontal(classes="row"):
                 yield Label("budget $" if self.sweep is None else "sweep budget $")
                 yield Input(placeholder=f"keep {f'${budget:g}' if budget else 'none'}", id="r-budget", compact=True)
@@ -143,9 +156,11 @@ class ResumeScreen(ModalScreen[None]):
 
     def go(self) -> None:
         from trinity.errors import TrinityError
+
         s = self.snap
-        args, err = resume_args(self.query_one("#r-budget", Input).value,
-                                self.query_one("#r-gens", Input).value, s.generations_done)
+        args, err = resume_args(
+            self.query_one("#r-budget", Input).value, self.query_one("#r-gens", Input).value, s.generations_done
+        )
         sw = self.sweep
         budget = args.get("budget_usd", s.budget_usd if sw is None else sw.budget_usd)
         spent = s.spend_usd if sw is None else sw.spent_usd
@@ -168,8 +183,7 @@ class ResumeScreen(ModalScreen[None]):
 class LogScreen(ModalScreen[None]):
     """A text file (an engine log), whole lines, wrapped: nothing is cut at the edge."""
 
-    BINDINGS = [Binding("escape,q", "dismiss", "Close", id="log.close"),
-                Binding("y", "copy", "Copy", id="log.copy")]
+    BINDINGS = [Binding("escape,q", "dismiss", "Close", id="log.close"), Binding("y", "copy", "Copy", id="log.copy")]
     DEFAULT_CSS = """
     LogScreen { align: center middle; }
     #log { width: 95%; height: 90%; border: round $primary; background: $surface; }
@@ -196,6 +210,7 @@ class LogScreen(ModalScreen[None]):
 
     def _read(self) -> str:
         import os
+
         if self.path is None or not self.path.exists():
             return f"no log at {self.path} (runs started outside the app log to their terminal)"
         with open(self.path, "rb") as f:

@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING
 from minertui.messages import BaselinePinned, CompareChanged
 from minertui.screens.common import EngineActions, ModeScreen
 from minertui.widgets.format import fmt_duration, iso_short, num, spend_of, status_text
-from minertui.widgets.tables import (ClickRecorder, FilterBar, export_table, filter_rows, header, header_miss,
-                                     sort_rows)
+from minertui.widgets.tables import ClickRecorder, FilterBar, export_table, filter_rows, header, header_miss, sort_rows
 
 if TYPE_CHECKING:  # numpy comes with them; the Runs mode draws its first frame without it
     from minertui.reader import Poll
@@ -42,8 +41,7 @@ def run_values(s: RunSnapshot, smoothing: float = 0.6) -> tuple:
     val = last_finite(ema(s.gens.val_acc, smoothing)) if len(s.gens) else None
     pool = str(s.meta.get("pool") or (s.meta.get("config") or {}).get("pool") or "—")
     mode = str(s.meta.get("mode") or (s.meta.get("config") or {}).get("mode") or "—")
-    return (s.id, s.status, s.generations_done, s.best, val, s.spend_usd, s.eta_secs, mode, pool,
-            s.started)
+    return (s.id, s.status, s.generations_done, s.best, val, s.spend_usd, s.eta_secs, mode, pool, s.started)
 
 
 def run_row(s: RunSnapshot, smoothing: float = 0.6) -> tuple:
@@ -53,8 +51,18 @@ def run_row(s: RunSnapshot, smoothing: float = 0.6) -> tuple:
     gen = f"{s.generations_done}/{total}" if total else str(s.generations_done)
     eta = s.eta
     eta_text = "—" if eta is None else fmt_duration(eta.secs) + ("$" if eta.limit == "budget" else "")
-    return (s.id, s.status, gen, num(s.best), num(v[4]), spend_of(s.spend_usd, s.budget_usd), eta_text,
-            v[7], v[8], iso_short(s.started))
+    return (
+        s.id,
+        s.status,
+        gen,
+        num(s.best),
+        num(v[4]),
+        spend_of(s.spend_usd, s.budget_usd),
+        eta_text,
+        v[7],
+        v[8],
+        iso_short(s.started),
+    )
 
 
 def sweep_values(sw: SweepSnapshot, trials: list[RunSnapshot], smoothing: float = 0.6) -> tuple:
@@ -66,8 +74,18 @@ def sweep_values(sw: SweepSnapshot, trials: list[RunSnapshot], smoothing: float 
     modes = {v[7] for v in vals if v[7] != "—"}
     pools = {v[8] for v in vals if v[8] != "—"}
     done = sum(t.generations_done for t in trials)
-    return (sw.id, "sweep", done, best, val, sw.spent_usd, max(etas) if etas else None,
-            "/".join(sorted(modes)) or "—", "/".join(sorted(pools)) or "—", sw.created)
+    return (
+        sw.id,
+        "sweep",
+        done,
+        best,
+        val,
+        sw.spent_usd,
+        max(etas) if etas else None,
+        "/".join(sorted(modes)) or "—",
+        "/".join(sorted(pools)) or "—",
+        sw.created,
+    )
 
 
 def sweep_row(sw: SweepSnapshot, trials: list[RunSnapshot], expanded: bool, smoothing: float = 0.6) -> tuple:
@@ -76,9 +94,18 @@ def sweep_row(sw: SweepSnapshot, trials: list[RunSnapshot], expanded: bool, smoo
     total = sum(t.generations_total or planned.get(t.path) or 0 for t in trials)
     gen = f"{v[2]}/{total}" if total else str(v[2])
     status = "sweep " + (sw.counts_text(short=True) if not sw.error else "unreadable")
-    return (("▾ " if expanded else "▸ ") + sw.id, status, gen, num(v[3]), num(v[4]),
-            spend_of(sw.spent_usd, sw.budget_usd), "—" if v[6] is None else fmt_duration(v[6]),
-            v[7], v[8], iso_short(sw.created))
+    return (
+        ("▾ " if expanded else "▸ ") + sw.id,
+        status,
+        gen,
+        num(v[3]),
+        num(v[4]),
+        spend_of(sw.spent_usd, sw.budget_usd),
+        "—" if v[6] is None else fmt_duration(v[6]),
+        v[7],
+        v[8],
+        iso_short(sw.created),
+    )
 
 
 def sweep_detail(sw: SweepSnapshot) -> Text:
@@ -90,8 +117,10 @@ def sweep_detail(sw: SweepSnapshot) -> Text:
     t.append(f"sweep {sw.status} · {len(sw.trials)} trials: {sw.counts_text()}\nspent ")
     if sw.budget_usd:
         frac = sw.spent_usd / sw.budget_usd
-        t.append(f"{spend_of(sw.spent_usd, sw.budget_usd)} of the sweep budget {frac:.0%}",
-                 style="bold red" if frac > 0.9 else "")
+        t.append(
+            f"{spend_of(sw.spent_usd, sw.budget_usd)} of the sweep budget {frac:.0%}",
+            style="bold red" if frac > 0.9 else "",
+        )
     else:
         t.append(f"{spend_of(sw.spent_usd, None)} (no sweep budget)")
     if sw.best is not None:
@@ -107,13 +136,14 @@ def sweep_detail(sw: SweepSnapshot) -> Text:
 def budget_stopped(s: RunSnapshot) -> bool:
     b = s.budget_usd
     return s.status == "stopped" and (
-        (b is not None and s.spend_usd >= b * 0.999) or "budget" in str(s.meta.get("status_message", "")))
+        (b is not None and s.spend_usd >= b * 0.999) or "budget" in str(s.meta.get("status_message", ""))
+    )
 
 
 class RunsTable(ClickRecorder):
     """Home and End go to the first and the last run (DataTable's own go to the first column)."""
-    BINDINGS = [Binding("home", "scroll_top", "Top", show=False),
-                Binding("end", "scroll_bottom", "Bottom", show=False)]
+
+    BINDINGS = [Binding("home", "scroll_top", "Top", show=False), Binding("end", "scroll_bottom", "Bottom", show=False)]
 
 
 class RunsScreen(EngineActions, ModeScreen):
@@ -149,7 +179,7 @@ class RunsScreen(EngineActions, ModeScreen):
         self._rows: list | None = None
         self._order: list[str] | None = None
         self._shown_rows: list = []
-        self.expanded: set[str] = set()   # sweeps shown with their trials under them
+        self.expanded: set[str] = set()  # sweeps shown with their trials under them
 
     def compose_body(self) -> ComposeResult:
         table = RunsTable(id="runs-table", cursor_type="row", zebra_stripes=True)
@@ -214,8 +244,11 @@ class RunsScreen(EngineActions, ModeScreen):
             shown.append(me)
             if expanded:
                 # by the table's column; by their place in the sweep while it sorts by start time
-                trials_of[key] = rows if self.sort_col == STARTED else sort_rows(
-                    rows, self.sort_col, self.sort_reverse, values=lambda vr: vr[0])
+                trials_of[key] = (
+                    rows
+                    if self.sort_col == STARTED
+                    else sort_rows(rows, self.sort_col, self.sort_reverse, values=lambda vr: vr[0])
+                )
         shown = sort_rows(shown, self.sort_col, self.sort_reverse, values=lambda vr: vr[0])
         out = []
         for key, vr in shown:
@@ -270,8 +303,9 @@ class RunsScreen(EngineActions, ModeScreen):
     def _detail(self, poll: Poll) -> None:
         detail = self.query_one("#runs-detail", Static)
         if not poll.runs:
-            detail.update(Text(f"No runs under {self.app.runs_root}. Press n to start one "
-                               "(or run `minertui demo`).", style="dim"))
+            detail.update(
+                Text(f"No runs under {self.app.runs_root}. Press n to start one (or run `minertui demo`).", style="dim")
+            )
             return
         sw = self._sweep(self._selected_key(), poll)
         s = self._selected(poll)
@@ -285,21 +319,29 @@ class RunsScreen(EngineActions, ModeScreen):
         cfg = s.meta.get("config") or {}
         t = Text()
         t.append(f"{s.path}\n", style="dim")
-        t.append(f"encoder {s.meta.get('encoder') or cfg.get('encoder') or '—'} · "
-                 f"popsize {cfg.get('popsize', '—')} · m {cfg.get('m', '—')} · "
-                 f"σ0 {cfg.get('sigma0', '—')} · seed {cfg.get('seed', '—')}")
+        t.append(
+            f"encoder {s.meta.get('encoder') or cfg.get('encoder') or '—'} · "
+            f"popsize {cfg.get('popsize', '—')} · m {cfg.get('m', '—')} · "
+            f"σ0 {cfg.get('sigma0', '—')} · seed {cfg.get('seed', '—')}"
+        )
         eta = s.eta
         if eta is not None:
-            t.append(f" · ETA {fmt_duration(eta.secs)} ({eta.limit} runs out first)"
-                     if eta.limit == "budget" else f" · ETA {fmt_duration(eta.secs)}")
+            t.append(
+                f" · ETA {fmt_duration(eta.secs)} ({eta.limit} runs out first)"
+                if eta.limit == "budget"
+                else f" · ETA {fmt_duration(eta.secs)}"
+            )
         if s.meta.get("status_message"):
             t.append(f"\n{s.meta['status_message']}", style="italic")
         elif s.status == "interrupted" and not len(s.gens):
             from minertui.supervisor import log_tail
+
             tail = log_tail(self.app.supervisor.log_of(s.path), 1)
-            t.append("\nno engine holds it and it never finished a generation"
-                     + (f"; its log ends: {tail}" if tail else
-                        f"; see why with `trinity resume {s.path}` in a terminal"), style="italic")
+            t.append(
+                "\nno engine holds it and it never finished a generation"
+                + (f"; its log ends: {tail}" if tail else f"; see why with `trinity resume {s.path}` in a terminal"),
+                style="italic",
+            )
         if budget_stopped(s):
             t.append("\nstopped by its budget: R resumes with a higher budget", style="yellow")
         if s.error:
@@ -332,7 +374,8 @@ class RunsScreen(EngineActions, ModeScreen):
         sw = self._sweep(key)
         if sw is not None:  # a sweep: its best trial (else its first) is the selected run
             pick = next((t for t in sw.trials if sw.best and t.id == sw.best[0]), None) or (
-                sw.trials[0] if sw.trials else None)
+                sw.trials[0] if sw.trials else None
+            )
             if pick is not None:
                 self.app.select_run(pick.path)
             if self.app.latest is not None:
@@ -360,8 +403,17 @@ class RunsScreen(EngineActions, ModeScreen):
         mounted = self.is_mounted and self.query(DataTable)
         if mounted and self._sweep(self._selected_key()) is not None:
             # a sweep row: its trials are the runs (expand it); the sweep's driver is `trinity sweep`
-            return action not in ("pause", "stop", "resume", "resume_with", "clone", "archive", "delete",
-                                  "engine_log", "baseline")
+            return action not in (
+                "pause",
+                "stop",
+                "resume",
+                "resume_with",
+                "clone",
+                "archive",
+                "delete",
+                "engine_log",
+                "baseline",
+            )
         s = self._selected() if mounted else None
         if s is None:
             return True
@@ -411,6 +463,7 @@ class RunsScreen(EngineActions, ModeScreen):
 
     def action_new_run(self) -> None:
         from minertui.screens.newrun import NewRunScreen
+
         self.app.push_screen(NewRunScreen())
 
     def engine_target(self) -> Path | None:
@@ -419,8 +472,10 @@ class RunsScreen(EngineActions, ModeScreen):
     def action_resume(self) -> None:
         s = self._selected()
         if s is not None and budget_stopped(s):
-            self.notify("this run stopped at its budget: resuming it as is would stop at once; "
-                        "give it a higher budget", severity="warning")
+            self.notify(
+                "this run stopped at its budget: resuming it as is would stop at once; give it a higher budget",
+                severity="warning",
+            )
             self.action_resume_with()
             return
         super().action_resume()
@@ -431,6 +486,7 @@ class RunsScreen(EngineActions, ModeScreen):
             self.notify("no run selected", severity="warning")
             return
         from minertui.screens.runops import ResumeScreen
+
         self.app.push_screen(ResumeScreen(s))
 
     def action_top(self) -> None:
@@ -537,6 +593,7 @@ class RunsScreen(EngineActions, ModeScreen):
         path = self._run_path()
         if path is not None:
             from minertui.screens.runops import LogScreen
+
             self.app.push_screen(LogScreen(self.app.supervisor.log_of(path), f"engine log — {path.name}"))
 
     def action_clone(self) -> None:
@@ -546,6 +603,7 @@ class RunsScreen(EngineActions, ModeScreen):
             return
         from minertui.screens.newrun import NewRunScreen
         from minertui.screens.runops import clone_config
+
         try:
             cfg_file, fields = clone_config(s, self.app.runs_root)
         except OSError as e:
@@ -569,8 +627,12 @@ class RunsScreen(EngineActions, ModeScreen):
             return
         from minertui.screens.help import ConfirmScreen
         from minertui.screens.runops import archive_run, delete_run
-        q = (f"Delete {s.id}? Its directory {s.path} goes for good (checkpoints, ledger, traces)."
-             if how == "delete" else f"Archive {s.id}? It moves to {self.app.runs_root / '.archive'}.")
+
+        q = (
+            f"Delete {s.id}? Its directory {s.path} goes for good (checkpoints, ledger, traces)."
+            if how == "delete"
+            else f"Archive {s.id}? It moves to {self.app.runs_root / '.archive'}."
+        )
 
         def answer(yes: bool | None) -> None:
             if not yes:

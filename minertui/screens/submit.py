@@ -25,13 +25,26 @@ from minertui.widgets.forms import FormCheckbox
 from minertui.reader import Poll
 from minertui.screens.common import ModeScreen
 
-STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "skip": "dim",
-                "ok": "green", "failed": "bold red", "running": "cyan", "skipped": "dim"}
+STATUS_STYLE = {
+    "pass": "green",
+    "fail": "bold red",
+    "warn": "yellow",
+    "skip": "dim",
+    "ok": "green",
+    "failed": "bold red",
+    "running": "cyan",
+    "skipped": "dim",
+}
 
 
 def gates_table(report) -> Table:
-    t = Table(title=f"gates — {report.profile.title} ({report.format} bundle {Path(report.bundle).name}, "
-                    f"{report.bundle_hash[:12]})", title_justify="left", expand=True, box=None)
+    t = Table(
+        title=f"gates — {report.profile.title} ({report.format} bundle {Path(report.bundle).name}, "
+        f"{report.bundle_hash[:12]})",
+        title_justify="left",
+        expand=True,
+        box=None,
+    )
     t.add_column("gate", no_wrap=True)
     t.add_column("result", no_wrap=True)
     t.add_column("why", ratio=1)
@@ -55,8 +68,12 @@ def plan_text(plan) -> Text:
         if in_body and line.startswith("    "):
             continue
         in_body = False
-        if line.startswith("gates:") or line.startswith("  ") and plan.gate_report is not None and \
-                any(line.strip().startswith(s) for s in ("PASS", "FAIL", "WARN", "SKIP")):
+        if (
+            line.startswith("gates:")
+            or line.startswith("  ")
+            and plan.gate_report is not None
+            and any(line.strip().startswith(s) for s in ("PASS", "FAIL", "WARN", "SKIP"))
+        ):
             continue  # the gate table shows those
         style = "bold red" if line.startswith("REFUSED") else "yellow" if line.startswith("note") else ""
         t.append(line + "\n", style=style)
@@ -76,8 +93,10 @@ def prior_bundles(bundle: Path) -> list[str] | None:
     return None
 
 
-KEYS_HINT = ("k pack · g gates · l plan · x execute · c copy URL · PgUp/PgDn scroll the plan · "
-             "Tab enters the form, Esc leaves it")
+KEYS_HINT = (
+    "k pack · g gates · l plan · x execute · c copy URL · PgUp/PgDn scroll the plan · "
+    "Tab enters the form, Esc leaves it"
+)
 
 
 class SubmitScreen(ModeScreen):
@@ -104,8 +123,13 @@ class SubmitScreen(ModeScreen):
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="submit-form"):
-            yield Select([("tinyrouter", "tinyrouter"), ("minirouter", "minirouter")], value="tinyrouter",
-                         allow_blank=False, id="sub-format", compact=True)
+            yield Select(
+                [("tinyrouter", "tinyrouter"), ("minirouter", "minirouter")],
+                value="tinyrouter",
+                allow_blank=False,
+                id="sub-format",
+                compact=True,
+            )
             yield Input(placeholder="miner name", id="sub-miner", compact=True)
             yield Input(placeholder="competition repo clone (path)", id="sub-repo", compact=True)
             # MiniRouter's PR check needs the MiniBridge identity (ids, not keys)
@@ -127,6 +151,7 @@ class SubmitScreen(ModeScreen):
         # the demo's throwaway repo, else what this miner used last time (settings)
         defaults = getattr(self.app, "submit_defaults", None) or {}
         from minertui.settings import load_settings
+
         remembered = {} if defaults else load_settings()
         for key in ("miner", "repo"):
             value = defaults.get(key) or remembered.get(f"submit_{key}")
@@ -140,6 +165,7 @@ class SubmitScreen(ModeScreen):
         if getattr(self.app, "submit_defaults", None):
             return  # the demo's throwaway values are not the miner's
         from minertui.settings import save_settings
+
         save_settings(submit_miner=f["miner"], submit_repo=f["repo"])
 
     def _history(self):
@@ -169,8 +195,10 @@ class SubmitScreen(ModeScreen):
             if s.status != "finished" and force:
                 t.append(" — not finished; force is ticked: k packs its best θ so far", style="bold yellow")
             elif s.status != "finished":
-                t.append(" — not finished: packing is refused unless 'force' is ticked "
-                         "(it then packs the best θ so far)", style="yellow")
+                t.append(
+                    " — not finished: packing is refused unless 'force' is ticked (it then packs the best θ so far)",
+                    style="yellow",
+                )
             if self.bundle:
                 t.append(f" · bundle {self.bundle}")
         if self.busy:
@@ -183,14 +211,16 @@ class SubmitScreen(ModeScreen):
 
     # ---- form ----------------------------------------------------------------------------
     def _form(self) -> dict[str, Any]:
-        return {"fmt": self.query_one("#sub-format", Select).value,
-                "miner": self.query_one("#sub-miner", Input).value.strip(),
-                "repo": self.query_one("#sub-repo", Input).value.strip(),
-                "push": self.query_one("#sub-push", Checkbox).value,
-                "pr": self.query_one("#sub-pr", Checkbox).value,
-                "skip_gates": self.query_one("#sub-skip", Checkbox).value,
-                "force": self.query_one("#sub-force", Checkbox).value,
-                "bridge": self.query_one("#sub-bridge", Input).value.replace(":", " ").split()}
+        return {
+            "fmt": self.query_one("#sub-format", Select).value,
+            "miner": self.query_one("#sub-miner", Input).value.strip(),
+            "repo": self.query_one("#sub-repo", Input).value.strip(),
+            "push": self.query_one("#sub-push", Checkbox).value,
+            "pr": self.query_one("#sub-pr", Checkbox).value,
+            "skip_gates": self.query_one("#sub-skip", Checkbox).value,
+            "force": self.query_one("#sub-force", Checkbox).value,
+            "bridge": self.query_one("#sub-bridge", Input).value.replace(":", " ").split(),
+        }
 
     def _need(self, *keys: str) -> dict[str, Any] | None:
         f = self._form()
@@ -200,8 +230,9 @@ class SubmitScreen(ModeScreen):
                 self.query_one(f"#sub-{k}").focus()
                 return None
         if "repo" in keys and not Path(f["repo"]).expanduser().is_dir():
-            self.notify(f"repo {f['repo']} is not a directory; give your clone of the competition repo",
-                        severity="error")
+            self.notify(
+                f"repo {f['repo']} is not a directory; give your clone of the competition repo", severity="error"
+            )
             return None
         return f
 
@@ -237,13 +268,16 @@ class SubmitScreen(ModeScreen):
         if s.status != "finished":
             if not f["force"]:
                 # the same refusal as `trinity pack` without --force, shown where the miner looks
-                msg = (f"run {s.id} is {s.status}, not finished; wait for it to finish, or tick "
-                       "'force' to pack its best θ so far")
+                msg = (
+                    f"run {s.id} is {s.status}, not finished; wait for it to finish, or tick "
+                    "'force' to pack its best θ so far"
+                )
                 self._log(Text(f"pack refused: {msg}", style="red"))
                 self.notify(f"pack refused: {msg}", severity="error", timeout=10)
                 return
-            self._log(Text(f"force: packing unfinished run {s.id} ({s.status}): its best θ so far",
-                           style="bold yellow"))
+            self._log(
+                Text(f"force: packing unfinished run {s.id} ({s.status}): its best θ so far", style="bold yellow")
+            )
         if self._begin("packing"):
             self._remember(f)
             self._pack(s.path, f, force=f["force"])
@@ -252,9 +286,11 @@ class SubmitScreen(ModeScreen):
     def _pack(self, run_dir: Path, f: dict[str, Any], force: bool) -> None:
         from trinity.errors import TrinityError
         from trinity.submission.pack import pack_run
+
         try:
-            b = pack_run(run_dir, f["miner"], f["fmt"], out=Path(f["repo"]).expanduser(), force=force,
-                         history=self._history())
+            b = pack_run(
+                run_dir, f["miner"], f["fmt"], out=Path(f["repo"]).expanduser(), force=force, history=self._history()
+            )
             self.app.call_from_thread(self._packed, b)
         except TrinityError as e:
             self.app.call_from_thread(self._failed, "pack", str(e))
@@ -284,9 +320,9 @@ class SubmitScreen(ModeScreen):
     def _gates(self, bundle: Path, miner: str | None, run_dir: Path | None) -> None:
         from trinity.errors import TrinityError
         from trinity.submission.gates import check_bundle
+
         try:
-            rep = check_bundle(bundle, prior_bundles(bundle), history=self._history(), miner=miner,
-                               run_dir=run_dir)
+            rep = check_bundle(bundle, prior_bundles(bundle), history=self._history(), miner=miner, run_dir=run_dir)
             self.app.call_from_thread(self._gated, rep)
         except TrinityError as e:
             self.app.call_from_thread(self._failed, "gates", str(e))
@@ -308,11 +344,21 @@ class SubmitScreen(ModeScreen):
     def _plan(self, bundle: Path, f: dict[str, Any], run_dir: Path | None) -> None:
         from trinity.errors import TrinityError
         from trinity.submission.gitsubmit import plan_submission
+
         try:
-            plan = plan_submission(bundle, Path(f["repo"]).expanduser(), f["miner"], push=f["push"],
-                                   pr=f["pr"], skip_gates=f["skip_gates"], run_dir=run_dir,
-                                   against=prior_bundles(bundle), history=self._history(),
-                                   owner_id=(f["bridge"][:1] or [None])[0], key_id=(f["bridge"][1:2] or [None])[0])
+            plan = plan_submission(
+                bundle,
+                Path(f["repo"]).expanduser(),
+                f["miner"],
+                push=f["push"],
+                pr=f["pr"],
+                skip_gates=f["skip_gates"],
+                run_dir=run_dir,
+                against=prior_bundles(bundle),
+                history=self._history(),
+                owner_id=(f["bridge"][:1] or [None])[0],
+                key_id=(f["bridge"][1:2] or [None])[0],
+            )
             self.app.call_from_thread(self._planned, plan)
         except TrinityError as e:
             self.app.call_from_thread(self._failed, "plan", str(e))
@@ -341,6 +387,7 @@ class SubmitScreen(ModeScreen):
         from trinity.errors import TrinityError
         from trinity.submission import github
         from trinity.submission.gitsubmit import execute_plan
+
         token = os.environ.get(github.TOKEN_ENV) or None  # stays in this thread; never displayed
         try:
             res = execute_plan(plan, on_step=lambda st: self.app.call_from_thread(self._step, st), token=token)
@@ -353,8 +400,12 @@ class SubmitScreen(ModeScreen):
             self._log(Text(f"$ {st.command}", style="cyan"))
         else:
             out = st.output.strip()
-            self._log(Text(f"  [{st.status}] {st.seconds:.2f}s" + (f" {out.splitlines()[-1]}" if out else ""),
-                           style=STATUS_STYLE.get(st.status, "")))
+            self._log(
+                Text(
+                    f"  [{st.status}] {st.seconds:.2f}s" + (f" {out.splitlines()[-1]}" if out else ""),
+                    style=STATUS_STYLE.get(st.status, ""),
+                )
+            )
 
     def _executed(self, res) -> None:
         self.app.unsaved.pop("submit", None)

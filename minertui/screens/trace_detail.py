@@ -44,6 +44,7 @@ def gold_text(kind, gold) -> str:
 @lru_cache(maxsize=4)
 def _questions(path: str) -> dict[str, Any]:
     from trinity.data.questions import load_questions
+
     return {q.id: q for q in load_questions(path)}
 
 
@@ -55,6 +56,7 @@ def question_for(meta: dict[str, Any], qid: str) -> tuple[str | None, str]:
     shown = src
     if src == "practice":
         from trinity.data.practice import QUESTIONS_FILE
+
         src, shown = str(QUESTIONS_FILE), "the shipped practice set"
     if not Path(src).is_file():
         return None, f"questions file {src} not found on this machine"
@@ -87,47 +89,66 @@ def render_trace(tr: dict[str, Any], meta: dict[str, Any]) -> list[Any]:
     c = tr.get("correct")
     head = Text()
     head.append(f"{tr.get('qid')}", style="bold")
-    head.append(f" · {tr.get('benchmark')} · gen {tr.get('gen')} · candidate {tr.get('candidate')}"
-                f" · mode {tr.get('mode', '—')} · cost {usd(tr.get('cost_usd'), 6)} · reward {tr.get('reward')} · ")
-    head.append("right ✓" if c is True else "wrong ✗" if c is False else "not graded",
-                style="bold green" if c is True else "bold red" if c is False else "dim")
+    head.append(
+        f" · {tr.get('benchmark')} · gen {tr.get('gen')} · candidate {tr.get('candidate')}"
+        f" · mode {tr.get('mode', '—')} · cost {usd(tr.get('cost_usd'), 6)} · reward {tr.get('reward')} · "
+    )
+    head.append(
+        "right ✓" if c is True else "wrong ✗" if c is False else "not graded",
+        style="bold green" if c is True else "bold red" if c is False else "dim",
+    )
     out.append(head)
     text, where = question_for(meta, str(tr.get("qid")))
-    out.append(Panel(Text(text) if text is not None else Text(where, style="dim"),
-                     title="question", title_align="left"))
+    out.append(
+        Panel(Text(text) if text is not None else Text(where, style="dim"), title="question", title_align="left")
+    )
     for k, turn in enumerate(tr.get("turns") or [], start=1):
         if not isinstance(turn, dict):
             continue
         m = str(turn.get("model", "?"))
         letter = f"{model_letter(pool.index(m))} " if m in pool else ""
-        title = (f"turn {k} · {letter}{m} · {turn.get('role', '?')}"
-                 + (f" · verdict {turn['verdict']}" if turn.get("verdict") else "")
-                 + f" · {usd(turn.get('cost_usd'), 6)}"
-                 + (" · cache hit" if turn.get("cache_hit") else "")
-                 + (" · scored from the outcome matrix" if tr.get("mode") == "cached" else ""))
-        parts: list[Any] = [Text("model", style="dim"),
-                            prob_bars(turn.get("model_probs"), labels, f"{letter}{m}".strip()),
-                            Text("role", style="dim"),
-                            prob_bars(turn.get("role_probs"), list(ROLES), turn.get("role"))]
+        title = (
+            f"turn {k} · {letter}{m} · {turn.get('role', '?')}"
+            + (f" · verdict {turn['verdict']}" if turn.get("verdict") else "")
+            + f" · {usd(turn.get('cost_usd'), 6)}"
+            + (" · cache hit" if turn.get("cache_hit") else "")
+            + (" · scored from the outcome matrix" if tr.get("mode") == "cached" else "")
+        )
+        parts: list[Any] = [
+            Text("model", style="dim"),
+            prob_bars(turn.get("model_probs"), labels, f"{letter}{m}".strip()),
+            Text("role", style="dim"),
+            prob_bars(turn.get("role_probs"), list(ROLES), turn.get("role")),
+        ]
         output = turn.get("output") or ""
         if output:
             parts.append(Markdown(output, code_theme="monokai"))
         else:
-            parts.append(Text("(no output recorded: cached mode looks the answer up in the outcome matrix)",
-                              style="dim"))
+            parts.append(
+                Text("(no output recorded: cached mode looks the answer up in the outcome matrix)", style="dim")
+            )
         # the full title wraps inside the card (a panel's own title is cut at 80 columns)
         out.append(Panel(Group(Text(title, style="bold"), *parts), title=f"turn {k}", title_align="left"))
     verdict = Text()
     verdict.append("graded answer ", style="dim")
     if tr.get("answer") is None:
-        verdict.append("— none extracted" + (" (cached mode records correctness, not an answer)"
-                                            if tr.get("mode") == "cached" else ""), style="dim")
+        verdict.append(
+            "— none extracted"
+            + (" (cached mode records correctness, not an answer)" if tr.get("mode") == "cached" else ""),
+            style="dim",
+        )
     else:
         verdict.append(answer_text(tr.get("answer")))
     verdict.append("\ngold          ", style="dim")
     verdict.append(gold_text(tr.get("kind"), tr.get("gold")))
-    out.append(Panel(verdict, title="verdict", title_align="left",
-                     border_style="green" if c is True else "red" if c is False else "dim"))
+    out.append(
+        Panel(
+            verdict,
+            title="verdict",
+            title_align="left",
+            border_style="green" if c is True else "red" if c is False else "dim",
+        )
+    )
     return out
 
 
@@ -135,6 +156,7 @@ def trace_plain_text(tr: dict[str, Any], meta: dict[str, Any]) -> str:
     import io
 
     from rich.console import Console
+
     console = Console(width=100, record=True, file=io.StringIO(), color_system=None)
     for part in render_trace(tr, meta):
         console.print(part)
@@ -143,9 +165,11 @@ def trace_plain_text(tr: dict[str, Any], meta: dict[str, Any]) -> str:
 
 class TraceDetailScreen(Screen):
     CSS_PATH = "traces.tcss"
-    BINDINGS = [Binding("escape,backspace", "app.pop_screen", "Back", id="trace.back"),
-                Binding("q", "app.pop_screen", "Back", show=False, id="trace.q"),
-                Binding("y", "copy", "Copy text", id="trace.copy")]
+    BINDINGS = [
+        Binding("escape,backspace", "app.pop_screen", "Back", id="trace.back"),
+        Binding("q", "app.pop_screen", "Back", show=False, id="trace.q"),
+        Binding("y", "copy", "Copy text", id="trace.copy"),
+    ]
 
     def __init__(self, snap: RunSnapshot, offset: int) -> None:
         super().__init__()

@@ -53,8 +53,9 @@ class TracesScreen(ModeScreen):
             yield Select([], prompt="benchmark", id="flt-bench", compact=True)
             yield Select([("right", "right"), ("wrong", "wrong")], prompt="right/wrong", id="flt-correct", compact=True)
             yield Select([], prompt="model", id="flt-model", compact=True)
-            yield Select([(r, r) for r in ("Thinker", "Worker", "Verifier")], prompt="role", id="flt-role",
-                         compact=True)
+            yield Select(
+                [(r, r) for r in ("Thinker", "Worker", "Verifier")], prompt="role", id="flt-role", compact=True
+            )
             yield Input(placeholder="gen", id="flt-gen", type="integer", compact=True)
             yield Input(placeholder="/ question id", id="flt-qid", compact=True)
         table = ClickRecorder(id="traces-table", cursor_type="row", zebra_stripes=True)
@@ -88,11 +89,14 @@ class TracesScreen(ModeScreen):
             self._fill(tv, self.rows[lo:hi], s.meta.get("models") or [])
         more = " · reading…" if s.catching_up else ""
         right = int((tv.correct == 1).sum())
-        status.update(Text(
-            f"rows {lo + 1 if n else 0}–{hi} of {n:,} shown (of {len(tv):,} traces; {right:,} right)"
-            f" · page {self.page + 1}/{pages}"
-            + (f" · by {self.sort_col}{' ▼' if self.sort_reverse else ' ▲'}" if self.sort_col else "")
-            + f" · Enter opens{more}"))
+        status.update(
+            Text(
+                f"rows {lo + 1 if n else 0}–{hi} of {n:,} shown (of {len(tv):,} traces; {right:,} right)"
+                f" · page {self.page + 1}/{pages}"
+                + (f" · by {self.sort_col}{' ▼' if self.sort_reverse else ' ▲'}" if self.sort_col else "")
+                + f" · Enter opens{more}"
+            )
+        )
 
     def _fill(self, tv: TraceView, idx: np.ndarray, pool: list[str]) -> None:
         """Show the page `idx`. While a run appends to the page on screen, only the new rows are
@@ -100,7 +104,7 @@ class TracesScreen(ModeScreen):
         table = self.query_one(DataTable)
         shown = getattr(self, "_shown_idx", None)
         if shown is not None and len(idx) > len(shown) and np.array_equal(idx[: len(shown)], shown):
-            new = idx[len(shown):]
+            new = idx[len(shown) :]
         else:
             row = table.cursor_row
             table.clear()
@@ -108,10 +112,16 @@ class TracesScreen(ModeScreen):
         for i in new.tolist():
             c = int(tv.correct[i])
             table.add_row(
-                str(int(tv.gen[i])), str(int(tv.candidate[i])), tv.qid_names[int(tv.qid[i])],
+                str(int(tv.gen[i])),
+                str(int(tv.candidate[i])),
+                tv.qid_names[int(tv.qid[i])],
                 Text("✓ right", style="green") if c == 1 else Text("✗ wrong", style="red") if c == 0 else "?",
-                tv.bench_names[int(tv.bench[i])], str(int(tv.turns[i])), usd(float(tv.cost[i]), 5),
-                tv.path_names[int(tv.path[i])], key=str(i))
+                tv.bench_names[int(tv.bench[i])],
+                str(int(tv.turns[i])),
+                usd(float(tv.cost[i]), 5),
+                tv.path_names[int(tv.path[i])],
+                key=str(i),
+            )
         if new is idx and table.row_count:
             table.move_cursor(row=min(row, table.row_count - 1), animate=False)
         self._shown_idx = idx.copy()
@@ -130,11 +140,18 @@ class TracesScreen(ModeScreen):
         def val(sel: str):
             v = self.query_one(sel, Select).value
             return v if isinstance(v, str) else None  # Select.NULL when nothing is chosen
+
         gen_raw = self.query_one("#flt-gen", Input).value.strip()
         gen = int(gen_raw) if gen_raw.lstrip("-").isdigit() else None
         correct = {"right": 1, "wrong": 0}.get(val("#flt-correct") or "")
-        return (val("#flt-bench"), correct, val("#flt-model"), gen,
-                self.query_one("#flt-qid", Input).value.strip(), val("#flt-role"))
+        return (
+            val("#flt-bench"),
+            correct,
+            val("#flt-model"),
+            gen,
+            self.query_one("#flt-qid", Input).value.strip(),
+            val("#flt-role"),
+        )
 
     def _refilter(self) -> None:
         self.follow = False
@@ -171,19 +188,30 @@ class TracesScreen(ModeScreen):
             return
         i = int(event.row_key.value)
         from minertui.screens.trace_detail import TraceDetailScreen
+
         self.app.push_screen(TraceDetailScreen(s, int(self._tv.offset[i])))
 
     def action_export(self) -> None:
         """Every trace that passes the filters (not only this page), to CSV and JSON."""
         from minertui.widgets.tables import export_table
+
         tv = self._tv
         if tv is None:
             self.notify("no traces loaded", severity="warning")
             return
-        rows = [(int(tv.gen[i]), int(tv.candidate[i]), tv.qid_names[int(tv.qid[i])],
-                 {1: "right", 0: "wrong"}.get(int(tv.correct[i]), "?"), tv.bench_names[int(tv.bench[i])],
-                 int(tv.turns[i]), float(tv.cost[i]), tv.path_names[int(tv.path[i])])
-                for i in self.rows.tolist()]
+        rows = [
+            (
+                int(tv.gen[i]),
+                int(tv.candidate[i]),
+                tv.qid_names[int(tv.qid[i])],
+                {1: "right", 0: "wrong"}.get(int(tv.correct[i]), "?"),
+                tv.bench_names[int(tv.bench[i])],
+                int(tv.turns[i]),
+                float(tv.cost[i]),
+                tv.path_names[int(tv.path[i])],
+            )
+            for i in self.rows.tolist()
+        ]
         try:
             csv_path, json_path = export_table("traces", COLUMNS, rows)
         except OSError as e:

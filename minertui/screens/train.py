@@ -61,8 +61,10 @@ def stats_text(s: RunSnapshot, baseline: tuple[str, float] | None = None) -> Tex
     eta = s.eta
     t.append(fmt_duration(eta.secs) if eta is not None else "—")
     if eta is not None:
-        t.append(" budget-bound" if eta.limit == "budget" else f" · {eta.generations:.0f} gen left",
-                 style="bold yellow" if eta.limit == "budget" else "dim")
+        t.append(
+            " budget-bound" if eta.limit == "budget" else f" · {eta.generations:.0f} gen left",
+            style="bold yellow" if eta.limit == "budget" else "dim",
+        )
     if baseline is not None and s.best is not None:
         t.append("\nvs base  ", style="dim")
         d = s.best - baseline[1]
@@ -73,6 +75,7 @@ def stats_text(s: RunSnapshot, baseline: tuple[str, float] | None = None) -> Tex
 
 def _isnan(a):
     import numpy as np
+
     return np.isnan(a)
 
 
@@ -148,8 +151,8 @@ class TrainScreen(EngineActions, ModeScreen):
     def __init__(self) -> None:
         super().__init__()
         self.view = View()
-        self.comparing = True     # overlay the runs marked in Runs, when there are any
-        self.metric = "best"      # what the overlay compares: best fitness or validation accuracy
+        self.comparing = True  # overlay the runs marked in Runs, when there are any
+        self.metric = "best"  # what the overlay compares: best fitness or validation accuracy
         self._colours: dict[str, str] = {}
         self._sweeps: tuple = ()
         self._metric_asked: tuple[int, str] | None = None
@@ -190,7 +193,8 @@ class TrainScreen(EngineActions, ModeScreen):
         s = poll.current
         if s is None:
             self.query_one("#train-stats", Static).update(
-                Text("No run selected: open one in Runs (1) or start one (n there).", style="dim"))
+                Text("No run selected: open one in Runs (1) or start one (n there).", style="dim")
+            )
             return
         compared = self._compared(poll) if self.comparing else []
         wanted = getattr(self.app, "compare_metric", None)  # a sweep's overlay: validation accuracy
@@ -198,8 +202,15 @@ class TrainScreen(EngineActions, ModeScreen):
             self._metric_asked, self.metric = wanted, wanted[1]
         self._sweeps = poll.sweeps
         base = self._baseline(poll)
-        key = (str(s.path), s.version, self.size, self.view, self.metric,
-               tuple((c.id, c.version) for c in compared), base)
+        key = (
+            str(s.path),
+            s.version,
+            self.size,
+            self.view,
+            self.metric,
+            tuple((c.id, c.version) for c in compared),
+            base,
+        )
         if key == self._key:
             return
         self._key = key
@@ -233,23 +244,35 @@ class TrainScreen(EngineActions, ModeScreen):
             live = {c.id for c in compared}
             # a sweep's trial keeps its colour (by its place in the sweep) however it is sorted
             trial = {t.path: t.index for sw in self._sweeps for t in sw.trials}
-            series = [Series(c.id, c.gens.gen, c.gens.val_acc if self.metric == "val" else c.gens.best,
-                             RUN_COLOURS[trial[c.path] % len(RUN_COLOURS)] if c.path in trial
-                             else self._colour(c.id, live)) for c in compared]
+            series = [
+                Series(
+                    c.id,
+                    c.gens.gen,
+                    c.gens.val_acc if self.metric == "val" else c.gens.best,
+                    RUN_COLOURS[trial[c.path] % len(RUN_COLOURS)] if c.path in trial else self._colour(c.id, live),
+                )
+                for c in compared
+            ]
             title = f"compare: {'validation accuracy' if self.metric == 'val' else 'best fitness'}"
             key = (self.metric, *((c.id, c.version) for c in compared))
         else:
-            series = [Series("max", g.gen, g.max, "green"), Series("best", g.gen, g.best, "cyan"),
-                      Series("mean", g.gen, g.mean, "yellow", how="mean")]
+            series = [
+                Series("max", g.gen, g.max, "green"),
+                Series("best", g.gen, g.best, "cyan"),
+                Series("mean", g.gen, g.mean, "yellow", how="mean"),
+            ]
             title = "fitness per generation"
             key = (str(s.path), len(g))
         plot.set_series(series, self.view, key, title, base[1] if base else None)
         self.query_one("#train-legend", Static).update(
-            legend_text(series, self.view, f"{base[0]} {base[1]:.3f}" if base else None))
-        self.query_one("#train-sigma", SmallPlot).set_series(g.gen, g.sigma, self.view, (str(s.path), len(g)),
-                                                              "σ", "magenta")
-        self.query_one("#train-spend", SmallPlot).set_series(g.gen, g.cost_usd, self.view, (str(s.path), len(g)),
-                                                              "spend $", "red")
+            legend_text(series, self.view, f"{base[0]} {base[1]:.3f}" if base else None)
+        )
+        self.query_one("#train-sigma", SmallPlot).set_series(
+            g.gen, g.sigma, self.view, (str(s.path), len(g)), "σ", "magenta"
+        )
+        self.query_one("#train-spend", SmallPlot).set_series(
+            g.gen, g.cost_usd, self.view, (str(s.path), len(g)), "spend $", "red"
+        )
 
     def engine_target(self):
         s = self.app.current
@@ -280,6 +303,7 @@ class TrainScreen(EngineActions, ModeScreen):
         self.view = View(sm, self.view.window, self.view.fixed01)
         self.app.smoothing = sm
         from minertui.settings import save_settings
+
         save_settings(smoothing=sm)
         self.notify(f"smoothing (EMA) {sm:.2f}" + (" (raw)" if sm == 0 else ""), timeout=2)
         self._redraw()
@@ -327,17 +351,20 @@ class TrainScreen(EngineActions, ModeScreen):
         if s is None:
             return
         from minertui.screens.runops import LogScreen
+
         text = "\n".join(f"{utc(l.time, '%Y-%m-%d %H:%M:%S')} [{l.level}] {l.message}" for l in s.logs)
-        self.app.push_screen(LogScreen(None, f"events — {s.id} (last {len(s.logs)})",
-                                       text=text or "no status or log events yet"))
+        self.app.push_screen(
+            LogScreen(None, f"events — {s.id} (last {len(s.logs)})", text=text or "no status or log events yet")
+        )
 
 
 def _nanmax(a):
     import numpy as np
+
     return np.nanmax(a)
 
 
 def _isfinite(a):
     import numpy as np
-    return np.isfinite(a)
 
+    return np.isfinite(a)

@@ -61,6 +61,7 @@ RICH_COLOUR = {"orange": "dark_orange", "gray": "grey50"}  # the same colours by
 class View:
     """How the curves are drawn: EMA smoothing (0 = raw), the generation window (zoom/pan), a
     fixed 0–1 y axis."""
+
     smoothing: float = 0.6
     window: tuple[float, float] = (0.0, 1.0)  # fractions of the generation axis
     fixed01: bool = False
@@ -91,7 +92,7 @@ class Series:
     x: np.ndarray
     y: np.ndarray
     colour: str
-    how: str = "max"   # bucket reduction
+    how: str = "max"  # bucket reduction
 
 
 def draw_lines(plt, series: list[Series], view: View, title: str, baseline: float | None = None) -> None:
@@ -160,8 +161,9 @@ class FitnessPlot(CachedPlot):
         super().__init__(**kw)
         self._key: tuple | None = None
 
-    def set_series(self, series: list[Series], view: View, key: tuple, title: str,
-                   baseline: float | None = None) -> None:
+    def set_series(
+        self, series: list[Series], view: View, key: tuple, title: str, baseline: float | None = None
+    ) -> None:
         full = (key, view, baseline)
         if full == self._key:
             return
@@ -178,8 +180,7 @@ class FitnessPlot(CachedPlot):
 class SmallPlot(CachedPlot):
     """σ or spend: its own small panel, its own axis (a 6% drift of σ stays a 6% drift)."""
 
-    def set_series(self, x: np.ndarray, y: np.ndarray, view: View, key: tuple, title: str,
-                   colour: str) -> None:
+    def set_series(self, x: np.ndarray, y: np.ndarray, view: View, key: tuple, title: str, colour: str) -> None:
         full = (key, view.window)
         if full == getattr(self, "_key", None):
             return

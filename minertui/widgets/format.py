@@ -8,10 +8,22 @@ from datetime import datetime, timezone
 
 from rich.text import Text
 
-STATUS_STYLE = {"running": "bold $success", "finished": "$primary", "stopped": "$warning",
-                "failed": "bold $error", "interrupted": "bold $error", "created": "$secondary"}
-STATUS_RICH = {"running": "bold green", "finished": "cyan", "stopped": "yellow",
-               "failed": "bold red", "interrupted": "bold red", "created": "dim"}
+STATUS_STYLE = {
+    "running": "bold $success",
+    "finished": "$primary",
+    "stopped": "$warning",
+    "failed": "bold $error",
+    "interrupted": "bold $error",
+    "created": "$secondary",
+}
+STATUS_RICH = {
+    "running": "bold green",
+    "finished": "cyan",
+    "stopped": "yellow",
+    "failed": "bold red",
+    "interrupted": "bold red",
+    "created": "dim",
+}
 
 
 def usd(x: float | None, digits: int = 4) -> str:

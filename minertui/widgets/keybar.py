@@ -17,6 +17,7 @@ from textual.widget import Widget
 @dataclass(frozen=True)
 class Item:
     """One key of the bar: what it shows and what a click on it runs (`action` in `node`)."""
+
     key: str
     description: str
     enabled: bool
@@ -56,8 +57,7 @@ class KeyBar(Widget):
         screen_keys = {key: b for key, b in self.screen._bindings}
         for key, ab in active.items():
             b = ab.binding
-            if not b.show and ab.node is not self.screen and key in screen_keys \
-                    and screen_keys[key].show:
+            if not b.show and ab.node is not self.screen and key in screen_keys and screen_keys[key].show:
                 # a widget's hidden binding (the table's Enter) shadows the mode's (Open): the
                 # key still reaches the mode's action, so show the mode's name for it
                 b = screen_keys[key]
@@ -82,8 +82,11 @@ class KeyBar(Widget):
             mine = {"mode.leave_field": [["Esc"], "leave field", True, "leave_field", self.screen], **mine}
         order = {bid: i for i, bid in enumerate(self.ALWAYS)}
         fixed = sorted(always.items(), key=lambda kv: order.get(kv[0], 9))
-        return ([Item(k[0], d, e, a, n) for k, d, e, a, n in mine.values()],
-                [Item(k[0], d, e, a, n) for _bid, (k, d, e, a, n) in fixed], modes)
+        return (
+            [Item(k[0], d, e, a, n) for k, d, e, a, n in mine.values()],
+            [Item(k[0], d, e, a, n) for _bid, (k, d, e, a, n) in fixed],
+            modes,
+        )
 
     def render(self) -> Text:
         mine, always, modes = self.items()

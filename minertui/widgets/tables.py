@@ -39,8 +39,12 @@ def sort_key(v: Any) -> tuple:
     return (1, 0.0, str(v).lower())
 
 
-def sort_rows(rows: Sequence[tuple[str, tuple]], column: int | None, reverse: bool = False,
-              values: Callable[[tuple], tuple] | None = None) -> list[tuple[str, tuple]]:
+def sort_rows(
+    rows: Sequence[tuple[str, tuple]],
+    column: int | None,
+    reverse: bool = False,
+    values: Callable[[tuple], tuple] | None = None,
+) -> list[tuple[str, tuple]]:
     """Rows `(key, values)` sorted by `column` (stable, ties by key); missing values stay last."""
     if column is None:
         return list(rows)
@@ -58,8 +62,12 @@ def matches(text: str, row: Iterable[Any]) -> bool:
     return all(w in hay for w in text.lower().split())
 
 
-def filter_rows(rows: Sequence[tuple[str, tuple]], text: str, columns: Sequence[str] = (),
-                values: Callable[[tuple], tuple] | None = None) -> list[tuple[str, tuple]]:
+def filter_rows(
+    rows: Sequence[tuple[str, tuple]],
+    text: str,
+    columns: Sequence[str] = (),
+    values: Callable[[tuple], tuple] | None = None,
+) -> list[tuple[str, tuple]]:
     """Rows whose cells contain every word of `text`; a word `name:value` must be in column `name`."""
     text = text.strip()
     if not text:
@@ -84,8 +92,9 @@ def filter_rows(rows: Sequence[tuple[str, tuple]], text: str, columns: Sequence[
     return out
 
 
-def export_table(name: str, columns: Sequence[str], rows: Iterable[Sequence[Any]],
-                 where: Path | None = None) -> tuple[Path, Path]:
+def export_table(
+    name: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], where: Path | None = None
+) -> tuple[Path, Path]:
     """Write `rows` (what the table shows, in its order) to `<name>-<UTC time>.csv` and `.json`;
     returns both paths. JSON is a list of {column: value} objects."""
     where = where or export_dir()
@@ -170,8 +179,16 @@ class SortableTable(ClickRecorder):
     rows whose cells hold every word (`filter_rows`, `column:word` too); `shown()` is what the
     table shows, in its order, for export. `name` identifies the table across rebuilds."""
 
-    def __init__(self, name: str, title: str, columns: Sequence[str], rows: Sequence[tuple[tuple, tuple]],
-                 sort: tuple[int | None, bool] = (None, False), filter_text: str = "", **kw: Any) -> None:
+    def __init__(
+        self,
+        name: str,
+        title: str,
+        columns: Sequence[str],
+        rows: Sequence[tuple[tuple, tuple]],
+        sort: tuple[int | None, bool] = (None, False),
+        filter_text: str = "",
+        **kw: Any,
+    ) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kw)
         self.table_name, self.title = name, title
         self.names = list(columns)
@@ -186,8 +203,9 @@ class SortableTable(ClickRecorder):
         self.refill()
 
     def refill(self) -> None:
-        rows = filter_rows(self._all, self.filter_text, self.names,
-                           values=lambda vc: tuple(cell_text(c) for c in vc[1]))
+        rows = filter_rows(
+            self._all, self.filter_text, self.names, values=lambda vc: tuple(cell_text(c) for c in vc[1])
+        )
         rows = sort_rows(rows, self.sort_col, self.sort_reverse, values=lambda vc: vc[0])
         keep = None
         if self.row_count:
@@ -205,8 +223,7 @@ class SortableTable(ClickRecorder):
             self.move_cursor(row=where, animate=False)
         self._shown = rows
         count = f"{len(rows)} of {len(self._all)} rows" if self.filter_text.strip() else ""
-        by = (f"by {self.names[self.sort_col]}{' ▼' if self.sort_reverse else ' ▲'}"
-              if self.sort_col is not None else "")
+        by = f"by {self.names[self.sort_col]}{' ▼' if self.sort_reverse else ' ▲'}" if self.sort_col is not None else ""
         self.border_title = " · ".join(p for p in (self.title, count, by) if p)
 
     def shown(self) -> list[tuple]:

@@ -64,8 +64,17 @@ def test_router_equal_to_the_best_model_is_within_noise():
     p = _router_case()
     best = int(p.mean(axis=0).argmax())
     idx = np.full(len(p), best)
-    rep = compare_router(p[:, best], p, ["a", "b", "c"], model_idx=idx, ids=[f"q{i}" for i in range(len(p))],
-                         benchmarks=["toy"] * len(p), split="test", source="hand", bootstrap=500)
+    rep = compare_router(
+        p[:, best],
+        p,
+        ["a", "b", "c"],
+        model_idx=idx,
+        ids=[f"q{i}" for i in range(len(p))],
+        benchmarks=["toy"] * len(p),
+        split="test",
+        source="hand",
+        bootstrap=500,
+    )
     cmp = rep.comparison(f"always {rep.best_single}")
     assert (cmp.diff.point, cmp.diff.lo, cmp.diff.hi) == (0.0, 0.0, 0.0)
     assert cmp.outcome == "within noise" and "within noise" in rep.claim
@@ -76,9 +85,18 @@ def test_oracle_router_beats_every_baseline_and_says_so():
     p = _router_case(n=80)
     idx = p.argmax(axis=1)  # picks a model that solved it whenever one did
     router_q = p[np.arange(len(p)), idx]
-    rep = compare_router(router_q, p, ["a", "b", "c"], model_idx=idx, role_idx=np.ones(len(p), int),
-                         ids=[f"q{i}" for i in range(len(p))], benchmarks=["toy"] * len(p), split="test",
-                         source="hand", bootstrap=1000)
+    rep = compare_router(
+        router_q,
+        p,
+        ["a", "b", "c"],
+        model_idx=idx,
+        role_idx=np.ones(len(p), int),
+        ids=[f"q{i}" for i in range(len(p))],
+        benchmarks=["toy"] * len(p),
+        split="test",
+        source="hand",
+        bootstrap=1000,
+    )
     assert rep.claim.startswith("beats the best single model")
     assert all(c.outcome == "better" for c in rep.comparisons)
     assert rep.role_mix == {"Worker": len(p)}
@@ -93,8 +111,17 @@ def test_a_worse_router_is_called_worse():
     p = np.zeros((50, 2))
     p[:, 0] = 1  # model a always right, b always wrong
     idx = np.ones(50, int)  # the router always picks b
-    rep = compare_router(p[:, 1], p, ["a", "b"], model_idx=idx, ids=[f"q{i}" for i in range(50)],
-                         benchmarks=["toy"] * 50, split="test", source="hand", bootstrap=300)
+    rep = compare_router(
+        p[:, 1],
+        p,
+        ["a", "b"],
+        model_idx=idx,
+        ids=[f"q{i}" for i in range(50)],
+        benchmarks=["toy"] * 50,
+        split="test",
+        source="hand",
+        bootstrap=300,
+    )
     assert rep.claim.startswith("is below the best single model (a)")
     assert rep.comparison("always a").mcnemar.b_only == 50
 
@@ -102,16 +129,32 @@ def test_a_worse_router_is_called_worse():
 def test_mismatched_router_outcomes_are_refused():
     p = np.ones((4, 2))
     with pytest.raises(InputError, match="same questions"):
-        compare_router(np.ones(3), p, ["a", "b"], model_idx=np.zeros(3, int), ids=["a"] * 3,
-                       benchmarks=["t"] * 3, split="test", source="x")
+        compare_router(
+            np.ones(3),
+            p,
+            ["a", "b"],
+            model_idx=np.zeros(3, int),
+            ids=["a"] * 3,
+            benchmarks=["t"] * 3,
+            split="test",
+            source="x",
+        )
 
 
 def test_per_benchmark_breakdown():
     p = np.array([[1, 0], [1, 0], [0, 1], [0, 1]], float)
     idx = np.array([0, 0, 0, 1])
-    rep = compare_router(p[np.arange(4), idx], p, ["a", "b"], model_idx=idx, ids=["m0", "m1", "c0", "c1"],
-                         benchmarks=["math500", "math500", "mmlu", "mmlu"], split="test", source="hand",
-                         bootstrap=100)
+    rep = compare_router(
+        p[np.arange(4), idx],
+        p,
+        ["a", "b"],
+        model_idx=idx,
+        ids=["m0", "m1", "c0", "c1"],
+        benchmarks=["math500", "math500", "mmlu", "mmlu"],
+        split="test",
+        source="hand",
+        bootstrap=100,
+    )
     assert rep.per_benchmark["math500"] == {"n": 2, "accuracy": 1.0, "avg_turns": 1.0, "best_single_accuracy": 1.0}
     assert rep.per_benchmark["mmlu"]["accuracy"] == 0.5 and rep.per_benchmark["mmlu"]["best_single_accuracy"] == 1.0
     assert [q["model"] for q in rep.per_question] == ["a", "a", "a", "b"]

@@ -19,9 +19,17 @@ def write_matrix(path: Path, tasks: list[dict], k: int = 2) -> Path:
 
 def specialists(n: int = 30) -> list[dict]:
     # first half: only model a; second half: only model b (every sample)
-    return [{"id": f"q{i}", "answer": "1", "per_model": {"a": [1, 1, 1, 1] if i < n // 2 else [0, 0, 0, 0],
-                                                       "b": [0, 0, 0, 0] if i < n // 2 else [1, 1, 1, 1]}}
-            for i in range(n)]
+    return [
+        {
+            "id": f"q{i}",
+            "answer": "1",
+            "per_model": {
+                "a": [1, 1, 1, 1] if i < n // 2 else [0, 0, 0, 0],
+                "b": [0, 0, 0, 0] if i < n // 2 else [1, 1, 1, 1],
+            },
+        }
+        for i in range(n)
+    ]
 
 
 def run(argv, capsys):
@@ -68,12 +76,15 @@ def test_oracle_with_one_sample_reports_what_it_can(tmp_path, capsys):
     assert rc == 0 and "impossible" in out
 
 
-@pytest.mark.parametrize("tasks, match", [
-    ([{"id": "q0", "per_model": {"a": [1, float("nan")], "b": [0, 1]}}], "entries must be 0 or 1"),
-    ([{"id": "q0", "per_model": {"a": [1, 2], "b": [0, 1]}}], "entries must be 0 or 1"),
-    ([{"id": "q0", "per_model": {"a": [1, 0]}}, {"id": "q1", "per_model": {"b": [1, 0]}}], "missing"),
-    ([], "no tasks"),
-])
+@pytest.mark.parametrize(
+    "tasks, match",
+    [
+        ([{"id": "q0", "per_model": {"a": [1, float("nan")], "b": [0, 1]}}], "entries must be 0 or 1"),
+        ([{"id": "q0", "per_model": {"a": [1, 2], "b": [0, 1]}}], "entries must be 0 or 1"),
+        ([{"id": "q0", "per_model": {"a": [1, 0]}}, {"id": "q1", "per_model": {"b": [1, 0]}}], "missing"),
+        ([], "no tasks"),
+    ],
+)
 def test_oracle_bad_matrices_exit_2_with_one_line(tmp_path, capsys, tasks, match):
     m = tmp_path / "bad.json"
     m.write_text(json.dumps({"benchmark": "toy", "tasks": tasks}))
@@ -121,14 +132,16 @@ def test_eval_and_score_refuse_a_non_run(tmp_path, capsys):
 
 
 def test_cli_subprocess_error_line():
-    out = subprocess.run([sys.executable, "-m", "trinity", "oracle", "/nonexistent/m.json"], capture_output=True,
-                         text=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "trinity", "oracle", "/nonexistent/m.json"], capture_output=True, text=True, cwd=ROOT
+    )
     assert out.returncode == 2 and out.stderr.startswith("error: ") and "Traceback" not in out.stderr
 
 
 def test_oracle_one_model_and_one_question_via_the_cli(tmp_path, capsys):
-    one_model = write_matrix(tmp_path / "one_model.json",
-                             [{"id": f"q{i}", "per_model": {"a": [i % 2, 1, 0, 1]}} for i in range(8)], k=4)
+    one_model = write_matrix(
+        tmp_path / "one_model.json", [{"id": f"q{i}", "per_model": {"a": [i % 2, 1, 0, 1]}} for i in range(8)], k=4
+    )
     rc, out, err = run(["oracle", str(one_model), "--json", "--bootstrap", "100", "--splits", "10"], capsys)
     assert rc == 0, err
     rep = json.loads(out)

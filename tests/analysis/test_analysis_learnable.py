@@ -80,14 +80,52 @@ def test_oracle_learnable_and_baselines_features_cli(capsys):
     from trinity.cli import main
 
     capsys.readouterr()
-    assert main(["oracle", "practice", "--learnable", "--questions", "practice", "--encoder", "tiny-qwen3",
-                 "--bootstrap", "200", "--splits", "20", "--json"]) == 0
+    assert (
+        main(
+            [
+                "oracle",
+                "practice",
+                "--learnable",
+                "--questions",
+                "practice",
+                "--encoder",
+                "tiny-qwen3",
+                "--bootstrap",
+                "200",
+                "--splits",
+                "20",
+                "--json",
+            ]
+        )
+        == 0
+    )
     rep = json.loads(capsys.readouterr().out)
     ln = rep["learnable"]
     assert [g["method"] for g in ln["gains"]] == ["knn", "centroid"] and ln["verdict"] in (
-        "LEARNABLE", "CEILING_ONLY", "NOT_LEARNABLE")
-    assert main(["baselines", "--matrix", "practice", "--questions", "practice", "--features", "--encoder",
-                 "tiny-qwen3", "--split", "all", "--bootstrap", "200", "--json"]) == 0
+        "LEARNABLE",
+        "CEILING_ONLY",
+        "NOT_LEARNABLE",
+    )
+    assert (
+        main(
+            [
+                "baselines",
+                "--matrix",
+                "practice",
+                "--questions",
+                "practice",
+                "--features",
+                "--encoder",
+                "tiny-qwen3",
+                "--split",
+                "all",
+                "--bootstrap",
+                "200",
+                "--json",
+            ]
+        )
+        == 0
+    )
     rep = json.loads(capsys.readouterr().out)
     assert len(rep["features"]) == 2 and all(0 <= f["accuracy"]["point"] <= 1 for f in rep["features"])
     # without the questions' text there is nothing to read features from: one clear line

@@ -20,8 +20,25 @@ def qfile(tmp_path):
 
 def baselines(qfile, run, url, capsys, *extra):
     capsys.readouterr()
-    rc = main(["baselines", "--pool", "practice", "--questions", str(qfile), "--run", str(run), "--base-url", url,
-               "--split", "all", "--json", "--bootstrap", "100", *extra])
+    rc = main(
+        [
+            "baselines",
+            "--pool",
+            "practice",
+            "--questions",
+            str(qfile),
+            "--run",
+            str(run),
+            "--base-url",
+            url,
+            "--split",
+            "all",
+            "--json",
+            "--bootstrap",
+            "100",
+            *extra,
+        ]
+    )
     out = capsys.readouterr()
     return rc, out.out, out.err
 
@@ -79,6 +96,8 @@ def test_cache_hits_are_said_once_with_counts():
 
     hit, paid = NS(cache_hit=True), NS(cache_hit=False)
     notes = cache_note([("always a", [NS(turns=[hit]), NS(turns=[paid])]), ("always b", [NS(turns=[paid])])])
-    assert notes == ["response-cache hits cost $0 (always a 1/2 calls): the cost shown is what was paid now, "
-                     "not what a cold run would pay"]
+    assert notes == [
+        "response-cache hits cost $0 (always a 1/2 calls): the cost shown is what was paid now, "
+        "not what a cold run would pay"
+    ]
     assert cache_note([("router", [NS(turns=[paid, paid])])]) == []

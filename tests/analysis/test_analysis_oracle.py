@@ -81,8 +81,8 @@ def test_complementary_specialist_is_router_bound():
     q = 40
     s = np.zeros((q, 2, 4))
     s[: q // 2, 0, :] = 1
-    s[q // 2:, 1, :] = 1
-    s[q // 2:, 0, 0] = 1
+    s[q // 2 :, 1, :] = 1
+    s[q // 2 :, 0, 0] = 1
     rep = oracle_ceiling(matrix(s), splits=100, bootstrap=1000)
     assert rep.best_single == "m0" and rep.best_single_acc == 0.625
     assert rep.headroom_ci.lo > 0
@@ -95,7 +95,7 @@ def test_router_share_decides_router_bound_vs_near_ceiling():
     q = 40
     s = np.zeros((q, 2, 4))
     s[: q // 2, 0, :] = 1
-    s[q // 2:, 1, :] = 1
+    s[q // 2 :, 1, :] = 1
     m = matrix(s)
     perfect = np.ones(q)
     always_m0 = s[:, 0, :].mean(axis=1)
@@ -107,15 +107,18 @@ def test_router_share_decides_router_bound_vs_near_ceiling():
     assert bound.verdict == "ROUTER_BOUND"
 
 
-@pytest.mark.parametrize("ci, gap, label", [
-    (CI(0.01, -0.005, 0.02, "t"), None, "POOL_BOUND"),          # upper exactly 0.02, contains 0
-    (CI(0.01, -0.005, 0.0201, "t"), None, "INCONCLUSIVE"),      # upper just above 0.02
-    (CI(0.01, 0.001, 0.015, "t"), None, "ROUTER_BOUND"),        # small but excludes 0
-    (CI(0.05, 0.0, 0.10, "t"), None, "INCONCLUSIVE"),           # lower bound 0 is not > 0
-    (CI(0.05, 0.001, 0.10, "t"), 0.49, "ROUTER_BOUND"),
-    (CI(0.05, 0.001, 0.10, "t"), 0.5, "NEAR_CEILING"),          # gap closed exactly 0.5
-    (None, None, "INCONCLUSIVE"),
-])
+@pytest.mark.parametrize(
+    "ci, gap, label",
+    [
+        (CI(0.01, -0.005, 0.02, "t"), None, "POOL_BOUND"),  # upper exactly 0.02, contains 0
+        (CI(0.01, -0.005, 0.0201, "t"), None, "INCONCLUSIVE"),  # upper just above 0.02
+        (CI(0.01, 0.001, 0.015, "t"), None, "ROUTER_BOUND"),  # small but excludes 0
+        (CI(0.05, 0.0, 0.10, "t"), None, "INCONCLUSIVE"),  # lower bound 0 is not > 0
+        (CI(0.05, 0.001, 0.10, "t"), 0.49, "ROUTER_BOUND"),
+        (CI(0.05, 0.001, 0.10, "t"), 0.5, "NEAR_CEILING"),  # gap closed exactly 0.5
+        (None, None, "INCONCLUSIVE"),
+    ],
+)
 def test_verdict_boundaries(ci, gap, label):
     assert verdict(ci, gap)[0] == label
 
@@ -151,12 +154,15 @@ def test_single_model_has_zero_headroom():
     assert any("one model" in n for n in rep.notes)
 
 
-@pytest.mark.parametrize("bad, match", [
-    (np.array([[[1, np.nan]]]), "NaN"),
-    (np.array([[[1, 2]]]), "other than 0 and 1"),
-    (np.zeros((0, 2, 2)), "empty"),
-    (np.zeros((2, 2)), "shape"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (np.array([[[1, np.nan]]]), "NaN"),
+        (np.array([[[1, 2]]]), "other than 0 and 1"),
+        (np.zeros((0, 2, 2)), "empty"),
+        (np.zeros((2, 2)), "shape"),
+    ],
+)
 def test_bad_tensors_are_clear_errors(bad, match):
     with pytest.raises(InputError, match=match):
         validate_solves(bad)
@@ -183,7 +189,7 @@ def test_merged_matrix_is_also_reported_per_benchmark():
 
     q = 30
     a = np.zeros((q, 2, 4))
-    a[: q // 2, 0], a[q // 2:, 1] = 1, 1  # complementary specialists: real headroom
+    a[: q // 2, 0], a[q // 2 :, 1] = 1, 1  # complementary specialists: real headroom
     b = np.ones((q, 2, 4))  # both models always right: none
     ma = OutcomeMatrix("math500", ["x", "y"], [f"a{i}" for i in range(q)], a)
     mb = OutcomeMatrix("mmlu", ["x", "y"], [f"b{i}" for i in range(q)], b)
@@ -207,8 +213,10 @@ def test_merged_matrix_is_also_reported_per_benchmark():
 
 
 @settings(max_examples=40, deadline=None)
-@given(arrays(np.int8, st.tuples(st.integers(2, 12), st.integers(1, 4), st.integers(2, 6)),
-              elements=st.integers(0, 1)), st.integers(0, 3))
+@given(
+    arrays(np.int8, st.tuples(st.integers(2, 12), st.integers(1, 4), st.integers(2, 6)), elements=st.integers(0, 1)),
+    st.integers(0, 3),
+)
 def test_invariants_on_any_tensor(s, seed):
     rep = oracle_ceiling(matrix(s.astype(float)), seed=seed, splits=20, bootstrap=100)
     cf = rep.crossfit
@@ -231,8 +239,12 @@ def test_headroom_that_only_routes_by_benchmark_is_called_so():
     q = 20
     a, b = np.zeros((q, 2, 4)), np.zeros((q, 2, 4))
     a[:, 0], b[:, 1] = 1, 1
-    m = merge_matrices([OutcomeMatrix("math500", ["x", "y"], [f"a{i}" for i in range(q)], a),
-                        OutcomeMatrix("mmlu", ["x", "y"], [f"b{i}" for i in range(q)], b)])
+    m = merge_matrices(
+        [
+            OutcomeMatrix("math500", ["x", "y"], [f"a{i}" for i in range(q)], a),
+            OutcomeMatrix("mmlu", ["x", "y"], [f"b{i}" for i in range(q)], b),
+        ]
+    )
     rep = oracle_ceiling(m, splits=20, bootstrap=200)
     assert rep.headroom_ci.lo > 0 and all(v["verdict"] == "POOL_BOUND" for v in rep.per_benchmark.values())
     assert any("comes from picking a model per benchmark" in n for n in rep.notes)

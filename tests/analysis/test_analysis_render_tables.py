@@ -18,7 +18,7 @@ from trinity.data.matrix import OutcomeMatrix, merge_matrices
 def two_benchmarks():
     q = 8
     a = np.zeros((q, 2, 4))
-    a[: q // 2, 0], a[q // 2:, 1] = 1, 1  # complementary specialists on math500
+    a[: q // 2, 0], a[q // 2 :, 1] = 1, 1  # complementary specialists on math500
     b = np.ones((q, 2, 4))
     b[0, 1] = 0  # y misses one mmlu question
     ma = OutcomeMatrix("math500", ["x", "y"], [f"a{i}" for i in range(q)], a)

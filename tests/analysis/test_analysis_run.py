@@ -32,9 +32,25 @@ def trained_run(tmp_path_factory) -> Path:
             qs = [q for q in practice_questions() if q.kind != "code"]
             save_questions(inputs / "q.jsonl", qs)
             save_matrix(inputs / "m.json", practice_matrix().subset([q.id for q in qs]))
-            rc = main(["train", "--config", str(ROOT / "configs" / "practice.yaml"), "--questions",
-                       str(inputs / "q.jsonl"), "--matrix", str(inputs / "m.json"), "--generations", "3",
-                       "--popsize", "4", "--m", "8", "--run-dir", str(shared)])
+            rc = main(
+                [
+                    "train",
+                    "--config",
+                    str(ROOT / "configs" / "practice.yaml"),
+                    "--questions",
+                    str(inputs / "q.jsonl"),
+                    "--matrix",
+                    str(inputs / "m.json"),
+                    "--generations",
+                    "3",
+                    "--popsize",
+                    "4",
+                    "--m",
+                    "8",
+                    "--run-dir",
+                    str(shared),
+                ]
+            )
             assert rc == 0 and (shared / "best_theta.npy").exists()
     return shared
 
@@ -136,8 +152,21 @@ def test_live_baselines_match_the_simulation(run_dir, tmp_path, capsys):
     from trinity.data.practice import simulate_correct
 
     qfile = json.loads((run_dir / "run.json").read_text())["config"]["questions"]  # the run's questions
-    rc, out, err = cli(["baselines", "--pool", "practice", "--questions", str(qfile), "--run",
-                        str(tmp_path / "b"), "--json", "--bootstrap", "200"], capsys)
+    rc, out, err = cli(
+        [
+            "baselines",
+            "--pool",
+            "practice",
+            "--questions",
+            str(qfile),
+            "--run",
+            str(tmp_path / "b"),
+            "--json",
+            "--bootstrap",
+            "200",
+        ],
+        capsys,
+    )
     assert rc == 0, err
     rep = json.loads(out)
     from trinity.data.questions import load_questions
@@ -160,7 +189,8 @@ def test_oracle_with_the_run_reports_the_router(run_dir, capsys):
     assert rep["router"]["accuracy"] == pytest.approx(correct.mean())
     cf = rep["crossfit"]
     assert rep["router"]["headroom_captured"] == pytest.approx(
-        (correct.mean() - cf["best_single"]) / (cf["oracle"] - cf["best_single"]))
+        (correct.mean() - cf["best_single"]) / (cf["oracle"] - cf["best_single"])
+    )
 
 
 def test_score_without_king_or_live(run_dir, capsys):
@@ -184,7 +214,8 @@ def test_score_without_king_or_live(run_dir, capsys):
     c = correct.mean()
     mult = 0.85 if 0.08 < val_correct.mean() - c <= 0.15 else (0.0 if val_correct.mean() - c > 0.15 else 1.0)
     assert rep["composite"]["live=cached, 1 turn (optimistic)"] == pytest.approx(
-        (0.70 * c + 0.15 * c + 0.10 * c + 0.05 * 0.5) * mult)
+        (0.70 * c + 0.15 * c + 0.10 * c + 0.05 * 0.5) * mult
+    )
     assert rep["composite"]["live=0 (pessimistic)"] == pytest.approx((0.70 * c + 0.05 * 0.5) * mult)
     rc, out, _ = cli(["score", str(run_dir)], capsys)
     assert rc == 0 and "pessimistic" in out and "no king given" in out and "stopped paying" in out
@@ -221,8 +252,10 @@ def test_score_against_a_bundle_king(run_dir, tmp_path, capsys):
 def test_score_uses_a_measured_live_eval(run_dir, capsys):
     path = run_dir / "eval.json"
     doc = json.loads(path.read_text()) if path.exists() else {"run": run_dir.name, "evaluations": {}}
-    doc["evaluations"]["live/test"] = {"samples": 2, "per_benchmark": {"practice": {"n": 12, "accuracy": 0.5,
-                                                                                     "avg_turns": 3.0}}}
+    doc["evaluations"]["live/test"] = {
+        "samples": 2,
+        "per_benchmark": {"practice": {"n": 12, "accuracy": 0.5, "avg_turns": 3.0}},
+    }
     atomic_write_json(path, doc)
     try:
         rc, out, err = cli(["score", str(run_dir), "--json"], capsys)
@@ -248,12 +281,17 @@ def test_score_errors(run_dir, tmp_path, capsys):
     assert rc == 2 and "both 'test'" in err
 
 
-@pytest.mark.parametrize("doc, match", [
-    ([1], "is not an eval.json written by trinity eval (expected"),
-    ({"run": "x", "evaluations": {"live/test": {"router": 5}}}, "live/test entry lacks per-benchmark accuracy"),
-    ({"run": "x", "evaluations": {"live/test": {"per_benchmark": {"practice": {"accuracy": "high", "n": 3}}}}},
-     "live/test entry lacks per-benchmark accuracy"),
-])
+@pytest.mark.parametrize(
+    "doc, match",
+    [
+        ([1], "is not an eval.json written by trinity eval (expected"),
+        ({"run": "x", "evaluations": {"live/test": {"router": 5}}}, "live/test entry lacks per-benchmark accuracy"),
+        (
+            {"run": "x", "evaluations": {"live/test": {"per_benchmark": {"practice": {"accuracy": "high", "n": 3}}}}},
+            "live/test entry lacks per-benchmark accuracy",
+        ),
+    ],
+)
 def test_score_refuses_an_eval_json_of_the_wrong_shape(run_dir, capsys, doc, match):
     # a malformed live entry must neither pass silently as "not measured" nor crash with a traceback
     atomic_write_json(run_dir / "eval.json", doc)

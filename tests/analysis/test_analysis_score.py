@@ -5,8 +5,16 @@ import json
 import numpy as np
 import pytest
 
-from trinity.analysis.score import (BenchInputs, Component, bench_score, efficiency, load_king_theta, novelty,
-                                    overfit_penalty, score_from_inputs)
+from trinity.analysis.score import (
+    BenchInputs,
+    Component,
+    bench_score,
+    efficiency,
+    load_king_theta,
+    novelty,
+    overfit_penalty,
+    score_from_inputs,
+)
 from trinity.errors import InputError
 
 
@@ -18,9 +26,17 @@ def test_bench_score_by_hand():
     assert efficiency(5, 1.0) == 0.0 and efficiency(7, 1.0) == 0.0 and efficiency(1, 0.5) == 0.5
 
 
-@pytest.mark.parametrize("gap, mult, rejected", [
-    (None, 1.0, False), (-0.2, 1.0, False), (0.08, 1.0, False), (0.0801, 0.85, False),
-    (0.15, 0.85, False), (0.1501, 0.0, True)])
+@pytest.mark.parametrize(
+    "gap, mult, rejected",
+    [
+        (None, 1.0, False),
+        (-0.2, 1.0, False),
+        (0.08, 1.0, False),
+        (0.0801, 0.85, False),
+        (0.15, 0.85, False),
+        (0.1501, 0.0, True),
+    ],
+)
 def test_overfit_penalty_boundaries(gap, mult, rejected):
     assert overfit_penalty(gap) == (mult, rejected)
 
@@ -35,15 +51,22 @@ def test_novelty_by_hand():
 
 
 def _bench(name, cached, live=None, turns=None, nov=None, gap=None):
-    return BenchInputs(name, Component(cached, "test"), Component(live, "test" if live is not None else "not measured"),
-                       Component(turns, "t"), Component(nov, "no king"), Component(gap, "g"))
+    return BenchInputs(
+        name,
+        Component(cached, "test"),
+        Component(live, "test" if live is not None else "not measured"),
+        Component(turns, "t"),
+        Component(nov, "no king"),
+        Component(gap, "g"),
+    )
 
 
 def test_without_live_both_bounds_are_shown_and_labelled():
     rep = score_from_inputs([_bench("math500", 0.8)])
     sc = {s.name: s.score for s in rep.benchmarks[0].scenarios}
-    assert sc == pytest.approx({"live=cached, 1 turn (optimistic)": 0.56 + 0.12 + 0.08 + 0.025,
-                                "live=0 (pessimistic)": 0.56 + 0.025})
+    assert sc == pytest.approx(
+        {"live=cached, 1 turn (optimistic)": 0.56 + 0.12 + 0.08 + 0.025, "live=0 (pessimistic)": 0.56 + 0.025}
+    )
     assert "measured" not in sc
     assert "no king given" in rep.dethrone
     json.dumps(rep.to_json(), allow_nan=False)
@@ -76,13 +99,15 @@ def test_a_rejected_benchmark_scores_zero():
 def test_pr_eval_formula_by_hand_composite_novelty_and_whole_rejection():
     """Worked by hand from pr_eval.py: _compute_score per benchmark, novelty only for
     benchmarks[0], × 0.85 above a 0.08 gap, the whole submission rejected above 0.15."""
-    benches = [_bench("math500", 0.80, 0.70, 2.0, None, 0.00),   # no king: novelty 0.5
-               _bench("mmlu", 0.90, 0.80, 1.0, None, 0.09),      # 0.08 < gap ≤ 0.15: × 0.85
-               _bench("livecodebench", 0.50, 0.40, 3.0, None, -0.02)]
+    benches = [
+        _bench("math500", 0.80, 0.70, 2.0, None, 0.00),  # no king: novelty 0.5
+        _bench("mmlu", 0.90, 0.80, 1.0, None, 0.09),  # 0.08 < gap ≤ 0.15: × 0.85
+        _bench("livecodebench", 0.50, 0.40, 3.0, None, -0.02),
+    ]
     rep = score_from_inputs(benches)
-    m = 0.70 * 0.80 + 0.15 * 0.70 + 0.10 * (0.75 * 0.70) + 0.05 * 0.5   # 0.7425
+    m = 0.70 * 0.80 + 0.15 * 0.70 + 0.10 * (0.75 * 0.70) + 0.05 * 0.5  # 0.7425
     u = (0.70 * 0.90 + 0.15 * 0.80 + 0.10 * (1.0 * 0.80) + 0.0) * 0.85  # 0.7055
-    lc = 0.70 * 0.50 + 0.15 * 0.40 + 0.10 * (0.5 * 0.40) + 0.0           # 0.43
+    lc = 0.70 * 0.50 + 0.15 * 0.40 + 0.10 * (0.5 * 0.40) + 0.0  # 0.43
     assert [s.scenarios[0].score for s in rep.benchmarks] == pytest.approx([0.7425, 0.7055, 0.43])
     assert rep.composite["measured"] == pytest.approx((m + u + lc) / 3) == pytest.approx(0.62600, abs=1e-5)
     assert rep.rejected is None and "0.6060" in rep.dethrone  # could dethrone a king ≤ composite − 0.02
@@ -91,8 +116,12 @@ def test_pr_eval_formula_by_hand_composite_novelty_and_whole_rejection():
     rep = score_from_inputs(benches)
     assert rep.rejected.startswith("overfit_rejected (livecodebench)") and rep.composite["measured"] == 0.0
     j = rep.to_json()
-    assert j["overfit"] == {"reject_above": 0.15, "penalise_above": 0.08, "factor": 0.85,
-                            "competition_rules_md_says": [0.05, 0.10]}
+    assert j["overfit"] == {
+        "reject_above": 0.15,
+        "penalise_above": 0.08,
+        "factor": 0.85,
+        "competition_rules_md_says": [0.05, 0.10],
+    }
 
 
 def test_king_loading_errors(tmp_path):
@@ -118,12 +147,24 @@ def test_turns_measured_in_live_training_enter_the_estimate_without_a_live_eval(
     turns, not the 1-turn assumption."""
     from trinity.analysis.score import BenchInputs, Component, score_bench
 
-    b = BenchInputs("math500", Component(0.6, "cached"), Component(None, "not measured"),
-                    Component(3.0, "live training"), Component(None, "no king"), Component(None, "unknown"))
+    b = BenchInputs(
+        "math500",
+        Component(0.6, "cached"),
+        Component(None, "not measured"),
+        Component(3.0, "live training"),
+        Component(None, "no king"),
+        Component(None, "unknown"),
+    )
     names = [(sc.name, sc.avg_turns) for sc in score_bench(b).scenarios]
     assert names[0][1] == 3.0 and "3.00 turns" in names[0][0]
-    one = BenchInputs("math500", Component(0.6, "cached"), Component(None, "not measured"),
-                      Component(None, "not measured"), Component(None, "no king"), Component(None, "unknown"))
+    one = BenchInputs(
+        "math500",
+        Component(0.6, "cached"),
+        Component(None, "not measured"),
+        Component(None, "not measured"),
+        Component(None, "no king"),
+        Component(None, "unknown"),
+    )
     assert score_bench(one).scenarios[0].avg_turns == 1.0
 
 

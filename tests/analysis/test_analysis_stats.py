@@ -5,8 +5,16 @@ import math
 import numpy as np
 import pytest
 
-from trinity.analysis.stats import (accuracy_ci, binomial_two_sided_p, bootstrap_ci, mcnemar_exact,
-                                    paired_bootstrap_ci, seed_interval, solved, wilson_ci)
+from trinity.analysis.stats import (
+    accuracy_ci,
+    binomial_two_sided_p,
+    bootstrap_ci,
+    mcnemar_exact,
+    paired_bootstrap_ci,
+    seed_interval,
+    solved,
+    wilson_ci,
+)
 from trinity.errors import InputError
 
 
@@ -95,5 +103,6 @@ def test_exact_mcnemar_past_a_thousand_discordant_questions():
     assert 0 < p < 1e-70
     assert p == pytest.approx(9.798976022738526e-75, rel=1e-9)  # scipy.stats.binomtest(5000, 12000)
     assert binomial_two_sided_p(1250, 3000) == pytest.approx(
-        2 * sum(comb(3000, i) for i in range(1251)) / 2**3000, rel=1e-12)
+        2 * sum(comb(3000, i) for i in range(1251)) / 2**3000, rel=1e-12
+    )
     assert binomial_two_sided_p(0, 5000) == 0.0  # underflows, no exception

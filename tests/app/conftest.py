@@ -26,9 +26,27 @@ def _isolated_settings(tmp_path, monkeypatch):
 
 
 def train_cmd(run_dir: Path, generations: int = 3, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "trinity", "train", "--config", str(ROOT / "configs" / "practice.yaml"),
-            "--mode", "cached", "--encoder", "tiny-qwen3", "--generations", str(generations),
-            "--popsize", "4", "--m", "4", "--run-dir", str(run_dir), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "trinity",
+        "train",
+        "--config",
+        str(ROOT / "configs" / "practice.yaml"),
+        "--mode",
+        "cached",
+        "--encoder",
+        "tiny-qwen3",
+        "--generations",
+        str(generations),
+        "--popsize",
+        "4",
+        "--m",
+        "4",
+        "--run-dir",
+        str(run_dir),
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -41,12 +59,22 @@ def real_run(tmp_path_factory) -> Path:
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     run_dir = shared / "real-runs" / "run-real"
     with FileLock(str(shared / "real-run.lock")):
-        if not (run_dir / "run.json").exists() or json.loads((run_dir / "run.json").read_text()).get("status") != "finished":
+        if (
+            not (run_dir / "run.json").exists()
+            or json.loads((run_dir / "run.json").read_text()).get("status") != "finished"
+        ):
             shutil.rmtree(run_dir, ignore_errors=True)
             env = dict(os.environ, OMP_NUM_THREADS="1")
             # ES from a zero head: a mix of right and wrong traces (the label warm start routes
             # the practice set almost perfectly from generation 1)
-            out = subprocess.run(train_cmd(run_dir, 3, "--warm-start", "none"), capture_output=True, text=True, cwd=ROOT, env=env, timeout=240)
+            out = subprocess.run(
+                train_cmd(run_dir, 3, "--warm-start", "none"),
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                env=env,
+                timeout=240,
+            )
             assert out.returncode == 0, out.stderr[-2000:]
     return run_dir
 

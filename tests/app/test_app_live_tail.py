@@ -55,8 +55,13 @@ async def test_app_keeps_up_with_a_fast_writer(tmp_path):
         writer = subprocess.Popen([sys.executable, "-c", WRITER, str(root / "run-live")], cwd=ROOT)
         # while it writes: switch to Traces, open and close help — the UI answers
         latencies = []
-        for key, screen in (("4", "TracesScreen"), ("question_mark", "HelpScreen"), ("escape", "TracesScreen"),
-                            ("2", "TrainScreen"), ("4", "TracesScreen")):
+        for key, screen in (
+            ("4", "TracesScreen"),
+            ("question_mark", "HelpScreen"),
+            ("escape", "TracesScreen"),
+            ("2", "TrainScreen"),
+            ("4", "TracesScreen"),
+        ):
             t = time.perf_counter()
             app.simulate_key(key)  # what a terminal delivers; then watch for the new screen
             while type(app.screen).__name__ != screen:
@@ -69,8 +74,14 @@ async def test_app_keeps_up_with_a_fast_writer(tmp_path):
         while time.monotonic() < deadline:
             await pilot.pause(0.3)
             s = app.current
-            if s and s.traces is not None and len(s.traces) == GENS * TRACES_PER_GEN \
-                    and len(s.gens) == GENS and s.status == "finished" and not s.catching_up:
+            if (
+                s
+                and s.traces is not None
+                and len(s.traces) == GENS * TRACES_PER_GEN
+                and len(s.gens) == GENS
+                and s.status == "finished"
+                and not s.catching_up
+            ):
                 break
         s = app.current
         assert len(s.gens) == GENS and len(s.traces) == GENS * TRACES_PER_GEN and len(s.ledger) == GENS

@@ -139,8 +139,9 @@ async def test_traces_mode_counts_filters_and_drill_down(runs_root):
         table.move_cursor(row=0)
         await pilot.press("enter")
         await pilot.pause()
-        detail = "\n".join(str(w.content.plain if hasattr(w.content, "plain") else w.content)
-                           for w in app.screen.query(Static))
+        detail = "\n".join(
+            str(w.content.plain if hasattr(w.content, "plain") else w.content) for w in app.screen.query(Static)
+        )
         assert first_wrong["qid"] in detail and "wrong ✗" in detail
         await pilot.press("escape")
         await pilot.pause()
@@ -150,6 +151,7 @@ async def test_traces_mode_counts_filters_and_drill_down(runs_root):
 async def test_trace_detail_shows_question_and_gold(runs_root):
     from minertui.screens.trace_detail import render_trace
     from rich.console import Console
+
     run = runs_root / "run-real"
     tr = read_jsonl(run / "traces.jsonl")[0]
     meta = json.loads((run / "run.json").read_text())
@@ -158,6 +160,7 @@ async def test_trace_detail_shows_question_and_gold(runs_root):
         console.print(part)
     out = console.export_text()
     from trinity.data.practice import practice_questions
+
     q = next(q for q in practice_questions() if q.id == tr["qid"])
     assert q.question.splitlines()[0][:40] in out
     gold = tr["gold"] if isinstance(tr["gold"], str) else json.dumps(tr["gold"], ensure_ascii=False)
@@ -212,6 +215,7 @@ async def test_help_and_quit(runs_root):
 
 async def test_analysis_mode_runs_all_three_in_child_processes(runs_root):
     from minertui.screens.analysis import chart_bars
+
     app = MinerApp(runs_root=runs_root, poll=False, start_mode="analysis")
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -225,6 +229,7 @@ async def test_analysis_mode_runs_all_three_in_child_processes(runs_root):
         verdict = text_of(app, "#analysis-verdict")
         assert orc["verdict"] in verdict and ev["claim"] in verdict
         from minertui.widgets.tables import SortableTable
+
         oracle = app.screen.query_one("#analysis-oracle").query(SortableTable).first()
         assert ("best single", f"{orc['best_single_acc']:.3f}", orc["best_single"]) in oracle.shown()
         bars = dict(chart_bars(res))
@@ -318,8 +323,15 @@ def _pay(run_dir: Path) -> None:
     from trinity.pool.ledger import Ledger
 
     with Ledger(run_dir / "ledger.jsonl", run_dir.name) as led:
-        led.append(provider="practice", model="simulated/coder", prompt_tokens=400, completion_tokens=120,
-                   cost_micro_usd=2_500, cost_source="estimated", purpose="train")
+        led.append(
+            provider="practice",
+            model="simulated/coder",
+            prompt_tokens=400,
+            completion_tokens=120,
+            cost_micro_usd=2_500,
+            cost_source="estimated",
+            purpose="train",
+        )
 
 
 async def test_submit_refuses_an_unfinished_run_unless_force_is_ticked(runs_root, tmp_path):
@@ -357,6 +369,7 @@ async def test_submit_refuses_an_unfinished_run_unless_force_is_ticked(runs_root
 
 async def test_new_run_form_starts_a_detached_engine(runs_root):
     from minertui.screens.newrun import NewRunScreen
+
     app = MinerApp(runs_root=runs_root, poll=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -380,6 +393,7 @@ async def test_new_run_form_starts_a_detached_engine(runs_root):
         (launched,) = app.supervisor.launched.values()
         cfg = launched.argv[launched.argv.index("--config") + 1]
         import yaml
+
         data = yaml.safe_load(Path(cfg).read_text())
         assert (data["generations"], data["popsize"], data["m"]) == (2, 4, 4)
         assert data["encoder"] == "tiny-qwen3" and data["questions"] == "practice"
@@ -394,6 +408,7 @@ async def test_new_run_form_starts_a_detached_engine(runs_root):
 
 def test_cli_open_rejects_a_non_run_directory(tmp_path):
     import sys
+
     out = subprocess.run([sys.executable, "-m", "minertui", "open", str(tmp_path)], capture_output=True, text=True)
     assert out.returncode == 2
     assert out.stderr.strip().startswith("error:") and "not a run directory" in out.stderr
@@ -402,6 +417,7 @@ def test_cli_open_rejects_a_non_run_directory(tmp_path):
 
 def test_cli_rejects_a_runs_dir_that_is_a_file(tmp_path, capsys):
     from minertui.__main__ import main
+
     f = tmp_path / "runs"
     f.write_text("not a folder")
     assert main(["--runs-dir", str(f)]) == 2

@@ -57,9 +57,11 @@ def settle(*extra_keys: str):
             await pilot.pause()
         await app.refresh_now()
         from textual.widgets import Input
+
         for field in app.screen.query(Input):  # a blinking cursor is drawn or not by the clock
             field.cursor_blink = False
         await pilot.pause()
+
     return run_before
 
 

@@ -139,6 +139,7 @@ def test_settings_round_trip():
 
 async def test_theme_is_remembered_and_a_bad_one_falls_back(tmp_path):
     from minertui.app import MinerApp
+
     app = MinerApp(runs_root=tmp_path / "runs", poll=False)
     async with app.run_test(size=(80, 24)) as pilot:
         assert app.theme == "minertui-dark"
@@ -158,13 +159,16 @@ async def test_theme_is_remembered_and_a_bad_one_falls_back(tmp_path):
 def test_no_torch_in_the_app_process():
     import subprocess
     import sys
-    code = ("import sys, minertui.app, minertui.screens.train, minertui.screens.analysis, "
-            "minertui.screens.submit, minertui.screens.traces, minertui.screens.ledger, "
-            "minertui.screens.newrun, minertui.screens.trace_detail, minertui.demo, "
-            # what the Submit, Ledger and new-run workers call in the app process
-            "trinity.submission.pack, trinity.submission.gates, trinity.submission.gitsubmit, "
-            "trinity.pool.ledger, trinity.config, trinity.data.questions;"
-            "print(','.join(m for m in ('torch', 'transformers', 'datasets') if m in sys.modules))")
+
+    code = (
+        "import sys, minertui.app, minertui.screens.train, minertui.screens.analysis, "
+        "minertui.screens.submit, minertui.screens.traces, minertui.screens.ledger, "
+        "minertui.screens.newrun, minertui.screens.trace_detail, minertui.demo, "
+        # what the Submit, Ledger and new-run workers call in the app process
+        "trinity.submission.pack, trinity.submission.gates, trinity.submission.gitsubmit, "
+        "trinity.pool.ledger, trinity.config, trinity.data.questions;"
+        "print(','.join(m for m in ('torch', 'transformers', 'datasets') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
 
@@ -172,13 +176,16 @@ def test_no_torch_in_the_app_process():
 def test_an_internal_error_is_one_line_and_a_crash_log(tmp_path):
     import subprocess
     import sys
-    code = ("from minertui.app import MinerApp\n"
-            "class Boom(MinerApp):\n"
-            "    def on_mount(self):\n"
-            "        raise RuntimeError('boom for the test')\n"
-            f"app = Boom(runs_root={str(tmp_path / 'runs')!r})\n"
-            "app.run(headless=True)\n"
-            "raise SystemExit(app.return_code)\n")
+
+    code = (
+        "from minertui.app import MinerApp\n"
+        "class Boom(MinerApp):\n"
+        "    def on_mount(self):\n"
+        "        raise RuntimeError('boom for the test')\n"
+        f"app = Boom(runs_root={str(tmp_path / 'runs')!r})\n"
+        "app.run(headless=True)\n"
+        "raise SystemExit(app.return_code)\n"
+    )
     env = {**__import__("os").environ, "XDG_STATE_HOME": str(tmp_path / "state")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 1

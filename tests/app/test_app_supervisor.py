@@ -63,13 +63,33 @@ def status(run: RunDir) -> str | None:
 def test_engine_survives_sighup_then_pause_resume_and_reopen(tmp_path):
     root = tmp_path / "runs"
     root.mkdir()
-    train_args = ["--config", str(ROOT / "configs" / "practice.yaml"), "--mode", "cached",
-                  "--encoder", "tiny-qwen3", "--generations", str(GENERATIONS), "--popsize", "4", "--m", "4"]
+    train_args = [
+        "--config",
+        str(ROOT / "configs" / "practice.yaml"),
+        "--mode",
+        "cached",
+        "--encoder",
+        "tiny-qwen3",
+        "--generations",
+        str(GENERATIONS),
+        "--popsize",
+        "4",
+        "--m",
+        "4",
+    ]
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     env = dict(os.environ, TERM="xterm-256color", OMP_NUM_THREADS="1")
-    app = subprocess.Popen([sys.executable, "-c", DRIVER, str(root), *train_args], stdin=slave, stdout=slave,
-                           stderr=slave, start_new_session=True, cwd=ROOT, env=env, close_fds=True)
+    app = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, str(root), *train_args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        cwd=ROOT,
+        env=env,
+        close_fds=True,
+    )
     os.close(slave)
     screen = bytearray()
 
@@ -145,8 +165,13 @@ def test_resuming_a_demo_run_restarts_its_practice_server(tmp_path):
         port = s.getsockname()[1]
     run = RunDir(tmp_path / "runs" / "demo-live-x")
     run.path.mkdir(parents=True)
-    run.write_meta({"id": "demo-live-x", "status": "stopped",
-                    "config": {"pool": "practice", "mode": "live", "base_url": f"http://127.0.0.1:{port}/v1"}})
+    run.write_meta(
+        {
+            "id": "demo-live-x",
+            "status": "stopped",
+            "config": {"pool": "practice", "mode": "live", "base_url": f"http://127.0.0.1:{port}/v1"},
+        }
+    )
     sup = Supervisor(tmp_path / "runs")
     try:
         assert not port_in_use("127.0.0.1", port)

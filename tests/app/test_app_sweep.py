@@ -82,7 +82,7 @@ async def test_a_sweep_is_one_row_that_expands_into_runs_you_can_open(tmp_path):
         await _settle(app, pilot)
         keys = _keys(table)
         trials = [str(sweep / "trials" / f"t{i:03d}") for i in range(4)]
-        assert keys[keys.index(str(sweep)) + 1:keys.index(str(sweep)) + 5] == trials  # sweep order
+        assert keys[keys.index(str(sweep)) + 1 : keys.index(str(sweep)) + 5] == trials  # sweep order
         assert len(keys) == len(set(keys)) == 6
         assert _plain(table.get_row(trials[1])[1]) == "stopped" and _plain(table.get_row(trials[3])[1]) == "pending"
         table.move_cursor(row=keys.index(trials[1]), animate=False)
@@ -93,7 +93,8 @@ async def test_a_sweep_is_one_row_that_expands_into_runs_you_can_open(tmp_path):
         keys = _keys(table)
         by_path = {str(s.path): s for s in app.latest.runs}
         from minertui.screens.runs import run_values
-        vals = [run_values(by_path[k], app.smoothing)[4] for k in keys[keys.index(str(sweep)) + 1:][:3]]
+
+        vals = [run_values(by_path[k], app.smoothing)[4] for k in keys[keys.index(str(sweep)) + 1 :][:3]]
         assert vals == sorted(vals, reverse=True) and keys[keys.index(str(sweep)) + 4] == trials[3]
         app.screen._set_sort(9, True)  # back to start time: the sweep's own order
         await _settle(app, pilot)
@@ -120,6 +121,7 @@ async def test_c_on_a_sweep_overlays_its_trials_with_stable_colours(tmp_path):
         poll = app.latest
         by_path = {s.path: s for s in poll.runs}
         from minertui.runmodel import ema, last_finite
+
         marked = list(app.compare)
         assert app.current.path.name == poll.sweeps[0].best[0]  # the side panel: the best trial
         assert len(marked) == 3  # the trials that have a run dir (not the pending one)
@@ -129,9 +131,8 @@ async def test_c_on_a_sweep_overlays_its_trials_with_stable_colours(tmp_path):
         assert [w.lstrip("━") for w in legend.split()[:3]] == [p.name for p in marked]
         # each trial's colour is its place in the sweep's, whatever the order of the overlay
         text = app.screen.query_one("#train-legend").content
-        styles = [str(sp.style) for sp in text.spans if text.plain[sp.start:sp.end] == "━"]
-        assert styles == [RICH_COLOUR.get(RUN_COLOURS[int(p.name[1:])], RUN_COLOURS[int(p.name[1:])])
-                          for p in marked]
+        styles = [str(sp.style) for sp in text.spans if text.plain[sp.start : sp.end] == "━"]
+        assert styles == [RICH_COLOUR.get(RUN_COLOURS[int(p.name[1:])], RUN_COLOURS[int(p.name[1:])]) for p in marked]
         await pilot.press("v")  # the miner's choice holds…
         await _settle(app, pilot)
         assert app.screen.metric == "best"
@@ -148,13 +149,23 @@ async def test_a_trial_pauses_and_resumes_like_a_run_and_stays_inside_its_sweep(
     root, sweep = _root(tmp_path)
     trial = sweep / "trials" / "t001"
     # an "engine" that holds the trial's run dir (its pid in .lock) and exits on SIGTERM, as trinity does
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import signal, sys, time\n"
-        "from trinity.runs.rundir import RunDir\n"
-        f"lock = RunDir({str(trial)!r}).lock().acquire()\n"
-        "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
-        "print('ready', flush=True)\n"
-        "time.sleep(60)\n")], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import signal, sys, time\n"
+                "from trinity.runs.rundir import RunDir\n"
+                f"lock = RunDir({str(trial)!r}).lock().acquire()\n"
+                "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
+                "print('ready', flush=True)\n"
+                "time.sleep(60)\n"
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     try:
         assert holder.stdout.readline().strip() == "ready"
         app = MinerApp(runs_root=root, poll=False)
@@ -174,6 +185,7 @@ async def test_a_trial_pauses_and_resumes_like_a_run_and_stays_inside_its_sweep(
             assert app.screen.check_action("resume", ()) is True
             # while a sweep driver runs (it holds the sweep's budget), resuming a trial is refused
             from trinity.runs.rundir import RunDir
+
             driver = RunDir(sweep).lock().acquire()
             try:
                 await pilot.press("r")

@@ -89,8 +89,10 @@ async def test_a_sortable_table_sorts_numbers_as_numbers_missing_last():
 
     from minertui.widgets.tables import SortableTable
 
-    rows = [((name, v), (name, shown)) for name, v, shown in
-            (("a", 9.0, "9"), ("b", 10.0, "10"), ("c", None, "—"), ("d", 100.0, "100"))]
+    rows = [
+        ((name, v), (name, shown))
+        for name, v, shown in (("a", 9.0, "9"), ("b", 10.0, "10"), ("c", None, "—"), ("d", 100.0, "100"))
+    ]
 
     class One(App):
         def compose(self):

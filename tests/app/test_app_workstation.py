@@ -34,6 +34,7 @@ def plain(w) -> str:
 
 def snapshot(run: Path):
     from minertui.runmodel import RunModel
+
     m = RunModel(run)
     m.poll()
     return m.snapshot()
@@ -63,18 +64,22 @@ def meta_edit(run: Path, **changes) -> None:
 # ---- 1. the practice label follows the pool ------------------------------------------------
 def test_practice_label_follows_the_pool_not_the_questions():
     from minertui.widgets.runbar import is_practice
-    paid = SimpleNamespace(meta={"pool": "openrouter", "config": {"pool": "openrouter", "questions": "practice",
-                                                                    "matrix": "practice"}})
+
+    paid = SimpleNamespace(
+        meta={"pool": "openrouter", "config": {"pool": "openrouter", "questions": "practice", "matrix": "practice"}}
+    )
     sim = SimpleNamespace(meta={"pool": "practice", "config": {"pool": "practice"}})
     assert not is_practice(paid) and is_practice(sim)
     from minertui.widgets import runbar
     from trinity.config import PRACTICE
+
     assert runbar.PRACTICE == PRACTICE
 
 
 # ---- 2. the spend column keeps a small budget's digits ---------------------------------------
 def test_spend_against_a_small_budget():
     from minertui.widgets.format import spend_of, usd_cap
+
     assert spend_of(0.05, 0.05) == "$0.0500/$0.05"
     assert spend_of(0.0, 0.05) == "$0.0000/$0.05" and usd_cap(10) == "$10" and usd_cap(2.5) == "$2.5"
 
@@ -106,11 +111,19 @@ def test_a_cli_run_without_a_key_fails_before_its_run_exists(tmp_path):
     no `created` ghost can appear in the app."""
     root = tmp_path / "runs"
     cfg = tmp_path / "paid.yaml"
-    cfg.write_text("mode: live\nencoder: tiny-qwen3\nquestions: practice\npool: openrouter\n"
-                   "popsize: 4\ngenerations: 1\nm: 2\nbudget_usd: 0.05\n")
+    cfg.write_text(
+        "mode: live\nencoder: tiny-qwen3\nquestions: practice\npool: openrouter\n"
+        "popsize: 4\ngenerations: 1\nm: 2\nbudget_usd: 0.05\n"
+    )
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    r = subprocess.run([sys.executable, "-m", "trinity", "train", "--config", str(cfg), "--run-dir",
-                        str(root / "run-nokey")], capture_output=True, text=True, cwd=ROOT, env=env, timeout=240)
+    r = subprocess.run(
+        [sys.executable, "-m", "trinity", "train", "--config", str(cfg), "--run-dir", str(root / "run-nokey")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=240,
+    )
     assert r.returncode != 0 and "no API key" in r.stderr and "Traceback" not in r.stderr
     assert not (root / "run-nokey").exists()
 
@@ -138,6 +151,7 @@ def test_a_created_run_no_engine_holds_is_interrupted(tmp_path):
 def test_resume_args_and_the_resume_argv(tmp_path):
     from minertui.screens.runops import resume_args
     from minertui.supervisor import Supervisor
+
     assert resume_args("0.5", "+10", 20) == ({"budget_usd": 0.5, "generations": 30}, None)
     assert resume_args("", "40", 20) == ({"generations": 40}, None)
     assert resume_args("x", "", 0)[1].startswith("budget:")
@@ -162,6 +176,7 @@ async def test_r_on_a_budget_stopped_run_asks_for_a_higher_budget(tmp_path):
         await pilot.press("r")
         await pilot.pause()
         from minertui.screens.runops import ResumeScreen
+
         assert isinstance(app.screen, ResumeScreen)
         assert not app.supervisor.launched  # nothing restarted that would stop at once
         await pilot.press("escape")
@@ -169,8 +184,13 @@ async def test_r_on_a_budget_stopped_run_asks_for_a_higher_budget(tmp_path):
 
 # ---- 6. the analysis job's status line while the oracle computes ------------------------------
 def test_oracle_job_says_what_it_computes(real_run):
-    r = subprocess.run([sys.executable, "-m", "minertui.jobs.analysis", "oracle", str(real_run)],
-                       capture_output=True, text=True, cwd=ROOT, timeout=240)
+    r = subprocess.run(
+        [sys.executable, "-m", "minertui.jobs.analysis", "oracle", str(real_run)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=240,
+    )
     whats = [json.loads(l)["progress"][2] for l in r.stdout.splitlines() if '"progress"' in l]
     i = next(k for k, w in enumerate(whats) if w.startswith("routing") and "with the trained router" in w)
     assert whats[i + 1] == "computing the cross-fit oracle ceiling", whats
@@ -186,8 +206,18 @@ async def test_submit_copy_after_a_push_to_a_non_github_remote(tmp_path):
         await settle(app, pilot)
         app.copy_to_clipboard = lambda text: copied.append(text)  # type: ignore[method-assign]
         scr = app.screen
-        scr._executed(SimpleNamespace(ok=True, message="pushed", pr_url=None, compare_url=None, pushed=True,
-                                      commit="abcdef1234567890", branch="miner/demo-1", continue_command=None))
+        scr._executed(
+            SimpleNamespace(
+                ok=True,
+                message="pushed",
+                pr_url=None,
+                compare_url=None,
+                pushed=True,
+                commit="abcdef1234567890",
+                branch="miner/demo-1",
+                continue_command=None,
+            )
+        )
         await pilot.press("c")
         assert copied == ["miner/demo-1@abcdef123456"]
         # at 80×24 the body (gates + plan) gets the middle and scrolls with PgDn
@@ -215,6 +245,7 @@ async def test_submit_uses_the_demo_history(tmp_path):
 # ---- 9. the demo's place, re-attach, pruning, and the word on quit ---------------------------
 def test_demo_dir_prune_and_reattach(tmp_path):
     from minertui import demo
+
     root = demo.demo_runs_dir()
     assert root == Path(os.environ["XDG_STATE_HOME"]) / "minertui" / "demo"
     for i in range(5):
@@ -355,6 +386,7 @@ async def test_new_run_form_placeholders_errors_and_draft(runs_root):
 
 async def test_submit_remembers_miner_and_repo(tmp_path):
     from minertui.settings import load_settings, save_settings
+
     save_settings(submit_miner="alice", submit_repo=str(tmp_path))
     root = tmp_path / "runs"
     two_runs(root)
@@ -381,6 +413,7 @@ async def test_footer_keeps_help_and_quit_at_80_columns(tmp_path, mode):
 
 async def test_help_shows_keys_as_people_read_them_and_the_keymap(tmp_path):
     from minertui.settings import save_settings
+
     save_settings(keymap={"runs.new": "N"})
     root = tmp_path / "runs"
     two_runs(root)
@@ -388,6 +421,7 @@ async def test_help_shows_keys_as_people_read_them_and_the_keymap(tmp_path):
     async with app.run_test(size=BIG) as pilot:
         await settle(app, pilot)
         from minertui.screens.help import bindings_table
+
         await pilot.press("question_mark")
         await pilot.pause()
         t = bindings_table(app)
@@ -399,6 +433,7 @@ async def test_help_shows_keys_as_people_read_them_and_the_keymap(tmp_path):
         await pilot.press("N")
         await pilot.pause()
         from minertui.screens.newrun import NewRunScreen
+
         assert isinstance(app.screen, NewRunScreen)
 
 
@@ -420,6 +455,7 @@ async def test_ledger_verify_says_the_outcome(tmp_path):
 # ---- tables, compare, palette ----------------------------------------------------------------
 def test_sort_filter_and_export(tmp_path):
     from minertui.widgets.tables import export_table, filter_rows, sort_rows
+
     rows = [("a", ("run-a", 0.5, None)), ("b", ("run-b", 0.7, "x")), ("c", ("run-c", None, "y"))]
     assert [k for k, _ in sort_rows(rows, 1, reverse=True)] == ["b", "a", "c"]  # missing stays last
     assert [k for k, _ in filter_rows(rows, "run-b")] == ["b"]
@@ -461,22 +497,37 @@ async def test_runs_sort_filter_mark_compare_and_export(tmp_path):
 
 def test_palette_lists_every_mode_action(tmp_path):
     from minertui.keymap import palette_commands
+
     app = MinerApp(runs_root=tmp_path, poll=False)
     titles = [c.title for c in palette_commands(app, None)]
-    for want in ("Submit: Pack", "Submit: Gates", "Submit: Plan", "Submit: Execute", "Ledger: Verify",
-                 "Runs: New", "Runs: Resume+", "Runs: Compare", "Runs: Export", "Traces: Export",
-                 "Analysis: Oracle", "Train: Zoom in", "Mode: Runs"):
+    for want in (
+        "Submit: Pack",
+        "Submit: Gates",
+        "Submit: Plan",
+        "Submit: Execute",
+        "Ledger: Verify",
+        "Runs: New",
+        "Runs: Resume+",
+        "Runs: Compare",
+        "Runs: Export",
+        "Traces: Export",
+        "Analysis: Oracle",
+        "Train: Zoom in",
+        "Mode: Runs",
+    ):
         assert want in titles, want
 
 
 def test_keymap_rejects_unknown_ids():
     from minertui.keymap import load_keymap
+
     keymap, errors = load_keymap({"keymap": {"runs.new": "N", "nope.x": "y", "runs.stop": ""}}, MinerApp)
     assert keymap == {"runs.new": "N"} and len(errors) == 2
 
 
 def test_traces_role_filter_and_sort(tmp_path):
     from minertui.runmodel import filter_traces, sort_traces
+
     run = make_run(tmp_path / "run-t", generations=6, planned=6, status="finished", seed=5).path
     tv = snapshot_traces(run)
     paths = [tv.path_names[int(p)] for p in tv.path]
@@ -492,6 +543,7 @@ def test_traces_role_filter_and_sort(tmp_path):
 
 def snapshot_traces(run: Path):
     from minertui.runmodel import RunModel
+
     m = RunModel(run, want_traces=True)
     while m.poll(budget_s=1e9):
         if not m.snapshot().catching_up:
@@ -503,6 +555,7 @@ def test_ledger_filter_by_model_purpose_and_day(tmp_path):
     from minertui.runmodel import RunModel
     from minertui.screens.ledger import ledger_rows
     from trinity.io import read_jsonl
+
     run = make_run(tmp_path / "run-l", generations=6, calls_per_gen=4).path
     m = RunModel(run)
     m.poll(budget_s=1e9)
@@ -524,6 +577,7 @@ def test_ledger_filter_by_model_purpose_and_day(tmp_path):
 def test_ema_matches_the_recurrence(s):
     import math
     from minertui.runmodel import ema
+
     rng = np.random.default_rng(int(s * 100))
     y = rng.random(3000)
     y[rng.random(3000) < 0.2] = np.nan
@@ -542,6 +596,7 @@ def test_ema_matches_the_recurrence(s):
 def test_every_run_colour_draws_in_the_legend_and_the_plot():
     from rich.console import Console
     from minertui.widgets.curves import RUN_COLOURS, Series, View, legend_text
+
     x = np.arange(3.0)
     t = legend_text([Series(c, x, x, c) for c in RUN_COLOURS], View())
     Console(file=open(os.devnull, "w")).print(t)  # a colour Rich cannot parse raised MissingStyle here
@@ -564,6 +619,7 @@ def test_quitting_the_demo_stops_its_engine_and_says_where_the_run_is(tmp_path):
     from minertui.demo import stop_demo_servers
     from minertui.supervisor import Launched, Supervisor
     import time as _time
+
     root = tmp_path / "demo"
     run = make_run(root / "demo-live-x", generations=2, planned=9, status="running", seed=1).path
     sup = Supervisor(root)
@@ -581,6 +637,7 @@ def test_quitting_the_demo_stops_its_engine_and_says_where_the_run_is(tmp_path):
 
 async def test_palette_actions_run_in_their_mode(tmp_path):
     from minertui.keymap import run_in_mode
+
     root = tmp_path / "runs"
     make_run(root / "run-ledger", generations=5, calls_per_gen=3)
     app = MinerApp(runs_root=root, poll=False)
@@ -623,11 +680,13 @@ async def test_archive_delete_and_clone(tmp_path):
         await pilot.press("y")
         await settle(app, pilot, 3)
         assert not (root / "run-b-live").exists()
-        assert [plain(scr.query_one(DataTable).get_row_at(i)[0]) for i in range(scr.query_one(DataTable).row_count)] \
-            == ["run-c"]
+        assert [
+            plain(scr.query_one(DataTable).get_row_at(i)[0]) for i in range(scr.query_one(DataTable).row_count)
+        ] == ["run-c"]
         await pilot.press("C")
         await pilot.pause()
         from minertui.screens.newrun import NewRunScreen
+
         form = app.screen
         assert isinstance(form, NewRunScreen)
         cfg = json.loads((root / "run-c" / "run.json").read_text())["config"]

@@ -19,8 +19,11 @@ def test_gold_by_kind():
     cases = [
         ("exact", {"target": "(B)", "form": "choice"}, "(B) (choice)"),
         ("ifeval", {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}, "follow: punctuation:no_comma"),
-        ("funcall", {"function": [{}], "ground_truth": [{"area": {"base": [10], "unit": ["cm", ""]}}]},
-         'area(base=10, unit="cm"?)'),
+        (
+            "funcall",
+            {"function": [{}], "ground_truth": [{"area": {"base": [10], "unit": ["cm", ""]}}]},
+            'area(base=10, unit="cm"?)',
+        ),
         ("math", "42", "gold          42"),
     ]
     for kind, gold, want in cases:

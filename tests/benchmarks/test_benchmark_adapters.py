@@ -20,8 +20,19 @@ LCB_DIR = FIX / "livecodebench"
 
 
 def test_registry_names_and_unknown():
-    assert BENCHMARK_NAMES == ("math500", "mmlu", "livecodebench", "practice", "gpqa", "aime", "mmlu_pro", "bbh",
-                               "ifeval", "bfcl_simple", "humaneval")
+    assert BENCHMARK_NAMES == (
+        "math500",
+        "mmlu",
+        "livecodebench",
+        "practice",
+        "gpqa",
+        "aime",
+        "mmlu_pro",
+        "bbh",
+        "ifeval",
+        "bfcl_simple",
+        "humaneval",
+    )
     with pytest.raises(InputError, match="unknown benchmark 'gsm8k'"):
         get_benchmark("gsm8k")
 
@@ -55,7 +66,7 @@ def test_math500_limit_and_bad_rows(tmp_path):
     with pytest.raises(InputError, match=r"row 0 lacks answer"):
         b.load(data=str(bad))
     torn = tmp_path / "t.jsonl"
-    torn.write_text(json.dumps({"problem": "1+1?", "answer": "2"}) + "\n{\"problem\": \n")
+    torn.write_text(json.dumps({"problem": "1+1?", "answer": "2"}) + '\n{"problem": \n')
     with pytest.raises(InputError, match="line 2 is not valid JSON"):
         b.load(data=str(torn))
     with pytest.raises(InputError, match="not found"):
@@ -107,15 +118,23 @@ def test_livecodebench_folder_releases_and_temporal_split():
     qs = b.load(data=str(LCB_DIR), train_release="release_v1")
     by_id = {q.id: q for q in qs}
     # abc899_a is in release_v2 but dated before the newest release_v1 problem: in neither split
-    assert set(by_id) == {"livecodebench-abc900_a", "livecodebench-3901", "livecodebench-abc905_b",
-                          "livecodebench-1999A"}
+    assert set(by_id) == {
+        "livecodebench-abc900_a",
+        "livecodebench-3901",
+        "livecodebench-abc905_b",
+        "livecodebench-1999A",
+    }
     assert b.last_load_info == {"train": 3, "test": 1, "dropped": 1, "test_after": "2024-02-17"}
     q = by_id["livecodebench-abc900_a"]
     assert q.kind == "code" and q.extra["release"] == "release_v1" and q.extra["lcb_split"] == "train"
     # public test first, then the base64/zlib/pickle private tests, decoded
-    assert q.answer == {"tests": [{"input": "1 2\n", "output": "3\n", "testtype": "stdin"},
-                                  {"input": "10 20\n", "output": "30\n", "testtype": "stdin"},
-                                  {"input": "-5 5\n", "output": "0\n", "testtype": "stdin"}]}
+    assert q.answer == {
+        "tests": [
+            {"input": "1 2\n", "output": "3\n", "testtype": "stdin"},
+            {"input": "10 20\n", "output": "30\n", "testtype": "stdin"},
+            {"input": "-5 5\n", "output": "0\n", "testtype": "stdin"},
+        ]
+    }
     fn = by_id["livecodebench-3901"]
     assert fn.answer["fn_name"] == "maxEven" and fn.answer["tests"][0]["testtype"] == "functional"
     assert "def maxEven(self, nums: List[int]) -> int:" in b.render_question(fn)
@@ -128,8 +147,9 @@ def test_livecodebench_folder_releases_and_temporal_split():
     assert sorted(splits["train"] + splits["val"]) == sorted(i for i in by_id if by_id[i].extra["lcb_split"] == "train")
     assert b.split(qs, seed=3) == splits  # deterministic
     for tid in splits["test"]:  # test problems are newer than every training problem
-        assert all(by_id[tid].extra["contest_date"] > by_id[t].extra["contest_date"]
-                   for t in splits["train"] + splits["val"])
+        assert all(
+            by_id[tid].extra["contest_date"] > by_id[t].extra["contest_date"] for t in splits["train"] + splits["val"]
+        )
 
 
 def test_livecodebench_explicit_dates_and_single_file(tmp_path):
@@ -145,9 +165,13 @@ def test_livecodebench_explicit_dates_and_single_file(tmp_path):
         b.load(data=str(single))
     qs = b.load(data=str(single), train_before="2024-01-01")
     roles = {q.id: q.extra["lcb_split"] for q in qs}
-    assert roles == {"livecodebench-abc900_a": "train", "livecodebench-3901": "train",
-                     "livecodebench-abc905_b": "test", "livecodebench-1999A": "test",
-                     "livecodebench-abc899_a": "test"}
+    assert roles == {
+        "livecodebench-abc900_a": "train",
+        "livecodebench-3901": "train",
+        "livecodebench-abc905_b": "test",
+        "livecodebench-1999A": "test",
+        "livecodebench-abc899_a": "test",
+    }
     # a named release needs its files
     with pytest.raises(InputError, match="missing test3.jsonl"):
         b.load(data=str(LCB_DIR), release="release_v3")
@@ -171,7 +195,9 @@ def test_private_tests_refuse_malicious_pickles():
         decode_test_cases("!!! not base64 !!!")
     with pytest.raises(InputError, match="neither JSON nor base64"):
         decode_test_cases(base64.b64encode(b"not zlib").decode())
-    ok = base64.b64encode(zlib.compress(pickle.dumps(json.dumps([{"input": "1", "output": "2", "testtype": "stdin"}])))).decode()
+    ok = base64.b64encode(
+        zlib.compress(pickle.dumps(json.dumps([{"input": "1", "output": "2", "testtype": "stdin"}])))
+    ).decode()
     assert decode_test_cases(ok) == [{"input": "1", "output": "2", "testtype": "stdin"}]
     assert decode_test_cases("") == []
     with pytest.raises(InputError, match="testtype"):
@@ -232,12 +258,21 @@ def _run_cli(args, env_extra, tmp_path):
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     env.update({"HF_HOME": str(tmp_path / "hf"), **env_extra})
-    return subprocess.run([sys.executable, "-m", "trinity", *args], capture_output=True, text=True,
-                          env=env, timeout=120, cwd=str(tmp_path))
+    return subprocess.run(
+        [sys.executable, "-m", "trinity", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=str(tmp_path),
+    )
 
 
-@pytest.mark.parametrize("env", [{"HF_HUB_OFFLINE": "1"}, {"HF_ENDPOINT": "http://127.0.0.1:9"}],
-                         ids=["HF_HUB_OFFLINE", "unreachable-endpoint"])
+@pytest.mark.parametrize(
+    "env",
+    [{"HF_HUB_OFFLINE": "1"}, {"HF_ENDPOINT": "http://127.0.0.1:9"}],
+    ids=["HF_HUB_OFFLINE", "unreachable-endpoint"],
+)
 def test_offline_load_fails_loudly_with_the_fix(env, tmp_path):
     r = _run_cli(["benchmarks", "export", "math500", "--out", str(tmp_path / "q.jsonl")], env, tmp_path)
     assert r.returncode == 2

@@ -19,8 +19,12 @@ def test_list(capsys):
 
 def test_export_roundtrips_through_load_questions(tmp_path, capsys):
     out = tmp_path / "q.jsonl"
-    assert main(["benchmarks", "export", "mmlu", "--data", str(FIX / "mmlu_test.jsonl"), "--out", str(out),
-                 "--limit", "3"]) == 0
+    assert (
+        main(
+            ["benchmarks", "export", "mmlu", "--data", str(FIX / "mmlu_test.jsonl"), "--out", str(out), "--limit", "3"]
+        )
+        == 0
+    )
     qs = load_questions(out)
     assert [q.id for q in qs] == ["mmlu-0", "mmlu-1", "mmlu-2"]
     assert [q.kind for q in qs] == ["mc"] * 3 and qs[1].answer == "C"
@@ -32,16 +36,27 @@ def test_export_one_split_is_the_seeded_split(tmp_path):
     all_out, val_out = tmp_path / "all.jsonl", tmp_path / "val.jsonl"
     data = str(FIX / "math500_test.jsonl")
     assert main(["benchmarks", "export", "math500", "--data", data, "--out", str(all_out)]) == 0
-    assert main(["benchmarks", "export", "math500", "--data", data, "--out", str(val_out),
-                 "--split", "val", "--seed", "7"]) == 0
+    assert (
+        main(
+            ["benchmarks", "export", "math500", "--data", data, "--out", str(val_out), "--split", "val", "--seed", "7"]
+        )
+        == 0
+    )
     want = split_ids(load_questions(all_out), 7)["val"]
     assert sorted(q.id for q in load_questions(val_out)) == sorted(want)
 
 
 def test_export_livecodebench_test_split_is_disjoint_from_train(tmp_path):
     tr, te = tmp_path / "train.jsonl", tmp_path / "test.jsonl"
-    base = ["benchmarks", "export", "livecodebench", "--data", str(FIX / "livecodebench"),
-            "--train-release", "release_v1"]
+    base = [
+        "benchmarks",
+        "export",
+        "livecodebench",
+        "--data",
+        str(FIX / "livecodebench"),
+        "--train-release",
+        "release_v1",
+    ]
     assert main([*base, "--split", "train", "--out", str(tr)]) == 0
     assert main([*base, "--split", "test", "--out", str(te)]) == 0
     train_ids = {q.id for q in load_questions(tr)}

@@ -16,9 +16,15 @@ from trinity.errors import InputError
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "benchmarks"
 NEW = ("gpqa", "aime", "mmlu_pro", "bbh", "ifeval", "bfcl_simple", "humaneval")
-DATA = {"gpqa": FIX / "gpqa_diamond.jsonl", "aime": FIX / "aime_2024.jsonl", "mmlu_pro": FIX / "mmlu_pro_test.jsonl",
-        "bbh": FIX / "bbh", "ifeval": FIX / "ifeval_train.jsonl", "bfcl_simple": FIX / "bfcl" / "BFCL_v3_simple.json",
-        "humaneval": FIX / "humaneval_test.jsonl"}
+DATA = {
+    "gpqa": FIX / "gpqa_diamond.jsonl",
+    "aime": FIX / "aime_2024.jsonl",
+    "mmlu_pro": FIX / "mmlu_pro_test.jsonl",
+    "bbh": FIX / "bbh",
+    "ifeval": FIX / "ifeval_train.jsonl",
+    "bfcl_simple": FIX / "bfcl" / "BFCL_v3_simple.json",
+    "humaneval": FIX / "humaneval_test.jsonl",
+}
 
 
 def _check_split(name, qs):
@@ -104,20 +110,36 @@ def test_bbh_task_folder_forms_and_single_file(tmp_path):
     b = get_benchmark("bbh")
     qs = b.load(data=str(DATA["bbh"]))
     by_id = {q.id: q for q in qs}
-    assert set(by_id) == {"bbh-boolean_expressions-0", "bbh-boolean_expressions-1", "bbh-date_understanding-0",
-                          "bbh-dyck_languages-0", "bbh-word_sorting-0", "bbh-multistep_arithmetic_two-0",
-                          "bbh-sports_understanding-0"}
+    assert set(by_id) == {
+        "bbh-boolean_expressions-0",
+        "bbh-boolean_expressions-1",
+        "bbh-date_understanding-0",
+        "bbh-dyck_languages-0",
+        "bbh-word_sorting-0",
+        "bbh-multistep_arithmetic_two-0",
+        "bbh-sports_understanding-0",
+    }
     assert by_id["bbh-date_understanding-0"].answer == {"target": "(A)", "form": "choice"}
     assert "(B)" in b.answer_instruction(by_id["bbh-date_understanding-0"])
     assert "Yes or No" in b.answer_instruction(by_id["bbh-sports_understanding-0"])
-    right = {"bbh-boolean_expressions-0": "So the answer is False.", "bbh-boolean_expressions-1": "Answer: True",
-             "bbh-date_understanding-0": "The answer is (A).", "bbh-dyck_languages-0": "Answer: ) } ]",
-             "bbh-word_sorting-0": "Answer: apple mango pear", "bbh-multistep_arithmetic_two-0": "Answer: -2",
-             "bbh-sports_understanding-0": "Answer: Yes"}
-    wrong = {"bbh-boolean_expressions-0": "Answer: True", "bbh-boolean_expressions-1": "Answer: False",
-             "bbh-date_understanding-0": "Answer: (B)", "bbh-dyck_languages-0": "Answer: ] } )",
-             "bbh-word_sorting-0": "Answer: pear mango apple", "bbh-multistep_arithmetic_two-0": "Answer: 2",
-             "bbh-sports_understanding-0": "Answer: No"}
+    right = {
+        "bbh-boolean_expressions-0": "So the answer is False.",
+        "bbh-boolean_expressions-1": "Answer: True",
+        "bbh-date_understanding-0": "The answer is (A).",
+        "bbh-dyck_languages-0": "Answer: ) } ]",
+        "bbh-word_sorting-0": "Answer: apple mango pear",
+        "bbh-multistep_arithmetic_two-0": "Answer: -2",
+        "bbh-sports_understanding-0": "Answer: Yes",
+    }
+    wrong = {
+        "bbh-boolean_expressions-0": "Answer: True",
+        "bbh-boolean_expressions-1": "Answer: False",
+        "bbh-date_understanding-0": "Answer: (B)",
+        "bbh-dyck_languages-0": "Answer: ] } )",
+        "bbh-word_sorting-0": "Answer: pear mango apple",
+        "bbh-multistep_arithmetic_two-0": "Answer: 2",
+        "bbh-sports_understanding-0": "Answer: No",
+    }
     for qid, q in by_id.items():
         assert b.grade(q, right[qid]).correct, qid
         assert not b.grade(q, wrong[qid]).correct, qid
@@ -145,9 +167,11 @@ def test_ifeval_rows_and_grades():
     assert b.render_question(qs[0]) == qs[0].question
     assert b.grade(qs[0], "Dear neighbour our grey cat is lost please call if you see her").correct
     assert not b.grade(qs[0], "Dear neighbour, our cat is lost.").correct
-    sunrise = ("the sun climbs slowly over the quiet hills and *the sky turns gold* while birds wake and sing "
-               "and the cold night air warms as *light spills across the fields* and the whole valley slowly "
-               "wakes to a new day")
+    sunrise = (
+        "the sun climbs slowly over the quiet hills and *the sky turns gold* while birds wake and sing "
+        "and the cold night air warms as *light spills across the fields* and the whole valley slowly "
+        "wakes to a new day"
+    )
     assert b.grade(qs[1], sunrise).correct
     assert not b.grade(qs[1], sunrise.replace("the sun", "The sun")).correct  # one capital letter
     assert b.grade(qs[2], '```json\n{"fruits": ["apple", "pear", "plum"]}\n```').correct
@@ -202,6 +226,7 @@ def test_cli_list_json_export_and_selfcheck(tmp_path, capsys):
     assert len(qs) == 164 and qs[0].kind == "code" and qs[0].answer["entry_point"] == "has_close_elements"
     assert "wrote 164 humaneval questions" in capsys.readouterr().err
     from trinity.grading import grade_question
+
     assert grade_question(qs[0], qs[0].extra["canonical_solution"]).correct  # a round trip grades
     assert main(["benchmarks", "selfcheck", "humaneval", "--data", str(DATA["humaneval"]), "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
@@ -219,6 +244,7 @@ def test_cli_list_json_export_and_selfcheck(tmp_path, capsys):
 def test_offline_without_data_names_the_dataset_and_data_flag(name, monkeypatch, capsys):
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there: offline
     from huggingface_hub import constants
+
     monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
     assert main(["benchmarks", "export", name, "--out", "/dev/null"]) == 2
     err = capsys.readouterr().err.strip()
@@ -236,8 +262,12 @@ def test_ifeval_preflight_stops_collect_and_live_training_without_nltk_data(tmp_
 
     monkeypatch.setattr(ifeval_grading, "punkt_available", lambda: False)
     b = get_benchmark("ifeval")
-    row = {"key": 7, "prompt": "Answer in fewer than 3 sentences.", "kwargs": [{"relation": "less than", "num_sentences": 3}],
-           "instruction_id_list": ["length_constraints:number_sentences"]}
+    row = {
+        "key": 7,
+        "prompt": "Answer in fewer than 3 sentences.",
+        "kwargs": [{"relation": "less than", "num_sentences": 3}],
+        "instruction_id_list": ["length_constraints:number_sentences"],
+    }
     f = tmp_path / "ifeval.jsonl"
     f.write_text(json.dumps(row) + "\n")
     qs = b.load(data=str(f)) + b.load(data=str(DATA["ifeval"]))
@@ -247,8 +277,26 @@ def test_ifeval_preflight_stops_collect_and_live_training_without_nltk_data(tmp_
     save_questions(out, qs)
     with pytest.raises(TrinityError, match="punkt_tab"):
         inputs_from_config(TrainConfig(questions=str(out), mode="live"))
-    assert main(["collect", "--benchmark", "ifeval", "--data", str(f), "--split", "all", "--k", "1",
-                 "--pool", "practice", "--out", str(tmp_path / "m.json")]) != 0
+    assert (
+        main(
+            [
+                "collect",
+                "--benchmark",
+                "ifeval",
+                "--data",
+                str(f),
+                "--split",
+                "all",
+                "--k",
+                "1",
+                "--pool",
+                "practice",
+                "--out",
+                str(tmp_path / "m.json"),
+            ]
+        )
+        != 0
+    )
     err = capsys.readouterr().err
     assert "punkt_tab" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "m.json").exists()

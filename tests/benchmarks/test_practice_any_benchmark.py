@@ -24,8 +24,20 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures" / "benchmarks"
 
 def _collect(tmp_path, bench, *extra):
     out = tmp_path / f"{bench}.json"
-    code = main(["collect", "--pool", "practice", "--benchmark", bench, "--out", str(out),
-                 "--cache", str(tmp_path / "c.db"), *extra])
+    code = main(
+        [
+            "collect",
+            "--pool",
+            "practice",
+            "--benchmark",
+            bench,
+            "--out",
+            str(out),
+            "--cache",
+            str(tmp_path / "c.db"),
+            *extra,
+        ]
+    )
     return code, out
 
 
@@ -38,8 +50,12 @@ def _check(out, bench_name, data=None):
         assert a["correct"] == simulate_correct(a["model"], q.id, q.kind, "Worker", seed=a["sample"])
         assert grade_question(q, a["text"]).correct == a["correct"]  # graded again, independently
     m = load_matrix(out)
-    want = np.array([[[float(simulate_correct(mod, i, qs[i].kind, "Worker", seed=s)) for s in range(m.k)]
-                      for mod in m.models] for i in m.ids])
+    want = np.array(
+        [
+            [[float(simulate_correct(mod, i, qs[i].kind, "Worker", seed=s)) for s in range(m.k)] for mod in m.models]
+            for i in m.ids
+        ]
+    )
     assert np.array_equal(m.solves, want)
     return answers
 
@@ -58,9 +74,17 @@ def test_collect_humaneval_from_the_simulated_pool(tmp_path, capsys):
     assert len(answers) == 15 and {a["correct"] for a in answers} == {True, False}
 
 
-@pytest.mark.parametrize("bench, data", [("gpqa", "gpqa_diamond.jsonl"), ("aime", "aime_2024.jsonl"),
-                                         ("mmlu_pro", "mmlu_pro_test.jsonl"), ("bbh", "bbh"),
-                                         ("ifeval", "ifeval_train.jsonl"), ("bfcl_simple", "bfcl")])
+@pytest.mark.parametrize(
+    "bench, data",
+    [
+        ("gpqa", "gpqa_diamond.jsonl"),
+        ("aime", "aime_2024.jsonl"),
+        ("mmlu_pro", "mmlu_pro_test.jsonl"),
+        ("bbh", "bbh"),
+        ("ifeval", "ifeval_train.jsonl"),
+        ("bfcl_simple", "bfcl"),
+    ],
+)
 def test_collect_a_fixture_benchmark_from_the_simulated_pool(tmp_path, capsys, bench, data):
     code, out = _collect(tmp_path, bench, "--data", str(FIX / data), "--split", "all", "--k", "2")
     assert code == 0, capsys.readouterr().out
@@ -85,18 +109,47 @@ with ThreadPoolExecutor(4) as ex:
 
 def test_serve_practice_answers_a_benchmark_it_was_started_with(tmp_path, capsys):
     root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen([sys.executable, "-m", "trinity", "pool", "serve-practice", "--port", "0",
-                             "--benchmark", "bfcl_simple", "--data", str(FIX / "bfcl")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "trinity",
+            "pool",
+            "serve-practice",
+            "--port",
+            "0",
+            "--benchmark",
+            "bfcl_simple",
+            "--data",
+            str(FIX / "bfcl"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+    )
     try:
         base = proc.stdout.readline().strip()
-        code, out = _collect(tmp_path, "bfcl_simple", "--base-url", base, "--data", str(FIX / "bfcl"),
-                             "--split", "all", "--k", "1")
+        code, out = _collect(
+            tmp_path, "bfcl_simple", "--base-url", base, "--data", str(FIX / "bfcl"), "--split", "all", "--k", "1"
+        )
         assert code == 0, capsys.readouterr().out
         _check(out, "bfcl_simple", str(FIX / "bfcl"))
         # a benchmark it was not started with: a clear 400, the collect says so and exits non-zero
-        code, _ = _collect(tmp_path, "gpqa", "--base-url", base, "--data", str(FIX / "gpqa_diamond.jsonl"),
-                           "--split", "all", "--n", "1", "--k", "1")
+        code, _ = _collect(
+            tmp_path,
+            "gpqa",
+            "--base-url",
+            base,
+            "--data",
+            str(FIX / "gpqa_diamond.jsonl"),
+            "--split",
+            "all",
+            "--n",
+            "1",
+            "--k",
+            "1",
+        )
         assert code != 0 and "not a question the simulated pool knows" in capsys.readouterr().err
     finally:
         proc.terminate()

@@ -15,8 +15,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-SVF_TARGETS = (("self_attn", "q_proj"), ("self_attn", "k_proj"), ("self_attn", "v_proj"), ("self_attn", "o_proj"),
-               ("mlp", "gate_proj"), ("mlp", "up_proj"), ("mlp", "down_proj"))
+SVF_TARGETS = (
+    ("self_attn", "q_proj"),
+    ("self_attn", "k_proj"),
+    ("self_attn", "v_proj"),
+    ("self_attn", "o_proj"),
+    ("mlp", "gate_proj"),
+    ("mlp", "up_proj"),
+    ("mlp", "down_proj"),
+)
 ROLE_ORDER = ("thinker", "worker", "verifier")
 
 
@@ -60,8 +67,12 @@ class ReferenceCoordinator:
     def decide(self, transcript: str) -> tuple[int, str]:
         ids = self.tok(transcript + self.suffix, add_special_tokens=False)["input_ids"] + [self.eos]
         dev = next(self.model.parameters()).device
-        out = self.model(input_ids=torch.tensor([ids], device=dev), attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=dev),
-                         output_hidden_states=True, use_cache=False)
+        out = self.model(
+            input_ids=torch.tensor([ids], device=dev),
+            attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=dev),
+            output_hidden_states=True,
+            use_cache=False,
+        )
         h = out.hidden_states[-1][0, -2].double().cpu()
         logits = self.head @ (h / torch.linalg.vector_norm(h))
         return int(logits[: self.n_models].argmax()), ROLE_ORDER[int(logits[self.n_models :].argmax())]
@@ -74,4 +85,4 @@ def postprocess(raw: str) -> str:
         return text
     marker = "\n... [truncated] ...\n"
     budget = 8000 - len(marker)
-    return text[: budget // 2] + marker + text[len(text) - (budget - budget // 2):]
+    return text[: budget // 2] + marker + text[len(text) - (budget - budget // 2) :]

@@ -18,8 +18,26 @@ def _train(capsys, run: Path, *extra: str) -> tuple[int, str]:
     from trinity.cli import main
 
     capsys.readouterr()
-    rc = main(["train", "--questions", "practice", "--matrix", "practice", "--encoder", "tiny-qwen3",
-               "--generations", "2", "--popsize", "4", "--m", "4", "--run-dir", str(run), *extra])
+    rc = main(
+        [
+            "train",
+            "--questions",
+            "practice",
+            "--matrix",
+            "practice",
+            "--encoder",
+            "tiny-qwen3",
+            "--generations",
+            "2",
+            "--popsize",
+            "4",
+            "--m",
+            "4",
+            "--run-dir",
+            str(run),
+            *extra,
+        ]
+    )
     out = capsys.readouterr()
     return rc, out.out + out.err
 
@@ -100,8 +118,13 @@ def test_minirouter_eval_items_and_training_notes():
     assert len(ids) == 20 == len(set(ids)) and ids[:3] == ["math500-419", "math500-459", "math500-130"]
     assert MINIROUTER_PROMOTION_SCORE == 0.8
     notes = _eval_set_notes(MINIROUTER, {"train": [*ids[:7], "math500-0"], "val": ids[7:9], "test": ids[9:]})
-    assert notes[0] == ("info", ("MiniRouter's validator scores 20 MATH-500 items (test, shuffled with seed 0, "
-                                 "first 20); in this run: 7 in train, 2 in val, 11 in test"))
+    assert notes[0] == (
+        "info",
+        (
+            "MiniRouter's validator scores 20 MATH-500 items (test, shuffled with seed 0, "
+            "first 20); in this run: 7 in train, 2 in val, 11 in test"
+        ),
+    )
     assert notes[1][0] == "warning" and notes[1][1].startswith("7 of the items MiniRouter scores are in the training")
     assert _eval_set_notes(MINIROUTER, {"train": ["math500-0"], "val": [], "test": []}) == []
     assert _eval_set_notes(TINYROUTER, {"train": ids, "val": [], "test": []}) == []

@@ -38,13 +38,31 @@ def _their_style_bundle(root: Path, n_models: int, theta_len: int, pool: list[st
     n_head = (n_models + 3) * 1024
     theta = np.concatenate([rng.randn(n_head) * 0.1, 1.0 + 0.01 * rng.randn(theta_len - n_head)])
     np.save(d / "best_theta.npy", theta)
-    summary = {"benchmark": "math500", "n_total": theta_len, "popsize": 4, "m_cma": 4, "generations": 1,
-               "best_fitness": 0.25625, "run_dir": "/home/someone/experiments/math500/test-01"}
+    summary = {
+        "benchmark": "math500",
+        "n_total": theta_len,
+        "popsize": 4,
+        "m_cma": 4,
+        "generations": 1,
+        "best_fitness": 0.25625,
+        "run_dir": "/home/someone/experiments/math500/test-01",
+    }
     if pool is not None:
         summary["pool"] = pool
     (d / "summary.json").write_text(json.dumps(summary))
-    (d / "history.json").write_text(json.dumps([{"generation": 0, "gen_mean_fitness": 0.066,
-                                                 "gen_max_fitness": 0.256, "best_fitness": 0.256, "seconds": 175.8}]))
+    (d / "history.json").write_text(
+        json.dumps(
+            [
+                {
+                    "generation": 0,
+                    "gen_mean_fitness": 0.066,
+                    "gen_max_fitness": 0.256,
+                    "best_fitness": 0.256,
+                    "seconds": 175.8,
+                }
+            ]
+        )
+    )
     return d
 
 
@@ -71,12 +89,18 @@ def test_theta_length_follows_the_validators_pool(tmp_path):
     b2 = _their_style_bundle(tmp_path / "x", 3, 13_312, None)
     rep = check_bundle(b2)
     assert _g(rep)["weight_sanity"].status == "pass"
-    assert _g(rep)["schema"].status == "warn" and "summary.json missing recommended keys: pool" in _g(rep)["schema"].reason
+    assert (
+        _g(rep)["schema"].status == "warn" and "summary.json missing recommended keys: pool" in _g(rep)["schema"].reason
+    )
 
 
 def test_packed_summary_carries_the_recommended_keys(tmp_path):
-    run = make_run(tmp_path / "r", models=["deepseek-ai/DeepSeek-V3.2-TEE", "zai-org/GLM-5-TEE",
-                                           "moonshotai/Kimi-K2.5-TEE"], pool="chutes", paid_calls=0)
+    run = make_run(
+        tmp_path / "r",
+        models=["deepseek-ai/DeepSeek-V3.2-TEE", "zai-org/GLM-5-TEE", "moonshotai/Kimi-K2.5-TEE"],
+        pool="chutes",
+        paid_calls=0,
+    )
     b = pack_run(run.path, "alice", None, out=tmp_path / "repo")  # chutes → minirouter by default
     s = json.loads((b.path / "summary.json").read_text())
     assert b.format == "minirouter" and b.path.name == "final_model"
@@ -88,12 +112,18 @@ def test_packed_summary_carries_the_recommended_keys(tmp_path):
 # ---- the PR body check (.github/workflows/submission-pr-check.yml), re-implemented ----------------
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
-_FIELDS = [("Miner name", r"^-\s*miner name\s*:\s*(.*)$"), ("owner_id", r"^-\s*`?owner_id`?\s*:\s*(.*)$"),
-           ("key_id", r"^-\s*`?key_id`?\s*:\s*(.*)$"), ("Benchmark", r"^-\s*benchmark\s*:\s*(.*)$"),
-           ("Local eval score", r"^-\s*local eval score\s*:\s*(.*)$")]
-_CHECKS = [("best_theta", r"^-\s*\[( |x|X)\]\s*.*best_theta\.npy.*$"),
-           ("summary", r"^-\s*\[( |x|X)\]\s*.*summary\.json.*$"),
-           ("validate", r"^-\s*\[( |x|X)\]\s*.*validate_submission\.py.*$")]
+_FIELDS = [
+    ("Miner name", r"^-\s*miner name\s*:\s*(.*)$"),
+    ("owner_id", r"^-\s*`?owner_id`?\s*:\s*(.*)$"),
+    ("key_id", r"^-\s*`?key_id`?\s*:\s*(.*)$"),
+    ("Benchmark", r"^-\s*benchmark\s*:\s*(.*)$"),
+    ("Local eval score", r"^-\s*local eval score\s*:\s*(.*)$"),
+]
+_CHECKS = [
+    ("best_theta", r"^-\s*\[( |x|X)\]\s*.*best_theta\.npy.*$"),
+    ("summary", r"^-\s*\[( |x|X)\]\s*.*summary\.json.*$"),
+    ("validate", r"^-\s*\[( |x|X)\]\s*.*validate_submission\.py.*$"),
+]
 
 
 def _pr_check_problems(body: str) -> list[str]:
@@ -110,9 +140,19 @@ def _pr_check_problems(body: str) -> list[str]:
 
 
 def test_pr_body_passes_their_check_and_refuses_without_the_minibridge_ids():
-    info = {"miner": "alice", "benchmark": "math500", "pool": "chutes", "pool_names": ["deepseek-v3p2", "glm-5"],
-            "run_id": "r1", "n_total": 13_312, "gates_ok": True, "owner_id": "own-7", "key_id": "key-7",
-            "local_score": "0.6500", "local_score_settings": "trinity eval"}
+    info = {
+        "miner": "alice",
+        "benchmark": "math500",
+        "pool": "chutes",
+        "pool_names": ["deepseek-v3p2", "glm-5"],
+        "run_id": "r1",
+        "n_total": 13_312,
+        "gates_ok": True,
+        "owner_id": "own-7",
+        "key_id": "key-7",
+        "local_score": "0.6500",
+        "local_score_settings": "trinity eval",
+    }
     body = pr_body(MR, info)
     assert _pr_check_problems(body) == []
     assert "- Branch: `sn74-alice`" in body and MR.branch("alice", None) == "sn74-alice"
@@ -121,29 +161,44 @@ def test_pr_body_passes_their_check_and_refuses_without_the_minibridge_ids():
     # without the MiniBridge identity the tool refuses before posting (their regex would even read the
     # next line as the value of an empty `owner_id`: we do not rely on that)
     bare = {k: v for k, v in info.items() if k not in ("owner_id", "key_id")}
-    assert [m.split(":")[0] for m in pr_missing(MR, bare)] == ["MiniRouter's PR check needs a non-empty `owner_id` (your MiniBridge owner id)",
-                                                              "MiniRouter's PR check needs a non-empty `key_id` (your MiniBridge key id)"]
+    assert [m.split(":")[0] for m in pr_missing(MR, bare)] == [
+        "MiniRouter's PR check needs a non-empty `owner_id` (your MiniBridge owner id)",
+        "MiniRouter's PR check needs a non-empty `key_id` (your MiniBridge key id)",
+    ]
     # with failing gates the boxes stay unticked, and their check says so
     problems = _pr_check_problems(pr_body(MR, {**info, "gates_ok": False}))
-    assert problems == ["Checklist item not checked: **best_theta**", "Checklist item not checked: **summary**",
-                        "Checklist item not checked: **validate**"]
+    assert problems == [
+        "Checklist item not checked: **best_theta**",
+        "Checklist item not checked: **summary**",
+        "Checklist item not checked: **validate**",
+    ]
     # no local eval: a non-empty honest value, not a made-up score
     assert "- Local eval score: not measured locally" in pr_body(MR, {**info, "local_score": None})
 
 
 # ---- the promotion rule ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("score, king, promotes", [
-    (0.80, None, False),   # ≥ 0.8 but not above the default king (the threshold itself)
-    (0.85, None, True), (0.79, None, False), (0.85, 0.85, False), (0.86, 0.85, True), (0.82, 0.70, True),
-    (0.75, 0.70, False)])  # above the king but under the 0.8 threshold
+
+@pytest.mark.parametrize(
+    "score, king, promotes",
+    [
+        (0.80, None, False),  # ≥ 0.8 but not above the default king (the threshold itself)
+        (0.85, None, True),
+        (0.79, None, False),
+        (0.85, 0.85, False),
+        (0.86, 0.85, True),
+        (0.82, 0.70, True),
+        (0.75, 0.70, False),
+    ],
+)  # above the king but under the 0.8 threshold
 def test_promotion_rule(score, king, promotes):
     assert promotion(score, king) is promotes
 
 
 def test_promotion_items_are_the_first_20_after_a_seed_0_shuffle():
-    qs = [Question(f"m{i:03d}", "math500", f"q{i}", str(i)) for i in range(40)] + \
-        [Question("x1", "mmlu", "other", "A", "mc")]
+    qs = [Question(f"m{i:03d}", "math500", f"q{i}", str(i)) for i in range(40)] + [
+        Question("x1", "mmlu", "other", "A", "mc")
+    ]
     items, n = promotion_items(qs)
     expected = [q for q in qs if q.benchmark == "math500"]
     random.Random(0).shuffle(expected)

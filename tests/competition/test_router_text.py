@@ -32,13 +32,22 @@ from trinity.data.questions import Question
 from trinity.errors import ConfigError
 
 MATH = Question("math500-7", "math500", "What is $1+1$?", "2", "math")
-MMLU = Question("mmlu-3", "mmlu", "  Which gas do plants absorb?\n", "B", "mc",
-                {"choices": ["Oxygen", "Carbon dioxide", "Nitrogen", "Helium"], "subject": "biology"})
-CODE = Question("livecodebench-abc", "livecodebench", "Read n and print n*n.\n", None, "code",
-                {"starter_code": "", "tests": []})
+MMLU = Question(
+    "mmlu-3",
+    "mmlu",
+    "  Which gas do plants absorb?\n",
+    "B",
+    "mc",
+    {"choices": ["Oxygen", "Carbon dioxide", "Nitrogen", "Helium"], "subject": "biology"},
+)
+CODE = Question(
+    "livecodebench-abc", "livecodebench", "Read n and print n*n.\n", None, "code", {"starter_code": "", "tests": []}
+)
 
-MMLU_QUERY = ("Which gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
-              "Answer with the single letter of the correct option.")
+MMLU_QUERY = (
+    "Which gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
+    "Answer with the single letter of the correct option."
+)
 QUERY = {"math": "What is $1+1$?", "mmlu": MMLU_QUERY, "code": "Read n and print n*n.\n"}
 QUESTION = {"math": MATH, "mmlu": MMLU, "code": CODE}
 
@@ -52,48 +61,70 @@ GOLDEN = {
     (TINYROUTER, "math"): [
         "QUERY:\nWhat is $1+1$?\n<Head Input>",
         "QUERY:\nWhat is $1+1$?\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\nPlan: add the numbers.\n<Head Input>",
-        ("QUERY:\nWhat is $1+1$?\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\nPlan: add the numbers.\n\n"
-         "[Turn 2 | worker | gemini-3.1-flash-lite]\nThe answer is \\boxed{2}.\n<Head Input>"),
+        (
+            "QUERY:\nWhat is $1+1$?\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\nPlan: add the numbers.\n\n"
+            "[Turn 2 | worker | gemini-3.1-flash-lite]\nThe answer is \\boxed{2}.\n<Head Input>"
+        ),
     ],
     (TINYROUTER, "mmlu"): [
-        ("QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
-         "Answer with the single letter of the correct option.\n<Head Input>"),
-        ("QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
-         "Answer with the single letter of the correct option.\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\n"
-         "Plan: add the numbers.\n<Head Input>"),
-        ("QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
-         "Answer with the single letter of the correct option.\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\n"
-         "Plan: add the numbers.\n\n[Turn 2 | worker | gemini-3.1-flash-lite]\nThe answer is \\boxed{2}.\n"
-         "<Head Input>"),
+        (
+            "QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
+            "Answer with the single letter of the correct option.\n<Head Input>"
+        ),
+        (
+            "QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
+            "Answer with the single letter of the correct option.\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\n"
+            "Plan: add the numbers.\n<Head Input>"
+        ),
+        (
+            "QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
+            "Answer with the single letter of the correct option.\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\n"
+            "Plan: add the numbers.\n\n[Turn 2 | worker | gemini-3.1-flash-lite]\nThe answer is \\boxed{2}.\n"
+            "<Head Input>"
+        ),
     ],
     (TINYROUTER, "code"): [
         "QUERY:\nRead n and print n*n.\n\n<Head Input>",
-        ("QUERY:\nRead n and print n*n.\n\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\nPlan: add the numbers.\n"
-         "<Head Input>"),
-        ("QUERY:\nRead n and print n*n.\n\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\nPlan: add the numbers.\n\n"
-         "[Turn 2 | worker | gemini-3.1-flash-lite]\nThe answer is \\boxed{2}.\n<Head Input>"),
+        (
+            "QUERY:\nRead n and print n*n.\n\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\nPlan: add the numbers.\n"
+            "<Head Input>"
+        ),
+        (
+            "QUERY:\nRead n and print n*n.\n\n\n[Turn 1 | thinker | qwen3.5-35b-a3b]\nPlan: add the numbers.\n\n"
+            "[Turn 2 | worker | gemini-3.1-flash-lite]\nThe answer is \\boxed{2}.\n<Head Input>"
+        ),
     ],
     (MINIROUTER, "math"): [
         "QUERY:\nWhat is $1+1$?",
         "QUERY:\nWhat is $1+1$?\n\n[Turn 1 | thinker | deepseek-v3p2]\nPlan: add the numbers.",
-        ("QUERY:\nWhat is $1+1$?\n\n[Turn 1 | thinker | deepseek-v3p2]\nPlan: add the numbers.\n\n"
-         "[Turn 2 | worker | glm-5]\nThe answer is \\boxed{2}."),
+        (
+            "QUERY:\nWhat is $1+1$?\n\n[Turn 1 | thinker | deepseek-v3p2]\nPlan: add the numbers.\n\n"
+            "[Turn 2 | worker | glm-5]\nThe answer is \\boxed{2}."
+        ),
     ],
     (MINIROUTER, "mmlu"): [
-        ("QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
-         "Answer with the single letter of the correct option."),
-        ("QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
-         "Answer with the single letter of the correct option.\n\n[Turn 1 | thinker | deepseek-v3p2]\n"
-         "Plan: add the numbers."),
-        ("QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
-         "Answer with the single letter of the correct option.\n\n[Turn 1 | thinker | deepseek-v3p2]\n"
-         "Plan: add the numbers.\n\n[Turn 2 | worker | glm-5]\nThe answer is \\boxed{2}."),
+        (
+            "QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
+            "Answer with the single letter of the correct option."
+        ),
+        (
+            "QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
+            "Answer with the single letter of the correct option.\n\n[Turn 1 | thinker | deepseek-v3p2]\n"
+            "Plan: add the numbers."
+        ),
+        (
+            "QUERY:\nWhich gas do plants absorb?\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\nD. Helium\n\n"
+            "Answer with the single letter of the correct option.\n\n[Turn 1 | thinker | deepseek-v3p2]\n"
+            "Plan: add the numbers.\n\n[Turn 2 | worker | glm-5]\nThe answer is \\boxed{2}."
+        ),
     ],
     (MINIROUTER, "code"): [
         "QUERY:\nRead n and print n*n.\n",
         "QUERY:\nRead n and print n*n.\n\n\n[Turn 1 | thinker | deepseek-v3p2]\nPlan: add the numbers.",
-        ("QUERY:\nRead n and print n*n.\n\n\n[Turn 1 | thinker | deepseek-v3p2]\nPlan: add the numbers.\n\n"
-         "[Turn 2 | worker | glm-5]\nThe answer is \\boxed{2}."),
+        (
+            "QUERY:\nRead n and print n*n.\n\n\n[Turn 1 | thinker | deepseek-v3p2]\nPlan: add the numbers.\n\n"
+            "[Turn 2 | worker | glm-5]\nThe answer is \\boxed{2}."
+        ),
     ],
 }
 
@@ -166,6 +197,7 @@ def test_theta_length_rule():
 
 # ---- decisions: our live session loop vs a reference coordinator -------------------------------
 
+
 class ScriptedClient:
     """The session loop's client interface, answering from a script (no pool, no HTTP)."""
 
@@ -224,8 +256,12 @@ def test_live_decisions_equal_reference_coordinator(encoder, competition):
             history = []
             for t in traj.turns:  # every turn's decision, given the same history
                 want_model, want_role = ref.decide(ref.transcript(query, history))
-                assert (names[models.index(t.model)], t.role.lower()) == (names[want_model], want_role), \
-                    (competition, c, q.id, len(history) + 1)
+                assert (names[models.index(t.model)], t.role.lower()) == (names[want_model], want_role), (
+                    competition,
+                    c,
+                    q.id,
+                    len(history) + 1,
+                )
                 raw = client.raw[c, q.id, len(history) + 1]
                 history.append((t.role.lower(), names[models.index(t.model)], _postprocess(raw)))
                 checked += 1
@@ -244,7 +280,7 @@ def test_live_decisions_equal_reference_coordinator(encoder, competition):
         for i, q in enumerate(questions):
             query = QUERY[{"math": "math", "mc": "mmlu", "code": "code"}[q.kind]]
             m, r = ref.decide(ref.transcript(query, []))
-            assert (int(lg[c, i, : len(models)].argmax()), ROLE_ORDER[int(lg[c, i, len(models):].argmax())]) == (m, r)
+            assert (int(lg[c, i, : len(models)].argmax()), ROLE_ORDER[int(lg[c, i, len(models) :].argmax())]) == (m, r)
     ref.restore()
 
 
@@ -268,7 +304,7 @@ def test_incremental_session_features_exact_for_both_formats(encoder, competitio
     router = Router(encoder, len(models))
     rng = np.random.RandomState(3)
     thetas = np.tile(router.initial_mean(), (2, 1))
-    thetas[:, router.n_outputs * router.hidden:] += 0.2 * rng.randn(2, router.svf_size)
+    thetas[:, router.n_outputs * router.hidden :] += 0.2 * rng.randn(2, router.svf_size)
     rt = router_text(competition)
     se = router.session_encoder(thetas)
     qs = [MATH, MMLU, CODE]

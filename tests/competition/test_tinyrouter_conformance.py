@@ -72,7 +72,7 @@ def test_head_with_role_rows_scaled_by_20_is_a_duplicate(tmp_path):
     prior_run, prior = _pack(tmp_path, "r0", seed=3)
     theta = np.load(prior_run.best_theta)
     head = theta[:6144].reshape(6, 1024).copy()
-    head[3:] *= 20.0                        # routes identically: argmax of the role rows is unchanged
+    head[3:] *= 20.0  # routes identically: argmax of the role rows is unchanged
     _, b = _pack(tmp_path, "r1", theta=np.concatenate([head.ravel(), theta[6144:]]))
     d = _g(check_bundle(b.path, against=tmp_path / "repo" / "submissions"))["duplicate"]
     assert d.status == "fail" and d.numbers["max_cosine"] == pytest.approx(1.0)
@@ -83,8 +83,9 @@ def test_head_with_role_rows_scaled_by_20_is_a_duplicate(tmp_path):
 
 def test_king_named_by_leaderboard_json_is_compared(tmp_path):
     run, king = _pack(tmp_path, "r0", seed=3)
-    (tmp_path / "repo" / "leaderboard.json").write_text(json.dumps(
-        {"competition": {"best_miner": "bob", "best_generation": 1}, "benchmarks": {}}))
+    (tmp_path / "repo" / "leaderboard.json").write_text(
+        json.dumps({"competition": {"best_miner": "bob", "best_generation": 1}, "benchmarks": {}})
+    )
     bob = tmp_path / "repo" / "submissions" / "bob" / "1"
     king.path.rename(bob.parent.mkdir(parents=True) or bob)
     _, b = _pack(tmp_path, "r1", theta=np.load(run.best_theta))
@@ -103,7 +104,8 @@ def test_an_attempt_two_hours_old_in_leaderboard_json_is_rate_limited(tmp_path):
     assert rep.verdict().startswith("[preflight] REJECTED: rate_limited: 1 submission(s)")
     # another miner's attempt, or one 25 h old, does not count (theirs: miner equal and ts > cutoff)
     lb["benchmarks"]["composite"]["attempts"][0].update(
-        timestamp=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 25 * 3600)))
+        timestamp=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 25 * 3600))
+    )
     (tmp_path / "repo" / "leaderboard.json").write_text(json.dumps(lb))
     assert _g(check_bundle(b.path))["rate_limit"].status == "pass"
 
@@ -117,7 +119,8 @@ def test_receipt_with_slug_names_is_rejected_with_their_code(tmp_path):
     assert s.status == "fail"
     assert s.reason.startswith(
         "receipt_pool_models_mismatch: missing=['deepseek-v4-flash', 'gemini-3.1-flash-lite', 'qwen3.5-35b-a3b'] "
-        "extra=['deepseek/deepseek-v4-flash', 'google/gemini-3.1-flash-lite', 'qwen/qwen3.5-35b-a3b']")
+        "extra=['deepseek/deepseek-v4-flash', 'google/gemini-3.1-flash-lite', 'qwen/qwen3.5-35b-a3b']"
+    )
     r["pool_models"], r["benchmark"] = SHORT, "practice"
     (b.path / "receipt.json").write_text(json.dumps(r))
     s = _g(check_bundle(b.path))["schema"]
@@ -157,7 +160,7 @@ def test_their_advisories_warn_and_never_block(tmp_path):
     r["fitness_history"][2]["best_fitness"] = 0.0  # best-so-far cannot drop
     (b.path / "receipt.json").write_text(json.dumps(r))
     head = np.load(b.path / "head_weights.npy")
-    head[:3] = head[0]                             # every model row equal: one model for every query
+    head[:3] = head[0]  # every model row equal: one model for every query
     np.save(b.path / "head_weights.npy", head)
     rep = check_bundle(b.path)
     adv = {a.name: a for a in rep.advisories}
@@ -170,34 +173,57 @@ def test_their_advisories_warn_and_never_block(tmp_path):
 
 # ---- PR text: TinyRouter's template, as their pr_bot reads it (logic re-implemented from reading it) ----
 
-_PLACEHOLDERS = (r"<!--\s*brief description\s*-->", r"\(math500 or mmlu\)", r"\(your miner identity\)",
-                 r"\$xx\.xx", r"\(submission number\)", r"\(cma-es or other\)")
-_FIELDS = (r"\*\*benchmark:\*\*", r"\*\*miner name:\*\*", r"\*\*generation:\*\*", r"\*\*training method:\*\*",
-           r"\*\*training cost:\*\*")
+_PLACEHOLDERS = (
+    r"<!--\s*brief description\s*-->",
+    r"\(math500 or mmlu\)",
+    r"\(your miner identity\)",
+    r"\$xx\.xx",
+    r"\(submission number\)",
+    r"\(cma-es or other\)",
+)
+_FIELDS = (
+    r"\*\*benchmark:\*\*",
+    r"\*\*miner name:\*\*",
+    r"\*\*generation:\*\*",
+    r"\*\*training method:\*\*",
+    r"\*\*training cost:\*\*",
+)
 
 
 def _field(body: str, label: str) -> str | None:
     m = re.search(label, body, flags=re.IGNORECASE)
     if not m:
         return None
-    rest = body[m.end():]
+    rest = body[m.end() :]
     inline = rest.split("\n", 1)[0].strip()
     return inline or None
 
 
 def _bot_reads_as_routing_submission(title: str, body: str) -> tuple[bool, bool]:
     checked = re.search(r"-\s*\[x\]\s*\*\*routing head submission\*\*", body, re.IGNORECASE) is not None
-    routing = checked or any(k in f"{title}\n{body}".lower()
-                             for k in ("[submission]", "head_weights.npy", "svf_scales.npy", "receipt.json"))
-    filled = all((v := _field(body, f)) and not any(re.search(p, v.lower()) for p in _PLACEHOLDERS)
-                 for f in _FIELDS)
+    routing = checked or any(
+        k in f"{title}\n{body}".lower() for k in ("[submission]", "head_weights.npy", "svf_scales.npy", "receipt.json")
+    )
+    filled = all((v := _field(body, f)) and not any(re.search(p, v.lower()) for p in _PLACEHOLDERS) for f in _FIELDS)
     return routing and checked, filled
 
 
 def test_pr_title_and_body_golden():
-    info = {"miner": "alice", "n": 3, "benchmark": "composite", "run_id": "r9", "generations": 12, "popsize": 32,
-            "m_cma": 16, "sigma0": 0.1, "best_fitness": 0.61234, "total_cost_usd": 4.56789,
-            "ledger_head_hash": "ab" * 32, "gates_ok": True, "bundle": "submissions/alice/3"}
+    info = {
+        "miner": "alice",
+        "n": 3,
+        "benchmark": "composite",
+        "run_id": "r9",
+        "generations": 12,
+        "popsize": 32,
+        "m_cma": 16,
+        "sigma0": 0.1,
+        "best_fitness": 0.61234,
+        "total_cost_usd": 4.56789,
+        "ledger_head_hash": "ab" * 32,
+        "gates_ok": True,
+        "bundle": "submissions/alice/3",
+    }
     assert pr_title(TR, info) == "[submission] alice gen 3 — composite"
     assert TR.branch("alice", 3) == "submission/alice-gen3"
     body = pr_body(TR, info, ["- PASS **weight_sanity**: ok"])

@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 
 from trinity.data.matrix import load_matrix, matrix_from_json, merge_matrices, save_matrix
-from trinity.data.practice import (practice_matrix, practice_questions, practice_setup,
-                                   simulate_correct)
+from trinity.data.practice import practice_matrix, practice_questions, practice_setup, simulate_correct
 from trinity.data.questions import Question, load_questions, split_ids
 from trinity.errors import InputError
 from trinity.io import JsonlTail, append_jsonl, atomic_write_json, read_jsonl
@@ -17,8 +16,12 @@ def _matrix(tasks, k=2):
 
 
 def test_matrix_roundtrip_and_model_order(tmp_path):
-    obj = _matrix([{"id": "q1", "answer": "1", "per_model": {"b": [1, 0], "a": [0, 0]}},
-                   {"id": "q2", "answer": "2", "per_model": {"a": [1, 1], "b": [0, 1]}}])
+    obj = _matrix(
+        [
+            {"id": "q1", "answer": "1", "per_model": {"b": [1, 0], "a": [0, 0]}},
+            {"id": "q2", "answer": "2", "per_model": {"a": [1, 1], "b": [0, 1]}},
+        ]
+    )
     m = matrix_from_json(obj)
     assert m.models == ["b", "a"]  # order of the first task's keys
     assert m.solves.shape == (2, 2, 2)
@@ -29,23 +32,28 @@ def test_matrix_roundtrip_and_model_order(tmp_path):
     assert m2.models == m.models and m2.ids == m.ids
 
 
-@pytest.mark.parametrize("tasks, needle", [
-    ([], "no tasks"),
-    ([{"id": "q1", "per_model": {"a": [1]}}, {"id": "q2", "per_model": {"b": [1]}}], "'a' is missing"),
-    ([{"id": "q1", "per_model": {"a": [1, 2]}}], "0 or 1"),
-    ([{"id": "q1", "per_model": {"a": [1, float("nan")]}}], "0 or 1"),
-    ([{"id": "q1", "per_model": {"a": [1, 0]}}, {"id": "q1", "per_model": {"a": [1, 0]}}], "duplicate"),
-    ([{"id": "q1", "per_model": {"a": [1, 0]}}, {"id": "q2", "per_model": {"a": [1]}}], "ragged"),
-    ([{"id": "q1", "per_model": {"a": []}}], "no samples"),
-])
+@pytest.mark.parametrize(
+    "tasks, needle",
+    [
+        ([], "no tasks"),
+        ([{"id": "q1", "per_model": {"a": [1]}}, {"id": "q2", "per_model": {"b": [1]}}], "'a' is missing"),
+        ([{"id": "q1", "per_model": {"a": [1, 2]}}], "0 or 1"),
+        ([{"id": "q1", "per_model": {"a": [1, float("nan")]}}], "0 or 1"),
+        ([{"id": "q1", "per_model": {"a": [1, 0]}}, {"id": "q1", "per_model": {"a": [1, 0]}}], "duplicate"),
+        ([{"id": "q1", "per_model": {"a": [1, 0]}}, {"id": "q2", "per_model": {"a": [1]}}], "ragged"),
+        ([{"id": "q1", "per_model": {"a": []}}], "no samples"),
+    ],
+)
 def test_matrix_errors_name_the_problem(tasks, needle):
     with pytest.raises(InputError, match=needle):
         matrix_from_json(_matrix(tasks))
 
 
 def test_ragged_truncation_is_reported():
-    m = matrix_from_json(_matrix([{"id": "q1", "per_model": {"a": [1, 0, 1]}},
-                                  {"id": "q2", "per_model": {"a": [1, 1]}}]), ragged="truncate")
+    m = matrix_from_json(
+        _matrix([{"id": "q1", "per_model": {"a": [1, 0, 1]}}, {"id": "q2", "per_model": {"a": [1, 1]}}]),
+        ragged="truncate",
+    )
     assert m.k == 2 and "truncated" in m.notes[0]
 
 
@@ -61,8 +69,10 @@ def test_questions_load_errors(tmp_path):
     p.write_text('{"id": "a", "benchmark": "math500", "question": "1+1", "answer": "2"}\n{broken\n')
     with pytest.raises(InputError, match="line 2"):
         load_questions(p)
-    p.write_text('{"id": "a", "benchmark": "math500", "question": "x", "answer": "2"}\n'
-                 '{"id": "a", "benchmark": "math500", "question": "y", "answer": "3"}\n')
+    p.write_text(
+        '{"id": "a", "benchmark": "math500", "question": "x", "answer": "2"}\n'
+        '{"id": "a", "benchmark": "math500", "question": "y", "answer": "3"}\n'
+    )
     with pytest.raises(InputError, match="duplicate"):
         load_questions(p)
     p.write_text('{"id": "a", "benchmark": "math500", "answer": "2"}\n')
@@ -71,8 +81,7 @@ def test_questions_load_errors(tmp_path):
 
 
 def test_splits_are_deterministic_stratified_and_order_free():
-    qs = [Question(f"{k}-{i}", "b", "q", "a", kind) for kind, k in (("math", "m"), ("mc", "c"))
-          for i in range(20)]
+    qs = [Question(f"{k}-{i}", "b", "q", "a", kind) for kind, k in (("math", "m"), ("mc", "c")) for i in range(20)]
     s1 = split_ids(qs, seed=3)
     s2 = split_ids(list(reversed(qs)), seed=3)
     assert s1 == s2
@@ -107,7 +116,7 @@ def test_jsonl_tail_tolerates_torn_lines(tmp_path):
     assert tail.read_new() == [{"a": 1}]
     assert read_jsonl(p) == [{"a": 1}]
     with open(p, "ab") as f:
-        f.write(b'}\n')
+        f.write(b"}\n")
     assert tail.read_new() == [{"a": 2}]
     assert tail.read_new() == []
     p.write_text('{"a": 9}\n')  # replaced by a shorter file

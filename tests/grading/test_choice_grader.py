@@ -76,13 +76,16 @@ def test_letters_outside_the_options_are_not_answers():
     assert extract_choice("The answer is B. Hmm, or E", letters="ABCD") == "B"
 
 
-@pytest.mark.parametrize("response,gold,correct,reason", [
-    ("The answer is (C)", "C", True, "match"),
-    ("The answer is (C)", "B", False, "answered C, gold B"),
-    ("Answer: b", "(B)", True, "match"),
-    ("Answer: B", 1, True, "match"),
-    ("no idea", "A", False, "no committed answer letter"),
-])
+@pytest.mark.parametrize(
+    "response,gold,correct,reason",
+    [
+        ("The answer is (C)", "C", True, "match"),
+        ("The answer is (C)", "B", False, "answered C, gold B"),
+        ("Answer: b", "(B)", True, "match"),
+        ("Answer: B", 1, True, "match"),
+        ("no idea", "A", False, "no committed answer letter"),
+    ],
+)
 def test_grade_mc(response, gold, correct, reason):
     v = grade("mc", response, gold)
     assert (v.correct, v.reason) == (correct, reason)
@@ -106,8 +109,13 @@ def test_hostile_text_does_not_backtrack():
     import time
 
     t = time.process_time()
-    for text in ("answer is " + "*" * 5000 + "!", "answer is" + " " * 20000 + "x", "answer is: " * 5000,
-                 "**" * 20000, "\n".join(" " * 1000 for _ in range(100))):
+    for text in (
+        "answer is " + "*" * 5000 + "!",
+        "answer is" + " " * 20000 + "x",
+        "answer is: " * 5000,
+        "**" * 20000,
+        "\n".join(" " * 1000 for _ in range(100)),
+    ):
         assert extract_choice(text) is None
     assert extract_choice("answer is " + "*" * 40 + "B") is None  # too much decoration to be a commitment
     assert time.process_time() - t < 2.0

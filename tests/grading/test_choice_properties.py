@@ -9,8 +9,28 @@ from trinity.grading import extract_choice, grade
 
 FAST = settings(max_examples=200, deadline=None)
 # filler that commits to nothing: lower-case words without the commitment phrases
-filler = st.lists(st.sampled_from(["the", "options", "seem", "close", "we", "compare", "them", "carefully",
-                                   "because", "first", "second", "is", "not", "obvious", "."]), max_size=30)
+filler = st.lists(
+    st.sampled_from(
+        [
+            "the",
+            "options",
+            "seem",
+            "close",
+            "we",
+            "compare",
+            "them",
+            "carefully",
+            "because",
+            "first",
+            "second",
+            "is",
+            "not",
+            "obvious",
+            ".",
+        ]
+    ),
+    max_size=30,
+)
 
 
 @FAST
@@ -21,8 +41,11 @@ def test_extract_never_raises(text):
 
 
 @FAST
-@given(filler, st.sampled_from("ABCDEFGHIJ"), st.sampled_from(["The answer is ({})", "Answer: {}", "\\boxed{{{}}}",
-                                                              "**{}**", "final answer: {}"]))
+@given(
+    filler,
+    st.sampled_from("ABCDEFGHIJ"),
+    st.sampled_from(["The answer is ({})", "Answer: {}", "\\boxed{{{}}}", "**{}**", "final answer: {}"]),
+)
 def test_a_commitment_after_filler_is_found(words, letter, template):
     text = " ".join(words) + "\n" + template.format(letter)
     assert extract_choice(text) == letter

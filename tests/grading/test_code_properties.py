@@ -71,13 +71,25 @@ def test_json_comparison_has_exact_types():
     assert json_equal(0.1 + 0.2, 0.3) and not json_equal(0.31, 0.3)
 
 
-GOLD = {"fn_name": "f", "tests": [{"input": json.dumps(x), "output": json.dumps(x * 2), "testtype": "functional"}
-                                  for x in (1, 5, -3)]}
+GOLD = {
+    "fn_name": "f",
+    "tests": [{"input": json.dumps(x), "output": json.dumps(x * 2), "testtype": "functional"} for x in (1, 5, -3)],
+}
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(body=st.sampled_from(["return x * 2", "return x + x", "return x * 3", "return str(x * 2)",
-                             "raise ValueError(x)", "return 2 * x if x > 0 else x"]))
+@given(
+    body=st.sampled_from(
+        [
+            "return x * 2",
+            "return x + x",
+            "return x * 3",
+            "return str(x * 2)",
+            "raise ValueError(x)",
+            "return 2 * x if x > 0 else x",
+        ]
+    )
+)
 def test_grading_is_deterministic(body):
     response = f"```python\ndef f(x):\n    {body}\n```"
     first, second = grade_code(response, GOLD), grade_code(response, GOLD)

@@ -82,11 +82,24 @@ def test_grade_cli_takes_the_new_kinds_and_benchmarks(tmp_path, capsys):
     from trinity.cli import main
 
     cases = tmp_path / "c.jsonl"
-    lines = [{"benchmark": "bbh", "response": "Answer: (B)", "gold": {"target": "(B)", "form": "choice"}},
-             {"kind": "funcall", "response": "f(a=1)", "gold": {"function": [{"name": "f", "parameters": {
-                 "properties": {"a": {"type": "integer"}}, "required": ["a"]}}], "ground_truth": [{"f": {"a": [2]}}]}},
-             {"benchmark": "ifeval", "response": "no commas here",
-              "gold": {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}}]
+    lines = [
+        {"benchmark": "bbh", "response": "Answer: (B)", "gold": {"target": "(B)", "form": "choice"}},
+        {
+            "kind": "funcall",
+            "response": "f(a=1)",
+            "gold": {
+                "function": [
+                    {"name": "f", "parameters": {"properties": {"a": {"type": "integer"}}, "required": ["a"]}}
+                ],
+                "ground_truth": [{"f": {"a": [2]}}],
+            },
+        },
+        {
+            "benchmark": "ifeval",
+            "response": "no commas here",
+            "gold": {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]},
+        },
+    ]
     cases.write_text("".join(json.dumps(x) + "\n" for x in lines))
     out = tmp_path / "v.jsonl"
     assert main(["grade", str(cases), "--out", str(out)]) == 0

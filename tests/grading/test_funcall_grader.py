@@ -9,26 +9,57 @@ from trinity.grading import extract_answer, grade
 from trinity.grading.funcall import extract_calls
 
 TRIANGLE = {
-    "function": [{"name": "calculate_triangle_area", "parameters": {
-        "type": "dict", "properties": {"base": {"type": "integer"}, "height": {"type": "integer"},
-                                       "unit": {"type": "string"}}, "required": ["base", "height"]}}],
+    "function": [
+        {
+            "name": "calculate_triangle_area",
+            "parameters": {
+                "type": "dict",
+                "properties": {"base": {"type": "integer"}, "height": {"type": "integer"}, "unit": {"type": "string"}},
+                "required": ["base", "height"],
+            },
+        }
+    ],
     "ground_truth": [{"calculate_triangle_area": {"base": [10], "height": [5], "unit": ["units", ""]}}],
 }
 FACTORIAL = {
-    "function": [{"name": "math.factorial", "parameters": {
-        "type": "dict", "properties": {"number": {"type": "integer"}}, "required": ["number"]}}],
+    "function": [
+        {
+            "name": "math.factorial",
+            "parameters": {"type": "dict", "properties": {"number": {"type": "integer"}}, "required": ["number"]},
+        }
+    ],
     "ground_truth": [{"math.factorial": {"number": [5]}}],
 }
 WEATHER = {
-    "function": [{"name": "get_weather", "parameters": {
-        "type": "dict", "properties": {"city": {"type": "string"}, "unit": {"type": "string"},
-                                       "days": {"type": "array", "items": {"type": "integer"}},
-                                       "scale": {"type": "float"}, "detailed": {"type": "boolean"},
-                                       "filters": {"type": "dict", "properties": {"rain": {"type": "boolean"}}}},
-        "required": ["city"]}}],
-    "ground_truth": [{"get_weather": {"city": ["San Francisco, CA", "San Francisco"], "unit": ["celsius", ""],
-                                      "days": [[0, 1], ""], "scale": [2.0, ""], "detailed": [True, ""],
-                                      "filters": [{"rain": [True]}, ""]}}],
+    "function": [
+        {
+            "name": "get_weather",
+            "parameters": {
+                "type": "dict",
+                "properties": {
+                    "city": {"type": "string"},
+                    "unit": {"type": "string"},
+                    "days": {"type": "array", "items": {"type": "integer"}},
+                    "scale": {"type": "float"},
+                    "detailed": {"type": "boolean"},
+                    "filters": {"type": "dict", "properties": {"rain": {"type": "boolean"}}},
+                },
+                "required": ["city"],
+            },
+        }
+    ],
+    "ground_truth": [
+        {
+            "get_weather": {
+                "city": ["San Francisco, CA", "San Francisco"],
+                "unit": ["celsius", ""],
+                "days": [[0, 1], ""],
+                "scale": [2.0, ""],
+                "detailed": [True, ""],
+                "filters": [{"rain": [True]}, ""],
+            }
+        }
+    ],
 }
 
 # (response, gold, correct, reason fragment)
@@ -38,14 +69,22 @@ CASES = [
     ("[calculate_triangle_area(base=10, height=5, unit='units')]", TRIANGLE, True, "match"),
     ("Sure.\n```python\ncalculate_triangle_area(height=5, base=10)\n```", TRIANGLE, True, "match"),
     ('{"name": "calculate_triangle_area", "arguments": {"base": 10, "height": 5}}', TRIANGLE, True, "match"),
-    ('[{"function": {"name": "calculate_triangle_area", "arguments": "{\\"base\\": 10, \\"height\\": 5}"}}]',
-     TRIANGLE, True, "match"),
+    (
+        '[{"function": {"name": "calculate_triangle_area", "arguments": "{\\"base\\": 10, \\"height\\": 5}"}}]',
+        TRIANGLE,
+        True,
+        "match",
+    ),
     ('{"calculate_triangle_area": {"base": 10, "height": 5}}', TRIANGLE, True, "match"),
     ("math.factorial(number=5)", FACTORIAL, True, "match"),
     ("math_factorial(number=5)", FACTORIAL, True, "match"),  # BFCL allows . written as _
     ('get_weather(city="san francisco")', WEATHER, True, "match"),  # strings: case, punctuation ignored
-    ('get_weather(city="San Francisco, CA", unit="Celsius", days=[0, 1], scale=2, detailed=True)',
-     WEATHER, True, "match"),  # an int where a float is expected
+    (
+        'get_weather(city="San Francisco, CA", unit="Celsius", days=[0, 1], scale=2, detailed=True)',
+        WEATHER,
+        True,
+        "match",
+    ),  # an int where a float is expected
     ('get_weather(city="San Francisco", filters={"rain": True})', WEATHER, True, "match"),
     # wrong
     ("calculate_triangle_area(base=10, height=6)", TRIANGLE, False, "height"),
@@ -60,8 +99,12 @@ CASES = [
     ("calculate_triangle_area(base=10.0, height=5)", TRIANGLE, False, "expected integer"),
     ("calculate_triangle_area(base='10', height=5)", TRIANGLE, False, "expected integer"),
     ("calculate_triangle_area(base=10, height=5, unit='meters')", TRIANGLE, False, "unit"),
-    ("[calculate_triangle_area(base=10, height=5), calculate_triangle_area(base=10, height=5)]",
-     TRIANGLE, False, "2 calls"),
+    (
+        "[calculate_triangle_area(base=10, height=5), calculate_triangle_area(base=10, height=5)]",
+        TRIANGLE,
+        False,
+        "2 calls",
+    ),
     ('get_weather(city="San Francisco", days=[1, 0])', WEATHER, False, "days"),  # order matters
     ('get_weather(city="San Francisco", detailed=1)', WEATHER, False, "expected boolean"),
     ('get_weather(city="San Francisco", filters={"rain": False})', WEATHER, False, "filters"),

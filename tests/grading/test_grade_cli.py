@@ -15,10 +15,15 @@ from trinity.grading import grade_question
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures" / "benchmarks"
 
-LCB_GOLD = next(q.answer for q in get_benchmark("livecodebench").load(data=str(FIX / "livecodebench"))
-                if q.id == "livecodebench-3901")
-LCB_WRONG = ("```python\nclass Solution:\n    def maxEven(self, nums):\n"
-             "        return max(x for x in nums if x % 2 == 0)\n```")  # crashes when there is no even
+LCB_GOLD = next(
+    q.answer
+    for q in get_benchmark("livecodebench").load(data=str(FIX / "livecodebench"))
+    if q.id == "livecodebench-3901"
+)
+LCB_WRONG = (
+    "```python\nclass Solution:\n    def maxEven(self, nums):\n"
+    "        return max(x for x in nums if x % 2 == 0)\n```"
+)  # crashes when there is no even
 CASES = [
     {"benchmark": "math500", "response": "so \\boxed{\\dfrac{1}{2}}", "gold": "\\frac12"},
     {"benchmark": "math500", "response": "so \\boxed{1000001}", "gold": "1000000"},
@@ -57,7 +62,7 @@ def test_grade_cases_file_to_out(tmp_path, capsys):
 def test_bad_lines_become_error_records_and_a_nonzero_exit(tmp_path, capsys):
     lines = [
         json.dumps(CASES[0]),
-        "{\"benchmark\": \"math500\", \"resp",  # torn
+        '{"benchmark": "math500", "resp',  # torn
         json.dumps({"benchmark": "practice", "response": "Answer: B", "gold": "B"}),  # no kind
         json.dumps({"benchmark": "mmlu", "response": "Answer: B", "gold": "Z"}),  # bad gold
         json.dumps({"benchmark": "math500", "gold": "1"}),  # no response
@@ -74,7 +79,7 @@ def test_bad_lines_become_error_records_and_a_nonzero_exit(tmp_path, capsys):
     errors = {r["line"]: r["error"] for r in rows if "error" in r}
     assert set(errors) == {2, 3, 4, 5, 6}
     assert "not valid JSON" in errors[2]
-    assert "needs a \"kind\" field" in errors[3]
+    assert 'needs a "kind" field' in errors[3]
     assert "multiple-choice gold" in errors[4]
     assert "missing field 'response'" in errors[5]
     assert "expected a JSON object" in errors[6]
@@ -100,8 +105,9 @@ def test_grade_question_uses_kind_and_choice_count():
 
 
 def test_doctor_reports_the_facts():
-    r = subprocess.run([sys.executable, "-m", "trinity", "doctor"], capture_output=True, text=True,
-                       cwd=ROOT, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "trinity", "doctor"], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     for topic in ("python", "torch", "math-verify", "bwrap", "sandbox: separate process", "HF hub", "HF cache"):
         assert topic in r.stdout
@@ -113,9 +119,11 @@ def test_doctor_reports_the_facts():
 
 def test_a_kind_alone_names_the_grader(tmp_path, capsys):
     # CONTRACTS: a line carries "benchmark" or "kind"; a kind-only line is graded, not an error.
-    lines = [json.dumps({"kind": "math", "response": "so x = \\boxed{5}", "gold": "5"}),
-             json.dumps({"kind": "mc", "response": "Answer: C", "gold": "B"}),
-             json.dumps({"response": "5", "gold": "5"})]
+    lines = [
+        json.dumps({"kind": "math", "response": "so x = \\boxed{5}", "gold": "5"}),
+        json.dumps({"kind": "mc", "response": "Answer: C", "gold": "B"}),
+        json.dumps({"response": "5", "gold": "5"}),
+    ]
     out = tmp_path / "v.jsonl"
     assert main(["grade", str(_write(tmp_path / "c.jsonl", lines)), "--out", str(out)]) == 2
     rows = [json.loads(line) for line in out.read_text().splitlines()]

@@ -51,10 +51,18 @@ CASES = [
     ("detectable_format:constrained_response", {}, "Sure.", False),
     ("combination:repeat_prompt", {"prompt_to_repeat": "Say hi."}, "Say hi. Hi!", True),
     ("combination:repeat_prompt", {"prompt_to_repeat": "Say hi."}, "Hi! Say hi.", False),
-    ("language:response_language", {"language": "fr"},
-     "Bonjour, je m'appelle Marie et j'habite à Paris depuis dix ans avec ma famille.", True),
-    ("language:response_language", {"language": "fr"},
-     "Hello, my name is Marie and I have lived in Paris for ten years with my family.", False),
+    (
+        "language:response_language",
+        {"language": "fr"},
+        "Bonjour, je m'appelle Marie et j'habite à Paris depuis dix ans avec ma famille.",
+        True,
+    ),
+    (
+        "language:response_language",
+        {"language": "fr"},
+        "Hello, my name is Marie and I have lived in Paris for ten years with my family.",
+        False,
+    ),
 ]
 
 
@@ -66,8 +74,11 @@ def test_table(iid, kwargs, response, followed):
 
 
 def test_strict_means_every_instruction():
-    gold = {"instruction_id_list": ["punctuation:no_comma", "change_case:english_lowercase"],
-            "kwargs": [{}, {}], "prompt": "p"}
+    gold = {
+        "instruction_id_list": ["punctuation:no_comma", "change_case:english_lowercase"],
+        "kwargs": [{}, {}],
+        "prompt": "p",
+    }
     assert grade("ifeval", "all fine here", gold).correct
     v = grade("ifeval", "All fine here", gold)
     assert not v.correct and v.reason == "followed 1/2; not change_case:english_lowercase"
@@ -82,16 +93,28 @@ def test_bad_gold():
         grade("ifeval", "x", {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}, {}]})
     # a missing argument would make the checker draw one at random: refused
     with pytest.raises(InputError, match="lacks argument.*num_words"):
-        grade("ifeval", "x", {"instruction_id_list": ["length_constraints:number_words"],
-                              "kwargs": [{"relation": "at least"}]})
+        grade(
+            "ifeval",
+            "x",
+            {"instruction_id_list": ["length_constraints:number_words"], "kwargs": [{"relation": "at least"}]},
+        )
     with pytest.raises(InputError, match="bad arguments"):
-        grade("ifeval", "x", {"instruction_id_list": ["length_constraints:number_words"],
-                              "kwargs": [{"relation": "about", "num_words": 3}]})
+        grade(
+            "ifeval",
+            "x",
+            {
+                "instruction_id_list": ["length_constraints:number_words"],
+                "kwargs": [{"relation": "about", "num_words": 3}],
+            },
+        )
 
 
 def test_sentence_checker_without_nltk_data_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(ifeval_grading, "punkt_available", lambda: False)
-    gold = {"instruction_id_list": ["length_constraints:number_sentences"],
-            "kwargs": [{"relation": "less than", "num_sentences": 3}], "prompt": "p"}
+    gold = {
+        "instruction_id_list": ["length_constraints:number_sentences"],
+        "kwargs": [{"relation": "less than", "num_sentences": 3}],
+        "prompt": "p",
+    }
     with pytest.raises(TrinityError, match="punkt_tab.*nltk.downloader punkt_tab"):
         grade("ifeval", "One. Two.", gold)

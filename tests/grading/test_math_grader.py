@@ -88,7 +88,11 @@ EQUIVALENT = [
     ("2^{10}", f"{B}{{1024}}", True),
     ("x^2", f"{B}{{x \\cdot x}}", True),
     ("2\\pi r", f"{B}{{2 r \\pi}}", True),
-    ("\\begin{pmatrix} 2 \\\\ 4 \\end{pmatrix}", f"{B}{{\\begin{{pmatrix}}\\frac{{4}}{{2}}\\\\4\\end{{pmatrix}}}}", True),
+    (
+        "\\begin{pmatrix} 2 \\\\ 4 \\end{pmatrix}",
+        f"{B}{{\\begin{{pmatrix}}\\frac{{4}}{{2}}\\\\4\\end{{pmatrix}}}}",
+        True,
+    ),
     ("\\text{east}", f"{B}{{East}}", True),
     ("\\frac{1}{2},\\frac{3}{2}", f"{B}{{\\frac32, \\frac12}}", True),
     # several boxes: the last non-empty one counts
@@ -154,20 +158,23 @@ def test_math_table(gold, response, expected):
         assert v.extracted is not None
 
 
-@pytest.mark.parametrize("text,want", [
-    ("\\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
-    ("a \\boxed{1} b \\boxed{2}", "2"),
-    ("\\boxed{2} and a truncated \\boxed{3", "2"),
-    ("\\fbox{9}", "9"),
-    ("\\boxed 5 is it", "5"),
-    ("nested \\boxed{\\sqrt{\\frac{1}{2}}} end", "\\sqrt{\\frac{1}{2}}"),
-    ("numbers 3 then 4.5 then -2", "-2"),
-    ("x-5 = 3 so 7/8.", "7/8"),
-    ("total: 1,000,000 items", "1,000,000"),
-    ("equals $\\frac{3}{4}$", "\\frac{3}{4}"),
-    ("no digits here", None),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    "text,want",
+    [
+        ("\\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
+        ("a \\boxed{1} b \\boxed{2}", "2"),
+        ("\\boxed{2} and a truncated \\boxed{3", "2"),
+        ("\\fbox{9}", "9"),
+        ("\\boxed 5 is it", "5"),
+        ("nested \\boxed{\\sqrt{\\frac{1}{2}}} end", "\\sqrt{\\frac{1}{2}}"),
+        ("numbers 3 then 4.5 then -2", "-2"),
+        ("x-5 = 3 so 7/8.", "7/8"),
+        ("total: 1,000,000 items", "1,000,000"),
+        ("equals $\\frac{3}{4}$", "\\frac{3}{4}"),
+        ("no digits here", None),
+        ("", None),
+    ],
+)
 def test_extraction(text, want):
     assert extract_math_answer(text) == want
 

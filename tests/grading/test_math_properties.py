@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 from trinity.grading import extract_math_answer, grade
 
 FAST = settings(max_examples=150, deadline=None)
-latexish = st.lists(st.sampled_from(list("0123456789{}\\$ ,./-^x=abcfrqtxbo\n") +
-                                   ["\\boxed{", "\\frac", "\\sqrt", "}", "\\text{"]), max_size=60)
+latexish = st.lists(
+    st.sampled_from(list("0123456789{}\\$ ,./-^x=abcfrqtxbo\n") + ["\\boxed{", "\\frac", "\\sqrt", "}", "\\text{"]),
+    max_size=60,
+)
 
 
 @FAST
@@ -38,7 +40,7 @@ def test_grading_is_deterministic(parts, gold):
 
 
 @FAST
-@given(st.integers(-10**12, 10**12), st.integers(-10**12, 10**12))
+@given(st.integers(-(10**12), 10**12), st.integers(-(10**12), 10**12))
 def test_integers_are_equal_only_when_equal(a, b):
     v = grade("math", f"so \\boxed{{{a}}}", str(b))
     assert v.correct is (a == b)

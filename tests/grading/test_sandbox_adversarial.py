@@ -35,14 +35,19 @@ def _plain_isolates() -> bool:
 # The modes with an isolating layer here: bubblewrap where it works; the plain child as root
 # (throw-away uid). Without either (an ordinary user without bwrap, a root without CAP_SETUID)
 # describe_layers must warn instead (test_describe_layers_matches_the_machine).
-MODES = ([pytest.param(True, id="bwrap")] if bwrap_status()[0] else []) + \
-    ([pytest.param(False, id="plain-root")] if _plain_isolates() else [])
+MODES = ([pytest.param(True, id="bwrap")] if bwrap_status()[0] else []) + (
+    [pytest.param(False, id="plain-root")] if _plain_isolates() else []
+)
 
 # The layer an attack is contained by, where a machine may lack it (then the attack is not
 # asserted in that mode, and describe_layers must say the layer is off).
 NEEDS = {
-    "fork_bomb": "uid", "kill_parent": "uid", "read_user_home": "uid", "read_secret_env": "uid",
-    "socket_to_localhost": "netns", "write_outside": "mountns",
+    "fork_bomb": "uid",
+    "kill_parent": "uid",
+    "read_user_home": "uid",
+    "read_secret_env": "uid",
+    "socket_to_localhost": "netns",
+    "write_outside": "mountns",
 }
 
 
@@ -57,8 +62,13 @@ def _require(attack: str, use_bwrap: bool) -> None:
         assert off, "a layer is missing but describe_layers reports everything active"
         pytest.skip(f"{layer} layer not active on this machine ({'; '.join(off)[:200]})")
 
-SUM = {"tests": [{"input": "2 3\n", "output": "5\n", "testtype": "stdin"},
-                 {"input": "10 -4\n", "output": "6\n", "testtype": "stdin"}]}
+
+SUM = {
+    "tests": [
+        {"input": "2 3\n", "output": "5\n", "testtype": "stdin"},
+        {"input": "10 -4\n", "output": "6\n", "testtype": "stdin"},
+    ]
+}
 CALL = {"tests": [{"input": "2\n3", "output": "5", "testtype": "functional"}], "fn_name": "add"}
 PER_TEST, PROBLEM = 1.5, 5.0
 BOUND_S = 12.0  # a whole adversarial run, start-up included, on 2 busy cores
@@ -81,7 +91,8 @@ def _prologue(marker: str, targets: list[str]) -> str:
 
 ATTACKS = {
     # name: (body after the prologue, gold)
-    "fork_bomb": ("""
+    "fork_bomb": (
+        """
         made = 0
         for _ in range(3000):
             try:
@@ -96,8 +107,11 @@ ATTACKS = {
                 pass
         if made >= 3000:
             print(a + b)
-    """, SUM),
-    "memory_bomb": ("""
+    """,
+        SUM,
+    ),
+    "memory_bomb": (
+        """
         chunks = []
         try:
             big = bytearray(1 << 40)
@@ -106,17 +120,26 @@ ATTACKS = {
         while len(chunks) < 200:
             chunks.append(bytearray(64 << 20))
         print(a + b)
-    """, SUM),
-    "infinite_loop": ("""
+    """,
+        SUM,
+    ),
+    "infinite_loop": (
+        """
         while True:
             pass
-    """, SUM),
-    "sleep_forever": ("""
+    """,
+        SUM,
+    ),
+    "sleep_forever": (
+        """
         import time
         time.sleep(1e9)
         print(a + b)
-    """, SUM),
-    "alarm_off_then_loop": ("""
+    """,
+        SUM,
+    ),
+    "alarm_off_then_loop": (
+        """
         import signal
         signal.alarm(0)
         signal.signal(signal.SIGALRM, signal.SIG_IGN)
@@ -124,8 +147,11 @@ ATTACKS = {
         signal.setitimer(signal.ITIMER_REAL, 0)
         while True:
             pass
-    """, SUM),
-    "read_secret_env": ("""
+    """,
+        SUM,
+    ),
+    "read_secret_env": (
+        """
         if "sk-test-secret-0123" in repr(dict(os.environ)) or os.environ.get("OPENROUTER_API_KEY"):
             print(a + b)
         try:
@@ -139,8 +165,11 @@ ATTACKS = {
                     print(a + b)
             except OSError:
                 pass
-    """, SUM),
-    "read_user_home": ("""
+    """,
+        SUM,
+    ),
+    "read_user_home": (
+        """
         found = os.path.expanduser("~") == HOME_DIR
         for path in (HOME_DIR + "/secret.txt", "/root/.bash_history", "/root/.profile"):
             try:
@@ -150,8 +179,11 @@ ATTACKS = {
                 pass
         if found:
             print(a + b)
-    """, SUM),
-    "write_outside": ("""
+    """,
+        SUM,
+    ),
+    "write_outside": (
+        """
         wrote = False
         for path in (OUTSIDE + "/escape.txt", REPO + "/escape-" + MARKER, "/tmp/" + MARKER + "-2",
                      "../" + MARKER, "../../" + MARKER, "/etc/" + MARKER):
@@ -163,8 +195,11 @@ ATTACKS = {
                 pass
         if wrote and os.path.exists(OUTSIDE + "/escape.txt"):
             print(a + b)
-    """, SUM),
-    "socket_to_localhost": ("""
+    """,
+        SUM,
+    ),
+    "socket_to_localhost": (
+        """
         import socket
         s = socket.socket()
         s.settimeout(1.0)
@@ -174,8 +209,11 @@ ATTACKS = {
             print(a + b)
         except OSError:
             pass
-    """, SUM),
-    "kill_parent": ("""
+    """,
+        SUM,
+    ),
+    "kill_parent": (
+        """
         import signal
         killed = False
         for pid in (os.getppid(), GRADER_PID):
@@ -186,47 +224,71 @@ ATTACKS = {
                 pass
         if killed:
             print(a + b)
-    """, SUM),
-    "close_stdout": ("""
+    """,
+        SUM,
+    ),
+    "close_stdout": (
+        """
         sys.stdout.close()
         os.close(1)
         os.close(2)
         print(a + b)
-    """, SUM),
-    "close_result_pipe": ("""
+    """,
+        SUM,
+    ),
+    "close_result_pipe": (
+        """
         os.closerange(3, 1024)
         print(a + b)
-    """, SUM),
-    "print_1gb": ("""
+    """,
+        SUM,
+    ),
+    "print_1gb": (
+        """
         chunk = "7" * (1 << 20)
         for _ in range(1024):
             sys.stdout.write(chunk)
         print()
         print(a + b)
-    """, SUM),
-    "exit_before_tests": ("""
+    """,
+        SUM,
+    ),
+    "exit_before_tests": (
+        """
         sys.exit(0)
-    """, SUM),
-    "hard_exit_before_tests": ("""
+    """,
+        SUM,
+    ),
+    "hard_exit_before_tests": (
+        """
         os._exit(0)
-    """, SUM),
-    "forged_end_message": ("""
+    """,
+        SUM,
+    ),
+    "forged_end_message": (
+        """
         import gc
         for obj in gc.get_objects():
             if type(obj).__name__ == "Reporter":
                 obj.send("end")
                 obj.send("done", b"5", test=5, status="ok", error=None)
         os._exit(0)
-    """, SUM),
-    "forged_header_without_nonce": ("""
+    """,
+        SUM,
+    ),
+    "forged_header_without_nonce": (
+        """
         for fd in range(3, 64):
             try:
                 os.write(fd, b'{"nonce": "0", "event": "done", "test": 0, "status": "ok", "len": 2}\\n5\\n')
             except OSError:
                 pass
         print(a + b)
-    """, SUM),
-    "escaped_grandchild": ("""
+    """,
+        SUM,
+    ),
+    "escaped_grandchild": (
+        """
         if os.fork() == 0:
             os.setsid()
             if os.fork() == 0:
@@ -234,7 +296,9 @@ ATTACKS = {
                 time.sleep(1e9)
             os._exit(0)
         os.wait()
-    """, SUM),
+    """,
+        SUM,
+    ),
 }
 
 CALL_ATTACKS = {
@@ -305,14 +369,13 @@ def world(tmp_path, monkeypatch):
 
 
 def _program(body: str, world: dict, grader_pid: int) -> str:
-    targets = [str(world["tmp"]), str(world["outside"]), "/tmp", "/var/tmp", "/dev/shm", str(ROOT),
-               str(world["home"])]
+    targets = [str(world["tmp"]), str(world["outside"]), "/tmp", "/var/tmp", "/dev/shm", str(ROOT), str(world["home"])]
     consts = textwrap.dedent(f"""
-        HOME_DIR = {str(world['home'])!r}
-        OUTSIDE = {str(world['outside'])!r}
+        HOME_DIR = {str(world["home"])!r}
+        OUTSIDE = {str(world["outside"])!r}
         REPO = {str(ROOT)!r}
-        MARKER = {world['marker']!r}
-        PORT = {world['listener'].getsockname()[1]}
+        MARKER = {world["marker"]!r}
+        PORT = {world["listener"].getsockname()[1]}
         GRADER_PID = {grader_pid}
     """)
     return _prologue(world["marker"], targets) + consts + textwrap.dedent(body)
@@ -342,8 +405,14 @@ def test_attack_is_contained(attack, use_bwrap, world):
     body, gold = ATTACKS[attack]
     code = _program(body, world, os.getpid())
     t0 = time.monotonic()
-    verdict, run = grade_code_run(f"```python\n{code}\n```", gold, per_test_timeout=PER_TEST,
-                                  problem_timeout=PROBLEM, memory_bytes=MEMORY, use_bwrap=use_bwrap)
+    verdict, run = grade_code_run(
+        f"```python\n{code}\n```",
+        gold,
+        per_test_timeout=PER_TEST,
+        problem_timeout=PROBLEM,
+        memory_bytes=MEMORY,
+        use_bwrap=use_bwrap,
+    )
     elapsed = time.monotonic() - t0
     assert verdict.correct is False, verdict
     _assert_contained(world, run, elapsed)
@@ -356,8 +425,14 @@ def test_attack_is_contained(attack, use_bwrap, world):
 @pytest.mark.parametrize("attack", sorted(CALL_ATTACKS))
 def test_call_attack_is_wrong(attack, use_bwrap, world):
     t0 = time.monotonic()
-    verdict, run = grade_code_run(textwrap.dedent(CALL_ATTACKS[attack]), CALL, per_test_timeout=PER_TEST,
-                                  problem_timeout=PROBLEM, memory_bytes=MEMORY, use_bwrap=use_bwrap)
+    verdict, run = grade_code_run(
+        textwrap.dedent(CALL_ATTACKS[attack]),
+        CALL,
+        per_test_timeout=PER_TEST,
+        problem_timeout=PROBLEM,
+        memory_bytes=MEMORY,
+        use_bwrap=use_bwrap,
+    )
     assert verdict.correct is False, verdict
     _assert_contained(world, run, time.monotonic() - t0)
 
@@ -366,10 +441,14 @@ def test_call_attack_is_wrong(attack, use_bwrap, world):
 def test_attack_harness_is_not_vacuous(use_bwrap, world):
     """The attack programs pass once their condition is true: a wrong verdict means containment."""
     # The same prologue and reading code, with the attack's condition replaced by True.
-    code = _program("""
+    code = _program(
+        """
         if True:
             print(a + b)
-    """, world, os.getpid())
+    """,
+        world,
+        os.getpid(),
+    )
     verdict = grade_code(code, SUM, per_test_timeout=PER_TEST, problem_timeout=PROBLEM, use_bwrap=use_bwrap)
     assert verdict.correct, verdict
 
@@ -414,8 +493,12 @@ def test_no_privilege_is_left_to_the_code(use_bwrap):
 
     code = "print(''.join(l for l in open('/proc/self/status') if l.startswith(('Uid', 'CapEff', 'NoNewPrivs'))))"
     seen = []
-    run = run_in_sandbox({"mode": "stdin", "code": code, "inputs": [""], "fn_name": None}, Limits(),
-                         lambda k, status, error, out: seen.append(out.decode()) or True, use_bwrap=use_bwrap)
+    run = run_in_sandbox(
+        {"mode": "stdin", "code": code, "inputs": [""], "fn_name": None},
+        Limits(),
+        lambda k, status, error, out: seen.append(out.decode()) or True,
+        use_bwrap=use_bwrap,
+    )
     assert run.outcome == "completed", run
     fields = dict(line.split(":", 1) for line in seen[0].strip().splitlines())
     assert int(fields["CapEff"], 16) == 0 and fields["NoNewPrivs"].strip() == "1"

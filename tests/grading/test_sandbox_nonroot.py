@@ -67,9 +67,17 @@ def as_user(tmp_path_factory):
     home = tmp_path_factory.mktemp("user-home")
     os.chmod(home, 0o777)
     try:
-        done = subprocess.run([exe, "-c", SCRIPT, str(ROOT)], user=USER, group=USER, extra_groups=[],
-                              env={"PATH": "/usr/bin:/bin", "HOME": str(home), "OPENROUTER_API_KEY": "sk-test"},
-                              cwd=home, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [exe, "-c", SCRIPT, str(ROOT)],
+            user=USER,
+            group=USER,
+            extra_groups=[],
+            env={"PATH": "/usr/bin:/bin", "HOME": str(home), "OPENROUTER_API_KEY": "sk-test"},
+            cwd=home,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     except PermissionError:
         pytest.skip("root here cannot switch users (no CAP_SETUID)")
     assert done.returncode == 0, done.stderr[-2000:]

@@ -30,8 +30,10 @@ def test_encoder_input_format():
     text = encoder_input("Q?", [("Thinker", "m1", "plan"), ("Worker", "m2", "42")])
     # TinyRouter's format (the default): parts joined by a blank line, roles in lower case
     assert text == "QUERY:\nQ?\n\n[Turn 1 | thinker | m1]\nplan\n\n[Turn 2 | worker | m2]\n42\n<Head Input>"
-    assert encoder_input("Q?", [("Worker", "m2", "42")], competition="minirouter") == \
-        "QUERY:\nQ?\n\n[Turn 1 | worker | m2]\n42"
+    assert (
+        encoder_input("Q?", [("Worker", "m2", "42")], competition="minirouter")
+        == "QUERY:\nQ?\n\n[Turn 1 | worker | m2]\n42"
+    )
     assert ROLES == ("Thinker", "Worker", "Verifier")
 
 

@@ -13,8 +13,14 @@ TEXTS = [
     encoder_input("Which planet is largest? (A) Mars (B) Jupiter (C) Venus (D) Earth"),
     encoder_input(
         "Write a function that returns the n-th Fibonacci number.",
-        [("Thinker", "model-a", "Use iteration, not recursion; keep two running values."),
-         ("Worker", "model-b", "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a")],
+        [
+            ("Thinker", "model-a", "Use iteration, not recursion; keep two running values."),
+            (
+                "Worker",
+                "model-b",
+                "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a",
+            ),
+        ],
     ),
     encoder_input("x"),
     encoder_input("Compute the remainder of 7^100 divided by 13. " * 4, [("Verifier", "m", "VERDICT: REVISE")]),

@@ -9,8 +9,11 @@ from trinity.model.router import Router
 from trinity.model.sessions import SessionEncoder, common_prefix
 from trinity.model.text import encoder_input
 
-QUESTIONS = ["What is 17 * 23?", "Which planet is largest? (A) Mars (B) Jupiter (C) Venus",
-             "Write a program that reads n and prints n squared."]
+QUESTIONS = [
+    "What is 17 * 23?",
+    "Which planet is largest? (A) Mars (B) Jupiter (C) Venus",
+    "Write a program that reads n and prints n squared.",
+]
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +66,9 @@ def test_features_match_reference_at_every_turn(router):
             assert read == sum(len(router.encoder.token_ids(t)) - 1 for t in set(texts))
         else:
             # Only what the turn added (plus the moved `<Head Input>` marker) is read.
-            added = sum(len(router.encoder.token_ids(t)) - len(router.encoder.token_ids(p))
-                        for t, p in zip(texts, prev_texts))
+            added = sum(
+                len(router.encoder.token_ids(t)) - len(router.encoder.token_ids(p)) for t, p in zip(texts, prev_texts)
+            )
             if turn >= 2:
                 assert read < total / 2
             assert added <= read <= added + 10 * len(set(texts))
@@ -91,8 +95,10 @@ def test_text_that_is_not_an_extension_is_read_in_full(router):
     enc = SessionEncoder(router, thetas)
     first = [encoder_input(QUESTIONS[0]), encoder_input(QUESTIONS[1])]
     enc.features(first, np.array([0, 1]), ["a", "b"])
-    second = [encoder_input(QUESTIONS[2], [("Worker", "m1", "print(int(input())**2)")]),
-              encoder_input(QUESTIONS[1], [("Verifier", "m2", "VERDICT: ACCEPT")])]
+    second = [
+        encoder_input(QUESTIONS[2], [("Worker", "m1", "print(int(input())**2)")]),
+        encoder_input(QUESTIONS[1], [("Verifier", "m2", "VERDICT: ACCEPT")]),
+    ]
     got = enc.features(second, np.array([0, 1]), ["a", "b"])
     assert np.abs(got - reference(router, thetas, second, [0, 1])).max() < 1e-5
 

@@ -5,7 +5,13 @@ import pytest
 
 from trinity.errors import InputError
 from trinity.model.theta import (
-    join_theta, load_bundle_weights, load_theta, save_bundle_weights, save_theta, split_theta, theta_size,
+    join_theta,
+    load_bundle_weights,
+    load_theta,
+    save_bundle_weights,
+    save_theta,
+    split_theta,
+    theta_size,
 )
 
 

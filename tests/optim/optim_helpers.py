@@ -30,27 +30,45 @@ def write_inputs(tmp: Path, n_per_cat: int = 30, seed: int = 0) -> tuple[Path, P
     return q, m
 
 
-def standin_trainer(run_path: Path, cfg: TrainConfig, run_id: str | None = None, on_event=None,
-                    fitness_cls=CachedFitness) -> Trainer:
+def standin_trainer(
+    run_path: Path, cfg: TrainConfig, run_id: str | None = None, on_event=None, fitness_cls=CachedFitness
+) -> Trainer:
     """A Trainer over the stand-in router, with run.json written as `trinity train` would."""
     inputs = inputs_from_config(cfg)
     run = RunDir(run_path)
     run.path.mkdir(parents=True, exist_ok=True)
     rid = run_id or run.id
     if not run.exists():
-        run.write_meta({"id": rid, "status": "created", "mode": cfg.mode, "config": cfg.resolved(),
-                        "models": list(MODELS), "splits": inputs.splits,
-                        "inputs_digest": inputs_digest(inputs)})
+        run.write_meta(
+            {
+                "id": rid,
+                "status": "created",
+                "mode": cfg.mode,
+                "config": cfg.resolved(),
+                "models": list(MODELS),
+                "splits": inputs.splits,
+                "inputs_digest": inputs_digest(inputs),
+            }
+        )
     router = LinearRouter(len(MODELS))
-    fit = fitness_cls(router, inputs.matrix, list(MODELS), policy=cfg.policy, temperature=cfg.temperature,
-                     seed=cfg.seed, traces=cfg.traces, text=lambda q: q.question)
+    fit = fitness_cls(
+        router,
+        inputs.matrix,
+        list(MODELS),
+        policy=cfg.policy,
+        temperature=cfg.temperature,
+        seed=cfg.seed,
+        traces=cfg.traces,
+        text=lambda q: q.question,
+    )
     return Trainer(run, cfg, inputs, router, fit, list(MODELS), run_id=rid, on_event=on_event)
 
 
 def trinity(*args: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
     e = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "trinity", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=timeout, env=e)
+    return subprocess.run(
+        [sys.executable, "-m", "trinity", *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout, env=e
+    )
 
 
 def trinity_inproc(capsys, *args: str) -> tuple[int, str, str]:
@@ -66,8 +84,11 @@ def trinity_inproc(capsys, *args: str) -> tuple[int, str, str]:
 def tree_digest(path: Path) -> dict[str, str]:
     """{relative file: sha256} of everything under `path` (to prove a dir was left as it was);
     the engine lock file (it holds the pid of the last engine) is not run content."""
-    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(path.rglob("*")) if p.is_file() and p.name != ".lock"}
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
 
 
 def history_sans_secs(path: Path) -> list[dict]:

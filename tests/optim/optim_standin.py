@@ -53,8 +53,9 @@ class LinearRouter:
         return np.einsum("pkd,nd->pnk", W, self.features(texts))  # (P, N, M+3)
 
 
-def synthetic_task(n_per_cat: int = 30, k: int = 4, seed: int = 0, best: float = 0.9, other: float = 0.25,
-                   skew: float = 0.05):
+def synthetic_task(
+    n_per_cat: int = 30, k: int = 4, seed: int = 0, best: float = 0.9, other: float = 0.25, skew: float = 0.05
+):
     """Questions + matrix. Model c answers category c right with p=best, the rest with p=other;
     model 0 gets +skew everywhere so that one single model is clearly best overall."""
     rng = np.random.RandomState(seed)

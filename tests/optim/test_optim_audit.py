@@ -10,8 +10,10 @@ from trinity.optim.audit import gap_factor, overfit_report
 from trinity.optim.runinputs import inputs_from_config
 
 
-@pytest.mark.parametrize("gap,factor", [(None, 1.0), (-0.3, 1.0), (0.0, 1.0), (0.08, 1.0), (0.0800001, 0.85),
-                                        (0.15, 0.85), (0.1500001, 0.0), (0.5, 0.0)])
+@pytest.mark.parametrize(
+    "gap,factor",
+    [(None, 1.0), (-0.3, 1.0), (0.0, 1.0), (0.08, 1.0), (0.0800001, 0.85), (0.15, 0.85), (0.1500001, 0.0), (0.5, 0.0)],
+)
 def test_gap_factor_matches_the_competition_rule_at_the_boundaries(gap, factor):
     # TinyRouter: gap > 0.15 rejects, gap > 0.08 multiplies by 0.85 (strict inequalities)
     assert gap_factor(gap)[0] == factor
@@ -33,13 +35,32 @@ def test_audit_split_is_carved_from_test_and_reported(tmp_path, capsys):
     # no audit: the splits (and the config hash) are the ones a run made before audit existed had
     plain = TrainConfig(questions=str(q), matrix=str(m))
     assert "audit" not in inputs_from_config(plain).splits
-    assert plain.hash() == TrainConfig(
-        questions=str(q), matrix=str(m), splits={"train": 0.6, "val": 0.2, "test": 0.2, "audit": 0.0}).hash()
+    assert (
+        plain.hash()
+        == TrainConfig(
+            questions=str(q), matrix=str(m), splits={"train": 0.6, "val": 0.2, "test": 0.2, "audit": 0.0}
+        ).hash()
+    )
     cf = tmp_path / "c.yaml"
     cf.write_text("splits: {train: 0.6, val: 0.2, test: 0.1, audit: 0.1}\n")
-    rc, _, err = trinity_inproc(capsys, "train", "--config", str(cf), "--questions", str(q), "--matrix", str(m),
-                                "--encoder", "tiny-qwen3", "--generations", "1", "--popsize", "4",
-                                "--run-dir", str(tmp_path / "run"))
+    rc, _, err = trinity_inproc(
+        capsys,
+        "train",
+        "--config",
+        str(cf),
+        "--questions",
+        str(q),
+        "--matrix",
+        str(m),
+        "--encoder",
+        "tiny-qwen3",
+        "--generations",
+        "1",
+        "--popsize",
+        "4",
+        "--run-dir",
+        str(tmp_path / "run"),
+    )
     assert rc == 0, err
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
     gap = s["overfit"]["gaps"]["all"]["val_minus_audit"]
@@ -49,9 +70,24 @@ def test_audit_split_is_carved_from_test_and_reported(tmp_path, capsys):
 
 def test_seeds_write_one_run_dir_per_seed_and_a_summary(tmp_path, capsys):
     q, m = write_inputs(tmp_path, n_per_cat=12)
-    rc, out, err = trinity_inproc(capsys, "train", "--questions", str(q), "--matrix", str(m), "--encoder", "tiny-qwen3",
-                                  "--generations", "1", "--popsize", "4", "--seeds", "0,1,2",
-                                  "--run-dir", str(tmp_path / "r"))
+    rc, out, err = trinity_inproc(
+        capsys,
+        "train",
+        "--questions",
+        str(q),
+        "--matrix",
+        str(m),
+        "--encoder",
+        "tiny-qwen3",
+        "--generations",
+        "1",
+        "--popsize",
+        "4",
+        "--seeds",
+        "0,1,2",
+        "--run-dir",
+        str(tmp_path / "r"),
+    )
     assert rc == 0, err
     dirs = [tmp_path / f"r-s{s}" for s in (0, 1, 2)]
     assert all((d / "summary.json").exists() for d in dirs) and not (tmp_path / "r").exists()
@@ -62,6 +98,18 @@ def test_seeds_write_one_run_dir_per_seed_and_a_summary(tmp_path, capsys):
     vals = [r["val_acc"] for r in summ["runs"]]
     assert summ["best"]["val_acc"] == max(vals) and summ["spread"]["val_acc"]["n"] == 3
     assert summ["spread"]["val_acc"]["min"] == min(vals) and "best seed" in out
-    rc, _, err = trinity_inproc(capsys, "train", "--questions", str(q), "--matrix", str(m), "--encoder", "tiny-qwen3",
-                                "--seeds", "0,x", "--run-dir", str(tmp_path / "r2"))
+    rc, _, err = trinity_inproc(
+        capsys,
+        "train",
+        "--questions",
+        str(q),
+        "--matrix",
+        str(m),
+        "--encoder",
+        "tiny-qwen3",
+        "--seeds",
+        "0,x",
+        "--run-dir",
+        str(tmp_path / "r2"),
+    )
     assert rc != 0 and "--seeds" in err

@@ -66,8 +66,9 @@ def test_npz_with_an_object_array_is_refused(run_a, tmp_path):
     run, cfg = run_a
     marker = tmp_path / "PWNED"
     buf = io.BytesIO()
-    np.savez(buf, state_json=np.frombuffer(b'{"gen": 2}', dtype=np.uint8),
-             a0=np.array([_Payload(str(marker))], dtype=object))
+    np.savez(
+        buf, state_json=np.frombuffer(b'{"gen": 2}', dtype=np.uint8), a0=np.array([_Payload(str(marker))], dtype=object)
+    )
     _forge(run, buf.getvalue(), "state-000002.npz", ckpt.FORMAT)
     # the state refers to the object array: loading it must refuse, not unpickle
     blob = buf.getvalue()
@@ -82,8 +83,15 @@ def test_npz_with_an_object_array_is_refused(run_a, tmp_path):
 def test_state_round_trips_exactly():
     rng = np.random.RandomState(5)
     rng.randn(7)
-    state = {"gen": 3, "x": np.arange(6.0).reshape(2, 3), "rng": rng, "t": (1, "a"), "h": [{"best": -np.inf}],
-             "n": None, "f": 0.1}
+    state = {
+        "gen": 3,
+        "x": np.arange(6.0).reshape(2, 3),
+        "rng": rng,
+        "t": (1, "a"),
+        "h": [{"best": -np.inf}],
+        "n": None,
+        "f": 0.1,
+    }
     back = ckpt.decode_state(ckpt.encode_state(state))
     assert back["gen"] == 3 and back["t"] == (1, "a") and back["h"] == [{"best": -np.inf}] and back["f"] == 0.1
     np.testing.assert_array_equal(back["x"], state["x"])

@@ -11,9 +11,28 @@ from trinity.runs.rundir import RunDir
 
 
 def _train(q, m, run_dir, *extra):
-    return trinity("train", "--mode", "cached", "--questions", str(q), "--matrix", str(m),
-                   "--encoder", "tiny-qwen3", "--generations", "2", "--popsize", "4", "--m", "4",
-                   "--seed", "0", "--run-dir", str(run_dir), *extra)
+    return trinity(
+        "train",
+        "--mode",
+        "cached",
+        "--questions",
+        str(q),
+        "--matrix",
+        str(m),
+        "--encoder",
+        "tiny-qwen3",
+        "--generations",
+        "2",
+        "--popsize",
+        "4",
+        "--m",
+        "4",
+        "--seed",
+        "0",
+        "--run-dir",
+        str(run_dir),
+        *extra,
+    )
 
 
 def _one_error_line(res, *needles):
@@ -62,6 +81,7 @@ def test_model_missing_from_some_rows(tmp_path):
     def drop(d):
         for t in d["tasks"][7:9]:
             del t["per_model"]["m-hist"]
+
     _edit_matrix(m, drop)
     ids = [json.loads(line)["id"] for line in q.read_text().splitlines()[7:9]]
     _one_error_line(_train(q, m, tmp_path / "run"), "'m-hist' is missing", *ids)
@@ -153,10 +173,19 @@ def test_run_dir_is_a_file(tmp_path):
     _one_error_line(_train(q, m, tmp_path / "f"), "is a file")
 
 
-@pytest.mark.parametrize("extra, needle", [((), "live mode needs a pool"),
-                                           (("--pool", "nope"), "unknown pool 'nope'")])
+@pytest.mark.parametrize("extra, needle", [((), "live mode needs a pool"), (("--pool", "nope"), "unknown pool 'nope'")])
 def test_live_mode_pool_errors_before_the_run_dir(tmp_path, extra, needle):
-    res = trinity("train", "--mode", "live", "--questions", "practice", "--encoder", "tiny-qwen3",
-                  "--run-dir", str(tmp_path / "run"), *extra)
+    res = trinity(
+        "train",
+        "--mode",
+        "live",
+        "--questions",
+        "practice",
+        "--encoder",
+        "tiny-qwen3",
+        "--run-dir",
+        str(tmp_path / "run"),
+        *extra,
+    )
     _one_error_line(res, needle)
     assert not (tmp_path / "run").exists()

@@ -51,8 +51,24 @@ def test_every_minibatch_holds_every_benchmark(tmp_path):
 
 def test_composite_cli_with_one_matrix_per_benchmark(tmp_path, capsys):
     q, m = _bench_files(tmp_path)
-    rc, _, err = trinity_inproc(capsys, "train", "--questions", q, "--matrix", m, "--encoder", "tiny-qwen3",
-                                "--generations", "2", "--popsize", "4", "--m", "6", "--run-dir", str(tmp_path / "r"))
+    rc, _, err = trinity_inproc(
+        capsys,
+        "train",
+        "--questions",
+        q,
+        "--matrix",
+        m,
+        "--encoder",
+        "tiny-qwen3",
+        "--generations",
+        "2",
+        "--popsize",
+        "4",
+        "--m",
+        "6",
+        "--run-dir",
+        str(tmp_path / "r"),
+    )
     assert rc == 0, err
     meta = json.loads((tmp_path / "r" / "run.json").read_text())
     assert meta["benchmarks"] == ["big", "small"] and meta["config"]["matrix"].count(",") == 1

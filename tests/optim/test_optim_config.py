@@ -27,15 +27,18 @@ def test_practice_section_is_allowed_and_recorded():
     assert cfg.practice_config and Path(cfg.practice_config).samefile("configs/practice.yaml")
 
 
-@pytest.mark.parametrize("text, overrides, needle", [
-    ("popsize: 4\nbogus: 1\n", {}, "c.yaml: bogus: unknown key"),
-    ("popsize: 1\n", {}, "c.yaml: popsize: Input should be greater than or equal to 2"),
-    ("splits: {train: 0.5, val: 0.1, test: 0.1}\n", {}, "splits: train + val + test must sum to 1"),
-    ("mode: turbo\n", {}, "c.yaml: mode:"),
-    ("", {"sigma0": -1.0}, "--sigma0: Input should be greater than 0"),
-    ("- a\n- b\n", {}, "must be a mapping"),
-    ("popsize: [\n", {}, "is not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, overrides, needle",
+    [
+        ("popsize: 4\nbogus: 1\n", {}, "c.yaml: bogus: unknown key"),
+        ("popsize: 1\n", {}, "c.yaml: popsize: Input should be greater than or equal to 2"),
+        ("splits: {train: 0.5, val: 0.1, test: 0.1}\n", {}, "splits: train + val + test must sum to 1"),
+        ("mode: turbo\n", {}, "c.yaml: mode:"),
+        ("", {"sigma0": -1.0}, "--sigma0: Input should be greater than 0"),
+        ("- a\n- b\n", {}, "must be a mapping"),
+        ("popsize: [\n", {}, "is not valid YAML"),
+    ],
+)
 def test_bad_configs_give_one_line_errors(tmp_path, text, overrides, needle):
     f = tmp_path / "c.yaml"
     f.write_text(text)

@@ -18,14 +18,26 @@ def _one_error_line(res, *needles):
 
 
 def _train(*args):
-    return trinity("train", "--mode", "cached", "--encoder", "tiny-qwen3", "--generations", "1", "--popsize", "2",
-                   "--m", "2", *map(str, args))
+    return trinity(
+        "train",
+        "--mode",
+        "cached",
+        "--encoder",
+        "tiny-qwen3",
+        "--generations",
+        "1",
+        "--popsize",
+        "2",
+        "--m",
+        "2",
+        *map(str, args),
+    )
 
 
 def test_non_utf8_and_directory_inputs_are_one_line_errors(tmp_path):
     q, m = write_inputs(tmp_path)
     bad = tmp_path / "bad.jsonl"
-    bad.write_bytes(q.read_bytes().splitlines(keepends=True)[0] + b'\xff\xfe garbage\n')
+    bad.write_bytes(q.read_bytes().splitlines(keepends=True)[0] + b"\xff\xfe garbage\n")
     _one_error_line(_train("--questions", bad, "--matrix", m, "--run-dir", tmp_path / "r1"), "line 2", "UTF-8")
     cfg = tmp_path / "bin.yaml"
     cfg.write_bytes(b"\x00\x01\xff\xfe binary")
@@ -69,8 +81,9 @@ def test_live_pool_settings_come_from_flags_and_leave_the_config_hash_alone():
 
     p = argparse.ArgumentParser()
     register(p.add_subparsers())
-    a = p.parse_args(["train", "--price-in", "0.5", "--price-out", "1.5", "--read-timeout", "30",
-                      "--fail-threshold", "0.8"])
+    a = p.parse_args(
+        ["train", "--price-in", "0.5", "--price-out", "1.5", "--read-timeout", "30", "--fail-threshold", "0.8"]
+    )
     cfg = load_config(None, _overrides(a, TRAIN_FLAGS))
     assert (cfg.price_in, cfg.price_out, cfg.read_timeout_s, cfg.fail_threshold) == (0.5, 1.5, 30.0, 0.8)
     assert cfg.hash() == load_config(None, {}).hash()  # changeable on resume (RESUMABLE_KEYS)
@@ -81,8 +94,25 @@ def test_a_live_run_without_its_key_fails_before_the_run_dir_exists(tmp_path, mo
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))  # no secrets.env there
     run = tmp_path / "run"
-    res = trinity("train", "--mode", "live", "--pool", "openrouter", "--questions", "practice", "--encoder",
-                  "tiny-qwen3", "--generations", "1", "--popsize", "2", "--m", "2", "--run-dir", str(run))
+    res = trinity(
+        "train",
+        "--mode",
+        "live",
+        "--pool",
+        "openrouter",
+        "--questions",
+        "practice",
+        "--encoder",
+        "tiny-qwen3",
+        "--generations",
+        "1",
+        "--popsize",
+        "2",
+        "--m",
+        "2",
+        "--run-dir",
+        str(run),
+    )
     _one_error_line(res, "no API key", "OPENROUTER_API_KEY")
     assert not run.exists()  # nothing left that would block the retry
 

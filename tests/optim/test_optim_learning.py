@@ -17,9 +17,28 @@ def test_learns_to_route_three_categories(tmp_path, capsys):
     # on an argmax (piecewise-constant) fitness can stall in 15 generations; seed 0 does not.
     q, m = write_inputs(tmp_path, n_per_cat=40)
     run = tmp_path / "run"
-    rc, out, err = trinity_inproc(capsys, "train", "--mode", "cached", "--questions", str(q), "--matrix", str(m),
-                                  "--encoder", "tiny-qwen3", "--generations", "15", "--popsize", "16", "--m", "16",
-                                  "--seed", "0", "--run-dir", str(run))
+    rc, out, err = trinity_inproc(
+        capsys,
+        "train",
+        "--mode",
+        "cached",
+        "--questions",
+        str(q),
+        "--matrix",
+        str(m),
+        "--encoder",
+        "tiny-qwen3",
+        "--generations",
+        "15",
+        "--popsize",
+        "16",
+        "--m",
+        "16",
+        "--seed",
+        "0",
+        "--run-dir",
+        str(run),
+    )
     assert rc == 0, err
     assert sum(line.startswith("gen ") for line in out.splitlines()) == 15  # a line per generation
     # held-out accuracy, recomputed here from best_theta.npy through the routing API
@@ -41,8 +60,19 @@ def test_learns_to_route_three_categories(tmp_path, capsys):
 def test_practice_config_learns(tmp_path, capsys, monkeypatch):
     root = tmp_path / "runs"
     monkeypatch.chdir(Path(__file__).resolve().parents[2])  # the README runs it from the checkout
-    rc, out, err = trinity_inproc(capsys, "train", "--config", "configs/practice.yaml", "--generations", "16",
-                                  "--warm-start", "none", "--runs-root", str(root), "--json")
+    rc, out, err = trinity_inproc(
+        capsys,
+        "train",
+        "--config",
+        "configs/practice.yaml",
+        "--generations",
+        "16",
+        "--warm-start",
+        "none",
+        "--runs-root",
+        str(root),
+        "--json",
+    )
     assert rc == 0, err
     (run,) = list(root.iterdir())  # an auto-named run directory under --runs-root
     assert run.name.startswith("run-")

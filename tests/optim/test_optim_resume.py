@@ -22,8 +22,27 @@ GENS = 10
 
 
 def _args(q, m, run):
-    return ["train", "--mode", "cached", "--questions", str(q), "--matrix", str(m), "--encoder", "tiny-qwen3",
-            "--generations", str(GENS), "--popsize", "8", "--m", "8", "--seed", "3", "--run-dir", str(run)]
+    return [
+        "train",
+        "--mode",
+        "cached",
+        "--questions",
+        str(q),
+        "--matrix",
+        str(m),
+        "--encoder",
+        "tiny-qwen3",
+        "--generations",
+        str(GENS),
+        "--popsize",
+        "8",
+        "--m",
+        "8",
+        "--seed",
+        "3",
+        "--run-dir",
+        str(run),
+    ]
 
 
 def _n_gens(run) -> int:
@@ -35,12 +54,16 @@ def _start_and_kill(cmd, run, after_gens: int, rng: random.Random) -> bool:
     """Start the engine, SIGKILL it once `after_gens` generations are logged plus a random
     delay; False if it finished first."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    p = subprocess.Popen([sys.executable, "-m", "trinity", *cmd], cwd=ROOT, env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "trinity", *cmd], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     deadline = time.monotonic() + 120
     # the run exists once run.json does (a kill before that leaves nothing to resume: train again)
-    while (not (run / "run.json").exists() or _n_gens(run) < after_gens) and p.poll() is None \
-            and time.monotonic() < deadline:
+    while (
+        (not (run / "run.json").exists() or _n_gens(run) < after_gens)
+        and p.poll() is None
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.01)
     time.sleep(rng.uniform(0, 0.15))  # anywhere within the next generation, checkpoint writes included
     if p.poll() is not None:
@@ -133,8 +156,25 @@ def test_resume_uses_the_thread_count_the_run_started_with(tmp_path, capsys, mon
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        args = ["train", "--mode", "cached", "--questions", str(q), "--matrix", str(m), "--encoder", "tiny-qwen3",
-                "--generations", "1", "--popsize", "4", "--m", "4", "--run-dir", str(run)]
+        args = [
+            "train",
+            "--mode",
+            "cached",
+            "--questions",
+            str(q),
+            "--matrix",
+            str(m),
+            "--encoder",
+            "tiny-qwen3",
+            "--generations",
+            "1",
+            "--popsize",
+            "4",
+            "--m",
+            "4",
+            "--run-dir",
+            str(run),
+        ]
         rc, _, err = trinity_inproc(capsys, *args)
         assert rc == 0, err
         assert json.loads((run / "run.json").read_text())["torch_threads"] == 1

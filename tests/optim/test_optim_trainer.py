@@ -26,21 +26,35 @@ def cfg(tmp_path):
 def test_run_dir_contents_and_learning(tmp_path, cfg):
     events = []
     # ES from a zero head (a label warm start would begin at the optimum of this task)
-    t = standin_trainer(tmp_path / "run", cfg.model_copy(update={"generations": 15, "warm_start": "none"}),
-                        on_event=events.append)
+    t = standin_trainer(
+        tmp_path / "run", cfg.model_copy(update={"generations": 15, "warm_start": "none"}), on_event=events.append
+    )
     res = t.train()
     assert res.status == "finished" and res.exit_code == 0
     run = RunDir(tmp_path / "run")
     gens = [e for e in run.read_events() if e["type"] == "generation"]
     assert [g["gen"] for g in gens] == list(range(1, 16))
     for g in gens:
-        assert {"gen", "best", "mean", "max", "sigma", "evals", "secs", "cost_usd", "calls", "val_acc",
-                "model_mix", "role_mix"} <= set(g)
+        assert {
+            "gen",
+            "best",
+            "mean",
+            "max",
+            "sigma",
+            "evals",
+            "secs",
+            "cost_usd",
+            "calls",
+            "val_acc",
+            "model_mix",
+            "role_mix",
+        } <= set(g)
         assert sum(g["model_mix"].values()) == 12 * 12 == sum(g["role_mix"].values())
         assert list(g["model_mix"]) == MODELS
     assert run.read_events()[-1]["type"] == "status" and run.read_events()[-1]["status"] == "finished"
-    assert json.loads(run.history.read_text()) == [{k: v for k, v in g.items() if k not in ("type", "time")}
-                                                   for g in gens]
+    assert json.loads(run.history.read_text()) == [
+        {k: v for k, v in g.items() if k not in ("type", "time")} for g in gens
+    ]
     # one trace line per candidate x question of every generation
     traces = read_jsonl(run.traces)
     assert len(traces) == 15 * 12 * 12
@@ -88,7 +102,9 @@ def test_resume_after_crash_equals_uninterrupted(tmp_path, cfg):
         assert t2.train(resume=True).status == "finished"
         assert np.array_equal(np.load(path / "best_theta.npy"), np.load(tmp_path / "ref/best_theta.npy"))
         assert history_sans_secs(path / "history.json") == history_sans_secs(tmp_path / "ref/history.json")
-        assert (path / "traces.jsonl").read_bytes().count(b"\n") == (tmp_path / "ref/traces.jsonl").read_bytes().count(b"\n")
+        assert (path / "traces.jsonl").read_bytes().count(b"\n") == (tmp_path / "ref/traces.jsonl").read_bytes().count(
+            b"\n"
+        )
         gens = [e["gen"] for e in RunDir(path).read_events() if e["type"] == "generation"]
         assert sorted(gens) == list(range(1, 9)) and len(set(gens)) == 8
 
@@ -118,8 +134,9 @@ def test_sigterm_stops_with_status_and_resumable(tmp_path, cfg):
     assert RunDir(tmp_path / "run").read_meta()["status"] == "stopped"
 
 
-@pytest.mark.parametrize("exc, words", [(OutOfCredit, "stopped: out of credit"),
-                                        (BudgetExceeded, "stopped: budget reached")])
+@pytest.mark.parametrize(
+    "exc, words", [(OutOfCredit, "stopped: out of credit"), (BudgetExceeded, "stopped: budget reached")]
+)
 def test_fitness_stop_conditions(tmp_path, cfg, exc, words):
     class Broke(CachedFitness):
         def evaluate(self, gen, thetas, qs, hooks):

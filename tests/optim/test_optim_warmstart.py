@@ -23,9 +23,29 @@ def _inputs(tmp_path):
 
 
 def _train(capsys, q, m, run, *extra):
-    rc, out, err = trinity_inproc(capsys, "train", "--mode", "cached", "--questions", str(q), "--matrix", str(m),
-                                  "--encoder", "tiny-qwen3", "--generations", "3", "--popsize", "8", "--m", "16",
-                                  "--seed", "0", "--run-dir", str(run), *extra)
+    rc, out, err = trinity_inproc(
+        capsys,
+        "train",
+        "--mode",
+        "cached",
+        "--questions",
+        str(q),
+        "--matrix",
+        str(m),
+        "--encoder",
+        "tiny-qwen3",
+        "--generations",
+        "3",
+        "--popsize",
+        "8",
+        "--m",
+        "16",
+        "--seed",
+        "0",
+        "--run-dir",
+        str(run),
+        *extra,
+    )
     assert rc == 0, err
     return out, json.loads((run / "summary.json").read_text())
 
@@ -53,8 +73,22 @@ def test_warm_start_beats_es_only_held_out(tmp_path, capsys):
 
 
 def test_warm_start_labels_needs_a_matrix(tmp_path, capsys):
-    rc, _, err = trinity_inproc(capsys, "train", "--mode", "live", "--pool", "practice", "--questions", "practice",
-                                  "--encoder", "tiny-qwen3", "--warm-start", "labels", "--run-dir", str(tmp_path / "r"))
+    rc, _, err = trinity_inproc(
+        capsys,
+        "train",
+        "--mode",
+        "live",
+        "--pool",
+        "practice",
+        "--questions",
+        "practice",
+        "--encoder",
+        "tiny-qwen3",
+        "--warm-start",
+        "labels",
+        "--run-dir",
+        str(tmp_path / "r"),
+    )
     assert rc != 0 and "--warm-start labels" in err and "Traceback" not in err
     assert not (tmp_path / "r").exists()
 
@@ -88,11 +122,14 @@ def test_role_rows_default_reads_whether_a_session_has_turns():
     rows, info = fit_role_rows(router, text, qs[: len(qs) // 2], models)
     assert rows.shape == (3, router.hidden) and info["role_train_acc"] >= 0.9
     bare, later = [], []
-    for i, q in enumerate(qs[len(qs) // 2:]):
+    for i, q in enumerate(qs[len(qs) // 2 :]):
         name = models[i % 3].split("/")[-1]
-        worker = (f"({name}, simulated) Comparing the options one by one, option C fits best.\n\nAnswer: C"
-                  if q.kind == "mc" else f"({name}, simulated) Working through the problem step by step.\n"
-                  "After simplifying, the result is 7.\n\nThe final answer is $\\boxed{7}$.")
+        worker = (
+            f"({name}, simulated) Comparing the options one by one, option C fits best.\n\nAnswer: C"
+            if q.kind == "mc"
+            else f"({name}, simulated) Working through the problem step by step.\n"
+            "After simplifying, the result is 7.\n\nThe final answer is $\\boxed{7}$."
+        )
         verifier = f"({name}, simulated) The latest answer does not hold up when I check it.\n\nVERDICT: REVISE"
         turns = [("Worker", models[i % 3], worker), ("Verifier", models[i % 3], verifier)] * 2
         query = text.render_question(q)

@@ -28,16 +28,29 @@ def _cfg(**over):
     # max_batch_tokens 256: the practice questions' warm-up makes 12 layer-input batches (not one),
     # so each worker holds a real share and a generation's questions fall into several groups;
     # MiniRouter's router text (no marker, not the default): the workers encode the run's text
-    return load_config(PRACTICE, {"encoder": "tiny-qwen3", "generations": 4, "popsize": 8, "m": 16,
-                                  "traces": "best", "max_batch_tokens": 256, "competition": "minirouter",
-                                  **over})
+    return load_config(
+        PRACTICE,
+        {
+            "encoder": "tiny-qwen3",
+            "generations": 4,
+            "popsize": 8,
+            "m": 16,
+            "traces": "best",
+            "max_batch_tokens": 256,
+            "competition": "minirouter",
+            **over,
+        },
+    )
 
 
 def _results(run: Path):
     hist = json.loads((run / "history.json").read_text())
     traces = (run / "traces.jsonl").read_text().splitlines()
-    return ((run / "best_theta.npy").read_bytes(), [{k: v for k, v in h.items() if k != "secs"} for h in hist],
-            [{k: v for k, v in json.loads(t).items() if k != "time"} for t in traces])
+    return (
+        (run / "best_theta.npy").read_bytes(),
+        [{k: v for k, v in h.items() if k != "secs"} for h in hist],
+        [{k: v for k, v in json.loads(t).items() if k != "time"} for t in traces],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -99,15 +112,16 @@ def test_each_worker_holds_its_share_and_the_logits_equal_one_process(ray_local)
         thetas = router.initial_mean()[None] + 0.05 * rng.randn(8, router.n_params)
         batch = texts[:16]
         seen: list[tuple[int, int]] = []
-        hooks = GenerationHooks(progress=lambda d, t: seen.append((d, t)), choices=lambda *a: None,
-                                trace=lambda r: None)
-        ref = one.population_logits(thetas, batch, GenerationHooks(lambda d, t: None, lambda *a: None,
-                                                                  lambda r: None))
+        hooks = GenerationHooks(
+            progress=lambda d, t: seen.append((d, t)), choices=lambda *a: None, trace=lambda r: None
+        )
+        ref = one.population_logits(thetas, batch, GenerationHooks(lambda d, t: None, lambda *a: None, lambda r: None))
         assert np.array_equal(fit.population_logits(thetas, batch, hooks), ref)
         assert seen == [(b * 16, 8 * 16) for b in fit.chunk_bounds(8)[1:]]  # whole chunks, in order
         val = texts[-12:]
-        assert np.array_equal(fit.population_logits_one(thetas[:3], val),
-                              np.asarray(router.population_logits(thetas[:3], val), dtype=np.float64))
+        assert np.array_equal(
+            fit.population_logits_one(thetas[:3], val),
+            np.asarray(router.population_logits(thetas[:3], val), dtype=np.float64),
+        )
     finally:
         fit.close()
-

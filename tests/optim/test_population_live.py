@@ -47,20 +47,41 @@ def questions_file(tmp_path_factory):
 
 def _cfg(server, questions_file, cache: Path, **over):
     # its own response cache per run: the server then sees every call a run pays for
-    return load_config(None, {"mode": "live", "pool": "practice", "questions": str(questions_file),
-                              "encoder": "tiny-qwen3", "generations": 2, "popsize": 4, "m": 4, "max_turns": 3, "seed": 1,
-                              "warm_start": "none", "traces": "all", "base_url": server.base_url,
-                              "cache_path": str(cache / "responses.sqlite"), **over})
+    return load_config(
+        None,
+        {
+            "mode": "live",
+            "pool": "practice",
+            "questions": str(questions_file),
+            "encoder": "tiny-qwen3",
+            "generations": 2,
+            "popsize": 4,
+            "m": 4,
+            "max_turns": 3,
+            "seed": 1,
+            "warm_start": "none",
+            "traces": "all",
+            "base_url": server.base_url,
+            "cache_path": str(cache / "responses.sqlite"),
+            **over,
+        },
+    )
 
 
 def _results(run: Path):
     hist = json.loads((run / "history.json").read_text())
     drop = ("secs", "time")
     traces = [{k: v for k, v in t.items() if k not in drop} for t in read_jsonl(run / "traces.jsonl")]
-    paid = sorted((r["model"], r["prompt_tokens"], r["completion_tokens"], r["cost_micro_usd"])
-                  for r in read_jsonl(run / "ledger.jsonl"))
-    return ((run / "best_theta.npy").read_bytes(), [{k: v for k, v in h.items() if k not in drop} for h in hist],
-            sorted(traces, key=lambda t: (t["gen"], t["candidate"], t["qid"])), paid)
+    paid = sorted(
+        (r["model"], r["prompt_tokens"], r["completion_tokens"], r["cost_micro_usd"])
+        for r in read_jsonl(run / "ledger.jsonl")
+    )
+    return (
+        (run / "best_theta.npy").read_bytes(),
+        [{k: v for k, v in h.items() if k not in drop} for h in hist],
+        sorted(traces, key=lambda t: (t["gen"], t["candidate"], t["qid"])),
+        paid,
+    )
 
 
 def _served(server, before) -> int:
@@ -111,10 +132,15 @@ def test_actor_path_gives_the_in_process_bits():
     def steps():  # turn steps: transcripts grow; some sessions end after turn 1
         for t in range(3):
             active = [i for i in range(len(pairs)) if t == 0 or i % 4 != 1]
-            turns = {i: [(f"model-{(pairs[i][0] + k) % 2}", "Worker", f"step {k} of {pairs[i][1].id}")
-                         for k in range(t)] for i in active}
-            yield ([rt.encoder_input(queries[i], turns[i]) for i in active],
-                   np.array([pairs[i][0] for i in active]), active)
+            turns = {
+                i: [(f"model-{(pairs[i][0] + k) % 2}", "Worker", f"step {k} of {pairs[i][1].id}") for k in range(t)]
+                for i in active
+            }
+            yield (
+                [rt.encoder_input(queries[i], turns[i]) for i in active],
+                np.array([pairs[i][0] for i in active]),
+                active,
+            )
 
     local = ShardedLogits(router, thetas, shard_of, n)
     want = [local(*step) for step in steps()]
@@ -128,7 +154,8 @@ def test_actor_path_gives_the_in_process_bits():
 
 
 def test_live_workers_2_equal_workers_1_and_a_lost_worker_pays_nothing_twice(
-        ray_local, server, questions_file, single, tmp_path, monkeypatch):
+    ray_local, server, questions_file, single, tmp_path, monkeypatch
+):
     """Worker 1 is killed in generation 1, which is then evaluated again from its first turn on
     two workers (fresh encoder states); generation 2 runs on two workers undisturbed. Equal to the
     in-process run in θ, history, every session and every call: `--workers 2` == `--workers 1`."""
@@ -166,10 +193,28 @@ def test_live_trial_with_workers_in_a_sweep_keeps_the_sweep_budget(ray_local, se
 
     cap = 0.007  # the priciest model's worst case (max_tokens of output) is ~$0.005 a call
     spec = tmp_path / "live.yaml"
-    spec.write_text(yaml.safe_dump({"config": {
-        "mode": "live", "pool": "practice", "base_url": server.base_url, "questions": str(questions_file),
-        "encoder": "tiny-qwen3", "generations": 6, "popsize": 4, "m": 4, "max_turns": 2, "concurrency": 4,
-        "workers": 2, "traces": "none", "cache_path": str(tmp_path / "c.sqlite")}}), encoding="utf-8")
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "config": {
+                    "mode": "live",
+                    "pool": "practice",
+                    "base_url": server.base_url,
+                    "questions": str(questions_file),
+                    "encoder": "tiny-qwen3",
+                    "generations": 6,
+                    "popsize": 4,
+                    "m": 4,
+                    "max_turns": 2,
+                    "concurrency": 4,
+                    "workers": 2,
+                    "traces": "none",
+                    "cache_path": str(tmp_path / "c.sqlite"),
+                }
+            }
+        ),
+        encoding="utf-8",
+    )
     before = server.stats.billed_usd
     sd = new_sweep(spec, tmp_path / "sweep", budget_usd=cap)
     doc = run_sweep(sd.path, timeout_s=240)

@@ -22,10 +22,11 @@ def test_shares_and_blocks_are_bit_identical_to_one_process():
     texts = [default_text(q) for q in practice_questions()] * 2  # duplicates across warm-up chunks
     one = _router()
     for a in range(0, len(texts), WARM_CHUNK):  # CachedFitness.warm_up
-        one.layer_inputs(texts[a:a + WARM_CHUNK])
+        one.layer_inputs(texts[a : a + WARM_CHUNK])
     plan = warm_batches(one, texts)
     assert len(plan) > 2 and sorted(i for b in plan for i in b) == sorted(
-        {t: i for i, t in reversed(list(enumerate(texts)))}.values())  # each text once, at its first place
+        {t: i for i, t in reversed(list(enumerate(texts)))}.values()
+    )  # each text once, at its first place
     workers, owner = [_router(), _router()], {}
     for j, batch in enumerate(plan):
         workers[j % 2].layer_inputs([texts[i] for i in batch])

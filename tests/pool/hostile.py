@@ -67,9 +67,13 @@ class _Handler(BaseHTTPRequestHandler):
         srv.bill(prompt, completion)
         if mode == "usage":
             usage = srv.usage
-        body = {"id": f"x{k}", "object": "chat.completion", "model": req.get("model"),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                             "finish_reason": "stop"}], "usage": usage}
+        body = {
+            "id": f"x{k}",
+            "object": "chat.completion",
+            "model": req.get("model"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": usage,
+        }
         data = json.dumps(body).encode()  # allow_nan: `Infinity` goes out as sent by bad servers
         if mode == "big_chunked":  # no Content-Length: the client must count what it reads
             self.send_response(200)

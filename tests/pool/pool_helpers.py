@@ -29,8 +29,10 @@ def practice_pool(base_url: str, **over):
 
 
 def messages(q, role: str = "Worker", transcript: str = "") -> list[dict]:
-    return [{"role": "system", "content": system_prompt(role, q)},
-            {"role": "user", "content": user_message(q.question, transcript)}]
+    return [
+        {"role": "system", "content": system_prompt(role, q)},
+        {"role": "user", "content": user_message(q.question, transcript)},
+    ]
 
 
 def questions(kind: str | None = None):

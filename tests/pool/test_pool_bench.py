@@ -12,8 +12,20 @@ from trinity.cli import main
 def test_bench_pool_short_run_reports_real_figures():
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        rc = main(["bench", "pool", "--seconds", "0.6", "--concurrency", "4", "--latencies", "0,20", "--json",
-                   "--no-live-generation"])
+        rc = main(
+            [
+                "bench",
+                "pool",
+                "--seconds",
+                "0.6",
+                "--concurrency",
+                "4",
+                "--latencies",
+                "0,20",
+                "--json",
+                "--no-live-generation",
+            ]
+        )
     assert rc == 0
     res = json.loads(out.getvalue())
     assert set(res["runs"]) == {"c4/0ms", "c4/20ms"} and res["ledger"] is True
@@ -30,8 +42,20 @@ def test_bench_live_generation_small_run():
     """Part (b) on a small population: real sessions against the practice server process."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        rc = main(["bench", "pool", "--live-generation", "--lg-popsize", "2", "--lg-m", "3",
-                   "--lg-latency-ms", "20", "--json"])
+        rc = main(
+            [
+                "bench",
+                "pool",
+                "--live-generation",
+                "--lg-popsize",
+                "2",
+                "--lg-m",
+                "3",
+                "--lg-latency-ms",
+                "20",
+                "--json",
+            ]
+        )
     assert rc == 0
     r = json.loads(out.getvalue())
     assert r["sessions"] == 6 and r["popsize"] == 2 and r["m"] == 3 and r["latency_ms"] == 20

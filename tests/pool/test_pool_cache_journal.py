@@ -23,10 +23,18 @@ QS = questions()[:24]
 
 async def _evaluate(pool, *, cache=None, ledger=None, journal=None, budget=None, keyed=False, **dec):
     async with PoolClient(pool, run_id="run-c", cache=cache, ledger=ledger, journal=journal, budget=budget) as c:
-        res = await asyncio.gather(*(
-            c.chat(pool.models[i % 3], messages(q), purpose="eval",
-                   journal_key=f"0/0/{q.id}/1" if keyed else None, **dec)
-            for i, q in enumerate(QS)))
+        res = await asyncio.gather(
+            *(
+                c.chat(
+                    pool.models[i % 3],
+                    messages(q),
+                    purpose="eval",
+                    journal_key=f"0/0/{q.id}/1" if keyed else None,
+                    **dec,
+                )
+                for i, q in enumerate(QS)
+            )
+        )
         return c, res
 
 
@@ -173,15 +181,22 @@ def test_cache_readers_in_other_processes_never_block_the_writer(tmp_path):
     cache = ResponseCache(path)
     cache.put("k-init", "practice", "m", {"text": "x"})
     reader = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time\nfrom trinity.pool.cache import ResponseCache\n"
-         f"c = ResponseCache({str(path)!r})\nseen = []\nt = time.time()\n"
-         "print('ready', flush=True)\n"
-         "while time.time() - t < 30:\n"
-         "    n = len(c); seen.append(n)\n"
-         "    if n >= 301: break\n"
-         "assert seen == sorted(seen), 'count went backwards'\nprint(len(seen), seen[-1])\n"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom trinity.pool.cache import ResponseCache\n"
+            f"c = ResponseCache({str(path)!r})\nseen = []\nt = time.time()\n"
+            "print('ready', flush=True)\n"
+            "while time.time() - t < 30:\n"
+            "    n = len(c); seen.append(n)\n"
+            "    if n >= 301: break\n"
+            "assert seen == sorted(seen), 'count went backwards'\nprint(len(seen), seen[-1])\n",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert reader.stdout.readline().strip() == "ready"  # the reader is polling from here on
     import time
 

@@ -21,8 +21,7 @@ MATH = questions("math")
 
 async def _run(pool, calls, *, ledger=None, budget=None, seed=0):
     async with PoolClient(pool, run_id="r1", ledger=ledger, budget=budget, seed=seed) as c:
-        results = await asyncio.gather(*(c.chat(m, msgs, purpose="train") for m, msgs in calls),
-                                       return_exceptions=True)
+        results = await asyncio.gather(*(c.chat(m, msgs, purpose="train") for m, msgs in calls), return_exceptions=True)
         return c, results
 
 
@@ -155,8 +154,9 @@ async def test_400_and_401_raise_provider_error_naming_provider_and_model(server
 
 async def test_timeouts_are_retried_then_fail(server):
     server.set_faults(Faults(rate_slow=1.0, slow_ms=400))
-    pool = practice_pool(server.base_url, timeouts=Timeouts(connect_s=1, read_s=0.1, write_s=1),
-                         retry=RetryPolicy(2, 0.01, 0.02, 1))
+    pool = practice_pool(
+        server.base_url, timeouts=Timeouts(connect_s=1, read_s=0.1, write_s=1), retry=RetryPolicy(2, 0.01, 0.02, 1)
+    )
     c, results = await _run(pool, _calls(pool, 2))
     assert all(not r.ok and r.status == 0 and "ReadTimeout" in r.error and r.attempts == 3 for r in results)
     assert c.stats.timeouts == 6
@@ -204,8 +204,10 @@ async def test_budget_holds_under_concurrency(server, tmp_path):
     async with PoolClient(pool, run_id="r1", budget=budget) as c:
         worst = c._worst_case_usd(pool.models[1], messages(MATH[0]), dict(pool.decoding))
         assert worst < 0.006 < 2 * worst
-        results = await asyncio.gather(*(c.chat(pool.models[1], messages(MATH[i % 20]), purpose="train", seed=i)
-                                         for i in range(64)), return_exceptions=True)
+        results = await asyncio.gather(
+            *(c.chat(pool.models[1], messages(MATH[i % 20]), purpose="train", seed=i) for i in range(64)),
+            return_exceptions=True,
+        )
     over = [r for r in results if isinstance(r, BudgetExceeded)]
     ok = [r for r in results if not isinstance(r, BaseException)]
     assert over and len(ok) > 1 and len(over) + len(ok) == 64
@@ -218,8 +220,10 @@ async def test_busy_pool_waits_for_calls_in_flight_instead_of_stopping(server, t
     pool = practice_pool(server.base_url)
     budget = Budget(0.02)  # 64 worst cases would not fit at once; their actual costs easily do
     async with PoolClient(pool, run_id="r1", budget=budget) as c:
-        results = await asyncio.gather(*(c.chat(pool.models[1], messages(MATH[i % 20]), purpose="train", seed=i)
-                                         for i in range(64)), return_exceptions=True)
+        results = await asyncio.gather(
+            *(c.chat(pool.models[1], messages(MATH[i % 20]), purpose="train", seed=i) for i in range(64)),
+            return_exceptions=True,
+        )
     assert not [r for r in results if isinstance(r, BaseException)]
     assert server.stats.completions == 64
     assert budget.spent_micro <= 20_000 and budget.reserved_micro == 0
@@ -265,8 +269,11 @@ async def test_request_bodies_follow_each_providers_conventions(server, monkeypa
 
     ids = ["simulated/mathlete"]
     cases = [
-        (load_pool("openrouter", base_url=server.base_url, models=ids),
-         {"reasoning": {"effort": "low"}, "usage": {"include": True}}, ("reasoning_effort",)),
+        (
+            load_pool("openrouter", base_url=server.base_url, models=ids),
+            {"reasoning": {"effort": "low"}, "usage": {"include": True}},
+            ("reasoning_effort",),
+        ),
         (load_pool("local", base_url=server.base_url, models=ids), {}, ("reasoning", "usage")),
     ]
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-not-real")

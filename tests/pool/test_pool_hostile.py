@@ -59,12 +59,15 @@ async def _one(pool, tmp_path, **kw):
         cache.close()
 
 
-@pytest.mark.parametrize("usage, why", [
-    ({"prompt_tokens": -1_000_000, "completion_tokens": -5, "cost": -1.93}, "not a non-negative"),
-    ({"prompt_tokens": 10, "completion_tokens": 5, "cost": float("inf")}, "not a finite"),
-    ({"prompt_tokens": 10, "completion_tokens": 5, "cost": "0.001"}, "not a finite"),
-    ({"prompt_tokens": 10.5, "completion_tokens": "5"}, "not a non-negative integer"),
-])
+@pytest.mark.parametrize(
+    "usage, why",
+    [
+        ({"prompt_tokens": -1_000_000, "completion_tokens": -5, "cost": -1.93}, "not a non-negative"),
+        ({"prompt_tokens": 10, "completion_tokens": 5, "cost": float("inf")}, "not a finite"),
+        ({"prompt_tokens": 10, "completion_tokens": 5, "cost": "0.001"}, "not a finite"),
+        ({"prompt_tokens": 10.5, "completion_tokens": "5"}, "not a non-negative integer"),
+    ],
+)
 async def test_invalid_usage_is_billed_from_the_table_and_kept_raw(hostile, tmp_path, usage, why):
     hostile.mode, hostile.usage = "usage", usage
     c, res = await _one(_pool(hostile), tmp_path, budget=Budget(1.0))
@@ -91,9 +94,16 @@ async def test_absurd_usage_stops_naming_provider_and_figure(hostile, tmp_path):
 
 def test_a_ledger_with_negative_figures_does_not_verify(tmp_path):
     led = Ledger(tmp_path / "l.jsonl", "r")
-    led._make(led._appender.submit, provider="p", model="m", prompt_tokens=1, completion_tokens=1,
-              cost_micro_usd=-1_930_000,
-              cost_source="reported", purpose="train")[1].result()
+    led._make(
+        led._appender.submit,
+        provider="p",
+        model="m",
+        prompt_tokens=1,
+        completion_tokens=1,
+        cost_micro_usd=-1_930_000,
+        cost_source="reported",
+        purpose="train",
+    )[1].result()
     led.close()
     rep = verify_ledger(tmp_path / "l.jsonl")
     assert not rep.ok and "non-negative" in rep.problem
@@ -182,8 +192,9 @@ async def test_budget_on_a_priced_local_pool_holds_against_what_the_server_bille
     cap_micro = 500
     ledger = Ledger(tmp_path / "ledger.jsonl", "r")
     async with PoolClient(pool, run_id="r", ledger=ledger, budget=Budget(cap_micro / 1e6)) as c:
-        rs = await asyncio.gather(*(c.chat("m-a", _msgs(i), purpose="train") for i in range(512)),
-                                  return_exceptions=True)
+        rs = await asyncio.gather(
+            *(c.chat("m-a", _msgs(i), purpose="train") for i in range(512)), return_exceptions=True
+        )
     ledger.close()
     assert any(isinstance(r, BudgetExceeded) for r in rs)
     assert 0 < hostile.billed_micro_usd <= cap_micro, hostile.billed_micro_usd
@@ -216,13 +227,21 @@ async def test_billing_above_the_reserved_worst_case_is_counted(hostile, tmp_pat
     rep = verify_ledger(tmp_path / "ledger.jsonl")
     assert rep.ok and rep.excess == {"local m-a": {"calls": 1, "micro_usd": c.stats.excess_micro_usd}}
     assert excess_totals(tmp_path / "ledger.jsonl") == (c.stats.excess_micro_usd, 1)
-    r = subprocess.run([sys.executable, "-m", "trinity", "ledger", "report", str(tmp_path / "ledger.jsonl")],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "trinity", "ledger", "report", str(tmp_path / "ledger.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert "billed above the reserved worst case: $" in r.stdout and "on 1 calls" in r.stdout
     assert "local m-a" in r.stdout.split("billed above the reserved worst case")[1].splitlines()[1]
-    r = subprocess.run([sys.executable, "-m", "trinity", "ledger", "report", "--json",
-                        str(tmp_path / "ledger.jsonl")], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "trinity", "ledger", "report", "--json", str(tmp_path / "ledger.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     out = json.loads(r.stdout)
     assert out["excess_calls"] == 1 and out["excess"]["local m-a"]["micro_usd"] == c.stats.excess_micro_usd
 
@@ -230,9 +249,20 @@ async def test_billing_above_the_reserved_worst_case_is_counted(hostile, tmp_pat
 def test_a_forged_excess_figure_does_not_verify(tmp_path):
     from trinity.pool.ledger import GENESIS, record_hash
 
-    rec = {"seq": 0, "run_id": "r", "time": "2026-01-01T00:00:00.000Z", "provider": "p", "model": "m",
-           "prompt_tokens": 1, "completion_tokens": 1, "cost_micro_usd": 5, "cost_source": "reported",
-           "purpose": "train", "prev_h": GENESIS, "excess_micro_usd": -4}
+    rec = {
+        "seq": 0,
+        "run_id": "r",
+        "time": "2026-01-01T00:00:00.000Z",
+        "provider": "p",
+        "model": "m",
+        "prompt_tokens": 1,
+        "completion_tokens": 1,
+        "cost_micro_usd": 5,
+        "cost_source": "reported",
+        "purpose": "train",
+        "prev_h": GENESIS,
+        "excess_micro_usd": -4,
+    }
     rec["h"] = record_hash(rec)
     from trinity.io import canonical_json
 
@@ -243,8 +273,14 @@ def test_a_forged_excess_figure_does_not_verify(tmp_path):
 
 async def test_the_read_timeout_is_settable(hostile, tmp_path):
     hostile.mode, hostile.slow_s = "slow", 2.0
-    pool = load_pool("local", base_url=hostile.base_url, models=["m-a", "m-b"], prices=PRICES,
-                     retry=FAST_RETRY.__class__(0, 0.0, 0.0, 0.0), read_timeout_s=0.2)
+    pool = load_pool(
+        "local",
+        base_url=hostile.base_url,
+        models=["m-a", "m-b"],
+        prices=PRICES,
+        retry=FAST_RETRY.__class__(0, 0.0, 0.0, 0.0),
+        read_timeout_s=0.2,
+    )
     assert pool.timeouts.read_s == 0.2
     assert load_pool("local", models=["m-a"]).timeouts.read_s == 900  # configs/models.yaml's
     c, res = await _one(pool, tmp_path)
@@ -259,8 +295,12 @@ async def test_ledger_report_lists_invalid_usage_with_the_raw_figures(hostile, t
 
     hostile.mode, hostile.usage = "usage", {"prompt_tokens": -3, "completion_tokens": 5, "cost": -1.93}
     await _one(_pool(hostile), tmp_path, budget=Budget(1.0))
-    r = subprocess.run([sys.executable, "-m", "trinity", "ledger", "report", str(tmp_path / "ledger.jsonl")],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "trinity", "ledger", "report", str(tmp_path / "ledger.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert "invalid provider usage: 1 records" in r.stdout and "-1.93" in r.stdout and "prompt_tokens=-3" in r.stdout
 
@@ -281,15 +321,23 @@ async def test_the_body_cap_is_configurable_per_provider(hostile, tmp_path):
     assert not res.ok and "2048-byte cap" in res.error
 
 
-@pytest.mark.parametrize("text, says", [
-    ("- a\n- b\n", "missing 'providers' section"),
-    ("providers:\n  p: hello\n", "providers.p must be a mapping, got str"),
-    ("providers:\n  p: {}\npools: [p]\n", "pools must be a mapping, got list"),
-    ("providers:\n  p: {}\npools: {q: [p]}\n", "pools.q must name a provider"),
-    *[(f"providers:\n  p:\n    base_url: http://127.0.0.1:1\n    models: {{m: {{price_in: 1, price_out: 1}}}}\n"
-       f"    {key}: [1]\n", f"providers.p.{key} must be a mapping, got list")
-      for key in ("timeouts", "retry", "decoding", "headers")],
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("- a\n- b\n", "missing 'providers' section"),
+        ("providers:\n  p: hello\n", "providers.p must be a mapping, got str"),
+        ("providers:\n  p: {}\npools: [p]\n", "pools must be a mapping, got list"),
+        ("providers:\n  p: {}\npools: {q: [p]}\n", "pools.q must name a provider"),
+        *[
+            (
+                f"providers:\n  p:\n    base_url: http://127.0.0.1:1\n    models: {{m: {{price_in: 1, price_out: 1}}}}\n"
+                f"    {key}: [1]\n",
+                f"providers.p.{key} must be a mapping, got list",
+            )
+            for key in ("timeouts", "retry", "decoding", "headers")
+        ],
+    ],
+)
 def test_a_models_file_of_the_wrong_shape_is_a_config_error(tmp_path, text, says):
     y = tmp_path / "models.yaml"
     y.write_text(text)
@@ -301,8 +349,10 @@ def test_pool_list_names_a_provider_section_of_the_wrong_shape_and_lists_the_res
     from trinity.cli import main
 
     y = tmp_path / "models.yaml"
-    y.write_text("providers:\n  p: hello\n  q: {base_url: 'http://127.0.0.1:1', models: {m: {price_in: 1, price_out: 1}}}\n"
-                 "pools: {alias: [p]}\n")
+    y.write_text(
+        "providers:\n  p: hello\n  q: {base_url: 'http://127.0.0.1:1', models: {m: {price_in: 1, price_out: 1}}}\n"
+        "pools: {alias: [p]}\n"
+    )
     assert main(["pool", "list", "--models-yaml", str(y)]) == 0
     out = capsys.readouterr().out
     assert "p: (" in out and "providers.p must be a mapping, got str" in out

@@ -21,9 +21,15 @@ MODELS = ("simulated/mathlete", "simulated/scholar", "simulated/coder")
 def _fill(path: Path, n: int, *, fsync: bool = False, run_id: str = "run-a") -> Ledger:
     led = Ledger(path, run_id, fsync=fsync)
     for i in range(n):
-        led.append(provider="practice", model=MODELS[i % 3], prompt_tokens=100 + i, completion_tokens=7 * i,
-                   cost_micro_usd=11 * i + 3, cost_source="reported" if i % 2 else "estimated",
-                   purpose=("train", "eval", "collect")[i % 3])
+        led.append(
+            provider="practice",
+            model=MODELS[i % 3],
+            prompt_tokens=100 + i,
+            completion_tokens=7 * i,
+            cost_micro_usd=11 * i + 3,
+            cost_source="reported" if i % 2 else "estimated",
+            purpose=("train", "eval", "collect")[i % 3],
+        )
     return led
 
 
@@ -61,7 +67,7 @@ def _check_detected(data: bytes, tmp_path: Path, head: str) -> None:
 def test_any_single_changed_byte_is_detected(small_ledger, tmp_path, data):
     pos = data.draw(st.integers(0, len(small_ledger) - 1))
     new = data.draw(st.integers(0, 255).filter(lambda b: b != small_ledger[pos]))
-    tampered = small_ledger[:pos] + bytes([new]) + small_ledger[pos + 1:]
+    tampered = small_ledger[:pos] + bytes([new]) + small_ledger[pos + 1 :]
     head = json.loads(small_ledger.splitlines()[-1])["h"]
     _check_detected(tampered, tmp_path, head)
 
@@ -72,7 +78,7 @@ def test_deleted_or_swapped_lines_are_detected(small_ledger, tmp_path, data):
     lines = small_ledger.splitlines(keepends=True)
     head = json.loads(lines[-1])["h"]
     i = data.draw(st.integers(0, len(lines) - 1))
-    deleted = b"".join(lines[:i] + lines[i + 1:])
+    deleted = b"".join(lines[:i] + lines[i + 1 :])
     _check_detected(deleted, tmp_path, head)
     j = data.draw(st.integers(0, len(lines) - 1).filter(lambda x: x != i))
     swapped = list(lines)
@@ -104,8 +110,15 @@ def test_torn_tail_is_reported_not_tampering_and_resume_continues(tmp_path, smal
     assert rep.ok and rep.torn_tail and rep.torn_bytes == 57 and rep.n_records == 12
     led = Ledger(p, "run-a")
     assert led.recovered_torn_tail and led.n_records == 12
-    rec = led.append(provider="practice", model=MODELS[0], prompt_tokens=1, completion_tokens=1,
-                     cost_micro_usd=5, cost_source="estimated", purpose="train")
+    rec = led.append(
+        provider="practice",
+        model=MODELS[0],
+        prompt_tokens=1,
+        completion_tokens=1,
+        cost_micro_usd=5,
+        cost_source="estimated",
+        purpose="train",
+    )
     led.close()
     assert rec["seq"] == 12 and rec["prev_h"] == rep.head_hash
     rep2 = verify_ledger(p, expected_head=rec["h"])
@@ -175,8 +188,15 @@ def test_recorded_head_catches_an_end_cut_but_not_a_resumed_append(tmp_path):
     run.mkdir()
     led = _fill(run / "ledger.jsonl", 6)
     (run / "summary.json").write_text(json.dumps({"ledger_head": led.head_hash}))
-    led.append(provider="practice", model=MODELS[0], prompt_tokens=1, completion_tokens=1, cost_micro_usd=1,
-               cost_source="estimated", purpose="eval")  # appended after the summary: fine
+    led.append(
+        provider="practice",
+        model=MODELS[0],
+        prompt_tokens=1,
+        completion_tokens=1,
+        cost_micro_usd=1,
+        cost_source="estimated",
+        purpose="eval",
+    )  # appended after the summary: fine
     led.close()
     assert _cli("ledger", "verify", str(run / "ledger.jsonl")).returncode == 0
     assert _cli("ledger", "verify", str(run)).returncode == 0  # a run directory works too
@@ -192,8 +212,15 @@ def test_a_complete_last_record_without_its_newline_is_kept_and_continued(tmp_pa
     rep = verify_ledger(p)
     assert rep.ok and rep.n_records == 12 and rep.missing_final_newline and not rep.torn_tail
     led = Ledger(p, "run-a")
-    rec = led.append(provider="practice", model=MODELS[1], prompt_tokens=2, completion_tokens=3,
-                     cost_micro_usd=4, cost_source="reported", purpose="collect")
+    rec = led.append(
+        provider="practice",
+        model=MODELS[1],
+        prompt_tokens=2,
+        completion_tokens=3,
+        cost_micro_usd=4,
+        cost_source="reported",
+        purpose="collect",
+    )
     led.close()
     rep = verify_ledger(p, expected_head=rec["h"])
     assert rep.ok and rep.n_records == 13 and rec["seq"] == 12

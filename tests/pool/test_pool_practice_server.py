@@ -39,8 +39,9 @@ async def test_a_collect_against_the_server_reproduces_the_practice_matrix(serve
     mat = practice_matrix(k=k)
     async with PoolClient(pool, run_id="collect") as c:
         jobs = [(qi, mi, s) for qi in range(len(ALL)) for mi in range(3) for s in range(k)]
-        res = await asyncio.gather(*(c.chat(pool.models[mi], messages(ALL[qi]), purpose="collect", seed=s)
-                                     for qi, mi, s in jobs))
+        res = await asyncio.gather(
+            *(c.chat(pool.models[mi], messages(ALL[qi]), purpose="collect", seed=s) for qi, mi, s in jobs)
+        )
     assert list(pool.models) == list(mat.models)
     for (qi, mi, s), r in zip(jobs, res):
         q = ALL[qi]
@@ -87,8 +88,14 @@ def test_wrong_programs_fail_a_test():
     qs = questions("code")
     wrong = [r.wrong_code(q, 0) for q in qs]
     jobs = [(w, [t["input"] for t in q.answer["tests"]]) for w, q in zip(wrong, qs)]
-    proc = subprocess.run([sys.executable, "-I", "-c", _RUN_ALL], input=json.dumps(jobs), capture_output=True,
-                          text=True, timeout=60, env={})
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", _RUN_ALL],
+        input=json.dumps(jobs),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={},
+    )
     outs = json.loads(proc.stdout)
     for q, w, got in zip(qs, wrong, outs):
         assert w != q.extra["reference_solution"]
@@ -105,14 +112,15 @@ async def test_verifier_grades_the_latest_worker_answer_with_its_profile_accurac
         bad = "\\boxed{-12345}" if q.kind == "math" else f"Answer: {wrong_letter}"
         for truth, ans in ((True, good), (False, bad)):
             # an older wrong Worker answer first: the server must look at the LATEST one
-            transcript = (f"[Turn 1 | Worker | simulated/coder]\n{bad}\n\n"
-                          f"[Turn 2 | Thinker | simulated/scholar]\nCheck the arithmetic.\n\n"
-                          f"[Turn 3 | Worker | simulated/mathlete]\nSo: {ans}")
+            transcript = (
+                f"[Turn 1 | Worker | simulated/coder]\n{bad}\n\n"
+                f"[Turn 2 | Thinker | simulated/scholar]\nCheck the arithmetic.\n\n"
+                f"[Turn 3 | Worker | simulated/mathlete]\nSo: {ans}"
+            )
             for m in pool.models:
                 cases.append((q, truth, m, transcript))
     async with PoolClient(pool, run_id="v") as c:
-        res = await asyncio.gather(*(c.chat(m, messages(q, "Verifier", t), purpose="eval")
-                                     for q, _, m, t in cases))
+        res = await asyncio.gather(*(c.chat(m, messages(q, "Verifier", t), purpose="eval") for q, _, m, t in cases))
     n_right = 0
     for (q, truth, m, _), r in zip(cases, res):
         assert r.ok and r.text.rstrip().splitlines()[-1] in ("VERDICT: ACCEPT", "VERDICT: REVISE")
@@ -136,8 +144,9 @@ async def test_thinker_gives_a_plan_without_an_answer_and_boosts_the_next_worker
             found = extract_math_answer(p.text) if q.kind == "math" else extract_choice(p.text)
             assert found is None, (q.id, p.text)
         transcripts = [f"[Turn 1 | Thinker | {pool.models[0]}]\n{p.text}" for p in plans]
-        work = await asyncio.gather(*(c.chat(pool.models[1], messages(q, "Worker", t), purpose="train")
-                                      for q, t in zip(qs, transcripts)))
+        work = await asyncio.gather(
+            *(c.chat(pool.models[1], messages(q, "Worker", t), purpose="train") for q, t in zip(qs, transcripts))
+        )
     for q, w in zip(qs, work):
         boosted = simulate_correct(pool.models[1], q.id, q.kind, "Worker", seed=0, boosted=True)
         assert grade(q.kind, w.text, q.answer).correct == boosted, q.id
@@ -148,8 +157,7 @@ async def test_models_endpoint_unknown_model_and_non_practice_queries(server):
         r = await h.get(server.base_url + "/models")
         ids = [m["id"] for m in r.json()["data"]]
         assert ids == ["simulated/mathlete", "simulated/scholar", "simulated/coder"]
-        r = await h.post(server.base_url + "/chat/completions",
-                         json={"model": "gpt-4o", "messages": messages(ALL[0])})
+        r = await h.post(server.base_url + "/chat/completions", json={"model": "gpt-4o", "messages": messages(ALL[0])})
         assert r.status_code == 400 and "unknown model 'gpt-4o'" in r.json()["error"]["message"]
         r = await h.post(server.base_url + "/chat/completions", content=b"{not json")
         assert r.status_code == 400
@@ -162,9 +170,27 @@ async def test_models_endpoint_unknown_model_and_non_practice_queries(server):
 
 
 def test_serve_practice_runs_as_a_separate_process():
-    proc = subprocess.Popen([sys.executable, "-m", "trinity", "pool", "serve-practice", "--port", "0",
-                             "--latency-ms", "0", "--fault-429", "1.0", "--retry-after", "3"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "trinity",
+            "pool",
+            "serve-practice",
+            "--port",
+            "0",
+            "--latency-ms",
+            "0",
+            "--fault-429",
+            "1.0",
+            "--retry-after",
+            "3",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     try:
         base = proc.stdout.readline().strip()
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", base), base
@@ -178,9 +204,24 @@ def test_serve_practice_runs_as_a_separate_process():
     assert proc.returncode == 0, err
     assert "SIMULATED" in err
     env = {**os.environ, "PRACTICE_PROC_KEY": "sk-proc-test"}
-    proc = subprocess.Popen([sys.executable, "-m", "trinity", "pool", "serve-practice", "--port", "0",
-                             "--require-key-env", "PRACTICE_PROC_KEY"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "trinity",
+            "pool",
+            "serve-practice",
+            "--port",
+            "0",
+            "--require-key-env",
+            "PRACTICE_PROC_KEY",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
     try:
         base = proc.stdout.readline().strip()
         body = {"model": "simulated/coder", "messages": messages(ALL[0])}
@@ -190,8 +231,12 @@ def test_serve_practice_runs_as_a_separate_process():
     finally:
         proc.terminate()
         proc.communicate(timeout=10)
-    bad = subprocess.run([sys.executable, "-m", "trinity", "pool", "serve-practice", "--fault-500", "2"],
-                         capture_output=True, text=True, cwd=ROOT)
+    bad = subprocess.run(
+        [sys.executable, "-m", "trinity", "pool", "serve-practice", "--fault-500", "2"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert bad.returncode == 2 and "rate must be in [0, 1]" in bad.stderr
     assert json.loads(json.dumps(stats))  # plain JSON
 
@@ -224,23 +269,27 @@ def test_garbage_and_pipelined_requests_over_a_raw_socket(server):
     garbage_never_kills_the_server()
     # two pipelined requests on one connection come back complete and in order
     body = json.dumps({"model": "simulated/scholar", "messages": messages(ALL[20])}).encode()
-    req = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-           b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    req = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
     models = b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     reply = _raw(server.port, req + models)
     first, rest = reply.split(b"\r\n\r\n", 1)
     assert first.startswith(b"HTTP/1.1 200 OK")
     length = int(re.search(rb"Content-Length: (\d+)", first).group(1))
-    assert json.loads(rest[:length])["choices"][0]["message"]["content"].endswith(
-        tuple(f"Answer: {c}" for c in "ABCD"))
+    assert json.loads(rest[:length])["choices"][0]["message"]["content"].endswith(tuple(f"Answer: {c}" for c in "ABCD"))
     assert rest[length:].startswith(b"HTTP/1.1 200 OK") and b"simulated/coder" in rest[length:]
-    r = httpx.post(server.base_url + "/chat/completions", json={"model": "simulated/coder", "messages": messages(ALL[0])})
+    r = httpx.post(
+        server.base_url + "/chat/completions", json={"model": "simulated/coder", "messages": messages(ALL[0])}
+    )
     assert r.status_code == 200  # still serving
 
 
 @pytest.mark.parametrize("port", ["-5", "99999", "http"])
 def test_serve_practice_rejects_a_bad_port_without_a_traceback(port, capsys):
     from trinity.cli import main
+
     with pytest.raises(SystemExit) as e:
         main(["pool", "serve-practice", "--port", port])
     assert e.value.code == 2

@@ -102,8 +102,9 @@ async def test_calls_go_through_lane_transports_and_reuse_the_connection(server)
         assert len(lanes) == 1 and isinstance(lanes[0], LaneTransport)
         assert lanes[0].connections_opened == 1
         # Concurrent calls use at most max_concurrency lanes, each one keep-alive connection.
-        rs = await asyncio.gather(*(c.chat(pool.models[i % 3], messages(MATH[i % len(MATH)]), purpose="train")
-                                    for i in range(40)))
+        rs = await asyncio.gather(
+            *(c.chat(pool.models[i % 3], messages(MATH[i % len(MATH)]), purpose="train") for i in range(40))
+        )
         assert all(r.ok for r in rs)
         lanes = _lanes(c)
         assert 1 <= len(lanes) <= 4 and all(isinstance(x, LaneTransport) for x in lanes)
@@ -142,8 +143,9 @@ async def test_an_idle_connection_the_server_closed_is_replaced_without_a_failed
 
 async def test_read_timeout_fires_and_the_lane_recovers(server):
     server.set_faults(Faults(rate_slow=1.0, slow_ms=600))
-    pool = practice_pool(server.base_url, max_concurrency=1, retry=NO_RETRY,
-                         timeouts=Timeouts(connect_s=1, read_s=0.15, write_s=1))
+    pool = practice_pool(
+        server.base_url, max_concurrency=1, retry=NO_RETRY, timeouts=Timeouts(connect_s=1, read_s=0.15, write_s=1)
+    )
     async with PoolClient(pool, run_id="t") as c:
         loop = asyncio.get_running_loop()
         t0 = loop.time()
@@ -163,8 +165,11 @@ async def test_a_large_request_body_and_a_write_timeout():
     lsock.bind(("127.0.0.1", 0))
     lsock.listen(1)
     try:
-        pool = practice_pool(f"http://127.0.0.1:{lsock.getsockname()[1]}/v1", retry=NO_RETRY,
-                             timeouts=Timeouts(connect_s=1, read_s=5, write_s=0.2))
+        pool = practice_pool(
+            f"http://127.0.0.1:{lsock.getsockname()[1]}/v1",
+            retry=NO_RETRY,
+            timeouts=Timeouts(connect_s=1, read_s=5, write_s=0.2),
+        )
         big = [{"role": "user", "content": "x" * (24 * 1024 * 1024)}]
         async with PoolClient(pool, run_id="t") as c:
             r = await c.chat(pool.models[0], big, purpose="train")
@@ -200,17 +205,23 @@ def _self_signed(tmp_path):
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
     now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
     cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
     cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return cert_file, key_file
 
 
@@ -227,13 +238,13 @@ async def test_https_goes_through_the_lane_with_tls_verified(server, tmp_path, m
         # Trusted (the client's default context reads SSL_CERT_FILE): calls work over TLS.
         monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))
         async with PoolClient(pool, run_id="t") as c:
-            rs = await asyncio.gather(*(c.chat(pool.models[i % 3], messages(MATH[i]), purpose="train")
-                                        for i in range(6)))
+            rs = await asyncio.gather(
+                *(c.chat(pool.models[i % 3], messages(MATH[i]), purpose="train") for i in range(6))
+            )
             assert all(r.ok for r in rs)
             lanes = _lanes(c)
             assert all(isinstance(x, LaneTransport) for x in lanes)
-            assert all(x._conn._connection._network_stream.get_extra_info("ssl_object") is not None
-                       for x in lanes)
+            assert all(x._conn._connection._network_stream.get_extra_info("ssl_object") is not None for x in lanes)
 
 
 def test_a_proxy_from_the_environment_keeps_httpx_transport(monkeypatch):

@@ -23,8 +23,10 @@ def test_meta_events_and_status(tmp_path):
 
 def test_lock_refuses_second_engine_and_dies_with_process(tmp_path):
     rd = RunDir(tmp_path / "r")
-    code = ("import sys, time; from trinity.runs import RunDir; l = RunDir(sys.argv[1]).lock().acquire();"
-            "print('locked', flush=True); time.sleep(60)")
+    code = (
+        "import sys, time; from trinity.runs import RunDir; l = RunDir(sys.argv[1]).lock().acquire();"
+        "print('locked', flush=True); time.sleep(60)"
+    )
     p = subprocess.Popen([sys.executable, "-c", code, str(rd.path)], stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "locked"
@@ -77,8 +79,10 @@ def test_events_tolerate_a_torn_last_line(tmp_path):
     with open(rd.events, "ab") as f:
         f.write(b'{"type": "generation", "gen": 1, "be')  # the engine mid-append
     evs = rd.read_events()
-    assert [(e["type"], e.get("gen"), e.get("message")) for e in evs] == [("generation", 0, None),
-                                                                          ("log", None, "hello")]
+    assert [(e["type"], e.get("gen"), e.get("message")) for e in evs] == [
+        ("generation", 0, None),
+        ("log", None, "hello"),
+    ]
     assert all(isinstance(e["time"], float) for e in evs) and evs[1]["level"] == "warning"
 
 

@@ -24,9 +24,34 @@ def hostile():
 
 
 def _collect(h, out, n, *extra):
-    return main(["collect", "--benchmark", "practice", "--pool", "local", "--base-url", h.base_url,
-                 "--models", "m-a,m-b", "--split", "all", "--n", str(n), "--k", "1", "--out", str(out),
-                 "--price-in", "1", "--price-out", "2", "--cache", str(out.parent / "c.db"), *extra])
+    return main(
+        [
+            "collect",
+            "--benchmark",
+            "practice",
+            "--pool",
+            "local",
+            "--base-url",
+            h.base_url,
+            "--models",
+            "m-a,m-b",
+            "--split",
+            "all",
+            "--n",
+            str(n),
+            "--k",
+            "1",
+            "--out",
+            str(out),
+            "--price-in",
+            "1",
+            "--price-out",
+            "2",
+            "--cache",
+            str(out.parent / "c.db"),
+            *extra,
+        ]
+    )
 
 
 @pytest.mark.parametrize("mode", ["500", "429"])

@@ -7,8 +7,13 @@ from trinity.data.questions import Question
 from trinity.session.loop import SessionRunner, extract_answer
 from trinity.session.transcript import Trajectory, Turn
 
-Q = Question("ifeval-1", "ifeval", "Write without commas.",
-             {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}], "prompt": "p"}, "ifeval")
+Q = Question(
+    "ifeval-1",
+    "ifeval",
+    "Write without commas.",
+    {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}], "prompt": "p"},
+    "ifeval",
+)
 
 
 def _traj(*turns):

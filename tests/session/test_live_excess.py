@@ -34,19 +34,55 @@ def test_summary_records_the_excess_billed(hostile, tmp_path):
     # but well inside the sane multiple: billed as reported, the excess kept
     hostile.mode, hostile.usage = "usage", {"prompt_tokens": 50, "completion_tokens": 50, "cost": 0.05}
     run = tmp_path / "run"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "XDG_CACHE_HOME": str(tmp_path / "cache"),
-           "PYTHONPATH": str(ROOT)}
-    r = subprocess.run([sys.executable, "-m", "trinity", "train", "--mode", "live", "--pool", "local",
-                        "--base-url", hostile.base_url, "--pool-models", "m-a,m-b", "--questions", str(q),
-                        "--encoder", "tiny-qwen3", "--generations", "1", "--popsize", "2", "--m", "2",
-                        "--price-in", "1", "--price-out", "2", "--budget-usd", "5", "--run-dir", str(run)],
-                       env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trinity",
+            "train",
+            "--mode",
+            "live",
+            "--pool",
+            "local",
+            "--base-url",
+            hostile.base_url,
+            "--pool-models",
+            "m-a,m-b",
+            "--questions",
+            str(q),
+            "--encoder",
+            "tiny-qwen3",
+            "--generations",
+            "1",
+            "--popsize",
+            "2",
+            "--m",
+            "2",
+            "--price-in",
+            "1",
+            "--price-out",
+            "2",
+            "--budget-usd",
+            "5",
+            "--run-dir",
+            str(run),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert r.returncode == 0, r.stdout[-1500:] + r.stderr[-1500:]
     summary = json.loads((run / "summary.json").read_text())
     rep = verify_ledger(run / "ledger.jsonl")
     assert rep.ok and rep.excess_calls > 0
-    print(f"FIGURE calls={rep.n_records} excess_calls={rep.excess_calls} excess=${rep.excess_usd:.6f} "
-          f"total=${rep.total_usd:.6f}", file=sys.stderr)
+    print(
+        f"FIGURE calls={rep.n_records} excess_calls={rep.excess_calls} excess=${rep.excess_usd:.6f} "
+        f"total=${rep.total_usd:.6f}",
+        file=sys.stderr,
+    )
     assert summary["excess_calls"] == rep.excess_calls
     assert summary["excess_billed_usd"] == pytest.approx(rep.excess_usd, abs=1e-9) and summary["excess_billed_usd"] > 0
     assert set(rep.excess) <= {"local m-a", "local m-b"}

@@ -27,19 +27,45 @@ def hostile():
 
 
 def _env(tmp_path):
-    return {**os.environ, "OMP_NUM_THREADS": "1", "XDG_CACHE_HOME": str(tmp_path / "cache"),
-            "PYTHONPATH": str(ROOT)}
+    return {**os.environ, "OMP_NUM_THREADS": "1", "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
 
 
 def _trinity(*args, env):
-    return subprocess.run([sys.executable, "-m", "trinity", *map(str, args)], env=env, capture_output=True,
-                          text=True, timeout=300, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "trinity", *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
 
 
 def _local(h, q, run, *extra):
-    return ("train", "--mode", "live", "--pool", "local", "--base-url", h.base_url, "--pool-models", "m-a,m-b",
-            "--questions", q, "--encoder", "tiny-qwen3", "--generations", "2", "--popsize", "2", "--m", "3",
-            "--run-dir", run, *extra)
+    return (
+        "train",
+        "--mode",
+        "live",
+        "--pool",
+        "local",
+        "--base-url",
+        h.base_url,
+        "--pool-models",
+        "m-a,m-b",
+        "--questions",
+        q,
+        "--encoder",
+        "tiny-qwen3",
+        "--generations",
+        "2",
+        "--popsize",
+        "2",
+        "--m",
+        "3",
+        "--run-dir",
+        run,
+        *extra,
+    )
 
 
 def test_unpriced_models_refuse_to_start(hostile, questions_file, tmp_path):
@@ -54,8 +80,10 @@ def test_unpriced_models_refuse_to_start(hostile, questions_file, tmp_path):
 def test_a_failing_pool_stops_without_training(hostile, questions_file, tmp_path, mode):
     hostile.mode = mode
     run = tmp_path / "run"
-    r = _trinity(*_local(hostile, questions_file, run, "--price-in", "1", "--price-out", "2", "--budget-usd", "1"),
-                 env=_env(tmp_path))
+    r = _trinity(
+        *_local(hostile, questions_file, run, "--price-in", "1", "--price-out", "2", "--budget-usd", "1"),
+        env=_env(tmp_path),
+    )
     assert r.returncode != 0, r.stdout[-1500:] + r.stderr[-1500:]
     st = [e for e in read_jsonl(run / "events.jsonl") if e["type"] == "status"][-1]
     label = {"500": "500 ×", "429": "429 ×", "malformed": "malformed 200 ×"}[mode]
@@ -70,8 +98,26 @@ def test_ledger_cut_or_deleted_is_caught_from_the_run_dir(questions_file, tmp_pa
     try:
         env = {**_env(tmp_path), "TRINITY_POOL_BASE_URL": srv.base_url}
         run = tmp_path / "run"
-        r = _trinity("train", "--mode", "live", "--pool", "practice", "--questions", questions_file, "--encoder",
-                     "tiny-qwen3", "--generations", "1", "--popsize", "2", "--m", "6", "--run-dir", run, env=env)
+        r = _trinity(
+            "train",
+            "--mode",
+            "live",
+            "--pool",
+            "practice",
+            "--questions",
+            questions_file,
+            "--encoder",
+            "tiny-qwen3",
+            "--generations",
+            "1",
+            "--popsize",
+            "2",
+            "--m",
+            "6",
+            "--run-dir",
+            run,
+            env=env,
+        )
         assert r.returncode == 0, r.stderr[-1500:]
         summary = json.loads((run / "summary.json").read_text())
         man = json.loads((run / "checkpoint" / "manifest.json").read_text())

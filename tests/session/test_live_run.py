@@ -16,8 +16,10 @@ from trinity.pool.providers import load_pool
 from trinity.session.live import LiveRun
 
 Q = next(q for q in practice_questions() if q.kind != "code")
-MESSAGES = [{"role": "system", "content": system_prompt("Worker", Q)},
-            {"role": "user", "content": user_message(render_question(Q), "")}]
+MESSAGES = [
+    {"role": "system", "content": system_prompt("Worker", Q)},
+    {"role": "user", "content": user_message(render_question(Q), "")},
+]
 
 
 @pytest.fixture
@@ -28,8 +30,14 @@ def server():
 
 
 def _open(tmp_path, pool, **kw):
-    return LiveRun(pool, run_id="r", ledger_path=tmp_path / "ledger.jsonl", journal_path=tmp_path / "journal.jsonl",
-                   cache_path=str(tmp_path / "cache.sqlite"), **kw)
+    return LiveRun(
+        pool,
+        run_id="r",
+        ledger_path=tmp_path / "ledger.jsonl",
+        journal_path=tmp_path / "journal.jsonl",
+        cache_path=str(tmp_path / "cache.sqlite"),
+        **kw,
+    )
 
 
 def test_a_call_is_recorded_and_a_reopened_run_starts_from_its_spend(server, tmp_path):

@@ -55,15 +55,34 @@ def reliable_pool(tmp_path, monkeypatch):
 def _run(tmp_path, server, lam, warm_start="none", generations=12):
     qf = tmp_path / "q.jsonl"
     qf.write_text("".join(json.dumps(q.to_json()) + "\n" for q in practice_questions() if q.kind != "code"))
-    cfg = TrainConfig(mode="live", pool="practice", base_url=server.base_url, questions=str(qf),
-                      cache_path=str(tmp_path / f"cache{lam}-{warm_start}.sqlite"), popsize=16,
-                      generations=generations, m=8, sigma0=0.5, seed=3, lambda_turns=lam, concurrency=16,
-                      warm_start=warm_start)
+    cfg = TrainConfig(
+        mode="live",
+        pool="practice",
+        base_url=server.base_url,
+        questions=str(qf),
+        cache_path=str(tmp_path / f"cache{lam}-{warm_start}.sqlite"),
+        popsize=16,
+        generations=generations,
+        m=8,
+        sigma0=0.5,
+        seed=3,
+        lambda_turns=lam,
+        concurrency=16,
+        warm_start=warm_start,
+    )
     inputs = inputs_from_config(cfg)
     run = RunDir(tmp_path / (f"run{lam}" if warm_start == "none" else f"run{lam}-{warm_start}"))
     run.path.mkdir()
-    run.write_meta({"id": run.id, "status": "created", "mode": "live", "config": cfg.resolved(), "models": MODELS,
-                    "splits": inputs.splits})
+    run.write_meta(
+        {
+            "id": run.id,
+            "status": "created",
+            "mode": "live",
+            "config": cfg.resolved(),
+            "models": MODELS,
+            "splits": inputs.splits,
+        }
+    )
     router = SessionStandin(len(MODELS))
     fit = LiveFitness(cfg, run, router, MODELS)
     try:

@@ -33,15 +33,43 @@ def server():
 def _env(server, cache_dir):
     # Each run gets its own response cache: otherwise a temperature-0 repeat is a free cache hit
     # and the server's request counts would say nothing about the journal.
-    return {**os.environ, "TRINITY_POOL_BASE_URL": server.base_url, "OMP_NUM_THREADS": "1",
-            "XDG_CACHE_HOME": str(cache_dir)}
+    return {
+        **os.environ,
+        "TRINITY_POOL_BASE_URL": server.base_url,
+        "OMP_NUM_THREADS": "1",
+        "XDG_CACHE_HOME": str(cache_dir),
+    }
 
 
 def _train_cmd(questions_file, run_dir, gens, P, m, *extra):
-    return [sys.executable, "-m", "trinity", "train", "--mode", "live", "--pool", "practice",
-            "--questions", str(questions_file), "--encoder", "tiny-qwen3", "--generations", str(gens),
-            "--popsize", str(P), "--m", str(m), "--seed", "1", "--run-dir", str(run_dir), "--json",
-            "--warm-start", "none", *extra]  # learning from a zero head (the role default: test_live_stop_penalty)
+    return [
+        sys.executable,
+        "-m",
+        "trinity",
+        "train",
+        "--mode",
+        "live",
+        "--pool",
+        "practice",
+        "--questions",
+        str(questions_file),
+        "--encoder",
+        "tiny-qwen3",
+        "--generations",
+        str(gens),
+        "--popsize",
+        str(P),
+        "--m",
+        str(m),
+        "--seed",
+        "1",
+        "--run-dir",
+        str(run_dir),
+        "--json",
+        "--warm-start",
+        "none",
+        *extra,
+    ]  # learning from a zero head (the role default: test_live_stop_penalty)
 
 
 def _gens(run_dir):
@@ -55,8 +83,14 @@ def _status(run_dir):
 def test_live_training_learns_and_accounts_every_call(server, questions_file, tmp_path):
     run = tmp_path / "run"
     before = server.stats
-    out = subprocess.run(_train_cmd(questions_file, run, 5, 8, 6), env=_env(server, tmp_path / "cache"),
-                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    out = subprocess.run(
+        _train_cmd(questions_file, run, 5, 8, 6),
+        env=_env(server, tmp_path / "cache"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     gens = _gens(run)
     assert [g["gen"] for g in gens] == [1, 2, 3, 4, 5]
@@ -67,13 +101,22 @@ def test_live_training_learns_and_accounts_every_call(server, questions_file, tm
     assert rep.ok and rep.n_records == gens[-1]["calls"] > 0
     assert abs(rep.total_micro_usd / 1e6 - gens[-1]["cost_usd"]) < 1e-6
     served = server.stats.completions - before.completions
-    assert served + sum(t.get("cache_hit", False) for tr in read_jsonl(run / "traces.jsonl")
-                        for t in tr["turns"]) >= rep.n_records
+    assert (
+        served + sum(t.get("cache_hit", False) for tr in read_jsonl(run / "traces.jsonl") for t in tr["turns"])
+        >= rep.n_records
+    )
     traces = read_jsonl(run / "traces.jsonl")
     assert len(traces) == 5 * 8 * 6
     t0 = traces[-1]
-    assert 1 <= len(t0["turns"]) <= 5 and {"model", "role", "model_probs", "role_probs", "verdict",
-                                           "cost_usd", "cache_hit"} <= set(t0["turns"][0])
+    assert 1 <= len(t0["turns"]) <= 5 and {
+        "model",
+        "role",
+        "model_probs",
+        "role_probs",
+        "verdict",
+        "cost_usd",
+        "cache_hit",
+    } <= set(t0["turns"][0])
     assert all("simulated" in t["model"] for tr in traces for t in tr["turns"])
     assert _status(run)["status"] == "finished"
 
@@ -81,19 +124,34 @@ def test_live_training_learns_and_accounts_every_call(server, questions_file, tm
 def test_kill_9_and_resume_pays_no_call_twice(server, questions_file, tmp_path):
     server.set_faults(Faults(rate_slow=1.0, slow_ms=20))  # every reply takes 20 ms: calls are in flight
     ref = tmp_path / "ref"
-    r = subprocess.run(_train_cmd(questions_file, ref, 3, 4, 3), env=_env(server, tmp_path / "cache-ref"),
-                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    r = subprocess.run(
+        _train_cmd(questions_file, ref, 3, 4, 3),
+        env=_env(server, tmp_path / "cache-ref"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
 
     run = tmp_path / "run"
     s0 = server.stats
-    p = subprocess.Popen(_train_cmd(questions_file, run, 3, 4, 3), env=_env(server, tmp_path / "cache"),
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    p = subprocess.Popen(
+        _train_cmd(questions_file, run, 3, 4, 3),
+        env=_env(server, tmp_path / "cache"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
     journal = run / "journal.jsonl"
     deadline = time.time() + 300
     while time.time() < deadline:  # kill in the middle of generation 2
-        if (run / "events.jsonl").exists() and len(_gens(run)) >= 1 and journal.exists() \
-                and len(read_jsonl(journal)) > _gens(run)[0]["calls"] + 5:
+        if (
+            (run / "events.jsonl").exists()
+            and len(_gens(run)) >= 1
+            and journal.exists()
+            and len(read_jsonl(journal)) > _gens(run)[0]["calls"] + 5
+        ):
             break
         time.sleep(0.05)
     p.send_signal(signal.SIGKILL)
@@ -109,8 +167,14 @@ def test_kill_9_and_resume_pays_no_call_twice(server, questions_file, tmp_path):
     rebought = ledgered - journaled
     assert 0 <= rebought <= lost_in_flight
 
-    r = subprocess.run([sys.executable, "-m", "trinity", "resume", str(run), "--json"], env=_env(server, tmp_path / "cache"),
-                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-m", "trinity", "resume", str(run), "--json"],
+        env=_env(server, tmp_path / "cache"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     total = server.stats.requests - s0.requests
     rep = verify_ledger(run / "ledger.jsonl")
@@ -126,15 +190,19 @@ def test_kill_9_and_resume_pays_no_call_twice(server, questions_file, tmp_path):
     # Only the calls lost in flight were sent again; everything recorded was replayed for free.
     assert total == rep.n_records + (at_kill - ledgered)
     # ... and the resume said so before buying them again (sent, never recorded: maybe billed).
-    warned = [e["message"] for e in read_jsonl(run / "events.jsonl")
-              if e["type"] == "log" and "were in flight when this run was last stopped" in e.get("message", "")]
+    warned = [
+        e["message"]
+        for e in read_jsonl(run / "events.jsonl")
+        if e["type"] == "log" and "were in flight when this run was last stopped" in e.get("message", "")
+    ]
     if lost_in_flight:
         assert warned and int(warned[0].split()[0]) >= lost_in_flight, warned
     # ... and the resumed run ends exactly where the uninterrupted one did.
     np.testing.assert_array_equal(np.load(run / "best_theta.npy"), np.load(ref / "best_theta.npy"))
     # money per generation differs by what the resume replayed for free (cost_per_correct with it)
-    strip = lambda h: [{k: v for k, v in g.items() if k not in ("secs", "time", "cost_usd", "calls", "cost_per_correct")}
-                       for g in h]
+    strip = lambda h: [
+        {k: v for k, v in g.items() if k not in ("secs", "time", "cost_usd", "calls", "cost_per_correct")} for g in h
+    ]
     h_run, h_ref = json.loads((run / "history.json").read_text()), json.loads((ref / "history.json").read_text())
     assert strip(h_run) == strip(h_ref)
     # Per-generation accounting: the same paid calls as the uninterrupted run, plus at most the
@@ -150,8 +218,14 @@ def test_out_of_credit_stops_cleanly_with_checkpoint(server, questions_file, tmp
     s0 = server.stats
     # gen 1 needs <= 60 calls (12 sessions x <= 5 turns); 4 gens need >= 96 (>= 2 turns each)
     server.set_faults(Faults(credit_after=s0.completions + 70))
-    r = subprocess.run(_train_cmd(questions_file, run, 4, 4, 3), env=_env(server, tmp_path / "cache"),
-                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    r = subprocess.run(
+        _train_cmd(questions_file, run, 4, 4, 3),
+        env=_env(server, tmp_path / "cache"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert r.returncode == 4, (r.returncode, r.stderr[-1500:])
     st = _status(run)
     assert st["status"] == "stopped" and st["message"].startswith("stopped: out of credit")
@@ -165,8 +239,14 @@ def test_out_of_credit_stops_cleanly_with_checkpoint(server, questions_file, tmp
 
 def test_budget_cap_stops_before_passing_it(server, questions_file, tmp_path):
     run = tmp_path / "run"
-    r = subprocess.run(_train_cmd(questions_file, run, 30, 4, 3, "--budget-usd", "0.008"), env=_env(server, tmp_path / "cache"),
-                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    r = subprocess.run(
+        _train_cmd(questions_file, run, 30, 4, 3, "--budget-usd", "0.008"),
+        env=_env(server, tmp_path / "cache"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert r.returncode == 4, (r.returncode, r.stderr[-1500:])
     st = _status(run)
     assert st["status"] == "stopped" and st["message"].startswith("stopped: budget reached")
@@ -179,12 +259,38 @@ def test_local_pool_takes_its_models_from_the_run_config(server, questions_file,
     in a config) gives θ's rows. Here the local server is the practice server."""
     run = tmp_path / "local"
     models = "simulated/coder,simulated/mathlete,simulated/scholar"
-    cmd = [sys.executable, "-m", "trinity", "train", "--mode", "live", "--pool", "local", "--base-url",
-           server.base_url, "--pool-models", models, "--questions", str(questions_file), "--encoder",
-           "tiny-qwen3", "--generations", "1", "--popsize", "2", "--m", "2", "--run-dir", str(run), "--json",
-           "--price-in", "0", "--price-out", "0"]
-    r = subprocess.run(cmd, env=_env(server, tmp_path / "cache"), capture_output=True, text=True, cwd=ROOT,
-                       timeout=240)
+    cmd = [
+        sys.executable,
+        "-m",
+        "trinity",
+        "train",
+        "--mode",
+        "live",
+        "--pool",
+        "local",
+        "--base-url",
+        server.base_url,
+        "--pool-models",
+        models,
+        "--questions",
+        str(questions_file),
+        "--encoder",
+        "tiny-qwen3",
+        "--generations",
+        "1",
+        "--popsize",
+        "2",
+        "--m",
+        "2",
+        "--run-dir",
+        str(run),
+        "--json",
+        "--price-in",
+        "0",
+        "--price-out",
+        "0",
+    ]
+    r = subprocess.run(cmd, env=_env(server, tmp_path / "cache"), capture_output=True, text=True, cwd=ROOT, timeout=240)
     assert r.returncode == 0, r.stderr
     meta = json.loads((run / "run.json").read_text())
     assert meta["models"] == models.split(",") and meta["config"]["pool_models"] == models.split(",")
@@ -192,7 +298,12 @@ def test_local_pool_takes_its_models_from_the_run_config(server, questions_file,
     assert used and used <= set(models.split(","))
     assert server.stats.requests > 0
     # Without a model list the local pool is refused up front, naming the fix.
-    r = subprocess.run(cmd[: cmd.index("--pool-models")] + cmd[cmd.index("--pool-models") + 2 :],
-                       env=_env(server, tmp_path / "cache"), capture_output=True, text=True, cwd=ROOT,
-                       timeout=240)
+    r = subprocess.run(
+        cmd[: cmd.index("--pool-models")] + cmd[cmd.index("--pool-models") + 2 :],
+        env=_env(server, tmp_path / "cache"),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=240,
+    )
     assert r.returncode != 0 and "has no models" in r.stderr and "--pool-models" in r.stderr

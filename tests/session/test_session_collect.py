@@ -21,9 +21,28 @@ def server():
 
 
 def _collect(server, out, *extra):
-    return main(["collect", "--benchmark", "practice", "--pool", "practice", "--base-url", server.base_url,
-                 "--split", "val", "--n", "4", "--k", "2", "--out", str(out), "--cache", str(out.parent / "c.db"),
-                 *extra])
+    return main(
+        [
+            "collect",
+            "--benchmark",
+            "practice",
+            "--pool",
+            "practice",
+            "--base-url",
+            server.base_url,
+            "--split",
+            "val",
+            "--n",
+            "4",
+            "--k",
+            "2",
+            "--out",
+            str(out),
+            "--cache",
+            str(out.parent / "c.db"),
+            *extra,
+        ]
+    )
 
 
 def test_collect_reproduces_the_practice_matrix_and_resumes(server, tmp_path, capsys):
@@ -51,9 +70,25 @@ def test_collect_reproduces_the_practice_matrix_and_resumes(server, tmp_path, ca
 
 def test_collect_against_a_dead_pool_says_why_and_writes_no_matrix(tmp_path, capsys):
     out = tmp_path / "m.json"
-    code = main(["collect", "--benchmark", "practice", "--pool", "practice", "--base-url",
-                 "http://127.0.0.1:9/v1", "--n", "1", "--k", "1", "--out", str(out),
-                 "--cache", str(tmp_path / "c.db")])
+    code = main(
+        [
+            "collect",
+            "--benchmark",
+            "practice",
+            "--pool",
+            "practice",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--n",
+            "1",
+            "--k",
+            "1",
+            "--out",
+            str(out),
+            "--cache",
+            str(tmp_path / "c.db"),
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 3
     assert "no matrix written" in text and not out.exists()
@@ -63,7 +98,28 @@ def test_collect_against_a_dead_pool_says_why_and_writes_no_matrix(tmp_path, cap
 def test_collect_from_a_pool_without_a_model_list_takes_models(server, tmp_path, capsys):
     # the `local` pool (a vLLM / llama.cpp server) lists no models: --models names them, in order
     out = tmp_path / "m.json"
-    assert main(["collect", "--benchmark", "practice", "--pool", "local", "--base-url", server.base_url,
-                 "--models", "simulated/coder,simulated/scholar", "--n", "2", "--k", "1", "--out", str(out),
-                 "--cache", str(tmp_path / "c.db")]) == 0
+    assert (
+        main(
+            [
+                "collect",
+                "--benchmark",
+                "practice",
+                "--pool",
+                "local",
+                "--base-url",
+                server.base_url,
+                "--models",
+                "simulated/coder,simulated/scholar",
+                "--n",
+                "2",
+                "--k",
+                "1",
+                "--out",
+                str(out),
+                "--cache",
+                str(tmp_path / "c.db"),
+            ]
+        )
+        == 0
+    )
     assert load_matrix(out).models == ["simulated/coder", "simulated/scholar"]

@@ -33,8 +33,16 @@ class ScriptedClient:
         text = self.replies[role].pop(0)
         if text is None:  # a call that failed after its retries
             return ChatResult(text="", ok=False, error="HTTP 503 after 3 attempts", status=503, model=model)
-        return ChatResult(text=text, ok=True, error=None, status=200, prompt_tokens=10,
-                          completion_tokens=20, cost_usd=0.001, model=model)
+        return ChatResult(
+            text=text,
+            ok=True,
+            error=None,
+            status=200,
+            prompt_tokens=10,
+            completion_tokens=20,
+            cost_usd=0.001,
+            model=model,
+        )
 
 
 def scripted_logits(plan: list[tuple[int, str]]):
@@ -58,8 +66,7 @@ def run(client, logits_fn, **spec):
 
 
 def test_a_verifier_accept_before_any_worker_output_does_not_end_the_session():
-    client = ScriptedClient({"Verifier": ["Looks fine.\nVERDICT: ACCEPT"], "Worker": [WRONG, RIGHT],
-                             "Thinker": []})
+    client = ScriptedClient({"Verifier": ["Looks fine.\nVERDICT: ACCEPT"], "Worker": [WRONG, RIGHT], "Thinker": []})
     t = run(client, scripted_logits([(2, "Verifier"), (0, "Worker"), (1, "Worker")]), max_turns=3)
     assert t.turns[0].verdict == "ACCEPT"  # ACCEPT with nothing to accept: the session goes on
     assert [u.role for u in t.turns] == ["Verifier", "Worker", "Worker"]
@@ -67,8 +74,9 @@ def test_a_verifier_accept_before_any_worker_output_does_not_end_the_session():
 
 
 def test_accept_after_a_worker_output_ends_the_session():
-    client = ScriptedClient({"Worker": [RIGHT], "Verifier": ["Checked every step.\nVERDICT: ACCEPT"],
-                             "Thinker": ["never asked"]})
+    client = ScriptedClient(
+        {"Worker": [RIGHT], "Verifier": ["Checked every step.\nVERDICT: ACCEPT"], "Thinker": ["never asked"]}
+    )
     t = run(client, scripted_logits([(0, "Worker"), (1, "Verifier"), (2, "Thinker")]), max_turns=5)
     assert [u.role for u in t.turns] == ["Worker", "Verifier"]
     assert t.done and t.correct and t.answer == "391"
@@ -76,8 +84,7 @@ def test_accept_after_a_worker_output_ends_the_session():
 
 
 def test_revise_goes_on_until_max_turns():
-    client = ScriptedClient({"Worker": [WRONG, WRONG, WRONG], "Verifier": ["VERDICT: REVISE"] * 2,
-                             "Thinker": []})
+    client = ScriptedClient({"Worker": [WRONG, WRONG, WRONG], "Verifier": ["VERDICT: REVISE"] * 2, "Thinker": []})
     plan = [(0, "Worker"), (1, "Verifier"), (0, "Worker"), (1, "Verifier"), (0, "Worker")]
     t = run(client, scripted_logits(plan), max_turns=5)
     assert len(t.turns) == 5 and not t.correct and t.answer == "400"
@@ -95,8 +102,13 @@ def test_a_failed_call_ends_the_session_with_no_reward():
 def test_the_scored_answer_is_the_newest_non_verifier_turn_with_an_answer():
     # Worker right, then a Thinker whose prose has no boxed answer, then a Verifier quoting a
     # wrong boxed answer: the Worker's answer is scored (Thinker: none; Verifier: never).
-    client = ScriptedClient({"Worker": [WRONG, RIGHT], "Thinker": ["Plan: multiply, then check the units digit."],
-                             "Verifier": ["It should be $\\boxed{400}$.\nVERDICT: REVISE"]})
+    client = ScriptedClient(
+        {
+            "Worker": [WRONG, RIGHT],
+            "Thinker": ["Plan: multiply, then check the units digit."],
+            "Verifier": ["It should be $\\boxed{400}$.\nVERDICT: REVISE"],
+        }
+    )
     plan = [(0, "Worker"), (1, "Worker"), (2, "Thinker"), (1, "Verifier")]
     t = run(client, scripted_logits(plan), max_turns=4)
     assert [u.role for u in t.turns] == ["Worker", "Worker", "Thinker", "Verifier"]
@@ -125,8 +137,9 @@ def test_sample_draws_with_the_model_policy_from_a_per_session_seed():
     spec = SessionSpec(MODELS, policy="sample", temperature=0.7, seed=3, key_prefix="g4")
     mi, ri, mp, rp = SessionRunner(None, None, spec)._decide(logits, trajs, turn=2)
     for k, t in enumerate(trajs):
-        want = policy.sample(logits[k], len(MODELS), np.random.RandomState(_stable_seed(3, "g4", t.candidate,
-                                                                                        t.qid, 2)), 0.7)
+        want = policy.sample(
+            logits[k], len(MODELS), np.random.RandomState(_stable_seed(3, "g4", t.candidate, t.qid, 2)), 0.7
+        )
         assert (mi[k], ri[k]) == (int(want[0]), int(want[1]))
     again = SessionRunner(None, None, spec)._decide(logits, trajs, turn=2)
     assert np.array_equal(again[0], mi) and np.array_equal(again[1], ri)

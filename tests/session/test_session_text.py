@@ -4,19 +4,22 @@ from trinity.benchmarks.prompts import SYSTEM_PROMPTS, user_message
 from trinity.session.transcript import Trajectory, Turn, parse_verdict, trim_output
 
 
-@pytest.mark.parametrize("text, verdict", [
-    ("Looks right.\nVERDICT: ACCEPT", "ACCEPT"),
-    ("**VERDICT: ACCEPT**", "ACCEPT"),
-    ("**VERDICT:** ACCEPT", "ACCEPT"),
-    ("### Verdict - accept", "ACCEPT"),
-    ("Verdict: **Accept**", "ACCEPT"),
-    ("VERDICT: ACCEPTABLE", "REVISE"),      # not ACCEPT
-    ("VERDICT: ACCEPTED", "REVISE"),
-    ("VERDICT: REVISE\nthen again\nVERDICT: ACCEPT", "ACCEPT"),  # last verdict line wins
-    ("VERDICT: ACCEPT\nVERDICT: REVISE", "REVISE"),
-    ("I accept this answer.", "REVISE"),   # no verdict line
-    ("", "REVISE"),
-])
+@pytest.mark.parametrize(
+    "text, verdict",
+    [
+        ("Looks right.\nVERDICT: ACCEPT", "ACCEPT"),
+        ("**VERDICT: ACCEPT**", "ACCEPT"),
+        ("**VERDICT:** ACCEPT", "ACCEPT"),
+        ("### Verdict - accept", "ACCEPT"),
+        ("Verdict: **Accept**", "ACCEPT"),
+        ("VERDICT: ACCEPTABLE", "REVISE"),  # not ACCEPT
+        ("VERDICT: ACCEPTED", "REVISE"),
+        ("VERDICT: REVISE\nthen again\nVERDICT: ACCEPT", "ACCEPT"),  # last verdict line wins
+        ("VERDICT: ACCEPT\nVERDICT: REVISE", "REVISE"),
+        ("I accept this answer.", "REVISE"),  # no verdict line
+        ("", "REVISE"),
+    ],
+)
 def test_parse_verdict(text, verdict):
     assert parse_verdict(text) == verdict
 

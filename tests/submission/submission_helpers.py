@@ -40,29 +40,60 @@ def isolated_env(tmp_path, monkeypatch):
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "miner@example.invalid")
 
 
-def make_run(path: Path, *, seed: int = 0, generations: int = 5, paid_calls: int = 3,
-             status: str = "finished", models: list[str] | None = None, hidden: int = HIDDEN,
-             theta: np.ndarray | None = None, eval_json: bool = False, pool: str | None = None,
-             competition: str | None = None) -> RunDir:
+def make_run(
+    path: Path,
+    *,
+    seed: int = 0,
+    generations: int = 5,
+    paid_calls: int = 3,
+    status: str = "finished",
+    models: list[str] | None = None,
+    hidden: int = HIDDEN,
+    theta: np.ndarray | None = None,
+    eval_json: bool = False,
+    pool: str | None = None,
+    competition: str | None = None,
+) -> RunDir:
     models = list(models or MODELS)
     run = RunDir(path)
     run.path.mkdir(parents=True, exist_ok=True)
-    run.write_meta({"id": run.id, "status": status, "mode": "live", "models": models, "pool": pool,
-                    "benchmarks": ["math500", "mmlu", "livecodebench"], "encoder": "Qwen/Qwen3-0.6B",
-                    "config": {"popsize": 32, "m": 16, "sigma0": 0.1, "seed": seed,
-                               "generations": generations},
-                    **({"competition": competition} if competition else {})})
+    run.write_meta(
+        {
+            "id": run.id,
+            "status": status,
+            "mode": "live",
+            "models": models,
+            "pool": pool,
+            "benchmarks": ["math500", "mmlu", "livecodebench"],
+            "encoder": "Qwen/Qwen3-0.6B",
+            "config": {"popsize": 32, "m": 16, "sigma0": 0.1, "seed": seed, "generations": generations},
+            **({"competition": competition} if competition else {}),
+        }
+    )
     if theta is None:
         rng = np.random.RandomState(seed)
         n = len(models)
-        theta = np.concatenate([rng.randn((n + 3) * hidden) * 0.1,     # head (n+3, hidden)
-                                1.0 + 0.01 * rng.randn(7 * hidden)])   # SVF scales
+        theta = np.concatenate(
+            [
+                rng.randn((n + 3) * hidden) * 0.1,  # head (n+3, hidden)
+                1.0 + 0.01 * rng.randn(7 * hidden),
+            ]
+        )  # SVF scales
     np.save(run.best_theta, np.asarray(theta, dtype=np.float64))
-    hist = [{"gen": g, "best": 0.5 + 0.01 * g, "mean": 0.4 + 0.01 * g, "max": 0.5 + 0.01 * g,
-             "sigma": 0.1} for g in range(1, generations + 1)]
+    hist = [
+        {"gen": g, "best": 0.5 + 0.01 * g, "mean": 0.4 + 0.01 * g, "max": 0.5 + 0.01 * g, "sigma": 0.1}
+        for g in range(1, generations + 1)
+    ]
     atomic_write_json(run.history, hist)
-    atomic_write_json(run.summary, {"run_id": run.id, "models": models, "n_params": int(np.size(theta)),
-                                    "best_fitness": hist[-1]["best"] if hist else None})
+    atomic_write_json(
+        run.summary,
+        {
+            "run_id": run.id,
+            "models": models,
+            "n_params": int(np.size(theta)),
+            "best_fitness": hist[-1]["best"] if hist else None,
+        },
+    )
     if eval_json:
         atomic_write_json(run.eval_json, {"test_acc": 0.6})
     if paid_calls:
@@ -72,9 +103,15 @@ def make_run(path: Path, *, seed: int = 0, generations: int = 5, paid_calls: int
                 # ledger's total at their prices agrees with ours within their $0.05
                 model = models[i % len(models)]
                 pin, pout = TINYROUTER_PROFILE.ledger_prices.get(model.rsplit("/", 1)[-1], (0.2, 0.8))
-                led.append(provider="openrouter", model=model, prompt_tokens=900_000,
-                           completion_tokens=300_000, cost_micro_usd=round(0.9e6 * pin + 0.3e6 * pout) + i,
-                           cost_source="reported", purpose="train")
+                led.append(
+                    provider="openrouter",
+                    model=model,
+                    prompt_tokens=900_000,
+                    completion_tokens=300_000,
+                    cost_micro_usd=round(0.9e6 * pin + 0.3e6 * pout) + i,
+                    cost_source="reported",
+                    purpose="train",
+                )
     return run
 
 
@@ -112,8 +149,10 @@ def make_repo(root: Path) -> Path:
 
 def repo_snapshot(work: Path) -> dict[str, str]:
     """Everything a refused submit must leave alone: refs, HEAD, index and working tree status."""
-    return {"refs": git(work, "for-each-ref", "--format=%(refname) %(objectname)"),
-            "head": git(work, "symbolic-ref", "-q", "HEAD", check=False) + git(work, "rev-parse", "HEAD"),
-            "status": git(work, "status", "--porcelain=v1", "--untracked-files=all"),
-            "index": git(work, "ls-files", "-s"),
-            "fork": git(work.parent / "fork.git", "for-each-ref", "--format=%(refname) %(objectname)")}
+    return {
+        "refs": git(work, "for-each-ref", "--format=%(refname) %(objectname)"),
+        "head": git(work, "symbolic-ref", "-q", "HEAD", check=False) + git(work, "rev-parse", "HEAD"),
+        "status": git(work, "status", "--porcelain=v1", "--untracked-files=all"),
+        "index": git(work, "ls-files", "-s"),
+        "fork": git(work.parent / "fork.git", "for-each-ref", "--format=%(refname) %(objectname)"),
+    }

@@ -30,8 +30,16 @@ def test_good_bundle_passes_every_gate(tmp_path, capsys):
     run, b = _pack(tmp_path, "r1", seed=1)
     rep = check_bundle(b.path, against=tmp_path / "repo" / "submissions")
     g = _gates(rep)
-    assert [r.name for r in rep.results] == ["rate_limit", "weight_sanity", "duplicate", "receipt",
-                                             "ledger", "schema", "theta_roundtrip", "frozen_files"]
+    assert [r.name for r in rep.results] == [
+        "rate_limit",
+        "weight_sanity",
+        "duplicate",
+        "receipt",
+        "ledger",
+        "schema",
+        "theta_roundtrip",
+        "frozen_files",
+    ]
     # not a git checkout: the frozen-files gate has no diff to look at and says so
     assert all(r.status == "pass" for r in rep.results if r.name != "frozen_files"), rep.lines()
     assert g["frozen_files"].status == "warn" and "not in a git checkout" in g["frozen_files"].reason
@@ -106,8 +114,8 @@ def test_near_duplicate_head_fails_duplicate(tmp_path):
     theta = np.load(prior_run.best_theta)
     head = theta[:6144].reshape(6, 1024).copy()
     rng = np.random.RandomState(99)
-    head[:3] += rng.randn(1024) * 0.5            # the same shift on every model row: same argmax
-    head += rng.randn(6, 1024) * 0.005           # and a little noise
+    head[:3] += rng.randn(1024) * 0.5  # the same shift on every model row: same argmax
+    head += rng.randn(6, 1024) * 0.005  # and a little noise
     near = np.concatenate([head.ravel(), theta[6144:]])
     _, b = _pack(tmp_path, "r1", theta=near)
     g = _gates(check_bundle(b.path, against=tmp_path / "repo" / "submissions"))
@@ -125,8 +133,9 @@ def test_submitted_bundles_in_history_count_as_priors(tmp_path):
     # only packed, never submitted: not a prior
     assert _gates(check_bundle(b.path))["duplicate"].status == "warn"
     # once submitted (pushed), the history alone makes it a prior: no --against needed
-    SubmissionHistory.open().append("submit", miner="carol", bundle=str(prior.path), bundle_hash=prior.hash,
-                                    pushed=True, outcome="pushed")
+    SubmissionHistory.open().append(
+        "submit", miner="carol", bundle=str(prior.path), bundle_hash=prior.hash, pushed=True, outcome="pushed"
+    )
     g = _gates(check_bundle(b.path))
     assert g["duplicate"].status == "fail" and g["duplicate"].numbers["max_cosine"] == pytest.approx(1.0)
     assert g["duplicate"].numbers["closest_origin"] == "history"
@@ -232,6 +241,7 @@ def test_rate_limit_counts_pushed_attempts_in_the_last_day(tmp_path):
     g = _gates(check_bundle(b.path))["rate_limit"]
     assert g.status == "fail" and g.numbers["attempts_24h"] == 1 and "next submission allowed" in g.reason
     import time
+
     assert _gates(check_bundle(b.path, now=time.time() + 24 * 3600 + 5))["rate_limit"].status == "pass"
 
 
@@ -261,6 +271,7 @@ def test_check_finds_the_run_under_runs_of_the_current_directory(tmp_path, monke
     monkeypatch.chdir(work)
     rep = check_bundle(b.path, history=other)
     from pathlib import Path
+
     assert Path(rep.run_dir).resolve() == run.path.resolve()
     assert _gates(rep)["theta_roundtrip"].status == "pass"
 
@@ -269,8 +280,7 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), scale=st.floats(0.01, 100.0),
-       shift_m=st.floats(-5, 5), shift_r=st.floats(-5, 5))
+@given(seed=st.integers(0, 2**31 - 1), scale=st.floats(0.01, 100.0), shift_m=st.floats(-5, 5), shift_r=st.floats(-5, 5))
 def test_cosine_is_invariant_to_what_argmax_cannot_see(seed, scale, shift_m, shift_r):
     rng = np.random.RandomState(seed)
     a = rng.randn(6, 32)

@@ -36,12 +36,15 @@ def test_pack_check_submit_push_end_to_end(tmp_path, work, capsys):
     steps = []
     plan = plan_submission(b.path, work, "alice", push=True)
     assert plan.ok, plan.refusals
-    assert plan.files == [f"submissions/alice/1/{f}" for f in
-                          ("README.md", "head_weights.npy", "receipt.json", "svf_scales.npy")]
+    assert plan.files == [
+        f"submissions/alice/1/{f}" for f in ("README.md", "head_weights.npy", "receipt.json", "svf_scales.npy")
+    ]
     text = "\n".join(plan.describe())
     assert "submission/alice-gen1 from refs/remotes/upstream/main" in text and "run: r1" in text
     assert "ledger head: " + b.receipt["ledger_head_hash"] in plan.commit_message
-    assert plan.compare_url == "https://github.com/comp-org/tinyrouter/compare/main...alice:submission/alice-gen1?expand=1"
+    assert (
+        plan.compare_url == "https://github.com/comp-org/tinyrouter/compare/main...alice:submission/alice-gen1?expand=1"
+    )
 
     res = execute_plan(plan, on_step=steps.append)
     assert res.ok and res.pushed and res.commit, res.message
@@ -50,7 +53,8 @@ def test_pack_check_submit_push_end_to_end(tmp_path, work, capsys):
     changed = git(work.parent / "fork.git", "diff-tree", "--no-commit-id", "--name-only", "-r", res.commit).split()
     assert changed == plan.files
     assert git(work.parent / "fork.git", "log", "-1", "--format=%B", res.commit).startswith(
-        "sn74: alice submission submissions/alice/1")
+        "sn74: alice submission submissions/alice/1"
+    )
     # the user's checkout is left as it was
     assert git(work, "rev-parse", "HEAD") == before_head
     assert git(work, "symbolic-ref", "HEAD") == "refs/heads/main"
@@ -136,12 +140,12 @@ def test_rejected_push_then_retry_commits_once(tmp_path, work):
     assert not res.ok and not res.pushed and res.commit
     assert "push to origin failed (remote: rejected by test hook;" in res.message and "trinity submit" in res.message
     assert res.continue_command and "--push" in res.continue_command
-    assert git(work, "rev-parse", "submission/alice-gen1") == res.commit            # kept locally
+    assert git(work, "rev-parse", "submission/alice-gen1") == res.commit  # kept locally
     assert git(work.parent / "fork.git", "branch", "--list", "submission/alice-gen1") == ""
     assert not SubmissionHistory.open().records()[-1]["pushed"]
 
     hook.unlink()
-    plan = plan_submission(b.path, work, "alice", push=True)              # the failed push is no attempt
+    plan = plan_submission(b.path, work, "alice", push=True)  # the failed push is no attempt
     assert plan.ok and any("already holds this bundle" in n for n in plan.notes)
     res2 = execute_plan(plan)
     assert res2.ok and res2.pushed and res2.commit == res.commit
@@ -181,8 +185,9 @@ def test_next_day_submission_goes_on_top_of_the_previous_one(tmp_path, work):
     assert res2.ok, res2.message
     assert _commits_on_fork_branch(work, "sn74-alice") == [res2.commit, res1.commit]  # on top of the fork's tip
     assert git(work, "rev-parse", "sn74-alice") == res2.commit
-    assert git(work, "diff-tree", "--no-commit-id", "--name-only", "-r", res2.commit).split() == \
-        [f"submissions/alice/2/{f}" for f in ("README.md", "head_weights.npy", "receipt.json", "svf_scales.npy")]
+    assert git(work, "diff-tree", "--no-commit-id", "--name-only", "-r", res2.commit).split() == [
+        f"submissions/alice/2/{f}" for f in ("README.md", "head_weights.npy", "receipt.json", "svf_scales.npy")
+    ]
 
 
 def test_diverged_local_and_fork_branches_are_refused(tmp_path, work):
@@ -238,8 +243,7 @@ def test_minirouter_bundle_submits_final_model(tmp_path, work):
     res = execute_plan(plan)
     assert res.ok and res.pushed
     files = git(work, "diff-tree", "--no-commit-id", "--name-only", "-r", res.commit).split()
-    assert files == [f"submissions/final_model/{f}" for f in
-                     ("best_theta.npy", "history.json", "summary.json")]
+    assert files == [f"submissions/final_model/{f}" for f in ("best_theta.npy", "history.json", "summary.json")]
     assert np.array_equal(np.load(b.path / "best_theta.npy"), np.load(run.best_theta))
 
 

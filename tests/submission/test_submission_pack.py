@@ -49,8 +49,12 @@ def test_tinyrouter_bundle_layout_and_receipt(tmp_path):
     assert (r["popsize"], r["m_cma"], r["seed"], r["generations"]) == (32, 16, 0, 4)
     assert r["benchmark"] == "composite"
     assert r["best_fitness"] == pytest.approx(0.54)
-    assert r["fitness_history"][0] == {"generation": 1, "mean_fitness": pytest.approx(0.41),
-                                       "max_fitness": pytest.approx(0.51), "best_fitness": pytest.approx(0.51)}
+    assert r["fitness_history"][0] == {
+        "generation": 1,
+        "mean_fitness": pytest.approx(0.41),
+        "max_fitness": pytest.approx(0.51),
+        "best_fitness": pytest.approx(0.51),
+    }
     assert r["packed_at"].startswith("20") and r["run_id"] == "r1" and r["miner"] == "alice"
     readme = (b.path / "README.md").read_text()
     assert "r1" in readme and "13,312" in readme and led.head_hash in readme
@@ -87,8 +91,13 @@ def test_minirouter_bundle_copies_run_artifacts(tmp_path):
         pack_run(run2.path, "alice", "minirouter", out=out)
     assert (b.path / "best_theta.npy").read_bytes() == run.best_theta.read_bytes()
     # ... but once git holds it (the checkout's current model), packing over it is safe
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     for cmd in (["init", "-q"], ["add", "submissions"], ["commit", "-qm", "king"]):
         subprocess.run(["git", "-C", str(out), *cmd], check=True, env=env)
     b2 = pack_run(run2.path, "alice", "minirouter", out=out)
@@ -137,14 +146,18 @@ def test_theta_that_does_not_fit_the_pool_is_refused(tmp_path):
 
 def test_cli_pack_and_its_errors(tmp_path, capsys):
     run = make_run(tmp_path / "r")
-    assert main(["pack", str(run.path), "--miner", "alice", "--format", "tinyrouter",
-                 "--out", str(tmp_path / "repo")]) == 0
+    assert (
+        main(["pack", str(run.path), "--miner", "alice", "--format", "tinyrouter", "--out", str(tmp_path / "repo")])
+        == 0
+    )
     assert "submissions/alice/1" in capsys.readouterr().out
     assert main(["pack", str(tmp_path / "nope"), "--miner", "alice", "--format", "tinyrouter"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "not a run directory" in err and len(err.strip().splitlines()) == 1
-    assert main(["pack", str(run.path), "--miner", "bad name!", "--format", "minirouter",
-                 "--out", str(tmp_path / "repo")]) == 2
+    assert (
+        main(["pack", str(run.path), "--miner", "bad name!", "--format", "minirouter", "--out", str(tmp_path / "repo")])
+        == 2
+    )
     assert "miner name" in capsys.readouterr().err
 
 

@@ -37,13 +37,19 @@ class FakeGitHub:
 
             def do_POST(self):  # noqa: N802
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                outer.requests.append({"method": "POST", "path": self.path, "headers": dict(self.headers),
-                                       "body": body.decode()})
+                outer.requests.append(
+                    {"method": "POST", "path": self.path, "headers": dict(self.headers), "body": body.decode()}
+                )
                 if status == 201:
                     self._reply(201, {"number": 7, "html_url": "https://github.com/comp-org/tinyrouter/pull/7"})
                 elif existing:
-                    self._reply(422, {"message": "Validation Failed",
-                                      "errors": [{"message": "A pull request already exists for alice:submission/alice-gen1."}]})
+                    self._reply(
+                        422,
+                        {
+                            "message": "Validation Failed",
+                            "errors": [{"message": "A pull request already exists for alice:submission/alice-gen1."}],
+                        },
+                    )
                 else:
                     self._reply(status, {"message": f"boom {self.headers.get('Authorization')}"})
 
@@ -78,8 +84,9 @@ def test_pr_through_the_api_sends_the_token_only_in_the_header(bundle, monkeypat
     work, b = bundle
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     with FakeGitHub() as gh:
-        rc = main(["submit", str(b.path), "--repo", str(work), "--miner", "alice", "--push", "--pr",
-                   "--api-url", gh.url])
+        rc = main(
+            ["submit", str(b.path), "--repo", str(work), "--miner", "alice", "--push", "--pr", "--api-url", gh.url]
+        )
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert "PR: https://github.com/comp-org/tinyrouter/pull/7" in out
@@ -112,8 +119,9 @@ def test_api_error_is_redacted_and_explains_how_to_continue(bundle, monkeypatch)
 
     # retrying opens the PR without a second commit or push of anything new
     with FakeGitHub(status=422, existing=True) as gh:
-        plan = plan_submission(b.path, work, "alice", push=True, pr=True, api_url=gh.url,
-                               history=SubmissionHistory.open())
+        plan = plan_submission(
+            b.path, work, "alice", push=True, pr=True, api_url=gh.url, history=SubmissionHistory.open()
+        )
         assert plan.ok, plan.refusals  # a pushed attempt of the same bundle is not a second one
         res2 = execute_plan(plan)
     assert res2.ok and res2.commit == res.commit
@@ -130,16 +138,19 @@ def test_without_a_token_the_compare_url_is_printed(bundle, capsys):
     assert "https://github.com/comp-org/tinyrouter/compare/main...alice:submission/alice-gen1?expand=1" in out
 
 
-@pytest.mark.parametrize("url, expected", [
-    ("https://github.com/comp-org/tinyrouter.git", GitHubRepo("github.com", "comp-org", "tinyrouter")),
-    ("https://github.com/comp-org/tinyrouter", GitHubRepo("github.com", "comp-org", "tinyrouter")),
-    ("https://x-access@github.com/alice/tiny.router.git/", GitHubRepo("github.com", "alice", "tiny.router")),
-    ("git@github.com:alice/tinyrouter.git", GitHubRepo("github.com", "alice", "tinyrouter")),
-    ("ssh://git@github.com/alice/tinyrouter.git", GitHubRepo("github.com", "alice", "tinyrouter")),
-    ("ssh://git@ghe.example.com:2222/team/repo", GitHubRepo("ghe.example.com", "team", "repo")),
-    ("/srv/git/fork.git", None),
-    ("file:///srv/git/fork.git", None),
-])
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        ("https://github.com/comp-org/tinyrouter.git", GitHubRepo("github.com", "comp-org", "tinyrouter")),
+        ("https://github.com/comp-org/tinyrouter", GitHubRepo("github.com", "comp-org", "tinyrouter")),
+        ("https://x-access@github.com/alice/tiny.router.git/", GitHubRepo("github.com", "alice", "tiny.router")),
+        ("git@github.com:alice/tinyrouter.git", GitHubRepo("github.com", "alice", "tinyrouter")),
+        ("ssh://git@github.com/alice/tinyrouter.git", GitHubRepo("github.com", "alice", "tinyrouter")),
+        ("ssh://git@ghe.example.com:2222/team/repo", GitHubRepo("ghe.example.com", "team", "repo")),
+        ("/srv/git/fork.git", None),
+        ("file:///srv/git/fork.git", None),
+    ],
+)
 def test_remote_urls(url, expected):
     assert parse_remote_url(url) == expected
 
@@ -150,16 +161,23 @@ def test_compare_url_from_remotes_fork_and_single_repo(tmp_path):
     b = pack_run(run.path, "alice", "tinyrouter", out=work)
     # fork: origin (ssh) is alice's, upstream (https) is the competition's
     plan = plan_submission(b.path, work, "alice", base="main")
-    assert plan.compare_url == "https://github.com/comp-org/tinyrouter/compare/main...alice:submission/alice-gen1?expand=1"
+    assert (
+        plan.compare_url == "https://github.com/comp-org/tinyrouter/compare/main...alice:submission/alice-gen1?expand=1"
+    )
     assert plan.pr_head == "alice:submission/alice-gen1"
     # a single https remote that is both
     git(work, "remote", "remove", "upstream")
     git(work, "remote", "set-url", "origin", "https://github.com/comp-org/tinyrouter.git")
     plan = plan_submission(b.path, work, "alice", base="dev")
     assert plan.upstream == "origin"
-    assert plan.compare_url == "https://github.com/comp-org/tinyrouter/compare/dev...comp-org:submission/alice-gen1?expand=1"
-    assert compare_url(GitHubRepo("github.com", "o", "r"), "main", "u", "b") == \
-        "https://github.com/o/r/compare/main...u:b?expand=1"
+    assert (
+        plan.compare_url
+        == "https://github.com/comp-org/tinyrouter/compare/dev...comp-org:submission/alice-gen1?expand=1"
+    )
+    assert (
+        compare_url(GitHubRepo("github.com", "o", "r"), "main", "u", "b")
+        == "https://github.com/o/r/compare/main...u:b?expand=1"
+    )
 
 
 def test_plain_path_remotes_have_no_compare_url(tmp_path, monkeypatch):

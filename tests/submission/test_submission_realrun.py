@@ -21,9 +21,27 @@ from trinity.submission.pack import pack_run
 
 def test_tiny_cached_run_to_pushed_submission(tmp_path, capsys):
     run_dir = tmp_path / "runs" / "tiny"
-    rc = main(["train", "--mode", "cached", "--questions", "practice", "--matrix", "practice",
-               "--encoder", "tiny-qwen3", "--generations", "3", "--popsize", "6", "--m", "8",
-               "--run-dir", str(run_dir)])
+    rc = main(
+        [
+            "train",
+            "--mode",
+            "cached",
+            "--questions",
+            "practice",
+            "--matrix",
+            "practice",
+            "--encoder",
+            "tiny-qwen3",
+            "--generations",
+            "3",
+            "--popsize",
+            "6",
+            "--m",
+            "8",
+            "--run-dir",
+            str(run_dir),
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     run = RunDir(run_dir)
     meta = run.read_meta()
@@ -36,8 +54,15 @@ def test_tiny_cached_run_to_pushed_submission(tmp_path, capsys):
 
     with Ledger(run.ledger, run.id) as led:
         for model in meta["models"]:
-            led.append(provider="practice", model=model, prompt_tokens=400, completion_tokens=120,
-                       cost_micro_usd=2_500, cost_source="estimated", purpose="train")
+            led.append(
+                provider="practice",
+                model=model,
+                prompt_tokens=400,
+                completion_tokens=120,
+                cost_micro_usd=2_500,
+                cost_source="estimated",
+                purpose="train",
+            )
     b = pack_run(run.path, "alice", "tinyrouter", out=work)
     receipt = json.loads((b.path / "receipt.json").read_text())
     assert receipt["generations"] == 3 and receipt["encoder"] == "tiny-qwen3"

@@ -12,8 +12,10 @@ PRACTICE = ROOT / "configs" / "practice.yaml"
 
 
 def write_spec(path: Path, **sections) -> Path:
-    doc = {"base": str(PRACTICE),
-           "config": {"encoder": "tiny-qwen3", "generations": 3, "popsize": 4, "m": 8, "traces": "none"}}
+    doc = {
+        "base": str(PRACTICE),
+        "config": {"encoder": "tiny-qwen3", "generations": 3, "popsize": 4, "m": 8, "traces": "none"},
+    }
     for k, v in sections.items():
         if k == "base" and v is None:
             doc.pop("base")

@@ -44,9 +44,18 @@ def reference(ray_local, tmp_path_factory):
 
 
 def test_spec_expands_grid_draws_and_seeds(tmp_path):
-    spec = load_spec(write_spec(tmp_path / "s.yaml", grid={"sigma0": [0.05, 0.2]}, seeds=[3, 4],
-                                random={"samples": 2, "seed": 5,
-                                        "params": {"m": {"choice": [4, 8]}, "temperature": {"loguniform": [0.5, 2]}}}))
+    spec = load_spec(
+        write_spec(
+            tmp_path / "s.yaml",
+            grid={"sigma0": [0.05, 0.2]},
+            seeds=[3, 4],
+            random={
+                "samples": 2,
+                "seed": 5,
+                "params": {"m": {"choice": [4, 8]}, "temperature": {"loguniform": [0.5, 2]}},
+            },
+        )
+    )
     trials = spec.trials()
     assert len(trials) == 2 * 2 * 2 and len({t.id for t in trials}) == 8
     assert [t.config.seed for t in trials[:2]] == [3, 4] and trials[0].config.sigma0 == 0.05
@@ -55,15 +64,18 @@ def test_spec_expands_grid_draws_and_seeds(tmp_path):
     assert [t.config.hash() for t in again] == [t.config.hash() for t in trials]  # seeded draws
 
 
-@pytest.mark.parametrize("sections, needle", [
-    ({"grid": {"sigma": [0.1]}}, "'sigma' is not a TrainConfig key"),
-    ({"grid": {"popsize": [1, 8]}}, "trial t000 (popsize=1)"),
-    ({"grid": {"sigma0": []}}, "grid.sigma0: must be a non-empty list"),
-    ({"seeds": [0, 0]}, "a seed appears twice"),
-    ({"random": {"samples": 2, "params": {"sigma0": {"normal": [0, 1]}}}}, "random.params.sigma0"),
-    ({"resources": {"gpus": 1}}, "unknown key 'gpus'"),
-    ({"trials": 3}, "unknown key 'trials'"),
-])
+@pytest.mark.parametrize(
+    "sections, needle",
+    [
+        ({"grid": {"sigma": [0.1]}}, "'sigma' is not a TrainConfig key"),
+        ({"grid": {"popsize": [1, 8]}}, "trial t000 (popsize=1)"),
+        ({"grid": {"sigma0": []}}, "grid.sigma0: must be a non-empty list"),
+        ({"seeds": [0, 0]}, "a seed appears twice"),
+        ({"random": {"samples": 2, "params": {"sigma0": {"normal": [0, 1]}}}}, "random.params.sigma0"),
+        ({"resources": {"gpus": 1}}, "unknown key 'gpus'"),
+        ({"trials": 3}, "unknown key 'trials'"),
+    ],
+)
 def test_bad_spec_is_one_line_naming_the_key(tmp_path, sections, needle):
     with pytest.raises(ConfigError) as e:
         load_spec(write_spec(tmp_path / "bad.yaml", **sections))
@@ -74,11 +86,23 @@ def test_cli_errors_without_traceback(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_bytes(b"grid: [\xff\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-m", "trinity", "sweep", str(bad), "--run-dir", str(tmp_path / "d")],
-                         capture_output=True, text=True, cwd=ROOT, timeout=60, env=env)
+    out = subprocess.run(
+        [sys.executable, "-m", "trinity", "sweep", str(bad), "--run-dir", str(tmp_path / "d")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        env=env,
+    )
     assert out.returncode == 2 and out.stderr.startswith("error: ") and "Traceback" not in out.stderr
-    out = subprocess.run([sys.executable, "-m", "trinity", "sweep", "status", str(tmp_path)],
-                         capture_output=True, text=True, cwd=ROOT, timeout=60, env=env)
+    out = subprocess.run(
+        [sys.executable, "-m", "trinity", "sweep", "status", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        env=env,
+    )
     assert out.returncode == 2 and "not a sweep directory" in out.stderr
 
 
@@ -101,7 +125,6 @@ def test_four_trial_sweep(reference):
     assert results(sd.path / "trials/t000") != results(sd.path / "trials/t001")
 
 
-
 def test_status_cli_says_each_trial_state_and_best_val(reference, capsys):
     from trinity.cli import main
 
@@ -109,8 +132,9 @@ def test_status_cli_says_each_trial_state_and_best_val(reference, capsys):
     capsys.readouterr()
     assert main(["sweep", "status", str(sd.path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert [(t["id"], t["state"], t["best_val_acc"]) for t in out["trials"]] == \
-        [(t["id"], "finished", t["best_val_acc"]) for t in doc["trials"]]
+    assert [(t["id"], t["state"], t["best_val_acc"]) for t in out["trials"]] == [
+        (t["id"], "finished", t["best_val_acc"]) for t in doc["trials"]
+    ]
     assert main(["sweep", str(sd.path)]) == 0  # `trinity sweep DIR`: the same, as a table
     text = capsys.readouterr().out
     assert text.startswith(f"sweep {sd.path.name}: finished  4 trials (4 finished)") and "best: t" in text
@@ -139,9 +163,14 @@ def test_killed_driver_then_resume_equals_uninterrupted(reference, tmp_path):
     killed = new_sweep(spec, tmp_path / "killed")
     address = ray.get_runtime_context().gcs_address
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    drv = subprocess.Popen([sys.executable, "-m", "trinity", "sweep", "resume", str(killed.path),
-                            "--address", address], cwd=ROOT, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    drv = subprocess.Popen(
+        [sys.executable, "-m", "trinity", "sweep", "resume", str(killed.path), "--address", address],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + SWEEP_TIMEOUT_S
         while not any(_gen_count(p) >= 2 for p in (killed.path / "trials").glob("t*")):
@@ -179,11 +208,22 @@ def test_one_budget_across_two_live_trials(ray_local, practice_server, tmp_path,
     qfile.write_text("".join(json.dumps(q.to_json()) + "\n" for q in practice_questions() if q.kind != "code"))
     cap = 0.007  # the priciest model's worst case (max_tokens of output) is ~$0.005 a call
     # each trial its own response cache: a cache hit would be free and prove nothing about the budget
-    spec = write_spec(tmp_path / "live.yaml", base=None,
-                      config={"mode": "live", "pool": "practice", "base_url": practice_server.base_url,
-                              "questions": str(qfile), "generations": 6, "popsize": 4, "m": 4,
-                              "max_turns": 2, "concurrency": 4},
-                      grid={"cache_path": [str(tmp_path / "c0.sqlite"), str(tmp_path / "c1.sqlite")]})
+    spec = write_spec(
+        tmp_path / "live.yaml",
+        base=None,
+        config={
+            "mode": "live",
+            "pool": "practice",
+            "base_url": practice_server.base_url,
+            "questions": str(qfile),
+            "generations": 6,
+            "popsize": 4,
+            "m": 4,
+            "max_turns": 2,
+            "concurrency": 4,
+        },
+        grid={"cache_path": [str(tmp_path / "c0.sqlite"), str(tmp_path / "c1.sqlite")]},
+    )
     before = practice_server.stats.billed_usd
     sd = new_sweep(spec, tmp_path / "sweep", budget_usd=cap)
     doc = run_sweep(sd.path, timeout_s=SWEEP_TIMEOUT_S)
@@ -246,8 +286,10 @@ def test_without_ray_one_line_names_the_extra(tmp_path, monkeypatch, capsys):
     from trinity.optim.engine import start_run
 
     with pytest.raises(ConfigError, match=r'pip install -e "\.\[ray\]"'):
-        start_run(load_config(ROOT / "configs" / "practice.yaml", {"encoder": "tiny-qwen3", "workers": 2}),
-                  run_dir=tmp_path / "run")
+        start_run(
+            load_config(ROOT / "configs" / "practice.yaml", {"encoder": "tiny-qwen3", "workers": 2}),
+            run_dir=tmp_path / "run",
+        )
     assert not (tmp_path / "run").exists()  # checked before the run dir is created
 
 

@@ -44,9 +44,15 @@ class SystemResult:
         return self.cost_usd / n_correct if n_correct > 0 else None
 
     def to_json(self) -> dict:
-        return {"name": self.name, "accuracy": self.accuracy.to_json(), "n_questions": self.n_questions,
-                "avg_turns": self.avg_turns, "cost_usd": self.cost_usd,
-                "cost_per_correct": self.cost_per_correct, "cost_source": self.cost_source}
+        return {
+            "name": self.name,
+            "accuracy": self.accuracy.to_json(),
+            "n_questions": self.n_questions,
+            "avg_turns": self.avg_turns,
+            "cost_usd": self.cost_usd,
+            "cost_per_correct": self.cost_per_correct,
+            "cost_source": self.cost_source,
+        }
 
 
 @dataclass
@@ -73,8 +79,9 @@ class BaselineReport:
         return d
 
 
-def random_routing(per_q_model: np.ndarray, seeds: int = MIN_RANDOM_SEEDS, seed: int = 0,
-                   progress: Progress | None = None) -> np.ndarray:
+def random_routing(
+    per_q_model: np.ndarray, seeds: int = MIN_RANDOM_SEEDS, seed: int = 0, progress: Progress | None = None
+) -> np.ndarray:
     """(seeds,) accuracy of uniform random model choice; `per_q_model` is (Q, M) correctness."""
     if seeds < 1:
         raise InputError(f"random routing needs at least 1 seed, got {seeds}")
@@ -89,11 +96,22 @@ def random_routing(per_q_model: np.ndarray, seeds: int = MIN_RANDOM_SEEDS, seed:
     return out
 
 
-def baselines_from_outcomes(per_q_model: np.ndarray, models: list[str], *, benchmark: str, split: str,
-                            source: str, mode: str = "cached", turns: np.ndarray | None = None,
-                            costs: np.ndarray | None = None, cost_source: str = "cached: no API calls",
-                            seeds: int = MIN_RANDOM_SEEDS, seed: int = 0, bootstrap: int = 2000,
-                            progress: Progress | None = None) -> BaselineReport:
+def baselines_from_outcomes(
+    per_q_model: np.ndarray,
+    models: list[str],
+    *,
+    benchmark: str,
+    split: str,
+    source: str,
+    mode: str = "cached",
+    turns: np.ndarray | None = None,
+    costs: np.ndarray | None = None,
+    cost_source: str = "cached: no API calls",
+    seeds: int = MIN_RANDOM_SEEDS,
+    seed: int = 0,
+    bootstrap: int = 2000,
+    progress: Progress | None = None,
+) -> BaselineReport:
     """Baselines from a (Q, M) table of per-question correctness of each single model
     (expected correctness in cached mode, graded answers in live mode)."""
     per_q_model = np.asarray(per_q_model, dtype=np.float64)
@@ -107,27 +125,61 @@ def baselines_from_outcomes(per_q_model: np.ndarray, models: list[str], *, bench
         notes.append(f"random routing over {seeds} seeds (< {MIN_RANDOM_SEEDS}): its interval is rough")
     always = []
     for j, name in enumerate(models):
-        always.append(SystemResult(
-            f"always {name}", accuracy_ci(per_q_model[:, j], bootstrap, seed), q,
-            float(turns[:, j].mean()) if turns is not None else 1.0,
-            float(costs[:, j].sum()) if costs is not None else 0.0, cost_source))
+        always.append(
+            SystemResult(
+                f"always {name}",
+                accuracy_ci(per_q_model[:, j], bootstrap, seed),
+                q,
+                float(turns[:, j].mean()) if turns is not None else 1.0,
+                float(costs[:, j].sum()) if costs is not None else 0.0,
+                cost_source,
+            )
+        )
     rand = random_routing(per_q_model, seeds, seed, progress)
     best = int(np.argmax(per_q_model.mean(axis=0)))
-    return BaselineReport(benchmark, split, source, mode, q, list(models), always, seed_interval(rand),
-                          float(per_q_model.mean()), seeds, models[best], notes)
+    return BaselineReport(
+        benchmark,
+        split,
+        source,
+        mode,
+        q,
+        list(models),
+        always,
+        seed_interval(rand),
+        float(per_q_model.mean()),
+        seeds,
+        models[best],
+        notes,
+    )
 
 
-def cached_baselines(matrix, ids: list[str] | None = None, *, split: str = "all", source: str = "",
-                     seeds: int = MIN_RANDOM_SEEDS, seed: int = 0, bootstrap: int = 2000,
-                     progress: Progress | None = None) -> BaselineReport:
+def cached_baselines(
+    matrix,
+    ids: list[str] | None = None,
+    *,
+    split: str = "all",
+    source: str = "",
+    seeds: int = MIN_RANDOM_SEEDS,
+    seed: int = 0,
+    bootstrap: int = 2000,
+    progress: Progress | None = None,
+) -> BaselineReport:
     """Cached-mode baselines on `ids` (default: every matrix row)."""
     from trinity.analysis.oracle import validate_solves
 
     sub = matrix.subset(ids) if ids is not None else matrix
     s = validate_solves(sub.solves, f"matrix {matrix.benchmark!r}")
-    rep = baselines_from_outcomes(s.mean(axis=2), sub.models, benchmark=sub.benchmark, split=split,
-                                  source=source or "all matrix rows", seeds=seeds, seed=seed,
-                                  bootstrap=bootstrap, progress=progress)
+    rep = baselines_from_outcomes(
+        s.mean(axis=2),
+        sub.models,
+        benchmark=sub.benchmark,
+        split=split,
+        source=source or "all matrix rows",
+        seeds=seeds,
+        seed=seed,
+        bootstrap=bootstrap,
+        progress=progress,
+    )
     rep.notes = list(sub.notes) + rep.notes
     if s.shape[2] > 1:
         rep.notes.append(f"accuracy = mean of the k={s.shape[2]} recorded single-turn Worker answers per question")

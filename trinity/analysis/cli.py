@@ -56,6 +56,7 @@ def _progress_printer(args):
 
 # ---- oracle ---------------------------------------------------------------------------------
 
+
 def cmd_oracle(args) -> int:
     from trinity.analysis.inputs import resolve_matrix, select_ids
     from trinity.analysis.oracle import oracle_ceiling
@@ -68,15 +69,22 @@ def cmd_oracle(args) -> int:
     if args.run:
         from trinity.analysis.evaluate import oracle_for_run
 
-        report = oracle_for_run(args.run, args.split, matrix, args.benchmark, seed=args.seed, splits=args.splits,
-                                bootstrap=args.bootstrap, progress=progress)
+        report = oracle_for_run(
+            args.run,
+            args.split,
+            matrix,
+            args.benchmark,
+            seed=args.seed,
+            splits=args.splits,
+            bootstrap=args.bootstrap,
+            progress=progress,
+        )
     else:
         if args.split != "all" or args.benchmark:
             sel = select_ids(matrix, args.split, args.benchmark)
             matrix = matrix.subset(sel.ids)
             matrix.notes.append(f"questions: {sel.source}")
-        report = oracle_ceiling(matrix, seed=args.seed, splits=args.splits, bootstrap=args.bootstrap,
-                                progress=progress)
+        report = oracle_ceiling(matrix, seed=args.seed, splits=args.splits, bootstrap=args.bootstrap, progress=progress)
     if args.learnable:
         _learnable(args, report, matrix)
     _emit(args, report, oracle_view, "plot_oracle")
@@ -105,15 +113,21 @@ def _learnable(args, report, matrix) -> None:
     from trinity.analysis.learnable import KNN_K, METHODS, learnable_gain, learnable_verdict
 
     X, acc = _feature_inputs(args, matrix)
-    gains = [learnable_gain(X, acc, matrix.models, m, seed=args.seed, bootstrap=args.bootstrap, k=KNN_K)
-             for m in METHODS]
+    gains = [
+        learnable_gain(X, acc, matrix.models, m, seed=args.seed, bootstrap=args.bootstrap, k=KNN_K) for m in METHODS
+    ]
     best = max(gains, key=lambda g: g.gain.lo)
     label, reason = learnable_verdict(report.verdict, report.headroom_ci, best)
-    report.learnable = {"gains": [g.to_json() for g in gains], "verdict": label, "reason": reason,
-                        "encoder": args.encoder or (f"the run's ({args.run})" if args.run else "Qwen/Qwen3-0.6B")}
+    report.learnable = {
+        "gains": [g.to_json() for g in gains],
+        "verdict": label,
+        "reason": reason,
+        "encoder": args.encoder or (f"the run's ({args.run})" if args.run else "Qwen/Qwen3-0.6B"),
+    }
 
 
 # ---- baselines --------------------------------------------------------------------------------
+
 
 def cmd_baselines(args) -> int:
     from trinity.analysis.render import baselines_view
@@ -127,10 +141,19 @@ def cmd_baselines(args) -> int:
         from trinity.analysis.inputs import resolve_matrix, select_ids
 
         matrix = resolve_matrix(args.matrix)
-        sel = select_ids(matrix, args.split, args.benchmark, run=args.run, questions=args.questions,
-                         split_seed=args.split_seed)
-        report = cached_baselines(matrix, sel.ids, split=args.split, source=sel.source, seeds=args.seeds,
-                                  seed=args.seed, bootstrap=args.bootstrap, progress=_progress_printer(args))
+        sel = select_ids(
+            matrix, args.split, args.benchmark, run=args.run, questions=args.questions, split_seed=args.split_seed
+        )
+        report = cached_baselines(
+            matrix,
+            sel.ids,
+            split=args.split,
+            source=sel.source,
+            seeds=args.seeds,
+            seed=args.seed,
+            bootstrap=args.bootstrap,
+            progress=_progress_printer(args),
+        )
         if args.features:
             _feature_baselines(args, report, matrix.subset(sel.ids))
     else:
@@ -139,8 +162,10 @@ def cmd_baselines(args) -> int:
         from trinity.benchmarks import split_questions
 
         if not args.questions or not args.run:
-            raise InputError("live baselines need --questions FILE (or practice) and --run DIR (its ledger, call "
-                             "journal and response cache record the calls; a new folder is fine)")
+            raise InputError(
+                "live baselines need --questions FILE (or practice) and --run DIR (its ledger, call "
+                "journal and response cache record the calls; a new folder is fine)"
+            )
         questions = resolve_questions(args.questions)
         if args.benchmark:
             questions = [q for q in questions if q.benchmark == args.benchmark]
@@ -149,10 +174,20 @@ def cmd_baselines(args) -> int:
             questions = [q for q in questions if q.id in keep]
         if not questions:
             raise InputError("no questions left after the benchmark/split filter")
-        report = live_baselines(questions, run_dir=args.run, pool=args.pool, base_url=args.base_url,
-                                split=args.split, source=f"the {args.split} split of {args.questions}",
-                                repeats=args.samples, seeds=args.seeds, seed=args.seed, bootstrap=args.bootstrap,
-                                budget_usd=args.budget_usd, progress=_progress_printer(args))
+        report = live_baselines(
+            questions,
+            run_dir=args.run,
+            pool=args.pool,
+            base_url=args.base_url,
+            split=args.split,
+            source=f"the {args.split} split of {args.questions}",
+            repeats=args.samples,
+            seeds=args.seeds,
+            seed=args.seed,
+            bootstrap=args.bootstrap,
+            budget_usd=args.budget_usd,
+            progress=_progress_printer(args),
+        )
     _emit(args, report, baselines_view, "plot_baselines")
     return 0
 
@@ -164,16 +199,22 @@ def _feature_baselines(args, report, matrix) -> None:
     from trinity.analysis.stats import accuracy_ci
 
     X, acc = _feature_inputs(args, matrix)
-    names = {"knn": f"kNN on frozen features (k={KNN_K}, {FOLDS}-fold CV)",
-             "centroid": f"nearest centroid on frozen features ({FOLDS}-fold CV)"}
+    names = {
+        "knn": f"kNN on frozen features (k={KNN_K}, {FOLDS}-fold CV)",
+        "centroid": f"nearest centroid on frozen features ({FOLDS}-fold CV)",
+    }
     for m, q in feature_systems(X, acc, seed=args.seed).items():
-        report.features.append(SystemResult(names[m], accuracy_ci(q, args.bootstrap, args.seed), len(q), 1.0, 0.0,
-                                            "cached: no API calls"))
-    report.notes.append("feature routers: each question routed by a router fitted on the other folds' frozen "
-                        "features and recorded correctness (issue 14)")
+        report.features.append(
+            SystemResult(names[m], accuracy_ci(q, args.bootstrap, args.seed), len(q), 1.0, 0.0, "cached: no API calls")
+        )
+    report.notes.append(
+        "feature routers: each question routed by a router fitted on the other folds' frozen "
+        "features and recorded correctness (issue 14)"
+    )
 
 
 # ---- eval -----------------------------------------------------------------------------------
+
 
 def cmd_eval(args) -> int:
     from trinity.analysis.evaluate import evaluate_run
@@ -181,45 +222,76 @@ def cmd_eval(args) -> int:
 
     _positive("--samples", args.samples)
     _positive("--seeds", args.seeds)
-    report = evaluate_run(args.run_dir, split=args.split, mode=args.mode, samples=args.samples, seed=args.seed,
-                          seeds=args.seeds, bootstrap=args.bootstrap, pool=args.pool, base_url=args.base_url,
-                          budget_usd=args.budget_usd, write=not args.no_write,
-                          progress=_progress_printer(args), feature_baselines=not args.no_feature_baselines)
+    report = evaluate_run(
+        args.run_dir,
+        split=args.split,
+        mode=args.mode,
+        samples=args.samples,
+        seed=args.seed,
+        seeds=args.seeds,
+        bootstrap=args.bootstrap,
+        pool=args.pool,
+        base_url=args.base_url,
+        budget_usd=args.budget_usd,
+        write=not args.no_write,
+        progress=_progress_printer(args),
+        feature_baselines=not args.no_feature_baselines,
+    )
     _emit(args, report, eval_view, "plot_eval")
     return 0
 
 
 # ---- score ----------------------------------------------------------------------------------
 
+
 def cmd_score(args) -> int:
     from trinity.analysis.render import score_view
     from trinity.analysis.score import score_estimate
 
-    report = score_estimate(args.run_dir, king=args.king, eval_split=args.eval_split, competition=args.competition,
-                            audit_split=args.audit_split, progress=_progress_printer(args))
+    report = score_estimate(
+        args.run_dir,
+        king=args.king,
+        eval_split=args.eval_split,
+        competition=args.competition,
+        audit_split=args.audit_split,
+        progress=_progress_printer(args),
+    )
     _emit(args, report, score_view)
     return 0
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("oracle", help="oracle ceiling of a pool from an outcome matrix",
-                              description="Best single model, naive and split-half cross-fitted oracle, headroom "
-                                          "with a bootstrap CI, McNemar, and a verdict (POOL_BOUND / ROUTER_BOUND / "
-                                          "NEAR_CEILING / INCONCLUSIVE).")
+    p = subparsers.add_parser(
+        "oracle",
+        help="oracle ceiling of a pool from an outcome matrix",
+        description="Best single model, naive and split-half cross-fitted oracle, headroom "
+        "with a bootstrap CI, McNemar, and a verdict (POOL_BOUND / ROUTER_BOUND / "
+        "NEAR_CEILING / INCONCLUSIVE).",
+    )
     p.add_argument("matrix", metavar="MATRIX.json", help="TinyRouter oracle-matrix JSON (or 'practice')")
     p.add_argument("--splits", type=int, default=200, metavar="B", help="random split-half partitions (default 200)")
-    p.add_argument("--run", metavar="DIR", help="a trained run: also report its router's accuracy and the "
-                                                "headroom it captured (on --split, default test)")
+    p.add_argument(
+        "--run",
+        metavar="DIR",
+        help="a trained run: also report its router's accuracy and the headroom it captured (on --split, default test)",
+    )
     p.add_argument("--split", choices=SPLITS, default=None, help="questions to use (default: all; test with --run)")
     p.add_argument("--benchmark", help="only this benchmark's questions")
-    _feature_flags(p, "--learnable", "also report the cross-validated gain of kNN / nearest-centroid routers on "
-                                     "the frozen features (an achievable bound) and a verdict that uses both")
+    _feature_flags(
+        p,
+        "--learnable",
+        "also report the cross-validated gain of kNN / nearest-centroid routers on "
+        "the frozen features (an achievable bound) and a verdict that uses both",
+    )
     _common(p)
     p.set_defaults(func=_oracle_defaults)
 
-    p = subparsers.add_parser("baselines", help="always-model-X and random-routing baselines",
-                              description="Each single model and random routing (many seeds) on the same questions; "
-                                          "cached from a matrix (free) or live against a pool.")
+    p = subparsers.add_parser(
+        "baselines",
+        help="always-model-X and random-routing baselines",
+        description="Each single model and random routing (many seeds) on the same questions; "
+        "cached from a matrix (free) or live against a pool.",
+    )
     src = p.add_argument_group("source (one of)")
     src.add_argument("--matrix", metavar="M.json", help="outcome matrix (or 'practice'): cached mode, no calls")
     src.add_argument("--pool", metavar="NAME", help="pool of configs/models.yaml: live mode (paid, cached, ledgered)")
@@ -229,48 +301,85 @@ def register(subparsers) -> None:
     p.add_argument("--questions", metavar="FILE", help="questions JSONL (or 'practice') that define the split")
     p.add_argument("--split-seed", type=int, default=0, help="seed of the split when no --run (default 0)")
     p.add_argument("--seeds", type=int, default=100, metavar="N", help="random-routing seeds (default 100)")
-    p.add_argument("--samples", type=int, default=1, metavar="R", help="live: answers per question and model (default 1)")
+    p.add_argument(
+        "--samples", type=int, default=1, metavar="R", help="live: answers per question and model (default 1)"
+    )
     p.add_argument("--base-url", help="live: the pool's endpoint (e.g. the practice server's URL)")
     p.add_argument("--budget-usd", type=float, help="live: stop before spending more than this (USD)")
-    _feature_flags(p, "--features", "cached: also kNN / nearest-centroid routers on the frozen features, "
-                                    "cross-validated over the selected questions (needs --questions or --run)",
-                   questions=False)
+    _feature_flags(
+        p,
+        "--features",
+        "cached: also kNN / nearest-centroid routers on the frozen features, "
+        "cross-validated over the selected questions (needs --questions or --run)",
+        questions=False,
+    )
     _common(p)
     p.set_defaults(func=cmd_baselines)
 
-    p = subparsers.add_parser("eval", help="evaluate a trained run against the baselines",
-                              description="Router accuracy with a 95% CI, each single model and random routing on "
-                                          "the same questions, paired CIs and McNemar; writes eval.json.")
+    p = subparsers.add_parser(
+        "eval",
+        help="evaluate a trained run against the baselines",
+        description="Router accuracy with a 95% CI, each single model and random routing on "
+        "the same questions, paired CIs and McNemar; writes eval.json.",
+    )
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory written by trinity train")
-    p.add_argument("--split", choices=("train", "val", "test"), default="test",
-                   help="questions of the run's split to evaluate on (default test)")
-    p.add_argument("--mode", choices=("cached", "live"), default="cached",
-                   help="cached: replay the run's outcome matrix (free); live: real sessions against the pool "
-                        "(default cached)")
+    p.add_argument(
+        "--split",
+        choices=("train", "val", "test"),
+        default="test",
+        help="questions of the run's split to evaluate on (default test)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=("cached", "live"),
+        default="cached",
+        help="cached: replay the run's outcome matrix (free); live: real sessions against the pool (default cached)",
+    )
     p.add_argument("--samples", type=int, default=1, metavar="R", help="live: sessions per question (default 1)")
     p.add_argument("--seeds", type=int, default=100, metavar="N", help="random-routing seeds (default 100)")
     p.add_argument("--pool", metavar="NAME", help="live: pool name (default: the run's)")
     p.add_argument("--base-url", help="live: the pool's endpoint (e.g. the practice server's URL)")
-    p.add_argument("--budget-usd", type=float, help="live: cap on the run's total spend, training included "
-                                                    "(default: the run's own cap)")
+    p.add_argument(
+        "--budget-usd",
+        type=float,
+        help="live: cap on the run's total spend, training included (default: the run's own cap)",
+    )
     p.add_argument("--no-write", action="store_true", help="do not write eval.json")
-    p.add_argument("--no-feature-baselines", action="store_true",
-                   help="cached: skip the kNN / nearest-centroid routers on the frozen features")
+    p.add_argument(
+        "--no-feature-baselines",
+        action="store_true",
+        help="cached: skip the kNN / nearest-centroid routers on the frozen features",
+    )
     _common(p)
     p.set_defaults(func=cmd_eval)
 
-    p = subparsers.add_parser("score", help="local estimate of the competition score",
-                              description="(0.70 cached + 0.15 live + 0.10 efficiency + 0.05 novelty) × overfit "
-                                          "penalty per benchmark, the composite, and the margin over a king.")
+    p = subparsers.add_parser(
+        "score",
+        help="local estimate of the competition score",
+        description="(0.70 cached + 0.15 live + 0.10 efficiency + 0.05 novelty) × overfit "
+        "penalty per benchmark, the composite, and the margin over a king.",
+    )
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (live numbers come from its eval.json)")
-    p.add_argument("--king", metavar="THETA_OR_BUNDLE", help="the king: a theta .npy, a TinyRouter bundle dir "
-                                                            "(head_weights.npy + svf_scales.npy) or a folder with "
-                                                            "best_theta.npy")
-    p.add_argument("--eval-split", default=None, choices=("train", "val", "test", "audit"),
-                   help="split standing in for the competition's eval set (with --audit-split; default: the "
-                        "run's audit split when it has one, else the gap is unknown)")
-    p.add_argument("--audit-split", default=None, choices=("train", "val", "test", "audit"),
-                   help="split standing in for the audit set (default test when --eval-split is given)")
+    p.add_argument(
+        "--king",
+        metavar="THETA_OR_BUNDLE",
+        help="the king: a theta .npy, a TinyRouter bundle dir "
+        "(head_weights.npy + svf_scales.npy) or a folder with "
+        "best_theta.npy",
+    )
+    p.add_argument(
+        "--eval-split",
+        default=None,
+        choices=("train", "val", "test", "audit"),
+        help="split standing in for the competition's eval set (with --audit-split; default: the "
+        "run's audit split when it has one, else the gap is unknown)",
+    )
+    p.add_argument(
+        "--audit-split",
+        default=None,
+        choices=("train", "val", "test", "audit"),
+        help="split standing in for the audit set (default test when --eval-split is given)",
+    )
     from trinity.competition.cliargs import competition_arg
 
     competition_arg(p)
@@ -282,8 +391,9 @@ def _feature_flags(p, flag: str, text: str, questions: bool = True) -> None:
     p.add_argument(flag, action="store_true", help=text)
     if questions:
         p.add_argument("--questions", metavar="FILE", help="questions JSONL (or 'practice') of the matrix's rows")
-    p.add_argument("--encoder", help="encoder of the features (default: the --run's, else Qwen/Qwen3-0.6B; "
-                                     "tiny-qwen3 for tests)")
+    p.add_argument(
+        "--encoder", help="encoder of the features (default: the --run's, else Qwen/Qwen3-0.6B; tiny-qwen3 for tests)"
+    )
     p.add_argument("--device", help="encoder device (default: cuda when available)")
 
 

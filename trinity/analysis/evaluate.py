@@ -45,8 +45,13 @@ class Comparison:
         return "within noise"
 
     def to_json(self) -> dict:
-        return {"baseline": self.baseline, "baseline_accuracy": self.baseline_accuracy,
-                "diff": self.diff.to_json(), "mcnemar": self.mcnemar.to_json(), "outcome": self.outcome}
+        return {
+            "baseline": self.baseline,
+            "baseline_accuracy": self.baseline_accuracy,
+            "diff": self.diff.to_json(),
+            "mcnemar": self.mcnemar.to_json(),
+            "outcome": self.outcome,
+        }
 
 
 @dataclass
@@ -94,14 +99,30 @@ def _claim(best: Comparison) -> str:
     return f"difference vs the best single model ({name}) is within noise: {span} (paired 95% CI contains 0)"
 
 
-def compare_router(router_q: np.ndarray, per_q_model: np.ndarray, models: list[str], *,
-                   model_idx: np.ndarray, role_idx: np.ndarray | None = None, ids: list[str],
-                   benchmarks: list[str], split: str, source: str, mode: str = "cached", run: str | None = None,
-                   router_turns: np.ndarray | None = None, router_costs: np.ndarray | None = None,
-                   baseline_turns: np.ndarray | None = None, baseline_costs: np.ndarray | None = None,
-                   cost_source: str = "cached: no API calls", samples: int = 1,
-                   seeds: int = MIN_RANDOM_SEEDS, seed: int = 0, bootstrap: int = 2000,
-                   progress: Progress | None = None) -> EvalReport:
+def compare_router(
+    router_q: np.ndarray,
+    per_q_model: np.ndarray,
+    models: list[str],
+    *,
+    model_idx: np.ndarray,
+    role_idx: np.ndarray | None = None,
+    ids: list[str],
+    benchmarks: list[str],
+    split: str,
+    source: str,
+    mode: str = "cached",
+    run: str | None = None,
+    router_turns: np.ndarray | None = None,
+    router_costs: np.ndarray | None = None,
+    baseline_turns: np.ndarray | None = None,
+    baseline_costs: np.ndarray | None = None,
+    cost_source: str = "cached: no API calls",
+    samples: int = 1,
+    seeds: int = MIN_RANDOM_SEEDS,
+    seed: int = 0,
+    bootstrap: int = 2000,
+    progress: Progress | None = None,
+) -> EvalReport:
     """The statistics of `trinity eval` from per-question outcomes.
 
     router_q (Q,) — the router's correctness per question (expected, or mean over samples);
@@ -112,49 +133,110 @@ def compare_router(router_q: np.ndarray, per_q_model: np.ndarray, models: list[s
     per_q_model = np.asarray(per_q_model, dtype=np.float64)
     q, m = per_q_model.shape
     if router_q.shape != (q,) or len(ids) != q or len(benchmarks) != q or np.shape(model_idx) != (q,):
-        raise InputError(f"router outcomes for {router_q.shape[0]} questions, baselines for {q}: "
-                         "they must cover the same questions")
-    base = baselines_from_outcomes(per_q_model, models, benchmark=benchmarks[0] if q else "", split=split,
-                                   source=source, mode=mode, turns=baseline_turns, costs=baseline_costs,
-                                   cost_source=cost_source, seeds=seeds, seed=seed, bootstrap=bootstrap,
-                                   progress=progress)
-    router = SystemResult("router", accuracy_ci(router_q, bootstrap, seed), q,
-                          float(router_turns.mean()) if router_turns is not None else 1.0,
-                          float(router_costs.sum()) if router_costs is not None else 0.0, cost_source)
-    comparisons = [Comparison(s.name, s.accuracy.point,
-                              paired_bootstrap_ci(router_q, per_q_model[:, j], bootstrap, seed),
-                              mcnemar_exact(solved(router_q), solved(per_q_model[:, j])))
-                   for j, s in enumerate(base.always)]
+        raise InputError(
+            f"router outcomes for {router_q.shape[0]} questions, baselines for {q}: they must cover the same questions"
+        )
+    base = baselines_from_outcomes(
+        per_q_model,
+        models,
+        benchmark=benchmarks[0] if q else "",
+        split=split,
+        source=source,
+        mode=mode,
+        turns=baseline_turns,
+        costs=baseline_costs,
+        cost_source=cost_source,
+        seeds=seeds,
+        seed=seed,
+        bootstrap=bootstrap,
+        progress=progress,
+    )
+    router = SystemResult(
+        "router",
+        accuracy_ci(router_q, bootstrap, seed),
+        q,
+        float(router_turns.mean()) if router_turns is not None else 1.0,
+        float(router_costs.sum()) if router_costs is not None else 0.0,
+        cost_source,
+    )
+    comparisons = [
+        Comparison(
+            s.name,
+            s.accuracy.point,
+            paired_bootstrap_ci(router_q, per_q_model[:, j], bootstrap, seed),
+            mcnemar_exact(solved(router_q), solved(per_q_model[:, j])),
+        )
+        for j, s in enumerate(base.always)
+    ]
     rand_q = per_q_model.mean(axis=1)  # exact per-question expectation of uniform random routing
-    comparisons.append(Comparison("random routing", float(rand_q.mean()),
-                                  paired_bootstrap_ci(router_q, rand_q, bootstrap, seed),
-                                  mcnemar_exact(solved(router_q), solved(rand_q))))
+    comparisons.append(
+        Comparison(
+            "random routing",
+            float(rand_q.mean()),
+            paired_bootstrap_ci(router_q, rand_q, bootstrap, seed),
+            mcnemar_exact(solved(router_q), solved(rand_q)),
+        )
+    )
     best_j = int(np.argmax(per_q_model.mean(axis=0)))
     model_idx = np.asarray(model_idx, dtype=np.int64)
     model_mix = {models[j]: int(c) for j, c in sorted(Counter(model_idx.tolist()).items())}
-    role_mix = ({ROLES[r]: int(c) for r, c in sorted(Counter(np.asarray(role_idx).tolist()).items())}
-                if role_idx is not None else {})
+    role_mix = (
+        {ROLES[r]: int(c) for r, c in sorted(Counter(np.asarray(role_idx).tolist()).items())}
+        if role_idx is not None
+        else {}
+    )
     per_bench: dict[str, dict] = {}
     for b in sorted(set(benchmarks)):
         rows = np.array([x == b for x in benchmarks])
-        per_bench[b] = {"n": int(rows.sum()), "accuracy": float(router_q[rows].mean()),
-                        "avg_turns": float(router_turns[rows].mean()) if router_turns is not None else 1.0,
-                        "best_single_accuracy": float(per_q_model[rows].mean(axis=0).max())}
-    per_question = [{"id": ids[i], "benchmark": benchmarks[i], "model": models[int(model_idx[i])],
-                     "role": ROLES[int(role_idx[i])] if role_idx is not None else None,
-                     "correct": float(router_q[i])} for i in range(q)]
+        per_bench[b] = {
+            "n": int(rows.sum()),
+            "accuracy": float(router_q[rows].mean()),
+            "avg_turns": float(router_turns[rows].mean()) if router_turns is not None else 1.0,
+            "best_single_accuracy": float(per_q_model[rows].mean(axis=0).max()),
+        }
+    per_question = [
+        {
+            "id": ids[i],
+            "benchmark": benchmarks[i],
+            "model": models[int(model_idx[i])],
+            "role": ROLES[int(role_idx[i])] if role_idx is not None else None,
+            "correct": float(router_q[i]),
+        }
+        for i in range(q)
+    ]
     notes = list(base.notes)
     if not (is_binary(router_q) and is_binary(per_q_model)):
-        notes.append("McNemar counts a question as solved by a system when its expected correctness there is "
-                     "≥ 0.5; the paired CIs use the expected correctness itself")
+        notes.append(
+            "McNemar counts a question as solved by a system when its expected correctness there is "
+            "≥ 0.5; the paired CIs use the expected correctness itself"
+        )
     if q < 30:
         notes.append(f"only {q} questions: intervals are wide")
-    return EvalReport(run, split, source, mode, q, list(models), router, model_mix, role_mix, base.always,
-                      base.random, seeds, models[best_j], comparisons, _claim(comparisons[best_j]), per_bench,
-                      per_question, notes, samples)
+    return EvalReport(
+        run,
+        split,
+        source,
+        mode,
+        q,
+        list(models),
+        router,
+        model_mix,
+        role_mix,
+        base.always,
+        base.random,
+        seeds,
+        models[best_j],
+        comparisons,
+        _claim(comparisons[best_j]),
+        per_bench,
+        per_question,
+        notes,
+        samples,
+    )
 
 
 # ---- run-based evaluation ---------------------------------------------------------------------
+
 
 def cached_run_outcomes(run_dir: str | Path, split: str, progress: Progress | None = None):
     """(inputs, test questions, matrix subset, Routing) for a run's `split` in cached mode."""
@@ -180,10 +262,21 @@ def cached_run_outcomes(run_dir: str | Path, split: str, progress: Progress | No
     return inputs, questions, inputs.matrix.subset(ids), routing
 
 
-def evaluate_run(run_dir: str | Path, split: str = "test", mode: str = "cached", samples: int = 1,
-                 seed: int = 0, seeds: int = MIN_RANDOM_SEEDS, bootstrap: int = 2000, pool: str | None = None,
-                 base_url: str | None = None, budget_usd: float | None = None, write: bool = True,
-                 progress: Progress | None = None, feature_baselines: bool = True) -> EvalReport:
+def evaluate_run(
+    run_dir: str | Path,
+    split: str = "test",
+    mode: str = "cached",
+    samples: int = 1,
+    seed: int = 0,
+    seeds: int = MIN_RANDOM_SEEDS,
+    bootstrap: int = 2000,
+    pool: str | None = None,
+    base_url: str | None = None,
+    budget_usd: float | None = None,
+    write: bool = True,
+    progress: Progress | None = None,
+    feature_baselines: bool = True,
+) -> EvalReport:
     """Evaluate a trained run on one of its splits; writes `eval.json` into the run when `write`.
     Cached mode also compares the router with kNN / nearest-centroid routers on the same frozen
     features, fitted on the run's training split (`feature_baselines`, issue 14)."""
@@ -198,16 +291,32 @@ def evaluate_run(run_dir: str | Path, split: str = "test", mode: str = "cached",
     if mode == "live":
         from trinity.analysis.live import evaluate_live
 
-        live = evaluate_live(run, split=split, samples=samples, pool=pool, base_url=base_url,
-                             budget_usd=budget_usd, progress=progress)
-        report = compare_router(live.router_q, live.per_q_model, live.models, model_idx=live.model_idx,
-                                role_idx=live.role_idx, ids=[qq.id for qq in live.questions],
-                                benchmarks=[qq.benchmark for qq in live.questions], split=split,
-                                source=f"the {split} split recorded in {run.run_json}", mode="live",
-                                run=str(run.path), router_turns=live.router_turns,
-                                router_costs=live.router_costs, baseline_turns=live.baseline_turns,
-                                baseline_costs=live.baseline_costs, cost_source=live.cost_source,
-                                samples=samples, seeds=seeds, seed=seed, bootstrap=bootstrap, progress=progress)
+        live = evaluate_live(
+            run, split=split, samples=samples, pool=pool, base_url=base_url, budget_usd=budget_usd, progress=progress
+        )
+        report = compare_router(
+            live.router_q,
+            live.per_q_model,
+            live.models,
+            model_idx=live.model_idx,
+            role_idx=live.role_idx,
+            ids=[qq.id for qq in live.questions],
+            benchmarks=[qq.benchmark for qq in live.questions],
+            split=split,
+            source=f"the {split} split recorded in {run.run_json}",
+            mode="live",
+            run=str(run.path),
+            router_turns=live.router_turns,
+            router_costs=live.router_costs,
+            baseline_turns=live.baseline_turns,
+            baseline_costs=live.baseline_costs,
+            cost_source=live.cost_source,
+            samples=samples,
+            seeds=seeds,
+            seed=seed,
+            bootstrap=bootstrap,
+            progress=progress,
+        )
         report.notes += live.notes
     elif mode == "cached":
         _, questions, sub, routing = cached_run_outcomes(run.path, split, progress)
@@ -215,18 +324,33 @@ def evaluate_run(run_dir: str | Path, split: str = "test", mode: str = "cached",
         p = s.mean(axis=2)  # (Q, M)
         model_idx = np.asarray(routing.model_idx, dtype=np.int64)
         router_q = p[np.arange(len(questions)), model_idx]
-        report = compare_router(router_q, p, sub.models, model_idx=model_idx, role_idx=routing.role_idx,
-                                ids=sub.ids, benchmarks=[qq.benchmark for qq in questions], split=split,
-                                source=f"the {split} split recorded in {run.run_json}", mode="cached",
-                                run=str(run.path), seeds=seeds, seed=seed, bootstrap=bootstrap,
-                                progress=progress)
-        report.notes.append("cached mode: turn 1 only; the router's chosen model is scored on its recorded "
-                            "Worker answers whatever role it picked (as the competition's cached score does)")
+        report = compare_router(
+            router_q,
+            p,
+            sub.models,
+            model_idx=model_idx,
+            role_idx=routing.role_idx,
+            ids=sub.ids,
+            benchmarks=[qq.benchmark for qq in questions],
+            split=split,
+            source=f"the {split} split recorded in {run.run_json}",
+            mode="cached",
+            run=str(run.path),
+            seeds=seeds,
+            seed=seed,
+            bootstrap=bootstrap,
+            progress=progress,
+        )
+        report.notes.append(
+            "cached mode: turn 1 only; the router's chosen model is scored on its recorded "
+            "Worker answers whatever role it picked (as the competition's cached score does)"
+        )
         if feature_baselines:
             _add_feature_baselines(report, run.path, split, router_q, p, seed, bootstrap)
         if samples > 1:
-            report.notes.append(f"--samples {samples} ignored in cached mode: all k={s.shape[2]} recorded "
-                                "samples are already averaged")
+            report.notes.append(
+                f"--samples {samples} ignored in cached mode: all k={s.shape[2]} recorded samples are already averaged"
+            )
     else:
         raise InputError(f"unknown --mode {mode!r}; use cached or live")
     if write:
@@ -246,22 +370,32 @@ def evaluate_run(run_dir: str | Path, split: str = "test", mode: str = "cached",
     return report
 
 
-def _add_feature_baselines(report: EvalReport, run_dir: Path, split: str, router_q: np.ndarray, p: np.ndarray,
-                           seed: int, bootstrap: int) -> None:
+def _add_feature_baselines(
+    report: EvalReport, run_dir: Path, split: str, router_q: np.ndarray, p: np.ndarray, seed: int, bootstrap: int
+) -> None:
     """Comparisons router − {kNN, centroid} on the frozen features (paired, same questions)."""
     from trinity.analysis.learnable import KNN_K, run_feature_routes
 
-    names = {"knn": f"kNN on frozen features (k={KNN_K}, fit on train)",
-             "centroid": "nearest centroid on frozen features (fit on train)"}
+    names = {
+        "knn": f"kNN on frozen features (k={KNN_K}, fit on train)",
+        "centroid": "nearest centroid on frozen features (fit on train)",
+    }
     rows = np.arange(len(router_q))
     for method, choice in run_feature_routes(run_dir, split).items():
         base_q = p[rows, choice]
-        report.comparisons.append(Comparison(names[method], float(base_q.mean()),
-                                             paired_bootstrap_ci(router_q, base_q, bootstrap, seed),
-                                             mcnemar_exact(solved(router_q), solved(base_q))))
-    report.notes.append("feature baselines (issue 14): kNN / nearest-centroid routers read the same frozen "
-                        "encoder features as the head (SVF 1.0) and the training split's recorded correctness; "
-                        "a trained head should be at least as good")
+        report.comparisons.append(
+            Comparison(
+                names[method],
+                float(base_q.mean()),
+                paired_bootstrap_ci(router_q, base_q, bootstrap, seed),
+                mcnemar_exact(solved(router_q), solved(base_q)),
+            )
+        )
+    report.notes.append(
+        "feature baselines (issue 14): kNN / nearest-centroid routers read the same frozen "
+        "encoder features as the head (SVF 1.0) and the training split's recorded correctness; "
+        "a trained head should be at least as good"
+    )
 
 
 def read_eval(run_dir: str | Path, mode: str, split: str) -> dict | None:
@@ -275,16 +409,22 @@ def read_eval(run_dir: str | Path, mode: str, split: str) -> dict | None:
     doc = read_json(path, "eval.json")
     bad = f"{path} is not an eval.json written by trinity eval"
     if not isinstance(doc, dict) or not isinstance(doc.get("evaluations", {}), dict):
-        raise InputError(f"{bad} (expected {{\"run\", \"evaluations\": {{...}}}}); delete it and run trinity eval again")
+        raise InputError(f'{bad} (expected {{"run", "evaluations": {{...}}}}); delete it and run trinity eval again')
     entry = doc.get("evaluations", {}).get(f"{mode}/{split}")
     if entry is None:
         return None
     per = entry.get("per_benchmark") if isinstance(entry, dict) else None
     if not isinstance(per, dict) or not all(
-            isinstance(v, dict) and isinstance(v.get("accuracy"), (int, float)) and isinstance(v.get("n"), int)
-            and isinstance(v.get("avg_turns", 1.0), (int, float)) for v in per.values()):
-        raise InputError(f"{bad}: its {mode}/{split} entry lacks per-benchmark accuracy, n and avg_turns; "
-                         f"run trinity eval {Path(run_dir)} --split {split} --mode {mode} again")
+        isinstance(v, dict)
+        and isinstance(v.get("accuracy"), (int, float))
+        and isinstance(v.get("n"), int)
+        and isinstance(v.get("avg_turns", 1.0), (int, float))
+        for v in per.values()
+    ):
+        raise InputError(
+            f"{bad}: its {mode}/{split} entry lacks per-benchmark accuracy, n and avg_turns; "
+            f"run trinity eval {Path(run_dir)} --split {split} --mode {mode} again"
+        )
     return entry
 
 
@@ -298,8 +438,10 @@ def router_correctness(run_dir: str | Path, matrix, progress: Progress | None = 
     by_id = {q.id: q for q in inputs.questions}
     missing = [i for i in matrix.ids if i not in by_id]
     if missing:
-        raise InputError(f"{len(missing)} matrix question(s) are not among the run's questions "
-                         f"(e.g. {', '.join(missing[:5])}); use the run's matrix")
+        raise InputError(
+            f"{len(missing)} matrix question(s) are not among the run's questions "
+            f"(e.g. {', '.join(missing[:5])}); use the run's matrix"
+        )
     run_models = inputs.matrix.models if inputs.matrix is not None else matrix.models
     if list(run_models) != list(matrix.models):
         raise InputError(f"the matrix's models {matrix.models} differ from the run's {run_models}")
@@ -312,8 +454,16 @@ def router_correctness(run_dir: str | Path, matrix, progress: Progress | None = 
     return p[np.arange(len(matrix.ids)), np.asarray(routing.model_idx, dtype=np.int64)]
 
 
-def oracle_for_run(run_dir: str | Path, split: str = "test", matrix=None, benchmark: str | None = None,
-                   seed: int = 0, splits: int = 200, bootstrap: int = 2000, progress: Progress | None = None):
+def oracle_for_run(
+    run_dir: str | Path,
+    split: str = "test",
+    matrix=None,
+    benchmark: str | None = None,
+    seed: int = 0,
+    splits: int = 200,
+    bootstrap: int = 2000,
+    progress: Progress | None = None,
+):
     """The oracle ceiling on a run's `split` (its own matrix unless `matrix` is given), with the
     trained router's accuracy and the share of the headroom it captures."""
     from trinity.analysis.inputs import select_ids
@@ -330,5 +480,6 @@ def oracle_for_run(run_dir: str | Path, split: str = "test", matrix=None, benchm
     router_correct = router_correctness(run_dir, sub, progress)
     if progress:
         progress(0, 1, "computing the cross-fit oracle ceiling")
-    return oracle_ceiling(sub, seed=seed, splits=splits, bootstrap=bootstrap,
-                          router_correct=router_correct, progress=progress)
+    return oracle_ceiling(
+        sub, seed=seed, splits=splits, bootstrap=bootstrap, router_correct=router_correct, progress=progress
+    )

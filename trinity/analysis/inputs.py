@@ -50,12 +50,20 @@ class Selection:
 
 
 def _matrix_as_questions(matrix: OutcomeMatrix) -> list[Question]:
-    return [Question.from_json({"id": qid, "benchmark": b, "question": "", "answer": a})
-            for qid, b, a in zip(matrix.ids, matrix.benchmarks, matrix.answers)]
+    return [
+        Question.from_json({"id": qid, "benchmark": b, "question": "", "answer": a})
+        for qid, b, a in zip(matrix.ids, matrix.benchmarks, matrix.answers)
+    ]
 
 
-def select_ids(matrix: OutcomeMatrix, split: str = "test", benchmark: str | None = None,
-               run: str | Path | None = None, questions: str | None = None, split_seed: int = 0) -> Selection:
+def select_ids(
+    matrix: OutcomeMatrix,
+    split: str = "test",
+    benchmark: str | None = None,
+    run: str | Path | None = None,
+    questions: str | None = None,
+    split_seed: int = 0,
+) -> Selection:
     """The matrix ids of `split` (and `benchmark`), in matrix order, and where the split came from."""
     if split not in SPLIT_CHOICES:
         raise InputError(f"unknown split {split!r}; use one of {', '.join(SPLIT_CHOICES)}")
@@ -75,13 +83,17 @@ def select_ids(matrix: OutcomeMatrix, split: str = "test", benchmark: str | None
         source = f"the {split} split of the practice questions (seed {split_seed})"
     else:
         ids = split_questions(_matrix_as_questions(matrix), split_seed)[split]
-        source = (f"the {split} split of the matrix rows (seed {split_seed}, kind inferred from the "
-                  "benchmark); pass --run or --questions to use a run's split")
+        source = (
+            f"the {split} split of the matrix rows (seed {split_seed}, kind inferred from the "
+            "benchmark); pass --run or --questions to use a run's split"
+        )
     wanted = set(ids)
     missing = [q for q in ids if q not in matrix]
     if missing and split != "all":
-        raise InputError(f"{len(missing)} question(s) of {source} have no matrix row (e.g. "
-                         f"{', '.join(missing[:5])}); use the matrix the split was made from")
+        raise InputError(
+            f"{len(missing)} question(s) of {source} have no matrix row (e.g. "
+            f"{', '.join(missing[:5])}); use the matrix the split was made from"
+        )
     rows = [q for q in matrix.ids if q in wanted]
     if benchmark:
         known = sorted(set(matrix.benchmarks))

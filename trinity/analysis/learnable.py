@@ -87,8 +87,7 @@ def centroid_route(X_train: np.ndarray, acc_train: np.ndarray, X_query: np.ndarr
     return np.asarray(models)[np.argmax(sims, axis=1)]
 
 
-def route(method: str, X_train: np.ndarray, acc_train: np.ndarray, X_query: np.ndarray,
-          k: int = KNN_K) -> np.ndarray:
+def route(method: str, X_train: np.ndarray, acc_train: np.ndarray, X_query: np.ndarray, k: int = KNN_K) -> np.ndarray:
     if method == "knn":
         return knn_route(X_train, acc_train, X_query, k)
     if method == "centroid":
@@ -96,8 +95,9 @@ def route(method: str, X_train: np.ndarray, acc_train: np.ndarray, X_query: np.n
     raise InputError(f"unknown feature router {method!r}; use one of {', '.join(METHODS)}")
 
 
-def cross_validated_choices(method: str, X: np.ndarray, acc: np.ndarray, folds: int = FOLDS, seed: int = 0,
-                            k: int = KNN_K) -> np.ndarray:
+def cross_validated_choices(
+    method: str, X: np.ndarray, acc: np.ndarray, folds: int = FOLDS, seed: int = 0, k: int = KNN_K
+) -> np.ndarray:
     """(N,) model index per question, each from a router fitted on the other folds."""
     n = len(X)
     folds = min(int(folds), n)
@@ -114,10 +114,10 @@ def cross_validated_choices(method: str, X: np.ndarray, acc: np.ndarray, folds: 
 @dataclass
 class LearnableGain:
     method: str
-    accuracy: float          # cross-validated routed accuracy
+    accuracy: float  # cross-validated routed accuracy
     best_single: str
     best_single_acc: float
-    gain: CI                 # paired: routed − best single, per question
+    gain: CI  # paired: routed − best single, per question
     folds: int
     k: int | None
 
@@ -126,21 +126,43 @@ class LearnableGain:
         return self.gain.lo > 0
 
     def to_json(self) -> dict:
-        return {"method": self.method, "accuracy": self.accuracy, "best_single": self.best_single,
-                "best_single_acc": self.best_single_acc, "gain": self.gain.to_json(), "folds": self.folds,
-                "k": self.k, "significant": self.significant}
+        return {
+            "method": self.method,
+            "accuracy": self.accuracy,
+            "best_single": self.best_single,
+            "best_single_acc": self.best_single_acc,
+            "gain": self.gain.to_json(),
+            "folds": self.folds,
+            "k": self.k,
+            "significant": self.significant,
+        }
 
 
-def learnable_gain(X: np.ndarray, acc: np.ndarray, models: list[str], method: str = "knn", folds: int = FOLDS,
-                   seed: int = 0, bootstrap: int = 2000, k: int = KNN_K) -> LearnableGain:
+def learnable_gain(
+    X: np.ndarray,
+    acc: np.ndarray,
+    models: list[str],
+    method: str = "knn",
+    folds: int = FOLDS,
+    seed: int = 0,
+    bootstrap: int = 2000,
+    k: int = KNN_K,
+) -> LearnableGain:
     acc = np.asarray(acc, dtype=np.float64)
     choice = cross_validated_choices(method, X, acc, folds, seed, k)
     routed = acc[np.arange(len(acc)), choice]
     best = int(np.argmax(acc.mean(axis=0)))
     ci = paired_bootstrap_ci(routed, acc[:, best], bootstrap, seed)
     ci = CI(ci.point, ci.lo, ci.hi, f"{ci.method}; {min(folds, len(acc))}-fold cross-validated {method}", ci.level)
-    return LearnableGain(method, float(routed.mean()), models[best], float(acc[:, best].mean()), ci,
-                         min(folds, len(acc)), k if method == "knn" else None)
+    return LearnableGain(
+        method,
+        float(routed.mean()),
+        models[best],
+        float(acc[:, best].mean()),
+        ci,
+        min(folds, len(acc)),
+        k if method == "knn" else None,
+    )
 
 
 def learnable_verdict(ceiling_verdict: str, ceiling_ci: CI | None, gain: LearnableGain) -> tuple[str, str]:
@@ -149,21 +171,29 @@ def learnable_verdict(ceiling_verdict: str, ceiling_ci: CI | None, gain: Learnab
     span = f"{g.point:+.3f} [{g.lo:+.3f}, {g.hi:+.3f}]"
     if gain.significant:
         if ceiling_verdict in ("INCONCLUSIVE", "POOL_BOUND"):
-            return "LEARNABLE", (f"the per-question ceiling says {ceiling_verdict}, but a cross-validated "
-                                 f"{gain.method} router on the frozen features gains {span} over the best single "
-                                 "model: the headroom is real and learnable — train the router")
-        return "LEARNABLE", (f"a cross-validated {gain.method} router gains {span} over the best single model "
-                             f"(ceiling verdict {ceiling_verdict}): a trained head should reach at least that")
+            return "LEARNABLE", (
+                f"the per-question ceiling says {ceiling_verdict}, but a cross-validated "
+                f"{gain.method} router on the frozen features gains {span} over the best single "
+                "model: the headroom is real and learnable — train the router"
+            )
+        return "LEARNABLE", (
+            f"a cross-validated {gain.method} router gains {span} over the best single model "
+            f"(ceiling verdict {ceiling_verdict}): a trained head should reach at least that"
+        )
     if ceiling_ci is not None and ceiling_ci.lo > 0:
-        return "CEILING_ONLY", (f"the cross-fit ceiling shows headroom but {gain.method} on the frozen features "
-                                f"gains only {span}: the structure is per question, not in the features; "
-                                "SVF/ES may still find some, or the pool is the lever")
-    return "NOT_LEARNABLE", (f"neither the cross-fit ceiling nor {gain.method} on the features ({span}) shows "
-                             "a gain: the lever is the pool, or more questions/samples")
-
+        return "CEILING_ONLY", (
+            f"the cross-fit ceiling shows headroom but {gain.method} on the frozen features "
+            f"gains only {span}: the structure is per question, not in the features; "
+            "SVF/ES may still find some, or the pool is the lever"
+        )
+    return "NOT_LEARNABLE", (
+        f"neither the cross-fit ceiling nor {gain.method} on the features ({span}) shows "
+        "a gain: the lever is the pool, or more questions/samples"
+    )
 
 
 # ---- a run's frozen features (eval, oracle --learnable) ------------------------------------------
+
 
 def question_features(router, questions) -> np.ndarray:
     """(N, H) frozen features of `questions` (turn-1 encoder input) under `router` (SVF 1.0)."""
@@ -216,8 +246,10 @@ def matrix_questions(matrix, questions_spec: str | None, run_dir=None):
     by_id = {q.id: q for q in qs}
     missing = [i for i in matrix.ids if i not in by_id]
     if missing:
-        raise InputError(f"{len(missing)} matrix row(s) have no question in the questions file "
-                         f"(e.g. {', '.join(missing[:3])}); use the questions the matrix was collected on")
+        raise InputError(
+            f"{len(missing)} matrix row(s) have no question in the questions file "
+            f"(e.g. {', '.join(missing[:3])}); use the questions the matrix was collected on"
+        )
     return [by_id[i] for i in matrix.ids]
 
 

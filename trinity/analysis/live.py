@@ -40,8 +40,9 @@ class FixedPolicy:
         return np.tile(self.row, (len(texts), 1))
 
 
-def session_config(base: dict, *, pool: str | None, base_url: str | None, max_turns: int | None = None,
-                   budget_usd: float | None = None) -> TrainConfig:
+def session_config(
+    base: dict, *, pool: str | None, base_url: str | None, max_turns: int | None = None, budget_usd: float | None = None
+) -> TrainConfig:
     """The run's resolved config (`base`; TrainConfig's defaults for what it lacks) made live, with
     these overrides; `policy` is always argmax (evaluation is argmax per group)."""
     cfg = dict(base)
@@ -62,17 +63,27 @@ def session_config(base: dict, *, pool: str | None, base_url: str | None, max_tu
 def _outcomes(trajs: list, n_questions: int, repeats: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Trajectories in (repeat, question) order → per-question mean correctness, turns, summed cost."""
     if len(trajs) != n_questions * repeats:
-        raise TrinityError(f"the session runner returned {len(trajs)} sessions for {n_questions} questions "
-                           f"× {repeats} repeats")
+        raise TrinityError(
+            f"the session runner returned {len(trajs)} sessions for {n_questions} questions × {repeats} repeats"
+        )
     correct = np.array([1.0 if t.correct else 0.0 for t in trajs]).reshape(repeats, n_questions)
     turns = np.array([len(t.turns) for t in trajs], dtype=np.float64).reshape(repeats, n_questions)
     cost = np.array([float(t.cost_usd) for t in trajs]).reshape(repeats, n_questions)
     return correct.mean(axis=0), turns.mean(axis=0), cost.sum(axis=0)
 
 
-def run_system(cfg: TrainConfig, run: RunDir, policy: Any, theta: np.ndarray, models: list[str],
-               questions: list[Question], repeats: int, key_prefix: str, progress: Progress | None = None,
-               what: str = "sessions"):
+def run_system(
+    cfg: TrainConfig,
+    run: RunDir,
+    policy: Any,
+    theta: np.ndarray,
+    models: list[str],
+    questions: list[Question],
+    repeats: int,
+    key_prefix: str,
+    progress: Progress | None = None,
+    what: str = "sessions",
+):
     """Run `repeats` sessions per question for one system; returns (correct, turns, cost, trajectories)."""
     from trinity.session.fitness import LiveFitness
 
@@ -91,9 +102,11 @@ def run_system(cfg: TrainConfig, run: RunDir, policy: Any, theta: np.ndarray, mo
         fit.close()
     failed = [t for t in trajs if getattr(t, "failed", False)]
     if trajs and len(failed) == len(trajs):  # all zeros would read as a measured accuracy of 0
-        raise TrinityError(f"{what}: every one of {len(trajs)} live session(s) failed, so nothing was measured "
-                           f"(first: {failed[0].reason}); check the pool (--base-url, the key) and run again "
-                           "(calls already paid are reused from the journal)")
+        raise TrinityError(
+            f"{what}: every one of {len(trajs)} live session(s) failed, so nothing was measured "
+            f"(first: {failed[0].reason}); check the pool (--base-url, the key) and run again "
+            "(calls already paid are reused from the journal)"
+        )
     correct, turns, cost = _outcomes(trajs, len(questions), repeats)
     return correct, turns, cost, trajs
 
@@ -103,8 +116,10 @@ def failure_note(what: str, trajs: list) -> list[str]:
     failed = [t for t in trajs if getattr(t, "failed", False)]
     if not failed:
         return []
-    return [f"{what}: {len(failed)} of {len(trajs)} session(s) had a failed call and count as wrong "
-            f"(first: {failed[0].reason})"]
+    return [
+        f"{what}: {len(failed)} of {len(trajs)} session(s) had a failed call and count as wrong "
+        f"(first: {failed[0].reason})"
+    ]
 
 
 def cache_note(systems: list[tuple[str, list]]) -> list[str]:
@@ -117,12 +132,22 @@ def cache_note(systems: list[tuple[str, list]]) -> list[str]:
             parts.append(f"{what} {hits}/{len(turns)}")
     if not parts:
         return []
-    return [f"response-cache hits cost $0 ({', '.join(parts)} calls): the cost shown is what was paid now, "
-            "not what a cold run would pay"]
+    return [
+        f"response-cache hits cost $0 ({', '.join(parts)} calls): the cost shown is what was paid now, "
+        "not what a cold run would pay"
+    ]
 
 
-def always_model_live(cfg: TrainConfig, run: RunDir, questions: list[Question], models: list[str], *,
-                      key_prefix: str, repeats: int = 1, progress: Progress | None = None):
+def always_model_live(
+    cfg: TrainConfig,
+    run: RunDir,
+    questions: list[Question],
+    models: list[str],
+    *,
+    key_prefix: str,
+    repeats: int = 1,
+    progress: Progress | None = None,
+):
     """(Q, M) correctness, turns and costs of each single model answering as a one-turn Worker,
     and notes on failed calls."""
     one_turn = cfg.model_copy(update={"max_turns": 1})
@@ -132,16 +157,37 @@ def always_model_live(cfg: TrainConfig, run: RunDir, questions: list[Question], 
     cached: list[tuple[str, list]] = []
     for j, name in enumerate(models):
         correct[:, j], turns[:, j], costs[:, j], trajs = run_system(
-            one_turn, run, FixedPolicy(j, m), np.zeros(1), models, questions, repeats,
-            f"{key_prefix}/always-{j}", progress, f"always {name}")
+            one_turn,
+            run,
+            FixedPolicy(j, m),
+            np.zeros(1),
+            models,
+            questions,
+            repeats,
+            f"{key_prefix}/always-{j}",
+            progress,
+            f"always {name}",
+        )
         notes += failure_note(f"always {name}", trajs)
         cached.append((f"always {name}", trajs))
     return correct, turns, costs, notes + cache_note(cached)
 
 
-def live_baselines(questions: list[Question], *, run_dir: str, pool: str, base_url: str | None = None,
-                   split: str, source: str, repeats: int = 1, seeds: int = 100, seed: int = 0,
-                   bootstrap: int = 2000, budget_usd: float | None = None, progress: Progress | None = None):
+def live_baselines(
+    questions: list[Question],
+    *,
+    run_dir: str,
+    pool: str,
+    base_url: str | None = None,
+    split: str,
+    source: str,
+    repeats: int = 1,
+    seeds: int = 100,
+    seed: int = 0,
+    bootstrap: int = 2000,
+    budget_usd: float | None = None,
+    progress: Progress | None = None,
+):
     """Live always-model-X and random routing on `questions`; calls are recorded in `run_dir`
     (its ledger, journal and the response cache) — an existing run or a new folder."""
     from trinity.analysis.baselines import baselines_from_outcomes
@@ -151,14 +197,28 @@ def live_baselines(questions: list[Question], *, run_dir: str, pool: str, base_u
     base = run.read_meta().get("config", {}) if run.exists() else {}
     cfg = session_config(base, pool=pool, base_url=base_url, budget_usd=budget_usd)
     models = _pool_models(cfg)
-    correct, turns, costs, failures = always_model_live(cfg, run, questions, models, key_prefix=f"eval/{split}",
-                                                        repeats=repeats, progress=progress)
-    rep = baselines_from_outcomes(correct, models, benchmark=questions[0].benchmark, split=split, source=source,
-                                  mode="live", turns=turns, costs=costs,
-                                  cost_source=f"live: ledger of {run.path} (cache hits cost $0)",
-                                  seeds=seeds, seed=seed, bootstrap=bootstrap, progress=progress)
-    rep.notes.append("random routing = a uniformly random single-turn Worker per question, computed from the "
-                     "live always-model answers (what the response cache serves a temperature-0 random router)")
+    correct, turns, costs, failures = always_model_live(
+        cfg, run, questions, models, key_prefix=f"eval/{split}", repeats=repeats, progress=progress
+    )
+    rep = baselines_from_outcomes(
+        correct,
+        models,
+        benchmark=questions[0].benchmark,
+        split=split,
+        source=source,
+        mode="live",
+        turns=turns,
+        costs=costs,
+        cost_source=f"live: ledger of {run.path} (cache hits cost $0)",
+        seeds=seeds,
+        seed=seed,
+        bootstrap=bootstrap,
+        progress=progress,
+    )
+    rep.notes.append(
+        "random routing = a uniformly random single-turn Worker per question, computed from the "
+        "live always-model answers (what the response cache serves a temperature-0 random router)"
+    )
     rep.notes += failures
     return rep
 
@@ -178,11 +238,11 @@ def _pool_models(cfg: TrainConfig) -> list[str]:
 class LiveEval:
     """What `evaluate_live` measured on a run's split, for `trinity.analysis.evaluate.compare_router`."""
 
-    router_q: np.ndarray          # (Q,) the router's mean correctness per question
-    per_q_model: np.ndarray       # (Q, M) each model's, as a one-turn Worker
+    router_q: np.ndarray  # (Q,) the router's mean correctness per question
+    per_q_model: np.ndarray  # (Q, M) each model's, as a one-turn Worker
     models: list[str]
-    model_idx: np.ndarray         # (Q,) the router's first-turn model
-    role_idx: np.ndarray          # (Q,) and role
+    model_idx: np.ndarray  # (Q,) the router's first-turn model
+    role_idx: np.ndarray  # (Q,) and role
     questions: list[Question]
     router_turns: np.ndarray
     router_costs: np.ndarray
@@ -192,8 +252,16 @@ class LiveEval:
     notes: list[str] = field(default_factory=list)
 
 
-def evaluate_live(run: RunDir, *, split: str, samples: int, pool: str | None, base_url: str | None = None,
-                  budget_usd: float | None = None, progress: Progress | None = None) -> LiveEval:
+def evaluate_live(
+    run: RunDir,
+    *,
+    split: str,
+    samples: int,
+    pool: str | None,
+    base_url: str | None = None,
+    budget_usd: float | None = None,
+    progress: Progress | None = None,
+) -> LiveEval:
     """Router sessions (up to the run's max_turns) and single-model baselines, `samples` each.
     The run's budget cap (or `budget_usd`) covers the run's whole ledger, training included."""
     from trinity.optim.routing import load_trained
@@ -211,20 +279,49 @@ def evaluate_live(run: RunDir, *, split: str, samples: int, pool: str | None, ba
     cfg = session_config(meta.get("config") or {}, pool=pool, base_url=base_url, budget_usd=budget_usd)
     from trinity.competition.text import run_competition
 
-    cfg = cfg.model_copy(update={"competition": run_competition(meta)})  # the text the head was trained on, whatever --pool says
+    cfg = cfg.model_copy(
+        update={"competition": run_competition(meta)}
+    )  # the text the head was trained on, whatever --pool says
     router = load_trained(run.path)
-    correct_r, turns_r, cost_r, trajs = run_system(cfg, run, router.router, router.theta, models, questions,
-                                                   samples, f"eval/{split}/router", progress, "router sessions")
+    correct_r, turns_r, cost_r, trajs = run_system(
+        cfg,
+        run,
+        router.router,
+        router.theta,
+        models,
+        questions,
+        samples,
+        f"eval/{split}/router",
+        progress,
+        "router sessions",
+    )
     first = [t.turns[0] if t.turns else None for t in trajs[: len(questions)]]  # repeat 0, turn 1
     model_idx = np.array([models.index(t.model) if t else 0 for t in first])
     role_idx = np.array([ROLES.index(t.role) if t else WORKER for t in first])
-    correct, turns, costs, failures = always_model_live(cfg, run, questions, models, key_prefix=f"eval/{split}",
-                                                        repeats=samples, progress=progress)
-    notes = [f"live: {samples} session(s) per question and system, pool {cfg.pool}; baselines are "
-             "single-turn Worker sessions"]
+    correct, turns, costs, failures = always_model_live(
+        cfg, run, questions, models, key_prefix=f"eval/{split}", repeats=samples, progress=progress
+    )
+    notes = [
+        f"live: {samples} session(s) per question and system, pool {cfg.pool}; baselines are "
+        "single-turn Worker sessions"
+    ]
     notes += failure_note("router", trajs) + cache_note([("router", trajs)]) + failures
     if samples > 1:
-        notes.append("repeats at temperature 0 are answered by the response cache (the same answer, $0); "
-                     "they add information only when the pool samples (temperature > 0)")
-    return LiveEval(correct_r, correct, models, model_idx, role_idx, questions, turns_r, cost_r, turns, costs,
-                    f"live: ledger of {run.path} (cache hits cost $0)", notes)
+        notes.append(
+            "repeats at temperature 0 are answered by the response cache (the same answer, $0); "
+            "they add information only when the pool samples (temperature > 0)"
+        )
+    return LiveEval(
+        correct_r,
+        correct,
+        models,
+        model_idx,
+        role_idx,
+        questions,
+        turns_r,
+        cost_r,
+        turns,
+        costs,
+        f"live: ledger of {run.path} (cache hits cost $0)",
+        notes,
+    )

@@ -69,8 +69,7 @@ def _tie_break_bonus(sel_mean_by_model: np.ndarray, n_a: int) -> np.ndarray:
     return (m - 1 - rank) / (2.0 * m * n_a)
 
 
-def cross_fit(solves: np.ndarray, splits: int = 200, seed: int = 0,
-              progress: Progress | None = None) -> CrossFit:
+def cross_fit(solves: np.ndarray, splits: int = 200, seed: int = 0, progress: Progress | None = None) -> CrossFit:
     s = validate_solves(solves)
     q, m, k = s.shape
     if k < 2:
@@ -114,28 +113,42 @@ def verdict(headroom_ci: CI | None, gap_closed: float | None) -> tuple[str, str]
         return "INCONCLUSIVE", "no headroom interval could be computed"
     lo, hi = headroom_ci.lo, headroom_ci.hi
     if hi <= POOL_BOUND_MAX_UPPER and lo <= 0.0 <= hi:
-        return "POOL_BOUND", (f"headroom CI [{lo:+.3f}, {hi:+.3f}] contains 0 and tops out at "
-                              f"≤ {POOL_BOUND_MAX_UPPER}: routing cannot beat the best single model here; "
-                              "the lever is the pool")
+        return "POOL_BOUND", (
+            f"headroom CI [{lo:+.3f}, {hi:+.3f}] contains 0 and tops out at "
+            f"≤ {POOL_BOUND_MAX_UPPER}: routing cannot beat the best single model here; "
+            "the lever is the pool"
+        )
     if lo > 0.0:
         if gap_closed is None:
-            return "ROUTER_BOUND", (f"real headroom (CI lower bound {lo:+.3f} > 0); no router given, so "
-                                    "the router's share is unknown — routing can help")
+            return "ROUTER_BOUND", (
+                f"real headroom (CI lower bound {lo:+.3f} > 0); no router given, so "
+                "the router's share is unknown — routing can help"
+            )
         if gap_closed < 0:
-            return "ROUTER_BOUND", (f"real headroom (CI lower bound {lo:+.3f} > 0) and the router is below the "
-                                    f"best single model (captured {gap_closed:.0%}): improve the router")
+            return "ROUTER_BOUND", (
+                f"real headroom (CI lower bound {lo:+.3f} > 0) and the router is below the "
+                f"best single model (captured {gap_closed:.0%}): improve the router"
+            )
         if gap_closed < NEAR_CEILING_GAP:
-            return "ROUTER_BOUND", (f"real headroom (CI lower bound {lo:+.3f} > 0) and the router captures "
-                                    f"only {gap_closed:.0%} of it: improve the router")
+            return "ROUTER_BOUND", (
+                f"real headroom (CI lower bound {lo:+.3f} > 0) and the router captures "
+                f"only {gap_closed:.0%} of it: improve the router"
+            )
         if gap_closed > 1.0:  # above the per-question estimate: "captures 206%" would mislead
-            return "NEAR_CEILING", (f"real headroom (CI lower bound {lo:+.3f} > 0) and the router scores "
-                                    "above the cross-fit oracle estimate: the per-question oracle "
-                                    "underestimates the ceiling here (few samples per question); "
-                                    "treat the router as at the ceiling — gains now need a better pool")
-        return "NEAR_CEILING", (f"real headroom (CI lower bound {lo:+.3f} > 0) and the router already "
-                                f"captures {gap_closed:.0%} of it: gains now need a better pool")
-    return "INCONCLUSIVE", (f"headroom CI [{lo:+.3f}, {hi:+.3f}] neither excludes 0 nor stays below "
-                            f"{POOL_BOUND_MAX_UPPER}: collect more questions or samples")
+            return "NEAR_CEILING", (
+                f"real headroom (CI lower bound {lo:+.3f} > 0) and the router scores "
+                "above the cross-fit oracle estimate: the per-question oracle "
+                "underestimates the ceiling here (few samples per question); "
+                "treat the router as at the ceiling — gains now need a better pool"
+            )
+        return "NEAR_CEILING", (
+            f"real headroom (CI lower bound {lo:+.3f} > 0) and the router already "
+            f"captures {gap_closed:.0%} of it: gains now need a better pool"
+        )
+    return "INCONCLUSIVE", (
+        f"headroom CI [{lo:+.3f}, {hi:+.3f}] neither excludes 0 nor stays below "
+        f"{POOL_BOUND_MAX_UPPER}: collect more questions or samples"
+    )
 
 
 @dataclass
@@ -177,22 +190,42 @@ def _disagreement_rate(p: np.ndarray) -> float:
     return float(np.mean(votes.min(axis=1) != votes.max(axis=1)))
 
 
-def oracle_ceiling(matrix: OutcomeMatrix, seed: int = 0, splits: int = 200, bootstrap: int = 2000,
-                   router_correct=None, progress: Progress | None = None) -> OracleReport:
+def oracle_ceiling(
+    matrix: OutcomeMatrix,
+    seed: int = 0,
+    splits: int = 200,
+    bootstrap: int = 2000,
+    router_correct=None,
+    progress: Progress | None = None,
+) -> OracleReport:
     """The full oracle-ceiling report. `router_correct` (Q,), aligned with `matrix.ids`, is the
     trained router's expected correctness per question (adds accuracy and headroom captured)."""
     s = validate_solves(matrix.solves, f"matrix {matrix.benchmark!r}")
     q, m, k = s.shape
     p = s.mean(axis=2)  # (Q, M)
     notes = list(matrix.notes)
-    per_model = [bootstrap_ci(p[:, j], bootstrap, seed) if q >= 2 else CI(float(p[0, j]), float(p[0, j]),
-                                                                          float(p[0, j]), "one question: no interval")
-                 for j in range(m)]
+    per_model = [
+        bootstrap_ci(p[:, j], bootstrap, seed)
+        if q >= 2
+        else CI(float(p[0, j]), float(p[0, j]), float(p[0, j]), "one question: no interval")
+        for j in range(m)
+    ]
     acc = p.mean(axis=0)
     best = int(np.argmax(acc))
-    rep = OracleReport(matrix.benchmark, list(matrix.models), q, k, per_model, matrix.models[best],
-                       float(acc[best]), float(p.max(axis=1).mean()), _disagreement_rate(p),
-                       notes=notes, seed=seed, bootstrap=bootstrap)
+    rep = OracleReport(
+        matrix.benchmark,
+        list(matrix.models),
+        q,
+        k,
+        per_model,
+        matrix.models[best],
+        float(acc[best]),
+        float(p.max(axis=1).mean()),
+        _disagreement_rate(p),
+        notes=notes,
+        seed=seed,
+        bootstrap=bootstrap,
+    )
     if m == 1:
         notes.append("one model in the pool: there is nothing to route between (headroom is 0 by definition)")
     if q < 2:
@@ -200,11 +233,15 @@ def oracle_ceiling(matrix: OutcomeMatrix, seed: int = 0, splits: int = 200, boot
     if q < 30 and q >= 2:
         notes.append(f"only {q} questions: intervals are wide and approximate")
     if k < 2:
-        notes.append(f"k={k} sample per (question, model): the split-half cross-fit is impossible; only the "
-                     "per-model accuracies and the (biased) naive oracle are reported — collect k ≥ 2 (ideally ≥ 4)")
+        notes.append(
+            f"k={k} sample per (question, model): the split-half cross-fit is impossible; only the "
+            "per-model accuracies and the (biased) naive oracle are reported — collect k ≥ 2 (ideally ≥ 4)"
+        )
     elif k < 4:
-        notes.append(f"k={k}: each half has {k // 2} sample(s); the per-question choice on half A is noisy, "
-                     "so the cross-fit oracle is conservative")
+        notes.append(
+            f"k={k}: each half has {k // 2} sample(s); the per-question choice on half A is noisy, "
+            "so the cross-fit oracle is conservative"
+        )
 
     router_q = None
     if router_correct is not None:
@@ -222,9 +259,12 @@ def oracle_ceiling(matrix: OutcomeMatrix, seed: int = 0, splits: int = 200, boot
         oracle_acc, best_acc = float(cf.oracle_q.mean()), float(cf.best_q.mean())
         head_ci = bootstrap_ci(head_q, bootstrap, seed) if q >= 2 else None
         if head_ci is not None:  # say what was resampled: the per-question cross-fit contributions
-            head_ci = CI(head_ci.point, head_ci.lo, head_ci.hi,
-                         f"paired percentile bootstrap of per-question cross-fit headroom, {q} questions, "
-                         f"{bootstrap} resamples")
+            head_ci = CI(
+                head_ci.point,
+                head_ci.lo,
+                head_ci.hi,
+                f"paired percentile bootstrap of per-question cross-fit headroom, {q} questions, {bootstrap} resamples",
+            )
         mc = mcnemar_exact(solved(cf.oracle_q), solved(cf.best_q))
         modal = cf.choice_counts.argmax(axis=1)
         best_fixed = int(cf.best_counts.argmax())
@@ -238,8 +278,9 @@ def oracle_ceiling(matrix: OutcomeMatrix, seed: int = 0, splits: int = 200, boot
             "half": cf.half,
             "mcnemar": mc.to_json(),
             "oracle_switch_rate": float(np.mean(modal != best_fixed)),
-            "oracle_choice_share": {mm: float(cf.choice_counts[:, j].sum() / (q * cf.splits))
-                                    for j, mm in enumerate(matrix.models)},
+            "oracle_choice_share": {
+                mm: float(cf.choice_counts[:, j].sum() / (q * cf.splits)) for j, mm in enumerate(matrix.models)
+            },
         }
         if router_q is not None and rep.router is not None:  # set together above
             headroom = oracle_acc - best_acc
@@ -264,18 +305,25 @@ def oracle_ceiling(matrix: OutcomeMatrix, seed: int = 0, splits: int = 200, boot
             rc = router_q[rows == b] if router_q is not None else None
             r = oracle_ceiling(sub, seed=seed, splits=splits, bootstrap=bootstrap, router_correct=rc)
             rep.per_benchmark[b] = {
-                "n_questions": r.n_questions, "best_single": r.best_single, "best_single_acc": r.best_single_acc,
+                "n_questions": r.n_questions,
+                "best_single": r.best_single,
+                "best_single_acc": r.best_single_acc,
                 "naive_oracle": r.naive_oracle,
                 "crossfit_oracle": r.crossfit["oracle"] if r.crossfit else None,
                 "crossfit_best_single": r.crossfit["best_single"] if r.crossfit else None,
                 "headroom_ci": r.crossfit["headroom_ci"] if r.crossfit else None,
                 "router_accuracy": r.router["accuracy"] if r.router else None,
-                "verdict": r.verdict}
+                "verdict": r.verdict,
+            }
         pooled = rep.headroom_ci
-        if pooled is not None and pooled.lo > 0 and not any(
-                (v["headroom_ci"] or {}).get("lo", 0.0) > 0 for v in rep.per_benchmark.values()):
-            notes.append("the pooled headroom is real but no benchmark alone shows any: it comes from picking a "
-                         "model per benchmark, which the per-benchmark best singles (the competition's "
-                         "baselines) already do")
+        if (
+            pooled is not None
+            and pooled.lo > 0
+            and not any((v["headroom_ci"] or {}).get("lo", 0.0) > 0 for v in rep.per_benchmark.values())
+        ):
+            notes.append(
+                "the pooled headroom is real but no benchmark alone shows any: it comes from picking a "
+                "model per benchmark, which the per-benchmark best singles (the competition's "
+                "baselines) already do"
+            )
     return rep
-

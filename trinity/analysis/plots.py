@@ -44,8 +44,14 @@ def _bars(ax, labels, cis, colors, title, xlabel="accuracy"):
     ax.barh(ys, vals, color=colors, height=0.6)
     for y, c in zip(ys, cis):
         if c.hi > c.lo:  # points without an interval get no whisker
-            ax.errorbar(c.point, y, xerr=[[max(0.0, c.point - c.lo)], [max(0.0, c.hi - c.point)]],
-                        color="#333333", capsize=4, lw=1.2)
+            ax.errorbar(
+                c.point,
+                y,
+                xerr=[[max(0.0, c.point - c.lo)], [max(0.0, c.hi - c.point)]],
+                color="#333333",
+                capsize=4,
+                lw=1.2,
+            )
     for y, c in zip(ys, cis):
         ax.text(min(c.hi, 1.0) + 0.01, y, f"{c.point:.3f}", va="center", fontsize=9)
     ax.set_yticks(ys, labels)
@@ -60,10 +66,17 @@ def _diff_panel(ax, labels, cis, title, bands=()):
     ys = list(range(len(labels)))[::-1]
     for y, c in zip(ys, cis):
         color = "#2ca02c" if c.lo > 0 else ("#d62728" if c.hi < 0 else "#7f7f7f")
-        ax.errorbar(c.point, y, xerr=[[c.point - c.lo], [c.hi - c.point]], fmt="o", color=color, capsize=5,
-                    markersize=7, lw=2)
-        ax.text(c.hi, y + 0.2, f"{c.point:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]", fontsize=8, ha="right",
-                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
+        ax.errorbar(
+            c.point, y, xerr=[[c.point - c.lo], [c.hi - c.point]], fmt="o", color=color, capsize=5, markersize=7, lw=2
+        )
+        ax.text(
+            c.hi,
+            y + 0.2,
+            f"{c.point:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]",
+            fontsize=8,
+            ha="right",
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1},
+        )
     ax.axvline(0, color="black", lw=1)
     for x, label in bands:
         ax.axvline(x, color="#bbbbbb", lw=1, ls="--")
@@ -88,23 +101,30 @@ def plot_oracle(rep, path: str | Path) -> Path:
     colors.append("#d9c8ec")
     if cf:
         labels += ["cross-fit best single", "cross-fit oracle"]
-        cis += [CI(cf["best_single"], cf["best_single"], cf["best_single"], "point"),
-                CI(cf["oracle"], cf["oracle"], cf["oracle"], "point")]
+        cis += [
+            CI(cf["best_single"], cf["best_single"], cf["best_single"], "point"),
+            CI(cf["oracle"], cf["oracle"], cf["oracle"], "point"),
+        ]
         colors += [BEST, ORACLE]
     if rep.router:
         a = rep.router["accuracy"]
         labels.append("trained router")
         cis.append(CI(a, a, a, "point"))
         colors.append(ROUTER)
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8.5, 3.2 + 0.42 * len(labels)),
-                                   gridspec_kw={"height_ratios": [len(labels), 2.2]})
+    fig, (ax1, ax2) = plt.subplots(
+        2, 1, figsize=(8.5, 3.2 + 0.42 * len(labels)), gridspec_kw={"height_ratios": [len(labels), 2.2]}
+    )
     _bars(ax1, labels, cis, colors, f"Oracle ceiling — {rep.benchmark}: {rep.n_questions} questions, k={rep.k}")
     if cf and cf.get("headroom_ci"):
         captured = (rep.router or {}).get("headroom_captured")
         extra = f"; trained router captures {captured:.0%}" if captured is not None else ""
-        _diff_panel(ax2, ["headroom"], [cf["headroom_ci"]],
-                    f"headroom = cross-fit oracle − best single → {rep.verdict}{extra}",
-                    bands=[(0.02, "0.02 (pool-bound limit)")])
+        _diff_panel(
+            ax2,
+            ["headroom"],
+            [cf["headroom_ci"]],
+            f"headroom = cross-fit oracle − best single → {rep.verdict}{extra}",
+            bands=[(0.02, "0.02 (pool-bound limit)")],
+        )
     else:
         ax2.axis("off")
         ax2.text(0.0, 0.5, f"headroom: not estimable ({rep.verdict_reason})", fontsize=10)
@@ -134,11 +154,19 @@ def plot_eval(rep, path: str | Path) -> Path:
     labels = ["trained router"] + [s.name for s in rep.singles] + [f"random routing ({rep.random_seeds} seeds)"]
     cis = [rep.router.accuracy] + [s.accuracy for s in rep.singles] + [rep.random]
     colors = [ROUTER] + [BEST if s.name == f"always {rep.best_single}" else SINGLE for s in rep.singles] + [RANDOM]
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8.5, 2.6 + 0.5 * (len(labels) + len(rep.comparisons))),
-                                   gridspec_kw={"height_ratios": [len(labels), len(rep.comparisons) + 0.6]})
+    fig, (ax1, ax2) = plt.subplots(
+        2,
+        1,
+        figsize=(8.5, 2.6 + 0.5 * (len(labels) + len(rep.comparisons))),
+        gridspec_kw={"height_ratios": [len(labels), len(rep.comparisons) + 0.6]},
+    )
     _bars(ax1, labels, cis, colors, f"Evaluation — {rep.split} split, {rep.mode}, {rep.n_questions} questions")
-    _diff_panel(ax2, [f"router − {c.baseline.removeprefix('always ')}" for c in rep.comparisons],
-                [c.diff for c in rep.comparisons], "router − baseline, paired 95% CI (green: better, red: worse, grey: within noise)")
+    _diff_panel(
+        ax2,
+        [f"router − {c.baseline.removeprefix('always ')}" for c in rep.comparisons],
+        [c.diff for c in rep.comparisons],
+        "router − baseline, paired 95% CI (green: better, red: worse, grey: within noise)",
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

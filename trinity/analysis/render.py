@@ -18,17 +18,21 @@ from rich.text import Text
 from trinity.analysis.score import OVERFIT_FACTOR, OVERFIT_PENALISE, OVERFIT_REJECT, RULES_DOC_OVERFIT
 from trinity.analysis.stats import CI
 
-VERDICT_STYLE = {"POOL_BOUND": "yellow", "ROUTER_BOUND": "cyan", "NEAR_CEILING": "green",
-                 "INCONCLUSIVE": "magenta"}
+VERDICT_STYLE = {"POOL_BOUND": "yellow", "ROUTER_BOUND": "cyan", "NEAR_CEILING": "green", "INCONCLUSIVE": "magenta"}
 # the columns of a table of systems (the router, each model alone, random routing)
 SYSTEM_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
-    ("system", "left"), ("accuracy [95%]", "right"), ("turns", "right"), ("cost", "right"), ("$/correct", "right"))
-
+    ("system", "left"),
+    ("accuracy [95%]", "right"),
+    ("turns", "right"),
+    ("cost", "right"),
+    ("$/correct", "right"),
+)
 
 
 def p_text(p: float) -> str:
     """'= 0.0123', or '< 1e-300' where the exact p-value underflows a float (it is not 0)."""
     return f"= {p:.3g}" if p > 0 else "< 1e-300"
+
 
 def escape_title(s: str) -> str:
     return escape(s)
@@ -89,8 +93,14 @@ def table_data(view: Any) -> list[dict]:
     for t in parts:
         if not isinstance(t, Table):
             continue
-        cols = [{"name": str(c.header.plain if isinstance(c.header, Text) else c.header),
-                 "justify": c.justify, "style": str(c.style or "")} for c in t.columns]
+        cols = [
+            {
+                "name": str(c.header.plain if isinstance(c.header, Text) else c.header),
+                "justify": c.justify,
+                "style": str(c.style or ""),
+            }
+            for c in t.columns
+        ]
         cells = [list(c.cells) for c in t.columns]
         values = t.row_values if isinstance(t, ValueTable) else []
         rows = []
@@ -103,9 +113,14 @@ def table_data(view: Any) -> list[dict]:
                 row.append({"text": text.markup, "value": _plain_value(v)})
             rows.append(row)
         title, caption = t.title, t.caption
-        out.append({"title": title.plain if isinstance(title, Text) else str(title or ""),
-                    "caption": caption.plain if isinstance(caption, Text) else str(caption or ""),
-                    "columns": cols, "rows": rows})
+        out.append(
+            {
+                "title": title.plain if isinstance(title, Text) else str(title or ""),
+                "caption": caption.plain if isinstance(caption, Text) else str(caption or ""),
+                "columns": cols,
+                "rows": rows,
+            }
+        )
     return out
 
 
@@ -120,8 +135,12 @@ def _notes(notes: list[str]) -> Text:
 
 
 def oracle_view(rep) -> Group:
-    t = ValueTable(title=escape_title(f"Oracle ceiling — {rep.benchmark}: {rep.n_questions} questions, {len(rep.models)} models, "
-                    f"k={rep.k}"), title_justify="left")
+    t = ValueTable(
+        title=escape_title(
+            f"Oracle ceiling — {rep.benchmark}: {rep.n_questions} questions, {len(rep.models)} models, k={rep.k}"
+        ),
+        title_justify="left",
+    )
     t.add_column("quantity")
     t.add_column("value", justify="right")
     t.add_column("how", style="dim")
@@ -130,57 +149,104 @@ def oracle_view(rep) -> Group:
         _row(t, f"always {m}{star}", (ci_text(ci), _pt(ci)), "accuracy, 95% CI over questions")
     _row(t, "best single", (f"{rep.best_single_acc:.3f}", rep.best_single_acc), rep.best_single)
     _row(t, "naive oracle", (f"{rep.naive_oracle:.3f}", rep.naive_oracle), "in-sample max over models — BIASED UPWARD")
-    _row(t, "models disagree", (f"{rep.disagreement_rate:.1%}", rep.disagreement_rate),
-         "questions whose majority verdicts differ")
+    _row(
+        t,
+        "models disagree",
+        (f"{rep.disagreement_rate:.1%}", rep.disagreement_rate),
+        "questions whose majority verdicts differ",
+    )
     cf = rep.crossfit
     if cf:
-        _row(t, "cross-fit oracle", (f"{cf['oracle']:.3f}", cf["oracle"]),
-                  f"choose on {cf['half']} sample(s), score on the rest; {cf['splits']} splits")
-        _row(t, "cross-fit best single", (f"{cf['best_single']:.3f}", cf["best_single"]),
-             f"{cf['best_single_model']}, same splits")
-        _row(t, "headroom", (ci_text(cf["headroom_ci"], signed=True), _pt(cf["headroom_ci"])) if cf["headroom_ci"]
-             else (f"{cf['headroom']:+.3f}", cf["headroom"]),
-                  f"oracle − best single, bootstrap {rep.bootstrap}× over questions")
+        _row(
+            t,
+            "cross-fit oracle",
+            (f"{cf['oracle']:.3f}", cf["oracle"]),
+            f"choose on {cf['half']} sample(s), score on the rest; {cf['splits']} splits",
+        )
+        _row(
+            t,
+            "cross-fit best single",
+            (f"{cf['best_single']:.3f}", cf["best_single"]),
+            f"{cf['best_single_model']}, same splits",
+        )
+        _row(
+            t,
+            "headroom",
+            (ci_text(cf["headroom_ci"], signed=True), _pt(cf["headroom_ci"]))
+            if cf["headroom_ci"]
+            else (f"{cf['headroom']:+.3f}", cf["headroom"]),
+            f"oracle − best single, bootstrap {rep.bootstrap}× over questions",
+        )
         mc = cf["mcnemar"]
-        _row(t, "McNemar oracle vs best", (f"p {p_text(mc['p_value'])}", mc["p_value"]),
-                  f"{mc['a_only']} only-oracle vs {mc['b_only']} only-best questions")
-        _row(t, "oracle switches model", (f"{cf['oracle_switch_rate']:.1%}", cf["oracle_switch_rate"]),
-             "questions routed away from the best")
+        _row(
+            t,
+            "McNemar oracle vs best",
+            (f"p {p_text(mc['p_value'])}", mc["p_value"]),
+            f"{mc['a_only']} only-oracle vs {mc['b_only']} only-best questions",
+        )
+        _row(
+            t,
+            "oracle switches model",
+            (f"{cf['oracle_switch_rate']:.1%}", cf["oracle_switch_rate"]),
+            "questions routed away from the best",
+        )
     else:
         _row(t, "cross-fit oracle", ("—", None), "impossible with k < 2")
     if rep.router:
-        _row(t, "router accuracy", (f"{rep.router['accuracy']:.3f}", rep.router["accuracy"]),
-             "the trained router on these questions")
+        _row(
+            t,
+            "router accuracy",
+            (f"{rep.router['accuracy']:.3f}", rep.router["accuracy"]),
+            "the trained router on these questions",
+        )
         cap = rep.router.get("headroom_captured")
-        _row(t, "headroom captured", (f"{cap:.0%}" if cap is not None else "—", cap),
-                  rep.router.get("headroom_captured_note", "(router − best) / (oracle − best)"))
+        _row(
+            t,
+            "headroom captured",
+            (f"{cap:.0%}" if cap is not None else "—", cap),
+            rep.router.get("headroom_captured_note", "(router − best) / (oracle − best)"),
+        )
     style = VERDICT_STYLE.get(rep.verdict, "")
     verdict = Text.assemble(("verdict: ", "bold"), (rep.verdict, f"bold {style}"), f" — {rep.verdict_reason}")
     parts: list[RenderableType] = [t, verdict]
     ln = getattr(rep, "learnable", None)
     if ln:  # issue 14: the achievable (cross-validated) bound beside the per-question ceiling
         for g in ln["gains"]:
-            _row(t, f"learnable gain ({g['method']}, CV)", (ci_text(g["gain"], signed=True), _pt(g["gain"])),
-                 f"{g['folds']}-fold CV on frozen features: {g['accuracy']:.3f} vs best single {g['best_single_acc']:.3f}")
+            _row(
+                t,
+                f"learnable gain ({g['method']}, CV)",
+                (ci_text(g["gain"], signed=True), _pt(g["gain"])),
+                f"{g['folds']}-fold CV on frozen features: {g['accuracy']:.3f} vs best single {g['best_single_acc']:.3f}",
+            )
         parts.append(Text.assemble(("learnable: ", "bold"), (ln["verdict"], "bold cyan"), f" — {ln['reason']}"))
     if rep.per_benchmark:
         b = ValueTable(title="Each benchmark alone (the competition scores them separately)", title_justify="left")
         # both held-out (cross-fit) numbers side by side, so the headroom is their difference
         per_cols: tuple[tuple[str, JustifyMethod], ...] = (
-            ("benchmark", "left"), ("n", "right"), ("cross-fit best single", "right"), ("cross-fit oracle", "right"),
-            ("headroom [95%]", "right"), ("router", "right"), ("verdict", "left"))
+            ("benchmark", "left"),
+            ("n", "right"),
+            ("cross-fit best single", "right"),
+            ("cross-fit oracle", "right"),
+            ("headroom [95%]", "right"),
+            ("router", "right"),
+            ("verdict", "left"),
+        )
         for col, j in per_cols:
             # the verdict is the point of the table: never cut it to "INCONCLUS…" at 80 columns
             b.add_column(col, justify=j, no_wrap=col == "verdict", min_width=12 if col == "verdict" else None)
         for name, r in rep.per_benchmark.items():
             cf, cb = r["crossfit_oracle"], r.get("crossfit_best_single")
             ra = r["router_accuracy"]
-            _row(b, name, (str(r["n_questions"]), r["n_questions"]),
-                 (f"{cb:.3f}", cb) if cb is not None else (f"{r['best_single_acc']:.3f} (all k)", r["best_single_acc"]),
-                 (f"{cf:.3f}" if cf is not None else "—", cf),
-                 (ci_text(r["headroom_ci"], signed=True), _pt(r["headroom_ci"])),
-                 (f"{ra:.3f}" if ra is not None else "—", ra),
-                 Text(r["verdict"], style=VERDICT_STYLE.get(r["verdict"], "")))
+            _row(
+                b,
+                name,
+                (str(r["n_questions"]), r["n_questions"]),
+                (f"{cb:.3f}", cb) if cb is not None else (f"{r['best_single_acc']:.3f} (all k)", r["best_single_acc"]),
+                (f"{cf:.3f}" if cf is not None else "—", cf),
+                (ci_text(r["headroom_ci"], signed=True), _pt(r["headroom_ci"])),
+                (f"{ra:.3f}" if ra is not None else "—", ra),
+                Text(r["verdict"], style=VERDICT_STYLE.get(r["verdict"], "")),
+            )
         parts.append(b)
     return Group(*parts, _notes(rep.notes))
 
@@ -188,45 +254,74 @@ def oracle_view(rep) -> Group:
 def _system_rows(t: Table, systems, random_ci, seeds: int) -> None:
     for s in systems:
         cpc = s.cost_per_correct
-        _row(t, s.name, (ci_text(s.accuracy), _pt(s.accuracy)), (f"{s.avg_turns:.2f}", s.avg_turns),
-             (f"${s.cost_usd:.4f}", s.cost_usd), (f"${cpc:.5f}" if cpc is not None else "—", cpc))
+        _row(
+            t,
+            s.name,
+            (ci_text(s.accuracy), _pt(s.accuracy)),
+            (f"{s.avg_turns:.2f}", s.avg_turns),
+            (f"${s.cost_usd:.4f}", s.cost_usd),
+            (f"${cpc:.5f}" if cpc is not None else "—", cpc),
+        )
     _row(t, f"random routing ({seeds} seeds)", (ci_text(random_ci), _pt(random_ci)), ("", None), ("", None), ("", None))
 
 
 def baselines_view(rep) -> Group:
-    t = ValueTable(title=escape_title(f"Baselines — {rep.benchmark}, {rep.mode}, {rep.n_questions} questions ({rep.source})"),
-              title_justify="left")
+    t = ValueTable(
+        title=escape_title(f"Baselines — {rep.benchmark}, {rep.mode}, {rep.n_questions} questions ({rep.source})"),
+        title_justify="left",
+    )
     for col, j in SYSTEM_COLUMNS:
         t.add_column(col, justify=j)
     _system_rows(t, rep.always, rep.random, rep.random_seeds)
     for s in getattr(rep, "features", []):  # issue 14: routers on the frozen features, cross-validated
-        _row(t, s.name, (ci_text(s.accuracy), _pt(s.accuracy)), (f"{s.avg_turns:.2f}", s.avg_turns),
-             (f"${s.cost_usd:.4f}", s.cost_usd), ("—", None))
+        _row(
+            t,
+            s.name,
+            (ci_text(s.accuracy), _pt(s.accuracy)),
+            (f"{s.avg_turns:.2f}", s.avg_turns),
+            (f"${s.cost_usd:.4f}", s.cost_usd),
+            ("—", None),
+        )
     return Group(t, Text(f"best single: {rep.best_single}"), _notes(rep.notes))
 
 
 def eval_view(rep) -> Group:
-    t = ValueTable(title=escape_title(f"Evaluation — {rep.split}, {rep.mode}, {rep.n_questions} questions"), title_justify="left")
+    t = ValueTable(
+        title=escape_title(f"Evaluation — {rep.split}, {rep.mode}, {rep.n_questions} questions"), title_justify="left"
+    )
     for col, j in SYSTEM_COLUMNS:
         t.add_column(col, justify=j)
     _system_rows(t, [rep.router, *rep.singles], rep.random, rep.random_seeds)
     c = ValueTable(title="Router minus baseline (paired, same questions)", title_justify="left")
     diff_cols: tuple[tuple[str, JustifyMethod], ...] = (
-        ("baseline", "left"), ("difference [95%]", "right"), ("McNemar p", "right"), ("reading", "left"))
+        ("baseline", "left"),
+        ("difference [95%]", "right"),
+        ("McNemar p", "right"),
+        ("reading", "left"),
+    )
     for col, j in diff_cols:
         c.add_column(col, justify=j)
     for cmp in rep.comparisons:
         style = {"better": "green", "worse": "red"}.get(cmp.outcome, "yellow")
-        _row(c, cmp.baseline, (ci_text(cmp.diff, signed=True), _pt(cmp.diff)),
-             (p_text(cmp.mcnemar.p_value).removeprefix("= "), cmp.mcnemar.p_value),
-                  Text(cmp.outcome, style=style))
+        _row(
+            c,
+            cmp.baseline,
+            (ci_text(cmp.diff, signed=True), _pt(cmp.diff)),
+            (p_text(cmp.mcnemar.p_value).removeprefix("= "), cmp.mcnemar.p_value),
+            Text(cmp.outcome, style=style),
+        )
     mix = ", ".join(f"{m} {n}" for m, n in rep.model_mix.items())
     roles = ", ".join(f"{r} {n}" for r, n in rep.role_mix.items())
     if len(rep.per_benchmark) > 1:
-        per = "; ".join(f"{b} {d['accuracy']:.3f} (n={d['n']}, best single {d['best_single_accuracy']:.3f})"
-                        for b, d in rep.per_benchmark.items())
+        per = "; ".join(
+            f"{b} {d['accuracy']:.3f} (n={d['n']}, best single {d['best_single_accuracy']:.3f})"
+            for b, d in rep.per_benchmark.items()
+        )
         c.caption = f"router per benchmark: {per}"
-    lines = [Text.assemble(("router ", "bold"), rep.claim), Text(f"turn-1 models: {mix}" + (f"; roles: {roles}" if roles else ""))]
+    lines = [
+        Text.assemble(("router ", "bold"), rep.claim),
+        Text(f"turn-1 models: {mix}" + (f"; roles: {roles}" if roles else "")),
+    ]
     return Group(t, c, *lines, _notes(rep.notes))
 
 
@@ -238,9 +333,13 @@ def score_view(rep) -> Group:
         t.add_column("component")
         t.add_column("value", justify="right")
         t.add_column("source", style="dim")
-        for name, comp in (("cached accuracy ×0.70", i.cached), ("live accuracy ×0.15", i.live),
-                           ("avg turns (live)", i.avg_turns), ("novelty ×0.05", i.novelty),
-                           ("overfit gap (eval − audit)", i.overfit_gap)):
+        for name, comp in (
+            ("cached accuracy ×0.70", i.cached),
+            ("live accuracy ×0.15", i.live),
+            ("avg turns (live)", i.avg_turns),
+            ("novelty ×0.05", i.novelty),
+            ("overfit gap (eval − audit)", i.overfit_gap),
+        ):
             shown = "not measured" if comp.value is None else f"{comp.value:.3f}"
             src = comp.source
             if comp is i.novelty:
@@ -248,9 +347,13 @@ def score_view(rep) -> Group:
                 if b is not rep.benchmarks[0]:
                     src = "pr_eval counts novelty for the first benchmark only: 0 here"
             _row(t, name, shown, src)
-        _row(t, "overfit penalty", "REJECTS ALL" if b.rejected else f"×{b.penalty:.2f}",
-             f"pr_eval.py: > {OVERFIT_REJECT} rejects the submission, > {OVERFIT_PENALISE} ×{OVERFIT_FACTOR} "
-             f"(COMPETITION_RULES.md says {RULES_DOC_OVERFIT[0]}/{RULES_DOC_OVERFIT[1]})")
+        _row(
+            t,
+            "overfit penalty",
+            "REJECTS ALL" if b.rejected else f"×{b.penalty:.2f}",
+            f"pr_eval.py: > {OVERFIT_REJECT} rejects the submission, > {OVERFIT_PENALISE} ×{OVERFIT_FACTOR} "
+            f"(COMPETITION_RULES.md says {RULES_DOC_OVERFIT[0]}/{RULES_DOC_OVERFIT[1]})",
+        )
         for s in b.scenarios:
             _row(t, f"score [{s.name}]", f"{s.score:.4f}", f"efficiency {s.efficiency:.3f} at {s.avg_turns:.2f} turns")
         out.append(t)
@@ -270,8 +373,12 @@ def score_view(rep) -> Group:
     if rep.promotion:
         pr = rep.promotion
         king = "none (threshold)" if pr["king"] is None else f"{pr['king']:.4f}"
-        out.append(Text(f"MiniRouter promotion estimate: {pr['score']:.4f} on {pr['items']} items, king {king} → "
-                        f"{'PROMOTES' if pr['promotes'] else 'not promoted'} ({pr['rule']}; {pr['source']})"))
+        out.append(
+            Text(
+                f"MiniRouter promotion estimate: {pr['score']:.4f} on {pr['items']} items, king {king} → "
+                f"{'PROMOTES' if pr['promotes'] else 'not promoted'} ({pr['rule']}; {pr['source']})"
+            )
+        )
     from trinity.competition.notice import rewards_notice
 
     out += [Text("rewards: " + rewards_notice().line(), style="yellow"), _notes(rep.notes)]

@@ -79,8 +79,7 @@ def overfit_penalty(gap: float | None) -> tuple[float, bool]:
 
 def bench_score(cached: float, live: float, avg_turns: float, novelty: float, gap: float | None) -> float:
     mult, _ = overfit_penalty(gap)
-    return (W_CACHED * cached + W_LIVE * live + W_EFFICIENCY * efficiency(avg_turns, live)
-            + W_NOVELTY * novelty) * mult
+    return (W_CACHED * cached + W_LIVE * live + W_EFFICIENCY * efficiency(avg_turns, live) + W_NOVELTY * novelty) * mult
 
 
 def novelty(ours: tuple[np.ndarray, np.ndarray], king: tuple[np.ndarray, np.ndarray]) -> float:
@@ -112,8 +111,13 @@ class BenchScore:
     novelty_used: float = NOVELTY_NO_KING
 
     def to_json(self) -> dict:
-        return {**asdict(self.inputs), "penalty": self.penalty, "rejected": self.rejected,
-                "novelty_used": self.novelty_used, "scenarios": [asdict(s) for s in self.scenarios]}
+        return {
+            **asdict(self.inputs),
+            "penalty": self.penalty,
+            "rejected": self.rejected,
+            "novelty_used": self.novelty_used,
+            "scenarios": [asdict(s) for s in self.scenarios],
+        }
 
 
 def novelty_used(b: BenchInputs, first: bool) -> float:
@@ -155,8 +159,10 @@ def score_bench(b: BenchInputs, first: bool = True) -> BenchScore:
     else:
         cases.append(("live=cached, 1 turn (optimistic)", b.cached.value, 1.0))
         cases.append(("live=0 (pessimistic)", 0.0, 1.0))
-    scen = [Scenario(name, live, turns, efficiency(turns, live),
-                     bench_score(b.cached.value, live, turns, nov, gap)) for name, live, turns in cases]
+    scen = [
+        Scenario(name, live, turns, efficiency(turns, live), bench_score(b.cached.value, live, turns, nov, gap))
+        for name, live, turns in cases
+    ]
     return BenchScore(b, mult, rejected, scen, nov)
 
 
@@ -173,13 +179,25 @@ class ScoreReport:
     competition: str = TINYROUTER_PROFILE.name
 
     def to_json(self) -> dict:
-        return {"run": self.run, "competition": self.competition, "benchmarks": [b.to_json() for b in self.benchmarks],
-                "composite": self.composite, "rejected": self.rejected,
-                "king": self.king, "dethrone": self.dethrone, "dethrone_margin": DETHRONE_MARGIN,
-                "weights": {"cached": W_CACHED, "live": W_LIVE, "efficiency": W_EFFICIENCY, "novelty": W_NOVELTY},
-                "overfit": {"reject_above": OVERFIT_REJECT, "penalise_above": OVERFIT_PENALISE,
-                            "factor": OVERFIT_FACTOR, "competition_rules_md_says": list(RULES_DOC_OVERFIT or ())},
-                "promotion": self.promotion, "notes": self.notes}
+        return {
+            "run": self.run,
+            "competition": self.competition,
+            "benchmarks": [b.to_json() for b in self.benchmarks],
+            "composite": self.composite,
+            "rejected": self.rejected,
+            "king": self.king,
+            "dethrone": self.dethrone,
+            "dethrone_margin": DETHRONE_MARGIN,
+            "weights": {"cached": W_CACHED, "live": W_LIVE, "efficiency": W_EFFICIENCY, "novelty": W_NOVELTY},
+            "overfit": {
+                "reject_above": OVERFIT_REJECT,
+                "penalise_above": OVERFIT_PENALISE,
+                "factor": OVERFIT_FACTOR,
+                "competition_rules_md_says": list(RULES_DOC_OVERFIT or ()),
+            },
+            "promotion": self.promotion,
+            "notes": self.notes,
+        }
 
 
 def _composite(scores: list[BenchScore]) -> dict[str, float]:
@@ -197,41 +215,70 @@ def _composite(scores: list[BenchScore]) -> dict[str, float]:
     return {n: float(np.mean([pick(b, n) for b in scores])) for n in names}
 
 
-def score_from_inputs(benches: list[BenchInputs], *, king_benches: list[BenchInputs] | None = None,
-                      run: str | None = None, notes: list[str] | None = None) -> ScoreReport:
+def score_from_inputs(
+    benches: list[BenchInputs],
+    *,
+    king_benches: list[BenchInputs] | None = None,
+    run: str | None = None,
+    notes: list[str] | None = None,
+) -> ScoreReport:
     """Score every benchmark, the composite, and (with a king estimate) the margins."""
     if not benches:
         raise InputError("no benchmarks to score")
     scores = [score_bench(b, i == 0) for i, b in enumerate(benches)]
     comp = _composite(scores)
-    rejected = next((f"overfit_rejected ({s.inputs.benchmark}): eval-audit gap {s.inputs.overfit_gap.value:.4f} > "
-                     f"{OVERFIT_REJECT}" for s in scores if s.rejected), None)
+    rejected = next(
+        (
+            f"overfit_rejected ({s.inputs.benchmark}): eval-audit gap {s.inputs.overfit_gap.value:.4f} > "
+            f"{OVERFIT_REJECT}"
+            for s in scores
+            if s.rejected
+        ),
+        None,
+    )
     if rejected:
         # pr_eval returns _reject(...) at the first such benchmark: no composite, no king comparison
         comp = {n: 0.0 for n in comp}
-        return ScoreReport(run, scores, comp, None, f"REJECTED as a whole by pr_eval — {rejected}: the submission "
-                           "is not scored (no margin over any king)", list(notes or []), rejected=rejected)
+        return ScoreReport(
+            run,
+            scores,
+            comp,
+            None,
+            f"REJECTED as a whole by pr_eval — {rejected}: the submission is not scored (no margin over any king)",
+            list(notes or []),
+            rejected=rejected,
+        )
     king = None
     if king_benches is not None:
         kcomp = _composite([score_bench(b, i == 0) for i, b in enumerate(king_benches)])
         # compare like with like; a measured live score is compared with both king bounds
         pairs = [(n, n) for n in comp if n in kcomp] or [(n, k) for n in comp for k in kcomp]
         margins = {(n if n == k else f"ours {n} − king {k}"): comp[n] - kcomp[k] for n, k in pairs}
-        king = {"benchmarks": [score_bench(b, i == 0).to_json() for i, b in enumerate(king_benches)],
-                "composite": kcomp,
-                "margin": margins, "dethrones": {n: bool(m >= DETHRONE_MARGIN) for n, m in margins.items()}}
-        parts = [f"{n}: {m:+.4f} ({'≥' if m >= DETHRONE_MARGIN else '<'} {DETHRONE_MARGIN})" for n, m in margins.items()]
+        king = {
+            "benchmarks": [score_bench(b, i == 0).to_json() for i, b in enumerate(king_benches)],
+            "composite": kcomp,
+            "margin": margins,
+            "dethrones": {n: bool(m >= DETHRONE_MARGIN) for n, m in margins.items()},
+        }
+        parts = [
+            f"{n}: {m:+.4f} ({'≥' if m >= DETHRONE_MARGIN else '<'} {DETHRONE_MARGIN})" for n, m in margins.items()
+        ]
         dethrone = "margin over the king estimate — " + "; ".join(parts)
     else:
         best = max(comp.values())
-        reach = (f"this run could dethrone a king scoring ≤ {best - DETHRONE_MARGIN:.4f} at best"
-                 if best > DETHRONE_MARGIN else f"at {best:.4f} this run cannot dethrone any king")
-        dethrone = (f"no king given: to dethrone a king, the composite must be ≥ the king's + {DETHRONE_MARGIN} "
-                    f"({reach})")
+        reach = (
+            f"this run could dethrone a king scoring ≤ {best - DETHRONE_MARGIN:.4f} at best"
+            if best > DETHRONE_MARGIN
+            else f"at {best:.4f} this run cannot dethrone any king"
+        )
+        dethrone = (
+            f"no king given: to dethrone a king, the composite must be ≥ the king's + {DETHRONE_MARGIN} ({reach})"
+        )
     return ScoreReport(run, scores, comp, king, dethrone, list(notes or []))
 
 
 # ---- run-based estimate ---------------------------------------------------------------------
+
 
 def load_king_theta(spec: str | Path) -> tuple[np.ndarray, str]:
     """θ from a `.npy` file, a TinyRouter bundle directory (head_weights.npy + svf_scales.npy), or a
@@ -264,7 +311,7 @@ def promotion_items(questions, p=MINIROUTER_PROFILE):
     sc = p.scoring
     items = [q for q in questions if q.benchmark == sc.benchmark]
     random.Random(sc.shuffle_seed).shuffle(items)
-    return items[:sc.n_items], len([q for q in questions if q.benchmark == sc.benchmark])
+    return items[: sc.n_items], len([q for q in questions if q.benchmark == sc.benchmark])
 
 
 def promotion(score: float, king: float | None, p=MINIROUTER_PROFILE) -> bool:
@@ -273,9 +320,14 @@ def promotion(score: float, king: float | None, p=MINIROUTER_PROFILE) -> bool:
     return score >= thr and score > (thr if king is None else king)
 
 
-def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_split: str | None = None,
-                   audit_split: str | None = None, progress: Progress | None = None,
-                   competition: str | None = None) -> ScoreReport:
+def score_estimate(
+    run_dir: str | Path,
+    king: str | Path | None = None,
+    eval_split: str | None = None,
+    audit_split: str | None = None,
+    progress: Progress | None = None,
+    competition: str | None = None,
+) -> ScoreReport:
     """The score estimate of a trained run (cached numbers computed now; live read from eval.json).
 
     The overfit gap: with --eval-split/--audit-split, those splits (stand-ins, labelled); else the
@@ -298,8 +350,10 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
     if stand_in:
         eval_split, audit_split = eval_split or "val", audit_split or "test"
         if eval_split == audit_split:
-            raise InputError(f"--eval-split and --audit-split are both {eval_split!r}; the overfit gap needs two splits")
-        scored, other, sign = audit_split, eval_split, 1.0      # gap = eval − audit = other − scored
+            raise InputError(
+                f"--eval-split and --audit-split are both {eval_split!r}; the overfit gap needs two splits"
+            )
+        scored, other, sign = audit_split, eval_split, 1.0  # gap = eval − audit = other − scored
     inputs = load_run_inputs(run)
     if inputs.matrix is None:
         raise InputError(f"{run.path}: the run has no outcome matrix; the cached score needs one")
@@ -330,28 +384,35 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
     elif has_audit:
         gap_note = "overfit gap: test − audit cached accuracy (the run's audit split; pr_eval: hidden − audit)"
     else:
-        gap_note = ("overfit gap: audit accuracy unknown — the run has no audit split (pass --eval-split/--audit-split "
-                    "to use stand-ins); no penalty applied here, pr_eval would apply it")
-    notes = [f"competition: {prof.title}",
-             f"cached accuracy: {scored} split, turn 1, mean of the k={inputs.matrix.k} recorded answers",
-             gap_note,
-             f"overfit rule (pr_eval.py code): > {OVERFIT_PENALISE} ×{OVERFIT_FACTOR}, > {OVERFIT_REJECT} rejects the "
-             f"whole submission; COMPETITION_RULES.md says {RULES_DOC_OVERFIT[0]}/{RULES_DOC_OVERFIT[1]} — the code "
-             "is followed",
-             "novelty: first benchmark only (pr_eval); later benchmarks score novelty 0"]
+        gap_note = (
+            "overfit gap: audit accuracy unknown — the run has no audit split (pass --eval-split/--audit-split "
+            "to use stand-ins); no penalty applied here, pr_eval would apply it"
+        )
+    notes = [
+        f"competition: {prof.title}",
+        f"cached accuracy: {scored} split, turn 1, mean of the k={inputs.matrix.k} recorded answers",
+        gap_note,
+        f"overfit rule (pr_eval.py code): > {OVERFIT_PENALISE} ×{OVERFIT_FACTOR}, > {OVERFIT_REJECT} rejects the "
+        f"whole submission; COMPETITION_RULES.md says {RULES_DOC_OVERFIT[0]}/{RULES_DOC_OVERFIT[1]} — the code "
+        "is followed",
+        "novelty: first benchmark only (pr_eval); later benchmarks score novelty 0",
+    ]
     king_router = None
     if king is not None:
         from trinity.optim.routing import TrainedRouter
 
         theta, label = load_king_theta(king)
         if theta.shape != (ours.router.n_params,):  # say which file, not the run's best_theta.npy
-            raise InputError(f"king {label} has {theta.size} parameters; this run's router has "
-                             f"{ours.router.n_params} ({len(ours.models)} models): the king must come from "
-                             "the same encoder and pool")
-        king_router = TrainedRouter(ours.router, theta, ours.models, run_id="king",
-                                    competition=getattr(ours, "competition", None))
+            raise InputError(
+                f"king {label} has {theta.size} parameters; this run's router has "
+                f"{ours.router.n_params} ({len(ours.models)} models): the king must come from "
+                "the same encoder and pool"
+            )
+        king_router = TrainedRouter(
+            ours.router, theta, ours.models, run_id="king", competition=getattr(ours, "competition", None)
+        )
         king_routing = king_router.route(audit_q + promo_q)
-        kr = np.concatenate([rows[:n_audit], rows[n_audit + n_eval:]])
+        kr = np.concatenate([rows[:n_audit], rows[n_audit + n_eval :]])
         king_correct = p[kr, np.asarray(king_routing.model_idx, dtype=np.int64)]
         notes.append(f"king: {label}, routed with this run's encoder and pool")
         if progress:
@@ -369,8 +430,7 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
             # the standard error of a difference of two independent means: is the gap more than noise?
             # (sample variances, ddof=1: one question per side says nothing about the spread)
             if e_idx.size >= 2 and a_idx.size >= 2:
-                se = float(np.sqrt(correct[e_idx].var(ddof=1) / e_idx.size
-                                   + correct[a_idx].var(ddof=1) / a_idx.size))
+                se = float(np.sqrt(correct[e_idx].var(ddof=1) / e_idx.size + correct[a_idx].var(ddof=1) / a_idx.size))
                 noise = f"standard error ±{se:.3f}"
             else:
                 noise = "standard error unknown (a split has 1 question)"
@@ -383,31 +443,46 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
             gap = Component(None, f"no {other} questions for {b}: penalty not applied")
         if b in live_bench:
             lb = live_bench[b]
-            lv = Component(float(lb["accuracy"]), f"live eval.json, {scored} split, {lb['n']} questions "
-                                                  f"× {live.get('samples', 1)} sessions")
+            lv = Component(
+                float(lb["accuracy"]),
+                f"live eval.json, {scored} split, {lb['n']} questions × {live.get('samples', 1)} sessions",
+            )
             turns = Component(float(lb.get("avg_turns", 1.0)), "live eval.json")
         else:
             lv = Component(None, f"not measured (run trinity eval {run.path} --mode live)")
-            turns = (Component(float(train_turns), "live training, the best θ's generation (summary.json)")
-                     if train_turns is not None else Component(None, "not measured (needs a live eval)"))
+            turns = (
+                Component(float(train_turns), "live training, the best θ's generation (summary.json)")
+                if train_turns is not None
+                else Component(None, "not measured (needs a live eval)")
+            )
         if king_routing is not None and king_correct is not None:  # set together above
             nov_idx = a_idx[:NOVELTY_QUESTIONS]
-            nov = Component(novelty((routing.model_idx[nov_idx], routing.role_idx[nov_idx]),
-                                    (king_routing.model_idx[nov_idx], king_routing.role_idx[nov_idx])),
-                            f"turn-1 (model, role) vs the king on {nov_idx.size} {scored} questions")
+            nov = Component(
+                novelty(
+                    (routing.model_idx[nov_idx], routing.role_idx[nov_idx]),
+                    (king_routing.model_idx[nov_idx], king_routing.role_idx[nov_idx]),
+                ),
+                f"turn-1 (model, role) vs the king on {nov_idx.size} {scored} questions",
+            )
             kacc = float(king_correct[a_idx].mean())
-            king_benches.append(BenchInputs(
-                b, Component(kacc, f"king, cached, {scored} split, {a_idx.size} questions"),
-                Component(None, "not measured for the king"), Component(None, "not measured for the king"),
-                Component(None, f"unknown for the king; {NOVELTY_NO_KING} assumed (the no-king rule value)"),
-                Component(None, "the king has passed its audit")))
+            king_benches.append(
+                BenchInputs(
+                    b,
+                    Component(kacc, f"king, cached, {scored} split, {a_idx.size} questions"),
+                    Component(None, "not measured for the king"),
+                    Component(None, "not measured for the king"),
+                    Component(None, f"unknown for the king; {NOVELTY_NO_KING} assumed (the no-king rule value)"),
+                    Component(None, "the king has passed its audit"),
+                )
+            )
         else:
             nov = Component(None, f"no king given: {NOVELTY_NO_KING} by rule")
         benches.append(BenchInputs(b, cached, lv, turns, nov, gap))
     if progress:
         progress(2 if king else 1, 2 if king else 1, "scored")
-    rep = score_from_inputs(benches, king_benches=king_benches if king is not None else None,
-                            run=str(run.path), notes=notes)
+    rep = score_from_inputs(
+        benches, king_benches=king_benches if king is not None else None, run=str(run.path), notes=notes
+    )
     rep.competition = prof.name
     if promo_q:
         sc = MINIROUTER_PROFILE.scoring
@@ -416,9 +491,16 @@ def score_estimate(run_dir: str | Path, king: str | Path | None = None, eval_spl
         king_s = float(king_correct[n_audit:].mean()) if king_correct is not None else None
         rep.promotion = {
             "rule": f"{sc.benchmark} {sc.split}, first {sc.n_items} items after random.Random({sc.shuffle_seed}).shuffle; "
-                    f"promote at ≥ {sc.threshold} and above the king ({sc.threshold} without one)",
-            "items": len(promo_q), "available": promo_n, "score": ours_s, "king": king_s,
-            "threshold": sc.threshold, "promotes": promotion(ours_s, king_s),
-            "source": (f"cached turn-1 expected correctness on {len(promo_q)} of the run's {promo_n} {sc.benchmark} "
-                       f"questions (the validator draws from all 500 MATH-500 test items and runs the full live session)")}
+            f"promote at ≥ {sc.threshold} and above the king ({sc.threshold} without one)",
+            "items": len(promo_q),
+            "available": promo_n,
+            "score": ours_s,
+            "king": king_s,
+            "threshold": sc.threshold,
+            "promotes": promotion(ours_s, king_s),
+            "source": (
+                f"cached turn-1 expected correctness on {len(promo_q)} of the run's {promo_n} {sc.benchmark} "
+                f"questions (the validator draws from all 500 MATH-500 test items and runs the full live session)"
+            ),
+        }
     return rep

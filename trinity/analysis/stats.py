@@ -112,8 +112,7 @@ def bootstrap_ci(values, n_resamples: int = 2000, seed: int = 0, level: float = 
     """Percentile bootstrap CI of the mean over questions."""
     v = _as_vector(values, "bootstrap_ci")
     lo, hi = _percentiles(bootstrap_means(v, n_resamples, seed), level)
-    return CI(float(v.mean()), lo, hi, f"percentile bootstrap over {v.size} questions, {n_resamples} resamples",
-              level)
+    return CI(float(v.mean()), lo, hi, f"percentile bootstrap over {v.size} questions, {n_resamples} resamples", level)
 
 
 def paired_bootstrap_ci(a, b, n_resamples: int = 2000, seed: int = 0, level: float = LEVEL) -> CI:
@@ -123,8 +122,9 @@ def paired_bootstrap_ci(a, b, n_resamples: int = 2000, seed: int = 0, level: flo
         raise InputError(f"paired_bootstrap_ci: {va.size} vs {vb.size} questions; pair the same questions")
     d = va - vb
     lo, hi = _percentiles(bootstrap_means(d, n_resamples, seed), level)
-    return CI(float(d.mean()), lo, hi,
-              f"paired percentile bootstrap over {d.size} questions, {n_resamples} resamples", level)
+    return CI(
+        float(d.mean()), lo, hi, f"paired percentile bootstrap over {d.size} questions, {n_resamples} resamples", level
+    )
 
 
 def accuracy_ci(values, n_resamples: int = 2000, seed: int = 0, level: float = LEVEL) -> CI:

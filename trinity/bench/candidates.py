@@ -177,17 +177,26 @@ def run(args) -> int:
         print(json.dumps(result))
         return 0
     r = result
-    print(f"encoder {r['encoder']} on {r['device']} ({r['dtype']}, {r['torch_threads']} threads), "
-          f"{r['n_params']} params")
-    print(f"population {r['popsize']} × {r['questions']} questions of {r['tokens_mean']:.0f} tokens "
-          f"({r['tokens_min']}–{r['tokens_max']}), max batch tokens {r['max_batch_tokens']}")
+    print(
+        f"encoder {r['encoder']} on {r['device']} ({r['dtype']}, {r['torch_threads']} threads), {r['n_params']} params"
+    )
+    print(
+        f"population {r['popsize']} × {r['questions']} questions of {r['tokens_mean']:.0f} tokens "
+        f"({r['tokens_min']}–{r['tokens_max']}), max batch tokens {r['max_batch_tokens']}"
+    )
     print(f"first generation (fills the layer cache): {r['first_generation_s']:.2f} s")
-    print(f"warm generation: {r['warm_generation_s']:.2f} s  → fast path {r['fast_per_candidate_s'] * 1e3:.1f} ms/candidate")
-    print(f"reference path ({r['reference_candidates']} candidates): {r['reference_per_candidate_s'] * 1e3:.1f} ms/candidate")
+    print(
+        f"warm generation: {r['warm_generation_s']:.2f} s  → fast path {r['fast_per_candidate_s'] * 1e3:.1f} ms/candidate"
+    )
+    print(
+        f"reference path ({r['reference_candidates']} candidates): {r['reference_per_candidate_s'] * 1e3:.1f} ms/candidate"
+    )
     print(f"ratio reference / fast: {r['ratio']:.1f}x")
-    print(f"fast path {r['fast_gflops_per_s']:.1f} GFLOP/s = {r['fast_fraction_of_matmul']:.2f} of a plain "
-          f"2048³ matmul sustained over {r['matmul_window_s']:.0f} s windows ({r['matmul_gflops_per_s']:.1f} GFLOP/s, "
-          f"median); {r['fast_fraction_of_best_matmul']:.2f} of its best single run "
-          f"({r['matmul_best_gflops_per_s']:.1f})")
+    print(
+        f"fast path {r['fast_gflops_per_s']:.1f} GFLOP/s = {r['fast_fraction_of_matmul']:.2f} of a plain "
+        f"2048³ matmul sustained over {r['matmul_window_s']:.0f} s windows ({r['matmul_gflops_per_s']:.1f} GFLOP/s, "
+        f"median); {r['fast_fraction_of_best_matmul']:.2f} of its best single run "
+        f"({r['matmul_best_gflops_per_s']:.1f})"
+    )
     print(f"max |fast - reference| feature difference: {r['max_abs_feature_diff']:.2e}")
     return 0

@@ -55,56 +55,143 @@ MATH_CASES = [
 
 ECHO = "import sys\nprint(sys.stdin.readline().strip())"
 
-_TRI = {"function": [{"name": "area", "parameters": {"type": "dict", "properties": {
-    "base": {"type": "integer"}, "height": {"type": "integer"}, "unit": {"type": "string"}},
-    "required": ["base", "height"]}}], "ground_truth": [{"area": {"base": [10], "height": [5], "unit": ["cm", ""]}}]}
-_IF = [(["punctuation:no_comma"], [{}]),
-       (["length_constraints:number_words", "change_case:english_lowercase"], [{"relation": "at least", "num_words": 8}, {}]),
-       (["detectable_format:json_format"], [{}]),
-       (["startend:end_checker", "keywords:existence"], [{"end_phrase": "Any questions?"}, {"keywords": ["plan"]}]),
-       (["detectable_format:number_highlighted_sections", "detectable_format:title"], [{"num_highlights": 2}, {}])]
-_IF_TEXT = ["a plan for the week with no commas at all", "Here is my plan, step by step.",
-            '```json\n{"plan": ["rest", "work"]}\n```', "<<Plan>>\nthe *first* part and the *second* part. Any questions?"]
+_TRI = {
+    "function": [
+        {
+            "name": "area",
+            "parameters": {
+                "type": "dict",
+                "properties": {"base": {"type": "integer"}, "height": {"type": "integer"}, "unit": {"type": "string"}},
+                "required": ["base", "height"],
+            },
+        }
+    ],
+    "ground_truth": [{"area": {"base": [10], "height": [5], "unit": ["cm", ""]}}],
+}
+_IF = [
+    (["punctuation:no_comma"], [{}]),
+    (
+        ["length_constraints:number_words", "change_case:english_lowercase"],
+        [{"relation": "at least", "num_words": 8}, {}],
+    ),
+    (["detectable_format:json_format"], [{}]),
+    (["startend:end_checker", "keywords:existence"], [{"end_phrase": "Any questions?"}, {"keywords": ["plan"]}]),
+    (["detectable_format:number_highlighted_sections", "detectable_format:title"], [{"num_highlights": 2}, {}]),
+]
+_IF_TEXT = [
+    "a plan for the week with no commas at all",
+    "Here is my plan, step by step.",
+    '```json\n{"plan": ["rest", "work"]}\n```',
+    "<<Plan>>\nthe *first* part and the *second* part. Any questions?",
+]
 
 # What a model writes before its answer (about 1,600 characters), so that extraction scans a
 # response of a realistic length; prefixed to every case but IFEval's (whose text is the point).
-_REASONING = ("Let me work through this carefully. First, restate what is being asked and list the facts "
-              "given. Each option (or step) can be checked against those facts in turn; where two of them "
-              "seem to agree, compare them on the detail that differs. ") * 6 + "\n\n"
+_REASONING = (
+    "Let me work through this carefully. First, restate what is being asked and list the facts "
+    "given. Each option (or step) can be checked against those facts in turn; where two of them "
+    "seem to agree, compare them on the detail that differs. "
+) * 6 + "\n\n"
 
 # benchmark -> (kind, [(response, gold, letters or None)]): right and wrong answers in each form.
 BENCH_CASES: dict[str, tuple[str, list]] = {
-    "gpqa": ("mc", [(r, g, "ABCD") for r, g in [("Answer: B", "B"), ("The answer is (C).", "C"), ("**D**", "A"),
-                                                 ("I cannot tell.", "B"), ("\\boxed{A}", "A"), ("Answer: D", "C")]]),
-    "mmlu_pro": ("mc", [(r, g, "ABCDEFGHIJ") for r, g in [("Answer: J", "J"), ("the answer is (G)", "G"),
-                                                           ("Answer: E", "F"), ("Option I is right: Answer: I", "I"),
-                                                           ("no idea", "A"), ("\\boxed{H}", "H")]]),
-    "aime": ("math", [(r, g, None) for r, g in [("\\boxed{376}", "376"), ("\\boxed{025}", "25"),
-                                                 ("so \\boxed{70}.", "70"), ("\\boxed{71}", "70"),
-                                                 ("The answer is 9.", "9"), ("\\boxed{\\frac{1}{2}}", "1")]]),
-    "bbh": ("exact", [(r, {"target": t, "form": f}, None) for r, t, f in [
-        ("So the answer is (A).", "(A)", "choice"), ("Answer: False", "True", "true_false"),
-        ("Answer: Yes", "yes", "yes_no"), ("Answer: invalid", "invalid", "valid_invalid"),
-        ("... = -2. So the answer is -2.", "-2", "integer"), ("Answer: ) } ]", ") } ]", "brackets"),
-        ("Answer: apple mango pear", "apple mango pear", "words"), ("Answer: pear apple", "apple pear", "words")]]),
-    "ifeval": ("ifeval", [(t, {"instruction_id_list": ids, "kwargs": kw, "prompt": "p"}, None)
-                          for ids, kw in _IF for t in _IF_TEXT]),
-    "bfcl_simple": ("funcall", [(r, _TRI, None) for r in [
-        "area(base=10, height=5)", '{"name": "area", "arguments": {"base": 10, "height": 5, "unit": "cm"}}',
-        "```python\narea(base=10, height=6)\n```", "area(10, 5)", "area(base=10)", "The area is 25.",
-        "[area(base=10, height=5), area(base=1, height=1)]", "area(base=10.0, height=5)"]]),
+    "gpqa": (
+        "mc",
+        [
+            (r, g, "ABCD")
+            for r, g in [
+                ("Answer: B", "B"),
+                ("The answer is (C).", "C"),
+                ("**D**", "A"),
+                ("I cannot tell.", "B"),
+                ("\\boxed{A}", "A"),
+                ("Answer: D", "C"),
+            ]
+        ],
+    ),
+    "mmlu_pro": (
+        "mc",
+        [
+            (r, g, "ABCDEFGHIJ")
+            for r, g in [
+                ("Answer: J", "J"),
+                ("the answer is (G)", "G"),
+                ("Answer: E", "F"),
+                ("Option I is right: Answer: I", "I"),
+                ("no idea", "A"),
+                ("\\boxed{H}", "H"),
+            ]
+        ],
+    ),
+    "aime": (
+        "math",
+        [
+            (r, g, None)
+            for r, g in [
+                ("\\boxed{376}", "376"),
+                ("\\boxed{025}", "25"),
+                ("so \\boxed{70}.", "70"),
+                ("\\boxed{71}", "70"),
+                ("The answer is 9.", "9"),
+                ("\\boxed{\\frac{1}{2}}", "1"),
+            ]
+        ],
+    ),
+    "bbh": (
+        "exact",
+        [
+            (r, {"target": t, "form": f}, None)
+            for r, t, f in [
+                ("So the answer is (A).", "(A)", "choice"),
+                ("Answer: False", "True", "true_false"),
+                ("Answer: Yes", "yes", "yes_no"),
+                ("Answer: invalid", "invalid", "valid_invalid"),
+                ("... = -2. So the answer is -2.", "-2", "integer"),
+                ("Answer: ) } ]", ") } ]", "brackets"),
+                ("Answer: apple mango pear", "apple mango pear", "words"),
+                ("Answer: pear apple", "apple pear", "words"),
+            ]
+        ],
+    ),
+    "ifeval": (
+        "ifeval",
+        [(t, {"instruction_id_list": ids, "kwargs": kw, "prompt": "p"}, None) for ids, kw in _IF for t in _IF_TEXT],
+    ),
+    "bfcl_simple": (
+        "funcall",
+        [
+            (r, _TRI, None)
+            for r in [
+                "area(base=10, height=5)",
+                '{"name": "area", "arguments": {"base": 10, "height": 5, "unit": "cm"}}',
+                "```python\narea(base=10, height=6)\n```",
+                "area(10, 5)",
+                "area(base=10)",
+                "The area is 25.",
+                "[area(base=10, height=5), area(base=1, height=1)]",
+                "area(base=10.0, height=5)",
+            ]
+        ],
+    ),
 }
 
 
 def register(sub) -> None:
-    p = sub.add_parser("grading", help="code-sandbox overhead per test (bwrap on/off), math grader throughput, "
-                                       "per-benchmark grading rates, HumanEval sandbox overhead")
+    p = sub.add_parser(
+        "grading",
+        help="code-sandbox overhead per test (bwrap on/off), math grader throughput, "
+        "per-benchmark grading rates, HumanEval sandbox overhead",
+    )
     p.add_argument("--tests", type=int, default=10, help="tests per problem in the multi-test case")
     p.add_argument("--repeats", type=int, default=12, help="problems timed per configuration")
     p.add_argument("--math-passes", type=int, default=5, help="passes over the math cases after the first")
     p.add_argument("--bench-passes", type=int, default=20, help="passes over each benchmark's cases (default 20)")
-    p.add_argument("--humaneval-problems", type=int, default=40,
-                   help="shipped HumanEval problems graded (canonical + stub each; default 40, 164 = all)")
+    p.add_argument(
+        "--humaneval-problems",
+        type=int,
+        default=40,
+        help="shipped HumanEval problems graded (canonical + stub each; default 40, 164 = all)",
+    )
     p.add_argument("--workers", type=int, default=2, help="sandboxes at once for the HumanEval throughput (default 2)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
@@ -183,9 +270,15 @@ def _benchmark_rates(passes: int) -> dict:
 
     out = {}
     for name, (kind, cases) in BENCH_CASES.items():
+
         def one_pass(kind=kind, cases=cases):
-            return [grade(kind, _REASONING + r, g, letters).correct if letters else
-                    grade(kind, (_REASONING if kind != "ifeval" else "") + r, g).correct for r, g, letters in cases]
+            return [
+                grade(kind, _REASONING + r, g, letters).correct
+                if letters
+                else grade(kind, (_REASONING if kind != "ifeval" else "") + r, g).correct
+                for r, g, letters in cases
+            ]
+
         t0 = time.perf_counter()
         first = one_pass()  # imports the grader's libraries (if-verifiable, sympy …)
         first_s = time.perf_counter() - t0
@@ -194,8 +287,13 @@ def _benchmark_rates(passes: int) -> dict:
             if one_pass() != first:
                 raise RuntimeError(f"{name}: the grader gave different verdicts on a repeat")
         rep_s = time.perf_counter() - t0
-        out[name] = {"kind": kind, "cases": len(cases), "right": sum(first), "first_pass_s": round(first_s, 3),
-                     "cases_per_s": round(passes * len(cases) / rep_s, 1) if passes and rep_s > 0 else None}
+        out[name] = {
+            "kind": kind,
+            "cases": len(cases),
+            "right": sum(first),
+            "first_pass_s": round(first_s, 3),
+            "cases_per_s": round(passes * len(cases) / rep_s, 1) if passes and rep_s > 0 else None,
+        }
     return out
 
 
@@ -223,10 +321,13 @@ def _humaneval_figures(n_problems: int, workers: int) -> dict:
     overheads = [r.wall_s - r.compute_s for r in runs]
     right = [v.correct == want for (v, _), (_, _, want) in zip(serial, jobs)]
     return {
-        "problems": len(qs), "grades": len(jobs), "verdicts_as_expected": sum(right),
+        "problems": len(qs),
+        "grades": len(jobs),
+        "verdicts_as_expected": sum(right),
         "parallel_verdicts_same": [v.correct for v, _ in parallel] == [v.correct for v, _ in serial],
         "serial_grades_per_s": round(len(jobs) / serial_s, 2),
-        "parallel_grades_per_s": round(len(jobs) / parallel_s, 2), "workers": workers,
+        "parallel_grades_per_s": round(len(jobs) / parallel_s, 2),
+        "workers": workers,
         "sandbox_overhead_ms_per_problem_median": round(1000 * statistics.median(overheads), 1),
         "sandbox_overhead_ms_per_problem_p90": round(1000 * _p90(overheads), 1),
         "startup_ms_median": round(1000 * statistics.median(r.startup_s for r in runs), 1),
@@ -244,8 +345,12 @@ def run(args) -> int:
         raise InputError("--bench-passes must be >= 0, --humaneval-problems in 1..164, --workers >= 1")
     usable, why = bwrap_status()
     result: dict = {
-        "machine": {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2),
-                    "python": platform.python_version(), "root": os.geteuid() == 0},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "loadavg_1m": round(os.getloadavg()[0], 2),
+            "python": platform.python_version(),
+            "root": os.geteuid() == 0,
+        },
         "bwrap": {"usable": usable, "note": why},
         "sandbox": {},
     }
@@ -270,24 +375,35 @@ def run(args) -> int:
             print(f"sandbox {label}: skipped ({figs['skipped']})")
             continue
         for f in figs.values():
-            print(f"sandbox {label:5s} {f['tests_per_problem']:3d} tests: problem {f['problem_wall_ms_median']} ms, "
-                  f"overhead/test {f['overhead_per_test_ms_median']} ms (p90 {f['overhead_per_test_ms_p90']}), "
-                  f"start-up {f['startup_ms_median']} ms"
-                  + (f", child CPU {f['child_cpu_ms_per_problem_median']} ms/problem"
-                     if f["child_cpu_ms_per_problem_median"] is not None else ""))
+            print(
+                f"sandbox {label:5s} {f['tests_per_problem']:3d} tests: problem {f['problem_wall_ms_median']} ms, "
+                f"overhead/test {f['overhead_per_test_ms_median']} ms (p90 {f['overhead_per_test_ms_p90']}), "
+                f"start-up {f['startup_ms_median']} ms"
+                + (
+                    f", child CPU {f['child_cpu_ms_per_problem_median']} ms/problem"
+                    if f["child_cpu_ms_per_problem_median"] is not None
+                    else ""
+                )
+            )
     m = result["math"]
     if m["available"]:
-        print(f"math: {m['cold_cases_per_s']} cases/s cold, {m['memoised_cases_per_s']} cases/s memoised, "
-              f"first call {m['first_call_s']} s, {m['verdicts_matching_expected']}/{m['cases']} as expected")
+        print(
+            f"math: {m['cold_cases_per_s']} cases/s cold, {m['memoised_cases_per_s']} cases/s memoised, "
+            f"first call {m['first_call_s']} s, {m['verdicts_matching_expected']}/{m['cases']} as expected"
+        )
     else:
         print(f"math: unavailable ({m['why']})")
     for name, b in result["benchmarks"].items():
-        print(f"{name:12s} ({b['kind']}): {b['cases_per_s']} cases/s over {b['cases']} cases "
-              f"({b['right']} right), first pass {b['first_pass_s']} s")
+        print(
+            f"{name:12s} ({b['kind']}): {b['cases_per_s']} cases/s over {b['cases']} cases "
+            f"({b['right']} right), first pass {b['first_pass_s']} s"
+        )
     h = result["humaneval"]
-    print(f"humaneval: {h['problems']} problems x (canonical + stub), {h['verdicts_as_expected']}/{h['grades']} as "
-          f"expected; sandbox overhead {h['sandbox_overhead_ms_per_problem_median']} ms/problem "
-          f"(p90 {h['sandbox_overhead_ms_per_problem_p90']}, start-up {h['startup_ms_median']} ms, check() "
-          f"{h['check_compute_ms_median']} ms); {h['serial_grades_per_s']} grades/s serial, "
-          f"{h['parallel_grades_per_s']} with {h['workers']} workers")
+    print(
+        f"humaneval: {h['problems']} problems x (canonical + stub), {h['verdicts_as_expected']}/{h['grades']} as "
+        f"expected; sandbox overhead {h['sandbox_overhead_ms_per_problem_median']} ms/problem "
+        f"(p90 {h['sandbox_overhead_ms_per_problem_p90']}, start-up {h['startup_ms_median']} ms, check() "
+        f"{h['check_compute_ms_median']} ms); {h['serial_grades_per_s']} grades/s serial, "
+        f"{h['parallel_grades_per_s']} with {h['workers']} workers"
+    )
     return 0

@@ -27,8 +27,9 @@ from trinity.data.learningtask import TaskSpec
 TASKS = {
     "t3-easy": TaskSpec("t3-easy", topics=3, models=3, k=4, edge=0.35, n_per_topic=40, seed=0),
     "t8-k3": TaskSpec("t8-k3", topics=8, models=6, k=3, edge=0.3, n_per_topic=70, seed=0, base_lo=0.5, base_hi=0.6),
-    "t8-small-edge": TaskSpec("t8-small-edge", topics=8, models=6, k=3, edge=0.15, n_per_topic=70, seed=1,
-                              base_lo=0.5, base_hi=0.6),
+    "t8-small-edge": TaskSpec(
+        "t8-small-edge", topics=8, models=6, k=3, edge=0.15, n_per_topic=70, seed=1, base_lo=0.5, base_hi=0.6
+    ),
     "t5-k1": TaskSpec("t5-k1", topics=5, models=4, k=1, edge=0.3, n_per_topic=60, seed=2),
 }
 PLATEAU_TOL = 0.01
@@ -42,9 +43,13 @@ def register(sub) -> None:
     p.add_argument("--popsize", type=int, default=16, help="ES population (default 16)")
     p.add_argument("--m", type=int, default=32, help="questions per candidate per generation (default 32)")
     p.add_argument("--device", default="cpu", help="encoder device (default cpu)")
-    p.add_argument("--live", default=None, metavar="LAMBDAS",
-                   help="instead: live training on the practice pool with always-right Verifiers, one run per "
-                        "comma-separated lambda_turns (e.g. 0,0.1,0.3), scored by live eval on the test split")
+    p.add_argument(
+        "--live",
+        default=None,
+        metavar="LAMBDAS",
+        help="instead: live training on the practice pool with always-right Verifiers, one run per "
+        "comma-separated lambda_turns (e.g. 0,0.1,0.3), scored by live eval on the test split",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -86,9 +91,18 @@ def task_figures(spec: TaskSpec, args, work: Path) -> dict:
     qf, mf = work / f"{spec.name}.jsonl", work / f"{spec.name}.json"
     save_questions(qf, qs)
     save_matrix(mf, mat)
-    over = {"mode": "cached", "questions": str(qf), "matrix": str(mf), "encoder": args.encoder,
-            "generations": args.generations, "popsize": args.popsize, "m": args.m, "device": args.device,
-            "seed": 0, "traces": "none"}
+    over = {
+        "mode": "cached",
+        "questions": str(qf),
+        "matrix": str(mf),
+        "encoder": args.encoder,
+        "generations": args.generations,
+        "popsize": args.popsize,
+        "m": args.m,
+        "device": args.device,
+        "seed": 0,
+        "traces": "none",
+    }
     cfg = load_config(None, over)
     inputs = inputs_from_config(cfg)
     by = {q.id: q for q in inputs.questions}
@@ -103,8 +117,16 @@ def task_figures(spec: TaskSpec, args, work: Path) -> dict:
     t0 = time.monotonic()
     Xt, Xe = frozen_features(router, tt), frozen_features(router, te)
     rows = np.arange(len(ae))
-    out: dict = {"task": spec.name, "topics": spec.topics, "models": spec.models, "k": spec.k, "edge": spec.edge,
-                 "questions": len(qs), "n_train": len(tt), "n_test": len(te)}
+    out: dict = {
+        "task": spec.name,
+        "topics": spec.topics,
+        "models": spec.models,
+        "k": spec.k,
+        "edge": spec.edge,
+        "questions": len(qs),
+        "n_train": len(tt),
+        "n_test": len(te),
+    }
     out["best_single"] = float(ae[:, int(np.argmax(at.mean(axis=0)))].mean())
     out["knn"] = float(ae[rows, knn_route(Xt, at, Xe)].mean())
     out["centroid"] = float(ae[rows, centroid_route(Xt, at, Xe)].mean())
@@ -148,8 +170,9 @@ def live_figures(lambdas: list[float], args, work: Path) -> list[dict]:
     pc = work / "practice-reliable.yaml"
     pc.write_text(yaml.safe_dump(doc), encoding="utf-8")
     qf = work / "practice-mathmc.jsonl"
-    qf.write_text("".join(json.dumps(q.to_json()) + "\n" for q in practice_questions() if q.kind != "code"),
-                  encoding="utf-8")
+    qf.write_text(
+        "".join(json.dumps(q.to_json()) + "\n" for q in practice_questions() if q.kind != "code"), encoding="utf-8"
+    )
     old = os.environ.get("MINERTUI_PRACTICE_CONFIG")
     os.environ["MINERTUI_PRACTICE_CONFIG"] = str(pc)
     rows = []
@@ -157,21 +180,44 @@ def live_figures(lambdas: list[float], args, work: Path) -> list[dict]:
         for lam in lambdas:
             rd = work / f"live-{lam:g}"
             t0 = time.monotonic()
-            cfg = load_config(None, {"mode": "live", "pool": "practice", "questions": str(qf), "encoder": args.encoder,
-                                     "generations": args.generations, "popsize": args.popsize, "m": args.m,
-                                     "device": args.device, "seed": 0, "lambda_turns": lam,
-                                     "cache_path": str(work / f"cache-{lam:g}.sqlite")})
+            cfg = load_config(
+                None,
+                {
+                    "mode": "live",
+                    "pool": "practice",
+                    "questions": str(qf),
+                    "encoder": args.encoder,
+                    "generations": args.generations,
+                    "popsize": args.popsize,
+                    "m": args.m,
+                    "device": args.device,
+                    "seed": 0,
+                    "lambda_turns": lam,
+                    "cache_path": str(work / f"cache-{lam:g}.sqlite"),
+                },
+            )
             start_run(cfg, run_dir=rd)
             rep = evaluate_run(rd, split="test", mode="live", seeds=100, bootstrap=500, write=False)
             summary = json.loads((rd / "summary.json").read_text())
-            rows.append({"lambda_turns": lam, "test_acc": rep.router.accuracy.point, "test_avg_turns": rep.router.avg_turns,
-                         "test_n": rep.n_questions, "best_single": rep.best_single,
-                         "best_single_acc": max(x.accuracy.point for x in rep.singles),
-                         "train_avg_turns": summary.get("avg_turns"), "secs": round(time.monotonic() - t0, 1)})
+            rows.append(
+                {
+                    "lambda_turns": lam,
+                    "test_acc": rep.router.accuracy.point,
+                    "test_avg_turns": rep.router.avg_turns,
+                    "test_n": rep.n_questions,
+                    "best_single": rep.best_single,
+                    "best_single_acc": max(x.accuracy.point for x in rep.singles),
+                    "train_avg_turns": summary.get("avg_turns"),
+                    "secs": round(time.monotonic() - t0, 1),
+                }
+            )
             if not args.json:
                 r = rows[-1]
-                print(f"lambda_turns {lam:<5g} test acc {r['test_acc']:.3f}  turns {r['test_avg_turns']:.2f}  "
-                      f"(best single {r['best_single_acc']:.3f}; n={r['test_n']})", flush=True)
+                print(
+                    f"lambda_turns {lam:<5g} test acc {r['test_acc']:.3f}  turns {r['test_avg_turns']:.2f}  "
+                    f"(best single {r['best_single_acc']:.3f}; n={r['test_n']})",
+                    flush=True,
+                )
     finally:
         if old is None:
             os.environ.pop("MINERTUI_PRACTICE_CONFIG", None)
@@ -191,9 +237,19 @@ def run(args) -> int:
         with tempfile.TemporaryDirectory(prefix="trinity-bench-learning-live-") as tmp:
             rows = live_figures(lambdas, args, Path(tmp))
         if args.json:
-            print(json.dumps({"encoder": args.encoder, "generations": args.generations, "popsize": args.popsize,
-                              "m": args.m, "pool": "practice (SIMULATED), verifier_accuracy 1.0", "runs": rows},
-                             indent=2))
+            print(
+                json.dumps(
+                    {
+                        "encoder": args.encoder,
+                        "generations": args.generations,
+                        "popsize": args.popsize,
+                        "m": args.m,
+                        "pool": "practice (SIMULATED), verifier_accuracy 1.0",
+                        "runs": rows,
+                    },
+                    indent=2,
+                )
+            )
         return 0
 
     names = [t.strip() for t in args.tasks.split(",") if t.strip()]
@@ -208,11 +264,20 @@ def run(args) -> int:
             rows.append(task_figures(TASKS[name], args, Path(tmp)))
             if not args.json:
                 r = rows[-1]
-                print(f"{r['task']:<14} single {r['best_single']:.3f}  knn {r['knn']:.3f}  centroid {r['centroid']:.3f}  "
-                      f"warm {r['warm_only']:.3f}  es {r['es_only']:.3f}  default {r['default']:.3f}  "
-                      f"plateau es {r['es_only_plateau_gen']} / default {r['default_plateau_gen']}", flush=True)
-    result = {"encoder": args.encoder, "generations": args.generations, "popsize": args.popsize, "m": args.m,
-              "split": "test (0.2 of each task, seed 0)", "tasks": rows}
+                print(
+                    f"{r['task']:<14} single {r['best_single']:.3f}  knn {r['knn']:.3f}  centroid {r['centroid']:.3f}  "
+                    f"warm {r['warm_only']:.3f}  es {r['es_only']:.3f}  default {r['default']:.3f}  "
+                    f"plateau es {r['es_only_plateau_gen']} / default {r['default_plateau_gen']}",
+                    flush=True,
+                )
+    result = {
+        "encoder": args.encoder,
+        "generations": args.generations,
+        "popsize": args.popsize,
+        "m": args.m,
+        "split": "test (0.2 of each task, seed 0)",
+        "tasks": rows,
+    }
     if args.json:
         print(json.dumps(result, indent=2))
     return 0

@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 
 
-def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: int = 2000,
-                    concurrency: int = 512, seed: int = 0) -> dict:
+def live_generation(
+    args=None, *, popsize: int = 32, m: int = 16, latency_ms: int = 2000, concurrency: int = 512, seed: int = 0
+) -> dict:
     from trinity.bench.server import spawn_practice_server
     from trinity.data.practice import practice_questions
     from trinity.model.encoder import load_encoder
@@ -43,21 +44,35 @@ def live_generation(args=None, *, popsize: int = 32, m: int = 16, latency_ms: in
     t_enc = time.perf_counter()
     encoder = getattr(args, "encoder", None) or "tiny-qwen3"
     # The encoder first: a bad name fails before the server process exists.
-    router = Router(load_encoder(encoder, device=getattr(args, "device", None) or "cpu"),
-                    len(pool_model_ids("practice")))
+    router = Router(
+        load_encoder(encoder, device=getattr(args, "device", None) or "cpu"), len(pool_model_ids("practice"))
+    )
     enc_load_s = time.perf_counter() - t_enc
     server, base_url = spawn_practice_server(latency_ms)
     try:
-        return _measure_generation(router, server, base_url, questions, popsize, m, latency_ms, concurrency,
-                                   rng, enc_load_s, encoder, bool(getattr(args, "full_reencode", False)))
+        return _measure_generation(
+            router,
+            server,
+            base_url,
+            questions,
+            popsize,
+            m,
+            latency_ms,
+            concurrency,
+            rng,
+            enc_load_s,
+            encoder,
+            bool(getattr(args, "full_reencode", False)),
+        )
     finally:
         if server.poll() is None:
             server.terminate()
             server.wait(timeout=10)
 
 
-def _measure_generation(router, server, base_url, questions, popsize, m, latency_ms, concurrency, rng,
-                        enc_load_s, encoder, full_reencode) -> dict:
+def _measure_generation(
+    router, server, base_url, questions, popsize, m, latency_ms, concurrency, rng, enc_load_s, encoder, full_reencode
+) -> dict:
     from trinity.bench.server import proc_cpu_s
     from trinity.pool.providers import load_pool
     from trinity.session.live import LiveRun
@@ -92,19 +107,35 @@ def _measure_generation(router, server, base_url, questions, popsize, m, latency
 
     def on_step(turn: int, done: int) -> None:
         now = time.perf_counter()
-        steps.append({"turn": turn, "finished": done, "secs": round(now - last[0], 3),
-                      "encoder_s": round(encode_s[1], 3), "encoder_tokens": tokens[0]})
+        steps.append(
+            {
+                "turn": turn,
+                "finished": done,
+                "secs": round(now - last[0], 3),
+                "encoder_s": round(encode_s[1], 3),
+                "encoder_tokens": tokens[0],
+            }
+        )
         encode_s[1] = 0.0
         last[0] = now
 
     pairs = [(c, q) for c in range(popsize) for q in questions]
-    with tempfile.TemporaryDirectory() as tmp, \
-            LiveRun(pool, run_id="bench", ledger_path=Path(tmp) / "ledger.jsonl",
-                    journal_path=Path(tmp) / "journal.jsonl", cache=False, budget="none") as live:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        LiveRun(
+            pool,
+            run_id="bench",
+            ledger_path=Path(tmp) / "ledger.jsonl",
+            journal_path=Path(tmp) / "journal.jsonl",
+            cache=False,
+            budget="none",
+        ) as live,
+    ):
 
         async def main():
-            runner = SessionRunner(live.client, logits_fn, SessionSpec(list(pool.models), key_prefix="bench"),
-                                   on_step=on_step)
+            runner = SessionRunner(
+                live.client, logits_fn, SessionSpec(list(pool.models), key_prefix="bench"), on_step=on_step
+            )
             last[0] = time.perf_counter()
             t0 = time.perf_counter()
             trajs = await runner.run(pairs)
@@ -117,23 +148,34 @@ def _measure_generation(router, server, base_url, questions, popsize, m, latency
     lat = latency_ms / 1000.0
     # The seed repos' pattern: one candidate after another, 8 sessions in flight at a time; a
     # batch of 8 takes its longest session's turns × latency (calls only, no encoder time).
-    sequential_s = float(sum(turns[c, a:a + 8].max() * lat for c in range(popsize) for a in range(0, m, 8)))
+    sequential_s = float(sum(turns[c, a : a + 8].max() * lat for c in range(popsize) for a in range(0, m, 8)))
     max_turns = int(turns.max())
     return {
-        "popsize": popsize, "m": m, "sessions": popsize * m, "latency_ms": latency_ms,
-        "concurrency": concurrency, "calls": int(turns.sum()), "max_turns": max_turns,
-        "mean_turns": round(float(turns.mean()), 3), "wall_s": round(wall, 2),
-        "ideal_s": round(max_turns * lat, 2), "target_s": round(1.5 * 5 * lat, 2),
+        "popsize": popsize,
+        "m": m,
+        "sessions": popsize * m,
+        "latency_ms": latency_ms,
+        "concurrency": concurrency,
+        "calls": int(turns.sum()),
+        "max_turns": max_turns,
+        "mean_turns": round(float(turns.mean()), 3),
+        "wall_s": round(wall, 2),
+        "ideal_s": round(max_turns * lat, 2),
+        "target_s": round(1.5 * 5 * lat, 2),
         "encoder": "full re-encode (paired path)" if full_reencode else "incremental (SessionEncoder)",
-        "encoder_model": encoder, "encoder_device": str(router.encoder.device),
-        "encoder_s": round(encode_s[0], 2), "encoder_tokens_seen": sessions.tokens_seen,
-        "encoder_tokens_read": sessions.tokens_read, "encoder_peak_mb": round(peak_mb[0], 1),
+        "encoder_model": encoder,
+        "encoder_device": str(router.encoder.device),
+        "encoder_s": round(encode_s[0], 2),
+        "encoder_tokens_seen": sessions.tokens_seen,
+        "encoder_tokens_read": sessions.tokens_read,
+        "encoder_peak_mb": round(peak_mb[0], 1),
         "encoder_load_s": round(enc_load_s, 2),
         "sequential_8_in_flight_s": round(sequential_s, 1),
         "speedup_vs_sequential": round(sequential_s / wall, 1) if wall > 0 else None,
         "accuracy": round(float(np.mean([t.correct for t in trajs])), 3),
         "after_last_turn_s": round(wall - sum(st["secs"] for st in steps), 2),
         "server_cpu_s": round(cpu1 - cpu0, 2) if cpu0 is not None and cpu1 is not None else None,
-        "steps": steps, "ledger_cost_usd": round(stats.cost_micro_usd / 1e6, 6),
+        "steps": steps,
+        "ledger_cost_usd": round(stats.cost_micro_usd / 1e6, 6),
         "note": "SIMULATED practice pool; latency injected by the server",
     }

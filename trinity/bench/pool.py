@@ -35,24 +35,36 @@ from trinity.bench.server import proc_cpu_s, spawn_practice_server
 def register(sub) -> None:
     p = sub.add_parser("pool", help="pool client throughput and latency overhead against the practice server")
     p.add_argument("--seconds", type=float, default=5.0, help="measured seconds per latency setting (default 5)")
-    p.add_argument("--concurrency", default="64",
-                   help="calls in flight, comma separated for several runs (default 64)")
+    p.add_argument("--concurrency", default="64", help="calls in flight, comma separated for several runs (default 64)")
     p.add_argument("--latencies", default="0,50", help="simulated latencies in ms, comma separated (default 0,50)")
     p.add_argument("--no-ledger", action="store_true", help="measure without the fsync'd ledger")
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--live-generation", action="store_true",
-                       help="only part (b): the wall time of one live generation")
+    which.add_argument(
+        "--live-generation", action="store_true", help="only part (b): the wall time of one live generation"
+    )
     which.add_argument("--no-live-generation", action="store_true", help="only part (a)")
     p.add_argument("--lg-popsize", dest="popsize", type=int, default=32, help="part (b): candidates (default 32)")
     p.add_argument("--lg-m", dest="m", type=int, default=16, help="part (b): questions (default 16)")
-    p.add_argument("--lg-latency-ms", dest="latency_ms", type=int, default=2000,
-                   help="part (b): simulated latency per call (default 2000)")
-    p.add_argument("--lg-encoder", dest="encoder", default="tiny-qwen3",
-                   help="part (b): the router's encoder (default tiny-qwen3; qwen3-0.6b-random on a GPU box)")
+    p.add_argument(
+        "--lg-latency-ms",
+        dest="latency_ms",
+        type=int,
+        default=2000,
+        help="part (b): simulated latency per call (default 2000)",
+    )
+    p.add_argument(
+        "--lg-encoder",
+        dest="encoder",
+        default="tiny-qwen3",
+        help="part (b): the router's encoder (default tiny-qwen3; qwen3-0.6b-random on a GPU box)",
+    )
     p.add_argument("--lg-device", dest="device", default="cpu", help="part (b): cpu or cuda (default cpu)")
-    p.add_argument("--full-reencode", action="store_true",
-                   help="part (b): re-encode every whole transcript each turn (the paired "
-                        "path) instead of reading only each turn's new tokens, for comparison")
+    p.add_argument(
+        "--full-reencode",
+        action="store_true",
+        help="part (b): re-encode every whole transcript each turn (the paired "
+        "path) instead of reading only each turn's new tokens, for comparison",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_bench_pool)
 
@@ -76,8 +88,13 @@ async def _measure(base_url: str, seconds: float, concurrency: int, ledger_dir: 
 
     pool = load_pool("practice", base_url=base_url, max_concurrency=concurrency)
     qs = [q for q in practice_questions() if q.kind in ("math", "mc")]  # no grading work in the server
-    prompts = [[{"role": "system", "content": system_prompt("Worker", q)},
-                {"role": "user", "content": user_message(q.question, "")}] for q in qs]
+    prompts = [
+        [
+            {"role": "system", "content": system_prompt("Worker", q)},
+            {"role": "user", "content": user_message(q.question, "")},
+        ]
+        for q in qs
+    ]
     ledger = Ledger(ledger_dir / "ledger.jsonl", "bench") if ledger_dir else None
     lat: list[float] = []
     over: list[float] = []
@@ -118,7 +135,9 @@ async def _measure(base_url: str, seconds: float, concurrency: int, ledger_dir: 
         if ledger:
             ledger.close()
     return {
-        "calls": len(lat), "failed": failed, "calls_per_s": round(len(lat) / seconds, 1),
+        "calls": len(lat),
+        "failed": failed,
+        "calls_per_s": round(len(lat) / seconds, 1),
         "latency_ms": {"p50": round(_pct(lat, 50), 2), "p99": round(_pct(lat, 99), 2)},
         "overhead_ms": {"p50": round(_pct(over, 50), 2), "p99": round(_pct(over, 99), 2)},
         "client_cpu_ms_per_call": round(cpu * 1000.0 / max(len(lat), 1), 3),
@@ -136,22 +155,28 @@ def cmd_bench_pool(args) -> int:
     if args.json:
         print(json.dumps(results, indent=2))
     else:
-        print(f"pool client vs practice server (separate process), {args.seconds:g} s each, "
-              f"ledger {'on' if results['ledger'] else 'off'}, {os.cpu_count()} CPUs")
+        print(
+            f"pool client vs practice server (separate process), {args.seconds:g} s each, "
+            f"ledger {'on' if results['ledger'] else 'off'}, {os.cpu_count()} CPUs"
+        )
         for name, r in results["runs"].items():
-            print(f"  concurrency/latency {name:>10}: {r['calls_per_s']:8.1f} calls/s   latency p50 {r['latency_ms']['p50']:.1f} "
-                  f"p99 {r['latency_ms']['p99']:.1f} ms   overhead p50 {r['overhead_ms']['p50']:.1f} "
-                  f"p99 {r['overhead_ms']['p99']:.1f} ms   failed {r['failed']}")
+            print(
+                f"  concurrency/latency {name:>10}: {r['calls_per_s']:8.1f} calls/s   latency p50 {r['latency_ms']['p50']:.1f} "
+                f"p99 {r['latency_ms']['p99']:.1f} ms   overhead p50 {r['overhead_ms']['p50']:.1f} "
+                f"p99 {r['overhead_ms']['p99']:.1f} ms   failed {r['failed']}"
+            )
         if "live_generation" in results:
             print(_describe_live(results["live_generation"]))
     return 0
 
 
 def _describe_live(r: dict) -> str:
-    return (f"live generation: {r['sessions']} sessions ({r['popsize']} candidates x {r['m']} questions), "
-            f"{r['calls']} calls at {r['latency_ms']} ms, concurrency {r['concurrency']}: wall {r['wall_s']} s "
-            f"(ideal {r['ideal_s']} s, target {r['target_s']} s), encoder {r['encoder_s']} s; "
-            f"candidates one after another with 8 in flight: {r['sequential_8_in_flight_s']} s")
+    return (
+        f"live generation: {r['sessions']} sessions ({r['popsize']} candidates x {r['m']} questions), "
+        f"{r['calls']} calls at {r['latency_ms']} ms, concurrency {r['concurrency']}: wall {r['wall_s']} s "
+        f"(ideal {r['ideal_s']} s, target {r['target_s']} s), encoder {r['encoder_s']} s; "
+        f"candidates one after another with 8 in flight: {r['sequential_8_in_flight_s']} s"
+    )
 
 
 def _run_live_generation(args) -> dict:
@@ -174,15 +199,16 @@ def _run_part_a(args) -> dict:
         raise ConfigError("--concurrency must be >= 1, --seconds > 0, and --latencies non-empty")
     results: dict[str, Any] = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-        "seconds": args.seconds, "ledger": not args.no_ledger, "runs": {},
+        "seconds": args.seconds,
+        "ledger": not args.no_ledger,
+        "runs": {},
     }
     for conc, ms in [(c, m) for c in concurrencies for m in latencies]:
         proc, base = spawn_practice_server(ms)
         try:
             with tempfile.TemporaryDirectory(prefix="bench-pool-") as tmp:
                 cpu0 = proc_cpu_s(proc.pid)
-                res = asyncio.run(_measure(base, args.seconds, conc,
-                                           None if args.no_ledger else Path(tmp)))
+                res = asyncio.run(_measure(base, args.seconds, conc, None if args.no_ledger else Path(tmp)))
                 cpu1 = proc_cpu_s(proc.pid)
             if cpu0 is not None and cpu1 is not None:
                 # includes the warm-up calls, so it slightly over-states the cost per measured call

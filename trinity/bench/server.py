@@ -21,13 +21,17 @@ def proc_cpu_s(pid: int) -> float | None:
 
 def spawn_practice_server(latency_ms: int) -> tuple[subprocess.Popen, str]:
     """`trinity pool serve-practice` on a free port: (the process, its base URL)."""
-    proc = subprocess.Popen([sys.executable, "-m", "trinity", "pool", "serve-practice", "--port", "0",
-                             "--latency-ms", str(latency_ms)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trinity", "pool", "serve-practice", "--port", "0", "--latency-ms", str(latency_ms)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     assert proc.stdout is not None
     base = proc.stdout.readline().strip()
     if not base.startswith("http://"):
         proc.kill()
-        raise TrinityError("bench pool: the practice server did not start (run `trinity pool serve-practice` "
-                           "to see why)")
+        raise TrinityError(
+            "bench pool: the practice server did not start (run `trinity pool serve-practice` to see why)"
+        )
     return proc, base

@@ -43,8 +43,9 @@ def list_benchmarks() -> list:
     return [get_benchmark(n) for n in BENCHMARK_NAMES]
 
 
-def split_questions(questions: list, seed: int,
-                    fractions: tuple[float, float, float] = (0.6, 0.2, 0.2)) -> dict[str, list[str]]:
+def split_questions(
+    questions: list, seed: int, fractions: tuple[float, float, float] = (0.6, 0.2, 0.2)
+) -> dict[str, list[str]]:
     """{"train", "val", "test"} ids: the one split of the trainer, `collect` and the analyses.
 
     LiveCodeBench questions loaded with a release split (`extra["lcb_split"]`) split by release

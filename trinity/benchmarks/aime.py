@@ -64,8 +64,10 @@ class AIME(Benchmark):
         for i, row in enumerate(rows):
             problem, answer = _first(row, PROBLEM_FIELDS), _first(row, ANSWER_FIELDS)
             if problem is None or answer is None:
-                raise InputError(f"{where}: row {i} lacks a problem ({'/'.join(PROBLEM_FIELDS)}) or an answer "
-                                 f"({'/'.join(ANSWER_FIELDS)}) — AIME rows in the datasets' own schema")
+                raise InputError(
+                    f"{where}: row {i} lacks a problem ({'/'.join(PROBLEM_FIELDS)}) or an answer "
+                    f"({'/'.join(ANSWER_FIELDS)}) — AIME rows in the datasets' own schema"
+                )
             gold = integer_answer(answer, f"{where}: row {i}")
             rid = _first(row, ("ID", "id"))
             qid = f"aime-{str(rid).strip()}" if rid is not None and str(rid).strip() else f"aime-{i}"
@@ -77,5 +79,7 @@ class AIME(Benchmark):
         return out
 
     def answer_instruction(self, q: Question | None = None) -> str:
-        return ("Reason step by step, then give the final answer — an integer from 0 to 999 — in "
-                "\\boxed{...} at the end (only the number inside the box).")
+        return (
+            "Reason step by step, then give the final answer — an integer from 0 to 999 — in "
+            "\\boxed{...} at the end (only the number inside the box)."
+        )

@@ -1,12 +1,12 @@
 """The adapter interface every benchmark implements.
 
-    b = get_benchmark("mmlu")
-    qs = b.load(data="mmlu_test.parquet")      # or data=None: the HF Hub through `datasets`
-    b.render_question(qs[0])                   # the question text a model sees
-    b.answer_instruction(qs[0])                # how the Worker must end its answer
-    b.prompt(qs[0], role="Worker")             # both (Thinker/Verifier: the question only)
-    b.grade(qs[0], response) -> Verdict
-    b.split(qs, seed) -> {"train", "val", "test"}
+b = get_benchmark("mmlu")
+qs = b.load(data="mmlu_test.parquet")      # or data=None: the HF Hub through `datasets`
+b.render_question(qs[0])                   # the question text a model sees
+b.answer_instruction(qs[0])                # how the Worker must end its answer
+b.prompt(qs[0], role="Worker")             # both (Thinker/Verifier: the question only)
+b.grade(qs[0], response) -> Verdict
+b.split(qs, seed) -> {"train", "val", "test"}
 """
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ from trinity.grading import Verdict, grade_question
 
 ANSWER_INSTRUCTIONS = {
     "math": "Reason step by step, then give the final answer in \\boxed{...} at the end "
-            "(only the answer inside the box).",
+    "(only the answer inside the box).",
     "mc": "End with a line of the form 'Answer: X', where X is the letter of the correct option.",
-    "code": "Give the complete Python 3 solution in one fenced ```python code block at the end "
-            "of your answer.",
+    "code": "Give the complete Python 3 solution in one fenced ```python code block at the end of your answer.",
 }
 
 
@@ -58,8 +57,10 @@ class Benchmark:
     def check_fields(self, row: dict, index: int, where: str) -> None:
         missing = [f for f in self.required_fields if f not in row]
         if missing:
-            raise InputError(f"{where}: row {index} lacks {', '.join(missing)} — {self.name} rows have "
-                             f"{', '.join(self.required_fields)} (the dataset's own schema)")
+            raise InputError(
+                f"{where}: row {index} lacks {', '.join(missing)} — {self.name} rows have "
+                f"{', '.join(self.required_fields)} (the dataset's own schema)"
+            )
 
     # -- prompting -------------------------------------------------------------------------------
     def render_question(self, q: Question) -> str:
@@ -99,6 +100,14 @@ class Benchmark:
 
     def describe(self) -> dict[str, Any]:
         ok, how = self.offline()
-        return {"name": self.name, "kind": self.kind or "mixed", "source": self.source, "revision": self.revision,
-                "licence": self.licence, "size": self.size, "grader": self.grader, "offline": ok,
-                "offline_note": how}
+        return {
+            "name": self.name,
+            "kind": self.kind or "mixed",
+            "source": self.source,
+            "revision": self.revision,
+            "licence": self.licence,
+            "size": self.size,
+            "grader": self.grader,
+            "offline": ok,
+            "offline_note": how,
+        }

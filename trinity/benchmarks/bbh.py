@@ -52,7 +52,7 @@ def _read_task_file(path: Path, task: str) -> list[dict]:
         if isinstance(obj, dict):  # the original repository's {"examples": [...]}
             obj = obj.get("examples")
         if not isinstance(obj, list) or not all(isinstance(r, dict) for r in obj):
-            raise InputError(f"{path}: expected {{\"examples\": [{{\"input\", \"target\"}}, …]}} or a JSON array")
+            raise InputError(f'{path}: expected {{"examples": [{{"input", "target"}}, …]}} or a JSON array')
         rows = [dict(r) for r in obj]
     else:
         rows = read_rows_file(path, f"BBH {task}")
@@ -67,8 +67,10 @@ class BBH(Benchmark):
     source = f"{REPO} (27 task configs, test)"
     size = "6,511 questions in 27 tasks"
     licence = "MIT"
-    grader = "exact: the task's answer form (option letter, True/False, Yes/No, valid/invalid, integer, "\
-             "brackets, sorted words)"
+    grader = (
+        "exact: the task's answer form (option letter, True/False, Yes/No, valid/invalid, integer, "
+        "brackets, sorted words)"
+    )
     required_fields = ("input", "target", "task")
 
     def read_rows(self, data, tasks: list[str] | None = None, **opts):
@@ -88,8 +90,7 @@ class BBH(Benchmark):
                 if found:
                     rows += _read_task_file(found[0], task)
             if not rows:
-                raise InputError(f"{path}: no BBH task files (<task>.json / .jsonl / .parquet, e.g. "
-                                 f"{TASKS[0]}.json)")
+                raise InputError(f"{path}: no BBH task files (<task>.json / .jsonl / .parquet, e.g. {TASKS[0]}.json)")
             return rows
         if path.stem in BBH_TASK_FORMS:
             return _read_task_file(path, path.stem)
@@ -101,8 +102,10 @@ class BBH(Benchmark):
         index: dict[str, int] = {}
         for i, row in enumerate(rows):
             if "task" not in row:
-                raise InputError(f"{where}: row {i} has no task: give each row a 'task' field, name the file "
-                                 "after its task, or pass a folder of <task>.json files")
+                raise InputError(
+                    f"{where}: row {i} has no task: give each row a 'task' field, name the file "
+                    "after its task, or pass a folder of <task>.json files"
+                )
             self.check_fields(row, i, where)
             task = _task_of(str(row["task"]), f"{where}: row {i}")
             target = str(row["target"]).strip()
@@ -111,13 +114,14 @@ class BBH(Benchmark):
             k = index.get(task, 0)
             index[task] = k + 1
             gold = {"target": target, "form": BBH_TASK_FORMS[task]}
-            out.append(Question(f"bbh-{task}-{k}", self.name, str(row["input"]).strip(), gold, "exact",
-                                {"task": task}))
+            out.append(Question(f"bbh-{task}-{k}", self.name, str(row["input"]).strip(), gold, "exact", {"task": task}))
         return out
 
     def answer_instruction(self, q: Question | None = None) -> str:
         if q is None:
             return "Think step by step, then end with a line of the form 'Answer: <answer>'."
         form = q.answer["form"] if isinstance(q.answer, dict) else "choice"
-        return (f"Think step by step, then end with a line of the form 'Answer: <answer>', where "
-                f"<answer> is {FORM_INSTRUCTIONS[form]}.")
+        return (
+            f"Think step by step, then end with a line of the form 'Answer: <answer>', where "
+            f"<answer> is {FORM_INSTRUCTIONS[form]}."
+        )

@@ -72,8 +72,10 @@ class BFCLSimple(Benchmark):
     def _join(qfile: Path, afile: Path, rows: list[dict] | None = None) -> list[dict]:
         rows = rows if rows is not None else read_rows_file(qfile, "BFCL")
         if not afile.is_file():
-            raise InputError(f"{qfile}: rows lack ground_truth and {afile} is missing — pass the question file "
-                             "with possible_answer/<same name> beside it")
+            raise InputError(
+                f"{qfile}: rows lack ground_truth and {afile} is missing — pass the question file "
+                "with possible_answer/<same name> beside it"
+            )
         answers = {str(a.get("id")): a for a in read_rows_file(afile, "BFCL possible answers")}
         for r in rows:
             a = answers.get(str(r.get("id")))
@@ -104,18 +106,24 @@ class BFCLSimple(Benchmark):
         return out
 
     def render_question(self, q: Question) -> str:
-        schema = json.dumps(q.answer.get("function") if isinstance(q.answer, dict) else [], indent=1,
-                            ensure_ascii=False)
+        schema = json.dumps(
+            q.answer.get("function") if isinstance(q.answer, dict) else [], indent=1, ensure_ascii=False
+        )
         return f"{q.question}\n\nYou can call this function (JSON schema):\n```json\n{schema}\n```"
 
     def answer_instruction(self, q: Question | None = None) -> str:
-        return ("End with the one function call that fulfils the request, with keyword arguments, in a "
-                "fenced block: ```python\nfunction_name(param=value, ...)\n```")
+        return (
+            "End with the one function call that fulfils the request, with keyword arguments, in a "
+            "fenced block: ```python\nfunction_name(param=value, ...)\n```"
+        )
 
     def offline(self):
         f = package_data()
-        return (True, f"from the installed bfcl-eval package ({f})") if f else \
-            (False, "pass --data FILE (the question file, possible_answer/ beside it), or install bfcl-eval")
+        return (
+            (True, f"from the installed bfcl-eval package ({f})")
+            if f
+            else (False, "pass --data FILE (the question file, possible_answer/ beside it), or install bfcl-eval")
+        )
 
 
 def _user_text(question) -> str:

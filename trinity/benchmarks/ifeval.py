@@ -37,10 +37,14 @@ class IFEval(Benchmark):
             ids, kwargs = row["instruction_id_list"], row["kwargs"]
             if not isinstance(ids, list) or not isinstance(kwargs, list):
                 raise InputError(f"{where}: row {i} instruction_id_list and kwargs must be lists")
-            gold = {"instruction_id_list": [str(x) for x in ids],
-                    "kwargs": [{k: v for k, v in (kw or {}).items() if v is not None} if isinstance(kw, dict)
-                               else kw for kw in kwargs],
-                    "prompt": str(row["prompt"])}
+            gold = {
+                "instruction_id_list": [str(x) for x in ids],
+                "kwargs": [
+                    {k: v for k, v in (kw or {}).items() if v is not None} if isinstance(kw, dict) else kw
+                    for kw in kwargs
+                ],
+                "prompt": str(row["prompt"]),
+            }
             try:
                 check_gold(gold)
             except InputError as e:
@@ -53,19 +57,26 @@ class IFEval(Benchmark):
         return out
 
     def answer_instruction(self, q: Question | None = None) -> str:
-        return ("Your reply is checked, exactly as written, against every instruction in the request: "
-                "write only the response itself.")
+        return (
+            "Your reply is checked, exactly as written, against every instruction in the request: "
+            "write only the response itself."
+        )
 
     def preflight(self, questions):
         from trinity.errors import TrinityError
         from trinity.grading.ifeval import NEEDS_PUNKT, PUNKT_HINT, punkt_available
 
-        needing = [q.id for q in questions if isinstance(q.answer, dict)
-                   and NEEDS_PUNKT & set(q.answer.get("instruction_id_list") or [])]
+        needing = [
+            q.id
+            for q in questions
+            if isinstance(q.answer, dict) and NEEDS_PUNKT & set(q.answer.get("instruction_id_list") or [])
+        ]
         if needing and not punkt_available():
-            raise TrinityError(f"{len(needing)} IFEval question(s) ({', '.join(needing[:3])}"
-                               f"{' …' if len(needing) > 3 else ''}) use a checker that needs NLTK's punkt_tab "
-                               f"data, which is not installed: {PUNKT_HINT}")
+            raise TrinityError(
+                f"{len(needing)} IFEval question(s) ({', '.join(needing[:3])}"
+                f"{' …' if len(needing) > 3 else ''}) use a checker that needs NLTK's punkt_tab "
+                f"data, which is not installed: {PUNKT_HINT}"
+            )
 
     def offline(self):
         from trinity.grading.ifeval import NEEDS_PUNKT, punkt_available

@@ -130,8 +130,7 @@ class LiveCodeBench(Benchmark):
         _release_index(release)  # validates the name
         files = RELEASES[release]
         if data is None:
-            return self._tagged([(f, read_rows_file(download_hub_file(REPO, f), f"LiveCodeBench {f}"))
-                                 for f in files])
+            return self._tagged([(f, read_rows_file(download_hub_file(REPO, f), f"LiveCodeBench {f}")) for f in files])
         path = Path(data)
         if path.is_dir():
             if release == "release_latest":  # a local folder: the newest release it holds
@@ -154,9 +153,16 @@ class LiveCodeBench(Benchmark):
                 out.append(row)
         return out
 
-    def to_questions(self, rows, where, release: str = "release_latest",
-                     train_release: str | None = "release_v1", test_after: Any = None,
-                     train_before: Any = None, **opts):
+    def to_questions(
+        self,
+        rows,
+        where,
+        release: str = "release_latest",
+        train_release: str | None = "release_v1",
+        test_after: Any = None,
+        train_before: Any = None,
+        **opts,
+    ):
         parsed = [self._question(row, i, where) for i, row in enumerate(rows)]
         seen: set[str] = set()
         for q in parsed:
@@ -202,8 +208,9 @@ class LiveCodeBench(Benchmark):
             extra["fn_name"] = str(fn_name)
         return Question(f"livecodebench-{qid}", self.name, str(row["question_content"]), answer, "code", extra)
 
-    def _assign_splits(self, qs: list[Question], where: str, train_release: str | None,
-                       test_after: Any, train_before: Any) -> list[Question]:
+    def _assign_splits(
+        self, qs: list[Question], where: str, train_release: str | None, test_after: Any, train_before: Any
+    ) -> list[Question]:
         """Tag each question train/test so that no test problem is in the training release and
         every test problem is dated after `test_after`; problems in neither are dropped."""
         if train_release is None and train_before is None:
@@ -215,8 +222,10 @@ class LiveCodeBench(Benchmark):
         else:
             assert train_release is not None  # neither set returned above
             if any(q.extra.get("release") is None for q in qs):
-                raise InputError(f"{where}: rows carry no release (a single file); pass a folder with "
-                                 f"{', '.join(FILES[:2])} … or choose the training set with --train-before DATE")
+                raise InputError(
+                    f"{where}: rows carry no release (a single file); pass a folder with "
+                    f"{', '.join(FILES[:2])} … or choose the training set with --train-before DATE"
+                )
             k = _release_index(train_release)
             in_train = [_release_index(q.extra["release"]) <= k for q in qs]
         train_dates = [parse_date(q.extra["contest_date"], q.id) for q, t in zip(qs, in_train) if t]
@@ -232,18 +241,23 @@ class LiveCodeBench(Benchmark):
             else:
                 dropped += 1
                 continue
-            out.append(Question(q.id, q.benchmark, q.question, q.answer, q.kind,
-                                {**q.extra, "lcb_split": role}))
+            out.append(Question(q.id, q.benchmark, q.question, q.answer, q.kind, {**q.extra, "lcb_split": role}))
         n_test = sum(q.extra["lcb_split"] == "test" for q in out)
-        self.last_load_info = {"train": len(out) - n_test, "test": n_test, "dropped": dropped,
-                               "test_after": after.isoformat()}
+        self.last_load_info = {
+            "train": len(out) - n_test,
+            "test": n_test,
+            "dropped": dropped,
+            "test_after": after.isoformat(),
+        }
         return out
 
     def render_question(self, q: Question) -> str:
         starter = (q.extra.get("starter_code") or "").strip()
         if starter:
-            how = ("Complete the following starter code; your solution is called as this function "
-                   f"(or method):\n```python\n{starter}\n```")
+            how = (
+                "Complete the following starter code; your solution is called as this function "
+                f"(or method):\n```python\n{starter}\n```"
+            )
         else:
             how = "Read the input from standard input and write the answer to standard output."
         return f"{q.question.rstrip()}\n\n{how}"
@@ -252,8 +266,10 @@ class LiveCodeBench(Benchmark):
         """train/val from the training release (3:1, by seed), test = the later problems."""
         roles = {q.id: q.extra.get("lcb_split") for q in questions}
         if any(r not in ("train", "test") for r in roles.values()):
-            raise InputError("livecodebench questions lack lcb_split; load them with a training release "
-                             "(--train-release) or --train-before DATE")
+            raise InputError(
+                "livecodebench questions lack lcb_split; load them with a training release "
+                "(--train-release) or --train-before DATE"
+            )
         train_pool = [q for q in questions if roles[q.id] == "train"]
         inner = split_ids(train_pool, seed, fractions=(0.75, 0.25, 0.0))
         test = sorted(q.id for q in questions if roles[q.id] == "test")

@@ -34,6 +34,5 @@ class Math500(Benchmark):
             if not isinstance(answer, (str, int, float)) or isinstance(answer, bool) or str(answer).strip() == "":
                 raise InputError(f"{where}: row {i} has an empty or non-text 'answer'")
             extra = {k: row[k] for k in ("subject", "level", "unique_id") if row.get(k) is not None}
-            out.append(Question(f"math500-{i}", self.name, str(row["problem"]), str(answer).strip(),
-                                "math", extra))
+            out.append(Question(f"math500-{i}", self.name, str(row["problem"]), str(answer).strip(), "math", extra))
         return out

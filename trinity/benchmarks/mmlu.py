@@ -65,5 +65,4 @@ class MMLU(Benchmark):
         n = len(q.extra.get("choices") or []) if q is not None else 4
         letters = LETTERS[: n or 4]
         listed = ", ".join(letters[:-1]) + f" or {letters[-1]}"
-        return (f"Think it through, then end with a line of the form 'Answer: X', where X is one "
-                f"letter ({listed}).")
+        return f"Think it through, then end with a line of the form 'Answer: X', where X is one letter ({listed})."

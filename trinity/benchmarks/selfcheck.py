@@ -57,9 +57,17 @@ def selfcheck(name: str, data: str | None = None, workers: int | None = None) ->
             if v.correct:
                 failures.append(f"{q.id} prompt-only stub passed")
     n = len(qs)
-    return {"benchmark": name, "problems": n, "canonical_pass": canonical, "stub_pass": stub,
-            "ok": canonical == n and stub == 0, "failures": failures, "workers": workers,
-            "wall_s": round(wall, 3), "grades_per_s": round(len(jobs) / wall, 2) if wall > 0 else None,
-            "sandbox_ms_median": round(1000 * statistics.median(r.wall_s for r in runs), 1) if runs else 0.0,
-            "startup_ms_median": round(1000 * statistics.median(r.startup_s for r in runs), 1) if runs else 0.0,
-            "bwrap": bool(bwrap_status()[0])}
+    return {
+        "benchmark": name,
+        "problems": n,
+        "canonical_pass": canonical,
+        "stub_pass": stub,
+        "ok": canonical == n and stub == 0,
+        "failures": failures,
+        "workers": workers,
+        "wall_s": round(wall, 3),
+        "grades_per_s": round(len(jobs) / wall, 2) if wall > 0 else None,
+        "sandbox_ms_median": round(1000 * statistics.median(r.wall_s for r in runs), 1) if runs else 0.0,
+        "startup_ms_median": round(1000 * statistics.median(r.startup_s for r in runs), 1) if runs else 0.0,
+        "bwrap": bool(bwrap_status()[0]),
+    }

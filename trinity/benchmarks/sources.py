@@ -87,8 +87,7 @@ def check_hub(repo_id: str) -> None:
         raise _unavailable(repo_id, f"{why} reaching the Hub")
 
 
-def load_hub_rows(repo_id: str, config: str | None, split: str,
-                  revision: str | None = None) -> list[dict[str, Any]]:
+def load_hub_rows(repo_id: str, config: str | None, split: str, revision: str | None = None) -> list[dict[str, Any]]:
     """All rows of one split through `datasets` (cached under the HF cache dir); `revision`: a
     commit, tag or branch of the dataset repo (None: its main branch)."""
     check_hub(repo_id)
@@ -97,8 +96,11 @@ def load_hub_rows(repo_id: str, config: str | None, split: str,
     except ImportError:
         raise InputError(f"loading {repo_id} needs the 'datasets' package; {OFFLINE_HINT}") from None
     try:
-        ds = datasets.load_dataset(repo_id, config, split=split, revision=revision) if config else \
-            datasets.load_dataset(repo_id, split=split, revision=revision)
+        ds = (
+            datasets.load_dataset(repo_id, config, split=split, revision=revision)
+            if config
+            else datasets.load_dataset(repo_id, split=split, revision=revision)
+        )
     except Exception as e:  # noqa: BLE001 — datasets raises many kinds (ConnectionError, FileNotFound …)
         raise _unavailable(repo_id, f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}") from None
     return ds.to_list()

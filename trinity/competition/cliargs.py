@@ -8,6 +8,9 @@ from trinity.competition.profiles import PROFILES
 
 
 def competition_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--competition", choices=tuple(PROFILES),
-                   help="the competition's profile (default: run.json's `competition`, else the bundle's, "
-                        "else the run's pool: openrouter → tinyrouter, chutes/minibridge → minirouter)")
+    p.add_argument(
+        "--competition",
+        choices=tuple(PROFILES),
+        help="the competition's profile (default: run.json's `competition`, else the bundle's, "
+        "else the run's pool: openrouter → tinyrouter, chutes/minibridge → minirouter)",
+    )

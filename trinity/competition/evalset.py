@@ -21,8 +21,9 @@ MINIROUTER_EVAL_SEED = int(_RULE.shuffle_seed or 0)
 MINIROUTER_PROMOTION_SCORE = _RULE.threshold
 
 
-def minirouter_eval_ids(n_rows: int = MINIROUTER_EVAL_ROWS, n_items: int = MINIROUTER_EVAL_ITEMS,
-                        seed: int = MINIROUTER_EVAL_SEED) -> list[str]:
+def minirouter_eval_ids(
+    n_rows: int = MINIROUTER_EVAL_ROWS, n_items: int = MINIROUTER_EVAL_ITEMS, seed: int = MINIROUTER_EVAL_SEED
+) -> list[str]:
     """The ids of the items MiniRouter's validator scores, in the order it reads them."""
     ids = [f"{MINIROUTER_EVAL_BENCHMARK}-{i}" for i in range(n_rows)]
     random.Random(seed).shuffle(ids)

@@ -23,7 +23,7 @@ class RewardsNotice:
     checked: str
     source: str
     path: str
-    problem: str | None = None      # why the user's override was not used
+    problem: str | None = None  # why the user's override was not used
 
     def line(self) -> str:
         out = f"{self.text} ({self.source}, checked {self.checked})"
@@ -37,8 +37,9 @@ def override_path() -> Path:
 
 def _parse(path: Path) -> RewardsNotice:
     doc = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(doc, dict) or not all(isinstance(doc.get(k), str) and doc[k].strip()
-                                            for k in ("text", "checked", "source")):
+    if not isinstance(doc, dict) or not all(
+        isinstance(doc.get(k), str) and doc[k].strip() for k in ("text", "checked", "source")
+    ):
         raise ValueError("needs non-empty string fields text, checked, source")
     return RewardsNotice(doc["text"].strip(), doc["checked"].strip(), doc["source"].strip(), str(path))
 

@@ -48,8 +48,8 @@ class GateSpec:
     `blocking`: a failure rejects the submission (the competition's gate); otherwise the gate is
     an advisory that only warns (the competition reports it and never rejects on it)."""
 
-    name: str            # our gate name (trinity check prints it)
-    theirs: str | None   # the competition's gate name (None: they have no such gate)
+    name: str  # our gate name (trinity check prints it)
+    theirs: str | None  # the competition's gate name (None: they have no such gate)
     blocking: bool
 
 
@@ -57,21 +57,21 @@ class GateSpec:
 class Scoring:
     """The competition's scoring rule, with the numbers its code uses."""
 
-    rule: str                               # "pr_eval" | "promotion"
+    rule: str  # "pr_eval" | "promotion"
     # pr_eval (TinyRouter): bench = (0.70 cached + 0.15 live + 0.10 eff + 0.05 novelty) × penalty
     w_cached: float = 0.0
     w_live: float = 0.0
     w_efficiency: float = 0.0
     w_novelty: float = 0.0
     max_turns: int = 5
-    novelty_first_benchmark_only: bool = True   # pr_eval: `if bench == benchmarks[0] else 0.0`
-    novelty_neutral: float = 0.5                # no king: trinity.novelty.NEUTRAL_NOVELTY
-    novelty_questions: int = 50                 # min(50, len(eval_items))
-    overfit_reject: float = 0.0                 # gap > this rejects the WHOLE submission
-    overfit_penalise: float = 0.0               # gap > this multiplies the benchmark by the factor
+    novelty_first_benchmark_only: bool = True  # pr_eval: `if bench == benchmarks[0] else 0.0`
+    novelty_neutral: float = 0.5  # no king: trinity.novelty.NEUTRAL_NOVELTY
+    novelty_questions: int = 50  # min(50, len(eval_items))
+    overfit_reject: float = 0.0  # gap > this rejects the WHOLE submission
+    overfit_penalise: float = 0.0  # gap > this multiplies the benchmark by the factor
     overfit_factor: float = 1.0
     rules_doc_overfit: tuple[float, float] | None = None  # what COMPETITION_RULES.md says instead
-    win_margin: float = 0.0                     # composite ≥ king + margin
+    win_margin: float = 0.0  # composite ≥ king + margin
     # promotion (MiniRouter): score ≥ threshold and > king (king defaults to the threshold)
     benchmark: str | None = None
     split: str | None = None
@@ -93,38 +93,38 @@ class Scoring:
 
 @dataclass(frozen=True)
 class Profile:
-    name: str                                  # tinyrouter | minirouter
-    title: str                                 # TinyRouter | MiniRouter
-    bundle_format: str                         # the bundle layout `trinity pack --format` writes
-    repository: str                            # owner/name on GitHub
+    name: str  # tinyrouter | minirouter
+    title: str  # TinyRouter | MiniRouter
+    bundle_format: str  # the bundle layout `trinity pack --format` writes
+    repository: str  # owner/name on GitHub
     # -- pool ---------------------------------------------------------------------------------
-    validator_pools: Mapping[str, tuple[str, ...]]   # the pools its validator runs: name -> names
-    model_names: Mapping[str, str]             # our model id -> the name its receipts use
+    validator_pools: Mapping[str, tuple[str, ...]]  # the pools its validator runs: name -> names
+    model_names: Mapping[str, str]  # our model id -> the name its receipts use
     # -- bundle ---------------------------------------------------------------------------------
-    receipt_benchmark: str | None              # the receipt's `benchmark` (None: the run's)
+    receipt_benchmark: str | None  # the receipt's `benchmark` (None: the run's)
     competition_benchmarks: tuple[str, ...]
-    receipt_required: tuple[str, ...]          # fields their schema gate requires
-    summary_recommended: tuple[str, ...]       # keys their validator warns about when missing
-    history_row_key: str                       # every fitness_history row carries this key
-    min_history_rows: int                      # ≥ 3 rows (their receipt gate)
-    ledger_format: str | None                  # "mpc-chain": {"m","p","c"} sha256 chain
+    receipt_required: tuple[str, ...]  # fields their schema gate requires
+    summary_recommended: tuple[str, ...]  # keys their validator warns about when missing
+    history_row_key: str  # every fitness_history row carries this key
+    min_history_rows: int  # ≥ 3 rows (their receipt gate)
+    ledger_format: str | None  # "mpc-chain": {"m","p","c"} sha256 chain
     ledger_prices: Mapping[str, tuple[float, float]]  # $/1M (in, out) their ledger total uses
     ledger_tolerance_usd: float
     # -- gates ----------------------------------------------------------------------------------
     gates: tuple[GateSpec, ...]
-    advisories: tuple[str, ...]                # the competition's report-only checks
-    duplicate_threshold: float                 # head cosine > threshold is a duplicate
-    duplicate_strict: bool                     # True: `>`; False: `≥`
+    advisories: tuple[str, ...]  # the competition's report-only checks
+    duplicate_threshold: float  # head cosine > threshold is a duplicate
+    duplicate_strict: bool  # True: `>`; False: `≥`
     rate_window_s: int
     rate_max: int
-    rate_source: str | None                    # "leaderboard.json" | None (no rate limit)
+    rate_source: str | None  # "leaderboard.json" | None (no rate limit)
     max_abs_weight: float
-    frozen_files: tuple[str, ...]              # glob patterns a submission PR must not touch
+    frozen_files: tuple[str, ...]  # glob patterns a submission PR must not touch
     # -- PR -------------------------------------------------------------------------------------
-    branch_template: str                       # str.format(miner=, n=)
-    title_template: str                        # str.format(miner=, n=, benchmark=)
-    verdict_pass: str                          # the competition's wording
-    verdict_fail: str                          # str.format(reason=)
+    branch_template: str  # str.format(miner=, n=)
+    title_template: str  # str.format(miner=, n=, benchmark=)
+    verdict_pass: str  # the competition's wording
+    verdict_fail: str  # str.format(reason=)
     # -- score ----------------------------------------------------------------------------------
     scoring: Scoring = field(default_factory=lambda: Scoring("none"))
 
@@ -169,12 +169,18 @@ class Profile:
         return next((g for g in self.gates if g.name == name), None)
 
     def to_json(self) -> dict:
-        return {"name": self.name, "title": self.title, "bundle_format": self.bundle_format,
-                "repository": self.repository, "encoder_marker": self.encoder_marker,
-                "transcript_style": self.transcript_style,
-                "validator_pools": {k: list(v) for k, v in self.validator_pools.items()},
-                "gates": [{"name": g.name, "theirs": g.theirs, "blocking": g.blocking} for g in self.gates],
-                "advisories": list(self.advisories), "scoring": self.scoring.rule}
+        return {
+            "name": self.name,
+            "title": self.title,
+            "bundle_format": self.bundle_format,
+            "repository": self.repository,
+            "encoder_marker": self.encoder_marker,
+            "transcript_style": self.transcript_style,
+            "validator_pools": {k: list(v) for k, v in self.validator_pools.items()},
+            "gates": [{"name": g.name, "theirs": g.theirs, "blocking": g.blocking} for g in self.gates],
+            "advisories": list(self.advisories),
+            "scoring": self.scoring.rule,
+        }
 
 
 # ---- TinyRouter -----------------------------------------------------------------------------
@@ -183,43 +189,68 @@ class Profile:
 _TR_POOL = tuple(TINYROUTER_NAMES.values())
 
 TINYROUTER_PROFILE = Profile(
-    name=TINYROUTER, title="TinyRouter", bundle_format=TINYROUTER,
+    name=TINYROUTER,
+    title="TinyRouter",
+    bundle_format=TINYROUTER,
     repository="James-CUDA/Gittensor-TinyRouter",
     validator_pools=_frozen({"openrouter": _TR_POOL}),
     model_names=_frozen(TINYROUTER_NAMES),
     receipt_benchmark="composite",
     competition_benchmarks=("math500", "mmlu", "livecodebench"),
-    receipt_required=("benchmark", "total_cost_usd", "fitness_history", "generations", "pool_models",
-                      "n_total"),
+    receipt_required=("benchmark", "total_cost_usd", "fitness_history", "generations", "pool_models", "n_total"),
     summary_recommended=(),
-    history_row_key="generation", min_history_rows=3,
+    history_row_key="generation",
+    min_history_rows=3,
     ledger_format="mpc-chain",
     # openrouter_pricing.py OPENROUTER_POOL_PRICES ($/1M prompt, completion)
-    ledger_prices=_frozen({"qwen3.5-35b-a3b": (0.14, 1.00), "gemini-3.1-flash-lite": (0.25, 1.50),
-                           "deepseek-v4-flash": (0.09, 0.18)}),
+    ledger_prices=_frozen(
+        {"qwen3.5-35b-a3b": (0.14, 1.00), "gemini-3.1-flash-lite": (0.25, 1.50), "deepseek-v4-flash": (0.09, 0.18)}
+    ),
     ledger_tolerance_usd=0.05,
-    gates=(GateSpec("rate_limit", "rate_limit", True),
-           GateSpec("weight_sanity", "weights", True),
-           GateSpec("duplicate", "duplicate", True),
-           GateSpec("receipt", "receipt", True),
-           GateSpec("ledger", "ledger_cost", True),
-           GateSpec("schema", "pack_schema", True),
-           GateSpec("theta_roundtrip", "theta_integrity", True),
-           GateSpec("frozen_files", None, True)),     # COMPETITION_RULES.md: rejected by maintainer
+    gates=(
+        GateSpec("rate_limit", "rate_limit", True),
+        GateSpec("weight_sanity", "weights", True),
+        GateSpec("duplicate", "duplicate", True),
+        GateSpec("receipt", "receipt", True),
+        GateSpec("ledger", "ledger_cost", True),
+        GateSpec("schema", "pack_schema", True),
+        GateSpec("theta_roundtrip", "theta_integrity", True),
+        GateSpec("frozen_files", None, True),
+    ),  # COMPETITION_RULES.md: rejected by maintainer
     advisories=("fitness_history_sequence", "ledger_call_volume", "head_routing_diversity"),
-    duplicate_threshold=0.99, duplicate_strict=True,
-    rate_window_s=86_400, rate_max=1, rate_source="leaderboard.json",
+    duplicate_threshold=0.99,
+    duplicate_strict=True,
+    rate_window_s=86_400,
+    rate_max=1,
+    rate_source="leaderboard.json",
     max_abs_weight=1e6,
-    frozen_files=("scripts/pr_eval.py", "scripts/build_benchmark.py", "src/trinity/orchestration/reward.py",
-                  "src/trinity/submission/*.py", "leaderboard.json"),
+    frozen_files=(
+        "scripts/pr_eval.py",
+        "scripts/build_benchmark.py",
+        "src/trinity/orchestration/reward.py",
+        "src/trinity/submission/*.py",
+        "leaderboard.json",
+    ),
     branch_template="submission/{miner}-gen{n}",
     title_template="[submission] {miner} gen {n} — {benchmark}",
     verdict_pass="All offline gates passed.",
     verdict_fail="[preflight] REJECTED: {reason}",
-    scoring=Scoring("pr_eval", w_cached=0.70, w_live=0.15, w_efficiency=0.10, w_novelty=0.05, max_turns=5,
-                    novelty_first_benchmark_only=True, novelty_neutral=0.5, novelty_questions=50,
-                    overfit_reject=0.15, overfit_penalise=0.08, overfit_factor=0.85,
-                    rules_doc_overfit=(0.05, 0.10), win_margin=0.02),
+    scoring=Scoring(
+        "pr_eval",
+        w_cached=0.70,
+        w_live=0.15,
+        w_efficiency=0.10,
+        w_novelty=0.05,
+        max_turns=5,
+        novelty_first_benchmark_only=True,
+        novelty_neutral=0.5,
+        novelty_questions=50,
+        overfit_reject=0.15,
+        overfit_penalise=0.08,
+        overfit_factor=0.85,
+        rules_doc_overfit=(0.05, 0.10),
+        win_margin=0.02,
+    ),
 )
 
 # ---- MiniRouter -----------------------------------------------------------------------------
@@ -228,7 +259,9 @@ _MR_CHUTES = MINIROUTER_CHUTES_NAMES
 _MR_BRIDGE = MINIROUTER_BRIDGE_NAMES
 
 MINIROUTER_PROFILE = Profile(
-    name=MINIROUTER, title="MiniRouter", bundle_format=MINIROUTER,
+    name=MINIROUTER,
+    title="MiniRouter",
+    bundle_format=MINIROUTER,
     repository="mini-router/minirouter",
     validator_pools=_frozen({"chutes": tuple(_MR_CHUTES.values()), "minibridge": tuple(_MR_BRIDGE.values())}),
     model_names=_frozen({**_MR_CHUTES, **_MR_BRIDGE}),
@@ -236,18 +269,26 @@ MINIROUTER_PROFILE = Profile(
     competition_benchmarks=("math500",),
     receipt_required=(),
     summary_recommended=("benchmark", "n_total", "best_fitness", "pool"),
-    history_row_key="generation", min_history_rows=1,
-    ledger_format=None, ledger_prices=_frozen({}), ledger_tolerance_usd=0.0,
-    gates=(GateSpec("rate_limit", None, False),
-           GateSpec("weight_sanity", "validate_submission", True),
-           GateSpec("duplicate", None, False),
-           GateSpec("receipt", None, False),
-           GateSpec("ledger", None, False),
-           GateSpec("schema", "validate_submission", False),
-           GateSpec("theta_roundtrip", None, False)),
+    history_row_key="generation",
+    min_history_rows=1,
+    ledger_format=None,
+    ledger_prices=_frozen({}),
+    ledger_tolerance_usd=0.0,
+    gates=(
+        GateSpec("rate_limit", None, False),
+        GateSpec("weight_sanity", "validate_submission", True),
+        GateSpec("duplicate", None, False),
+        GateSpec("receipt", None, False),
+        GateSpec("ledger", None, False),
+        GateSpec("schema", "validate_submission", False),
+        GateSpec("theta_roundtrip", None, False),
+    ),
     advisories=(),
-    duplicate_threshold=0.99, duplicate_strict=True,
-    rate_window_s=0, rate_max=0, rate_source=None,
+    duplicate_threshold=0.99,
+    duplicate_strict=True,
+    rate_window_s=0,
+    rate_max=0,
+    rate_source=None,
     max_abs_weight=float("inf"),
     frozen_files=(),
     branch_template="sn74-{miner}",

@@ -65,8 +65,11 @@ _MINIROUTER_NAMES = {**MINIROUTER_CHUTES_NAMES, **MINIROUTER_CHUTES_LIGHT_NAMES,
 
 # Pool (our configs/models.yaml provider or alias) -> the competition that runs it.
 _POOL_COMPETITION = {
-    "openrouter": TINYROUTER, TINYROUTER: TINYROUTER,
-    "chutes": MINIROUTER, "minibridge": MINIROUTER, MINIROUTER: MINIROUTER,
+    "openrouter": TINYROUTER,
+    TINYROUTER: TINYROUTER,
+    "chutes": MINIROUTER,
+    "minibridge": MINIROUTER,
+    MINIROUTER: MINIROUTER,
 }
 DEFAULT_COMPETITION = TINYROUTER  # any other pool (practice, local, a matrix without a pool)
 
@@ -109,7 +112,7 @@ class RouterText:
             return text[:limit]
         budget = limit - len(ELISION_MARKER)
         head = budget // 2
-        return f"{text[:head]}{ELISION_MARKER}{text[len(text) - (budget - head):]}"
+        return f"{text[:head]}{ELISION_MARKER}{text[len(text) - (budget - head) :]}"
 
     def render_question(self, question: Any) -> str:
         """The query text their coordinator reads for a `trinity.data.questions.Question`."""
@@ -138,10 +141,12 @@ class RouterText:
         return self.encoder_input(self.render_question(question), turns)
 
 
-ROUTER_TEXTS: Mapping[str, RouterText] = MappingProxyType({
-    TINYROUTER: RouterText(TINYROUTER, HEAD_INPUT_MARKER, MappingProxyType(TINYROUTER_NAMES), True),
-    MINIROUTER: RouterText(MINIROUTER, "", MappingProxyType(_MINIROUTER_NAMES), False),
-})
+ROUTER_TEXTS: Mapping[str, RouterText] = MappingProxyType(
+    {
+        TINYROUTER: RouterText(TINYROUTER, HEAD_INPUT_MARKER, MappingProxyType(TINYROUTER_NAMES), True),
+        MINIROUTER: RouterText(MINIROUTER, "", MappingProxyType(_MINIROUTER_NAMES), False),
+    }
+)
 COMPETITIONS = tuple(ROUTER_TEXTS)
 
 
@@ -193,15 +198,20 @@ def theta_problem(competition: str, n_models: int, n_params: int, hidden: int) -
         return None
     want = theta_length(n_models)
     if n_params != want:
-        return (f"θ has {n_params} values but {competition} wants (n_models + 3)·1024 + 7168 = {want} "
-                f"for {n_models} models")
+        return (
+            f"θ has {n_params} values but {competition} wants (n_models + 3)·1024 + 7168 = {want} for {n_models} models"
+        )
     if competition == TINYROUTER and n_models != TINYROUTER_N_MODELS:
-        return (f"TinyRouter accepts only a {TINYROUTER_N_MODELS}-model pool (head (6, 1024), θ "
-                f"{theta_length(TINYROUTER_N_MODELS):,} values); this pool has {n_models} models, so θ would "
-                f"have {want:,} values and head ({n_models + HEAD_ROWS_EXTRA}, 1024): use a 3-model pool, or "
-                f"--competition minirouter")
+        return (
+            f"TinyRouter accepts only a {TINYROUTER_N_MODELS}-model pool (head (6, 1024), θ "
+            f"{theta_length(TINYROUTER_N_MODELS):,} values); this pool has {n_models} models, so θ would "
+            f"have {want:,} values and head ({n_models + HEAD_ROWS_EXTRA}, 1024): use a 3-model pool, or "
+            f"--competition minirouter"
+        )
     if competition == MINIROUTER and n_models not in MINIROUTER_POOL_SIZES:
         known = "; ".join(f"{theta_length(n):,} for {what}" for n, what in MINIROUTER_POOL_SIZES.items())
-        return (f"MiniRouter's validator runs {known}; this pool has {n_models} models, so θ would have "
-                f"{want:,} values, which it would not read")
+        return (
+            f"MiniRouter's validator runs {known}; this pool has {n_models} models, so θ would have "
+            f"{want:,} values, which it would not read"
+        )
     return None

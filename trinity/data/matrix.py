@@ -60,19 +60,27 @@ class OutcomeMatrix:
         if missing:
             raise InputError(f"matrix has no row for question id(s): {', '.join(missing[:10])}")
         rows = [self._index[q] for q in ids]
-        return OutcomeMatrix(self.benchmark, list(self.models), list(ids), self.solves[rows],
-                             [self.answers[r] for r in rows], [self.benchmarks[r] for r in rows],
-                             list(self.notes))
+        return OutcomeMatrix(
+            self.benchmark,
+            list(self.models),
+            list(ids),
+            self.solves[rows],
+            [self.answers[r] for r in rows],
+            [self.benchmarks[r] for r in rows],
+            list(self.notes),
+        )
 
     def to_json(self) -> dict:
         tasks = []
         for i, qid in enumerate(self.ids):
-            tasks.append({
-                "id": qid,
-                "answer": self.answers[i],
-                "benchmark": self.benchmarks[i],
-                "per_model": {m: [int(v) for v in self.solves[i, j]] for j, m in enumerate(self.models)},
-            })
+            tasks.append(
+                {
+                    "id": qid,
+                    "answer": self.answers[i],
+                    "benchmark": self.benchmarks[i],
+                    "per_model": {m: [int(v) for v in self.solves[i, j]] for j, m in enumerate(self.models)},
+                }
+            )
         return {"benchmark": self.benchmark, "k": self.k, "tasks": tasks}
 
 
@@ -134,15 +142,21 @@ def matrix_from_json(obj: Any, where: str = "matrix", ragged: str = "error") -> 
         raise InputError(f"{where}: duplicate task ids: {', '.join(sorted(set(dups))[:10])}")
     if missing_model:
         m, q = next(iter(missing_model.items()))
-        raise InputError(f"{where}: model {m!r} is missing from {len(q)} task(s), e.g. {', '.join(q[:5])}; "
-                         "every task must list every model")
+        raise InputError(
+            f"{where}: model {m!r} is missing from {len(q)} task(s), e.g. {', '.join(q[:5])}; "
+            "every task must list every model"
+        )
     if extra_model:
         m, q = next(iter(extra_model.items()))
-        raise InputError(f"{where}: model {m!r} appears in task(s) {', '.join(q[:5])} but not in the "
-                         f"first task; every task must list the same models")
+        raise InputError(
+            f"{where}: model {m!r} appears in task(s) {', '.join(q[:5])} but not in the "
+            f"first task; every task must list the same models"
+        )
     if bad_values:
-        raise InputError(f"{where}: entries must be 0 or 1; bad: {', '.join(bad_values[:5])}"
-                         + (f" (+{len(bad_values) - 5} more)" if len(bad_values) > 5 else ""))
+        raise InputError(
+            f"{where}: entries must be 0 or 1; bad: {', '.join(bad_values[:5])}"
+            + (f" (+{len(bad_values) - 5} more)" if len(bad_values) > 5 else "")
+        )
     lengths = {len(c) for row in cells for c in row}
     notes: list[str] = []
     if 0 in lengths:
@@ -151,8 +165,10 @@ def matrix_from_json(obj: Any, where: str = "matrix", ragged: str = "error") -> 
     if len(lengths) > 1:
         kmin = min(lengths)
         if ragged != "truncate":
-            raise InputError(f"{where}: ragged sample counts {sorted(lengths)} across tasks/models; "
-                             f"re-collect, or load with truncation to k={kmin}")
+            raise InputError(
+                f"{where}: ragged sample counts {sorted(lengths)} across tasks/models; "
+                f"re-collect, or load with truncation to k={kmin}"
+            )
         notes.append(f"ragged sample counts {sorted(lengths)}: truncated every cell to the first {kmin}")
         cells = [[c[:kmin] for c in row] for row in cells]
     solves = np.asarray(cells, dtype=np.float64)
@@ -184,7 +200,12 @@ def merge_matrices(mats: Sequence[OutcomeMatrix]) -> OutcomeMatrix:
     ids = [q for m in mats for q in m.ids]
     if len(set(ids)) != len(ids):
         raise InputError("merged matrices share question ids; ids must be unique across benchmarks")
-    return OutcomeMatrix("+".join(m.benchmark for m in mats), list(models), ids,
-                         np.concatenate([m.solves for m in mats]),
-                         [a for m in mats for a in m.answers], [b for m in mats for b in m.benchmarks],
-                         [n for m in mats for n in m.notes])
+    return OutcomeMatrix(
+        "+".join(m.benchmark for m in mats),
+        list(models),
+        ids,
+        np.concatenate([m.solves for m in mats]),
+        [a for m in mats for a in m.answers],
+        [b for m in mats for b in m.benchmarks],
+        [n for m in mats for n in m.notes],
+    )

@@ -73,18 +73,24 @@ def _load_setup(path: Path) -> PracticeSetup:
         try:
             skill = {k: float(v) for k, v in p["skill"].items()}
             price = p.get("price_per_1m", {})
-            prof = ModelProfile(mid, skill, float(p.get("plan_boost", 0.0)),
-                                float(p.get("verifier_accuracy", 0.8)),
-                                float(price.get("input", 0.0)), float(price.get("output", 0.0)),
-                                int(p.get("latency_ms", 0)))
+            prof = ModelProfile(
+                mid,
+                skill,
+                float(p.get("plan_boost", 0.0)),
+                float(p.get("verifier_accuracy", 0.8)),
+                float(price.get("input", 0.0)),
+                float(price.get("output", 0.0)),
+                int(p.get("latency_ms", 0)),
+            )
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ConfigError(f"{path}: practice model {mid!r} has a bad profile ({e})") from None
         for kind in KINDS:
             if not 0.0 <= prof.skill.get(kind, -1) <= 1.0:
                 raise ConfigError(f"{path}: practice model {mid!r} needs skill.{kind} in [0, 1]")
         models[mid] = prof
-    return PracticeSetup(models, int(sec.get("k", 4)), int(sec.get("seed", 0)),
-                         float(sec.get("question_spread", 1.0)), path)
+    return PracticeSetup(
+        models, int(sec.get("k", 4)), int(sec.get("seed", 0)), float(sec.get("question_spread", 1.0)), path
+    )
 
 
 def practice_setup(path: str | Path | None = None) -> PracticeSetup:
@@ -117,8 +123,7 @@ def _normal(*parts: object) -> float:
     return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
 
 
-def p_correct(model: str, qid: str, kind: str, boosted: bool = False,
-              setup: PracticeSetup | None = None) -> float:
+def p_correct(model: str, qid: str, kind: str, boosted: bool = False, setup: PracticeSetup | None = None) -> float:
     """P(a Worker answer of `model` to question `qid` is right)."""
     setup = setup or practice_setup()
     prof = setup.models[model]
@@ -130,8 +135,16 @@ def p_correct(model: str, qid: str, kind: str, boosted: bool = False,
     return p
 
 
-def simulate_correct(model: str, qid: str, kind: str, role: str = "Worker", seed: int = 0,
-                     sample: int = 0, boosted: bool = False, setup: PracticeSetup | None = None) -> bool:
+def simulate_correct(
+    model: str,
+    qid: str,
+    kind: str,
+    role: str = "Worker",
+    seed: int = 0,
+    sample: int = 0,
+    boosted: bool = False,
+    setup: PracticeSetup | None = None,
+) -> bool:
     """Whether `model` answers `qid` right as `role` for request seed `seed` / sample index.
 
     `seed` is the request's seed (collect sends the sample index); `sample` is an extra index for
@@ -142,15 +155,13 @@ def simulate_correct(model: str, qid: str, kind: str, role: str = "Worker", seed
     return u < p_correct(model, qid, kind, boosted, setup)
 
 
-def verifier_is_right(model: str, qid: str, seed: int = 0, turn: int = 0,
-                      setup: PracticeSetup | None = None) -> bool:
+def verifier_is_right(model: str, qid: str, seed: int = 0, turn: int = 0, setup: PracticeSetup | None = None) -> bool:
     """Whether a simulated Verifier's verdict matches the truth for this (question, turn)."""
     setup = setup or practice_setup()
     return _uniform(setup.seed, "verify", model, qid, seed, turn) < setup.models[model].verifier_accuracy
 
 
-def practice_matrix(k: int | None = None, seed: int | None = None,
-                    setup: PracticeSetup | None = None) -> OutcomeMatrix:
+def practice_matrix(k: int | None = None, seed: int | None = None, setup: PracticeSetup | None = None) -> OutcomeMatrix:
     """The cached outcome matrix of the simulated models: sample s = a Worker answer with seed s."""
     setup = setup or practice_setup()
     if seed is not None and seed != setup.seed:
@@ -164,5 +175,11 @@ def practice_matrix(k: int | None = None, seed: int | None = None,
             for s in range(k):
                 solves[i, j, s] = simulate_correct(m, q.id, q.kind, "Worker", seed=s, setup=setup)
     answers = [q.answer if q.kind != "code" else None for q in qs]
-    return OutcomeMatrix("practice", models, [q.id for q in qs], solves, answers,
-                         notes=[f"SIMULATED: {SIMULATED_LABEL}, k={k}, seed={setup.seed}"])
+    return OutcomeMatrix(
+        "practice",
+        models,
+        [q.id for q in qs],
+        solves,
+        answers,
+        notes=[f"SIMULATED: {SIMULATED_LABEL}, k={k}, seed={setup.seed}"],
+    )

@@ -19,9 +19,18 @@ from trinity.errors import InputError
 
 REQUIRED = ("id", "benchmark", "question", "answer")
 
-BENCHMARK_KIND = {"math500": "math", "mmlu": "mc", "livecodebench": "code", "gpqa": "mc", "aime": "math",
-                  "mmlu_pro": "mc", "bbh": "exact", "ifeval": "ifeval", "bfcl_simple": "funcall",
-                  "humaneval": "code"}
+BENCHMARK_KIND = {
+    "math500": "math",
+    "mmlu": "mc",
+    "livecodebench": "code",
+    "gpqa": "mc",
+    "aime": "math",
+    "mmlu_pro": "mc",
+    "bbh": "exact",
+    "ifeval": "ifeval",
+    "bfcl_simple": "funcall",
+    "humaneval": "code",
+}
 
 
 @dataclass(frozen=True)
@@ -34,8 +43,14 @@ class Question:
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def to_json(self) -> dict:
-        return {"id": self.id, "benchmark": self.benchmark, "question": self.question,
-                "answer": self.answer, "kind": self.kind, **self.extra}
+        return {
+            "id": self.id,
+            "benchmark": self.benchmark,
+            "question": self.question,
+            "answer": self.answer,
+            "kind": self.kind,
+            **self.extra,
+        }
 
     @classmethod
     def from_json(cls, obj: dict, where: str = "") -> "Question":
@@ -50,8 +65,9 @@ class Question:
             raise InputError(f"{where}: question {obj['id']!r} has a non-string 'question'")
         kind = obj.get("kind") or BENCHMARK_KIND.get(obj["benchmark"], "math")
         if kind not in KINDS:
-            raise InputError(f"{where}: question {obj['id']!r} has unknown kind {kind!r} "
-                             f"(expected one of {', '.join(KINDS)})")
+            raise InputError(
+                f"{where}: question {obj['id']!r} has unknown kind {kind!r} (expected one of {', '.join(KINDS)})"
+            )
         extra = {k: v for k, v in obj.items() if k not in (*REQUIRED, "kind")}
         return cls(obj["id"], str(obj["benchmark"]), obj["question"], obj["answer"], kind, extra)
 
@@ -99,8 +115,9 @@ def save_questions(path: str | Path, questions: Iterable[Question]) -> None:
 SPLITS = ("train", "val", "test")
 
 
-def split_ids(questions: list[Question], seed: int,
-              fractions: tuple[float, float, float] = (0.6, 0.2, 0.2)) -> dict[str, list[str]]:
+def split_ids(
+    questions: list[Question], seed: int, fractions: tuple[float, float, float] = (0.6, 0.2, 0.2)
+) -> dict[str, list[str]]:
     """Deterministic train/val/test split, stratified by (benchmark, kind).
 
     Depends only on the set of ids and the seed (not on file order), so a run's splits can be
@@ -120,6 +137,6 @@ def split_ids(questions: list[Question], seed: int,
         n_train = int(round(fractions[0] * n))
         n_val = int(round(fractions[1] * n))
         out["train"] += order[:n_train]
-        out["val"] += order[n_train:n_train + n_val]
-        out["test"] += order[n_train + n_val:]
+        out["val"] += order[n_train : n_train + n_val]
+        out["test"] += order[n_train + n_val :]
     return out

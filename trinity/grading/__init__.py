@@ -24,14 +24,15 @@ from trinity.grading.verdict import Verdict
 
 from trinity.data.kinds import KINDS  # one list of kinds (a module with no imports)
 
-__all__ = ["KINDS", "Verdict", "grade", "grade_question", "extract_answer", "extract_math_answer",
-           "extract_choice"]
+__all__ = ["KINDS", "Verdict", "grade", "grade_question", "extract_answer", "extract_math_answer", "extract_choice"]
 
 
 def _grade_code(response: str, gold: Any) -> Verdict:
     if not isinstance(gold, dict):
-        raise InputError('code gold must be {"tests": [{"input", "output", "testtype"}, ...], '
-                         '"fn_name"?: str} (or a LiveCodeBench row)')
+        raise InputError(
+            'code gold must be {"tests": [{"input", "output", "testtype"}, ...], '
+            '"fn_name"?: str} (or a LiveCodeBench row)'
+        )
     if "entry_point" in gold:  # HumanEval: its own check(candidate) tests
         from trinity.grading.humaneval import grade_check
 
@@ -40,8 +41,9 @@ def _grade_code(response: str, gold: Any) -> Verdict:
         from trinity.grading.code import grade_code
     except ModuleNotFoundError as e:
         if e.name == "trinity.grading.code":
-            raise TrinityError("code grading is unavailable: trinity.grading.code is missing "
-                               "(reinstall minertui)") from None
+            raise TrinityError(
+                "code grading is unavailable: trinity.grading.code is missing (reinstall minertui)"
+            ) from None
         raise
     return grade_code(response, gold)
 
@@ -66,8 +68,9 @@ def grade(kind: str, response: str, gold: Any, letters: str = LETTERS) -> Verdic
         from trinity.grading.exact import FORMS, grade_exact
 
         if not isinstance(gold, dict) or gold.get("form") not in FORMS or not str(gold.get("target", "")).strip():
-            raise InputError(f'exact-match gold must be {{"target": str, "form": one of {", ".join(FORMS)}}}, '
-                             f"got {gold!r}"[:300])
+            raise InputError(
+                f'exact-match gold must be {{"target": str, "form": one of {", ".join(FORMS)}}}, got {gold!r}'[:300]
+            )
         return grade_exact(response, gold)
     if kind == "ifeval":
         from trinity.grading.ifeval import grade_ifeval
@@ -107,8 +110,11 @@ def extract_answer(kind: str, text: str) -> str | None:
         from trinity.grading.funcall import extract_calls
 
         calls = extract_calls(text)
-        return json.dumps([{"name": n, "arguments": a} for n, a in calls], ensure_ascii=False,
-                          default=str) if calls else None
+        return (
+            json.dumps([{"name": n, "arguments": a} for n, a in calls], ensure_ascii=False, default=str)
+            if calls
+            else None
+        )
     raise InputError(f"extract_answer: unknown kind {kind!r}")
 
 
@@ -121,13 +127,21 @@ def describe_gold(kind: str | None, gold: Any) -> str:
         return f"{gold['target']} ({str(gold.get('form', '')).replace('_', '/')})"
     if kind == "ifeval" and isinstance(gold, dict) and isinstance(gold.get("instruction_id_list"), list):
         return "follow: " + ", ".join(map(str, gold["instruction_id_list"]))
-    if kind == "funcall" and isinstance(gold, dict) and isinstance(gold.get("ground_truth"), list) \
-            and gold["ground_truth"] and isinstance(gold["ground_truth"][0], dict):
-        (name, params), = list(gold["ground_truth"][0].items())[:1]
+    if (
+        kind == "funcall"
+        and isinstance(gold, dict)
+        and isinstance(gold.get("ground_truth"), list)
+        and gold["ground_truth"]
+        and isinstance(gold["ground_truth"][0], dict)
+    ):
+        ((name, params),) = list(gold["ground_truth"][0].items())[:1]
         parts = []
-        for p, options in (params.items() if isinstance(params, dict) else []):
-            shown = [json.dumps(o, ensure_ascii=False) for o in (options if isinstance(options, list) else [options])
-                     if o != ""]
+        for p, options in params.items() if isinstance(params, dict) else []:
+            shown = [
+                json.dumps(o, ensure_ascii=False)
+                for o in (options if isinstance(options, list) else [options])
+                if o != ""
+            ]
             optional = isinstance(options, list) and "" in options
             parts.append(f"{p}={'|'.join(shown)}" + ("?" if optional else ""))
         return f"{name}({', '.join(parts)})"

@@ -46,8 +46,21 @@ PRELUDE = (
 # Without bubblewrap, as root, the interpreter may live under a dir the throw-away uid cannot
 # enter (/root/.pyenv): then the stdlib modules the code names are imported before the uid
 # drop (never these, which act on import: open a browser, a window, print).
-NEVER_PRELOAD = frozenset({"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "webbrowser",
-                           "pydoc", "pdb", "__hello__", "__phello__"})
+NEVER_PRELOAD = frozenset(
+    {
+        "antigravity",
+        "this",
+        "idlelib",
+        "tkinter",
+        "turtle",
+        "turtledemo",
+        "webbrowser",
+        "pydoc",
+        "pdb",
+        "__hello__",
+        "__phello__",
+    }
+)
 
 _write = os.write
 _clock = __import__("time").perf_counter
@@ -73,7 +86,7 @@ class Reporter:
         head = "{" + ",".join(f"{_json_scalar(k)}:{_json_scalar(v)}" for k, v in fields.items()) + "}"
         data = memoryview(head.encode("utf-8", "backslashreplace") + b"\n" + payload)
         while data:
-            data = data[_write(self.fd, data):]
+            data = data[_write(self.fd, data) :]
 
 
 def _libc():
@@ -292,6 +305,7 @@ def _run_stdin(code, base: dict, n_tests: int, rep: Reporter, cap: int) -> None:
 
 def _run_call(code, base: dict, fn_name: str, args_list: list, rep: Reporter) -> None:
     from json import dumps  # imported before the uid drop (main), so this is a lookup
+
     _redirect(1, os.devnull, os.O_WRONLY)
     _fresh_stdio()
     ns = dict(base, __name__="solution", stdin=sys.stdin, stdout=sys.stdout)
@@ -303,6 +317,7 @@ def _run_call(code, base: dict, fn_name: str, args_list: list, rep: Reporter) ->
         return
     solution = ns.get("Solution")
     if isinstance(solution, type) and callable(getattr(solution, fn_name, None)):
+
         def target(*args):
             return getattr(solution(), fn_name)(*args)  # a fresh instance per test
     elif callable(ns.get(fn_name)):
@@ -318,6 +333,7 @@ def _run_call(code, base: dict, fn_name: str, args_list: list, rep: Reporter) ->
             rep.send("done", payload, test=k, status="ok", error=None, secs=_clock() - t0)
         except BaseException as e:  # SystemExit included: a function must return
             rep.send("done", test=k, status="error", error=_short(e), secs=_clock() - t0)
+
 
 _PLAIN = (bool, int, float, complex, str, bytes, type(None))
 _CONTAINERS = (list, tuple, set, frozenset)
@@ -342,8 +358,7 @@ def _plain(value, depth: int = 0) -> None:
     raise TypeError(f"returned a {t.__name__}, not plain data")
 
 
-def _run_check(code, base: dict, fn_name: str, test_src: str, prompt_src: str, pristine: dict,
-               rep: Reporter) -> None:
+def _run_check(code, base: dict, fn_name: str, test_src: str, prompt_src: str, pristine: dict, rep: Reporter) -> None:
     _redirect(1, os.devnull, os.O_WRONLY)
     _fresh_stdio()
     try:

@@ -46,8 +46,7 @@ def _patterns(letters: str) -> list[tuple[re.Pattern, bool]]:
     upper = "".join(sorted(set(letters.upper())))
     return [
         (re.compile(_ANSWER_PHRASE + _OPEN + rf"([{cls}])" + _AFTER + _CLOSE, re.IGNORECASE), True),
-        (re.compile(r"\\boxed\s*\{\s*(?:\\text(?:bf)?\s*\{\s*)?\(?\s*" + rf"([{cls}])" +
-                    r"\s*\)?\s*\}?\s*\}"), True),
+        (re.compile(r"\\boxed\s*\{\s*(?:\\text(?:bf)?\s*\{\s*)?\(?\s*" + rf"([{cls}])" + r"\s*\)?\s*\}?\s*\}"), True),
         (re.compile(r"\*\*\s*\(?" + rf"([{cls}])" + r"\)?[.:)]?\s*\*\*"), True),
         (re.compile(r"^[ \t>*_#-]*\(?" + rf"([{upper}])" + r"\)?[.:]?[ \t*_]*$", re.MULTILINE), False),
     ]
@@ -62,7 +61,7 @@ def _is_article_or_pronoun(text: str, m: re.Match) -> bool:
     letter = m.group(1)
     if letter not in ("a", "i", "I"):
         return False
-    return bool(re.match(r"[ \t]+[a-z]", text[m.end(1):]))
+    return bool(re.match(r"[ \t]+[a-z]", text[m.end(1) :]))
 
 
 def extract_choice(text: str, letters: str = LETTERS) -> str | None:

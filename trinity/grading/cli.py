@@ -38,7 +38,7 @@ def case_kind(case: dict) -> str:
     if kind is None:
         bench = case.get("benchmark")
         if bench not in KIND_OF:
-            raise InputError(f"benchmark {bench!r} needs a \"kind\" field ({_KINDS_TEXT})")
+            raise InputError(f'benchmark {bench!r} needs a "kind" field ({_KINDS_TEXT})')
         kind = KIND_OF[bench]
     if kind not in KINDS:
         raise InputError(f"unknown kind {kind!r} (expected {_KINDS_TEXT})")
@@ -53,10 +53,11 @@ def grade_case(case: dict) -> dict:
         if field not in case:
             raise InputError(f"missing field {field!r} (each line needs benchmark or kind, response, gold)")
     if "benchmark" not in case and "kind" not in case:
-        raise InputError(f"missing field 'benchmark' (or 'kind': {_KINDS_TEXT}); each line needs "
-                         "benchmark or kind, response, gold")
+        raise InputError(
+            f"missing field 'benchmark' (or 'kind': {_KINDS_TEXT}); each line needs benchmark or kind, response, gold"
+        )
     if not isinstance(case["response"], str):
-        raise InputError("\"response\" must be a string")
+        raise InputError('"response" must be a string')
     kind = case_kind(case)
     letters = LETTERS
     if kind == "mc" and isinstance(case.get("choices"), list) and 2 <= len(case["choices"]) <= len(LETTERS):
@@ -128,12 +129,13 @@ def _cmd_grade(args) -> int:
         by.setdefault(str(r.get("benchmark") or r.get("kind")), []).append(int(r["correct"]))
     parts = ", ".join(f"{b} {sum(v)}/{len(v)}" for b, v in sorted(by.items()))
     acc = f" ({100 * n_ok / len(graded):.1f}%)" if graded else ""
-    print(f"graded {len(graded)} cases: {n_ok} correct{acc}" + (f" — {parts}" if parts else ""),
-          file=sys.stderr)
+    print(f"graded {len(graded)} cases: {n_ok} correct{acc}" + (f" — {parts}" if parts else ""), file=sys.stderr)
     if errors:
         first = errors[0]
-        raise InputError(f"{len(errors)} line(s) could not be graded (first: line {first['line']}: "
-                         f"{first['error']}); see the \"error\" records in the output")
+        raise InputError(
+            f"{len(errors)} line(s) could not be graded (first: line {first['line']}: "
+            f'{first["error"]}); see the "error" records in the output'
+        )
     return 0
 
 
@@ -149,13 +151,18 @@ def _version(dist: str) -> str:
 
 def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
     """(topic, finding) lines for `trinity doctor`."""
-    facts: list[tuple[str, str]] = [("python", f"{sys.version.split()[0]} ({sys.executable})"),
-                                    ("minertui", _version("minertui"))]
+    facts: list[tuple[str, str]] = [
+        ("python", f"{sys.version.split()[0]} ({sys.executable})"),
+        ("minertui", _version("minertui")),
+    ]
     try:
         import torch
 
-        dev = "cuda" if torch.cuda.is_available() else ("mps" if getattr(torch.backends, "mps", None)
-                                                         and torch.backends.mps.is_available() else "cpu")
+        dev = (
+            "cuda"
+            if torch.cuda.is_available()
+            else ("mps" if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available() else "cpu")
+        )
         facts.append(("torch", f"{torch.__version__}, device {dev}, {torch.get_num_threads()} threads"))
     except Exception as e:  # noqa: BLE001 — a broken torch install is a finding, not a crash
         facts.append(("torch", f"unavailable ({type(e).__name__}: {e})"))
@@ -164,9 +171,15 @@ def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
     try:
         from trinity.grading.ifeval import NEEDS_PUNKT, PUNKT_HINT, punkt_available
 
-        facts.append(("NLTK punkt_tab", "installed (every IFEval checker works)" if punkt_available() else
-                      f"not installed: {len(NEEDS_PUNKT)} IFEval checkers ({', '.join(sorted(NEEDS_PUNKT))}) "
-                      f"cannot run; {PUNKT_HINT}"))
+        facts.append(
+            (
+                "NLTK punkt_tab",
+                "installed (every IFEval checker works)"
+                if punkt_available()
+                else f"not installed: {len(NEEDS_PUNKT)} IFEval checkers ({', '.join(sorted(NEEDS_PUNKT))}) "
+                f"cannot run; {PUNKT_HINT}",
+            )
+        )
     except ModuleNotFoundError as e:
         facts.append(("NLTK punkt_tab", f"unknown ({e.name} missing)"))
     bwrap = shutil.which("bwrap")
@@ -181,8 +194,15 @@ def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
                 continue
             facts.append((f"sandbox: {layer}", f"{'active' if active else 'not active'}: {note}"))
         if any(layer == "bubblewrap" and not active for layer, active, _ in layers):
-            facts.append(("sandbox", ("code is graded without bubblewrap; the layers marked active above "
-                                      "still hold (install bubblewrap for the strongest isolation)")))
+            facts.append(
+                (
+                    "sandbox",
+                    (
+                        "code is graded without bubblewrap; the layers marked active above "
+                        "still hold (install bubblewrap for the strongest isolation)"
+                    ),
+                )
+            )
     except ModuleNotFoundError as e:
         facts.append(("sandbox", f"unavailable ({e.name} missing)"))
     from trinity.hub import hub_reachable, offline_vars_set
@@ -198,11 +218,19 @@ def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
         facts.append(("HF hub", f"offline ({', '.join(offline)} set): only the local cache is used"))
     elif probe_hub:
         ok, why = hub_reachable()
-        facts.append(("HF hub", f"{endpoint} reachable" if ok else
-                      f"{endpoint} not reachable ({why}): use --data FILE for benchmarks"))
+        facts.append(
+            (
+                "HF hub",
+                f"{endpoint} reachable" if ok else f"{endpoint} not reachable ({why}): use --data FILE for benchmarks",
+            )
+        )
     else:
-        facts.append(("HF hub", f"not set offline; whether {endpoint} answers was not checked "
-                      "(`trinity doctor --network` checks it)"))
+        facts.append(
+            (
+                "HF hub",
+                f"not set offline; whether {endpoint} answers was not checked (`trinity doctor --network` checks it)",
+            )
+        )
     facts.append(("HF cache", f"{cache} ({'exists' if os.path.isdir(cache) else 'not created yet'})"))
     return facts
 
@@ -216,14 +244,20 @@ def _cmd_doctor(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("grade", help="grade collected responses: CASES.jsonl -> verdicts JSONL",
-                       description="Re-grade answers. Each output line is the input line plus \"correct\", "
-                                   "\"reason\" and \"extracted\"; a line that cannot be graded becomes an "
-                                   "\"error\" record and the command exits 2 after grading the rest.")
-    p.add_argument("cases", metavar="CASES.jsonl",
-                   help='one {"benchmark" or "kind", "response", "gold"} object a line (kind: '
-                        f'{_KINDS_TEXT}; gold: answer string, letter, {{"tests": [...], "fn_name"?}}, '
-                        'or the benchmark\'s own gold dict)')
+    p = sub.add_parser(
+        "grade",
+        help="grade collected responses: CASES.jsonl -> verdicts JSONL",
+        description='Re-grade answers. Each output line is the input line plus "correct", '
+        '"reason" and "extracted"; a line that cannot be graded becomes an '
+        '"error" record and the command exits 2 after grading the rest.',
+    )
+    p.add_argument(
+        "cases",
+        metavar="CASES.jsonl",
+        help='one {"benchmark" or "kind", "response", "gold"} object a line (kind: '
+        f'{_KINDS_TEXT}; gold: answer string, letter, {{"tests": [...], "fn_name"?}}, '
+        "or the benchmark's own gold dict)",
+    )
     p.add_argument("--out", metavar="FILE", help="write verdicts here (default: stdout)")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="grade N cases at once (code: N sandboxes)")
     p.set_defaults(func=_cmd_grade)

@@ -60,7 +60,7 @@ def _fenced_blocks(text: str) -> list[tuple[str, str]]:
         j = i + 1
         while j < len(lines) and not close.match(lines[j].rstrip("\r")):
             j += 1
-        blocks.append((tag, "\n".join(lines[i + 1: j])))
+        blocks.append((tag, "\n".join(lines[i + 1 : j])))
         i = j + 1
     return blocks
 
@@ -116,8 +116,9 @@ def normalize_gold(gold: Any) -> tuple[str, list, list[str], str | None]:
         if not isinstance(tests, list):
             raise InputError("code gold 'tests' must be a list of {input, output, testtype}")
     else:  # LiveCodeBench row
-        tests = _decode_cases(gold.get("public_test_cases"), "public_test_cases") + \
-            _decode_cases(gold.get("private_test_cases"), "private_test_cases")
+        tests = _decode_cases(gold.get("public_test_cases"), "public_test_cases") + _decode_cases(
+            gold.get("private_test_cases"), "private_test_cases"
+        )
         meta = gold.get("metadata") or {}
         if isinstance(meta, str):
             try:
@@ -179,8 +180,7 @@ def _int_key(token: str) -> tuple[bool, str]:
 
 
 def _numbers_close(got: float, want: float) -> bool:
-    return math.isfinite(got) and math.isfinite(want) and \
-        abs(got - want) <= NUMBER_TOLERANCE * max(1.0, abs(want))
+    return math.isfinite(got) and math.isfinite(want) and abs(got - want) <= NUMBER_TOLERANCE * max(1.0, abs(want))
 
 
 def tokens_equal(got: str, want: str) -> bool:
@@ -236,18 +236,37 @@ def json_equal(got: Any, want: Any) -> bool:
 # ---------------------------------------------------------------- grading
 
 
-def grade_code(response: str, gold: dict, *, per_test_timeout: float = 6.0, problem_timeout: float | None = None,
-               memory_bytes: int = 2 << 30, use_bwrap: bool | None = None) -> Verdict:
+def grade_code(
+    response: str,
+    gold: dict,
+    *,
+    per_test_timeout: float = 6.0,
+    problem_timeout: float | None = None,
+    memory_bytes: int = 2 << 30,
+    use_bwrap: bool | None = None,
+) -> Verdict:
     """Run the response's code against every test (public then private) in a sandboxed child.
 
     `problem_timeout` None: per_test_timeout × tests + 5 s. The first failing test ends it."""
-    return grade_code_run(response, gold, per_test_timeout=per_test_timeout, problem_timeout=problem_timeout,
-                          memory_bytes=memory_bytes, use_bwrap=use_bwrap)[0]
+    return grade_code_run(
+        response,
+        gold,
+        per_test_timeout=per_test_timeout,
+        problem_timeout=problem_timeout,
+        memory_bytes=memory_bytes,
+        use_bwrap=use_bwrap,
+    )[0]
 
 
-def grade_code_run(response: str, gold: dict, *, per_test_timeout: float = 6.0,
-                   problem_timeout: float | None = None, memory_bytes: int = 2 << 30,
-                   use_bwrap: bool | None = None) -> tuple[Verdict, SandboxRun | None]:
+def grade_code_run(
+    response: str,
+    gold: dict,
+    *,
+    per_test_timeout: float = 6.0,
+    problem_timeout: float | None = None,
+    memory_bytes: int = 2 << 30,
+    use_bwrap: bool | None = None,
+) -> tuple[Verdict, SandboxRun | None]:
     """`grade_code`, plus what the sandbox saw (None when there was no code to run)."""
     mode, inputs, outputs, fn_name = normalize_gold(gold)
     code = extract_code(response if isinstance(response, str) else "")

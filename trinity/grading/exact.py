@@ -83,7 +83,7 @@ def final_segment(text: str) -> str:
     if not isinstance(text, str) or not text.strip():
         return ""
     for lead in reversed(list(_LEAD.finditer(text))):
-        after = text[lead.end():].strip()
+        after = text[lead.end() :].strip()
         if after:
             line = after.splitlines()[0].strip()
             if line and _MARKUP.sub("", line).strip(" .:"):

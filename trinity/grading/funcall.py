@@ -93,7 +93,7 @@ def _json_call(obj: Any) -> tuple[str, dict] | None:
     if isinstance(name, str) and isinstance(args, dict):
         return name, args
     if len(obj) == 1:  # BFCL's own {"name": {args}} shape
-        (k, v), = obj.items()
+        ((k, v),) = obj.items()
         if isinstance(v, dict):
             return str(k), v
     return None
@@ -123,7 +123,7 @@ def _spans(text: str):
             break
         end = text.rfind("]" if m.group(0) == "[" else "}")
         if end > m.start():
-            yield text[m.start(): end + 1]
+            yield text[m.start() : end + 1]
 
 
 def extract_calls(text: str) -> list[tuple[str, dict]] | None:
@@ -204,7 +204,7 @@ def check_gold(gold: Any) -> tuple[dict, str, dict]:
         raise InputError("function-call gold needs exactly one function schema (BFCL simple)")
     if not isinstance(truth, list) or len(truth) != 1 or not isinstance(truth[0], dict) or len(truth[0]) != 1:
         raise InputError("function-call gold needs exactly one ground-truth call {name: {param: [values]}}")
-    (name, params), = truth[0].items()
+    ((name, params),) = truth[0].items()
     if not isinstance(params, dict):
         raise InputError(f"function-call gold: the ground truth of {name!r} must map parameters to value lists")
     return functions[0], str(name), params
@@ -237,8 +237,9 @@ def grade_funcall(response: str, gold: dict) -> Verdict:
             return Verdict(False, f"unexpected parameter {p[:40]}", shown)
         options = options if isinstance(options, list) else [options]
         if not _one_of(value, options, props[p]):
-            return Verdict(False, f"parameter {p}: {json.dumps(value, default=str)[:60]} is not a possible answer",
-                           shown)
+            return Verdict(
+                False, f"parameter {p}: {json.dumps(value, default=str)[:60]} is not a possible answer", shown
+            )
     for p, options in possible.items():
         if p not in args and "" not in (options if isinstance(options, list) else [options]):
             return Verdict(False, f"missing parameter {p}", shown)

@@ -53,8 +53,14 @@ def program(response_code: str, prompt: str, entry_point: str) -> str:
     return f"{prompt}{response_code}\n"
 
 
-def grade_check_run(response: str, gold: dict, *, timeout_s: float = TIMEOUT_S, memory_bytes: int = 2 << 30,
-                    use_bwrap: bool | None = None) -> tuple[Verdict, SandboxRun | None]:
+def grade_check_run(
+    response: str,
+    gold: dict,
+    *,
+    timeout_s: float = TIMEOUT_S,
+    memory_bytes: int = 2 << 30,
+    use_bwrap: bool | None = None,
+) -> tuple[Verdict, SandboxRun | None]:
     prompt, test, entry_point = check_gold(gold)
     code = extract_code(response if isinstance(response, str) else "")
     if not code.strip():

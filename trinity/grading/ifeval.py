@@ -36,8 +36,9 @@ NEEDS_PUNKT = frozenset({"length_constraints:number_sentences", "change_case:cap
 # langdetect's detector factory loads its language profiles on first use, and concurrent first
 # uses see them half-loaded (an English reply detected as another language): checks go one at a time.
 _CHECK_LOCK = threading.Lock()
-PUNKT_HINT = ("run `python -m nltk.downloader punkt_tab` once on a machine with internet "
-              "(or put NLTK data under $NLTK_DATA)")
+PUNKT_HINT = (
+    "run `python -m nltk.downloader punkt_tab` once on a machine with internet (or put NLTK data under $NLTK_DATA)"
+)
 
 
 @functools.cache
@@ -47,8 +48,9 @@ def registry() -> dict[str, Any]:
         import langdetect
         from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
     except ImportError as e:
-        raise TrinityError(f"IFEval grading needs the if-verifiable package ({e.name} missing): "
-                           "pip install if-verifiable") from None
+        raise TrinityError(
+            f"IFEval grading needs the if-verifiable package ({e.name} missing): pip install if-verifiable"
+        ) from None
     # langdetect samples at random; a fixed seed makes `language:response_language` give the same
     # verdict for the same text every time (grades are cached by answer text).
     langdetect.DetectorFactory.seed = 0
@@ -95,8 +97,10 @@ def _checker(instruction_id: str, kwargs: dict, prompt: str):
         if wanted and "prompt" in wanted:  # an instruction built from the prompt itself
             checker.build_description(prompt=prompt)
     except (TypeError, ValueError, KeyError) as e:
-        raise InputError(f"IFEval instruction {instruction_id}: bad arguments {args!r}"[:200] +
-                         f" ({type(e).__name__}: {str(e)[:80]})") from None
+        raise InputError(
+            f"IFEval instruction {instruction_id}: bad arguments {args!r}"[:200]
+            + f" ({type(e).__name__}: {str(e)[:80]})"
+        ) from None
     missing = [k for k in (wanted or {}) if k not in args and k != "prompt"]
     if missing:
         raise InputError(f"IFEval instruction {instruction_id} lacks argument(s) {', '.join(missing)}")
@@ -107,14 +111,17 @@ def follows(instruction_id: str, kwargs: dict, response: str, prompt: str = "") 
     """Whether `response` follows one instruction (IFEval's strict test)."""
     checker = _checker(instruction_id, kwargs, prompt)
     if instruction_id in NEEDS_PUNKT and not punkt_available():
-        raise TrinityError(f"IFEval instruction {instruction_id} needs NLTK's punkt_tab data, which is "
-                           f"not installed: {PUNKT_HINT}")
+        raise TrinityError(
+            f"IFEval instruction {instruction_id} needs NLTK's punkt_tab data, which is not installed: {PUNKT_HINT}"
+        )
     try:
         with _CHECK_LOCK:
             return bool(response.strip()) and bool(checker.check_following(response))
     except LookupError as e:  # another NLTK resource missing
-        raise TrinityError(f"IFEval instruction {instruction_id} needs NLTK data that is not installed "
-                           f"({str(e).strip().splitlines()[0][:120]}): {PUNKT_HINT}") from None
+        raise TrinityError(
+            f"IFEval instruction {instruction_id} needs NLTK data that is not installed "
+            f"({str(e).strip().splitlines()[0][:120]}): {PUNKT_HINT}"
+        ) from None
     except (TypeError, ValueError, AttributeError, IndexError, RecursionError):
         return False  # the arguments were checked when built: a reply the checker cannot read fails
 

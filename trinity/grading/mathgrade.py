@@ -84,9 +84,9 @@ def last_boxed(text: str) -> str | None:
             end = pairs.get(start)
             if end is None:
                 continue  # unbalanced (truncated output): not an answer
-            inner = text[start + 1:end].strip()
+            inner = text[start + 1 : end].strip()
         else:  # `\\boxed 5`: one token
-            tok = re.match(r"[^\s$]+", text[start:start + 200])
+            tok = re.match(r"[^\s$]+", text[start : start + 200])
             inner = tok.group(0) if tok else ""
         if inner:
             return inner
@@ -122,7 +122,7 @@ def _strip_wrappers(s: str) -> str:
             s = s.strip("$").strip()
         for a, b in (("\\(", "\\)"), ("\\[", "\\]")):
             if s.startswith(a) and s.endswith(b):
-                s = s[len(a):-len(b)].strip()
+                s = s[len(a) : -len(b)].strip()
         boxed = last_boxed(s)
         if boxed is not None and s.startswith("\\boxed") and len(boxed) + 8 >= len(s):
             s = boxed
@@ -155,7 +155,8 @@ def normalize(s: str) -> str:
 # letter after a number is a variable: `2 x`).
 _UNIT_TAIL_RE = re.compile(
     r"(?:\\(?:text|mbox|mathrm)\s*\{\s*[A-Za-z][A-Za-z .^2]*\}"
-    r"|\s+[A-Za-z]{2,}(?:\s+[A-Za-z]{2,})*\.?)\s*$")
+    r"|\s+[A-Za-z]{2,}(?:\s+[A-Za-z]{2,})*\.?)\s*$"
+)
 
 
 def _drop_units(s: str) -> str:
@@ -299,12 +300,19 @@ class _Helper:
 
     def _start(self) -> None:
         root = str(Path(__file__).resolve().parents[2])
-        code = (f"import sys; sys.path.insert(0, {root!r}); "
-                "from trinity.grading.mathgrade import _helper_main; _helper_main()")
+        code = (
+            f"import sys; sys.path.insert(0, {root!r}); "
+            "from trinity.grading.mathgrade import _helper_main; _helper_main()"
+        )
         env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "TMPDIR", "HOME") if k in os.environ}
-        self.proc = subprocess.Popen([sys.executable, "-I", "-c", code], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", code],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
         self.buf = b""
         if self._read_line(self.STARTUP_S) != b"ready":
             self.stop()

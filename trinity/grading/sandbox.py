@@ -134,28 +134,74 @@ def _bwrap_argv(workdir_size: int, result_fd: int, status_fd: int | None = None)
     if exe is None:
         raise SandboxError("bwrap is not installed: apt-get install bubblewrap, or grade without it")
     if _is_root():  # no user namespace: the harness must be able to setuid to a throw-away uid
-        ns = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-              "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        ns = [
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--cap-drop",
+            "ALL",
+            "--cap-add",
+            "CAP_SETUID",
+            "--cap-add",
+            "CAP_SETGID",
+        ]
     else:
         ns = ["--unshare-all", "--cap-drop", "ALL"]
-    args = [exe, *ns, "--die-with-parent", "--new-session", "--clearenv",
-            "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
-            "--setenv", "HOME", SANDBOX_DIR, "--setenv", "TMPDIR", SANDBOX_DIR,
-            "--ro-bind", "/usr", "/usr"]
+    args = [
+        exe,
+        *ns,
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        "--setenv",
+        "PATH",
+        "/usr/bin:/bin",
+        "--setenv",
+        "LANG",
+        "C.UTF-8",
+        "--setenv",
+        "HOME",
+        SANDBOX_DIR,
+        "--setenv",
+        "TMPDIR",
+        SANDBOX_DIR,
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
     args += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
-    python_dirs = {os.path.realpath(d) for d in (sys.base_prefix, sys.base_exec_prefix,
-                                                os.path.dirname(_interpreter()))}
+    python_dirs = {
+        os.path.realpath(d) for d in (sys.base_prefix, sys.base_exec_prefix, os.path.dirname(_interpreter()))
+    }
     args += _ro_binds({d for d in python_dirs if not (d == "/usr" or d.startswith("/usr/"))})
-    args += ["--ro-bind", str(HARNESS), "/harness/_harness.py",
-             "--proc", "/proc", "--dev", "/dev",
-             "--size", str(64 << 20), "--tmpfs", "/tmp",
-             "--size", str(workdir_size), "--perms", "1777", "--tmpfs", SANDBOX_DIR,
-             "--chdir", SANDBOX_DIR]
+    args += [
+        "--ro-bind",
+        str(HARNESS),
+        "/harness/_harness.py",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(64 << 20),
+        "--tmpfs",
+        "/tmp",
+        "--size",
+        str(workdir_size),
+        "--perms",
+        "1777",
+        "--tmpfs",
+        SANDBOX_DIR,
+        "--chdir",
+        SANDBOX_DIR,
+    ]
     if status_fd is not None:  # bwrap writes {"child-pid": N}: the sandbox's pid 1, seen from here
         args += ["--json-status-fd", str(status_fd)]
     args += ["--", _interpreter(), "-I", "-S", "/harness/_harness.py", str(result_fd)]
@@ -231,47 +277,105 @@ def describe_layers() -> list[tuple[str, bool, str]]:
     ]
     dropped = held.get("uid") not in (None, os.getuid())
     if dropped:
-        layers.append(("throw-away uid", True, "runs as an unused uid with no capabilities and no_new_privs: "
-                       "RLIMIT_NPROC binds (fork bombs stop), cannot signal or read our processes or "
-                       "root-only files; every process left with that uid is killed afterwards"))
+        layers.append(
+            (
+                "throw-away uid",
+                True,
+                "runs as an unused uid with no capabilities and no_new_privs: "
+                "RLIMIT_NPROC binds (fork bombs stop), cannot signal or read our processes or "
+                "root-only files; every process left with that uid is killed afterwards",
+            )
+        )
     elif root:
-        layers.append(("throw-away uid", False, "root, but switching to an unused uid failed "
-                       f"({held.get('uid_error')}): the code runs as root; RLIMIT_NPROC does not bind "
-                       "(only the wall-clock kill stops a fork bomb)"))
+        layers.append(
+            (
+                "throw-away uid",
+                False,
+                "root, but switching to an unused uid failed "
+                f"({held.get('uid_error')}): the code runs as root; RLIMIT_NPROC does not bind "
+                "(only the wall-clock kill stops a fork bomb)",
+            )
+        )
     else:
-        layers.append(("throw-away uid", False, "not root: the code runs as your uid; RLIMIT_NPROC is set to "
-                       "your current task count + the limit"))
+        layers.append(
+            (
+                "throw-away uid",
+                False,
+                "not root: the code runs as your uid; RLIMIT_NPROC is set to your current task count + the limit",
+            )
+        )
     if bw:
         mode = "pid/net/ipc/uts namespaces, no user namespace (root)" if root else "--unshare-all"
-        layers.append(("bubblewrap", True, f"{mode}, --die-with-parent --new-session --clearenv, no capabilities, "
-                       "read-only /usr and interpreter, private tmpfs /tmp and /sandbox; nothing else visible"))
+        layers.append(
+            (
+                "bubblewrap",
+                True,
+                f"{mode}, --die-with-parent --new-session --clearenv, no capabilities, "
+                "read-only /usr and interpreter, private tmpfs /tmp and /sandbox; nothing else visible",
+            )
+        )
         return layers
     layers.append(("bubblewrap", False, why))
     if root:
-        layers.append(("network namespace", bool(held.get("netns")), "own empty network namespace (no localhost)"
-                       if held.get("netns") else "could not unshare the network (no CAP_SYS_ADMIN?): the code has "
-                       "your network"))
-        layers.append(("mount namespace", bool(held.get("mountns")), "fresh tmpfs on /tmp, /var/tmp, /dev/shm, "
-                       "/run/lock" if held.get("mountns") else "could not unshare mounts: the code can write "
-                       "world-writable dirs such as /tmp"))
+        layers.append(
+            (
+                "network namespace",
+                bool(held.get("netns")),
+                "own empty network namespace (no localhost)"
+                if held.get("netns")
+                else "could not unshare the network (no CAP_SYS_ADMIN?): the code has your network",
+            )
+        )
+        layers.append(
+            (
+                "mount namespace",
+                bool(held.get("mountns")),
+                "fresh tmpfs on /tmp, /var/tmp, /dev/shm, /run/lock"
+                if held.get("mountns")
+                else "could not unshare mounts: the code can write world-writable dirs such as /tmp",
+            )
+        )
         if held.get("stdlib") == "preloaded" and dropped:
-            layers.append(("standard library", False, f"{sys.base_prefix} is not readable by other users: the code "
-                           "can import only the stdlib modules it names, preloaded before the uid drop"))
-        layers.append(("warning", False, "root without bubblewrap: the code can read world-readable files, see "
-                       "other processes in /proc, connect to Unix sockets on the filesystem, fill the disk through "
-                       "its work dir (per-file cap only), and processes it leaves behind outlive a killed grader; "
-                       "install bubblewrap"))
+            layers.append(
+                (
+                    "standard library",
+                    False,
+                    f"{sys.base_prefix} is not readable by other users: the code "
+                    "can import only the stdlib modules it names, preloaded before the uid drop",
+                )
+            )
+        layers.append(
+            (
+                "warning",
+                False,
+                "root without bubblewrap: the code can read world-readable files, see "
+                "other processes in /proc, connect to Unix sockets on the filesystem, fill the disk through "
+                "its work dir (per-file cap only), and processes it leaves behind outlive a killed grader; "
+                "install bubblewrap",
+            )
+        )
     else:
-        layers.append(("warning", False, "no bubblewrap and not root: the code runs as your user with your "
-                       "network; it can read your files and signal your processes; install bubblewrap"))
+        layers.append(
+            (
+                "warning",
+                False,
+                "no bubblewrap and not root: the code runs as your user with your "
+                "network; it can read your files and signal your processes; install bubblewrap",
+            )
+        )
     return layers
 
 
 # ---------------------------------------------------------------- running one job
 
 
-def run_in_sandbox(job: dict, limits: Limits, on_result: Callable[[int, str, str | None, bytes], bool] | None,
-                   *, use_bwrap: bool | None = None) -> SandboxRun:
+def run_in_sandbox(
+    job: dict,
+    limits: Limits,
+    on_result: Callable[[int, str, str | None, bytes], bool] | None,
+    *,
+    use_bwrap: bool | None = None,
+) -> SandboxRun:
     """Run one problem's tests in a fresh sandboxed child.
 
     job: {"mode": "stdin"|"call"|"check", "code": str, "inputs": [str] (stdin) or [[arg, …]] (call)
@@ -281,13 +385,21 @@ def run_in_sandbox(job: dict, limits: Limits, on_result: Callable[[int, str, str
     False to stop the problem (the child is killed at once). `use_bwrap`: None = when usable.
     """
     if not sys.platform.startswith("linux"):
-        raise TrinityError(f"the code sandbox needs Linux (rlimits, /proc, namespaces); this is {sys.platform}: "
-                           "grade code on a Linux machine")
-    if job.get("mode") not in ("stdin", "call", "check") or not isinstance(job.get("code"), str) \
-            or not isinstance(job.get("inputs"), list) or (job["mode"] != "stdin" and not job.get("fn_name")) \
-            or (job["mode"] == "check" and (len(job["inputs"]) != 2 or not all(isinstance(x, str) for x in job["inputs"]))):
-        raise InputError('sandbox job must be {"mode": "stdin"|"call"|"check", "code": str, "inputs": [...], '
-                         '"fn_name": str (call, check)}; check: inputs = [test code, prompt]')
+        raise TrinityError(
+            f"the code sandbox needs Linux (rlimits, /proc, namespaces); this is {sys.platform}: "
+            "grade code on a Linux machine"
+        )
+    if (
+        job.get("mode") not in ("stdin", "call", "check")
+        or not isinstance(job.get("code"), str)
+        or not isinstance(job.get("inputs"), list)
+        or (job["mode"] != "stdin" and not job.get("fn_name"))
+        or (job["mode"] == "check" and (len(job["inputs"]) != 2 or not all(isinstance(x, str) for x in job["inputs"])))
+    ):
+        raise InputError(
+            'sandbox job must be {"mode": "stdin"|"call"|"check", "code": str, "inputs": [...], '
+            '"fn_name": str (call, check)}; check: inputs = [test code, prompt]'
+        )
     if use_bwrap is None:
         use_bwrap = bwrap_status()[0]
     return _run(job, limits, on_result, use_bwrap)
@@ -301,11 +413,21 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
     nonce = secrets.token_hex(16)
     drop_uid = UID_BASE + secrets.randbelow(UID_SPAN) if _is_root() else None
     n_tests = 1 if job["mode"] == "check" else len(job["inputs"])  # check: one test, check(candidate)
-    full = {**job, "nonce": nonce, "drop_uid": drop_uid, "in_bwrap": use_bwrap, "prelude": prelude_map(),
-            "parent_pid": os.getpid(),
-            "limits": {"cpu_s": max(1, int(limits.problem_timeout) + 1), "memory_bytes": limits.memory_bytes,
-                       "output_bytes": limits.output_bytes, "open_files": limits.open_files,
-                       "processes": limits.processes}}
+    full = {
+        **job,
+        "nonce": nonce,
+        "drop_uid": drop_uid,
+        "in_bwrap": use_bwrap,
+        "prelude": prelude_map(),
+        "parent_pid": os.getpid(),
+        "limits": {
+            "cpu_s": max(1, int(limits.problem_timeout) + 1),
+            "memory_bytes": limits.memory_bytes,
+            "output_bytes": limits.output_bytes,
+            "open_files": limits.open_files,
+            "processes": limits.processes,
+        },
+    }
     payload = marshal.dumps(full)  # the child is this same interpreter; nothing to import there
     read_fd, write_fd = os.pipe()
     status_r, status_w = os.pipe() if use_bwrap else (None, None)
@@ -327,9 +449,16 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
             env = _env(cwd)
         # stderr: bubblewrap's and the harness's start-up errors; the harness points it at
         # /dev/null before the code runs (a chatty program must not block on a full pipe).
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                cwd=cwd, env=env, pass_fds=tuple(fd for fd in (write_fd, status_w) if fd is not None),
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            pass_fds=tuple(fd for fd in (write_fd, status_w) if fd is not None),
+            start_new_session=True,
+        )
     except BaseException as e:
         for fd in (read_fd, write_fd, status_r, status_w):
             if fd is not None:
@@ -337,8 +466,10 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
         if workdir:
             shutil.rmtree(workdir, ignore_errors=True)
         if isinstance(e, OSError):
-            raise SandboxError(f"cannot start the code sandbox ({argv[0] if argv else 'bwrap'}): "
-                               f"{e.strerror or e}; check the Python install and `trinity doctor`") from None
+            raise SandboxError(
+                f"cannot start the code sandbox ({argv[0] if argv else 'bwrap'}): "
+                f"{e.strerror or e}; check the Python install and `trinity doctor`"
+            ) from None
         raise
     os.close(write_fd)
     if status_w is not None:
@@ -352,7 +483,7 @@ def _run(job: dict, limits: Limits, on_result, use_bwrap: bool) -> SandboxRun:
         _pump(proc, read_fd, nonce, n_tests, limits, on_result, run, t0)
     finally:
         if run.outcome == "completed":  # let it exit by itself: bubblewrap then tears its pid
-            try:                         # namespace down before we go on
+            try:  # namespace down before we go on
                 proc.wait(timeout=0.5)
             except subprocess.TimeoutExpired:
                 pass
@@ -439,7 +570,7 @@ def _pump(proc, fd: int, nonce: str, n_tests: int, limits: Limits, on_result, ru
                     return
                 if len(buf) < nl + 1 + size:
                     break
-                body = bytes(buf[nl + 1: nl + 1 + size])
+                body = bytes(buf[nl + 1 : nl + 1 + size])
                 del buf[: nl + 1 + size]
                 event = head.get("event")
                 now = time.monotonic()

@@ -25,9 +25,13 @@ if TYPE_CHECKING:
 DEFAULT_ENCODER = "Qwen/Qwen3-0.6B"
 
 _DTYPES = {
-    "float32": torch.float32, "fp32": torch.float32,
-    "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-    "float16": torch.float16, "fp16": torch.float16, "half": torch.float16,
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "half": torch.float16,
 }
 
 
@@ -115,8 +119,10 @@ def _load_hf(name_or_path: str, dtype: torch.dtype) -> tuple[HFCausalLM, PreTrai
         except (OSError, ValueError):
             if offline_vars_set() or not hub_reachable()[0]:
                 # Say so now instead of after the hub client's minute of retries.
-                raise OSError("the Hugging Face hub is unreachable and the model is not in the local "
-                              "cache (set HF_HUB_OFFLINE=1 when working offline)") from None
+                raise OSError(
+                    "the Hugging Face hub is unreachable and the model is not in the local "
+                    "cache (set HF_HUB_OFFLINE=1 when working offline)"
+                ) from None
             return load(local_only=False)
     except Exception as e:  # transformers raises OSError, ValueError, KeyError … for bad ids
         where = "local path" if is_dir else "offline or unknown id"
@@ -160,4 +166,3 @@ def load_encoder(
         device=dev,
         dtype=dt,
     )
-

@@ -123,8 +123,11 @@ def plan_texts(lengths: list[int], device: torch.device) -> TextPlan:
     pad_index = last_row.repeat_interleave(T)
     pad_index[flat] = torch.arange(S)
     return TextPlan(
-        pos=pos.to(device), pad_index=pad_index.view(B, T).to(device), flat_of_row=flat.to(device),
-        last_row=last_row.to(device), lengths=lengths_t.to(device),
+        pos=pos.to(device),
+        pad_index=pad_index.view(B, T).to(device),
+        flat_of_row=flat.to(device),
+        last_row=last_row.to(device),
+        lengths=lengths_t.to(device),
     )
 
 
@@ -165,8 +168,10 @@ class FastLayers:
         self.Ut = {n: cast(fac.U.T) for n, fac in self.f.items()}  # (r, out)
         self.s = torch.cat([fac.s for fac in svf.factors])  # (svf_size,) float32
         # Layer L+1's q/k/v weights (out, in) with its input norm's weight folded in.
-        self.W_last = {n: cast(self.last_ln1.fold_in(getattr(last_attn, n).weight.detach(), 1))
-                       for n in ("q_proj", "k_proj", "v_proj")}
+        self.W_last = {
+            n: cast(self.last_ln1.fold_in(getattr(last_attn, n).weight.detach(), 1))
+            for n in ("q_proj", "k_proj", "v_proj")
+        }
         self.dtype = dtype
 
     def _rope(self, pos: torch.Tensor, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -175,8 +180,13 @@ class FastLayers:
 
     @staticmethod
     def _norm_rope(
-        q: torch.Tensor, k: torch.Tensor, norms: tuple[Norm, Norm] | None,
-        cos_q: torch.Tensor, sin_q: torch.Tensor, cos_k: torch.Tensor, sin_k: torch.Tensor,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        norms: tuple[Norm, Norm] | None,
+        cos_q: torch.Tensor,
+        sin_q: torch.Tensor,
+        cos_k: torch.Tensor,
+        sin_k: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-head q/k norm (weight folded into the rotary tables), then rotary embedding."""
         if norms is None:
@@ -187,14 +197,19 @@ class FastLayers:
         return q, k
 
     def _attention(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-        attn_mask: torch.Tensor | None = None, is_causal: bool = False,
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        attn_mask: torch.Tensor | None = None,
+        is_causal: bool = False,
     ) -> torch.Tensor:
         """SDPA with grouped-query attention: q `(N, n_heads, Tq, d)`, k/v `(N, n_kv, T, d)`."""
         g = self.n_heads // self.n_kv
         if g > 1 and _SDPA_GQA:
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal,
-                                                  scale=self.scaling, enable_gqa=True)
+            return F.scaled_dot_product_attention(
+                q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=self.scaling, enable_gqa=True
+            )
         if g > 1:  # each KV head repeated for its query group (HF's repeat_kv order)
             N, nkv, T, d = k.shape
             k, v = (t[:, :, None].expand(N, nkv, g, T, d).reshape(N, nkv * g, T, d) for t in (k, v))
@@ -269,7 +284,9 @@ class FastLayers:
         q, k = self._norm_rope(q, k, self.last_qk_norms, cos[plan.last_row], sin[plan.last_row], cos, sin)
         keep = torch.arange(plan.T, device=h.device)[None, :] < plan.lengths[:, None]  # (B, T)
         out = self._attention(
-            q.reshape(P * B, nh, 1, d), self._pad(k, plan), self._pad(v, plan),
+            q.reshape(P * B, nh, 1, d),
+            self._pad(k, plan),
+            self._pad(v, plan),
             attn_mask=keep.repeat(P, 1)[:, None, None, :],
         )  # (P*B, nh, 1, d)
         y = h[:, plan.last_row] + linear(out.reshape(P, B, nh * d), attn.o_proj)

@@ -15,9 +15,7 @@ from trinity.model.theta import N_ROLES
 def _groups(logits: npt.ArrayLike, n_models: int) -> tuple[FloatArray, FloatArray]:
     logits = np.asarray(logits)
     if logits.shape[-1] != n_models + N_ROLES:
-        raise ConfigError(
-            f"logits have {logits.shape[-1]} columns; expected n_models + 3 = {n_models + N_ROLES}"
-        )
+        raise ConfigError(f"logits have {logits.shape[-1]} columns; expected n_models + 3 = {n_models + N_ROLES}")
     return logits[..., :n_models], logits[..., n_models:]
 
 

@@ -254,8 +254,9 @@ class Router:
         """thetas (P, D), N texts → logits (P, N, n_models + 3) float32 (fast path)."""
         return self.head_logits(thetas, self.population_features(thetas, texts))
 
-    def paired_features(self, thetas: npt.ArrayLike, texts: list[str], candidate_of_text: npt.ArrayLike
-                        ) -> Float32Array:
+    def paired_features(
+        self, thetas: npt.ArrayLike, texts: list[str], candidate_of_text: npt.ArrayLike
+    ) -> Float32Array:
         """Text i under candidate `candidate_of_text[i]`: thetas (P, D) → features (N, hidden)."""
         batch = self.check_thetas(thetas)
         cand = np.asarray(candidate_of_text, dtype=np.int64)
@@ -273,8 +274,7 @@ class Router:
             out[mine] = self._grid_features([xs[i] for i in mine], svf[c : c + 1])[0].numpy()
         return out
 
-    def paired_logits(self, thetas: npt.ArrayLike, texts: list[str], candidate_of_text: npt.ArrayLike
-                      ) -> Float32Array:
+    def paired_logits(self, thetas: npt.ArrayLike, texts: list[str], candidate_of_text: npt.ArrayLike) -> Float32Array:
         """thetas (P, D), N texts, candidate index per text → logits (N, n_models + 3) float32."""
         batch = self.check_thetas(thetas)
         heads, _ = self.split_thetas(batch)

@@ -49,6 +49,7 @@ def default_budget_mb(device: torch.device) -> float:
         return free / 3 / 2**20
     return DEFAULT_SESSION_BUDGET_MB
 
+
 KV = tuple[torch.Tensor, torch.Tensor]  # K (n, kv_heads, d) after norm + rotary, V (n, kv_heads, d)
 
 
@@ -150,9 +151,18 @@ def plan_new_rows(past: list[int], new: list[int], device: torch.device) -> NewR
     kept = torch.cat([b * T + torch.arange(p) for b, p in enumerate(past)])
     new_slot = torch.cat([b * T + p + torch.arange(n) for b, (p, n) in enumerate(zip(past, new))])
     all_slot = torch.cat([b * T + torch.arange(p + n) for b, (p, n) in enumerate(zip(past, new))])
-    return NewRows(past=list(past), new=list(new), pos=pos.to(device), q_index=q_index.view(B, N).to(device),
-                   flat_of_row=flat.to(device), last_row=last_row.to(device), mask=mask[:, None].to(device),
-                   kept_slot=kept.to(device), new_slot=new_slot.to(device), all_slot=all_slot.to(device))
+    return NewRows(
+        past=list(past),
+        new=list(new),
+        pos=pos.to(device),
+        q_index=q_index.view(B, N).to(device),
+        flat_of_row=flat.to(device),
+        last_row=last_row.to(device),
+        mask=mask[:, None].to(device),
+        kept_slot=kept.to(device),
+        new_slot=new_slot.to(device),
+        all_slot=all_slot.to(device),
+    )
 
 
 class SessionEncoder:
@@ -182,8 +192,9 @@ class SessionEncoder:
 
     # ---- public ----
 
-    def logits(self, texts: list[str], candidate_of_text: npt.ArrayLike, stream_of_text: Iterable[Hashable]
-               ) -> Float32Array:
+    def logits(
+        self, texts: list[str], candidate_of_text: npt.ArrayLike, stream_of_text: Iterable[Hashable]
+    ) -> Float32Array:
         """texts (N), candidate index and stream id per text → logits (N, n_models + 3) float32."""
         feats = self.features(texts, candidate_of_text, stream_of_text).astype(np.float64)
         cand = np.asarray(candidate_of_text, dtype=np.int64)
@@ -191,14 +202,21 @@ class SessionEncoder:
         return logits
 
     @torch.inference_mode()
-    def features(self, texts: list[str], candidate_of_text: npt.ArrayLike, stream_of_text: Iterable[Hashable]
-                 ) -> Float32Array:
+    def features(
+        self, texts: list[str], candidate_of_text: npt.ArrayLike, stream_of_text: Iterable[Hashable]
+    ) -> Float32Array:
         cand = np.asarray(candidate_of_text, dtype=np.int64)
         streams = list(stream_of_text)
         P = self.thetas.shape[0]
-        if cand.shape != (len(texts),) or len(streams) != len(texts) or (cand.size and (cand.min() < 0 or cand.max() >= P)):
-            raise InputError(f"session encoder: need one candidate in 0..{P - 1} and one stream id per text "
-                             f"({len(texts)} texts, {cand.shape} candidates, {len(streams)} streams)")
+        if (
+            cand.shape != (len(texts),)
+            or len(streams) != len(texts)
+            or (cand.size and (cand.min() < 0 or cand.max() >= P))
+        ):
+            raise InputError(
+                f"session encoder: need one candidate in 0..{P - 1} and one stream id per text "
+                f"({len(texts)} texts, {cand.shape} candidates, {len(streams)} streams)"
+            )
         if len(set(streams)) != len(streams):
             raise InputError("session encoder: a stream id appears twice in one call (one text per stream per turn)")
         ids = [np.asarray(i[:-1], dtype=np.int64) for i in self.router.token_ids(texts)]  # EOS dropped
@@ -225,8 +243,7 @@ class SessionEncoder:
 
     # ---- layers 0..L-1: θ-independent, shared by texts with the same tokens ----
 
-    def _prefix_states(self, ids: list[Int64Array], keys: list[str], streams: list[Hashable]
-                       ) -> dict[str, PrefixState]:
+    def _prefix_states(self, ids: list[Int64Array], keys: list[str], streams: list[Hashable]) -> dict[str, PrefixState]:
         todo: dict[str, tuple[Int64Array, PrefixState | None]] = {}
         for i, k in enumerate(keys):
             if k in self.prefixes or k in todo:
@@ -239,12 +256,17 @@ class SessionEncoder:
             reuse = [min(common_prefix(p.ids, i), len(i) - 1) if p is not None else 0 for _, (i, p) in items]
             order = sorted(range(len(items)), key=lambda j: len(items[j][1][0]))
             for group in batches(order, lambda j: len(items[j][1][0]), self.router.max_batch_tokens):
-                self._extend_prefix([items[j][0] for j in group], [items[j][1][0] for j in group],
-                                    [items[j][1][1] for j in group], [reuse[j] for j in group])
+                self._extend_prefix(
+                    [items[j][0] for j in group],
+                    [items[j][1][0] for j in group],
+                    [items[j][1][1] for j in group],
+                    [reuse[j] for j in group],
+                )
         return {k: self.prefixes[k] for k in keys}
 
-    def _extend_prefix(self, keys: list[str], ids: list[Int64Array], parents: list[PrefixState | None],
-                       reuse: list[int]) -> None:
+    def _extend_prefix(
+        self, keys: list[str], ids: list[Int64Array], parents: list[PrefixState | None], reuse: list[int]
+    ) -> None:
         dec = self.enc.decoder
         new = [len(i) - r for i, r in zip(ids, reuse)]
         plan = plan_new_rows(reuse, new, self.dev)
@@ -278,8 +300,14 @@ class SessionEncoder:
 
     # ---- layers L (SVF, per candidate) and L+1 ----
 
-    def _stream_features(self, ids: list[Int64Array], keys: list[str], cand: Int64Array, streams: list[Hashable],
-                         prefix: dict[str, PrefixState]) -> Float32Array:
+    def _stream_features(
+        self,
+        ids: list[Int64Array],
+        keys: list[str],
+        cand: Int64Array,
+        streams: list[Hashable],
+        prefix: dict[str, PrefixState],
+    ) -> Float32Array:
         H = self.router.hidden
         out = np.empty((len(ids), H), dtype=np.float32)
         work: list[tuple[int, StreamState | None, int]] = []
@@ -298,17 +326,21 @@ class SessionEncoder:
         order = sorted(range(len(work)), key=lambda j: len(ids[work[j][0]]))
         for group in batches(order, lambda j: len(ids[work[j][0]]), self.router.max_batch_tokens):
             items = [work[j] for j in group]
-            feats, kvs = self._extend_stream([prefix[keys[i]] for i, _, _ in items],
-                                             [st for _, st, _ in items], [r for _, _, r in items],
-                                             [int(cand[i]) for i, _, _ in items])
+            feats, kvs = self._extend_stream(
+                [prefix[keys[i]] for i, _, _ in items],
+                [st for _, st, _ in items],
+                [r for _, _, r in items],
+                [int(cand[i]) for i, _, _ in items],
+            )
             for (i, _, _), f, kv in zip(items, feats, kvs):
                 out[i] = f.cpu().numpy()
                 self.streams[streams[i]] = (keys[i], StreamState(ids=ids[i], cand=int(cand[i]), kv=kv, feature=f))
                 self.streams.move_to_end(streams[i])
         return out
 
-    def _extend_stream(self, prefixes: list[PrefixState], states: list[StreamState | None], reuse: list[int],
-                       cands: list[int]) -> tuple[list[torch.Tensor], list[list[KV]]]:
+    def _extend_stream(
+        self, prefixes: list[PrefixState], states: list[StreamState | None], reuse: list[int], cands: list[int]
+    ) -> tuple[list[torch.Tensor], list[list[KV]]]:
         fast, f, d, nh, nkv = self.fast, self.fast.f, self.fast.head_dim, self.fast.n_heads, self.fast.n_kv
         new = [len(p.ids) - r for p, r in zip(prefixes, reuse)]
         plan = plan_new_rows(reuse, new, self.dev)
@@ -355,8 +387,9 @@ class SessionEncoder:
 
     # ---- attention over kept + new K/V ----
 
-    def _full_kv(self, k: torch.Tensor, v: torch.Tensor, pasts: list[KV | None], plan: NewRows
-                 ) -> tuple[torch.Tensor, torch.Tensor, list[KV]]:
+    def _full_kv(
+        self, k: torch.Tensor, v: torch.Tensor, pasts: list[KV | None], plan: NewRows
+    ) -> tuple[torch.Tensor, torch.Tensor, list[KV]]:
         """Per text: K/V of all its tokens (kept ones, then the new rows) → padded
         `(B, kv_heads, T, d)` K and V, and the per-text `(t, kv_heads, d)` pairs to keep.
 
@@ -387,8 +420,9 @@ class SessionEncoder:
         K, V = K.view(B, T, nkv, d), V.view(B, T, nkv, d)
         return K.transpose(1, 2), V.transpose(1, 2), full
 
-    def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pasts: list[KV | None], plan: NewRows
-                ) -> tuple[torch.Tensor, list[KV]]:
+    def _attend(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pasts: list[KV | None], plan: NewRows
+    ) -> tuple[torch.Tensor, list[KV]]:
         """New rows' q `(S, heads, d)`, k/v `(S, kv_heads, d)`; `pasts[b]` the kept K/V of text b
         (or None) → attention output `(S, heads*d)` and each text's full K/V."""
         K, V, full = self._full_kv(k, v, pasts, plan)

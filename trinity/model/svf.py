@@ -72,9 +72,7 @@ class SvfLayer:
             # full_matrices=False: U (out, r), s (r,), Vh (r, in) with r = min(out, in).
             U, s, Vh = torch.linalg.svd(w, full_matrices=False)
             dev = mod.weight.device
-            self.factors.append(
-                SvfFactor(name, mod, U.float().to(dev), s.float().to(dev), Vh.float().to(dev), offset)
-            )
+            self.factors.append(SvfFactor(name, mod, U.float().to(dev), s.float().to(dev), Vh.float().to(dev), offset))
             offset += int(s.shape[0])
         self.size = offset
 

@@ -105,8 +105,9 @@ def load_theta(path: str | os.PathLike[str], expected_size: int | None = None) -
     return theta.astype(np.float64, copy=False)
 
 
-def save_bundle_weights(directory: str | os.PathLike[str], theta: npt.ArrayLike, n_models: int, hidden: int
-                        ) -> tuple[Path, Path]:
+def save_bundle_weights(
+    directory: str | os.PathLike[str], theta: npt.ArrayLike, n_models: int, hidden: int
+) -> tuple[Path, Path]:
     """Split θ into `head_weights.npy` `(n_models + 3, hidden)` and `svf_scales.npy` `(svf_size,)`,
     both float32, in `directory`; returns the two paths."""
     directory = Path(directory)

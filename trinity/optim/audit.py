@@ -37,15 +37,16 @@ def overfit_report(acc: dict[str, dict[str, float]]) -> dict[str, Any]:
     """From {split: {benchmark: accuracy}} (splits val/test/audit; benchmark "all" = pooled), the
     gaps val − audit and test − audit per benchmark with their factors."""
     audit = acc.get("audit") or {}
-    out: dict[str, Any] = {"rule": f"gap = hidden - audit accuracy; > {GAP_REJECT} rejects, > {GAP_PENALISE} x{PENALTY_FACTOR} "
-                         "(TinyRouter's overfit gate); hidden = val (selection split) or test",
-                 "gaps": {}}
+    out: dict[str, Any] = {
+        "rule": f"gap = hidden - audit accuracy; > {GAP_REJECT} rejects, > {GAP_PENALISE} x{PENALTY_FACTOR} "
+        "(TinyRouter's overfit gate); hidden = val (selection split) or test",
+        "gaps": {},
+    }
     for hidden in ("val", "test"):
         for b, a in (acc.get(hidden) or {}).items():
             if b not in audit:
                 continue
             gap = a - audit[b]
             factor, reading = gap_factor(gap)
-            out["gaps"].setdefault(b, {})[f"{hidden}_minus_audit"] = {"gap": gap, "factor": factor,
-                                                                       "reading": reading}
+            out["gaps"].setdefault(b, {})[f"{hidden}_minus_audit"] = {"gap": gap, "factor": factor, "reading": reading}
     return out

@@ -147,9 +147,16 @@ def write_checkpoint(run: RunDir, state: dict[str, Any], *, run_id: str, config_
     atomic_write_bytes(ckdir / name, blob)
     head, n_records = ledger_anchor(run)
     manifest = {
-        "format": FORMAT, "run_id": run_id, "config_hash": config_hash, "generation": gen,
-        "file": name, "sha256": hashlib.sha256(blob).hexdigest(), "bytes": len(blob),
-        "ledger_head": head, "ledger_records": n_records, "time": utc_now_iso(),
+        "format": FORMAT,
+        "run_id": run_id,
+        "config_hash": config_hash,
+        "generation": gen,
+        "file": name,
+        "sha256": hashlib.sha256(blob).hexdigest(),
+        "bytes": len(blob),
+        "ledger_head": head,
+        "ledger_records": n_records,
+        "time": utc_now_iso(),
     }
     atomic_write_json(ckdir / MANIFEST, manifest)
     for old in [*ckdir.glob("state-*.npz"), *ckdir.glob("state-*.pkl")]:
@@ -170,15 +177,18 @@ def check_ledger_against(run: RunDir, head: object, n_records: object, what: str
     n_records = n_records if isinstance(n_records, int) and not isinstance(n_records, bool) else "its"
     from trinity.pool.ledger import verify_ledger
 
-    fix = ("restore ledger.jsonl from a copy of the run directory, or start a new run; resuming would "
-           "restart the spend (and the budget) from a ledger that lost paid calls")
+    fix = (
+        "restore ledger.jsonl from a copy of the run directory, or start a new run; resuming would "
+        "restart the spend (and the budget) from a ledger that lost paid calls"
+    )
     if not run.ledger.exists() or run.ledger.stat().st_size == 0:
         state = "missing" if not run.ledger.exists() else "empty"
         raise CheckpointError(f"{run.ledger} is {state} but {what} records {n_records} paid calls; {fix}")
     rep = verify_ledger(run.ledger, expected_head=head)
     if not rep.ok or (isinstance(n_records, int) and rep.n_records < n_records):
-        raise CheckpointError(f"{run.ledger} does not hold the {n_records} records {what} counts "
-                              f"({rep.problem}); {fix}")
+        raise CheckpointError(
+            f"{run.ledger} does not hold the {n_records} records {what} counts ({rep.problem}); {fix}"
+        )
 
 
 def read_checkpoint(run: RunDir, *, run_id: str, config_hash: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -195,17 +205,22 @@ def read_checkpoint(run: RunDir, *, run_id: str, config_hash: str) -> tuple[dict
     except IsADirectoryError:
         raise CheckpointError(f"checkpoint {mpath} is a directory, not a manifest; {hint}") from None
     if isinstance(manifest, dict) and manifest.get("format") == OLD_PICKLE_FORMAT:
-        raise CheckpointError(f"checkpoint {mpath} is in the old pickle format ({OLD_PICKLE_FORMAT}), which is "
-                              "never loaded because a pickle can run code; start a new run (trinity train)")
+        raise CheckpointError(
+            f"checkpoint {mpath} is in the old pickle format ({OLD_PICKLE_FORMAT}), which is "
+            "never loaded because a pickle can run code; start a new run (trinity train)"
+        )
     keys = ("format", "run_id", "config_hash", "generation", "file", "sha256")
     if not isinstance(manifest, dict) or any(k not in manifest for k in keys) or manifest["format"] != FORMAT:
         raise CheckpointError(f"checkpoint {mpath} is not a {FORMAT} manifest; {hint}")
     if manifest["run_id"] != run_id:
-        raise CheckpointError(f"checkpoint in {ckdir} belongs to run {manifest['run_id']!r}, not "
-                              f"{run_id!r} (foreign checkpoint); {hint}")
+        raise CheckpointError(
+            f"checkpoint in {ckdir} belongs to run {manifest['run_id']!r}, not {run_id!r} (foreign checkpoint); {hint}"
+        )
     if manifest["config_hash"] != config_hash:
-        raise CheckpointError(f"checkpoint in {ckdir} was written with another config (hash "
-                              f"{manifest['config_hash']} != {config_hash}); {hint}")
+        raise CheckpointError(
+            f"checkpoint in {ckdir} was written with another config (hash "
+            f"{manifest['config_hash']} != {config_hash}); {hint}"
+        )
     spath = ckdir / Path(str(manifest["file"])).name
     try:
         blob = spath.read_bytes()
@@ -215,10 +230,19 @@ def read_checkpoint(run: RunDir, *, run_id: str, config_hash: str) -> tuple[dict
         raise CheckpointError(f"checkpoint state {spath} is corrupt (checksum mismatch); {hint}")
     try:
         state = decode_state(blob)
-    except (ValueError, KeyError, TypeError, IndexError, OSError, EOFError, zipfile.BadZipFile,
-            UnicodeDecodeError) as e:
-        raise CheckpointError(f"checkpoint state {spath} is not a data-only {FORMAT} state "
-                              f"({type(e).__name__}: {str(e)[:120]}); {hint}") from None
+    except (
+        ValueError,
+        KeyError,
+        TypeError,
+        IndexError,
+        OSError,
+        EOFError,
+        zipfile.BadZipFile,
+        UnicodeDecodeError,
+    ) as e:
+        raise CheckpointError(
+            f"checkpoint state {spath} is not a data-only {FORMAT} state ({type(e).__name__}: {str(e)[:120]}); {hint}"
+        ) from None
     if state.get("gen") != manifest["generation"]:
         raise CheckpointError(f"checkpoint state {spath} does not match its manifest; {hint}")
     check_ledger_against(run, manifest.get("ledger_head"), manifest.get("ledger_records"), f"checkpoint {mpath}")

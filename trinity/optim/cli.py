@@ -7,14 +7,41 @@ import json
 import sys
 from typing import Any, Callable
 
-TRAIN_FLAGS = ("mode", "encoder", "questions", "matrix", "pool", "competition", "base_url", "pool_models", "generations", "popsize", "m", "sigma0",
-               "seed", "budget_usd", "max_batch_tokens", "device", "dtype", "policy", "temperature",
-               "price_in", "price_out", "read_timeout_s", "fail_threshold", "workers",
-               "ray_address", "warm_start", "lambda_turns", "lambda_cost")
+TRAIN_FLAGS = (
+    "mode",
+    "encoder",
+    "questions",
+    "matrix",
+    "pool",
+    "competition",
+    "base_url",
+    "pool_models",
+    "generations",
+    "popsize",
+    "m",
+    "sigma0",
+    "seed",
+    "budget_usd",
+    "max_batch_tokens",
+    "device",
+    "dtype",
+    "policy",
+    "temperature",
+    "price_in",
+    "price_out",
+    "read_timeout_s",
+    "fail_threshold",
+    "workers",
+    "ray_address",
+    "warm_start",
+    "lambda_turns",
+    "lambda_cost",
+)
 
 
 def _printer(as_json: bool) -> Callable[[dict[str, Any]], None]:
     """Event sink for the terminal: a progress line per generation, or every event as JSON."""
+
     def on_event(ev: dict[str, Any]) -> None:
         if as_json:
             print(json.dumps(ev, ensure_ascii=False), flush=True)
@@ -23,19 +50,29 @@ def _printer(as_json: bool) -> Callable[[dict[str, Any]], None]:
         if t == "generation":
             val = f"  val {ev['val_acc']:.3f}" if "val_acc" in ev else ""
             cost = f"  ${ev['cost_usd']:.4f}" if ev.get("cost_usd") else ""
-            print(f"gen {ev['gen']:>4}  best {ev['best']:.3f}  mean {ev['mean']:.3f}  max {ev['max']:.3f}  "
-                  f"sigma {ev['sigma']:.4f}{val}{cost}  {ev['secs']:.2f}s", flush=True)
+            print(
+                f"gen {ev['gen']:>4}  best {ev['best']:.3f}  mean {ev['mean']:.3f}  max {ev['max']:.3f}  "
+                f"sigma {ev['sigma']:.4f}{val}{cost}  {ev['secs']:.2f}s",
+                flush=True,
+            )
         elif t == "warm_start" and ev.get("method") == "roles":
-            print(f"warm start (generation 0, role rows: Worker, then Verifier once turns exist)  "
-                  f"fit acc {ev.get('role_train_acc', 0.0):.3f}", flush=True)
+            print(
+                f"warm start (generation 0, role rows: Worker, then Verifier once turns exist)  "
+                f"fit acc {ev.get('role_train_acc', 0.0):.3f}",
+                flush=True,
+            )
         elif t == "warm_start":
             val = f"  val {ev['val_acc']:.3f}" if "val_acc" in ev else ""
-            print(f"warm start (generation 0, labels, lambda {ev['lambda']:g})  train {ev['train_acc']:.3f}{val}", flush=True)
+            print(
+                f"warm start (generation 0, labels, lambda {ev['lambda']:g})  train {ev['train_acc']:.3f}{val}",
+                flush=True,
+            )
         elif t == "status" and ev.get("status") in ("finished", "stopped"):
             print(ev.get("message") or ev["status"], flush=True)
         elif t == "log":
             level = ev.get("level", "info")
             print(("" if level == "info" else f"{level}: ") + str(ev.get("message", "")), flush=True)
+
     return on_event
 
 
@@ -58,13 +95,22 @@ def cmd_train(args: argparse.Namespace) -> int:
         seeds = parse_seeds(args.seeds)
         base = Path(args.run_dir) if args.run_dir else Path(args.runs_root) / new_run_id()
         line = (lambda s: None) if args.json else (lambda s: print(s, flush=True))  # --json: events only
-        code, summary = train_seeds(cfg, seeds, base, start_run, on_line=line, runs_root=args.runs_root,
-                                    on_event=_printer(args.json), argv=sys.argv[1:])
+        code, summary = train_seeds(
+            cfg,
+            seeds,
+            base,
+            start_run,
+            on_line=line,
+            runs_root=args.runs_root,
+            on_event=_printer(args.json),
+            argv=sys.argv[1:],
+        )
         if args.json:
             print(json.dumps({"type": "seeds", **summary}, ensure_ascii=False), flush=True)
         return code
-    res = start_run(cfg, run_dir=args.run_dir, runs_root=args.runs_root, on_event=_printer(args.json),
-                    argv=sys.argv[1:])
+    res = start_run(
+        cfg, run_dir=args.run_dir, runs_root=args.runs_root, on_event=_printer(args.json), argv=sys.argv[1:]
+    )
     if res.exit_code and not args.json:
         print(res.message, file=sys.stderr)
     return res.exit_code
@@ -73,72 +119,153 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     from trinity.optim.engine import resume_run
 
-    res = resume_run(args.run_dir, _overrides(args, ("generations", "device", "max_batch_tokens", "budget_usd",
-                                                     "base_url", "price_in", "price_out", "read_timeout_s",
-                                                     "fail_threshold", "workers", "ray_address")),
-                     on_event=_printer(args.json))
+    res = resume_run(
+        args.run_dir,
+        _overrides(
+            args,
+            (
+                "generations",
+                "device",
+                "max_batch_tokens",
+                "budget_usd",
+                "base_url",
+                "price_in",
+                "price_out",
+                "read_timeout_s",
+                "fail_threshold",
+                "workers",
+                "ray_address",
+            ),
+        ),
+        on_event=_printer(args.json),
+    )
     if res.exit_code and not args.json:
         print(res.message, file=sys.stderr)
     return res.exit_code
 
 
 def _pool_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--price-in", type=float, dest="price_in", metavar="USD",
-                   help="live mode: USD per 1M prompt tokens of every model without a price (0 for a free local server)")
-    p.add_argument("--price-out", type=float, dest="price_out", metavar="USD",
-                   help="live mode: USD per 1M completion tokens of every model without a price")
-    p.add_argument("--read-timeout", type=float, dest="read_timeout_s", metavar="S",
-                   help="live mode: the pool's read timeout per attempt, seconds (local: 900)")
-    p.add_argument("--fail-threshold", type=float, dest="fail_threshold", metavar="F",
-                   help="live mode: stop when more than this share of a generation's calls failed (default 0.5)")
+    p.add_argument(
+        "--price-in",
+        type=float,
+        dest="price_in",
+        metavar="USD",
+        help="live mode: USD per 1M prompt tokens of every model without a price (0 for a free local server)",
+    )
+    p.add_argument(
+        "--price-out",
+        type=float,
+        dest="price_out",
+        metavar="USD",
+        help="live mode: USD per 1M completion tokens of every model without a price",
+    )
+    p.add_argument(
+        "--read-timeout",
+        type=float,
+        dest="read_timeout_s",
+        metavar="S",
+        help="live mode: the pool's read timeout per attempt, seconds (local: 900)",
+    )
+    p.add_argument(
+        "--fail-threshold",
+        type=float,
+        dest="fail_threshold",
+        metavar="F",
+        help="live mode: stop when more than this share of a generation's calls failed (default 0.5)",
+    )
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("train", help="train a router with sep-CMA-ES (writes a run directory)",
-                       description="Train a router. Flags override --config, which overrides configs/trinity.yaml.")
+    p = sub.add_parser(
+        "train",
+        help="train a router with sep-CMA-ES (writes a run directory)",
+        description="Train a router. Flags override --config, which overrides configs/trinity.yaml.",
+    )
     p.add_argument("--config", help="YAML config (keys of TrainConfig; e.g. configs/practice.yaml)")
-    p.add_argument("--mode", choices=["cached", "live"],
-                   help="cached: replay the outcome matrix (free); live: multi-turn sessions against --pool")
+    p.add_argument(
+        "--mode",
+        choices=["cached", "live"],
+        help="cached: replay the outcome matrix (free); live: multi-turn sessions against --pool",
+    )
     p.add_argument("--questions", help="questions JSONL, or 'practice'")
     p.add_argument("--matrix", help="outcome matrix JSON (TinyRouter oracle-matrix), or 'practice'")
     p.add_argument("--benchmarks", help="comma-separated benchmarks to keep (default: all)")
     p.add_argument("--encoder", help="HF id or path of the encoder; tiny-qwen3 for tests")
     p.add_argument("--pool", help="pool name (live mode)")
-    p.add_argument("--competition", choices=["tinyrouter", "minirouter"],
-                   help="train on this competition's router text (default from the pool: openrouter -> "
-                        "tinyrouter, chutes -> minirouter, others -> tinyrouter)")
+    p.add_argument(
+        "--competition",
+        choices=["tinyrouter", "minirouter"],
+        help="train on this competition's router text (default from the pool: openrouter -> "
+        "tinyrouter, chutes -> minirouter, others -> tinyrouter)",
+    )
     p.add_argument("--base-url", dest="base_url", help="live mode: the pool's base URL (overrides configs/models.yaml)")
-    p.add_argument("--pool-models", dest="pool_models",
-                   help="live mode: comma-separated model ids in θ order (overrides the pool's list in "
-                        "configs/models.yaml; e.g. what a local server serves)")
+    p.add_argument(
+        "--pool-models",
+        dest="pool_models",
+        help="live mode: comma-separated model ids in θ order (overrides the pool's list in "
+        "configs/models.yaml; e.g. what a local server serves)",
+    )
     p.add_argument("--generations", type=int, help="ES generations (default 60)")
     p.add_argument("--popsize", type=int, help="candidates per generation (default 32)")
     p.add_argument("--m", type=int, help="questions per candidate per generation")
     p.add_argument("--sigma0", type=float, help="initial ES step size (default 0.1)")
     p.add_argument("--seed", type=int, help="seed of the splits, the ES and the minibatches (default 0)")
-    p.add_argument("--budget-usd", type=float, dest="budget_usd",
-                   help="live mode: stop (with a checkpoint) before spending more than this")
+    p.add_argument(
+        "--budget-usd",
+        type=float,
+        dest="budget_usd",
+        help="live mode: stop (with a checkpoint) before spending more than this",
+    )
     _pool_flags(p)
-    p.add_argument("--max-batch-tokens", type=int, dest="max_batch_tokens",
-                   help="tokens per encoder batch: bounds memory (default 8192)")
+    p.add_argument(
+        "--max-batch-tokens",
+        type=int,
+        dest="max_batch_tokens",
+        help="tokens per encoder batch: bounds memory (default 8192)",
+    )
     p.add_argument("--device", help="cpu, cuda, cuda:N (default: cuda when available)")
-    p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"],
-                   help="encoder dtype (default: bfloat16 on GPU, float32 on CPU)")
-    p.add_argument("--policy", choices=["argmax", "sample"],
-                   help="argmax per group (default) or sample from the softmax")
+    p.add_argument(
+        "--dtype",
+        choices=["float32", "bfloat16", "float16"],
+        help="encoder dtype (default: bfloat16 on GPU, float32 on CPU)",
+    )
+    p.add_argument(
+        "--policy", choices=["argmax", "sample"], help="argmax per group (default) or sample from the softmax"
+    )
     p.add_argument("--temperature", type=float, help="softmax temperature of --policy sample")
-    p.add_argument("--workers", type=int, help="Ray actors that evaluate each generation's candidates (live mode: "
-                                               "its sessions' encoder work) (default 1: this process; the [ray] extra)")
-    p.add_argument("--ray-address", dest="ray_address", help="HOST:PORT of a Ray cluster for --workers (default: local)")
-    p.add_argument("--warm-start", dest="warm_start", choices=["auto", "labels", "none"],
-                   help="labels: fit the head's model rows on the training split's correctness before ES "
-                        "(default auto: labels in cached mode; in live mode the role rows' default, Verifier once a turn exists)")
-    p.add_argument("--lambda-turns", type=float, dest="lambda_turns",
-                   help="live reward: minus lambda_turns x (turns - 1) / 4 (default 0.1)")
-    p.add_argument("--lambda-cost", type=float, dest="lambda_cost",
-                   help="live reward: minus lambda_cost x session cost in USD (default 0)")
-    p.add_argument("--seeds", help="comma-separated seeds: one run per seed into sibling dirs RUN_DIR-s<seed>, "
-                                   "sharing one split, and RUN_DIR-seeds.json picking the best by validation")
+    p.add_argument(
+        "--workers",
+        type=int,
+        help="Ray actors that evaluate each generation's candidates (live mode: "
+        "its sessions' encoder work) (default 1: this process; the [ray] extra)",
+    )
+    p.add_argument(
+        "--ray-address", dest="ray_address", help="HOST:PORT of a Ray cluster for --workers (default: local)"
+    )
+    p.add_argument(
+        "--warm-start",
+        dest="warm_start",
+        choices=["auto", "labels", "none"],
+        help="labels: fit the head's model rows on the training split's correctness before ES "
+        "(default auto: labels in cached mode; in live mode the role rows' default, Verifier once a turn exists)",
+    )
+    p.add_argument(
+        "--lambda-turns",
+        type=float,
+        dest="lambda_turns",
+        help="live reward: minus lambda_turns x (turns - 1) / 4 (default 0.1)",
+    )
+    p.add_argument(
+        "--lambda-cost",
+        type=float,
+        dest="lambda_cost",
+        help="live reward: minus lambda_cost x session cost in USD (default 0)",
+    )
+    p.add_argument(
+        "--seeds",
+        help="comma-separated seeds: one run per seed into sibling dirs RUN_DIR-s<seed>, "
+        "sharing one split, and RUN_DIR-seeds.json picking the best by validation",
+    )
     p.add_argument("--run-dir", help="run directory (default: RUNS_ROOT/<auto id>)")
     p.add_argument("--runs-root", default="runs", help="where auto-named runs go (default ./runs)")
     p.add_argument("--json", action="store_true", help="print every event as one JSON object a line")

@@ -23,6 +23,7 @@ from trinity.runs.rundir import RunDir, new_run_id, utc_now_iso
 if TYPE_CHECKING:
     from trinity.model.router import Router
 
+
 def run_competition_of(cfg: TrainConfig) -> str:
     """The competition whose router text a run with `cfg` trains on (trinity.competition.text)."""
     from trinity.competition.text import resolve_competition
@@ -41,8 +42,16 @@ def make_fitness(cfg: TrainConfig, run: RunDir, router: RouterLike, inputs: RunI
         return make_population_fitness(cfg, run, router, inputs, models)
     if cfg.mode == "cached":
         assert inputs.matrix is not None, "inputs_from_config requires a matrix in cached mode"
-        return CachedFitness(router, inputs.matrix, models, policy=cfg.policy, temperature=cfg.temperature,
-                             seed=cfg.seed, traces=cfg.traces, text=question_text(run_competition_of(cfg)))
+        return CachedFitness(
+            router,
+            inputs.matrix,
+            models,
+            policy=cfg.policy,
+            temperature=cfg.temperature,
+            seed=cfg.seed,
+            traces=cfg.traces,
+            text=question_text(run_competition_of(cfg)),
+        )
     from trinity.session.fitness import make_live_fitness
 
     return make_live_fitness(cfg, run, router, inputs, models)
@@ -70,16 +79,23 @@ def pool_models(cfg: TrainConfig, inputs: RunInputs) -> list[str]:
 
     preflight(cfg)  # unpriced models, a missing key: refused before the run directory exists
     if inputs.matrix is not None and ids != list(inputs.matrix.models):
-        raise ConfigError(f"pool {cfg.pool!r} has models {ids} but the matrix {cfg.matrix} has "
-                          f"{list(inputs.matrix.models)}; θ's rows follow one order: use a matrix "
-                          "collected from this pool (trinity collect), or no --matrix")
+        raise ConfigError(
+            f"pool {cfg.pool!r} has models {ids} but the matrix {cfg.matrix} has "
+            f"{list(inputs.matrix.models)}; θ's rows follow one order: use a matrix "
+            "collected from this pool (trinity collect), or no --matrix"
+        )
     return ids
 
 
 def _git_sha() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=Path(__file__).resolve().parents[2])
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parents[2],
+        )
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
@@ -97,8 +113,13 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def start_run(cfg: TrainConfig, run_dir: str | os.PathLike[str] | None = None, runs_root: str | os.PathLike[str] = "runs",
-              on_event: Callable[[dict[str, Any]], None] | None = None, argv: list[str] | None = None) -> TrainResult:
+def start_run(
+    cfg: TrainConfig,
+    run_dir: str | os.PathLike[str] | None = None,
+    runs_root: str | os.PathLike[str] = "runs",
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    argv: list[str] | None = None,
+) -> TrainResult:
     inputs = inputs_from_config(cfg)  # cross-checks: errors before anything is created
     models = pool_models(cfg, inputs)
     if cfg.workers > 1 or cfg.ray_address:
@@ -106,14 +127,16 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike[str] | None = None, r
 
         check_population(cfg)
     if cfg.warm_start == "labels" and inputs.matrix is None:
-        raise ConfigError("--warm-start labels fits the head on an outcome matrix; pass --matrix FILE.json "
-                          "(or --warm-start none)")
+        raise ConfigError(
+            "--warm-start labels fits the head on an outcome matrix; pass --matrix FILE.json (or --warm-start none)"
+        )
     run = RunDir(run_dir) if run_dir else RunDir(Path(runs_root) / new_run_id())
     if run.exists() and _failed_at_start(run):
         _clear_failed_start(run)  # a run that never started (no key, bad URL …): the retry takes its place
     if run.exists():
-        raise InputError(f"{run.path} already holds a run; continue it with `trinity resume {run.path}` "
-                         "or pick another --run-dir")
+        raise InputError(
+            f"{run.path} already holds a run; continue it with `trinity resume {run.path}` or pick another --run-dir"
+        )
     if run.path.exists() and not run.path.is_dir():
         raise InputError(f"{run.path} is a file, not a directory; pick another --run-dir")
     if run.path.exists() and any(p.name != "engine.log" for p in run.path.iterdir()):
@@ -126,14 +149,27 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike[str] | None = None, r
     run.path.mkdir(parents=True, exist_ok=True)
     with run.lock():
         meta = {
-            "id": run.id, "created": utc_now_iso(), "status": "created", "status_message": "",
-            "mode": cfg.mode, "competition": competition, "config": cfg.resolved(), "config_hash": cfg.hash(), "models": models,
+            "id": run.id,
+            "created": utc_now_iso(),
+            "status": "created",
+            "status_message": "",
+            "mode": cfg.mode,
+            "competition": competition,
+            "config": cfg.resolved(),
+            "config_hash": cfg.hash(),
+            "models": models,
             "pool": cfg.pool or (inputs.matrix.benchmark if inputs.matrix is not None else None),
-            "benchmarks": sorted({q.benchmark for q in inputs.questions}), "encoder": cfg.encoder,
-            "n_params": int(router.n_params), "splits": inputs.splits,
-            "inputs_digest": inputs_digest(inputs), "git_sha": _git_sha(),
-            "versions": _versions(), "pid": os.getpid(), "budget_usd": cfg.budget_usd,
-            "argv": argv or [], "torch_threads": _torch_threads(),
+            "benchmarks": sorted({q.benchmark for q in inputs.questions}),
+            "encoder": cfg.encoder,
+            "n_params": int(router.n_params),
+            "splits": inputs.splits,
+            "inputs_digest": inputs_digest(inputs),
+            "git_sha": _git_sha(),
+            "versions": _versions(),
+            "pid": os.getpid(),
+            "budget_usd": cfg.budget_usd,
+            "argv": argv or [],
+            "torch_threads": _torch_threads(),
         }
         run.write_meta(meta)
         try:
@@ -142,32 +178,62 @@ def start_run(cfg: TrainConfig, run_dir: str | os.PathLike[str] | None = None, r
             run.set_status("failed", f"failed at start: {e}"[:500])
             raise
         try:
-            trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=run.id, on_event=on_event,
-                              validator=make_validator(cfg, router, inputs, models), warm_up=True)
+            trainer = Trainer(
+                run,
+                cfg,
+                inputs,
+                router,
+                fitness,
+                models,
+                run_id=run.id,
+                on_event=on_event,
+                validator=make_validator(cfg, router, inputs, models),
+                warm_up=True,
+            )
             sp = inputs.splits
-            trainer.event("log", level="info", message=(
-                f"run {run.id} in {run.path}: {cfg.mode} mode, {len(sp['train'])}/{len(sp['val'])}/"
-                f"{len(sp['test'])} train/val/test questions, models {', '.join(models)}, "
-                f"θ {router.n_params} values, popsize {cfg.popsize}, m {cfg.m}, {cfg.generations} generations"))
-            trainer.event("log", level="info", message=f"router text: {competition}'s format (encoder input, "
-                          "transcript, question rendering)")
+            trainer.event(
+                "log",
+                level="info",
+                message=(
+                    f"run {run.id} in {run.path}: {cfg.mode} mode, {len(sp['train'])}/{len(sp['val'])}/"
+                    f"{len(sp['test'])} train/val/test questions, models {', '.join(models)}, "
+                    f"θ {router.n_params} values, popsize {cfg.popsize}, m {cfg.m}, {cfg.generations} generations"
+                ),
+            )
+            trainer.event(
+                "log",
+                level="info",
+                message=f"router text: {competition}'s format (encoder input, transcript, question rendering)",
+            )
             if theta_note:
                 trainer.event("log", level="warning", message=theta_note)
             for level, note in _eval_set_notes(competition, sp):
                 trainer.event("log", level=level, message=note)
-            for note in (inputs.matrix.notes if inputs.matrix is not None else []):
+            for note in inputs.matrix.notes if inputs.matrix is not None else []:
                 trainer.event("log", level="info", message=f"matrix: {note}")
             if cfg.m > len(sp["train"]):
-                trainer.event("log", level="warning", message=(
-                    f"m={cfg.m} is more than the {len(sp['train'])} training questions; "
-                    "every generation uses all of them"))
+                trainer.event(
+                    "log",
+                    level="warning",
+                    message=(
+                        f"m={cfg.m} is more than the {len(sp['train'])} training questions; "
+                        "every generation uses all of them"
+                    ),
+                )
             return trainer.train()
         finally:
             fitness.close()
 
 
-_START_FILES = ("run.json", "events.jsonl", "ledger.jsonl", "journal.jsonl", "journal.sent.jsonl", "traces.jsonl",
-                ".lock")
+_START_FILES = (
+    "run.json",
+    "events.jsonl",
+    "ledger.jsonl",
+    "journal.jsonl",
+    "journal.sent.jsonl",
+    "traces.jsonl",
+    ".lock",
+)
 
 
 def _failed_at_start(run: RunDir) -> bool:
@@ -179,13 +245,16 @@ def _failed_at_start(run: RunDir) -> bool:
         return False
     if status not in ("created", "failed") or run.is_locked() or ckpt.has_checkpoint(run) or run.history.exists():
         return False
-    return all(not (run.path / f).exists() or (run.path / f).stat().st_size == 0
-               for f in ("ledger.jsonl", "journal.jsonl", "traces.jsonl"))
+    return all(
+        not (run.path / f).exists() or (run.path / f).stat().st_size == 0
+        for f in ("ledger.jsonl", "journal.jsonl", "traces.jsonl")
+    )
 
 
 def _clear_failed_start(run: RunDir) -> None:
     for f in _START_FILES:
         (run.path / f).unlink(missing_ok=True)
+
 
 def _theta_check(competition: str, n_models: int, router: Router, explicit: bool) -> str | None:
     """θ must have the length `competition`'s validator reads for this pool. Asked for by name
@@ -210,14 +279,18 @@ def _eval_set_notes(competition: str, splits: dict[str, list[str]]) -> list[tupl
     where = {name: sorted(ids & set(splits.get(name, ()))) for name in ("train", "val", "test")}
     if competition != "minirouter" or not any(where.values()):
         return []
-    info = (f"MiniRouter's validator scores {MINIROUTER_EVAL_ITEMS} MATH-500 items (test, shuffled with seed 0, "
-            f"first {MINIROUTER_EVAL_ITEMS}); in this run: {len(where['train'])} in train, "
-            f"{len(where['val'])} in val, {len(where['test'])} in test")
+    info = (
+        f"MiniRouter's validator scores {MINIROUTER_EVAL_ITEMS} MATH-500 items (test, shuffled with seed 0, "
+        f"first {MINIROUTER_EVAL_ITEMS}); in this run: {len(where['train'])} in train, "
+        f"{len(where['val'])} in val, {len(where['test'])} in test"
+    )
     out = [("info", info)]
     if where["train"]:
         shown = ", ".join(where["train"][:5]) + (" …" if len(where["train"]) > 5 else "")
-        warning = (f"{len(where['train'])} of the items MiniRouter scores are in the training split ({shown}): "
-                   "a local estimate on them is not held out")
+        warning = (
+            f"{len(where['train'])} of the items MiniRouter scores are in the training split ({shown}): "
+            "a local estimate on them is not held out"
+        )
         out.append(("warning", warning))
     return out
 
@@ -240,14 +313,19 @@ def _match_threads(recorded: object, router: Router) -> str | None:
     if now == recorded:
         return None
     if os.environ.get("OMP_NUM_THREADS"):
-        return (f"this run started with {recorded} torch threads and resumes with {now} (OMP_NUM_THREADS): "
-                "results may differ from an uninterrupted run in the last bits")
+        return (
+            f"this run started with {recorded} torch threads and resumes with {now} (OMP_NUM_THREADS): "
+            "results may differ from an uninterrupted run in the last bits"
+        )
     torch.set_num_threads(recorded)
     return f"resuming with {recorded} torch threads, as the run started (this process had {now})"
 
 
-def resume_run(run_dir: str | os.PathLike[str], overrides: dict[str, Any] | None = None,
-               on_event: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
+def resume_run(
+    run_dir: str | os.PathLike[str],
+    overrides: dict[str, Any] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+) -> TrainResult:
     """Continue a run from its last checkpoint (from scratch when it has none yet).
 
     `overrides` may change only keys that leave the checkpoint valid (trinity.config.RESUMABLE_KEYS:
@@ -266,23 +344,36 @@ def resume_run(run_dir: str | os.PathLike[str], overrides: dict[str, Any] | None
         if ckpt.has_checkpoint(run):
             _, state = ckpt.read_checkpoint(run, run_id=meta.get("id", run.id), config_hash=cfg.hash())
             if state["gen"] >= cfg.generations and meta.get("status") == "finished":
-                raise InputError(f"{run.path} already ran {state['gen']} of {cfg.generations} generations; "
-                                 "nothing to resume (pass --generations N to extend it)")
+                raise InputError(
+                    f"{run.path} already ran {state['gen']} of {cfg.generations} generations; "
+                    "nothing to resume (pass --generations N to extend it)"
+                )
         elif run.history.exists() or run.best_theta.exists():
             # the checkpoint is written before history.json and best_theta.npy: those without it
             # mean it was lost, and starting over would append a second generation 1 to this run
-            raise CheckpointError(f"{run.path} has finished generations (history.json) but no checkpoint "
-                                  f"({run.checkpoint_dir / ckpt.MANIFEST} missing); restore checkpoint/ "
-                                  "from a copy, or start a new run (trinity train)")
+            raise CheckpointError(
+                f"{run.path} has finished generations (history.json) but no checkpoint "
+                f"({run.checkpoint_dir / ckpt.MANIFEST} missing); restore checkpoint/ "
+                "from a copy, or start a new run (trinity train)"
+            )
         inputs = load_run_inputs(run)
         models = list(meta.get("models") or pool_models(cfg, inputs))
         router = build_router(cfg, len(models))
         threads_note = _match_threads(meta.get("torch_threads"), router)
         fitness = make_fitness(cfg, run, router, inputs, models)
         try:
-            trainer = Trainer(run, cfg, inputs, router, fitness, models, run_id=meta.get("id", run.id),
-                              on_event=on_event, validator=make_validator(cfg, router, inputs, models),
-                              warm_up=True)
+            trainer = Trainer(
+                run,
+                cfg,
+                inputs,
+                router,
+                fitness,
+                models,
+                run_id=meta.get("id", run.id),
+                on_event=on_event,
+                validator=make_validator(cfg, router, inputs, models),
+                warm_up=True,
+            )
             if state is not None:
                 trainer.load_state(state)
             if threads_note:

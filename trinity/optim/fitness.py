@@ -41,8 +41,21 @@ if TYPE_CHECKING:
     from trinity.config import TrainConfig
     from trinity.model.router import Router
 
-__all__ = ["CachedFitness", "Evaluation", "Fitness", "GenerationHooks", "GenerationStats", "LogFn", "RouterLike",
-           "StopRequested", "WARM_CHUNK", "build_router", "warm_batches", "default_text", "question_text"]
+__all__ = [
+    "CachedFitness",
+    "Evaluation",
+    "Fitness",
+    "GenerationHooks",
+    "GenerationStats",
+    "LogFn",
+    "RouterLike",
+    "StopRequested",
+    "WARM_CHUNK",
+    "build_router",
+    "warm_batches",
+    "default_text",
+    "question_text",
+]
 
 WARM_CHUNK = 64  # questions per feature-cache warm-up call (fixed: the batches must not vary)
 
@@ -113,8 +126,9 @@ class Fitness(Protocol):
 
     def texts(self, questions: list[Question]) -> list[str]: ...
 
-    def evaluate(self, gen: int, thetas: Float64Array, questions: list[Question],
-                 hooks: GenerationHooks) -> Evaluation: ...
+    def evaluate(
+        self, gen: int, thetas: Float64Array, questions: list[Question], hooks: GenerationHooks
+    ) -> Evaluation: ...
 
     def validate(self, thetas: Float64Array, questions: list[Question]) -> Float64Array | None: ...
 
@@ -147,9 +161,19 @@ class CachedFitness:
 
     mode = "cached"
 
-    def __init__(self, router: RouterLike, matrix: OutcomeMatrix, models: list[str], *, policy: str = "argmax",
-                 temperature: float = 1.0, seed: int = 0, traces: str = "all", chunks: int = 4,
-                 text: Callable[[Question], str] = default_text) -> None:
+    def __init__(
+        self,
+        router: RouterLike,
+        matrix: OutcomeMatrix,
+        models: list[str],
+        *,
+        policy: str = "argmax",
+        temperature: float = 1.0,
+        seed: int = 0,
+        traces: str = "all",
+        chunks: int = 4,
+        text: Callable[[Question], str] = default_text,
+    ) -> None:
         self.router = router
         self.matrix = matrix
         self.models = list(models)
@@ -170,14 +194,17 @@ class CachedFitness:
         t0 = time.monotonic()
         log("info", f"encoding {len(questions)} train+val questions once (feature cache)")
         for a in range(0, len(questions), WARM_CHUNK):
-            self.router.layer_inputs(self.texts(questions[a:a + WARM_CHUNK]))
+            self.router.layer_inputs(self.texts(questions[a : a + WARM_CHUNK]))
         log("info", f"encoded {len(questions)} questions in {time.monotonic() - t0:.1f}s")
         cache = getattr(self.router, "cache", None)
         if cache is not None and len(cache) < len({self.texts([q])[0] for q in questions}):
             # evicted entries are recomputed in other batches later: numbers may then differ in
             # the last bits from an uninterrupted run, so exact resume equality is not guaranteed
-            log("warning", f"the encoder feature cache holds {len(cache)} of {len(questions)} questions; "
-                "later generations re-encode the rest (slower, and a resumed run may differ in the last bits)")
+            log(
+                "warning",
+                f"the encoder feature cache holds {len(cache)} of {len(questions)} questions; "
+                "later generations re-encode the rest (slower, and a resumed run may differ in the last bits)",
+            )
 
     def texts(self, questions: list[Question]) -> list[str]:
         out = []
@@ -193,8 +220,7 @@ class CachedFitness:
         rewards: Float64Array = self.acc[rows[None, :], model_idx]
         return rewards
 
-    def evaluate(self, gen: int, thetas: Float64Array, questions: list[Question],
-                 hooks: GenerationHooks) -> Evaluation:
+    def evaluate(self, gen: int, thetas: Float64Array, questions: list[Question], hooks: GenerationHooks) -> Evaluation:
         n_m = len(self.models)
         lg = self.population_logits(thetas, self.texts(questions), hooks)  # (P, m, M + 3)
         if self.policy == "sample":
@@ -221,25 +247,50 @@ class CachedFitness:
             hooks.progress(int(b) * len(texts), total)
         return np.concatenate(logits, axis=0)
 
-    def _trace(self, gen: int, lg: Float64Array, model_idx: IndexArray, role_idx: IndexArray,
-               rewards: Float64Array, questions: list[Question], hooks: GenerationHooks) -> None:
+    def _trace(
+        self,
+        gen: int,
+        lg: Float64Array,
+        model_idx: IndexArray,
+        role_idx: IndexArray,
+        rewards: Float64Array,
+        questions: list[Question],
+        hooks: GenerationHooks,
+    ) -> None:
         mp, rp = policy.group_probs(lg, len(self.models), self.temperature if self.policy == "sample" else 1.0)
         cands = range(lg.shape[0]) if self.traces == "all" else [int(np.argmax(rewards.mean(axis=1)))]
         now = round(time.time(), 3)
         for c in cands:
             for i, q in enumerate(questions):
                 r = float(rewards[c, i])
-                hooks.trace({
-                    "gen": gen, "candidate": int(c), "qid": q.id, "benchmark": q.benchmark,
-                    "mode": "cached",
-                    "turns": [{"model": self.models[model_idx[c, i]], "role": ROLES[role_idx[c, i]],
-                               "model_probs": [round(float(p), 4) for p in mp[c, i]],
-                               "role_probs": [round(float(p), 4) for p in rp[c, i]],
-                               # scored from the outcome matrix, not answered: no call, no response cache
-                               "output": "", "verdict": None, "cost_usd": 0.0, "cache_hit": False}],
-                    "answer": None, "gold": q.answer if q.kind != "code" else None,
-                    "correct": r >= 0.5, "reward": r, "cost_usd": 0.0, "time": now,
-                })
+                hooks.trace(
+                    {
+                        "gen": gen,
+                        "candidate": int(c),
+                        "qid": q.id,
+                        "benchmark": q.benchmark,
+                        "mode": "cached",
+                        "turns": [
+                            {
+                                "model": self.models[model_idx[c, i]],
+                                "role": ROLES[role_idx[c, i]],
+                                "model_probs": [round(float(p), 4) for p in mp[c, i]],
+                                "role_probs": [round(float(p), 4) for p in rp[c, i]],
+                                # scored from the outcome matrix, not answered: no call, no response cache
+                                "output": "",
+                                "verdict": None,
+                                "cost_usd": 0.0,
+                                "cache_hit": False,
+                            }
+                        ],
+                        "answer": None,
+                        "gold": q.answer if q.kind != "code" else None,
+                        "correct": r >= 0.5,
+                        "reward": r,
+                        "cost_usd": 0.0,
+                        "time": now,
+                    }
+                )
 
     def validate(self, thetas: Float64Array, questions: list[Question]) -> Float64Array:
         """(T, n) recorded correctness of argmax choices: held-out evaluation never samples."""

@@ -90,8 +90,9 @@ class LiveWorker:
         return os.getpid()
 
 
-def actor_parts(shard_of_stream: list[int], texts: list[str], cands: np.ndarray, streams: list[int],
-                n_actors: int) -> list[tuple[list[Part], list[list[int]]]]:
+def actor_parts(
+    shard_of_stream: list[int], texts: list[str], cands: np.ndarray, streams: list[int], n_actors: int
+) -> list[tuple[list[Part], list[list[int]]]]:
     """Per actor (shard s on actor s % n_actors): its shards' parts of this turn step, and each
     part's positions in the step's batch."""
     out: list[tuple[list[Part], list[list[int]]]] = [([], []) for _ in range(n_actors)]
@@ -144,8 +145,10 @@ class LivePopulationFitness(LiveFitness):
         kind = "GPU" if on_gpu else "CPU"
         have = float(self.ray.cluster_resources().get(kind, 0))
         if have < self.n_workers:  # the actors would wait for resources that never come
-            raise ConfigError(f"--workers {self.n_workers} needs {self.n_workers} {kind}s (one per worker) but the Ray "
-                              f"cluster has {have:g}; lower --workers or join a bigger cluster (--ray-address)")
+            raise ConfigError(
+                f"--workers {self.n_workers} needs {self.n_workers} {kind}s (one per worker) but the Ray "
+                f"cluster has {have:g}; lower --workers or join a bigger cluster (--ray-address)"
+            )
         config = cfg.resolved()
         if not on_gpu:
             config["device"] = "cpu"
@@ -159,9 +162,11 @@ class LivePopulationFitness(LiveFitness):
         t0 = time.monotonic()
         self.actors = [self._new_actor() for _ in range(self.n_workers)]
         self._ready(self.actors)
-        self._log(f"{self.n_workers} Ray workers ({'1 GPU' if on_gpu else '1 CPU'} and {self._threads} torch threads "
-                  f"each) hold the encoder and the live sessions' encoder states; the pool client, ledger, "
-                  f"journal and budget stay in this process (ready in {time.monotonic() - t0:.1f}s)")
+        self._log(
+            f"{self.n_workers} Ray workers ({'1 GPU' if on_gpu else '1 CPU'} and {self._threads} torch threads "
+            f"each) hold the encoder and the live sessions' encoder states; the pool client, ledger, "
+            f"journal and budget stay in this process (ready in {time.monotonic() - t0:.1f}s)"
+        )
 
     def _log(self, msg: str, level: str = "info") -> None:
         if self.run is not None:
@@ -202,8 +207,14 @@ class LivePopulationFitness(LiveFitness):
                 refs.append(self.actors[w].logits.remote(key, parts, die))  # every actor: frees ended shards
             results = self._call(refs)
             out = assemble(len(texts), [pos for _, pos in per_actor], [res for res, _ in results])
-            self.turn_steps.append({"wall_s": time.perf_counter() - t0, "texts": float(len(texts)),
-                                    "busy_s": max(b for _, b in results), "busy_sum_s": sum(b for _, b in results)})
+            self.turn_steps.append(
+                {
+                    "wall_s": time.perf_counter() - t0,
+                    "texts": float(len(texts)),
+                    "busy_s": max(b for _, b in results),
+                    "busy_sum_s": sum(b for _, b in results),
+                }
+            )
             return out
 
         return logits
@@ -215,13 +226,18 @@ class LivePopulationFitness(LiveFitness):
             raise _Lost(e) from None
 
     # ---- a generation, again when an actor is lost -------------------------------------------
-    def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question],
-                 hooks: GenerationHooks) -> Evaluation:
+    def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question], hooks: GenerationHooks) -> Evaluation:
         self.gen = gen
         return super().evaluate(gen, thetas, questions, hooks)
 
-    def run_sessions(self, thetas: np.ndarray, pairs: list[tuple[int, Question]], key_prefix: str,
-                     purpose: str = "train", on_step: Callable[[int, int], None] | None = None) -> list[Any]:
+    def run_sessions(
+        self,
+        thetas: np.ndarray,
+        pairs: list[tuple[int, Question]],
+        key_prefix: str,
+        purpose: str = "train",
+        on_step: Callable[[int, int], None] | None = None,
+    ) -> list[Any]:
         st = self.client.stats
         for attempt in range(MAX_RECOVERIES + 1):
             before = (st.journal_hits, st.calls)
@@ -229,17 +245,21 @@ class LivePopulationFitness(LiveFitness):
                 trajs: list[Any] = super().run_sessions(thetas, pairs, key_prefix, purpose=purpose, on_step=on_step)
             except _Lost as e:
                 if attempt == MAX_RECOVERIES:
-                    raise TrinityError(f"Ray workers died {attempt + 1} times in generation {self.gen}; "
-                                       f"last: {str(e.cause).splitlines()[0]}; resume the run when the "
-                                       "cluster is healthy") from None
+                    raise TrinityError(
+                        f"Ray workers died {attempt + 1} times in generation {self.gen}; "
+                        f"last: {str(e.cause).splitlines()[0]}; resume the run when the "
+                        "cluster is healthy"
+                    ) from None
                 self._recover(e.cause, paid=st.calls - before[1])
                 continue
             if attempt:
                 rec = self.recoveries[-1]
                 rec["replayed"], rec["paid"] = st.journal_hits - before[0], st.calls - before[1]
-                self._log(f"generation {self.gen} evaluated again: {rec['replayed']} call(s) replayed from the "
-                          f"run's journal at no cost, {rec['paid']} paid (the lost attempt had paid "
-                          f"{rec['paid_before_loss']}); no call was in flight when the worker was lost")
+                self._log(
+                    f"generation {self.gen} evaluated again: {rec['replayed']} call(s) replayed from the "
+                    f"run's journal at no cost, {rec['paid']} paid (the lost attempt had paid "
+                    f"{rec['paid_before_loss']}); no call was in flight when the worker was lost"
+                )
             return trajs
         raise AssertionError("unreachable")
 
@@ -258,13 +278,20 @@ class LivePopulationFitness(LiveFitness):
                 pass
             self.actors[i] = self._new_actor()
         self._ready([self.actors[i] for i in dead])
-        rec: dict[str, Any] = {"gen": self.gen, "workers_replaced": dead, "secs": round(time.monotonic() - t0, 3),
-                               "cause": str(cause).splitlines()[0][:200] if str(cause) else type(cause).__name__,
-                               "paid_before_loss": paid}
+        rec: dict[str, Any] = {
+            "gen": self.gen,
+            "workers_replaced": dead,
+            "secs": round(time.monotonic() - t0, 3),
+            "cause": str(cause).splitlines()[0][:200] if str(cause) else type(cause).__name__,
+            "paid_before_loss": paid,
+        }
         self.recoveries.append(rec)
-        self._log(f"generation {self.gen}: Ray worker(s) {dead} lost ({rec['cause']}); replaced in "
-                  f"{rec['secs']:.1f}s and the generation is evaluated again (the ES state is the driver's; "
-                  f"the {paid} call(s) it had paid are in the run's journal)", level="warning")
+        self._log(
+            f"generation {self.gen}: Ray worker(s) {dead} lost ({rec['cause']}); replaced in "
+            f"{rec['secs']:.1f}s and the generation is evaluated again (the ES state is the driver's; "
+            f"the {paid} call(s) it had paid are in the run's journal)",
+            level="warning",
+        )
 
     def close(self) -> None:
         try:
@@ -282,7 +309,8 @@ class LivePopulationFitness(LiveFitness):
                 self._started = False
 
 
-def make_live_population_fitness(cfg: TrainConfig, run: Any, router: Any, inputs: Any,
-                                 models: list[str]) -> LivePopulationFitness:
+def make_live_population_fitness(
+    cfg: TrainConfig, run: Any, router: Any, inputs: Any, models: list[str]
+) -> LivePopulationFitness:
     check_population(cfg)
     return LivePopulationFitness(cfg, run, router, models)

@@ -93,8 +93,9 @@ class PopulationWorker:
 
     busy_s = 0.0  # seconds spent computing features (what the Ray path adds is the rest of the wall time)
 
-    def features(self, thetas: np.ndarray, keys: list[str], texts: list[str], die: bool,
-                 *borrowed: dict[str, Any]) -> np.ndarray:
+    def features(
+        self, thetas: np.ndarray, keys: list[str], texts: list[str], die: bool, *borrowed: dict[str, Any]
+    ) -> np.ndarray:
         """One block: `thetas` on one group of texts (in the group's order) → (P, B, hidden) float32."""
         if die:
             os._exit(17)  # fault injection: the process is gone, as if killed
@@ -126,13 +127,30 @@ def _fault() -> tuple[int, int] | None:
 class PopulationFitness(CachedFitness):
     """`CachedFitness` whose population logits are computed by Ray actors, each holding its share."""
 
-    def __init__(self, cfg: TrainConfig, run: Any, router: RouterLike, matrix: Any, models: list[str],
-                 warm_texts: list[str], text: Any = None):
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        run: Any,
+        router: RouterLike,
+        matrix: Any,
+        models: list[str],
+        warm_texts: list[str],
+        text: Any = None,
+    ):
         from trinity.optim.raysupport import connect
 
         extra = {"text": text} if text is not None else {}
-        super().__init__(router, matrix, models, policy=cfg.policy, temperature=cfg.temperature, seed=cfg.seed,
-                         traces=cfg.traces, chunks=max(4, cfg.workers), **extra)
+        super().__init__(
+            router,
+            matrix,
+            models,
+            policy=cfg.policy,
+            temperature=cfg.temperature,
+            seed=cfg.seed,
+            traces=cfg.traces,
+            chunks=max(4, cfg.workers),
+            **extra,
+        )
         self.run = run
         self.n_workers = cfg.workers
         self.ray, self._started = connect(cfg.ray_address)
@@ -154,9 +172,11 @@ class PopulationFitness(CachedFitness):
         t0 = time.monotonic()
         self.warm_stats: list[dict[str, float]] = self._ready(list(range(self.n_workers)))
         mb = ", ".join(f"{s['entries']:.0f} ({s['bytes'] / 2**20:.1f} MiB)" for s in self.warm_stats)
-        self._log(f"{self.n_workers} Ray workers ({'1 GPU' if on_gpu else '1 CPU'} and {self._threads} torch threads "
-                  f"each) hold the encoder and their shares of the layer-input cache of {len(self._key)} "
-                  f"train+val texts: {mb} (ready in {time.monotonic() - t0:.1f}s)")
+        self._log(
+            f"{self.n_workers} Ray workers ({'1 GPU' if on_gpu else '1 CPU'} and {self._threads} torch threads "
+            f"each) hold the encoder and their shares of the layer-input cache of {len(self._key)} "
+            f"train+val texts: {mb} (ready in {time.monotonic() - t0:.1f}s)"
+        )
 
     def _log(self, msg: str, level: str = "info") -> None:
         if self.run is not None:
@@ -206,8 +226,9 @@ class PopulationFitness(CachedFitness):
 
     # ---- blocks: (candidate chunk × group of questions), each on one actor ----
 
-    def _blocks(self, thetas: np.ndarray, texts: list[str], bounds: np.ndarray, hooks: GenerationHooks | None,
-                fault: bool) -> list[np.ndarray]:
+    def _blocks(
+        self, thetas: np.ndarray, texts: list[str], bounds: np.ndarray, hooks: GenerationHooks | None, fault: bool
+    ) -> list[np.ndarray]:
         """Logits (float64) of each candidate chunk `bounds[i]:bounds[i+1]` on all `texts`."""
         r: Any = self.router
         n_w, N = len(self.actors), len(texts)
@@ -217,8 +238,10 @@ class PopulationFitness(CachedFitness):
         owners = [self._owner.get(k, -1) for k in keys]
         chunks = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
         # longest block first, to the actor that finishes it first (its own tokens count less)
-        todo = sorted(((ci, gi) for ci in range(len(chunks)) for gi in range(len(groups))),
-                      key=lambda b: (-(chunks[b[0]][1] - chunks[b[0]][0]) * sum(lengths[i] for i in groups[b[1]]), b))
+        todo = sorted(
+            ((ci, gi) for ci in range(len(chunks)) for gi in range(len(groups))),
+            key=lambda b: (-(chunks[b[0]][1] - chunks[b[0]][0]) * sum(lengths[i] for i in groups[b[1]]), b),
+        )
         load = [0.0] * n_w
         where: dict[tuple[int, int], int] = {}
         for ci, gi in todo:
@@ -235,8 +258,9 @@ class PopulationFitness(CachedFitness):
             for k_own in {owners[i] for i in groups[gi]} - {w, -1}:
                 if (k_own, gi) not in exports:
                     mine = [i for i in groups[gi] if owners[i] == k_own]
-                    exports[k_own, gi] = self.actors[k_own].export.remote([keys[i] for i in mine],
-                                                                         [texts[i] for i in mine])
+                    exports[k_own, gi] = self.actors[k_own].export.remote(
+                        [keys[i] for i in mine], [texts[i] for i in mine]
+                    )
         th_refs = [self.ray.put(np.ascontiguousarray(thetas[a:b])) for a, b in chunks]
         refs: dict[tuple[int, int], Any] = {}
         started: set[int] = set()
@@ -248,8 +272,9 @@ class PopulationFitness(CachedFitness):
                     die, self._fault = True, None
                 started.add(w)
                 lent = [exports[k, gi] for k in sorted({owners[i] for i in g} - {w, -1})]
-                refs[ci, gi] = self.actors[w].features.remote(th_refs[ci], [keys[i] for i in g],
-                                                              [texts[i] for i in g], die, *lent)
+                refs[ci, gi] = self.actors[w].features.remote(
+                    th_refs[ci], [keys[i] for i in g], [texts[i] for i in g], die, *lent
+                )
         out: list[np.ndarray] = []
         lost: Exception | None = None
         total = int(bounds[-1]) * N
@@ -268,22 +293,24 @@ class PopulationFitness(CachedFitness):
             raise _Lost(lost)
         return out
 
-    def _with_recovery(self, thetas: np.ndarray, texts: list[str], bounds: np.ndarray,
-                       hooks: GenerationHooks | None, what: str) -> np.ndarray:
+    def _with_recovery(
+        self, thetas: np.ndarray, texts: list[str], bounds: np.ndarray, hooks: GenerationHooks | None, what: str
+    ) -> np.ndarray:
         for attempt in range(MAX_RECOVERIES + 1):
             try:
                 return np.concatenate(self._blocks(thetas, texts, bounds, hooks, fault=hooks is not None), axis=0)
             except _Lost as e:
                 if attempt == MAX_RECOVERIES:
-                    raise TrinityError(f"Ray workers died {attempt + 1} times in {what}; "
-                                       f"last: {str(e.cause).splitlines()[0]}; resume the run when the "
-                                       "cluster is healthy") from None
+                    raise TrinityError(
+                        f"Ray workers died {attempt + 1} times in {what}; "
+                        f"last: {str(e.cause).splitlines()[0]}; resume the run when the "
+                        "cluster is healthy"
+                    ) from None
                 self._recover(e.cause, what)
         raise AssertionError("unreachable")
 
     def population_logits(self, thetas: np.ndarray, texts: list[str], hooks: GenerationHooks) -> np.ndarray:
-        return self._with_recovery(thetas, texts, self.chunk_bounds(thetas.shape[0]), hooks,
-                                   f"generation {self.gen}")
+        return self._with_recovery(thetas, texts, self.chunk_bounds(thetas.shape[0]), hooks, f"generation {self.gen}")
 
     def _recover(self, cause: Exception, what: str = "") -> None:
         t0 = time.monotonic()
@@ -300,13 +327,20 @@ class PopulationFitness(CachedFitness):
                 pass
             self.actors[i] = self._new_actor()
         stats = self._ready(dead)
-        rec = {"gen": self.gen, "workers_replaced": dead, "secs": round(time.monotonic() - t0, 3),
-               "rewarmed_texts": int(sum(s["entries"] for s in stats)),
-               "cause": str(cause).splitlines()[0][:200] if str(cause) else type(cause).__name__}
+        rec = {
+            "gen": self.gen,
+            "workers_replaced": dead,
+            "secs": round(time.monotonic() - t0, 3),
+            "rewarmed_texts": int(sum(s["entries"] for s in stats)),
+            "cause": str(cause).splitlines()[0][:200] if str(cause) else type(cause).__name__,
+        }
         self.recoveries.append(rec)
-        self._log(f"{what or f'generation {self.gen}'}: Ray worker(s) {dead} lost ({rec['cause']}); replaced "
-                  f"and their share ({rec['rewarmed_texts']} texts) re-encoded in {rec['secs']:.1f}s; "
-                  f"{what or 'the generation'} is evaluated again (the ES state is the driver's)", level="warning")
+        self._log(
+            f"{what or f'generation {self.gen}'}: Ray worker(s) {dead} lost ({rec['cause']}); replaced "
+            f"and their share ({rec['rewarmed_texts']} texts) re-encoded in {rec['secs']:.1f}s; "
+            f"{what or 'the generation'} is evaluated again (the ES state is the driver's)",
+            level="warning",
+        )
 
     def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Any], hooks: GenerationHooks) -> Evaluation:
         self.gen = gen
@@ -325,8 +359,9 @@ class PopulationFitness(CachedFitness):
         thetas = np.asarray(thetas, dtype=np.float64)
         if thetas.ndim == 1:
             thetas = thetas[None, :]
-        return self._with_recovery(thetas, texts, np.array([0, thetas.shape[0]]), None,
-                                   f"validation after generation {self.gen}")
+        return self._with_recovery(
+            thetas, texts, np.array([0, thetas.shape[0]]), None, f"validation after generation {self.gen}"
+        )
 
     def close(self) -> None:
         for a in self.actors:
@@ -358,7 +393,9 @@ def check_population(cfg: TrainConfig) -> None:
     require_ray()  # live mode too: trinity.optim.livepopulation
 
 
-def make_population_fitness(cfg: TrainConfig, run: Any, router: RouterLike, inputs: Any, models: list[str]) -> PopulationFitness:
+def make_population_fitness(
+    cfg: TrainConfig, run: Any, router: RouterLike, inputs: Any, models: list[str]
+) -> PopulationFitness:
     check_population(cfg)
     by_id = {q.id: q for q in inputs.questions}
     qs = [by_id[i] for i in inputs.splits["train"]] + [by_id[i] for i in inputs.splits["val"]]

@@ -32,8 +32,10 @@ def connect(address: str | None = None, num_cpus: int | None = None) -> tuple[An
         try:
             ray.init(address=address, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as e:
-            raise ConfigError(f"cannot join the Ray cluster at {address}: {str(e).splitlines()[0]}; "
-                              "start it with `ray start --head` or drop --address") from None
+            raise ConfigError(
+                f"cannot join the Ray cluster at {address}: {str(e).splitlines()[0]}; "
+                "start it with `ray start --head` or drop --address"
+            ) from None
         return ray, True
     if num_cpus is not None:
         kwargs["num_cpus"] = num_cpus

@@ -30,20 +30,30 @@ Turns = Sequence[tuple[str, str, str]]  # [(role, model, output)] of earlier tur
 
 @dataclass
 class Routing:
-    model_idx: IndexArray       # (N,) int
-    role_idx: IndexArray        # (N,) int
-    model_probs: Float64Array   # (N, M) softmax of the model logits
-    role_probs: Float64Array    # (N, 3) softmax of the role logits
+    model_idx: IndexArray  # (N,) int
+    role_idx: IndexArray  # (N,) int
+    model_probs: Float64Array  # (N, M) softmax of the model logits
+    role_probs: Float64Array  # (N, 3) softmax of the role logits
 
     def model_names(self, models: Sequence[str]) -> list[str]:
         return [models[i] for i in self.model_idx]
 
+
 class TrainedRouter:
-    def __init__(self, router: RouterLike, theta: Float64Array, models: list[str], run_id: str | None = None,
-                 text_fn: Callable[[Question, Turns], str] | None = None, competition: str | None = None) -> None:
+    def __init__(
+        self,
+        router: RouterLike,
+        theta: Float64Array,
+        models: list[str],
+        run_id: str | None = None,
+        text_fn: Callable[[Question, Turns], str] | None = None,
+        competition: str | None = None,
+    ) -> None:
         if theta.ndim != 1 or theta.shape[0] != router.n_params:
-            raise InputError(f"θ has shape {theta.shape}, the router needs ({router.n_params},); "
-                             "is best_theta.npy from a run with this encoder and pool?")
+            raise InputError(
+                f"θ has shape {theta.shape}, the router needs ({router.n_params},); "
+                "is best_theta.npy from a run with this encoder and pool?"
+            )
         self.router = router
         self.theta = theta
         self.models = list(models)
@@ -77,8 +87,11 @@ class TrainedRouter:
         return Routing(model_idx, role_idx, mp, rp)
 
 
-def load_trained(run_dir: str | os.PathLike[str] | RunDir, theta_path: str | os.PathLike[str] | None = None,
-                 device: str | None = None) -> TrainedRouter:
+def load_trained(
+    run_dir: str | os.PathLike[str] | RunDir,
+    theta_path: str | os.PathLike[str] | None = None,
+    device: str | None = None,
+) -> TrainedRouter:
     """The run's router with its best θ (or `theta_path`), on `device` (default: the run's)."""
     from trinity.optim.fitness import build_router
 

@@ -27,13 +27,14 @@ from trinity.runs.rundir import RunDir
 
 
 class RunInputs(NamedTuple):
-    questions: list[Question]       # in input order, after the benchmark filter
-    matrix: OutcomeMatrix | None    # rows in the order of `questions`; None in live mode without one
-    splits: dict[str, list[str]]    # {"train", "val", "test"} -> question ids
+    questions: list[Question]  # in input order, after the benchmark filter
+    matrix: OutcomeMatrix | None  # rows in the order of `questions`; None in live mode without one
+    splits: dict[str, list[str]]  # {"train", "val", "test"} -> question ids
 
 
-def carve_audit(splits: dict[str, list[str]], bench_of: dict[str, str], seed: int,
-                share: float) -> dict[str, list[str]]:
+def carve_audit(
+    splits: dict[str, list[str]], bench_of: dict[str, str], seed: int, share: float
+) -> dict[str, list[str]]:
     """Move `share` of each benchmark's test ids (a seeded pick over the sorted ids: independent of
     file order) into an `audit` split, held out from training and from selection like TinyRouter's
     audit set, so an overfit head shows as a val/test − audit gap."""
@@ -41,7 +42,7 @@ def carve_audit(splits: dict[str, list[str]], bench_of: dict[str, str], seed: in
     for b in sorted({bench_of[i] for i in splits["test"]}):
         test = sorted(i for i in splits["test"] if bench_of[i] == b)
         order = [test[i] for i in np.random.RandomState(seed + 7).permutation(len(test))]
-        audit.update(order[:int(round(share * len(order)))])
+        audit.update(order[: int(round(share * len(order)))])
     out = dict(splits)
     out["test"] = [i for i in splits["test"] if i not in audit]
     out["audit"] = [i for i in splits["test"] if i in audit]
@@ -57,12 +58,16 @@ def cross_check(questions: list[Question], matrix: OutcomeMatrix, qsrc: str, msr
     qids = {q.id for q in questions}
     no_row = [q.id for q in questions if q.id not in matrix]
     if no_row:
-        raise InputError(f"{len(no_row)} question(s) of {qsrc} have no row in the matrix {msrc}: "
-                         f"{_ids_line(no_row)}; collect them (trinity collect) or drop them from the questions")
+        raise InputError(
+            f"{len(no_row)} question(s) of {qsrc} have no row in the matrix {msrc}: "
+            f"{_ids_line(no_row)}; collect them (trinity collect) or drop them from the questions"
+        )
     no_question = [i for i in matrix.ids if i not in qids]
     if no_question:
-        raise InputError(f"{len(no_question)} matrix row(s) of {msrc} have no question in {qsrc}: "
-                         f"{_ids_line(no_question)}; use the questions file the matrix was collected on")
+        raise InputError(
+            f"{len(no_question)} matrix row(s) of {msrc} have no question in {qsrc}: "
+            f"{_ids_line(no_question)}; use the questions file the matrix was collected on"
+        )
 
 
 def _load_questions(cfg: TrainConfig) -> list[Question]:
@@ -70,14 +75,17 @@ def _load_questions(cfg: TrainConfig) -> list[Question]:
         raise InputError("no questions given; pass --questions FILE.jsonl (or 'practice')")
     if cfg.questions == PRACTICE:
         from trinity.data.practice import practice_questions
+
         return practice_questions()
     if "," in cfg.questions:  # one file per benchmark (composite training)
         qs = [q for part in cfg.questions.split(",") if part for q in load_questions(part)]
         seen: set[str] = set()
         dup = [q.id for q in qs if q.id in seen or seen.add(q.id)]  # type: ignore[func-returns-value]
         if dup:
-            raise InputError(f"question id(s) {_ids_line(dup)} appear in more than one of {cfg.questions}; "
-                             "ids must be unique across the files")
+            raise InputError(
+                f"question id(s) {_ids_line(dup)} appear in more than one of {cfg.questions}; "
+                "ids must be unique across the files"
+            )
         return qs
     return load_questions(cfg.questions)
 
@@ -89,6 +97,7 @@ def _load_matrix(cfg: TrainConfig) -> OutcomeMatrix | None:
         return None
     if cfg.matrix == PRACTICE:
         from trinity.data.practice import practice_matrix, practice_setup
+
         return practice_matrix(setup=practice_setup(cfg.practice_config))
     if "," in cfg.matrix:  # one matrix per benchmark (composite training): same pool, same k
         from trinity.data.matrix import merge_matrices
@@ -107,8 +116,10 @@ def inputs_from_config(cfg: TrainConfig) -> RunInputs:
         known = sorted({q.benchmark for q in questions})
         unknown = [b for b in cfg.benchmarks if b not in known]
         if unknown:
-            raise InputError(f"benchmark(s) {', '.join(unknown)} not in {cfg.questions} "
-                             f"(it has {', '.join(known)}); fix --benchmarks")
+            raise InputError(
+                f"benchmark(s) {', '.join(unknown)} not in {cfg.questions} "
+                f"(it has {', '.join(known)}); fix --benchmarks"
+            )
         questions = [q for q in questions if q.benchmark in cfg.benchmarks]
     if matrix is not None:
         matrix = matrix.subset([q.id for q in questions])
@@ -122,11 +133,14 @@ def inputs_from_config(cfg: TrainConfig) -> RunInputs:
     splits = split_questions(questions, split_seed, cfg.splits.as_tuple())
     if cfg.splits.audit > 0:
         fractions = cfg.splits.as_tuple()
-        splits = carve_audit(splits, {q.id: q.benchmark for q in questions}, split_seed,
-                             cfg.splits.audit / fractions[2] if fractions[2] > 0 else 0.0)
+        splits = carve_audit(
+            splits,
+            {q.id: q.benchmark for q in questions},
+            split_seed,
+            cfg.splits.audit / fractions[2] if fractions[2] > 0 else 0.0,
+        )
     if not splits["train"]:
-        raise InputError(f"the train split is empty ({len(questions)} questions); add questions "
-                         "or raise splits.train")
+        raise InputError(f"the train split is empty ({len(questions)} questions); add questions or raise splits.train")
     return RunInputs(questions, matrix, splits)
 
 
@@ -155,15 +169,21 @@ def load_run_inputs(source: str | os.PathLike[str] | RunDir | TrainConfig) -> Ru
         have = {q.id for q in inputs.questions}
         gone = [i for part in recorded.values() for i in part if i not in have]
         if gone:
-            raise InputError(f"{run.path}: the run's questions changed since it was trained; "
-                             f"{len(gone)} recorded id(s) are gone: {_ids_line(gone)}")
+            raise InputError(
+                f"{run.path}: the run's questions changed since it was trained; "
+                f"{len(gone)} recorded id(s) are gone: {_ids_line(gone)}"
+            )
         inputs = RunInputs(inputs.questions, inputs.matrix, {k: list(v) for k, v in recorded.items()})
     recorded_digest = meta.get("inputs_digest")
     if recorded_digest and inputs_digest(inputs) != recorded_digest:
-        raise InputError(f"{run.path}: the questions or matrix files changed since the run was started "
-                         f"({cfg.questions}, {cfg.matrix}); restore them, or start a new run")
+        raise InputError(
+            f"{run.path}: the questions or matrix files changed since the run was started "
+            f"({cfg.questions}, {cfg.matrix}); restore them, or start a new run"
+        )
     models = meta.get("models")
     if models and inputs.matrix is not None and list(models) != inputs.matrix.models:
-        raise InputError(f"{run.path}: the matrix's models {inputs.matrix.models} differ from the run's "
-                         f"{models}; use the matrix the run was trained on")
+        raise InputError(
+            f"{run.path}: the matrix's models {inputs.matrix.models} differ from the run's "
+            f"{models}; use the matrix the run was trained on"
+        )
     return inputs

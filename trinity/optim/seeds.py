@@ -43,8 +43,13 @@ def _spread(values: list[float]) -> dict[str, float] | None:
     if not values:
         return None
     a = np.asarray(values, dtype=np.float64)
-    return {"mean": float(a.mean()), "std": float(a.std(ddof=1)) if len(a) > 1 else 0.0,
-            "min": float(a.min()), "max": float(a.max()), "n": len(a)}
+    return {
+        "mean": float(a.mean()),
+        "std": float(a.std(ddof=1)) if len(a) > 1 else 0.0,
+        "min": float(a.min()),
+        "max": float(a.max()),
+        "n": len(a),
+    }
 
 
 def seeds_summary(dirs: dict[int, Path], results: dict[int, TrainResult]) -> dict[str, Any]:
@@ -56,20 +61,36 @@ def seeds_summary(dirs: dict[int, Path], results: dict[int, TrainResult]) -> dic
         sp = d / "summary.json"
         if sp.exists():
             summ = read_json(sp, "summary.json")
-            row.update({"val_acc": (summ.get("best_theta") or {}).get("val_acc"), "test_acc": summ.get("test_acc"),
-                        "best_from": (summ.get("best_theta") or {}).get("which"),
-                        "generations": summ.get("generations")})
+            row.update(
+                {
+                    "val_acc": (summ.get("best_theta") or {}).get("val_acc"),
+                    "test_acc": summ.get("test_acc"),
+                    "best_from": (summ.get("best_theta") or {}).get("which"),
+                    "generations": summ.get("generations"),
+                }
+            )
         rows.append(row)
     scored = [r for r in rows if isinstance(r.get("val_acc"), (int, float))]
     best = max(scored, key=lambda r: (r["val_acc"], -r["seed"])) if scored else None
-    return {"rule": "best = highest best-θ validation accuracy (shared split); ties to the lower seed",
-            "runs": rows, "best": best,
-            "spread": {"val_acc": _spread([r["val_acc"] for r in scored]),
-                       "test_acc": _spread([r["test_acc"] for r in scored if isinstance(r.get("test_acc"), (int, float))])}}
+    return {
+        "rule": "best = highest best-θ validation accuracy (shared split); ties to the lower seed",
+        "runs": rows,
+        "best": best,
+        "spread": {
+            "val_acc": _spread([r["val_acc"] for r in scored]),
+            "test_acc": _spread([r["test_acc"] for r in scored if isinstance(r.get("test_acc"), (int, float))]),
+        },
+    }
 
 
-def train_seeds(cfg: TrainConfig, seeds: list[int], base: Path, start: Callable[..., TrainResult],
-                on_line: Callable[[str], None] = print, **kw: Any) -> tuple[int, dict[str, Any]]:
+def train_seeds(
+    cfg: TrainConfig,
+    seeds: list[int],
+    base: Path,
+    start: Callable[..., TrainResult],
+    on_line: Callable[[str], None] = print,
+    **kw: Any,
+) -> tuple[int, dict[str, Any]]:
     """Run `start(cfg_for_seed, run_dir=…, **kw)` per seed; returns (exit code, summary)."""
     dirs = seed_dirs(base, seeds)
     taken = [str(d) for d in dirs.values() if d.exists()]
@@ -91,7 +112,14 @@ def train_seeds(cfg: TrainConfig, seeds: list[int], base: Path, start: Callable[
         atomic_write_json(out_path, summary)
     b, sp = summary.get("best"), (summary.get("spread") or {}).get("val_acc")
     if b:
-        spread = f" (val over seeds: mean {sp['mean']:.3f}, sd {sp['std']:.3f}, {sp['min']:.3f}-{sp['max']:.3f})" if sp else ""
-        on_line(f"best seed {b['seed']}: val {b['val_acc']:.3f}" +
-                (f", test {b['test_acc']:.3f}" if isinstance(b.get("test_acc"), float) else "") + f"{spread}; {out_path}")
+        spread = (
+            f" (val over seeds: mean {sp['mean']:.3f}, sd {sp['std']:.3f}, {sp['min']:.3f}-{sp['max']:.3f})"
+            if sp
+            else ""
+        )
+        on_line(
+            f"best seed {b['seed']}: val {b['val_acc']:.3f}"
+            + (f", test {b['test_acc']:.3f}" if isinstance(b.get("test_acc"), float) else "")
+            + f"{spread}; {out_path}"
+        )
     return code, summary

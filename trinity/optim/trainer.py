@@ -48,19 +48,21 @@ from trinity.optim.runinputs import RunInputs
 from trinity.runs.rundir import RunDir
 
 VAL_MARGIN_Z = 2.0  # standard errors of the paired val difference a challenger must win by
-BEST_RULE = ("validation accuracy (argmax routing, cached rewards): each validated generation's ES mean, "
-             "then its best candidate, replaces the incumbent only when its paired per-question val "
-             f"difference to the incumbent exceeds {VAL_MARGIN_Z:g} standard errors (and 0); the first "
-             "validated θ starts as incumbent, a label warm start being validated generation 0; without a "
-             "validation split, the ES mean after the last generation")
+BEST_RULE = (
+    "validation accuracy (argmax routing, cached rewards): each validated generation's ES mean, "
+    "then its best candidate, replaces the incumbent only when its paired per-question val "
+    f"difference to the incumbent exceeds {VAL_MARGIN_Z:g} standard errors (and 0); the first "
+    "validated θ starts as incumbent, a label warm start being validated generation 0; without a "
+    "validation split, the ES mean after the last generation"
+)
 PROGRESS_MIN_INTERVAL = 0.5  # seconds: at most 2 progress events a second
 
 
 @dataclass
 class TrainResult:
-    status: str        # finished | stopped
+    status: str  # finished | stopped
     message: str
-    exit_code: int     # 0, or the stop condition's TrinityError exit code
+    exit_code: int  # 0, or the stop condition's TrinityError exit code
     generations: int
 
 
@@ -82,11 +84,23 @@ def make_es(x0: Float64Array, sigma0: float, popsize: int, rng: np.random.Random
     import cma
 
     opts = {
-        "CMA_diagonal": True, "popsize": popsize, "randn": rng.randn, "seed": np.nan,
-        "verbose": -9, "verb_log": 0, "verb_disp": 0, "verb_filenameprefix": "",
+        "CMA_diagonal": True,
+        "popsize": popsize,
+        "randn": rng.randn,
+        "seed": np.nan,
+        "verbose": -9,
+        "verb_log": 0,
+        "verb_disp": 0,
+        "verb_filenameprefix": "",
         # the trainer decides when to stop (generations, budget, signals), not pycma
-        "maxiter": np.inf, "maxfevals": np.inf, "tolfun": 0, "tolfunhist": 0, "tolx": 0,
-        "tolflatfitness": np.inf, "tolstagnation": np.inf, "tolfunrel": 0,
+        "maxiter": np.inf,
+        "maxfevals": np.inf,
+        "tolfun": 0,
+        "tolfunhist": 0,
+        "tolx": 0,
+        "tolflatfitness": np.inf,
+        "tolstagnation": np.inf,
+        "tolfunrel": 0,
     }
     es: EvolutionStrategy = cma.CMAEvolutionStrategy(x0, sigma0, opts)
     return es
@@ -98,10 +112,20 @@ def _mix(names: list[str] | tuple[str, ...], idx: IndexArray) -> dict[str, int]:
 
 
 class Trainer:
-    def __init__(self, run: RunDir, cfg: TrainConfig, inputs: RunInputs, router: RouterLike,
-                 fitness: Fitness, models: list[str], *, run_id: str,
-                 on_event: Callable[[dict[str, Any]], None] | None = None, validator: Fitness | None = None,
-                 warm_up: bool = False) -> None:
+    def __init__(
+        self,
+        run: RunDir,
+        cfg: TrainConfig,
+        inputs: RunInputs,
+        router: RouterLike,
+        fitness: Fitness,
+        models: list[str],
+        *,
+        run_id: str,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        validator: Fitness | None = None,
+        warm_up: bool = False,
+    ) -> None:
         self.run = run
         self.cfg = cfg
         self.inputs = inputs
@@ -120,9 +144,12 @@ class Trainer:
         self.train_q = [by_id[i] for i in inputs.splits["train"]]
         self.val_q = [by_id[i] for i in inputs.splits["val"]]
         if not self.train_q:  # every generation's minibatch would be empty: nothing to learn from
-            raise InputError(f"{run.path}: the run's train split is empty ({len(inputs.questions)} questions, "
-                             "splits " + ", ".join(f"{k} {len(v)}" for k, v in inputs.splits.items())
-                             + "); give it more questions or other splits")
+            raise InputError(
+                f"{run.path}: the run's train split is empty ({len(inputs.questions)} questions, "
+                "splits "
+                + ", ".join(f"{k} {len(v)}" for k, v in inputs.splits.items())
+                + "); give it more questions or other splits"
+            )
         self._stop_signal: str | None = None
         self._last_progress = 0.0
         self.state: dict[str, Any] = {}
@@ -147,9 +174,11 @@ class Trainer:
         """A fresh ES at mean `x0` with its own randn source seeded by the run; `es_x0` is kept so
         that a data-only checkpoint can rebuild the same ES (`_replay_es`)."""
         es_rng = np.random.RandomState(self.cfg.seed)
-        return {"es": make_es(x0, self.cfg.sigma0, self.cfg.popsize, es_rng),
-                "es_rng": es_rng,  # the ES's randn source (its position is checked after a replay)
-                "es_x0": np.array(x0, dtype=np.float64)}
+        return {
+            "es": make_es(x0, self.cfg.sigma0, self.cfg.popsize, es_rng),
+            "es_rng": es_rng,  # the ES's randn source (its position is checked after a replay)
+            "es_x0": np.array(x0, dtype=np.float64),
+        }
 
     def load_state(self, state: dict[str, Any]) -> None:
         if "es" not in state:  # from a data-only checkpoint: rebuild the ES by replaying it
@@ -161,20 +190,28 @@ class Trainer:
         """A fresh ES from the run's seed told the recorded fitness values, generation by
         generation: the same ES (mean, σ, covariance, RNG position) the checkpoint was cut from."""
         x0 = state.get("es_x0")  # the ES's starting mean (the warm start's fit, or the router's)
-        fresh = self._new_es(np.asarray(x0, dtype=np.float64) if x0 is not None
-                             else np.asarray(self.router.initial_mean(), dtype=np.float64))
+        fresh = self._new_es(
+            np.asarray(x0, dtype=np.float64)
+            if x0 is not None
+            else np.asarray(self.router.initial_mean(), dtype=np.float64)
+        )
         es, rng = fresh["es"], fresh["es_rng"]
         tells = state.get("es_tells")
         if not isinstance(tells, list) or len(tells) != state.get("gen"):
-            raise CheckpointError(f"checkpoint in {self.run.checkpoint_dir} does not record the ES's "
-                                  "generations; start a new run (trinity train)")
+            raise CheckpointError(
+                f"checkpoint in {self.run.checkpoint_dir} does not record the ES's "
+                "generations; start a new run (trinity train)"
+            )
         for told in tells:
             es.tell(es.ask(), list(np.asarray(told, dtype=np.float64)))
         saved = state.get("es_rng")
         if not isinstance(saved, np.random.RandomState) or not all(
-                np.array_equal(a, b) for a, b in zip(saved.get_state(), rng.get_state())):
-            raise CheckpointError(f"checkpoint in {self.run.checkpoint_dir} does not replay to the ES it "
-                                  "recorded (another version of cma/numpy?); start a new run (trinity train)")
+            np.array_equal(a, b) for a, b in zip(saved.get_state(), rng.get_state())
+        ):
+            raise CheckpointError(
+                f"checkpoint in {self.run.checkpoint_dir} does not replay to the ES it "
+                "recorded (another version of cma/numpy?); start a new run (trinity train)"
+            )
         return {"es": es, "es_rng": rng, "es_x0": fresh["es_x0"]}
 
     # ---- events -------------------------------------------------------------------------------
@@ -199,6 +236,7 @@ class Trainer:
             if now - self._last_progress >= PROGRESS_MIN_INTERVAL:
                 self._last_progress = now
                 self.event("progress", gen=gen, done=int(done), total=int(total))
+
         return progress
 
     def _on_signal(self, signum: int, frame: types.FrameType | None) -> None:
@@ -293,9 +331,15 @@ class Trainer:
             assert matrix is not None, "a label warm start needs the outcome matrix (checked at start)"
             acc = matrix.accuracy()
             rows_t = [matrix.row(q.id) for q in self.train_q]
-            theta, info = warm_start_theta(self.router, self.router.initial_mean(), len(self.models),
-                                           self.fitness.texts(self.train_q), acc[rows_t], seed=self.cfg.seed,
-                                           roles=self._role_rows())
+            theta, info = warm_start_theta(
+                self.router,
+                self.router.initial_mean(),
+                len(self.models),
+                self.fitness.texts(self.train_q),
+                acc[rows_t],
+                seed=self.cfg.seed,
+                roles=self._role_rows(),
+            )
         st.update(self._new_es(theta))  # the ES starts at the fit (es_x0: a replay starts it there too)
         if self.val_q and self.cfg.val_every:
             va = self._accuracy(theta[None, :], self.val_q)
@@ -306,8 +350,13 @@ class Trainer:
                 if per:
                     info["val_per_benchmark"] = {b: v[0] for b, v in per.items()}
                 vec = np.asarray(va, dtype=np.float64).reshape(-1)
-                st["best"] = {"theta": theta.copy(), "val_acc": float(self._val_weights() @ vec), "gen": 0,
-                              "which": "warm_start", "val_vec": vec}
+                st["best"] = {
+                    "theta": theta.copy(),
+                    "val_acc": float(self._val_weights() @ vec),
+                    "gen": 0,
+                    "which": "warm_start",
+                    "val_vec": vec,
+                }
         info["secs"] = round(time.monotonic() - t0, 4)
         st["warm_start"] = info
         self.run.update_meta(warm_start=info)
@@ -346,15 +395,20 @@ class Trainer:
         record: dict[str, Any] = {
             "gen": gen,
             "best": float(max(fit.max(), st["history"][-1]["best"] if st["history"] else -np.inf)),
-            "mean": float(fit.mean()), "max": float(fit.max()), "min": float(fit.min()),
-            "sigma": float(st["es"].sigma), "evals": st["evals"],
-            "cost_usd": float(self.fitness.cost_usd), "calls": int(self.fitness.calls),
+            "mean": float(fit.mean()),
+            "max": float(fit.max()),
+            "min": float(fit.min()),
+            "sigma": float(st["es"].sigma),
+            "evals": st["evals"],
+            "cost_usd": float(self.fitness.cost_usd),
+            "calls": int(self.fitness.calls),
         }
         benches = sorted({q.benchmark for q in batch})
         if len(benches) > 1:  # composite: the best candidate's minibatch fitness per benchmark
             best_row = rewards[int(np.argmax(fit))]
-            record["fitness_per_benchmark"] = {b: float(np.mean([r for r, q in zip(best_row, batch)
-                                                                 if q.benchmark == b])) for b in benches}
+            record["fitness_per_benchmark"] = {
+                b: float(np.mean([r for r, q in zip(best_row, batch) if q.benchmark == b])) for b in benches
+            }
         self._validate(gen, thetas[int(np.argmax(fit))], record)
         if mix:
             record["model_mix"], record["role_mix"] = mix["model"], mix["role"]
@@ -366,8 +420,9 @@ class Trainer:
         st["fitness"] = self.fitness.state_dict()
         if traces:
             st["traces_bytes"] = _append_lines(self.run.traces, traces)
-        ckpt.write_checkpoint(self.run, {k: v for k, v in st.items() if k != "es"}, run_id=self.run_id,
-                              config_hash=self.config_hash)
+        ckpt.write_checkpoint(
+            self.run, {k: v for k, v in st.items() if k != "es"}, run_id=self.run_id, config_hash=self.config_hash
+        )
         self._write_artifacts()
         self.event("generation", **record)
 
@@ -390,7 +445,10 @@ class Trainer:
                 val_best = record["val_benchmark_mean"]
         # the mean first, then the best candidate: each must beat the incumbent by the noise margin
         acc = np.asarray(acc, dtype=np.float64)
-        for which, theta, v, vec in (("es_mean", mean, val_mean, acc[0]), ("best_candidate", best_cand, val_best, acc[1])):
+        for which, theta, v, vec in (
+            ("es_mean", mean, val_mean, acc[0]),
+            ("best_candidate", best_cand, val_best, acc[1]),
+        ):
             if st["best"] is None or self._beats(vec):
                 st["best"] = {"theta": theta.copy(), "val_acc": v, "gen": gen, "which": which, "val_vec": vec.copy()}
         record["best_val_acc"] = st["best"]["val_acc"]
@@ -425,7 +483,7 @@ class Trainer:
             n_b = int(sel.sum())
             if n_b > 1:
                 var += float(w[sel].sum()) ** 2 * float(np.var(d[sel], ddof=1)) / n_b
-        return gain > 0 and gain > VAL_MARGIN_Z * var ** 0.5
+        return gain > 0 and gain > VAL_MARGIN_Z * var**0.5
 
     def _minibatch(self, rng: np.random.RandomState, n_batch: int) -> IndexArray:
         """Indices into train_q. Several benchmarks (and cfg.stratify): each gets its share of the
@@ -444,8 +502,7 @@ class Trainer:
             share[room[int(np.argmax(frac[room]))]] += 1
         while share.sum() > n_batch:
             share[int(np.argmax(share))] -= 1
-        out = [np.asarray(idx[b])[rng.choice(len(idx[b]), size=int(k), replace=False)]
-               for b, k in zip(benches, share)]
+        out = [np.asarray(idx[b])[rng.choice(len(idx[b]), size=int(k), replace=False)] for b, k in zip(benches, share)]
         return np.concatenate(out)
 
     @staticmethod
@@ -470,7 +527,11 @@ class Trainer:
         if st["best"] is not None:
             b = st["best"]
             return b["theta"], {"gen": b["gen"], "which": b["which"], "val_acc": b["val_acc"]}
-        return np.asarray(st["es"].mean, dtype=np.float64).copy(), {"gen": st["gen"], "which": "es_mean", "val_acc": None}
+        return np.asarray(st["es"].mean, dtype=np.float64).copy(), {
+            "gen": st["gen"],
+            "which": "es_mean",
+            "val_acc": None,
+        }
 
     def _write_artifacts(self) -> None:
         theta, _ = self.best_theta()
@@ -498,26 +559,41 @@ class Trainer:
         theta, info = self.best_theta()
         hist = st["history"]
         summary: dict[str, Any] = {
-            "run_id": self.run_id, "mode": self.cfg.mode, "encoder": self.cfg.encoder,
-            "models": self.models, "n_params": int(theta.shape[0]),
-            "generations": st["gen"], "generations_planned": self.cfg.generations,
-            "popsize": self.cfg.popsize, "m": self.cfg.m, "sigma0": self.cfg.sigma0, "seed": self.cfg.seed,
+            "run_id": self.run_id,
+            "mode": self.cfg.mode,
+            "encoder": self.cfg.encoder,
+            "models": self.models,
+            "n_params": int(theta.shape[0]),
+            "generations": st["gen"],
+            "generations_planned": self.cfg.generations,
+            "popsize": self.cfg.popsize,
+            "m": self.cfg.m,
+            "sigma0": self.cfg.sigma0,
+            "seed": self.cfg.seed,
             "final_sigma": float(st["es"].sigma),
             "best_fitness": hist[-1]["best"] if hist else None,
             "final_mean_fitness": hist[-1]["mean"] if hist else None,
             "best_theta": {**info, "rule": BEST_RULE},
-            "evals": st["evals"], "cost_usd": float(self.fitness.cost_usd), "calls": int(self.fitness.calls),
+            "evals": st["evals"],
+            "cost_usd": float(self.fitness.cost_usd),
+            "calls": int(self.fitness.calls),
             "config_hash": self.config_hash,
-            "held_out_accuracy": ("val/test accuracies below: argmax turn-1 routing scored by the outcome "
-                                  "matrix (cached, mean of k samples)"),
-            "fitness_definition": ("cached: turn-1 model choice scored by that model's mean recorded "
-                                   "correctness over its k samples; candidate fitness = mean over the "
-                                   "generation's m-question minibatch; evals = candidate x question "
-                                   "evaluations so far" if self.cfg.mode == "cached" else
-                                   "live: graded final answer of the multi-turn session, minus "
-                                   f"lambda_turns x (turns - 1)/4 (lambda_turns={self.cfg.lambda_turns:g}) and "
-                                   f"lambda_cost x cost_usd (lambda_cost={self.cfg.lambda_cost:g})"),
-            "lambda_turns": self.cfg.lambda_turns, "lambda_cost": self.cfg.lambda_cost,
+            "held_out_accuracy": (
+                "val/test accuracies below: argmax turn-1 routing scored by the outcome "
+                "matrix (cached, mean of k samples)"
+            ),
+            "fitness_definition": (
+                "cached: turn-1 model choice scored by that model's mean recorded "
+                "correctness over its k samples; candidate fitness = mean over the "
+                "generation's m-question minibatch; evals = candidate x question "
+                "evaluations so far"
+                if self.cfg.mode == "cached"
+                else "live: graded final answer of the multi-turn session, minus "
+                f"lambda_turns x (turns - 1)/4 (lambda_turns={self.cfg.lambda_turns:g}) and "
+                f"lambda_cost x cost_usd (lambda_cost={self.cfg.lambda_cost:g})"
+            ),
+            "lambda_turns": self.cfg.lambda_turns,
+            "lambda_cost": self.cfg.lambda_cost,
         }
         if st.get("warm_start") is not None:
             summary["warm_start"] = st["warm_start"]
@@ -541,11 +617,15 @@ class Trainer:
         if rec is None or "avg_turns" not in rec:
             return {}
         if info.get("which") == "best_candidate" and "best_avg_turns" in rec:
-            return {"avg_turns": rec["best_avg_turns"],
-                    "avg_turns_source": f"training: the best candidate's sessions in generation {rec['gen']}"}
-        return {"avg_turns": rec["avg_turns"],
-                "avg_turns_source": f"training: the population's sessions in generation {rec['gen']} "
-                                    "(the best θ is an ES mean, which was not run itself)"}
+            return {
+                "avg_turns": rec["best_avg_turns"],
+                "avg_turns_source": f"training: the best candidate's sessions in generation {rec['gen']}",
+            }
+        return {
+            "avg_turns": rec["avg_turns"],
+            "avg_turns_source": f"training: the population's sessions in generation {rec['gen']} "
+            "(the best θ is an ES mean, which was not run itself)",
+        }
 
     def _held_out(self, theta: Float64Array) -> dict[str, Any]:
         """Cached accuracy of best θ on val/test and the single-model baselines there."""
@@ -573,8 +653,9 @@ class Trainer:
             out[f"{split}_n"] = len(ids)
             benches = np.array([q.benchmark for q in qs])
             per_bench[split] = {"all": float(np.mean(acc))}
-            per_bench[split].update({b: float(np.mean(np.asarray(acc)[..., benches == b]))
-                                     for b in sorted(set(benches.tolist()))})
+            per_bench[split].update(
+                {b: float(np.mean(np.asarray(acc)[..., benches == b])) for b in sorted(set(benches.tolist()))}
+            )
             if len(per_bench[split]) > 2:  # several benchmarks: each alone, and their mean (the composite)
                 out[f"{split}_per_benchmark"] = {b: v for b, v in per_bench[split].items() if b != "all"}
                 out[f"{split}_composite"] = float(np.mean(list(out[f"{split}_per_benchmark"].values())))

@@ -56,25 +56,32 @@ ROLE_MAX_QUESTIONS = 128  # training questions the role fit uses (5 transcripts 
 # turn outputs of the synthesised transcripts the role rows are fitted on: several phrasings per
 # question kind ({v}: a value that varies by question), so the fit reads the turn's role, not one text
 ROLE_TEMPLATES = {
-    "math": ("Working through the problem step by step.\nAfter simplifying, the result is {v}.\n\n"
-             "The final answer is $\\boxed{{{v}}}$.",
-             "Let me compute this carefully. Substituting and simplifying gives {v}.\n\n$\\boxed{{{v}}}$",
-             "We set up the equation and solve it; checking by substitution confirms the value.\n\n"
-             "**Answer:** $\\boxed{{{v}}}$",
-             "The answer is {v}."),
-    "mc": ("Comparing the options one by one, option {l} fits best.\n\nAnswer: {l}",
-           "Option {l} is the only one consistent with the facts; the others contradict them.\n\nAnswer: {l}",
-           "The correct option is {l}.",
-           "Eliminating the alternatives leaves {l}.\n\n**{l}**"),
-    "code": ("Here is my program.\n\n```python\nimport sys\nprint(sys.stdin.read().strip())\n```",
-             "```python\ndef solve():\n    n = int(input())\n    print(n * {v})\n\nsolve()\n```",
-             "Read the input, handle the edge cases, print the result.\n\n```python\nprint({v})\n```"),
-    "other": ("Here is the answer, in the form the request asks for.", "The result is {v}.",
-              "Done: {v}."),
-    "verifier": ("The latest answer does not hold up when I check it.\n\nVERDICT: REVISE",
-                 "I re-derived the result and it does not match the answer given.\n\nVERDICT: REVISE",
-                 "The reasoning has a gap in the second step.\nVERDICT: REVISE",
-                 "VERDICT: REVISE"),
+    "math": (
+        "Working through the problem step by step.\nAfter simplifying, the result is {v}.\n\n"
+        "The final answer is $\\boxed{{{v}}}$.",
+        "Let me compute this carefully. Substituting and simplifying gives {v}.\n\n$\\boxed{{{v}}}$",
+        "We set up the equation and solve it; checking by substitution confirms the value.\n\n"
+        "**Answer:** $\\boxed{{{v}}}$",
+        "The answer is {v}.",
+    ),
+    "mc": (
+        "Comparing the options one by one, option {l} fits best.\n\nAnswer: {l}",
+        "Option {l} is the only one consistent with the facts; the others contradict them.\n\nAnswer: {l}",
+        "The correct option is {l}.",
+        "Eliminating the alternatives leaves {l}.\n\n**{l}**",
+    ),
+    "code": (
+        "Here is my program.\n\n```python\nimport sys\nprint(sys.stdin.read().strip())\n```",
+        "```python\ndef solve():\n    n = int(input())\n    print(n * {v})\n\nsolve()\n```",
+        "Read the input, handle the edge cases, print the result.\n\n```python\nprint({v})\n```",
+    ),
+    "other": ("Here is the answer, in the form the request asks for.", "The result is {v}.", "Done: {v}."),
+    "verifier": (
+        "The latest answer does not hold up when I check it.\n\nVERDICT: REVISE",
+        "I re-derived the result and it does not match the answer given.\n\nVERDICT: REVISE",
+        "The reasoning has a gap in the second step.\nVERDICT: REVISE",
+        "VERDICT: REVISE",
+    ),
 }
 
 
@@ -102,17 +109,28 @@ def fit_logistic(X: npt.ArrayLike, Y: npt.ArrayLike, lam: float, W0: npt.ArrayLi
     Xt = torch.as_tensor(np.asarray(X, dtype=np.float64))
     Yt = torch.as_tensor(np.asarray(Y, dtype=np.float64))
     n, m = Xt.shape[0], Yt.shape[1]
-    W = torch.zeros((m, Xt.shape[1]), dtype=torch.float64) if W0 is None else \
-        torch.as_tensor(np.asarray(W0, dtype=np.float64)).clone()
+    W = (
+        torch.zeros((m, Xt.shape[1]), dtype=torch.float64)
+        if W0 is None
+        else torch.as_tensor(np.asarray(W0, dtype=np.float64)).clone()
+    )
     W.requires_grad_(True)
-    opt = torch.optim.LBFGS([W], lr=1.0, max_iter=MAX_ITER, tolerance_grad=1e-9, tolerance_change=1e-12,
-                            history_size=20, line_search_fn="strong_wolfe")
+    opt = torch.optim.LBFGS(
+        [W],
+        lr=1.0,
+        max_iter=MAX_ITER,
+        tolerance_grad=1e-9,
+        tolerance_change=1e-12,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+    )
 
     def closure() -> torch.Tensor:
         opt.zero_grad()
         Z = Xt @ W.T
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(Z, Yt, reduction="sum") / n \
-            + 0.5 * lam * (W * W).sum()
+        loss = (
+            torch.nn.functional.binary_cross_entropy_with_logits(Z, Yt, reduction="sum") / n + 0.5 * lam * (W * W).sum()
+        )
         torch.autograd.backward(loss)  # = loss.backward(), which torch leaves unannotated
         return loss
 
@@ -157,10 +175,17 @@ def choose_lambda(X: Float64Array, acc: Float64Array, seed: int) -> tuple[float,
     return best, scores
 
 
-def warm_start_theta(router: RouterLike | TextFeatureRouter, x0: npt.ArrayLike, n_models: int, texts_train: list[str],
-                     acc_train: npt.ArrayLike, texts_val: list[str] | None = None, acc_val: npt.ArrayLike | None = None,
-                     seed: int = 0, roles: tuple[Float64Array, dict[str, Any]] | None = None,
-                     ) -> tuple[Float64Array, dict[str, Any]]:
+def warm_start_theta(
+    router: RouterLike | TextFeatureRouter,
+    x0: npt.ArrayLike,
+    n_models: int,
+    texts_train: list[str],
+    acc_train: npt.ArrayLike,
+    texts_val: list[str] | None = None,
+    acc_val: npt.ArrayLike | None = None,
+    seed: int = 0,
+    roles: tuple[Float64Array, dict[str, Any]] | None = None,
+) -> tuple[Float64Array, dict[str, Any]]:
     """θ with the model rows fitted on (texts, acc) and the role rows at their default (`roles`:
     rows and record from `fit_role_rows`; without it Worker everywhere), and a JSON-ready record
     of the fit (λ, CV scores, train/val routed accuracy)."""
@@ -183,11 +208,15 @@ def warm_start_theta(router: RouterLike | TextFeatureRouter, x0: npt.ArrayLike, 
         head[n_models + ROLES.index("Worker")] = ROLE_SCALE * mu / norm
     info: dict[str, Any] = {
         "method": "labels",
-        "fitted": (f"head model rows [0:{n_models}]: per-model L2-regularised logistic regression (no intercept) "
-                   f"of recorded correctness on the frozen features of the training split; role rows: {role_text}; "
-                   "SVF scales 1.0"),
+        "fitted": (
+            f"head model rows [0:{n_models}]: per-model L2-regularised logistic regression (no intercept) "
+            f"of recorded correctness on the frozen features of the training split; role rows: {role_text}; "
+            "SVF scales 1.0"
+        ),
         **({k: v for k, v in roles[1].items() if k != "role_rows"} if roles is not None else {}),
-        "n_train": len(X), "lambda": lam, "cv_routed_acc": cv,
+        "n_train": len(X),
+        "lambda": lam,
+        "cv_routed_acc": cv,
         "train_acc": routed_accuracy(W, X, acc_tr),
         "logit_scale": float(np.abs(X @ W.T).mean()) if len(X) else 0.0,
     }
@@ -222,8 +251,9 @@ def role_transcripts(text: RouterText, questions: list[Question], models: list[s
     return texts, np.asarray(labels, dtype=np.int64)
 
 
-def fit_role_rows(router: RouterLike | TextFeatureRouter, text: RouterText, questions: list[Question], models: list[str]
-                  ) -> tuple[Float64Array, dict[str, Any]]:
+def fit_role_rows(
+    router: RouterLike | TextFeatureRouter, text: RouterText, questions: list[Question], models: list[str]
+) -> tuple[Float64Array, dict[str, Any]]:
     """(3, H) role rows (Thinker, Worker, Verifier) fitted on `role_transcripts`, and a record."""
     import torch
 
@@ -235,8 +265,15 @@ def fit_role_rows(router: RouterLike | TextFeatureRouter, text: RouterText, ques
     # balanced classes: the one bare-query state weighs as much as the four later ones (a
     # Verifier at turn 1 wastes the session: no Worker answer follows it)
     cw = torch.as_tensor(np.where(counts > 0, counts.sum() / np.maximum(counts, 1), 0.0))
-    opt = torch.optim.LBFGS([R], lr=1.0, max_iter=MAX_ITER, tolerance_grad=1e-9, tolerance_change=1e-12,
-                            history_size=20, line_search_fn="strong_wolfe")
+    opt = torch.optim.LBFGS(
+        [R],
+        lr=1.0,
+        max_iter=MAX_ITER,
+        tolerance_grad=1e-9,
+        tolerance_change=1e-12,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+    )
 
     def closure() -> torch.Tensor:
         opt.zero_grad()
@@ -261,10 +298,15 @@ def fit_role_rows(router: RouterLike | TextFeatureRouter, text: RouterText, ques
     if med > 0:
         rows *= ROLE_MARGIN / med
     acc = float(np.mean(np.argmax(X @ rows.T, axis=1) == y))
-    info = {"role_rows": ("multinomial logistic regression of the role on frozen features of synthesised "
-                          "transcripts (a bare query -> Worker; after 1-4 earlier turns -> Verifier), scaled to a "
-                          f"median margin {ROLE_MARGIN:g}"),
-            "role_n": int(len(y)), "role_train_acc": acc}
+    info = {
+        "role_rows": (
+            "multinomial logistic regression of the role on frozen features of synthesised "
+            "transcripts (a bare query -> Worker; after 1-4 earlier turns -> Verifier), scaled to a "
+            f"median margin {ROLE_MARGIN:g}"
+        ),
+        "role_n": int(len(y)),
+        "role_train_acc": acc,
+    }
     return rows, info
 
 

@@ -54,8 +54,9 @@ class GroupCommitAppender:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(self._fd)
-            raise RunLockedError(f"{what} {self.path} is being written by another process; "
-                                 "stop that engine first") from None
+            raise RunLockedError(
+                f"{what} {self.path} is being written by another process; stop that engine first"
+            ) from None
         # (line(s), who waits), in submit order
         self._queue: deque[tuple[bytes, Waiter]] = deque()
         self._cv = threading.Condition()

@@ -53,7 +53,8 @@ class Budget:
                 raise BudgetExceeded(
                     f"budget of ${self.cap_micro / MICRO:.4f} reached: spent ${self.spent_micro / MICRO:.4f}, "
                     f"in flight ${self.reserved_micro / MICRO:.4f}, {what} may cost up to "
-                    f"${amount / MICRO:.4f}; raise --budget-usd to continue")
+                    f"${amount / MICRO:.4f}; raise --budget-usd to continue"
+                )
             self.reserved_micro += amount
         return Reservation(amount)
 
@@ -62,8 +63,9 @@ class Budget:
         usually far below their worst case): the caller should wait, not stop the run."""
         amount = max(0, to_micro(worst_case_usd))
         with self._lock:
-            return (self.cap_micro is not None and self.reserved_micro > 0
-                    and self.spent_micro + amount <= self.cap_micro)
+            return (
+                self.cap_micro is not None and self.reserved_micro > 0 and self.spent_micro + amount <= self.cap_micro
+            )
 
     def settle(self, reservation: Reservation, actual_micro_usd: int) -> None:
         with self._lock:

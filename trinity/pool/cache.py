@@ -29,8 +29,7 @@ def default_cache_path() -> Path:
 
 
 def cache_key(namespace: str, model: str, messages: list[dict[str, Any]], decoding: dict[str, Any]) -> str:
-    blob = canonical_json({"endpoint": namespace, "model": model, "messages": messages,
-                           "decoding": decoding})
+    blob = canonical_json({"endpoint": namespace, "model": model, "messages": messages, "decoding": decoding})
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -43,16 +42,17 @@ class ResponseCache:
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
-                                       check_same_thread=False)
+            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable at checkpoints, never corrupt
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, provider TEXT NOT NULL, "
-                "model TEXT NOT NULL, created REAL NOT NULL, result TEXT NOT NULL)")
+                "model TEXT NOT NULL, created REAL NOT NULL, result TEXT NOT NULL)"
+            )
         except sqlite3.DatabaseError as e:
-            raise ConfigError(f"response cache {self.path} cannot be opened ({e}); delete it or pass "
-                              "another --cache path") from None
+            raise ConfigError(
+                f"response cache {self.path} cannot be opened ({e}); delete it or pass another --cache path"
+            ) from None
 
     def cacheable(self, decoding: dict[str, Any]) -> bool:
         if self.cache_nondeterministic:
@@ -72,9 +72,10 @@ class ResponseCache:
 
     def put(self, key: str, provider: str, model: str, result: dict[str, Any]) -> None:
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO responses (key, provider, model, created, result) "
-                             "VALUES (?, ?, ?, ?, ?)",
-                             (key, provider, model, time.time(), json.dumps(result, ensure_ascii=False)))
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses (key, provider, model, created, result) VALUES (?, ?, ?, ?, ?)",
+                (key, provider, model, time.time(), json.dumps(result, ensure_ascii=False)),
+            )
 
     def __len__(self) -> int:
         with self._lock:

@@ -1,9 +1,9 @@
 """`trinity pool …` and `trinity ledger …`.
 
-    trinity pool serve-practice [--port P] [--latency-ms MS] [--fault-429 F] …   the simulated pool
-    trinity pool list                                                            pools and models
-    trinity ledger verify FILE [--head H] [--json]                               check the hash chain
-    trinity ledger report FILE [--json]                                          totals per model/purpose/day
+trinity pool serve-practice [--port P] [--latency-ms MS] [--fault-429 F] …   the simulated pool
+trinity pool list                                                            pools and models
+trinity ledger verify FILE [--head H] [--json]                               check the hash chain
+trinity ledger report FILE [--json]                                          totals per model/purpose/day
 """
 
 from __future__ import annotations
@@ -46,28 +46,62 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     s = psub.add_parser("serve-practice", help="serve the SIMULATED practice models over OpenAI-compatible HTTP")
     s.add_argument("--port", type=_port, default=8765, help="port on 127.0.0.1 (0: any free port; default 8765)")
-    s.add_argument("--latency-ms", type=int, default=None,
-                   help="latency added to every reply (default: each model's profile latency)")
+    s.add_argument(
+        "--latency-ms",
+        type=int,
+        default=None,
+        help="latency added to every reply (default: each model's profile latency)",
+    )
     s.add_argument("--seed", type=int, default=None, help="simulation seed (default: configs/practice.yaml)")
     s.add_argument("--fault-429", type=_rate, default=0.0, metavar="RATE", help="fraction of requests answered 429")
-    s.add_argument("--retry-after", type=float, default=1.0, metavar="S",
-                   help="Retry-After seconds sent with a 429 (negative: send none)")
+    s.add_argument(
+        "--retry-after",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="Retry-After seconds sent with a 429 (negative: send none)",
+    )
     s.add_argument("--retry-after-date", action="store_true", help="send Retry-After as an HTTP date")
     s.add_argument("--fault-500", type=_rate, default=0.0, metavar="RATE", help="fraction answered 500")
-    s.add_argument("--fault-error-body", type=_rate, default=0.0, metavar="RATE",
-                   help="fraction answered 200 with an error body")
-    s.add_argument("--fault-no-choices", type=_rate, default=0.0, metavar="RATE",
-                   help="fraction answered 200 with usage but no choices")
+    s.add_argument(
+        "--fault-error-body", type=_rate, default=0.0, metavar="RATE", help="fraction answered 200 with an error body"
+    )
+    s.add_argument(
+        "--fault-no-choices",
+        type=_rate,
+        default=0.0,
+        metavar="RATE",
+        help="fraction answered 200 with usage but no choices",
+    )
     s.add_argument("--fault-slow", type=_rate, default=0.0, metavar="RATE", help="fraction answered slowly")
     s.add_argument("--slow-ms", type=int, default=2000, help="extra latency of a slow reply (default 2000)")
-    s.add_argument("--credit-after", type=int, default=None, metavar="N",
-                   help="answer 402 (out of credit) once N completions were served")
-    s.add_argument("--benchmark", action="append", default=[], metavar="NAME",
-                   help="also answer this benchmark's questions (repeatable; simulated answers, graded)")
-    s.add_argument("--data", action="append", default=[], metavar="FILE",
-                   help="local dataset file of the matching --benchmark (in order)")
-    s.add_argument("--require-key-env", default=None, metavar="VAR",
-                   help="answer 401 unless requests carry `Bearer $VAR` (the key itself never goes in argv)")
+    s.add_argument(
+        "--credit-after",
+        type=int,
+        default=None,
+        metavar="N",
+        help="answer 402 (out of credit) once N completions were served",
+    )
+    s.add_argument(
+        "--benchmark",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer this benchmark's questions (repeatable; simulated answers, graded)",
+    )
+    s.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="local dataset file of the matching --benchmark (in order)",
+    )
+    s.add_argument(
+        "--require-key-env",
+        default=None,
+        metavar="VAR",
+        help="answer 401 unless requests carry `Bearer $VAR` (the key itself never goes in argv)",
+    )
     s.set_defaults(func=cmd_serve_practice)
 
     ls = psub.add_parser("list", help="list the pools of configs/models.yaml")
@@ -79,14 +113,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     lsub.required = True
     v = lsub.add_parser("verify", help="check the hash chain; exit 0 and print totals when it holds")
     v.add_argument("file", help="a ledger.jsonl, or a run directory (its ledger.jsonl)")
-    v.add_argument("--head", default=None,
-                   help="the head hash recorded elsewhere (checkpoint, summary): also detects records "
-                        "deleted from the end")
+    v.add_argument(
+        "--head",
+        default=None,
+        help="the head hash recorded elsewhere (checkpoint, summary): also detects records deleted from the end",
+    )
     v.add_argument("--json", action="store_true", help="print the report as JSON")
     v.set_defaults(func=cmd_ledger_verify)
     r = lsub.add_parser("report", help="totals per model, per purpose and per day")
-    r.add_argument("file", help="a ledger.jsonl, a run directory (its ledger.jsonl), or a directory of runs "
-                                "such as a sweep (every run's ledger below it, summed)")
+    r.add_argument(
+        "file",
+        help="a ledger.jsonl, a run directory (its ledger.jsonl), or a directory of runs "
+        "such as a sweep (every run's ledger below it, summed)",
+    )
     r.add_argument("--json", action="store_true", help="print JSON")
     r.set_defaults(func=cmd_ledger_report)
 
@@ -96,11 +135,17 @@ def _faults(args: argparse.Namespace) -> Faults:
     from trinity.pool.practice_server import Faults
 
     try:
-        return Faults(rate_429=args.fault_429, retry_after_s=None if args.retry_after < 0 else args.retry_after,
-                      retry_after_as_date=args.retry_after_date, rate_500=args.fault_500,
-                      rate_error_body=args.fault_error_body,
-                      rate_no_choices=args.fault_no_choices, rate_slow=args.fault_slow, slow_ms=args.slow_ms,
-                      credit_after=args.credit_after)
+        return Faults(
+            rate_429=args.fault_429,
+            retry_after_s=None if args.retry_after < 0 else args.retry_after,
+            retry_after_as_date=args.retry_after_date,
+            rate_500=args.fault_500,
+            rate_error_body=args.fault_error_body,
+            rate_no_choices=args.fault_no_choices,
+            rate_slow=args.fault_slow,
+            slow_ms=args.slow_ms,
+            credit_after=args.credit_after,
+        )
     except ValueError as e:
         raise ConfigError(f"serve-practice: {e}") from None
 
@@ -132,8 +177,12 @@ def cmd_serve_practice(args: argparse.Namespace) -> int:
     def announce(server: PracticeServer) -> None:
         # First line: the base URL (scripts and benches read it).
         print(server.base_url, flush=True)
-        print(f"practice pool (SIMULATED models: {', '.join(server.responder.models)}), seed {server.seed}; "
-              "Ctrl-C to stop", file=sys.stderr, flush=True)
+        print(
+            f"practice pool (SIMULATED models: {', '.join(server.responder.models)}), seed {server.seed}; "
+            "Ctrl-C to stop",
+            file=sys.stderr,
+            flush=True,
+        )
 
     async def main() -> None:
         task = asyncio.current_task()
@@ -142,8 +191,9 @@ def cmd_serve_practice(args: argparse.Namespace) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, task.cancel)
         try:
-            await serve_forever(args.port, faults, args.latency_ms, args.seed, announce=announce,
-                                api_key=api_key, questions=questions)
+            await serve_forever(
+                args.port, faults, args.latency_ms, args.seed, announce=announce, api_key=api_key, questions=questions
+            )
         except OSError as e:
             raise ConfigError(f"cannot listen on 127.0.0.1:{args.port} ({e.strerror}); pick another --port") from None
 
@@ -205,8 +255,12 @@ def _tables(rep: LedgerReport) -> dict[str, dict[str, dict[str, object]]]:
     def conv(t: dict[str, Bucket]) -> dict[str, dict[str, object]]:
         return {k: {**v, "usd": _usd(v["micro_usd"])} for k, v in t.items()}
 
-    return {"per_model": conv(rep.per_model), "per_purpose": conv(rep.per_purpose), "per_day": conv(rep.per_day),
-            "per_source": conv(rep.per_source)}
+    return {
+        "per_model": conv(rep.per_model),
+        "per_purpose": conv(rep.per_purpose),
+        "per_day": conv(rep.per_day),
+        "per_source": conv(rep.per_source),
+    }
 
 
 def _summary_head(ledger_file: str) -> tuple[str | None, str]:
@@ -247,8 +301,10 @@ def cmd_ledger_verify(args: argparse.Namespace) -> int:
         print(json.dumps(rep.to_json(), indent=2))
         return 0 if rep.ok else 1
     if not rep.ok:
-        print(f"ledger {args.file}: BROKEN at line {rep.first_bad_line}: {rep.problem} "
-              f"({rep.n_records} good records before it)")
+        print(
+            f"ledger {args.file}: BROKEN at line {rep.first_bad_line}: {rep.problem} "
+            f"({rep.n_records} good records before it)"
+        )
         return 1
     print(f"ledger {args.file}: OK — {rep.n_records} records, total ${rep.total_usd:.6f}, head {rep.head_hash}")
     if head is not None and anchor:
@@ -256,14 +312,20 @@ def cmd_ledger_verify(args: argparse.Namespace) -> int:
     for model, b in rep.per_model.items():
         print(f"  {model}: {b['calls']} calls, ${_usd(b['micro_usd']):.6f}")
     if rep.per_source.get("invalid"):
-        print(f"  {rep.per_source['invalid']['calls']} records with invalid provider usage (billed from the "
-              "price table; see `trinity ledger report`)")
+        print(
+            f"  {rep.per_source['invalid']['calls']} records with invalid provider usage (billed from the "
+            "price table; see `trinity ledger report`)"
+        )
     if rep.excess:
-        print(f"  ${rep.excess_usd:.6f} billed above the reserved worst case on {rep.excess_calls} calls "
-              "(see `trinity ledger report`)")
+        print(
+            f"  ${rep.excess_usd:.6f} billed above the reserved worst case on {rep.excess_calls} calls "
+            "(see `trinity ledger report`)"
+        )
     if rep.torn_tail:
-        print(f"  note: the last line is a torn write ({rep.torn_bytes} bytes, a crash mid-append); it is not "
-              "tampering and is set aside when the run resumes")
+        print(
+            f"  note: the last line is a torn write ({rep.torn_bytes} bytes, a crash mid-append); it is not "
+            "tampering and is set aside when the run resumes"
+        )
     return 0
 
 
@@ -275,17 +337,29 @@ def cmd_ledger_report(args: argparse.Namespace) -> int:
     args.file = _ledger_path(args.file)
     rep = verify_ledger(args.file)
     out: dict[str, Any] = {
-        "file": str(args.file), "ok": rep.ok, "first_bad_line": rep.first_bad_line, "problem": rep.problem,
-        "n_records": rep.n_records, "total_micro_usd": rep.total_micro_usd, "total_usd": rep.total_usd,
-        "torn_tail": rep.torn_tail, "run_ids": rep.run_ids, **_tables(rep),
-        "invalid_usage": rep.invalid, "excess_billed_usd": rep.excess_usd, "excess_calls": rep.excess_calls,
-        "excess": {k: {**v, "usd": _usd(v["micro_usd"])} for k, v in rep.excess.items()}}
+        "file": str(args.file),
+        "ok": rep.ok,
+        "first_bad_line": rep.first_bad_line,
+        "problem": rep.problem,
+        "n_records": rep.n_records,
+        "total_micro_usd": rep.total_micro_usd,
+        "total_usd": rep.total_usd,
+        "torn_tail": rep.torn_tail,
+        "run_ids": rep.run_ids,
+        **_tables(rep),
+        "invalid_usage": rep.invalid,
+        "excess_billed_usd": rep.excess_usd,
+        "excess_calls": rep.excess_calls,
+        "excess": {k: {**v, "usd": _usd(v["micro_usd"])} for k, v in rep.excess.items()},
+    }
     if args.json:
         print(json.dumps(out, indent=2))
     else:
         if not rep.ok:
-            print(f"WARNING: the chain is broken at line {rep.first_bad_line} ({rep.problem}); totals cover "
-                  f"the {rep.n_records} records before it")
+            print(
+                f"WARNING: the chain is broken at line {rep.first_bad_line} ({rep.problem}); totals cover "
+                f"the {rep.n_records} records before it"
+            )
         print(f"{rep.n_records} records, total ${rep.total_usd:.6f}")
         if rep.invalid:
             n = rep.per_source["invalid"]["calls"]
@@ -293,15 +367,19 @@ def cmd_ledger_report(args: argparse.Namespace) -> int:
             for r in rep.invalid:
                 print(f"  record {r['seq']} {r['model']}: {r['note']}")
         if rep.excess:
-            print(f"billed above the reserved worst case: ${rep.excess_usd:.6f} on {rep.excess_calls} calls "
-                  "(the budget cap may be passed by that much):")
+            print(
+                f"billed above the reserved worst case: ${rep.excess_usd:.6f} on {rep.excess_calls} calls "
+                "(the budget cap may be passed by that much):"
+            )
             for k, b in rep.excess.items():
                 print(f"  {k:40s} {b['calls']:8d} calls  +${_usd(b['micro_usd']):.6f}")
         for title in ("per_model", "per_purpose", "per_day", "per_source"):
             print(title.replace("_", " ") + ":")
             for k, b in out[title].items():
-                print(f"  {k:40s} {b['calls']:8d} calls  ${b['usd']:.6f}  "
-                      f"{b['prompt_tokens']} in / {b['completion_tokens']} out tokens")
+                print(
+                    f"  {k:40s} {b['calls']:8d} calls  ${b['usd']:.6f}  "
+                    f"{b['prompt_tokens']} in / {b['completion_tokens']} out tokens"
+                )
     return 0 if rep.ok else 1
 
 
@@ -326,12 +404,28 @@ def _report_many(args: argparse.Namespace) -> int:
             acc = per_model.setdefault(model, {"calls": 0, "micro_usd": 0})
             acc["calls"] += b["calls"]
             acc["micro_usd"] += b["micro_usd"]
-        runs.append({"run": str(f.parent.relative_to(root)), "file": str(f), "ok": rep.ok,
-                     "first_bad_line": rep.first_bad_line, "problem": rep.problem, "n_records": rep.n_records,
-                     "total_micro_usd": rep.total_micro_usd, "total_usd": _usd(rep.total_micro_usd)})
-    out: dict[str, Any] = {"dir": str(root), "ok": ok, "n_runs": len(files), "n_records": n, "total_micro_usd": total,
-           "total_usd": _usd(total), "runs": runs,
-           "per_model": {k: {**v, "usd": _usd(v["micro_usd"])} for k, v in per_model.items()}}
+        runs.append(
+            {
+                "run": str(f.parent.relative_to(root)),
+                "file": str(f),
+                "ok": rep.ok,
+                "first_bad_line": rep.first_bad_line,
+                "problem": rep.problem,
+                "n_records": rep.n_records,
+                "total_micro_usd": rep.total_micro_usd,
+                "total_usd": _usd(rep.total_micro_usd),
+            }
+        )
+    out: dict[str, Any] = {
+        "dir": str(root),
+        "ok": ok,
+        "n_runs": len(files),
+        "n_records": n,
+        "total_micro_usd": total,
+        "total_usd": _usd(total),
+        "runs": runs,
+        "per_model": {k: {**v, "usd": _usd(v["micro_usd"])} for k, v in per_model.items()},
+    }
     if args.json:
         print(json.dumps(out, indent=2))
         return 0 if ok else 1

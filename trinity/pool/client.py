@@ -83,8 +83,9 @@ DEFAULT_FAIL_THRESHOLD = 0.5  # a generation where more than this share of calls
 FAIL_MIN_CALLS = 4  # ... when it made at least this many calls
 
 
-def check_usage(usage: dict[str, Any], worst_prompt: int, max_out: int, worst_usd: float
-                ) -> tuple[int | None, int | None, float | None, str | None, str | None]:
+def check_usage(
+    usage: dict[str, Any], worst_prompt: int, max_out: int, worst_usd: float
+) -> tuple[int | None, int | None, float | None, str | None, str | None]:
     """(prompt_tokens, completion_tokens, cost, problem, absurd) from a provider's `usage`.
 
     A figure that is not a valid number comes back None with `problem` saying why; `absurd` is
@@ -223,10 +224,18 @@ def _server_ms(headers: httpx.Headers) -> float | None:
 
 
 class PoolClient:
-    def __init__(self, pool: PoolConfig, *, run_id: str, ledger: Ledger | None = None,
-                 cache: ResponseCache | None = None, budget: Budget | BudgetLike | None = None,
-                 journal: CallJournal | None = None, env_file: str | None = None,
-                 seed: int | None = None):
+    def __init__(
+        self,
+        pool: PoolConfig,
+        *,
+        run_id: str,
+        ledger: Ledger | None = None,
+        cache: ResponseCache | None = None,
+        budget: Budget | BudgetLike | None = None,
+        journal: CallJournal | None = None,
+        env_file: str | None = None,
+        seed: int | None = None,
+    ):
         if budget is not None and budget.cap_micro is not None:
             pool.require_prices()  # a cap cannot hold on calls whose worst case is unknown
         self.pool = pool
@@ -235,8 +244,7 @@ class PoolClient:
         self.cache = cache
         self.budget = budget
         self.journal = journal
-        self._key = resolve_key(pool.key_env, provider=pool.name, env_file=env_file,
-                                optional=pool.key_optional)
+        self._key = resolve_key(pool.key_env, provider=pool.name, env_file=env_file, optional=pool.key_optional)
         self.stats = PoolStats()
         self.cooldown = Cooldown()
         self._rng = random.Random(seed)
@@ -256,26 +264,31 @@ class PoolClient:
         self.window_calls = 0
         self.window_causes: dict[str, int] = {}
 
-    def failing(self, threshold: float = DEFAULT_FAIL_THRESHOLD,
-                then: str = "the generation was not trained on — check the provider, then resume the run",
-                ) -> PoolFailing | None:
+    def failing(
+        self,
+        threshold: float = DEFAULT_FAIL_THRESHOLD,
+        then: str = "the generation was not trained on — check the provider, then resume the run",
+    ) -> PoolFailing | None:
         """PoolFailing when more than `threshold` of the calls since `start_window()` failed;
         `then` says what the caller does about it (the trainer's words by default)."""
         failed = sum(self.window_causes.values())
         if self.window_calls < FAIL_MIN_CALLS or failed <= threshold * self.window_calls:
             return None
         causes = ", ".join(f"{k} ×{n}" for k, n in sorted(self.window_causes.items(), key=lambda kv: -kv[1]))
-        return PoolFailing(f"provider failing ({failed} of {self.window_calls} calls failed: {causes}) at "
-                           f"{self.pool.base_url}; {then}")
+        return PoolFailing(
+            f"provider failing ({failed} of {self.window_calls} calls failed: {causes}) at {self.pool.base_url}; {then}"
+        )
 
     def unreachable(self) -> PoolUnreachable | None:
         """The error to stop a run with when the last UNREACHABLE_AFTER calls could not connect
         (a caller that trains stops instead of scoring those calls as wrong answers); else None."""
         if self._connect_fail_streak < UNREACHABLE_AFTER:
             return None
-        return PoolUnreachable(f"pool {self.pool.name} is unreachable at {self.pool.base_url}: the last "
-                               f"{self._connect_fail_streak} calls could not connect ({self._last_connect_error}); "
-                               "start the server or fix the base URL, then resume the run")
+        return PoolUnreachable(
+            f"pool {self.pool.name} is unreachable at {self.pool.base_url}: the last "
+            f"{self._connect_fail_streak} calls could not connect ({self._last_connect_error}); "
+            "start the server or fix the base URL, then resume the run"
+        )
 
     # ---- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> "PoolClient":
@@ -293,8 +306,9 @@ class PoolClient:
         # build for this request (Host from the URL), to which each call adds its Content-Length.
         u = self._url_obj
         self._core_url = httpcore.URL(scheme=u.raw_scheme, host=u.raw_host, port=u.port, target=u.raw_path)
-        self._raw_headers = [(k, v) for k, v in httpx.Request("POST", u, headers=headers).headers.raw
-                             if k.lower() != b"content-length"]
+        self._raw_headers = [
+            (k, v) for k, v in httpx.Request("POST", u, headers=headers).headers.raw if k.lower() != b"content-length"
+        ]
         # One TLS context for every connection (building one per lane costs ~10 ms each).
         self._ssl = ssl.create_default_context()
         self._proxy = _proxy_for(self._url)
@@ -309,8 +323,9 @@ class PoolClient:
         environment, httpx's own transport with a one-connection pool, as before."""
         if self._proxy is None:
             return LaneTransport(ssl_context=self._ssl)
-        return httpx.AsyncHTTPTransport(verify=self._ssl, proxy=self._proxy,
-                                        limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
+        return httpx.AsyncHTTPTransport(
+            verify=self._ssl, proxy=self._proxy, limits=httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        )
 
     async def _acquire(self) -> Lane:
         """A free lane: one keep-alive connection each, at most `max_concurrency` of them.
@@ -329,11 +344,17 @@ class PoolClient:
 
     async def _post(self, lane: Lane, payload: bytes) -> httpx.Response:
         if isinstance(lane, LaneTransport):
-            return await lane.send(b"POST", self._core_url,
-                                   [*self._raw_headers, (b"Content-Length", str(len(payload)).encode())],
-                                   payload, self._extensions, max_body=self.pool.max_body_bytes)
-        req = httpx.Request("POST", self._url_obj, content=payload, headers=self._headers,
-                            extensions={"timeout": self._timeout})
+            return await lane.send(
+                b"POST",
+                self._core_url,
+                [*self._raw_headers, (b"Content-Length", str(len(payload)).encode())],
+                payload,
+                self._extensions,
+                max_body=self.pool.max_body_bytes,
+            )
+        req = httpx.Request(
+            "POST", self._url_obj, content=payload, headers=self._headers, extensions={"timeout": self._timeout}
+        )
         resp = await lane.handle_async_request(req)
         try:
             content = await read_capped(resp.aiter_bytes(), self.pool.max_body_bytes)
@@ -411,9 +432,16 @@ class PoolClient:
         return f"provider {self.pool.name} answered HTTP {status} for model {model}" + (f": {detail}" if detail else "")
 
     # ---- the call ----------------------------------------------------------------------------
-    async def chat(self, model: str, messages: list[dict[str, Any]], *, purpose: str,
-                   journal_key: str | None = None, seed: int | None = None,
-                   **decoding: Any) -> ChatResult:
+    async def chat(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        *,
+        purpose: str,
+        journal_key: str | None = None,
+        seed: int | None = None,
+        **decoding: Any,
+    ) -> ChatResult:
         if not self._open:
             raise RuntimeError("use `async with PoolClient(...)` before calling chat()")
         if purpose not in PURPOSES:
@@ -447,12 +475,21 @@ class PoolClient:
                     hit = shared
             if hit is not None:
                 self.stats.cache_hits += 1
-                res = ChatResult(text=hit["text"], ok=True, error=None, status=200,
-                                 prompt_tokens=hit.get("prompt_tokens", 0),
-                                 completion_tokens=hit.get("completion_tokens", 0),
-                                 cost_usd=0.0, cost_source="cache", cache_hit=True, attempts=0,
-                                 model=model, provider=self.pool.name,
-                                 finish_reason=hit.get("finish_reason"))
+                res = ChatResult(
+                    text=hit["text"],
+                    ok=True,
+                    error=None,
+                    status=200,
+                    prompt_tokens=hit.get("prompt_tokens", 0),
+                    completion_tokens=hit.get("completion_tokens", 0),
+                    cost_usd=0.0,
+                    cost_source="cache",
+                    cache_hit=True,
+                    attempts=0,
+                    model=model,
+                    provider=self.pool.name,
+                    finish_reason=hit.get("finish_reason"),
+                )
                 if journal_key is not None and self.journal is not None:
                     # Journal the hit too: a resume then replays it even if the cache was
                     # cleared or its namespace changed (a new port), instead of paying again.
@@ -474,12 +511,24 @@ class PoolClient:
 
     @staticmethod
     def _cached_form(res: ChatResult) -> dict[str, Any]:
-        return {"text": res.text, "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens,
-                "finish_reason": res.finish_reason, "cost_usd": res.cost_usd}
+        return {
+            "text": res.text,
+            "prompt_tokens": res.prompt_tokens,
+            "completion_tokens": res.completion_tokens,
+            "finish_reason": res.finish_reason,
+            "cost_usd": res.cost_usd,
+        }
 
-    async def _paid(self, model: str, messages: list[dict[str, Any]], params: dict[str, Any], purpose: str,
-                    journal_key: str | None, ckey: str | None,
-                    stop: OutOfCredit | BudgetExceeded | PoolStop | None) -> ChatResult:
+    async def _paid(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        params: dict[str, Any],
+        purpose: str,
+        journal_key: str | None,
+        ckey: str | None,
+        stop: OutOfCredit | BudgetExceeded | PoolStop | None,
+    ) -> ChatResult:
         if stop is not None:
             raise type(stop)(str(stop))
         reservation = None
@@ -520,10 +569,16 @@ class PoolClient:
                 self.stats.per_model[model] = self.stats.per_model.get(model, 0) + 1
                 if self.ledger is not None:
                     await self.ledger.append_async(
-                        provider=self.pool.name, model=model, prompt_tokens=res.prompt_tokens,
-                        completion_tokens=res.completion_tokens, cost_micro_usd=actual_micro,
-                        cost_source=res.cost_source, purpose=purpose, note=res.usage_note,
-                        excess_micro_usd=excess)
+                        provider=self.pool.name,
+                        model=model,
+                        prompt_tokens=res.prompt_tokens,
+                        completion_tokens=res.completion_tokens,
+                        cost_micro_usd=actual_micro,
+                        cost_source=res.cost_source,
+                        purpose=purpose,
+                        note=res.usage_note,
+                        excess_micro_usd=excess,
+                    )
                 if res.ok and ckey is not None and self.cache is not None:
                     # cached before it is journaled: a kill between the two leaves an answer a resume
                     # replays from the cache for free (its twins in flight too) instead of buying it again
@@ -532,10 +587,12 @@ class PoolClient:
                 if journal_key is not None and self.journal is not None:
                     await self.journal.record_async(journal_key, res.to_json())
                 if res.usage_note and res.usage_note.startswith("absurd"):
-                    absurd = AbsurdCharge(f"provider {self.pool.name} reported an absurd charge for model {model}: "
-                                          f"{res.usage_note.split(': ', 1)[1].split(';')[0]}; the call was billed "
-                                          "from the price table instead — check the provider's account, then "
-                                          "resume the run")
+                    absurd = AbsurdCharge(
+                        f"provider {self.pool.name} reported an absurd charge for model {model}: "
+                        f"{res.usage_note.split(': ', 1)[1].split(';')[0]}; the call was billed "
+                        "from the price table instead — check the provider's account, then "
+                        "resume the run"
+                    )
                     self.stopped = absurd
             if res.ok:
                 self.stats.ok += 1
@@ -557,11 +614,17 @@ class PoolClient:
         self.stats.lost_mid_body += 1
         self.stats.lost_worst_micro_usd += to_micro(worst_usd)
         if self.journal is not None:
-            await self.journal.mark_lost_async(journal_key, model=model, error=error,
-                                               worst_micro_usd=to_micro(worst_usd))
+            await self.journal.mark_lost_async(
+                journal_key, model=model, error=error, worst_micro_usd=to_micro(worst_usd)
+            )
 
-    async def _send(self, model: str, body: dict[str, Any], limits: tuple[int, int, float] = (0, 4096, 0.0),
-                    journal_key: str | None = None) -> ChatResult:
+    async def _send(
+        self,
+        model: str,
+        body: dict[str, Any],
+        limits: tuple[int, int, float] = (0, 4096, 0.0),
+        journal_key: str | None = None,
+    ) -> ChatResult:
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
         policy = self.pool.retry
         t0 = time.perf_counter()
@@ -585,12 +648,23 @@ class PoolClient:
             except BodyTooLarge as e:
                 self.stats.n_too_large += 1
                 self._connect_fail_streak = 0
-                msg = (f"provider {self.pool.name} sent a response body over the {e.limit}-byte cap for model "
-                       f"{model} (a failed call, not retried; raise max_body_bytes in configs/models.yaml if "
-                       "such answers are real)")
+                msg = (
+                    f"provider {self.pool.name} sent a response body over the {e.limit}-byte cap for model "
+                    f"{model} (a failed call, not retried; raise max_body_bytes in configs/models.yaml if "
+                    "such answers are real)"
+                )
                 await self._lost(model, journal_key, msg, limits[2])
-                return ChatResult(text="", ok=False, error=msg, status=200, latency_s=time.perf_counter() - t0,
-                                  attempts=attempt, model=model, provider=self.pool.name, fault="too large")
+                return ChatResult(
+                    text="",
+                    ok=False,
+                    error=msg,
+                    status=200,
+                    latency_s=time.perf_counter() - t0,
+                    attempts=attempt,
+                    model=model,
+                    provider=self.pool.name,
+                    fault="too large",
+                )
             except httpx.TimeoutException as e:
                 self.stats.timeouts += 1
                 connect_failed = False  # slow is not down: a timeout never counts as unreachable
@@ -620,13 +694,15 @@ class PoolClient:
                 if status == 200:  # not JSON / empty / HTML: retried like a 5xx
                     self.stats.n_malformed += 1
                     last_status, fault = 200, "malformed 200"
-                    last_error = (f"provider {self.pool.name} sent a 200 with a body that is not a JSON object "
-                                  f"for model {model}")
+                    last_error = (
+                        f"provider {self.pool.name} sent a 200 with a body that is not a JSON object for model {model}"
+                    )
                     delay = policy.backoff(attempt, self._rng)
                 elif status == 402:
                     self.stopped = OutOfCredit(
                         f"provider {self.pool.name} is out of credit (HTTP 402 for model {model}); top up "
-                        "the account, then resume the run")
+                        "the account, then resume the run"
+                    )
                     raise self.stopped
                 elif status == 429:
                     last_status, last_error, fault = status, self._fault_message(status, model, resp), "429"
@@ -650,19 +726,40 @@ class PoolClient:
                 if connect_failed:
                     self._connect_fail_streak += 1
                     self._last_connect_error = last_error
-                return ChatResult(text="", ok=False, error=f"{last_error} (gave up after {attempt} attempts)",
-                                  status=last_status, latency_s=time.perf_counter() - t0, attempts=attempt,
-                                  model=model, provider=self.pool.name, fault=fault)
+                return ChatResult(
+                    text="",
+                    ok=False,
+                    error=f"{last_error} (gave up after {attempt} attempts)",
+                    status=last_status,
+                    latency_s=time.perf_counter() - t0,
+                    attempts=attempt,
+                    model=model,
+                    provider=self.pool.name,
+                    fault=fault,
+                )
             self.stats.retries += 1
             if delay > 0:
                 await asyncio.sleep(delay)
 
-    def _parse_ok(self, model: str, resp: httpx.Response, attempts: int, latency: float,
-                  prompt_chars: int, limits: tuple[int, int, float] = (0, 4096, 0.0)) -> ChatResult | None:
+    def _parse_ok(
+        self,
+        model: str,
+        resp: httpx.Response,
+        attempts: int,
+        latency: float,
+        prompt_chars: int,
+        limits: tuple[int, int, float] = (0, 4096, 0.0),
+    ) -> ChatResult | None:
         """The call's result from a 200; None when the body is not a JSON object (the caller
         retries it like a 5xx)."""
-        base: dict[str, Any] = dict(model=model, provider=self.pool.name, attempts=attempts, latency_s=latency,
-                    status=200, server_ms=_server_ms(resp.headers))
+        base: dict[str, Any] = dict(
+            model=model,
+            provider=self.pool.name,
+            attempts=attempts,
+            latency_s=latency,
+            status=200,
+            server_ms=_server_ms(resp.headers),
+        )
         try:
             body = json.loads(resp.content)
         except (ValueError, UnicodeDecodeError, RecursionError):
@@ -676,8 +773,10 @@ class PoolClient:
         if body.get("error") is not None:
             err = body["error"]
             msg = err.get("message", err) if isinstance(err, dict) else err
-            error = f"provider {self.pool.name} sent a 200 carrying an error for model {model}: " + \
-                self._redact(" ".join(str(msg).split()))[:ERROR_EXCERPT]
+            error = (
+                f"provider {self.pool.name} sent a 200 carrying an error for model {model}: "
+                + self._redact(" ".join(str(msg).split()))[:ERROR_EXCERPT]
+            )
         elif not isinstance(choices, list) or not choices:
             error = f"provider {self.pool.name} sent a 200 without choices for model {model}"
         else:
@@ -707,9 +806,18 @@ class PoolClient:
             except (ValueError, TypeError, RecursionError):
                 raw = repr(raw_usage)
             note = (f"absurd: {absurd}" if absurd else f"invalid: {problem}") + f"; raw usage: {raw[:300]}"
-            return ChatResult(text=text, ok=error is None, error=error, prompt_tokens=pt, completion_tokens=ct,
-                              cost_usd=self.pool.price(model).cost_usd(pt, ct), cost_source="invalid",
-                              finish_reason=finish, usage_note=note, **base)
+            return ChatResult(
+                text=text,
+                ok=error is None,
+                error=error,
+                prompt_tokens=pt,
+                completion_tokens=ct,
+                cost_usd=self.pool.price(model).cost_usd(pt, ct),
+                cost_source="invalid",
+                finish_reason=finish,
+                usage_note=note,
+                **base,
+            )
         have_tokens = pt is not None and ct is not None
         if error is None and not have_tokens:
             # No usage at all: estimate from the text so the call is still accounted for.
@@ -723,6 +831,15 @@ class PoolClient:
             cost, source = 0.0, "none"  # a failed 200 that reports nothing is not billed
         if source == "none" and (pt or ct):
             source = "estimated"
-        return ChatResult(text=text, ok=error is None, error=error, prompt_tokens=pt, completion_tokens=ct,
-                          cost_usd=cost, cost_source=source, finish_reason=finish,
-                          fault=None if error is None else "200 error", **base)
+        return ChatResult(
+            text=text,
+            ok=error is None,
+            error=error,
+            prompt_tokens=pt,
+            completion_tokens=ct,
+            cost_usd=cost,
+            cost_source=source,
+            finish_reason=finish,
+            fault=None if error is None else "200 error",
+            **base,
+        )

@@ -96,8 +96,9 @@ class CallJournal:
         await self._sent.write_async(_jsonl(SentLine(sent=key)))
 
     async def mark_lost_async(self, key: str | None, *, model: str, error: str, worst_micro_usd: int) -> None:
-        await self._sent.write_async(_jsonl(LostLine(lost=key, model=model, error=error,
-                                                     worst_micro_usd=worst_micro_usd)))
+        await self._sent.write_async(
+            _jsonl(LostLine(lost=key, model=model, error=error, worst_micro_usd=worst_micro_usd))
+        )
 
     def __contains__(self, key: str) -> bool:
         return key in self._entries

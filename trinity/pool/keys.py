@@ -58,19 +58,21 @@ def read_env_file(path: str | os.PathLike[str]) -> dict[str, str]:
         raise ConfigError(f"env file {path} is not a regular file")
     if st.st_mode & 0o077:
         raise ConfigError(
-            f"env file {path} is readable by other users (mode {stat.S_IMODE(st.st_mode):04o}); "
-            f"run `chmod 600 {path}`")
+            f"env file {path} is readable by other users (mode {stat.S_IMODE(st.st_mode):04o}); run `chmod 600 {path}`"
+        )
     repo = _inside_repo(path)
     if repo is not None:
-        raise ConfigError(f"env file {path} is inside the git repository {repo}; move it outside (e.g. "
-                          f"{default_env_file()}) so it can never be committed")
+        raise ConfigError(
+            f"env file {path} is inside the git repository {repo}; move it outside (e.g. "
+            f"{default_env_file()}) so it can never be committed"
+        )
     out: dict[str, str] = {}
     for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         if line.startswith("export "):
-            line = line[len("export "):].lstrip()
+            line = line[len("export ") :].lstrip()
         name, sep, value = line.partition("=")
         if not sep or not name.strip().isidentifier():
             # Do not echo the line: it may hold a key.
@@ -82,8 +84,9 @@ def read_env_file(path: str | os.PathLike[str]) -> dict[str, str]:
     return out
 
 
-def resolve_key(key_env: str | None, *, provider: str, env_file: str | os.PathLike[str] | None = None,
-                optional: bool = False) -> str | None:
+def resolve_key(
+    key_env: str | None, *, provider: str, env_file: str | os.PathLike[str] | None = None, optional: bool = False
+) -> str | None:
     """The API key for `provider`: `$key_env`, else the env file (the explicit one, or the
     default one when it exists). None when `optional` and not found; else a ConfigError."""
     if not key_env:
@@ -99,8 +102,10 @@ def resolve_key(key_env: str | None, *, provider: str, env_file: str | os.PathLi
     if optional:
         return None
     where = f" or in {path}" if (env_file or path.exists()) else ""
-    raise ConfigError(f"no API key for provider {provider!r}: set {key_env} in the environment{where} "
-                      f"(or put `{key_env}=…` in a chmod-600 env file and pass --env-file)")
+    raise ConfigError(
+        f"no API key for provider {provider!r}: set {key_env} in the environment{where} "
+        f"(or put `{key_env}=…` in a chmod-600 env file and pass --env-file)"
+    )
 
 
 def redact(text: str, secrets: list[str | None]) -> str:

@@ -42,8 +42,20 @@ from trinity.pool.appender import GroupCommitAppender
 GENESIS = "0" * 64
 PURPOSES = ("train", "eval", "collect")
 COST_SOURCES = ("reported", "estimated", "invalid")
-FIELDS = ("seq", "run_id", "time", "provider", "model", "prompt_tokens", "completion_tokens",
-          "cost_micro_usd", "cost_source", "purpose", "prev_h", "h")
+FIELDS = (
+    "seq",
+    "run_id",
+    "time",
+    "provider",
+    "model",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_micro_usd",
+    "cost_source",
+    "purpose",
+    "prev_h",
+    "h",
+)
 OPTIONAL_FIELDS = ("note", "excess_micro_usd")  # only on "invalid" / billed-above-worst-case records
 
 
@@ -238,8 +250,12 @@ def verify_ledger(path: str | os.PathLike[str], expected_head: str | None = None
             ex = rep.excess.setdefault(f"{obj['provider']} {obj['model']}", {"calls": 0, "micro_usd": 0})
             ex["calls"] += 1
             ex["micro_usd"] += obj["excess_micro_usd"]
-        for table, key in ((rep.per_model, obj["model"]), (rep.per_purpose, obj["purpose"]),
-                           (rep.per_day, day), (rep.per_source, obj["cost_source"])):
+        for table, key in (
+            (rep.per_model, obj["model"]),
+            (rep.per_purpose, obj["purpose"]),
+            (rep.per_day, day),
+            (rep.per_source, obj["cost_source"]),
+        ):
             b = table.setdefault(str(key), _bucket())
             b["calls"] += 1
             b["micro_usd"] += obj["cost_micro_usd"]
@@ -277,9 +293,12 @@ def verify_ledger(path: str | os.PathLike[str], expected_head: str | None = None
             return fail(lineno, "last line is neither a record nor a torn write (it was edited)")
 
     if expected_head is not None and expected_head not in seen_heads:
-        return fail(rep.n_records + 1, f"the chain ends at record {rep.n_records} without reaching the "
-                                       f"recorded head {expected_head[:12]}… (records at the end were "
-                                       "deleted, or this is another run's ledger)")
+        return fail(
+            rep.n_records + 1,
+            f"the chain ends at record {rep.n_records} without reaching the "
+            f"recorded head {expected_head[:12]}… (records at the end were "
+            "deleted, or this is another run's ledger)",
+        )
     return rep
 
 
@@ -333,8 +352,10 @@ def verify_run_ledger(run_dir: str | os.PathLike[str]) -> LedgerReport:
         if paid:
             w, h, n = paid[0]
             rep.ok, rep.first_bad_line = False, 1
-            rep.problem = (f"ledger.jsonl is missing but {w} records {n if n is not None else 'some'} "
-                           f"records ending at {h[:12]}… (the file was deleted)")
+            rep.problem = (
+                f"ledger.jsonl is missing but {w} records {n if n is not None else 'some'} "
+                f"records ending at {h[:12]}… (the file was deleted)"
+            )
         rep.anchors = [w for w, _, _ in anchors]
         return rep
     rep = verify_ledger(path)
@@ -365,13 +386,15 @@ class Ledger:
         try:
             rep = verify_ledger(self.path)
             if not rep.ok:
-                raise InputError(f"ledger {self.path} is broken at line {rep.first_bad_line} ({rep.problem}); "
-                                 f"run `trinity ledger verify {self.path}`, then restore it or start a new run")
+                raise InputError(
+                    f"ledger {self.path} is broken at line {rep.first_bad_line} ({rep.problem}); "
+                    f"run `trinity ledger verify {self.path}`, then restore it or start a new run"
+                )
             if rep.torn_tail:
                 # Keep the evidence, then continue from the last good record.
                 data = self.path.read_bytes()
                 with open(self.path.with_name(self.path.name + ".torn"), "ab") as f:
-                    f.write(data[rep.good_bytes:] + b"\n")
+                    f.write(data[rep.good_bytes :] + b"\n")
                 self._appender.truncate_to(rep.good_bytes)
             elif rep.missing_final_newline:
                 self._appender.write(b"\n")
@@ -384,19 +407,37 @@ class Ledger:
         self.total_micro_usd = rep.total_micro_usd
         self._lock = threading.Lock()
 
-    def _make(self, submit: Callable[[bytes], _Fut], *, provider: str, model: str, prompt_tokens: int,
-              completion_tokens: int, cost_micro_usd: int, cost_source: str, purpose: str,
-              note: str | None = None, excess_micro_usd: int = 0) -> tuple[LedgerRecord, _Fut]:
+    def _make(
+        self,
+        submit: Callable[[bytes], _Fut],
+        *,
+        provider: str,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cost_micro_usd: int,
+        cost_source: str,
+        purpose: str,
+        note: str | None = None,
+        excess_micro_usd: int = 0,
+    ) -> tuple[LedgerRecord, _Fut]:
         if purpose not in PURPOSES:
             raise ValueError(f"ledger purpose must be one of {PURPOSES}, got {purpose!r}")
         if cost_source not in COST_SOURCES:
             raise ValueError(f"cost_source must be one of {COST_SOURCES}, got {cost_source!r}")
         with self._lock:  # seq, prev_h and the queue order must agree
             body: UnsignedRecord = {
-                "seq": self.n_records, "run_id": self.run_id, "time": utc_iso_ms(),
-                "provider": provider, "model": model, "prompt_tokens": int(prompt_tokens),
-                "completion_tokens": int(completion_tokens), "cost_micro_usd": int(cost_micro_usd),
-                "cost_source": cost_source, "purpose": purpose, "prev_h": self.head_hash,
+                "seq": self.n_records,
+                "run_id": self.run_id,
+                "time": utc_iso_ms(),
+                "provider": provider,
+                "model": model,
+                "prompt_tokens": int(prompt_tokens),
+                "completion_tokens": int(completion_tokens),
+                "cost_micro_usd": int(cost_micro_usd),
+                "cost_source": cost_source,
+                "purpose": purpose,
+                "prev_h": self.head_hash,
             }
             if note is not None:
                 body["note"] = str(note)[:500]

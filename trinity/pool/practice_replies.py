@@ -28,8 +28,7 @@ from fractions import Fraction
 from typing import Any
 
 from trinity.benchmarks.prompts import render_question
-from trinity.data.practice import (PracticeSetup, practice_questions, practice_setup, simulate_correct,
-                                   verifier_is_right)
+from trinity.data.practice import PracticeSetup, practice_questions, practice_setup, simulate_correct, verifier_is_right
 from trinity.data.questions import Question
 
 ROLE_RE = re.compile(r"^\s*You are the (Thinker|Worker|Verifier)\b")
@@ -53,7 +52,7 @@ def parse_turns(transcript: str) -> list[tuple[str, str, str]]:
     out = []
     for i, m in enumerate(heads):
         end = heads[i + 1].start() if i + 1 < len(heads) else len(transcript)
-        out.append((m.group(2), m.group(3), transcript[m.end():end].strip("\n")))
+        out.append((m.group(2), m.group(3), transcript[m.end() : end].strip("\n")))
     return out
 
 
@@ -81,12 +80,33 @@ def wrong_math(gold: str, salt: int) -> str:
         return str(1000 + salt % 9000)  # a symbolic gold: any plain number is wrong
 
 
-_BINOP_SWAP = {ast.Mult: ast.Add, ast.Add: ast.Sub, ast.Sub: ast.Add, ast.FloorDiv: ast.Mult,
-               ast.Mod: ast.FloorDiv, ast.Pow: ast.Mult, ast.Div: ast.Mult}
-_CMP_SWAP = {ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Eq: ast.NotEq,
-             ast.NotEq: ast.Eq, ast.In: ast.NotIn}
-_NAME_SWAP = {"max": "min", "min": "max", "sum": "len", "sorted": "reversed", "upper": "lower",
-              "lower": "upper", "split": "strip"}
+_BINOP_SWAP = {
+    ast.Mult: ast.Add,
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.FloorDiv: ast.Mult,
+    ast.Mod: ast.FloorDiv,
+    ast.Pow: ast.Mult,
+    ast.Div: ast.Mult,
+}
+_CMP_SWAP = {
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+}
+_NAME_SWAP = {
+    "max": "min",
+    "min": "max",
+    "sum": "len",
+    "sorted": "reversed",
+    "upper": "lower",
+    "lower": "upper",
+    "split": "strip",
+}
 
 
 def _replace_child(tree: ast.AST, old: ast.AST, new: ast.AST) -> bool:
@@ -197,15 +217,19 @@ def failing_mutants_many(jobs: list[tuple[str, list[dict[str, Any]]]]) -> list[l
     mutants = [code_mutants(ref) for ref, _ in jobs]
     payload = json.dumps([(codes, [t.get("input", "") for t in tests]) for codes, (_, tests) in zip(mutants, jobs)])
     try:
-        proc = subprocess.run([sys.executable, "-I", "-c", _PROBE], input=payload, capture_output=True,
-                              text=True, timeout=60, env={})
+        proc = subprocess.run(
+            [sys.executable, "-I", "-c", _PROBE], input=payload, capture_output=True, text=True, timeout=60, env={}
+        )
         outs = json.loads(proc.stdout)
     except (subprocess.TimeoutExpired, ValueError):
         return [[] for _ in jobs]
     result = []
     for codes, per_code, (_, tests) in zip(mutants, outs, jobs):
-        wrong = [(c, o) for c, o in zip(codes, per_code)
-                 if any(not _same_output(g, t.get("output", "")) for g, t in zip(o, tests))]
+        wrong = [
+            (c, o)
+            for c, o in zip(codes, per_code)
+            if any(not _same_output(g, t.get("output", "")) for g, t in zip(o, tests))
+        ]
         wrong.sort(key=lambda co: any(g is None for g in co[1]))
         result.append([c for c, _ in wrong])
     return result
@@ -220,8 +244,9 @@ def constant_wrong_program(tests: list[dict[str, Any]]) -> str:
 
 # ---- the responder ----------------------------------------------------------------------------
 class PracticeResponder:
-    def __init__(self, seed: int | None = None, setup: PracticeSetup | None = None,
-                 questions: list[Question] | None = None):
+    def __init__(
+        self, seed: int | None = None, setup: PracticeSetup | None = None, questions: list[Question] | None = None
+    ):
         """`questions`: benchmark questions beyond the shipped practice set that the simulated pool
         answers too (any kind of trinity.data.kinds; `trinity collect --pool practice` passes its
         own): right or wrong by `simulate_correct`, each answer checked with the real grader."""
@@ -262,9 +287,11 @@ class PracticeResponder:
         qtext, _, transcript = body.partition(TRANSCRIPT_MARK)
         q = self.by_text.get(qtext.strip())
         if q is None:
-            raise BadRequest("the QUERY is not a question the simulated pool knows: it answers the shipped "
-                             "practice set and the questions it was started with (`trinity collect --pool "
-                             "practice` passes its own; `trinity pool serve-practice --benchmark X [--data F]`)")
+            raise BadRequest(
+                "the QUERY is not a question the simulated pool knows: it answers the shipped "
+                "practice set and the questions it was started with (`trinity collect --pool "
+                "practice` passes its own; `trinity pool serve-practice --benchmark X [--data F]`)"
+            )
         return q, role, parse_turns(transcript)
 
     # -- wrong code, computed once per question (a child process runs the mutants) --
@@ -278,8 +305,10 @@ class PracticeResponder:
     def _compute_wrong_code(self) -> None:
         """Wrong programs for every code question at once (one child process runs the mutants)."""
         code_qs = [q for q in practice_questions() if q.kind == "code" and q.id not in self._wrong_code]
-        jobs = [(q.extra.get("reference_solution", ""),
-                 q.answer.get("tests", []) if isinstance(q.answer, dict) else []) for q in code_qs]
+        jobs = [
+            (q.extra.get("reference_solution", ""), q.answer.get("tests", []) if isinstance(q.answer, dict) else [])
+            for q in code_qs
+        ]
         found = failing_mutants_many([(ref, tests) for ref, tests in jobs if ref and tests])
         it = iter(found)
         for q, (ref, tests) in zip(code_qs, jobs):
@@ -292,16 +321,19 @@ class PracticeResponder:
     def worker(self, model: str, q: Question, seed: int, turns: list[tuple[str, str, str]]) -> str:
         boosted = any(r == "Thinker" and out.strip() for r, _, out in turns)
         sample = sum(1 for r, m, _ in turns if r == "Worker" and m == model)  # a retry draws anew
-        right = simulate_correct(model, q.id, q.kind, "Worker", seed=seed, sample=sample, boosted=boosted,
-                                 setup=self.setup)
+        right = simulate_correct(
+            model, q.id, q.kind, "Worker", seed=seed, sample=sample, boosted=boosted, setup=self.setup
+        )
         salt = _u(self.setup.seed, model, q.id, seed, sample)
         name = model.split("/")[-1]
         if q.id not in self.practice_ids:
             return self.checked_answer(q, right, salt, name)
         if q.kind == "math":
             ans = str(q.answer) if right else wrong_math(str(q.answer), salt)
-            return (f"({name}, simulated) Working through the problem step by step.\n"
-                    f"After simplifying, the result is {ans}.\n\nThe final answer is $\\boxed{{{ans}}}$.")
+            return (
+                f"({name}, simulated) Working through the problem step by step.\n"
+                f"After simplifying, the result is {ans}.\n\nThe final answer is $\\boxed{{{ans}}}$."
+            )
         if q.kind == "mc":
             n = len(q.extra.get("choices") or []) or 4
             gold = str(q.answer).strip().upper()
@@ -309,8 +341,9 @@ class PracticeResponder:
             if not right:
                 others = [c for c in LETTERS[:n] if c != gold]
                 letter = others[salt % len(others)]
-            return (f"({name}, simulated) Comparing the options one by one, option {letter} fits best.\n\n"
-                    f"Answer: {letter}")
+            return (
+                f"({name}, simulated) Comparing the options one by one, option {letter} fits best.\n\nAnswer: {letter}"
+            )
         code = q.extra.get("reference_solution", "") if right else self.wrong_code(q, salt)
         return f"({name}, simulated) Here is my program.\n\n```python\n{code}```"
 
@@ -326,20 +359,24 @@ class PracticeResponder:
         for text in cands:
             if self._grade(q, text) == right:
                 return text
-        raise BadRequest(f"the simulated pool cannot form a {'right' if right else 'wrong'} {q.kind} answer "
-                         f"to {q.id} (no candidate grades {'right' if right else 'wrong'})")
+        raise BadRequest(
+            f"the simulated pool cannot form a {'right' if right else 'wrong'} {q.kind} answer "
+            f"to {q.id} (no candidate grades {'right' if right else 'wrong'})"
+        )
 
     @staticmethod
     def thinker(model: str, q: Question) -> str:
-        steps = {"math": "restate what is asked, set up the arithmetic or equation, compute carefully, "
-                         "and check the result by substituting back",
-                 "mc": "recall the relevant fact, eliminate options that contradict it, then pick the "
-                       "remaining one",
-                 "code": "read the input format, handle edge cases (empty, negative, single item), and "
-                         "print exactly the required output"}.get(
-            q.kind, "read every requirement of the request, then answer in exactly the form it asks for")
-        return (f"({model.split('/')[-1]}, simulated) Plan: {steps}. I will not state the final answer; "
-                "the Worker should carry this out.")
+        steps = {
+            "math": "restate what is asked, set up the arithmetic or equation, compute carefully, "
+            "and check the result by substituting back",
+            "mc": "recall the relevant fact, eliminate options that contradict it, then pick the remaining one",
+            "code": "read the input format, handle edge cases (empty, negative, single item), and "
+            "print exactly the required output",
+        }.get(q.kind, "read every requirement of the request, then answer in exactly the form it asks for")
+        return (
+            f"({model.split('/')[-1]}, simulated) Plan: {steps}. I will not state the final answer; "
+            "the Worker should carry this out."
+        )
 
     @staticmethod
     def _answer_key(q: Question, text: str) -> str:
@@ -382,12 +419,15 @@ class PracticeResponder:
         name = model.split("/")[-1]
         worker = [out for r, _, out in turns if r == "Worker" and out.strip()]
         if not worker:
-            return (f"({name}, simulated) There is no Worker answer to check yet.\n\nVERDICT: REVISE")
+            return f"({name}, simulated) There is no Worker answer to check yet.\n\nVERDICT: REVISE"
         truth = self._grade(q, worker[-1])
         right = verifier_is_right(model, q.id, seed=seed, turn=len(turns) + 1, setup=self.setup)
         accept = truth if right else not truth
-        why = ("The latest answer checks out against the problem." if accept
-               else "The latest answer does not hold up when I check it.")
+        why = (
+            "The latest answer checks out against the problem."
+            if accept
+            else "The latest answer does not hold up when I check it."
+        )
         return f"({name}, simulated) {why}\n\nVERDICT: {'ACCEPT' if accept else 'REVISE'}"
 
     def reply(self, model: str, messages: list[dict[str, Any]], seed: int = 0) -> str:
@@ -438,7 +478,11 @@ def _exact_wrongs(target: str, form: str) -> list[str]:
 
 
 def _funcall_text(name: str, args: dict[str, Any], label: str = "(simulated)") -> str:
-    return f"{label} Calling the function.\n\n```json\n" + json.dumps([{"name": name, "arguments": args}], ensure_ascii=False) + "\n```"
+    return (
+        f"{label} Calling the function.\n\n```json\n"
+        + json.dumps([{"name": name, "arguments": args}], ensure_ascii=False)
+        + "\n```"
+    )
 
 
 def _funcall_candidates(gold: object, right: bool, label: str) -> list[str]:
@@ -457,8 +501,11 @@ def _funcall_candidates(gold: object, right: bool, label: str) -> list[str]:
         return [_funcall_text(fname, args, label)]
     out = [_funcall_text(fname + "_other", args, label)]
     for p, v in args.items():  # one argument off: the slip a model makes
-        bad = (v + 1 if isinstance(v, (int, float)) and not isinstance(v, bool)
-               else (not v if isinstance(v, bool) else f"{v}_x" if isinstance(v, str) else None))
+        bad = (
+            v + 1
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+            else (not v if isinstance(v, bool) else f"{v}_x" if isinstance(v, str) else None)
+        )
         out.append(_funcall_text(fname, {**args, p: bad}, label))
     out.append(_funcall_text(fname, {}, label))
     return out
@@ -472,8 +519,10 @@ def _ifeval_compose(gold: dict[str, Any], label: str) -> str | None:
     if not isinstance(ids, list):
         return None
     spec = {i: {k: v for k, v in (kw or {}).items() if v is not None} for i, kw in zip(ids, kws)}
-    words = ("this simulated reply from the practice pool keeps to the instructions it was given and "
-             "says only what it needs to").split()
+    words = (
+        "this simulated reply from the practice pool keeps to the instructions it was given and "
+        "says only what it needs to"
+    ).split()
     head: list[str] = []
     tail: list[str] = []
     paras = 1
@@ -490,7 +539,7 @@ def _ifeval_compose(gold: dict[str, Any], label: str) -> str | None:
             if kw.get("relation") == "at least":
                 words += ["simulated"] * max(0, n + 5 - len(words))
             else:
-                words = words[:max(1, n - 1 - 8)]
+                words = words[: max(1, n - 1 - 8)]
         elif iid == "detectable_format:number_highlighted_sections":
             tail += [f"*highlight {i + 1}*" for i in range(int(kw.get("num_highlights", 1)))]
         elif iid == "detectable_format:number_bullet_lists":
@@ -503,9 +552,16 @@ def _ifeval_compose(gold: dict[str, Any], label: str) -> str | None:
             head.insert(0, str(kw.get("prompt_to_repeat", "")))
         elif iid == "length_constraints:number_paragraphs":
             paras = int(kw.get("num_paragraphs", 1))
-        elif iid not in ("punctuation:no_comma", "change_case:english_lowercase", "change_case:english_capital",
-                         "startend:end_checker", "startend:quotation", "detectable_content:postscript",
-                         "detectable_format:json_format", "keywords:forbidden_words"):
+        elif iid not in (
+            "punctuation:no_comma",
+            "change_case:english_lowercase",
+            "change_case:english_capital",
+            "startend:end_checker",
+            "startend:quotation",
+            "detectable_content:postscript",
+            "detectable_format:json_format",
+            "keywords:forbidden_words",
+        ):
             return None
     body = " ".join(w for w in words if w)
     if paras > 1:
@@ -534,8 +590,11 @@ def _ifeval_candidates(q: Question, label: str, right: bool) -> list[str]:
     if right:
         built = _ifeval_compose(q.answer if isinstance(q.answer, dict) else {}, plain)
         return [built] if built is not None else []
-    return [f"{plain} Sure, HERE, is a reply, that ignores the instructions.", f"{plain} No.",
-            f"{{{plain}: NO, THANKS}}"]
+    return [
+        f"{plain} Sure, HERE, is a reply, that ignores the instructions.",
+        f"{plain} No.",
+        f"{{{plain}: NO, THANKS}}",
+    ]
 
 
 def answer_candidates(q: Question, name: str, right: bool) -> list[str]:
@@ -545,8 +604,9 @@ def answer_candidates(q: Question, name: str, right: bool) -> list[str]:
     gold = q.answer
     if q.kind == "math":
         vals = [str(gold)] if right else [wrong_math(str(gold), i * 257 + 1) for i in range(6)]
-        return [f"{label} Working through the problem step by step.\n\nThe final answer is $\\boxed{{{v}}}$."
-                for v in vals]
+        return [
+            f"{label} Working through the problem step by step.\n\nThe final answer is $\\boxed{{{v}}}$." for v in vals
+        ]
     if q.kind == "mc":
         n = len(q.extra.get("choices") or []) or 4
         g = str(gold).strip().upper()
@@ -560,16 +620,20 @@ def answer_candidates(q: Question, name: str, right: bool) -> list[str]:
             if right:
                 sol = q.extra.get("canonical_solution")
                 return [f"{label} Here is the function.\n\n```python\n{prompt}{sol}```"] if sol else []
-            return [f"{label} Here is the function.\n\n```python\n{prompt}    return None\n```",
-                    f"{label} Here is the function.\n\n```python\n{prompt}    pass\n```"]
+            return [
+                f"{label} Here is the function.\n\n```python\n{prompt}    return None\n```",
+                f"{label} Here is the function.\n\n```python\n{prompt}    pass\n```",
+            ]
         ref = q.extra.get("reference_solution")
         if not ref:
             return []
         if right:
             return [f"{label} Here is my program.\n\n```python\n{ref}```"]
         tests = gold.get("tests", []) if isinstance(gold, dict) else []
-        return [f"{label} Here is my program.\n\n```python\n{c}```"
-                for c in (constant_wrong_program(tests) if tests else "print()\n",)]
+        return [
+            f"{label} Here is my program.\n\n```python\n{c}```"
+            for c in (constant_wrong_program(tests) if tests else "print()\n",)
+        ]
     if q.kind == "exact":
         target, form = str(gold.get("target", "")), str(gold.get("form", "words"))
         vals = [target] if right else _exact_wrongs(target, form)

@@ -43,9 +43,19 @@ Reply: TypeAlias = tuple[Literal["reply"], str, list[dict[str, Any]], int, int, 
 
 MAX_HEADER = 64 * 1024
 MAX_BODY = 16 * 1024 * 1024
-REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 404: "Not Found",
-           405: "Method Not Allowed", 411: "Length Required", 413: "Payload Too Large",
-           429: "Too Many Requests", 431: "Request Header Fields Too Large", 500: "Internal Server Error"}
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    402: "Payment Required",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    411: "Length Required",
+    413: "Payload Too Large",
+    429: "Too Many Requests",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+}
 
 
 @dataclass
@@ -88,8 +98,14 @@ class ServerStats:
         self.by_model_status[k] = self.by_model_status.get(k, 0) + 1
 
     def snapshot(self) -> "ServerStats":
-        return ServerStats(self.requests, self.completions, dict(self.by_status), dict(self.by_model),
-                           dict(self.by_model_status), self.billed_usd)
+        return ServerStats(
+            self.requests,
+            self.completions,
+            dict(self.by_status),
+            dict(self.by_model),
+            dict(self.by_model_status),
+            self.billed_usd,
+        )
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -106,9 +122,16 @@ def _u(*parts: object) -> float:
 
 
 class PracticeServer:
-    def __init__(self, *, faults: Faults | None = None, latency_ms: int | None = 0,
-                 seed: int | None = None, responder: PracticeResponder | None = None,
-                 api_key: str | None = None, questions: list[Question] | None = None):
+    def __init__(
+        self,
+        *,
+        faults: Faults | None = None,
+        latency_ms: int | None = 0,
+        seed: int | None = None,
+        responder: PracticeResponder | None = None,
+        api_key: str | None = None,
+        questions: list[Question] | None = None,
+    ):
         # api_key: when set, requests must carry `Authorization: Bearer <api_key>` (else 401),
         # like a real provider; tests use it to check the client sends the key and leaks it nowhere.
         self.api_key = api_key
@@ -154,15 +177,25 @@ class PracticeServer:
 
     def simple(self, what: str) -> tuple[int, dict[str, Any], dict[str, str]]:
         if what == "models":
-            return 200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "simulated"}
-                                                    for m in self.responder.models]}, {}
+            return (
+                200,
+                {
+                    "object": "list",
+                    "data": [{"id": m, "object": "model", "owned_by": "simulated"} for m in self.responder.models],
+                },
+                {},
+            )
         return 200, {"simulated": True, "seed": self.seed, **self.stats.to_json()}, {}
 
     def _fault_for(self, n: int) -> str | None:
         f = self.faults
         u = _u(self.seed, "fault", n)
-        for name, rate in (("429", f.rate_429), ("500", f.rate_500), ("error", f.rate_error_body),
-                           ("empty", f.rate_no_choices)):
+        for name, rate in (
+            ("429", f.rate_429),
+            ("500", f.rate_500),
+            ("error", f.rate_error_body),
+            ("empty", f.rate_no_choices),
+        ):
             if u < rate:
                 return name
             u -= rate
@@ -196,15 +229,15 @@ class PracticeServer:
         f = self.faults
         if f.credit_after is not None and self.stats.completions >= f.credit_after:
             self.stats.count(model, 402)
-            return ("done", 402, _err("simulated: insufficient credits; add credits to continue",
-                                      code=402), {})
+            return ("done", 402, _err("simulated: insufficient credits; add credits to continue", code=402), {})
         fault = self._fault_for(n)
         if fault == "429":
             self.stats.count(model, 429)
             headers: dict[str, str] = {}
             if f.retry_after_s is not None:
-                headers["Retry-After"] = (http_date(time.time() + f.retry_after_s) if f.retry_after_as_date
-                                          else f"{f.retry_after_s:g}")
+                headers["Retry-After"] = (
+                    http_date(time.time() + f.retry_after_s) if f.retry_after_as_date else f"{f.retry_after_s:g}"
+                )
             return ("done", 429, _err("simulated: rate limit exceeded", code=429), headers)
         if fault == "500":
             self.stats.count(model, 500)
@@ -219,8 +252,15 @@ class PracticeServer:
         except BadRequest as e:
             return e
 
-    def answer(self, model: str, messages: list[dict[str, Any]], seed: int, n: int, fault: str | None,
-               text: str | BadRequest | None = None) -> tuple[int, dict[str, Any]]:
+    def answer(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        seed: int,
+        n: int,
+        fault: str | None,
+        text: str | BadRequest | None = None,
+    ) -> tuple[int, dict[str, Any]]:
         if text is None:
             text = self.compose(model, messages, seed)
         if isinstance(text, BadRequest):
@@ -233,25 +273,37 @@ class PracticeServer:
             # An upstream failure the gateway reports inside a 200: the prompt was still processed.
             self.stats.count(model, 200)
             self.stats.billed_usd += round(pt * price.price_in / 1e6, 12)
-            return 200, {"error": {"message": "simulated: upstream provider returned an error", "code": 502},
-                         "usage": {"prompt_tokens": pt, "completion_tokens": 0, "total_tokens": pt,
-                                   "cost": round(pt * price.price_in / 1e6, 12)}}
+            return 200, {
+                "error": {"message": "simulated: upstream provider returned an error", "code": 502},
+                "usage": {
+                    "prompt_tokens": pt,
+                    "completion_tokens": 0,
+                    "total_tokens": pt,
+                    "cost": round(pt * price.price_in / 1e6, 12),
+                },
+            }
         ct = _tokens(text)
         cost = round((pt * price.price_in + ct * price.price_out) / 1e6, 12)
         self.stats.billed_usd += cost
         if fault == "empty":
             # Billed as if generated, but the gateway lost the choices.
             self.stats.count(model, 200)
-            return 200, {"id": f"chatcmpl-sim-{n}", "object": "chat.completion", "model": model, "choices": [],
-                         "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct,
-                                   "cost": cost}}
+            return 200, {
+                "id": f"chatcmpl-sim-{n}",
+                "object": "chat.completion",
+                "model": model,
+                "choices": [],
+                "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct, "cost": cost},
+            }
         self.stats.completions += 1
         self.stats.count(model, 200)
         return 200, {
-            "id": f"chatcmpl-sim-{n}", "object": "chat.completion", "created": int(time.time()),
-            "model": model, "system_fingerprint": f"simulated-practice-seed{self.seed}",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": "stop"}],
+            "id": f"chatcmpl-sim-{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "system_fingerprint": f"simulated-practice-seed{self.seed}",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct, "cost": cost},
         }
 
@@ -309,14 +361,17 @@ class _Conn(asyncio.Protocol):
                 self._send_now(413, _err("body too large"), {}, keep_alive=False, t0=t0)
                 return
             if len(self.buf) < end + 4 + length:
-                if headers.get("expect", "").lower() == "100-continue" and not self.continued \
-                        and self.transport is not None:
+                if (
+                    headers.get("expect", "").lower() == "100-continue"
+                    and not self.continued
+                    and self.transport is not None
+                ):
                     self.continued = True  # curl waits for this before sending a large body
                     self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
                 return  # wait for the rest of the body
             self.continued = False
-            body = bytes(self.buf[end + 4:end + 4 + length])
-            del self.buf[:end + 4 + length]
+            body = bytes(self.buf[end + 4 : end + 4 + length])
+            del self.buf[: end + 4 + length]
             conn = headers.get("connection", "").lower()
             keep = conn != "close" and (version != "HTTP/1.0" or conn == "keep-alive")
             self._dispatch(method, target, headers, body, keep, t0)
@@ -342,8 +397,9 @@ class _Conn(asyncio.Protocol):
         if delay <= 0 and not blocking and self.last is None:
             status, payload = srv.answer(model, messages, seed, n, fault)
             return self._send_now(status, payload, {}, keep, t0)
-        self.last = asyncio.ensure_future(self._later(self.last, model, messages, seed, n, fault, delay,
-                                                      blocking, keep, t0))
+        self.last = asyncio.ensure_future(
+            self._later(self.last, model, messages, seed, n, fault, delay, blocking, keep, t0)
+        )
 
     def _reply_sync(self, status: int, payload: dict[str, Any], headers: dict[str, str], keep: bool, t0: float) -> None:
         if self.last is None:
@@ -351,15 +407,33 @@ class _Conn(asyncio.Protocol):
         else:
             self.last = asyncio.ensure_future(self._after(self.last, status, payload, headers, keep, t0))
 
-    async def _after(self, prev: asyncio.Future[None], status: int, payload: dict[str, Any],
-                     headers: dict[str, str], keep: bool, t0: float) -> None:
+    async def _after(
+        self,
+        prev: asyncio.Future[None],
+        status: int,
+        payload: dict[str, Any],
+        headers: dict[str, str],
+        keep: bool,
+        t0: float,
+    ) -> None:
         await prev
         self._send_now(status, payload, headers, keep, t0)
         if self.last is asyncio.current_task():
             self.last = None
 
-    async def _later(self, prev: asyncio.Future[None] | None, model: str, messages: list[dict[str, Any]], seed: int,
-                     n: int, fault: str | None, delay: float, blocking: bool, keep: bool, t0: float) -> None:
+    async def _later(
+        self,
+        prev: asyncio.Future[None] | None,
+        model: str,
+        messages: list[dict[str, Any]],
+        seed: int,
+        n: int,
+        fault: str | None,
+        delay: float,
+        blocking: bool,
+        keep: bool,
+        t0: float,
+    ) -> None:
         srv = self.server
         try:
             text: str | BadRequest | None = None
@@ -381,16 +455,20 @@ class _Conn(asyncio.Protocol):
         if self.last is asyncio.current_task():
             self.last = None
 
-    def _send_now(self, status: int, payload: dict[str, Any], headers: dict[str, str], keep_alive: bool,
-                  t0: float) -> None:
+    def _send_now(
+        self, status: int, payload: dict[str, Any], headers: dict[str, str], keep_alive: bool, t0: float
+    ) -> None:
         if self.transport is None or self.transport.is_closing():
             return
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         dur = (time.perf_counter() - t0) * 1000.0
-        lines = [f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}",
-                 "Content-Type: application/json", f"Content-Length: {len(body)}",
-                 f"Server-Timing: app;dur={dur:.3f}",
-                 "Connection: keep-alive" if keep_alive else "Connection: close"]
+        lines = [
+            f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}",
+            "Content-Type: application/json",
+            f"Content-Length: {len(body)}",
+            f"Server-Timing: app;dur={dur:.3f}",
+            "Connection: keep-alive" if keep_alive else "Connection: close",
+        ]
         lines += [f"{k}: {v}" for k, v in headers.items()]
         self.transport.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
         if not keep_alive:
@@ -446,9 +524,15 @@ class PracticeServerHandle:
         self.stop()
 
 
-def start_practice_server(port: int = 0, faults: Faults | None = None, latency_ms: int | None = 0,
-                          seed: int | None = None, host: str = "127.0.0.1",
-                          api_key: str | None = None, questions: list[Question] | None = None) -> PracticeServerHandle:
+def start_practice_server(
+    port: int = 0,
+    faults: Faults | None = None,
+    latency_ms: int | None = 0,
+    seed: int | None = None,
+    host: str = "127.0.0.1",
+    api_key: str | None = None,
+    questions: list[Question] | None = None,
+) -> PracticeServerHandle:
     """Start the server in a daemon thread; returns once it accepts connections.
     `seed`: the simulation seed (None: the one in configs/practice.yaml).
     `latency_ms`: added to every reply (None: each model's profile latency).
@@ -482,14 +566,22 @@ def start_practice_server(port: int = 0, faults: Faults | None = None, latency_m
     if failure:
         from trinity.errors import ConfigError
 
-        raise ConfigError(f"practice server could not listen on {host}:{port} ({failure[0]}); "
-                          "pick another --port") from None
+        raise ConfigError(
+            f"practice server could not listen on {host}:{port} ({failure[0]}); pick another --port"
+        ) from None
     return PracticeServerHandle(server, loop, thread)
 
 
-async def serve_forever(port: int, faults: Faults | None, latency_ms: int | None, seed: int | None,
-                        host: str = "127.0.0.1", announce: Callable[[PracticeServer], object] = print,
-                        api_key: str | None = None, questions: list[Question] | None = None) -> None:
+async def serve_forever(
+    port: int,
+    faults: Faults | None,
+    latency_ms: int | None,
+    seed: int | None,
+    host: str = "127.0.0.1",
+    announce: Callable[[PracticeServer], object] = print,
+    api_key: str | None = None,
+    questions: list[Question] | None = None,
+) -> None:
     """Run in the current loop until cancelled (the CLI's `serve-practice`)."""
     server = PracticeServer(faults=faults, latency_ms=latency_ms, seed=seed, api_key=api_key, questions=questions)
     await server.start(host, port)

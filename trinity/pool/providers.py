@@ -73,7 +73,8 @@ class PoolConfig:
                 f"pool {self.name!r} has no price for {', '.join(missing)}: the budget cannot reserve a "
                 "call's worst case without one; give prices per model (`prices: {MODEL: {price_in: X, "
                 "price_out: Y}}` in the config, USD per 1M tokens) or for all of them with --price-in X "
-                "--price-out Y (0 0 for a free local server)")
+                "--price-out Y (0 0 for a free local server)"
+            )
 
     def price(self, model: str) -> Price:
         p = self.prices.get(model)
@@ -83,15 +84,23 @@ class PoolConfig:
 
     def check_model(self, model: str) -> None:
         if model not in self.models:
-            raise ConfigError(f"model {model!r} is not in the {self.name} pool "
-                              f"({', '.join(self.models) or 'no models'}); check configs/models.yaml")
+            raise ConfigError(
+                f"model {model!r} is not in the {self.name} pool "
+                f"({', '.join(self.models) or 'no models'}); check configs/models.yaml"
+            )
 
     def to_json(self) -> dict[str, Any]:
         """A description safe to store in run.json (no key, only the key's variable name)."""
-        return {"name": self.name, "base_url": self.base_url, "models": list(self.models),
-                "key_env": self.key_env, "simulated": self.simulated,
-                "prices": {m: [p.input_per_1m, p.output_per_1m] for m, p in self.prices.items()},
-                "decoding": dict(self.decoding), "max_concurrency": self.max_concurrency}
+        return {
+            "name": self.name,
+            "base_url": self.base_url,
+            "models": list(self.models),
+            "key_env": self.key_env,
+            "simulated": self.simulated,
+            "prices": {m: [p.input_per_1m, p.output_per_1m] for m, p in self.prices.items()},
+            "decoding": dict(self.decoding),
+            "max_concurrency": self.max_concurrency,
+        }
 
 
 def read_models_yaml(path: Path) -> dict[str, Any]:
@@ -165,13 +174,19 @@ def _models_and_prices(sec: dict[str, Any], where: str) -> tuple[tuple[str, ...]
         p = p or {}
         if not isinstance(p, dict) or ("price_in" not in p and "price_out" not in p):
             continue  # no known price: live mode refuses it until one is given
-        prices[m] = Price(_num(p, "price_in", 0.0, f"{where}.models.{m}"),
-                          _num(p, "price_out", 0.0, f"{where}.models.{m}"))
+        prices[m] = Price(
+            _num(p, "price_in", 0.0, f"{where}.models.{m}"), _num(p, "price_out", 0.0, f"{where}.models.{m}")
+        )
     return tuple(raw), prices
 
 
-def price_overrides(prices: dict[str, Any] | None, price_in: float | None, price_out: float | None,
-                    models: tuple[str, ...] | list[str], known: dict[str, Price]) -> dict[str, Price]:
+def price_overrides(
+    prices: dict[str, Any] | None,
+    price_in: float | None,
+    price_out: float | None,
+    models: tuple[str, ...] | list[str],
+    known: dict[str, Price],
+) -> dict[str, Price]:
     """Prices from a run's config: `prices` per model ({price_in, price_out} or [in, out]), then
     `price_in`/`price_out` for every model still without one (USD per 1M tokens)."""
     out: dict[str, Price] = {}
@@ -186,7 +201,9 @@ def price_overrides(prices: dict[str, Any] | None, price_in: float | None, price
     if price_in is not None:
         for m in models:
             if m not in known and m not in out:
-                out[m] = Price(_num({"v": price_in}, "v", 0, "--price-in"), _num({"v": price_out}, "v", 0, "--price-out"))
+                out[m] = Price(
+                    _num({"v": price_in}, "v", 0, "--price-in"), _num({"v": price_out}, "v", 0, "--price-out")
+                )
     return out
 
 
@@ -202,30 +219,41 @@ def pool_model_ids(name: str, models_yaml: str | os.PathLike[str] | None = None)
     pname, sec, where, path = _provider_section(name, models_yaml)
     models, _ = _models_and_prices(sec, where)
     if not models:
-        raise ConfigError(f"pool {name!r} has no models; list them in {path}, or pass them "
-                          "(train: --pool-models or pool_models: in the config; collect: --models)")
+        raise ConfigError(
+            f"pool {name!r} has no models; list them in {path}, or pass them "
+            "(train: --pool-models or pool_models: in the config; collect: --models)"
+        )
     return models
 
 
-def load_pool(name: str, models_yaml: str | os.PathLike[str] | None = None, *,
-              base_url: str | None = None, models: list[str] | None = None,
-              max_concurrency: int | None = None, decoding: dict[str, Any] | None = None,
-              retry: RetryPolicy | None = None, timeouts: Timeouts | None = None,
-              cache_namespace: str | None = None, prices: dict[str, Price] | None = None,
-              read_timeout_s: float | None = None) -> PoolConfig:
+def load_pool(
+    name: str,
+    models_yaml: str | os.PathLike[str] | None = None,
+    *,
+    base_url: str | None = None,
+    models: list[str] | None = None,
+    max_concurrency: int | None = None,
+    decoding: dict[str, Any] | None = None,
+    retry: RetryPolicy | None = None,
+    timeouts: Timeouts | None = None,
+    cache_namespace: str | None = None,
+    prices: dict[str, Price] | None = None,
+    read_timeout_s: float | None = None,
+) -> PoolConfig:
     pname, sec, where, path = _provider_section(name, models_yaml)
     pool_models, table = _models_and_prices(sec, where)
     prices = {**table, **(prices or {})}  # a model without a price stays out: see require_prices
     if models:
         pool_models = tuple(models)
     if not pool_models:
-        raise ConfigError(f"pool {name!r} has no models; list them in {path}, or pass them "
-                          "(train: --pool-models or pool_models: in the config; collect: --models)")
+        raise ConfigError(
+            f"pool {name!r} has no models; list them in {path}, or pass them "
+            "(train: --pool-models or pool_models: in the config; collect: --models)"
+        )
 
     url = base_url or sec.get("base_url")
     if not url:
-        hint = ("start `trinity pool serve-practice` and pass its base URL"
-                if pname == "practice" else "pass --base-url")
+        hint = "start `trinity pool serve-practice` and pass its base URL" if pname == "practice" else "pass --base-url"
         raise ConfigError(f"pool {name!r} has no base_url; {hint}")
     if not str(url).startswith(("http://", "https://")):
         raise ConfigError(f"pool {name!r}: base_url {url!r} must start with http:// or https://")
@@ -236,8 +264,12 @@ def load_pool(name: str, models_yaml: str | os.PathLike[str] | None = None, *,
         raise ConfigError(f"{where}.reasoning_style must be one of {', '.join(REASONING_STYLES)}")
     t = section_mapping(sec.get("timeouts"), f"{where}.timeouts")
     r = section_mapping(sec.get("retry"), f"{where}.retry")
-    dec = {"temperature": 0, "max_tokens": 4096, **section_mapping(sec.get("decoding"), f"{where}.decoding"),
-           **(decoding or {})}
+    dec = {
+        "temperature": 0,
+        "max_tokens": 4096,
+        **section_mapping(sec.get("decoding"), f"{where}.decoding"),
+        **(decoding or {}),
+    }
     conc = int(max_concurrency or sec.get("max_concurrency") or 16)
     if conc < 1:
         raise ConfigError(f"{where}: max_concurrency must be >= 1")
@@ -245,8 +277,9 @@ def load_pool(name: str, models_yaml: str | os.PathLike[str] | None = None, *,
     if any(k.lower() == "authorization" for k in headers):
         raise ConfigError(f"{where}.headers must not carry Authorization; name the key's env var in key_env")
     fixed_url = bool(sec.get("base_url")) and not base_url
-    timeouts = timeouts or Timeouts(_num(t, "connect_s", 10, where), _num(t, "read_s", 600, where),
-                                    _num(t, "write_s", 30, where))
+    timeouts = timeouts or Timeouts(
+        _num(t, "connect_s", 10, where), _num(t, "read_s", 600, where), _num(t, "write_s", 30, where)
+    )
     if read_timeout_s is not None:
         if not read_timeout_s > 0:
             raise ConfigError(f"read timeout must be > 0 seconds, got {read_timeout_s}")
@@ -255,14 +288,26 @@ def load_pool(name: str, models_yaml: str | os.PathLike[str] | None = None, *,
     if max_body < 1024:
         raise ConfigError(f"{where}: max_body_bytes must be >= 1024")
     return PoolConfig(
-        name=pname, base_url=url, models=pool_models, prices=prices,
-        key_env=sec.get("key_env"), key_optional=bool(sec.get("key_optional", False)),
-        headers=headers, decoding=dec, reasoning_style=rs,
+        name=pname,
+        base_url=url,
+        models=pool_models,
+        prices=prices,
+        key_env=sec.get("key_env"),
+        key_optional=bool(sec.get("key_optional", False)),
+        headers=headers,
+        decoding=dec,
+        reasoning_style=rs,
         request_usage_cost=bool(sec.get("request_usage_cost", False)),
         max_concurrency=conc,
-        timeouts=timeouts, max_body_bytes=max_body,
-        retry=retry or RetryPolicy(int(_num(r, "max_retries", 5, where)), _num(r, "backoff_base_s", 1.0, where),
-                                   _num(r, "backoff_max_s", 60, where), _num(r, "max_retry_after_s", 300, where)),
+        timeouts=timeouts,
+        max_body_bytes=max_body,
+        retry=retry
+        or RetryPolicy(
+            int(_num(r, "max_retries", 5, where)),
+            _num(r, "backoff_base_s", 1.0, where),
+            _num(r, "backoff_max_s", 60, where),
+            _num(r, "max_retry_after_s", 300, where),
+        ),
         simulated=bool(sec.get("simulated", False)),
         # A named cloud endpoint is the same service wherever it is reached from; a local or
         # practice server is only the same service at the same address.
@@ -276,8 +321,9 @@ def config_prices(cfg: Any) -> dict[str, Price]:
     table = pool_prices(cfg.pool)
     if not models:
         models = list(pool_model_ids(cfg.pool))
-    return price_overrides(getattr(cfg, "prices", None), getattr(cfg, "price_in", None),
-                           getattr(cfg, "price_out", None), models, table)
+    return price_overrides(
+        getattr(cfg, "prices", None), getattr(cfg, "price_in", None), getattr(cfg, "price_out", None), models, table
+    )
 
 
 def preflight(cfg: Any) -> None:
@@ -285,9 +331,11 @@ def preflight(cfg: Any) -> None:
     a model without a price (the budget could not reserve its worst case) and a missing key."""
     from trinity.pool.keys import resolve_key
 
-    pool = load_pool(cfg.pool, base_url=getattr(cfg, "base_url", None) or "http://127.0.0.1:1",
-                     models=getattr(cfg, "pool_models", None), prices=config_prices(cfg))
+    pool = load_pool(
+        cfg.pool,
+        base_url=getattr(cfg, "base_url", None) or "http://127.0.0.1:1",
+        models=getattr(cfg, "pool_models", None),
+        prices=config_prices(cfg),
+    )
     pool.require_prices()
     resolve_key(pool.key_env, provider=pool.name, optional=pool.key_optional)
-
-

@@ -32,8 +32,12 @@ import httpx
 FLUSH_BYTES = 64 * 1024  # a buffered write this large is sent at once (and drained) instead of batched
 READ_HIGH_WATER = 1024 * 1024  # stop reading from the socket while this much is buffered unread
 # httpcore's errors that httpx's transport turns into its own (`_to_httpx`)
-_HTTPCORE_ERRORS = (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError,
-                    httpcore.UnsupportedProtocol)
+_HTTPCORE_ERRORS = (
+    httpcore.TimeoutException,
+    httpcore.NetworkError,
+    httpcore.ProtocolError,
+    httpcore.UnsupportedProtocol,
+)
 
 
 class BodyTooLarge(Exception):
@@ -44,8 +48,9 @@ class BodyTooLarge(Exception):
         self.limit, self.seen = limit, seen
 
 
-async def read_capped(stream: typing.AsyncIterable[bytes], limit: int | None,
-                      declared: str | bytes | None = None) -> bytes:
+async def read_capped(
+    stream: typing.AsyncIterable[bytes], limit: int | None, declared: str | bytes | None = None
+) -> bytes:
     """The whole body of `stream`, or BodyTooLarge as soon as it (or its Content-Length) passes
     `limit` bytes: nothing over the cap is ever held in memory."""
     if limit is not None and declared is not None:
@@ -213,14 +218,16 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
                 self._flush()
             self._transport.close()
 
-    async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
-                        timeout: float | None = None) -> httpcore.AsyncNetworkStream:
+    async def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.AsyncNetworkStream:
         if self._pending:
             self._flush()
         try:
             tls = await asyncio.wait_for(
                 self._loop.start_tls(self._transport, self._proto, ssl_context, server_hostname=server_hostname),
-                timeout)
+                timeout,
+            )
         except asyncio.TimeoutError as e:  # also the builtin TimeoutError (an OSError): first
             self._transport.close()
             raise httpcore.ConnectTimeout("timed out in the TLS handshake") from e
@@ -255,15 +262,20 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
 class AsyncioBackend(httpcore.AsyncNetworkBackend):
     """httpcore's network backend on the running asyncio loop (see the module docstring)."""
 
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                          local_address: str | None = None,
-                          socket_options: typing.Iterable[typing.Any] | None = None) -> httpcore.AsyncNetworkStream:
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: typing.Iterable[typing.Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
         loop = asyncio.get_running_loop()
         local = (local_address, 0) if local_address else None
         try:
             transport, proto = await asyncio.wait_for(
-                loop.create_connection(_LaneProtocol, host, port, local_addr=local, happy_eyeballs_delay=0.25),
-                timeout)
+                loop.create_connection(_LaneProtocol, host, port, local_addr=local, happy_eyeballs_delay=0.25), timeout
+            )
         except asyncio.TimeoutError as e:  # the builtin TimeoutError is an OSError: catch it first
             raise httpcore.ConnectTimeout(f"timed out connecting to {host}:{port}") from e
         except OSError as e:
@@ -274,9 +286,9 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
                 sock.setsockopt(*option)
         return AsyncioStream(transport, proto)  # asyncio already sets TCP_NODELAY
 
-    async def connect_unix_socket(self, path: str, timeout: float | None = None,
-                                  socket_options: typing.Iterable[typing.Any] | None = None
-                                  ) -> httpcore.AsyncNetworkStream:
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: typing.Iterable[typing.Any] | None = None
+    ) -> httpcore.AsyncNetworkStream:
         loop = asyncio.get_running_loop()
         try:
             transport, proto = await asyncio.wait_for(loop.create_unix_connection(_LaneProtocol, path), timeout)
@@ -336,8 +348,13 @@ class LaneTransport(httpx.AsyncBaseTransport):
     transport API (used by tests and anything that wants a streamed response).
     """
 
-    def __init__(self, *, ssl_context: ssl.SSLContext | None = None, keepalive_expiry: float | None = 5.0,
-                 backend: httpcore.AsyncNetworkBackend | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        keepalive_expiry: float | None = 5.0,
+        backend: httpcore.AsyncNetworkBackend | None = None,
+    ) -> None:
         self._ssl = ssl_context
         self._keepalive_expiry = keepalive_expiry
         self._backend = backend or AsyncioBackend()
@@ -353,8 +370,13 @@ class LaneTransport(httpx.AsyncBaseTransport):
             conn = None
         if conn is None:
             conn = self._conn = httpcore.AsyncHTTPConnection(
-                origin=origin, ssl_context=self._ssl, keepalive_expiry=self._keepalive_expiry,
-                http1=True, http2=False, network_backend=self._backend)
+                origin=origin,
+                ssl_context=self._ssl,
+                keepalive_expiry=self._keepalive_expiry,
+                http1=True,
+                http2=False,
+                network_backend=self._backend,
+            )
             self.connections_opened += 1
         return conn
 
@@ -379,8 +401,15 @@ class LaneTransport(httpx.AsyncBaseTransport):
         finally:
             self._busy = False
 
-    async def send(self, method: bytes, url: httpcore.URL, headers: list[tuple[bytes, bytes]],
-                   body: bytes, extensions: dict[str, typing.Any], max_body: int | None = None) -> httpx.Response:
+    async def send(
+        self,
+        method: bytes,
+        url: httpcore.URL,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        extensions: dict[str, typing.Any],
+        max_body: int | None = None,
+    ) -> httpx.Response:
         """Send a request whose body is `body`, read the whole response, return it (closed).
         A body over `max_body` bytes raises BodyTooLarge (and drops the connection)."""
         req = httpcore.Request(method, url, headers=headers, content=body, extensions=extensions)
@@ -405,15 +434,26 @@ class LaneTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         req = httpcore.Request(
             method=request.method,
-            url=httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host,
-                             port=request.url.port, target=request.url.raw_path),
-            headers=request.headers.raw, content=request.stream, extensions=request.extensions)
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
         try:
             resp = await self._request(req)
         except _HTTPCORE_ERRORS as e:
             raise _to_httpx(e) from e
-        return httpx.Response(resp.status, headers=resp.headers, stream=_MappedStream(typing.cast(typing.AsyncIterable[bytes], resp.stream)),
-                              extensions=resp.extensions)
+        return httpx.Response(
+            resp.status,
+            headers=resp.headers,
+            stream=_MappedStream(typing.cast(typing.AsyncIterable[bytes], resp.stream)),
+            extensions=resp.extensions,
+        )
 
     async def aclose(self) -> None:
         conn, self._conn = self._conn, None

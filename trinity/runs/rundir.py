@@ -63,7 +63,8 @@ class RunLock:
             os.close(fd)
             raise RunLockedError(
                 f"run directory {self.path.parent} is in use by another engine process; "
-                "stop it first or use another --run-dir") from None
+                "stop it first or use another --run-dir"
+            ) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self.fd = fd
@@ -88,27 +89,48 @@ class RunDir:
 
     # ---- paths -----------------------------------------------------------------------------
     @property
-    def run_json(self) -> Path: return self.path / "run.json"
+    def run_json(self) -> Path:
+        return self.path / "run.json"
+
     @property
-    def events(self) -> Path: return self.path / "events.jsonl"
+    def events(self) -> Path:
+        return self.path / "events.jsonl"
+
     @property
-    def traces(self) -> Path: return self.path / "traces.jsonl"
+    def traces(self) -> Path:
+        return self.path / "traces.jsonl"
+
     @property
-    def ledger(self) -> Path: return self.path / "ledger.jsonl"
+    def ledger(self) -> Path:
+        return self.path / "ledger.jsonl"
+
     @property
-    def journal(self) -> Path: return self.path / "journal.jsonl"
+    def journal(self) -> Path:
+        return self.path / "journal.jsonl"
+
     @property
-    def checkpoint_dir(self) -> Path: return self.path / "checkpoint"
+    def checkpoint_dir(self) -> Path:
+        return self.path / "checkpoint"
+
     @property
-    def best_theta(self) -> Path: return self.path / "best_theta.npy"
+    def best_theta(self) -> Path:
+        return self.path / "best_theta.npy"
+
     @property
-    def history(self) -> Path: return self.path / "history.json"
+    def history(self) -> Path:
+        return self.path / "history.json"
+
     @property
-    def summary(self) -> Path: return self.path / "summary.json"
+    def summary(self) -> Path:
+        return self.path / "summary.json"
+
     @property
-    def eval_json(self) -> Path: return self.path / "eval.json"
+    def eval_json(self) -> Path:
+        return self.path / "eval.json"
+
     @property
-    def engine_log(self) -> Path: return self.path / "engine.log"
+    def engine_log(self) -> Path:
+        return self.path / "engine.log"
 
     @property
     def id(self) -> str:

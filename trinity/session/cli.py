@@ -7,12 +7,15 @@ from pathlib import Path
 
 
 def register(sub) -> None:
-    p = sub.add_parser("collect", help="ask every pool model each question k times; write an oracle matrix",
-                       description="Ask every model of the pool each question of a benchmark split k times "
-                                   "(single-turn Worker), grade the answers and write the TinyRouter "
-                                   "oracle-matrix JSON, with the raw answers, the cost ledger and the call "
-                                   "journal beside it. Re-running the same command asks only for what is "
-                                   "missing.")
+    p = sub.add_parser(
+        "collect",
+        help="ask every pool model each question k times; write an oracle matrix",
+        description="Ask every model of the pool each question of a benchmark split k times "
+        "(single-turn Worker), grade the answers and write the TinyRouter "
+        "oracle-matrix JSON, with the raw answers, the cost ledger and the call "
+        "journal beside it. Re-running the same command asks only for what is "
+        "missing.",
+    )
     from trinity.benchmarks import BENCHMARK_NAMES
 
     p.add_argument("--benchmark", required=True, help=" | ".join(BENCHMARK_NAMES))
@@ -23,21 +26,40 @@ def register(sub) -> None:
     p.add_argument("--pool", required=True, help="pool name in configs/models.yaml")
     p.add_argument("--base-url", help="override the pool's base URL (a local server, the practice server)")
     p.add_argument("--models-yaml", help="providers file (default configs/models.yaml)")
-    p.add_argument("--models", metavar="A,B,C",
-                   help="model ids to ask, in router order (default: the pool's list; needed for a pool "
-                        "without one, such as local)")
+    p.add_argument(
+        "--models",
+        metavar="A,B,C",
+        help="model ids to ask, in router order (default: the pool's list; needed for a pool "
+        "without one, such as local)",
+    )
     p.add_argument("--out", required=True, type=Path, help="matrix JSON to write")
     p.add_argument("--seed", type=int, default=0, help="split seed (default 0)")
     p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default 0.7 when k > 1)")
     p.add_argument("--budget-usd", type=float, default=None, help="stop before spending more than this")
-    p.add_argument("--price-in", type=float, dest="price_in", metavar="USD",
-                   help="USD per 1M prompt tokens of every model without a price (a budget needs one)")
-    p.add_argument("--price-out", type=float, dest="price_out", metavar="USD",
-                   help="USD per 1M completion tokens of every model without a price")
+    p.add_argument(
+        "--price-in",
+        type=float,
+        dest="price_in",
+        metavar="USD",
+        help="USD per 1M prompt tokens of every model without a price (a budget needs one)",
+    )
+    p.add_argument(
+        "--price-out",
+        type=float,
+        dest="price_out",
+        metavar="USD",
+        help="USD per 1M completion tokens of every model without a price",
+    )
     p.add_argument("--env-file", help="0600 file with the provider key (KEY=VALUE lines)")
     p.add_argument("--cache", help="response cache path (default: the user cache dir)")
-    p.add_argument("--fail-threshold", type=float, dest="fail_threshold", metavar="F", default=None,
-                   help="stop when more than this share of the calls failed (default 0.5, as in training)")
+    p.add_argument(
+        "--fail-threshold",
+        type=float,
+        dest="fail_threshold",
+        metavar="F",
+        default=None,
+        help="stop when more than this share of the calls failed (default 0.5, as in training)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run_collect)
 
@@ -74,9 +96,18 @@ def run_collect(args) -> int:
         table = pool_prices(args.pool, args.models_yaml)
         prices = price_overrides(None, args.price_in, args.price_out, models or list(table), table)
         pool = load_pool(args.pool, args.models_yaml, base_url=base_url, models=models, prices=prices)
-        res = collect(questions, pool, args.out, args.k, temperature=args.temperature,
-                      budget_usd=args.budget_usd, env_file=args.env_file, cache_path=args.cache,
-                      progress=None if args.json else print_progress, fail_threshold=args.fail_threshold)
+        res = collect(
+            questions,
+            pool,
+            args.out,
+            args.k,
+            temperature=args.temperature,
+            budget_usd=args.budget_usd,
+            env_file=args.env_file,
+            cache_path=args.cache,
+            progress=None if args.json else print_progress,
+            fail_threshold=args.fail_threshold,
+        )
     finally:
         if server is not None:
             server.stop()
@@ -84,9 +115,11 @@ def run_collect(args) -> int:
         print(json.dumps(res.to_json()))
     else:
         where = f"-> {res.matrix_path}" if res.complete_questions else "(no complete question: no matrix written)"
-        print(f"{res.complete_questions}/{res.n_questions} questions complete "
-              f"({res.cells_done}/{res.cells_total} answers, {res.new_calls} new paid calls, "
-              f"{res.failed} failed, ${res.cost_usd:.4f}) {where}")
+        print(
+            f"{res.complete_questions}/{res.n_questions} questions complete "
+            f"({res.cells_done}/{res.cells_total} answers, {res.new_calls} new paid calls, "
+            f"{res.failed} failed, ${res.cost_usd:.4f}) {where}"
+        )
         if res.failed and res.last_error:
             print(f"last failure: {res.last_error}")
         if pool.simulated:
@@ -95,7 +128,9 @@ def run_collect(args) -> int:
         print(res.stopped)
         return 4
     if res.complete_questions < res.n_questions:
-        print(f"{res.n_questions - res.complete_questions} question(s) incomplete: re-run the same command "
-              "to ask only for the missing answers")
+        print(
+            f"{res.n_questions - res.complete_questions} question(s) incomplete: re-run the same command "
+            "to ask only for the missing answers"
+        )
         return 3
     return 0

@@ -69,21 +69,37 @@ def _drop_torn_tail(path: Path) -> None:
             f.truncate(data.rfind(b"\n") + 1)
 
 
-def _matrix_from_answers(questions: list[Question], models: list[str], k: int,
-                         answers: dict[tuple[str, str, int], bool], benchmark: str) -> tuple[OutcomeMatrix, int]:
-    complete = [q for q in questions
-                if all((q.id, m, s) in answers for m in models for s in range(k))]
-    solves = np.array([[[float(answers[(q.id, m, s)]) for s in range(k)] for m in models] for q in complete],
-                      dtype=np.float64).reshape(len(complete), len(models), k)
-    mat = OutcomeMatrix(benchmark, list(models), [q.id for q in complete], solves,
-                        [q.answer if q.kind != "code" else None for q in complete],
-                        [q.benchmark for q in complete])
+def _matrix_from_answers(
+    questions: list[Question], models: list[str], k: int, answers: dict[tuple[str, str, int], bool], benchmark: str
+) -> tuple[OutcomeMatrix, int]:
+    complete = [q for q in questions if all((q.id, m, s) in answers for m in models for s in range(k))]
+    solves = np.array(
+        [[[float(answers[(q.id, m, s)]) for s in range(k)] for m in models] for q in complete], dtype=np.float64
+    ).reshape(len(complete), len(models), k)
+    mat = OutcomeMatrix(
+        benchmark,
+        list(models),
+        [q.id for q in complete],
+        solves,
+        [q.answer if q.kind != "code" else None for q in complete],
+        [q.benchmark for q in complete],
+    )
     return mat, len(complete)
 
 
-def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperature: float | None = None,
-            budget_usd: float | None = None, env_file: str | None = None, cache_path: str | None = None,
-            progress: Callable[[dict], None] | None = None, fail_threshold: float | None = None) -> CollectResult:
+def collect(
+    questions: list[Question],
+    pool: Any,
+    out: Path,
+    k: int,
+    *,
+    temperature: float | None = None,
+    budget_usd: float | None = None,
+    env_file: str | None = None,
+    cache_path: str | None = None,
+    progress: Callable[[dict], None] | None = None,
+    fail_threshold: float | None = None,
+) -> CollectResult:
     """`fail_threshold`: stop (what was answered is kept; a re-run asks for the rest) once more
     than this share of the calls so far failed (`PoolClient.failing`; default the trainer's)."""
     from trinity.pool.client import DEFAULT_FAIL_THRESHOLD, PoolClient
@@ -102,15 +118,28 @@ def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperat
     cells = [(q, m, s) for q in questions for m in models for s in range(k) if (q.id, m, s) not in answers]
     total = len(questions) * len(models) * k
     # the pool stack (client, ledger, journal, cache, budget, event loop), files next to --out
-    live = LiveRun(pool, run_id=f"collect-{out.stem}", ledger_path=sibling(out, ".ledger.jsonl"),
-                   journal_path=sibling(out, ".journal.jsonl"), cache_path=cache_path, budget_usd=budget_usd,
-                   budget="local", env_file=env_file)
+    live = LiveRun(
+        pool,
+        run_id=f"collect-{out.stem}",
+        ledger_path=sibling(out, ".ledger.jsonl"),
+        journal_path=sibling(out, ".journal.jsonl"),
+        cache_path=cache_path,
+        budget_usd=budget_usd,
+        budget="local",
+        env_file=env_file,
+    )
     ledger = live.ledger
     spent0 = live.spent_at_open
     # k samples of one model at temperature 0 would be one sample k times: sample when k > 1.
     decoding = {} if temperature is None and k == 1 else {"temperature": 0.7 if temperature is None else temperature}
-    state: dict[str, Any] = {"done": total - len(cells), "failed": 0, "new_calls": 0, "last": 0.0,
-                             "last_error": None, "stop": None}
+    state: dict[str, Any] = {
+        "done": total - len(cells),
+        "failed": 0,
+        "new_calls": 0,
+        "last": 0.0,
+        "last_error": None,
+        "stop": None,
+    }
     threshold = DEFAULT_FAIL_THRESHOLD if fail_threshold is None else fail_threshold
     grade_slots = asyncio.Semaphore(2)  # code grading runs sandboxed children: bound them
 
@@ -118,36 +147,60 @@ def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperat
         now = time.monotonic()
         if progress and (force or now - state["last"] > 1.0):
             state["last"] = now
-            progress({"done": state["done"], "total": total, "failed": state["failed"],
-                      "cost_usd": ledger.total_usd - spent0})
+            progress(
+                {
+                    "done": state["done"],
+                    "total": total,
+                    "failed": state["failed"],
+                    "cost_usd": ledger.total_usd - spent0,
+                }
+            )
 
     async def one(client: PoolClient, slots: asyncio.Semaphore, q: Question, model: str, s: int) -> None:
         from trinity.grading import grade_question
 
-        messages = [{"role": "system", "content": system_prompt("Worker", q)},
-                    {"role": "user", "content": user_message(render_question(q), "")}]
+        messages = [
+            {"role": "system", "content": system_prompt("Worker", q)},
+            {"role": "user", "content": user_message(render_question(q), "")},
+        ]
         async with slots:  # as many waiting as the pool serves at once: a stop leaves the rest unasked
             if state["stop"] is not None:
                 return
-            res = await client.chat(model, messages, purpose="collect", seed=s,
-                                    journal_key=f"collect/{q.id}/{model}/{s}", **decoding)
+            res = await client.chat(
+                model, messages, purpose="collect", seed=s, journal_key=f"collect/{q.id}/{model}/{s}", **decoding
+            )
         if not getattr(res, "journal_hit", False) and not res.cache_hit and res.cost_source != "none":
             state["new_calls"] += 1
         if not res.ok:
             state["failed"] += 1  # not an answer: a re-run asks again
             state["last_error"] = f"{model}: {res.error or f'HTTP {res.status}'}"
-            failing = client.failing(threshold, then="the answers so far are kept — check the provider, "
-                                                     "then re-run the same command to ask for the rest")
+            failing = client.failing(
+                threshold,
+                then="the answers so far are kept — check the provider, "
+                "then re-run the same command to ask for the rest",
+            )
             if failing is not None and state["stop"] is None:
                 state["stop"] = f"stopped: {failing}"
             report()
             return
         async with grade_slots:
             v = await asyncio.to_thread(grade_question, q, res.text)
-        append_jsonl(answers_path, {"qid": q.id, "benchmark": q.benchmark, "model": model, "sample": s,
-                                    "text": res.text, "correct": bool(v.correct), "reason": v.reason,
-                                    "extracted": v.extracted if q.kind != "code" else None,
-                                    "cost_usd": res.cost_usd, "cache_hit": res.cache_hit}, fsync=True)
+        append_jsonl(
+            answers_path,
+            {
+                "qid": q.id,
+                "benchmark": q.benchmark,
+                "model": model,
+                "sample": s,
+                "text": res.text,
+                "correct": bool(v.correct),
+                "reason": v.reason,
+                "extracted": v.extracted if q.kind != "code" else None,
+                "cost_usd": res.cost_usd,
+                "cache_hit": res.cache_hit,
+            },
+            fsync=True,
+        )
         answers[(q.id, model, s)] = bool(v.correct)
         state["done"] += 1
         report()
@@ -155,8 +208,7 @@ def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperat
     async def main() -> str | None:
         # Calls already in flight when one raises (402, budget) finish and are recorded.
         slots = asyncio.Semaphore(max(1, int(getattr(pool, "max_concurrency", 16))))
-        results = await asyncio.gather(*(one(live.client, slots, q, m, s) for q, m, s in cells),
-                                       return_exceptions=True)
+        results = await asyncio.gather(*(one(live.client, slots, q, m, s) for q, m, s in cells), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         for e in errors:
             if isinstance(e, OutOfCredit):
@@ -175,10 +227,23 @@ def collect(questions: list[Question], pool: Any, out: Path, k: int, *, temperat
     mat, n_complete = _matrix_from_answers(questions, models, k, answers, bench)
     if n_complete:
         save_matrix(out, mat)
-    return CollectResult(out, len(questions), n_complete, state["done"], total, state["new_calls"],
-                         state["failed"], ledger.total_usd - spent0, stopped, state["last_error"])
+    return CollectResult(
+        out,
+        len(questions),
+        n_complete,
+        state["done"],
+        total,
+        state["new_calls"],
+        state["failed"],
+        ledger.total_usd - spent0,
+        stopped,
+        state["last_error"],
+    )
 
 
 def print_progress(p: dict) -> None:
-    print(f"collect: {p['done']}/{p['total']} answers  failed {p['failed']}  spent ${p['cost_usd']:.4f}",
-          file=sys.stderr, flush=True)
+    print(
+        f"collect: {p['done']}/{p['total']} answers  failed {p['failed']}  spent ${p['cost_usd']:.4f}",
+        file=sys.stderr,
+        flush=True,
+    )

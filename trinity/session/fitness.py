@@ -20,6 +20,7 @@ from trinity.model import ROLES
 from trinity.session.evaluation import Evaluation, GenerationHooks, GenerationStats, LogFn
 from trinity.session.loop import SessionRunner, SessionSpec, trace_record
 
+
 def live_reward(correct: float, turns: int, cost_usd: float, lambda_turns: float, lambda_cost: float) -> float:
     """correct − λ_turns·(turns − 1)/4 − λ_cost·cost (issue 14). With the default
     λ_turns = 0.1 a 5-turn session must be right 0.1 more often than a 1-turn one to pay: the
@@ -50,8 +51,11 @@ class LiveFitness:
         self.budget, self.client = self.live.budget, self.live.client
         if self.live.in_flight_at_open:
             n = len(self.live.in_flight_at_open)
-            run.log(f"{n} paid call(s) were in flight when this run was last stopped (sent, never recorded): the "
-                    f"provider may have billed them; they are made again now", "warning")
+            run.log(
+                f"{n} paid call(s) were in flight when this run was last stopped (sent, never recorded): the "
+                f"provider may have billed them; they are made again now",
+                "warning",
+            )
         self._reported = (0, 0)  # (lost mid-body, billed above reservation) already logged
 
     # The run's spend is what its ledger says: journal replays after a resume cost nothing new.
@@ -83,11 +87,24 @@ class LiveFitness:
             return ShardedLogits(self.router, thetas, shard_of, n)
         return lambda texts, cands, streams: self.router.paired_logits(thetas, texts, cands)
 
-    def run_sessions(self, thetas: np.ndarray, pairs: list[tuple[int, Question]], key_prefix: str,
-                     purpose: str = "train", on_step=None):
-        spec = SessionSpec(self.models, purpose=purpose, max_turns=self.cfg.max_turns,
-                           policy=self.cfg.policy, temperature=self.cfg.temperature, seed=self.cfg.seed,
-                           key_prefix=key_prefix, competition=self.competition)
+    def run_sessions(
+        self,
+        thetas: np.ndarray,
+        pairs: list[tuple[int, Question]],
+        key_prefix: str,
+        purpose: str = "train",
+        on_step=None,
+    ):
+        spec = SessionSpec(
+            self.models,
+            purpose=purpose,
+            max_turns=self.cfg.max_turns,
+            policy=self.cfg.policy,
+            temperature=self.cfg.temperature,
+            seed=self.cfg.seed,
+            key_prefix=key_prefix,
+            competition=self.competition,
+        )
         runner = SessionRunner(self.client, self._logits_fn(thetas, pairs), spec, on_step=on_step)
         return self.live.run(runner.run(pairs))
 
@@ -98,8 +115,7 @@ class LiveFitness:
         """Turn-1 encoder inputs in the run's competition format (the label warm start fits on them)."""
         return [self._text(q) for q in questions]
 
-    def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question],
-                 hooks: GenerationHooks) -> Evaluation:
+    def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question], hooks: GenerationHooks) -> Evaluation:
         P, m = thetas.shape[0], len(questions)
         pairs = [(c, q) for c in range(P) for q in questions]
         total = len(pairs)
@@ -127,7 +143,8 @@ class LiveFitness:
             avg_turns=float(np.mean([len(t.turns) for t in trajs])),
             candidate_turns=np.array([len(t.turns) for t in trajs], dtype=np.float64).reshape(P, m).mean(axis=1),
             accuracy=n_correct / len(trajs) if trajs else None,  # graded correctness, before penalties
-            cost_per_correct=gen_cost / n_correct if n_correct else None)
+            cost_per_correct=gen_cost / n_correct if n_correct else None,
+        )
         for (_c, q), t in zip(pairs, trajs):
             hooks.trace(trace_record(t, q, gen, mode="live"))
         dead = self.client.unreachable()
@@ -141,12 +158,18 @@ class LiveFitness:
         st = self.client.stats
         lost, excess = st.lost_mid_body, st.excess_calls
         if lost > self._reported[0]:
-            self.run.log(f"{lost - self._reported[0]} answer(s) lost after the request went out (reset mid-body, "
-                         "read timeout, body over the cap): the provider may have billed them; worst case so far "
-                         f"${st.lost_worst_micro_usd / 1e6:.6f} (see journal.sent.jsonl)", "warning")
+            self.run.log(
+                f"{lost - self._reported[0]} answer(s) lost after the request went out (reset mid-body, "
+                "read timeout, body over the cap): the provider may have billed them; worst case so far "
+                f"${st.lost_worst_micro_usd / 1e6:.6f} (see journal.sent.jsonl)",
+                "warning",
+            )
         if excess > self._reported[1]:
-            self.run.log(f"the provider billed ${st.excess_micro_usd / 1e6:.6f} above the reserved worst case on "
-                         f"{excess} call(s) so far (the budget cap may be passed by that much)", "warning")
+            self.run.log(
+                f"the provider billed ${st.excess_micro_usd / 1e6:.6f} above the reserved worst case on "
+                f"{excess} call(s) so far (the budget cap may be passed by that much)",
+                "warning",
+            )
         self._reported = (lost, excess)
 
     def validate(self, thetas: np.ndarray, questions: list[Question]) -> None:

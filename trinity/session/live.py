@@ -53,24 +53,42 @@ def resolve_pool(cfg: TrainConfig, run: Any | None = None) -> tuple[Any, Any]:
         # setup. Key the response cache on that setup, not the port: otherwise an answer that was a
         # cache hit the first time (so never journaled) is bought again by every later evaluation.
         setup = server.server.responder.setup
-        namespace = "practice@simulated/" + hashlib.sha256(repr(
-            (setup.seed, setup.question_spread, setup.models)).encode()).hexdigest()[:16]
+        namespace = (
+            "practice@simulated/"
+            + hashlib.sha256(repr((setup.seed, setup.question_spread, setup.models)).encode()).hexdigest()[:16]
+        )
         if run is not None:
             run.log(f"started the SIMULATED practice pool in the engine process at {base_url}")
     from trinity.pool.providers import config_prices
 
-    return load_pool(cfg.pool, base_url=base_url, models=cfg.pool_models,
-                     cache_namespace=namespace, prices=config_prices(cfg),
-                     read_timeout_s=cfg.read_timeout_s), server
+    return load_pool(
+        cfg.pool,
+        base_url=base_url,
+        models=cfg.pool_models,
+        cache_namespace=namespace,
+        prices=config_prices(cfg),
+        read_timeout_s=cfg.read_timeout_s,
+    ), server
 
 
 class LiveRun:
     """The pool client and everything behind it, opened together, closed together (in reverse)."""
 
-    def __init__(self, pool: Any, *, run_id: str, ledger_path: str | os.PathLike,
-                 journal_path: str | os.PathLike, cache: bool = True, cache_path: str | None = None,
-                 budget_usd: float | None = None, budget: BudgetKind = "run", seed: int | None = None,
-                 env_file: str | None = None, server: Any = None):
+    def __init__(
+        self,
+        pool: Any,
+        *,
+        run_id: str,
+        ledger_path: str | os.PathLike,
+        journal_path: str | os.PathLike,
+        cache: bool = True,
+        cache_path: str | None = None,
+        budget_usd: float | None = None,
+        budget: BudgetKind = "run",
+        seed: int | None = None,
+        env_file: str | None = None,
+        server: Any = None,
+    ):
         from trinity.pool.budget import Budget, run_budget
         from trinity.pool.cache import ResponseCache
         from trinity.pool.client import PoolClient
@@ -92,11 +110,24 @@ class LiveRun:
             self.cache = ResponseCache(cache_path or None) if cache else None
             spent = self.ledger.total_usd
             self.spent_at_open = spent
-            self.budget = (run_budget(budget_usd, spent_usd=spent) if budget == "run" else
-                           Budget(budget_usd, spent_usd=spent) if budget == "local" else None)
+            self.budget = (
+                run_budget(budget_usd, spent_usd=spent)
+                if budget == "run"
+                else Budget(budget_usd, spent_usd=spent)
+                if budget == "local"
+                else None
+            )
             self.loop = asyncio.new_event_loop()
-            self.client = PoolClient(pool, run_id=run_id, ledger=self.ledger, cache=self.cache,
-                                     budget=self.budget, journal=self.journal, env_file=env_file, seed=seed)
+            self.client = PoolClient(
+                pool,
+                run_id=run_id,
+                ledger=self.ledger,
+                cache=self.cache,
+                budget=self.budget,
+                journal=self.journal,
+                env_file=env_file,
+                seed=seed,
+            )
             self.loop.run_until_complete(self.client.__aenter__())
             self._entered = True
         except BaseException:
@@ -156,12 +187,22 @@ def open_live_run(cfg: TrainConfig, run: Any, models: list[str] | None = None) -
     try:
         pool.require_prices()  # no call whose worst case cannot be reserved
         if models is not None and list(pool.models) != list(models):
-            raise ConfigError(f"pool {pool.name!r} models {list(pool.models)} differ from the run's "
-                              f"model order {list(models)}; θ rows follow the matrix/pool order")
+            raise ConfigError(
+                f"pool {pool.name!r} models {list(pool.models)} differ from the run's "
+                f"model order {list(models)}; θ rows follow the matrix/pool order"
+            )
     except BaseException:
         if server is not None:
             server.stop()
         raise
-    return LiveRun(pool, run_id=run.id, ledger_path=run.ledger, journal_path=run.journal,
-                   cache_path=cfg.cache_path or None, budget_usd=cfg.budget_usd, budget="run",
-                   seed=cfg.seed, server=server)
+    return LiveRun(
+        pool,
+        run_id=run.id,
+        ledger_path=run.ledger,
+        journal_path=run.journal,
+        cache_path=cfg.cache_path or None,
+        budget_usd=cfg.budget_usd,
+        budget="run",
+        seed=cfg.seed,
+        server=server,
+    )

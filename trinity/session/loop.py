@@ -92,8 +92,13 @@ class SessionRunner:
     `chat`). `on_turn` is called after each turn step with the number of finished trajectories.
     """
 
-    def __init__(self, client: Any, logits_fn: Callable[[list[str], np.ndarray, list[int]], np.ndarray],
-                 spec: SessionSpec, on_step: Callable[[int, int], None] | None = None):
+    def __init__(
+        self,
+        client: Any,
+        logits_fn: Callable[[list[str], np.ndarray, list[int]], np.ndarray],
+        spec: SessionSpec,
+        on_step: Callable[[int, int], None] | None = None,
+    ):
         self.client = client
         self.logits_fn = logits_fn
         self.spec = spec
@@ -113,8 +118,9 @@ class SessionRunner:
         if self.spec.policy == "sample":
             mi, ri = [], []
             for k, tr in enumerate(trajs):
-                rng = np.random.RandomState(_stable_seed(self.spec.seed, self.spec.key_prefix,
-                                                         tr.candidate, tr.qid, turn))
+                rng = np.random.RandomState(
+                    _stable_seed(self.spec.seed, self.spec.key_prefix, tr.candidate, tr.qid, turn)
+                )
                 m, r = policy.sample(logits[k], n_models, rng, self.spec.temperature)
                 mi.append(int(m))
                 ri.append(int(r))
@@ -122,19 +128,28 @@ class SessionRunner:
         model_idx, role_idx = policy.choose(logits, n_models)
         return model_idx, role_idx, model_probs, role_probs
 
-    async def _one_turn(self, q: Question, traj: Trajectory, model: str, role: str,
-                        mprobs: np.ndarray, rprobs: np.ndarray, turn: int) -> None:
+    async def _one_turn(
+        self, q: Question, traj: Trajectory, model: str, role: str, mprobs: np.ndarray, rprobs: np.ndarray, turn: int
+    ) -> None:
         messages = [
             {"role": "system", "content": system_prompt(role, q)},
             {"role": "user", "content": user_message(render_question(q), traj.transcript())},
         ]
         key = f"{self.spec.key_prefix}/c{traj.candidate}/{q.id}/t{turn}/{model}/{role}"
         res = await self.client.chat(model, messages, purpose=self.spec.purpose, journal_key=key)
-        t = Turn(model=model, role=role, model_probs=[round(float(x), 4) for x in mprobs],
-                 role_probs=[round(float(x), 4) for x in rprobs],
-                 output=self.text.output_text(res.text or "") if res.ok else "", ok=res.ok, error=res.error,
-                 cost_usd=float(res.cost_usd or 0.0), cache_hit=bool(res.cache_hit),
-                 prompt_tokens=int(res.prompt_tokens or 0), completion_tokens=int(res.completion_tokens or 0))
+        t = Turn(
+            model=model,
+            role=role,
+            model_probs=[round(float(x), 4) for x in mprobs],
+            role_probs=[round(float(x), 4) for x in rprobs],
+            output=self.text.output_text(res.text or "") if res.ok else "",
+            ok=res.ok,
+            error=res.error,
+            cost_usd=float(res.cost_usd or 0.0),
+            cache_hit=bool(res.cache_hit),
+            prompt_tokens=int(res.prompt_tokens or 0),
+            completion_tokens=int(res.completion_tokens or 0),
+        )
         traj.turns.append(t)
         if not res.ok:
             # A failed call (provider error body, retries exhausted): reward 0 for this session.
@@ -160,10 +175,15 @@ class SessionRunner:
             mi, ri, mp, rp = self._decide(logits, [trajs[i] for i in active], turn)
             # return_exceptions: when one call raises (402, budget), the calls already in flight
             # still finish and land in the journal and ledger before the run stops.
-            results = await asyncio.gather(*(
-                self._one_turn(questions[i], trajs[i], self.spec.models[int(mi[k])], ROLES[int(ri[k])],
-                               mp[k], rp[k], turn)
-                for k, i in enumerate(active)), return_exceptions=True)
+            results = await asyncio.gather(
+                *(
+                    self._one_turn(
+                        questions[i], trajs[i], self.spec.models[int(mi[k])], ROLES[int(ri[k])], mp[k], rp[k], turn
+                    )
+                    for k, i in enumerate(active)
+                ),
+                return_exceptions=True,
+            )
             errors = [r for r in results if isinstance(r, BaseException)]
             if errors:
                 raise errors[0]
@@ -217,9 +237,18 @@ def trace_record(traj: Trajectory, q: Question, gen: int | None, mode: str = "li
 
     gold = q.answer if q.kind != "code" else None
     return {
-        "gen": gen, "candidate": traj.candidate, "qid": q.id, "benchmark": q.benchmark, "kind": q.kind,
-        "mode": mode, "turns": [t.to_trace() for t in traj.turns],
+        "gen": gen,
+        "candidate": traj.candidate,
+        "qid": q.id,
+        "benchmark": q.benchmark,
+        "kind": q.kind,
+        "mode": mode,
+        "turns": [t.to_trace() for t in traj.turns],
         "answer": traj.answer if q.kind != "code" else ("<code>" if traj.answer else None),
-        "gold": gold, "correct": bool(traj.correct), "reward": 1.0 if traj.correct else 0.0,
-        "reason": traj.reason, "cost_usd": round(traj.cost_usd, 8), "time": round(time.time(), 3),
+        "gold": gold,
+        "correct": bool(traj.correct),
+        "reward": 1.0 if traj.correct else 0.0,
+        "reason": traj.reason,
+        "cost_usd": round(traj.cost_usd, 8),
+        "time": round(time.time(), 3),
     }

@@ -29,7 +29,7 @@ def trim_output(text: str, limit: int = TRIM_CHARS) -> str:
     marker = "\n[… trimmed …]\n"
     keep = limit - len(marker)
     head = keep // 3
-    return text[:head] + marker + text[-(keep - head):]
+    return text[:head] + marker + text[-(keep - head) :]
 
 
 @dataclass
@@ -75,8 +75,9 @@ class Trajectory:
         return [(t.role, t.model, t.output) for t in self.turns]
 
     def transcript(self) -> str:
-        return "".join(f"[Turn {k} | {t.role} | {t.model}]\n{t.output}\n\n"
-                       for k, t in enumerate(self.turns, start=1)).rstrip()
+        return "".join(
+            f"[Turn {k} | {t.role} | {t.model}]\n{t.output}\n\n" for k, t in enumerate(self.turns, start=1)
+        ).rstrip()
 
     def has_worker_output(self) -> bool:
         return any(t.role == "Worker" and t.ok and t.output.strip() for t in self.turns)

@@ -28,7 +28,7 @@ from trinity.model.theta import N_ROLES  # Thinker, Worker, Verifier rows of the
 TINYROUTER = "tinyrouter"
 MINIROUTER = "minirouter"
 FORMATS = (TINYROUTER, MINIROUTER)
-N_SVF_MATRICES = 7   # q, k, v, o, gate, up, down of the SVF layer
+N_SVF_MATRICES = 7  # q, k, v, o, gate, up, down of the SVF layer
 
 HEAD_FILE = "head_weights.npy"
 SVF_FILE = "svf_scales.npy"
@@ -53,14 +53,16 @@ def detect_format(path: str | os.PathLike) -> str:
         return MINIROUTER
     raise InputError(
         f"{path} is not a submission bundle (no {HEAD_FILE}, {RECEIPT_FILE} or {THETA_FILE}); "
-        "make one with `trinity pack RUN_DIR --miner NAME --format tinyrouter|minirouter`")
+        "make one with `trinity pack RUN_DIR --miner NAME --format tinyrouter|minirouter`"
+    )
 
 
 def bundle_files(path: str | os.PathLike) -> list[Path]:
     """Regular files of the bundle, sorted by relative path (hidden files included)."""
     root = Path(path)
-    return sorted((p for p in root.rglob("*") if p.is_file() and not p.is_symlink()),
-                  key=lambda p: p.relative_to(root).as_posix())
+    return sorted(
+        (p for p in root.rglob("*") if p.is_file() and not p.is_symlink()), key=lambda p: p.relative_to(root).as_posix()
+    )
 
 
 def bundle_hash(path: str | os.PathLike) -> str:
@@ -108,9 +110,9 @@ class LoadedBundle:
     path: Path
     format: str
     hash: str
-    head: np.ndarray | None = None       # (n_models + 3, hidden)
-    svf: np.ndarray | None = None        # (7 · hidden,)
-    theta: np.ndarray | None = None      # minirouter: the stored best_theta.npy
+    head: np.ndarray | None = None  # (n_models + 3, hidden)
+    svf: np.ndarray | None = None  # (7 · hidden,)
+    theta: np.ndarray | None = None  # minirouter: the stored best_theta.npy
     receipt: dict[str, Any] | None = None
     summary: dict[str, Any] | None = None
     history: list[Any] | None = None
@@ -165,8 +167,10 @@ def _minirouter_layout(theta: np.ndarray, summary: Any, problems: list[str]) -> 
     if n_models is None and theta.size % hidden == 0:
         n_models = theta.size // hidden - N_ROLES - N_SVF_MATRICES
     if n_models is None or n_models < 1 or theta.size <= (n_models + N_ROLES) * hidden:
-        problems.append(f"{THETA_FILE} has {theta.size} values, which is no (n_models + 10)·hidden "
-                        f"layout (hidden {hidden}); summary.json should name the models and hidden")
+        problems.append(
+            f"{THETA_FILE} has {theta.size} values, which is no (n_models + 10)·hidden "
+            f"layout (hidden {hidden}); summary.json should name the models and hidden"
+        )
         return None
     return n_models, hidden
 
@@ -208,6 +212,10 @@ def find_bundles(root: str | os.PathLike) -> list[Path]:
     root = Path(root)
     if not root.is_dir():
         raise InputError(f"directory of prior bundles not found: {root}")
-    found = {p.parent for name in (HEAD_FILE, THETA_FILE) for p in root.rglob(name)
-             if not any(part.startswith(".") for part in p.relative_to(root).parts)}
+    found = {
+        p.parent
+        for name in (HEAD_FILE, THETA_FILE)
+        for p in root.rglob(name)
+        if not any(part.startswith(".") for part in p.relative_to(root).parts)
+    }
     return sorted(found)

@@ -33,18 +33,22 @@ from trinity.errors import InputError, TrinityError
 from trinity.io import read_json, read_jsonl
 from trinity.runs.rundir import RunDir
 from trinity.submission.bundle import (
-    MINIROUTER, N_ROLES, TINYROUTER, LoadedBundle, find_bundles, load_bundle,
+    MINIROUTER,
+    N_ROLES,
+    TINYROUTER,
+    LoadedBundle,
+    find_bundles,
+    load_bundle,
 )
 from trinity.submission.history import SubmissionHistory
 
 PASS, FAIL, WARN = "pass", "fail", "warn"
-RATE_WINDOW_S = 24 * 3600          # the defaults when a profile says nothing else
+RATE_WINDOW_S = 24 * 3600  # the defaults when a profile says nothing else
 MAX_ABS_WEIGHT = 1e6
 DUPLICATE_COSINE = 0.99
 LEDGER_TOLERANCE_USD = 0.05
 MIN_GENERATIONS = 3
-GATES = ("rate_limit", "weight_sanity", "duplicate", "receipt", "ledger", "schema", "theta_roundtrip",
-         "frozen_files")
+GATES = ("rate_limit", "weight_sanity", "duplicate", "receipt", "ledger", "schema", "theta_roundtrip", "frozen_files")
 
 
 @dataclass
@@ -53,7 +57,7 @@ class GateResult:
     status: str
     reason: str
     numbers: dict[str, Any] = field(default_factory=dict)
-    theirs: str | None = None   # the competition's name for this gate (None: not one of theirs)
+    theirs: str | None = None  # the competition's name for this gate (None: not one of theirs)
 
 
 @dataclass
@@ -96,10 +100,18 @@ class GateReport:
         return p.verdict_fail.format(reason=first.reason.split(";")[0])
 
     def to_dict(self) -> dict[str, Any]:
-        return {"bundle": self.bundle, "format": self.format, "competition": self.competition,
-                "bundle_hash": self.bundle_hash, "miner": self.miner, "run_dir": self.run_dir, "ok": self.ok,
-                "verdict": self.verdict(), "gates": [asdict(r) for r in self.results],
-                "advisories": [asdict(r) for r in self.advisories]}
+        return {
+            "bundle": self.bundle,
+            "format": self.format,
+            "competition": self.competition,
+            "bundle_hash": self.bundle_hash,
+            "miner": self.miner,
+            "run_dir": self.run_dir,
+            "ok": self.ok,
+            "verdict": self.verdict(),
+            "gates": [asdict(r) for r in self.results],
+            "advisories": [asdict(r) for r in self.advisories],
+        }
 
     def lines(self) -> list[str]:
         out = [f"{self.profile.title} ({self.format} bundle) {self.bundle} ({self.bundle_hash[:12]})"]
@@ -108,13 +120,17 @@ class GateReport:
         for r in self.advisories:
             if r.status == WARN:
                 out.append(f"  WARN  {r.name} (advisory, never blocks) — {r.reason}")
-        out.append("all gates pass" if self.ok else
-                   f"{len(self.failed())} gate(s) fail: {', '.join(r.name for r in self.failed())}")
+        out.append(
+            "all gates pass"
+            if self.ok
+            else f"{len(self.failed())} gate(s) fail: {', '.join(r.name for r in self.failed())}"
+        )
         out.append(f"{self.profile.title} would say: {self.verdict()}")
         return out
 
 
 # ---- the context the gates share ----------------------------------------------------------------
+
 
 @dataclass
 class _Ctx:
@@ -129,7 +145,7 @@ class _Ctx:
     pool_source: str
     now: float
     prof: Profile
-    repo_root: Path | None = None      # the competition checkout the bundle sits in
+    repo_root: Path | None = None  # the competition checkout the bundle sits in
 
     def leaderboard(self) -> dict[str, Any]:
         """TinyRouter's `leaderboard.json` of the checkout ({} when absent or unreadable, as theirs)."""
@@ -159,8 +175,7 @@ def _expected_layout(c: _Ctx) -> tuple[int, int, int, str]:
 
     names = _pool_names(c.b) if c.b.format == MINIROUTER else None  # a receipt's pool is checked by schema
     n = c.prof.expected_n_models(names)
-    src = (f"{c.prof.title}'s validator pool" if not names else
-           f"the {len(names)}-model pool summary.json names")
+    src = f"{c.prof.title}'s validator pool" if not names else f"the {len(names)}-model pool summary.json names"
     return n, HIDDEN, N_SVF, src
 
 
@@ -172,8 +187,11 @@ def _repo_root(b: LoadedBundle) -> Path | None:
     return None
 
 
-def _find_run(b: LoadedBundle, history: SubmissionHistory, run_dir: str | os.PathLike | None,
-              ) -> tuple[RunDir | None, str]:
+def _find_run(
+    b: LoadedBundle,
+    history: SubmissionHistory,
+    run_dir: str | os.PathLike | None,
+) -> tuple[RunDir | None, str]:
     if run_dir is not None:
         run = RunDir(run_dir)
         if not run.exists():
@@ -198,8 +216,10 @@ def _find_run(b: LoadedBundle, history: SubmissionHistory, run_dir: str | os.Pat
 
 # ---- the gates ----------------------------------------------------------------------------------
 
-def repo_submissions(bundle: LoadedBundle, miner: str, now: float, window_s: float = RATE_WINDOW_S
-                     ) -> tuple[list[dict[str, Any]], str | None]:
+
+def repo_submissions(
+    bundle: LoadedBundle, miner: str, now: float, window_s: float = RATE_WINDOW_S
+) -> tuple[list[dict[str, Any]], str | None]:
     """Commits of the last `window_s` seconds, on any local or remote-tracking branch of the git
     repository the bundle sits in, that touch the miner's submission area (`submissions/<miner>/`;
     a MiniRouter bundle: its own folder) — so a push made by hand, or from another machine and
@@ -216,8 +236,7 @@ def repo_submissions(bundle: LoadedBundle, miner: str, now: float, window_s: flo
         return [], None
     area = rel.as_posix() if bundle.format == MINIROUTER else f"submissions/{miner}"
     try:
-        out = repo.git.log("--all", f"--since={int(now - window_s)}", "--format=%H%x1f%ct%x1f%B%x1e",
-                           "--", area)
+        out = repo.git.log("--all", f"--since={int(now - window_s)}", "--format=%H%x1f%ct%x1f%B%x1e", "--", area)
     except git.GitCommandError:  # an empty repository has no log
         return [], str(root)
     found = []
@@ -232,8 +251,7 @@ def repo_submissions(bundle: LoadedBundle, miner: str, now: float, window_s: flo
     return found, str(root)
 
 
-def leaderboard_attempts(lb: dict[str, Any], benchmark: str, miner: str, now: float, window_s: float
-                         ) -> list[float]:
+def leaderboard_attempts(lb: dict[str, Any], benchmark: str, miner: str, now: float, window_s: float) -> list[float]:
     """Unix times of `miner`'s attempts in `leaderboard.json` `benchmarks[benchmark].attempts`
     (else `.history`) within `window_s`, read as TinyRouter's rate-limit gate reads them
     (timestamps `YYYY-MM-DDTHH:MM:SSZ`; others ignored)."""
@@ -260,32 +278,55 @@ def gate_rate_limit(c: _Ctx) -> GateResult:
     if not c.miner:
         return GateResult(name, FAIL, "miner unknown; pass --miner NAME", {})
     window = p.rate_window_s
-    attempts = [r for r in c.history.attempts(c.miner)
-                if c.now - float(r.get("unix", 0)) < window and r.get("bundle_hash") != c.b.hash]
+    attempts = [
+        r
+        for r in c.history.attempts(c.miner)
+        if c.now - float(r.get("unix", 0)) < window and r.get("bundle_hash") != c.b.hash
+    ]
     commits, repo = repo_submissions(c.b, c.miner, c.now, window)
     known = {r.get("bundle_hash") for r in c.history.attempts(c.miner)}
     # A commit of this very bundle is not a prior attempt; one the history already has is counted once.
-    pushed = [k for k in commits if k["bundle_hash"] != c.b.hash and (k["bundle_hash"] is None or k["bundle_hash"] not in known)]
+    pushed = [
+        k
+        for k in commits
+        if k["bundle_hash"] != c.b.hash and (k["bundle_hash"] is None or k["bundle_hash"] not in known)
+    ]
     board = leaderboard_attempts(c.leaderboard(), p.receipt_benchmark or "composite", c.miner, c.now, window)
-    nums = {"miner": c.miner, "attempts_24h": len(attempts) + len(pushed), "limit_per_24h": p.rate_max,
-            "history": str(c.history.path), "history_attempts_24h": len(attempts),
-            "repo": repo, "repo_commits_24h": len(pushed), "leaderboard_attempts_24h": len(board)}
+    nums = {
+        "miner": c.miner,
+        "attempts_24h": len(attempts) + len(pushed),
+        "limit_per_24h": p.rate_max,
+        "history": str(c.history.path),
+        "history_attempts_24h": len(attempts),
+        "repo": repo,
+        "repo_commits_24h": len(pushed),
+        "leaderboard_attempts_24h": len(board),
+    }
     times = [float(r.get("unix", 0)) for r in attempts] + [k["unix"] for k in pushed]
     if len(board) >= p.rate_max:
         # their count: attempts recorded by the maintainer's evaluation in leaderboard.json
         last = max(board)
         nums.update(last_attempt=_iso(last), next_allowed=_iso(last + window))
-        return GateResult(name, FAIL, f"rate_limited: {len(board)} submission(s) in the last {window // 86400} days "
-                          f"(max {p.rate_max}) in leaderboard.json; last at {nums['last_attempt']}, next "
-                          f"allowed at {nums['next_allowed']}", nums)
+        return GateResult(
+            name,
+            FAIL,
+            f"rate_limited: {len(board)} submission(s) in the last {window // 86400} days "
+            f"(max {p.rate_max}) in leaderboard.json; last at {nums['last_attempt']}, next "
+            f"allowed at {nums['next_allowed']}",
+            nums,
+        )
     if times:
         last = max(times)
         nums["last_attempt"] = _iso(last)
         nums["next_allowed"] = _iso(last + window)
-        return GateResult(name, FAIL, f"rate_limited: {c.miner} already submitted at {nums['last_attempt']}; "
-                          f"next submission allowed at {nums['next_allowed']}", nums)
-    return GateResult(name, PASS, f"no submission by {c.miner} in the last 24 h (history, git, leaderboard.json)",
-                      nums)
+        return GateResult(
+            name,
+            FAIL,
+            f"rate_limited: {c.miner} already submitted at {nums['last_attempt']}; "
+            f"next submission allowed at {nums['next_allowed']}",
+            nums,
+        )
+    return GateResult(name, PASS, f"no submission by {c.miner} in the last 24 h (history, git, leaderboard.json)", nums)
 
 
 def gate_weight_sanity(c: _Ctx) -> GateResult:
@@ -293,18 +334,32 @@ def gate_weight_sanity(c: _Ctx) -> GateResult:
     n_models, hidden, n_svf, src = _expected_layout(c)
     head_shape, svf_shape = (n_models + N_ROLES, hidden), (n_svf,)
     expected_total = (n_models + N_ROLES) * hidden + n_svf
-    nums: dict[str, Any] = {"expected_head_shape": list(head_shape), "expected_svf_shape": list(svf_shape),
-                            "expected_total": expected_total, "layout_from": src}
+    nums: dict[str, Any] = {
+        "expected_head_shape": list(head_shape),
+        "expected_svf_shape": list(svf_shape),
+        "expected_total": expected_total,
+        "layout_from": src,
+    }
     if b.format == MINIROUTER and b.theta is not None and b.theta.ndim == 1:
         nums["theta_size"] = int(b.theta.size)
         if b.theta.size != expected_total:
             # MiniRouter's validator only warns here; its evaluation of this pool cannot load it
-            return GateResult(name, FAIL, f"best_theta.npy length {b.theta.size} != expected n_total="
-                              f"{expected_total} ({src}: (n_models + 3)·1024 + 7168)", nums)
+            return GateResult(
+                name,
+                FAIL,
+                f"best_theta.npy length {b.theta.size} != expected n_total="
+                f"{expected_total} ({src}: (n_models + 3)·1024 + 7168)",
+                nums,
+            )
     if b.head is None or b.svf is None:
         return GateResult(name, FAIL, "; ".join(b.problems) or "weights missing", nums)
-    nums.update(head_shape=list(b.head.shape), svf_shape=list(b.svf.shape),
-                total=int(b.head.size + b.svf.size), head_dtype=str(b.head.dtype), svf_dtype=str(b.svf.dtype))
+    nums.update(
+        head_shape=list(b.head.shape),
+        svf_shape=list(b.svf.shape),
+        total=int(b.head.size + b.svf.size),
+        head_dtype=str(b.head.dtype),
+        svf_dtype=str(b.svf.dtype),
+    )
     problems = []
     if nums["total"] != expected_total:
         problems.append(f"param_count: got {nums['total']}, expected {expected_total}")
@@ -317,9 +372,13 @@ def gate_weight_sanity(c: _Ctx) -> GateResult:
     both = np.concatenate([b.head.ravel(), b.svf.ravel()]).astype(np.float64)
     n_nan, n_inf = int(np.isnan(both).sum()), int(np.isinf(both).sum())
     finite = both[np.isfinite(both)]
-    nums.update(nan=n_nan, inf=n_inf, max_abs=float(np.abs(finite).max()) if finite.size else None,
-                head_nonzero=int(np.count_nonzero(b.head)),
-                svf_min=float(np.nanmin(b.svf)) if b.svf.size else None)
+    nums.update(
+        nan=n_nan,
+        inf=n_inf,
+        max_abs=float(np.abs(finite).max()) if finite.size else None,
+        head_nonzero=int(np.count_nonzero(b.head)),
+        svf_min=float(np.nanmin(b.svf)) if b.svf.size else None,
+    )
     if n_nan:
         problems.append(f"weights_contain_NaN: {n_nan} NaN and {n_inf} Inf values")
     elif n_inf:
@@ -335,8 +394,13 @@ def gate_weight_sanity(c: _Ctx) -> GateResult:
         problems.append(f"{int(np.sum(~(b.svf > 0)))} SVF scales are not positive")
     if problems:
         return GateResult(name, FAIL, "; ".join(problems), nums)
-    return GateResult(name, PASS, f"head {head_shape}, SVF {svf_shape}, {nums['total']:,} finite "
-                      f"parameters, max |w| {nums['max_abs']:.3g} ({src})", nums)
+    return GateResult(
+        name,
+        PASS,
+        f"head {head_shape}, SVF {svf_shape}, {nums['total']:,} finite "
+        f"parameters, max |w| {nums['max_abs']:.3g} ({src})",
+        nums,
+    )
 
 
 def centred_unit_head(head: np.ndarray, n_models: int) -> np.ndarray:
@@ -346,7 +410,7 @@ def centred_unit_head(head: np.ndarray, n_models: int) -> np.ndarray:
     Adding one vector to every row of a group, or scaling a group by α > 0, changes no argmax,
     so two heads that differ only by that are the same router: both are removed before the cosine.
     """
-    h = head.astype(np.float64)                                   # (n_models + 3, hidden)
+    h = head.astype(np.float64)  # (n_models + 3, hidden)
     parts = []
     for g in (h[:n_models], h[n_models:]):
         g = g - g.mean(axis=0, keepdims=True)
@@ -368,12 +432,19 @@ def _leaderboard_kings(c: _Ctx) -> list[Path]:
     if c.repo_root is None:
         return []
     lb = c.leaderboard()
-    entries = [lb.get("competition")] + list((lb.get("benchmarks") or {}).values()) \
-        if isinstance(lb.get("benchmarks"), dict) else [lb.get("competition")]
+    entries = (
+        [lb.get("competition")] + list((lb.get("benchmarks") or {}).values())
+        if isinstance(lb.get("benchmarks"), dict)
+        else [lb.get("competition")]
+    )
     out = []
     for e in entries:
-        if isinstance(e, dict) and isinstance(e.get("best_miner"), str) and e["best_miner"] \
-                and e["best_miner"] != c.miner:
+        if (
+            isinstance(e, dict)
+            and isinstance(e.get("best_miner"), str)
+            and e["best_miner"]
+            and e["best_miner"] != c.miner
+        ):
             d = c.repo_root / "submissions" / e["best_miner"] / str(e.get("best_generation", 0))
             if (d / "head_weights.npy").exists() and d not in out:
                 out.append(d)
@@ -419,8 +490,9 @@ def gate_duplicate(c: _Ctx) -> GateResult:
             continue
         if other.head is None or other.head.shape != b.head.shape:
             if origin == "king":
-                return GateResult(name, FAIL, f"king bundle {path} has no head of shape "
-                                  f"{tuple(b.head.shape)} to compare with", {})
+                return GateResult(
+                    name, FAIL, f"king bundle {path} has no head of shape {tuple(b.head.shape)} to compare with", {}
+                )
             skipped.append(f"{path}: head shape differs")
             continue
         cos = head_cosine(b.head, other.head, b.n_models)
@@ -428,19 +500,29 @@ def gate_duplicate(c: _Ctx) -> GateResult:
         if cos > best[1]:
             best = (path, cos, origin)
     thr, strict = c.prof.duplicate_threshold, c.prof.duplicate_strict
-    nums: dict[str, Any] = {"compared": compared, "skipped": len(skipped), "threshold": thr,
-                            "rule": f"cosine {'>' if strict else '≥'} {thr}", "king": str(c.king) if c.king else None}
+    nums: dict[str, Any] = {
+        "compared": compared,
+        "skipped": len(skipped),
+        "threshold": thr,
+        "rule": f"cosine {'>' if strict else '≥'} {thr}",
+        "king": str(c.king) if c.king else None,
+    }
     if best[0] is not None:
         nums.update(closest=str(best[0]), closest_origin=best[2], max_cosine=round(best[1], 6))
     if compared == 0:
         return GateResult(name, WARN, "no prior bundle or king to compare against", nums)
     if best[0] is not None and (best[1] > thr or (not strict and best[1] >= thr)):
         who = _bundle_label(best[0], best[2])
-        return GateResult(name, FAIL, f"duplicate_of_{who}_head_sim_{best[1]:.4f}: routing-invariant head "
-                          f"cosine {best[1]:.4f} {nums['rule'].split(' ', 1)[1]} with {best[2]} bundle {best[0]}",
-                          nums)
-    return GateResult(name, PASS, f"max cosine {best[1]:.4f} ≤ {thr} over {compared} "
-                      f"bundle(s) (closest {best[0]})", nums)
+        return GateResult(
+            name,
+            FAIL,
+            f"duplicate_of_{who}_head_sim_{best[1]:.4f}: routing-invariant head "
+            f"cosine {best[1]:.4f} {nums['rule'].split(' ', 1)[1]} with {best[2]} bundle {best[0]}",
+            nums,
+        )
+    return GateResult(
+        name, PASS, f"max cosine {best[1]:.4f} ≤ {thr} over {compared} bundle(s) (closest {best[0]})", nums
+    )
 
 
 def _bundle_label(path: Path, origin: str) -> str:
@@ -452,9 +534,18 @@ def _bundle_label(path: Path, origin: str) -> str:
 
 _NUM = (int, float)
 RECEIPT_FIELDS: dict[str, tuple[type, ...]] = {
-    "benchmark": (str,), "pool_models": (list,), "n_total": (int,), "popsize": (int,),
-    "m_cma": (int,), "generations": (int,), "best_fitness": _NUM, "fitness_history": (list,),
-    "total_cost_usd": _NUM, "ledger_head_hash": (str, type(None)), "seed": (int,), "packed_at": (str,),
+    "benchmark": (str,),
+    "pool_models": (list,),
+    "n_total": (int,),
+    "popsize": (int,),
+    "m_cma": (int,),
+    "generations": (int,),
+    "best_fitness": _NUM,
+    "fitness_history": (list,),
+    "total_cost_usd": _NUM,
+    "ledger_head_hash": (str, type(None)),
+    "seed": (int,),
+    "packed_at": (str,),
 }
 HISTORY_FIELDS = ("generation", "mean_fitness", "max_fitness", "best_fitness")
 
@@ -478,31 +569,50 @@ def gate_receipt(c: _Ctx) -> GateResult:
         nums: dict[str, Any] = {"generations": gens, "min_generations": MIN_GENERATIONS}
         if gens < MIN_GENERATIONS:
             return GateResult(name, FAIL, f"history.json has {gens} generation(s), need ≥ {MIN_GENERATIONS}", nums)
-        return GateResult(name, WARN, f"minirouter bundles carry no receipt (cost check does not apply); "
-                          f"history.json has {gens} generations", nums)
+        return GateResult(
+            name,
+            WARN,
+            f"minirouter bundles carry no receipt (cost check does not apply); history.json has {gens} generations",
+            nums,
+        )
     r = b.receipt
     if r is None:
         return GateResult(name, FAIL, "; ".join(p for p in b.problems if "receipt" in p) or "no receipt", {})
-    problems = [f"{k} missing" if k not in r else f"{k} is {type(r[k]).__name__}, expected "
-                f"{'/'.join(t.__name__ for t in types)}"
-                for k, types in RECEIPT_FIELDS.items() if not _typed(r.get(k), types)]
+    problems = [
+        f"{k} missing"
+        if k not in r
+        else f"{k} is {type(r[k]).__name__}, expected {'/'.join(t.__name__ for t in types)}"
+        for k, types in RECEIPT_FIELDS.items()
+        if not _typed(r.get(k), types)
+    ]
     fh = h if isinstance(h := r.get("fitness_history"), list) else []
-    bad_rows = [i for i, row in enumerate(fh) if not isinstance(row, dict)
-                or not all(_typed(row.get(k), _NUM) for k in HISTORY_FIELDS)]
+    bad_rows = [
+        i
+        for i, row in enumerate(fh)
+        if not isinstance(row, dict) or not all(_typed(row.get(k), _NUM) for k in HISTORY_FIELDS)
+    ]
     if bad_rows:
         problems.append(f"fitness_history rows {bad_rows[:5]} lack numeric {', '.join(HISTORY_FIELDS)}")
     cost = x if _is_num(x := r.get("total_cost_usd")) else None
-    nums = {"total_cost_usd": cost, "fitness_entries": len(fh), "generations": r.get("generations"),
-            "min_generations": MIN_GENERATIONS}
+    nums = {
+        "total_cost_usd": cost,
+        "fitness_entries": len(fh),
+        "generations": r.get("generations"),
+        "min_generations": MIN_GENERATIONS,
+    }
     if cost is None or not cost > 0:
-        problems.insert(0, f"receipt_cost_zero_or_missing: training cost ${cost or 0:g} is not > 0 (a cached-only "
-                        "run has no paid calls)")
+        problems.insert(
+            0,
+            f"receipt_cost_zero_or_missing: training cost ${cost or 0:g} is not > 0 (a cached-only "
+            "run has no paid calls)",
+        )
     elif cost is not None and "ledger_head_hash" in r and r["ledger_head_hash"] is None:
         problems.append("a paid run's receipt needs its ledger_head_hash")
     need = max(c.prof.min_history_rows, MIN_GENERATIONS)
     if len(fh) < need:
-        problems.append(f"receipt_fitness_history_too_short: need > {need - 1} entries (>= {need} generations), "
-                        f"has {len(fh)}")
+        problems.append(
+            f"receipt_fitness_history_too_short: need > {need - 1} entries (>= {need} generations), has {len(fh)}"
+        )
     if _typed(r.get("generations"), (int,)) and r["generations"] != len(fh):
         problems.append(f"generations {r['generations']} != {len(fh)} fitness entries")
     if problems:
@@ -531,17 +641,29 @@ def gate_ledger(c: _Ctx) -> GateResult:
     except InputError as e:
         return GateResult(name, FAIL, str(e), {"receipt_usd": receipt_total})
     head = r.get("ledger_head_hash")
-    in_chain = head is None and not totals.present or (
-        isinstance(head, str) and totals.present and head in ledger_hashes(c.run.ledger))
+    in_chain = (
+        head is None
+        and not totals.present
+        or (isinstance(head, str) and totals.present and head in ledger_hashes(c.run.ledger))
+    )
     diff = abs(float(receipt_total) - totals.total_usd)
-    nums = {"receipt_usd": receipt_total, "ledger_usd": round(totals.total_usd, 6), "diff_usd": round(diff, 6),
-            "tolerance_usd": LEDGER_TOLERANCE_USD, "ledger_records": totals.n_records,
-            "ledger_head": totals.head_hash, "receipt_head": head, "head_in_chain": in_chain,
-            "ledger": str(c.run.ledger)}
+    nums = {
+        "receipt_usd": receipt_total,
+        "ledger_usd": round(totals.total_usd, 6),
+        "diff_usd": round(diff, 6),
+        "tolerance_usd": LEDGER_TOLERANCE_USD,
+        "ledger_records": totals.n_records,
+        "ledger_head": totals.head_hash,
+        "receipt_head": head,
+        "head_in_chain": in_chain,
+        "ledger": str(c.run.ledger),
+    }
     problems = []
     if diff > LEDGER_TOLERANCE_USD:
-        problems.append(f"receipt ${float(receipt_total):.4f} != ledger ${totals.total_usd:.4f} "
-                        f"(off by ${diff:.4f} > ${LEDGER_TOLERANCE_USD})")
+        problems.append(
+            f"receipt ${float(receipt_total):.4f} != ledger ${totals.total_usd:.4f} "
+            f"(off by ${diff:.4f} > ${LEDGER_TOLERANCE_USD})"
+        )
     if not in_chain:
         problems.append(f"receipt ledger head {head} is not a record of the verified ledger")
     export = r.get("ledger_export")
@@ -549,12 +671,18 @@ def gate_ledger(c: _Ctx) -> GateResult:
         problems += _check_export(c, c.run, export, float(receipt_total), totals.n_records, nums)
     if problems:
         return GateResult(name, FAIL, "; ".join(problems), nums)
-    return GateResult(name, PASS, f"receipt ${float(receipt_total):.4f} matches the verified ledger "
-                      f"(${totals.total_usd:.4f}, {totals.n_records} records)", nums)
+    return GateResult(
+        name,
+        PASS,
+        f"receipt ${float(receipt_total):.4f} matches the verified ledger "
+        f"(${totals.total_usd:.4f}, {totals.n_records} records)",
+        nums,
+    )
 
 
-def _check_export(c: _Ctx, run: RunDir, export: Any, receipt_usd: float, n_records: int,
-                  nums: dict[str, Any]) -> list[str]:
+def _check_export(
+    c: _Ctx, run: RunDir, export: Any, receipt_usd: float, n_records: int, nums: dict[str, Any]
+) -> list[str]:
     """The ledger exported in the competition's format (what a maintainer passes as
     TRINITY_COST_LEDGER): present, chain intact, one line per record, and its total at the
     competition's prices within their tolerance of the receipt (else their gate 5 rejects)."""
@@ -581,8 +709,10 @@ def _check_export(c: _Ctx, run: RunDir, export: Any, receipt_usd: float, n_recor
     delta = abs(receipt_usd - total)
     nums.update(export_usd_at_their_prices=round(total, 6), export_delta_usd=round(delta, 6))
     if delta > c.prof.ledger_tolerance_usd:
-        return [f"ledger_receipt_cost_mismatch: receipt ${receipt_usd:.4f} vs verified ledger ${total:.4f} "
-                f"(delta ${delta:.4f}) — {c.prof.title} prices the ledger's tokens at its own table"]
+        return [
+            f"ledger_receipt_cost_mismatch: receipt ${receipt_usd:.4f} vs verified ledger ${total:.4f} "
+            f"(delta ${delta:.4f}) — {c.prof.title} prices the ledger's tokens at its own table"
+        ]
     return []
 
 
@@ -608,8 +738,9 @@ def their_schema_problem(p: Profile, r: dict[str, Any]) -> str | None:
         return "receipt_pool_models_invalid"
     expected = set(next(iter(p.validator_pools.values())))
     if set(pool) != expected:
-        return (f"receipt_pool_models_mismatch: missing={sorted(expected - set(pool))} "
-                f"extra={sorted(set(pool) - expected)}")
+        return (
+            f"receipt_pool_models_mismatch: missing={sorted(expected - set(pool))} extra={sorted(set(pool) - expected)}"
+        )
     if not _typed(r.get("generations"), (int,)) or r["generations"] < 1:
         return "receipt_generations_invalid"
     fh = r.get("fitness_history")
@@ -630,8 +761,12 @@ def gate_schema(c: _Ctx) -> GateResult:
     doc = b.receipt if b.format == TINYROUTER else b.summary
     claimed = _pool_names(b)
     configured = p.short_names(c.pool_models) if c.pool_models else None
-    nums: dict[str, Any] = {"receipt_pool": claimed, "configured_pool": configured,
-                            "configured_pool_ids": c.pool_models, "configured_from": c.pool_source}
+    nums: dict[str, Any] = {
+        "receipt_pool": claimed,
+        "configured_pool": configured,
+        "configured_pool_ids": c.pool_models,
+        "configured_from": c.pool_source,
+    }
     problems = []
     if b.format == MINIROUTER:
         summary = doc or {}
@@ -640,8 +775,9 @@ def gate_schema(c: _Ctx) -> GateResult:
         if missing:
             problems.append(f"summary.json missing recommended keys: {', '.join(missing)}")
         if "n_total" in summary and b.theta is not None and summary.get("n_total") != int(b.theta.size):
-            problems.append(f"summary.json n_total={summary.get('n_total')} disagrees with best_theta.npy "
-                            f"length={b.theta.size}")
+            problems.append(
+                f"summary.json n_total={summary.get('n_total')} disagrees with best_theta.npy length={b.theta.size}"
+            )
     else:
         theirs = their_schema_problem(p, doc or {})
         if theirs:
@@ -654,8 +790,10 @@ def gate_schema(c: _Ctx) -> GateResult:
     if configured is None:
         problems.append(f"no configured pool to compare with ({c.pool_source})")
     elif list(claimed) != list(configured) and not (b.format == MINIROUTER and list(claimed) == c.pool_models):
-        problems.append(f"bundle pool {claimed} != configured pool {configured} (order matters: "
-                        "it is the order of the head's model rows)")
+        problems.append(
+            f"bundle pool {claimed} != configured pool {configured} (order matters: "
+            "it is the order of the head's model rows)"
+        )
     if b.head is not None and b.head.ndim == 2 and b.head.shape[0] != len(claimed) + N_ROLES:
         problems.append(f"head has {b.head.shape[0]} rows, the pool needs {len(claimed)} + 3")
     if b.format == TINYROUTER:
@@ -682,20 +820,28 @@ def gate_theta_roundtrip(c: _Ctx) -> GateResult:
         ref = np.load(c.run.best_theta, allow_pickle=False).astype(np.float64).ravel()
     except (ValueError, OSError, EOFError) as e:
         return GateResult(name, FAIL, f"{c.run.best_theta} is not a readable .npy ({e})", {})
-    nums: dict[str, Any] = {"bundle_size": int(joined.size), "run_size": int(ref.size),
-                            "run_theta": str(c.run.best_theta)}
+    nums: dict[str, Any] = {
+        "bundle_size": int(joined.size),
+        "run_size": int(ref.size),
+        "run_theta": str(c.run.best_theta),
+    }
     if ref.size != joined.size:
         return GateResult(name, FAIL, f"unpacked θ has {joined.size} values, the run's {ref.size}", nums)
     # float32 storage: |x32 − x| ≤ 2⁻²⁴·|x|; allow a little more.
     err = np.abs(joined - ref)
-    nums.update(max_abs_diff=float(err.max()),
-                max_rel_diff=float((err / np.maximum(np.abs(ref), 1e-30)).max()))
+    nums.update(max_abs_diff=float(err.max()), max_rel_diff=float((err / np.maximum(np.abs(ref), 1e-30)).max()))
     if not np.allclose(joined, ref, rtol=1e-6, atol=1e-9, equal_nan=False):
-        return GateResult(name, FAIL, f"unpacked θ differs from the run's best θ (max |Δ| "
-                          f"{nums['max_abs_diff']:.3g}): the bundle is not this run's head, or the run trained further "
-                          "after packing (pack it again)", nums)
-    return GateResult(name, PASS, f"unpack reproduces the run's best θ (max |Δ| {nums['max_abs_diff']:.2g}, "
-                      "within float32)", nums)
+        return GateResult(
+            name,
+            FAIL,
+            f"unpacked θ differs from the run's best θ (max |Δ| "
+            f"{nums['max_abs_diff']:.3g}): the bundle is not this run's head, or the run trained further "
+            "after packing (pack it again)",
+            nums,
+        )
+    return GateResult(
+        name, PASS, f"unpack reproduces the run's best θ (max |Δ| {nums['max_abs_diff']:.2g}, within float32)", nums
+    )
 
 
 def _git_lines(root: Path, *args: str) -> list[str] | None:
@@ -719,23 +865,40 @@ def gate_frozen_files(c: _Ctx) -> GateResult:
         return GateResult(name, WARN, f"{p.title} lists no frozen files", {})
     root = c.repo_root
     if root is None or not (root / ".git").exists():
-        return GateResult(name, WARN, "the bundle is not in a git checkout of the competition: no diff to check",
-                          {"frozen": list(p.frozen_files)})
-    base = next((ref for ref in ("refs/remotes/upstream/main", "refs/remotes/origin/main", "refs/heads/main")
-                 if _git_lines(root, "rev-parse", "-q", "--verify", ref) is not None), None)
+        return GateResult(
+            name,
+            WARN,
+            "the bundle is not in a git checkout of the competition: no diff to check",
+            {"frozen": list(p.frozen_files)},
+        )
+    base = next(
+        (
+            ref
+            for ref in ("refs/remotes/upstream/main", "refs/remotes/origin/main", "refs/heads/main")
+            if _git_lines(root, "rev-parse", "-q", "--verify", ref) is not None
+        ),
+        None,
+    )
     changed = set(_git_lines(root, "diff", "--name-only", f"{base}...HEAD") or []) if base else set()
     for ln in _git_lines(root, "status", "--porcelain=v1", "--untracked-files=no") or []:
         changed.add(ln[3:].split(" -> ")[-1].strip('"'))
     hit = sorted(f for f in changed if any(fnmatch.fnmatchcase(f, pat) for pat in p.frozen_files))
     nums = {"base": base, "changed": len(changed), "frozen": list(p.frozen_files), "touched": hit}
     if hit:
-        return GateResult(name, FAIL, f"frozen files changed: {', '.join(hit[:5])} — COMPETITION_RULES.md: "
-                          "modifying frozen files in a submission PR is rejected by the maintainer; revert them", nums)
-    return GateResult(name, PASS, f"no frozen file changed ({len(changed)} changed file(s) since "
-                      f"{base or 'no base ref'})", nums)
+        return GateResult(
+            name,
+            FAIL,
+            f"frozen files changed: {', '.join(hit[:5])} — COMPETITION_RULES.md: "
+            "modifying frozen files in a submission PR is rejected by the maintainer; revert them",
+            nums,
+        )
+    return GateResult(
+        name, PASS, f"no frozen file changed ({len(changed)} changed file(s) since {base or 'no base ref'})", nums
+    )
 
 
 # ---- advisories (report-only, never block) -------------------------------------------------------
+
 
 def advisory_fitness_history_sequence(c: _Ctx) -> str | None:
     """Generations in order, once each, consecutive; a row's mean ≤ its max; best never drops."""
@@ -760,8 +923,10 @@ def advisory_fitness_history_sequence(c: _Ctx) -> str | None:
     if len(bests) >= 2 and all(_typed(v, _NUM) for v in bests):
         for i in range(1, len(bests)):
             if bests[i] < bests[i - 1] - 1e-9:
-                return (f"receipt_fitness_best_decreased: generation {rows[i].get('generation')} best "
-                        f"{bests[i]:.4f} < {bests[i - 1]:.4f}")
+                return (
+                    f"receipt_fitness_best_decreased: generation {rows[i].get('generation')} best "
+                    f"{bests[i]:.4f} < {bests[i - 1]:.4f}"
+                )
     return None
 
 
@@ -776,8 +941,10 @@ def advisory_ledger_call_volume(c: _Ctx) -> str | None:
     gens, pop = r.get("generations"), r.get("popsize")
     expected = gens * pop if _is_int(gens) and _is_int(pop) else 0
     if expected > 0 and len(recs) < expected:
-        return (f"ledger_call_volume_low: {len(recs)} ledger row(s) for a claimed {gens} x {pop} = {expected} "
-                "evaluations (informational only)")
+        return (
+            f"ledger_call_volume_low: {len(recs)} ledger row(s) for a claimed {gens} x {pop} = {expected} "
+            "evaluations (informational only)"
+        )
     models = {x.get("model") for x in recs}
     if len(models) < 2:
         return f"ledger_single_model_traffic: only {sorted(map(str, models))} seen (informational only)"
@@ -795,8 +962,10 @@ def advisory_head_routing_diversity(c: _Ctx) -> str | None:
         return None
     spread = float(np.linalg.norm(agent - agent.mean(axis=0, keepdims=True), axis=1).max())
     if spread / scale < 1e-3:
-        return (f"head_agent_rows_collapsed: agent-row spread is {spread / scale:.2e} of the row scale "
-                "(< 0.001); this head routes to one model for every query (informational only)")
+        return (
+            f"head_agent_rows_collapsed: agent-row spread is {spread / scale:.2e} of the row scale "
+            "(< 0.001); this head routes to one model for every query (informational only)"
+        )
     return None
 
 
@@ -807,9 +976,14 @@ ADVISORY_FUNCS: dict[str, Callable[[_Ctx], str | None]] = {
 }
 
 GATE_FUNCS: dict[str, Callable[[_Ctx], GateResult]] = {
-    "rate_limit": gate_rate_limit, "weight_sanity": gate_weight_sanity, "duplicate": gate_duplicate,
-    "receipt": gate_receipt, "ledger": gate_ledger, "schema": gate_schema,
-    "theta_roundtrip": gate_theta_roundtrip, "frozen_files": gate_frozen_files,
+    "rate_limit": gate_rate_limit,
+    "weight_sanity": gate_weight_sanity,
+    "duplicate": gate_duplicate,
+    "receipt": gate_receipt,
+    "ledger": gate_ledger,
+    "schema": gate_schema,
+    "theta_roundtrip": gate_theta_roundtrip,
+    "frozen_files": gate_frozen_files,
 }
 
 
@@ -838,8 +1012,11 @@ def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
 
 
-def _configured_pool(explicit: list[str] | None, b: LoadedBundle, run: RunDir | None,
-                     ) -> tuple[list[str] | None, str]:
+def _configured_pool(
+    explicit: list[str] | None,
+    b: LoadedBundle,
+    run: RunDir | None,
+) -> tuple[list[str] | None, str]:
     if explicit:
         return list(explicit), "given"
     from trinity.submission.pool_config import pool_models_for
@@ -859,11 +1036,18 @@ def _configured_pool(explicit: list[str] | None, b: LoadedBundle, run: RunDir | 
     return None, "no --pool-models, no configs/models.yaml pool and no source run"
 
 
-def check_bundle(bundle_dir: str | os.PathLike, against: Sequence[str | os.PathLike] | str | os.PathLike | None = None,
-                 king: str | os.PathLike | None = None,
-                 history: SubmissionHistory | str | os.PathLike | None = None, *, miner: str | None = None,
-                 run_dir: str | os.PathLike | None = None, pool_models: list[str] | None = None,
-                 now: float | None = None, competition: str | None = None) -> GateReport:
+def check_bundle(
+    bundle_dir: str | os.PathLike,
+    against: Sequence[str | os.PathLike] | str | os.PathLike | None = None,
+    king: str | os.PathLike | None = None,
+    history: SubmissionHistory | str | os.PathLike | None = None,
+    *,
+    miner: str | None = None,
+    run_dir: str | os.PathLike | None = None,
+    pool_models: list[str] | None = None,
+    now: float | None = None,
+    competition: str | None = None,
+) -> GateReport:
     """Run every gate on `bundle_dir`. `against`: directories of prior bundles (searched
     recursively); `king`: the current king's bundle; `history`: the submission history (its
     submitted bundles count as priors, its attempts feed the rate limit)."""
@@ -881,12 +1065,30 @@ def check_bundle(bundle_dir: str | os.PathLike, against: Sequence[str | os.PathL
     run, note = _find_run(b, hist, run_dir)
     prof = bundle_profile(b, run, competition)
     pool, pool_src = _configured_pool(pool_models, b, run)
-    ctx = _Ctx(b=b, miner=miner or b.miner, history=hist, run=run, run_note=note, against=roots,
-               king=king_path, pool_models=pool, pool_source=pool_src,
-               now=time.time() if now is None else now, prof=prof, repo_root=_repo_root(b))
-    return GateReport(bundle=str(b.path), format=b.format, bundle_hash=b.hash, miner=ctx.miner,
-                      run_dir=str(run.path) if run else None, results=_run_gates(ctx),
-                      competition=prof.name, advisories=_run_advisories(ctx))
+    ctx = _Ctx(
+        b=b,
+        miner=miner or b.miner,
+        history=hist,
+        run=run,
+        run_note=note,
+        against=roots,
+        king=king_path,
+        pool_models=pool,
+        pool_source=pool_src,
+        now=time.time() if now is None else now,
+        prof=prof,
+        repo_root=_repo_root(b),
+    )
+    return GateReport(
+        bundle=str(b.path),
+        format=b.format,
+        bundle_hash=b.hash,
+        miner=ctx.miner,
+        run_dir=str(run.path) if run else None,
+        results=_run_gates(ctx),
+        competition=prof.name,
+        advisories=_run_advisories(ctx),
+    )
 
 
 def bundle_profile(b: LoadedBundle, run: RunDir | None, competition: str | None = None) -> Profile:
@@ -907,8 +1109,8 @@ def bundle_profile(b: LoadedBundle, run: RunDir | None, competition: str | None 
             name = run_competition(meta).name if meta.get("competition") else None
         prof = get_profile(name or b.format)
     if prof.bundle_format != b.format:
-        raise InputError(f"{b.path} is a {b.format} bundle; {prof.title} takes {prof.bundle_format} bundles "
-                         f"(pass --competition {b.format}, or pack the run with --format {prof.bundle_format})")
+        raise InputError(
+            f"{b.path} is a {b.format} bundle; {prof.title} takes {prof.bundle_format} bundles "
+            f"(pass --competition {b.format}, or pack the run with --format {prof.bundle_format})"
+        )
     return prof
-
-

@@ -18,7 +18,9 @@ from trinity.errors import TrinityError
 DEFAULT_API_URL = "https://api.github.com"
 TOKEN_ENV = "GITHUB_TOKEN"
 
-_HTTPS = re.compile(r"^(?:https?|git)://(?:[^@/]+@)?(?P<host>[^/:]+)(?::\d+)?/(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/?$")
+_HTTPS = re.compile(
+    r"^(?:https?|git)://(?:[^@/]+@)?(?P<host>[^/:]+)(?::\d+)?/(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/?$"
+)
 _SSH_URL = re.compile(r"^ssh://(?:[^@/]+@)?(?P<host>[^/:]+)(?::\d+)?/(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/?$")
 _SCP = re.compile(r"^(?:[^@/]+@)?(?P<host>[^/:]+):(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/?$")
 
@@ -74,8 +76,12 @@ def redact(text: str, token: str | None) -> str:
 
 
 def _headers(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
-            "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "minertui-trinity"}
+    return {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/vnd.github+json",
+        "X-GitHub-Api-Version": "2022-11-28",
+        "User-Agent": "minertui-trinity",
+    }
 
 
 def _error_text(resp: httpx.Response, token: str) -> str:
@@ -84,20 +90,19 @@ def _error_text(resp: httpx.Response, token: str) -> str:
         msg = body.get("message", "") if isinstance(body, dict) else ""
         errs = body.get("errors") if isinstance(body, dict) else None
         if isinstance(errs, list) and errs:
-            msg += " (" + "; ".join(str(e.get("message", e)) if isinstance(e, dict) else str(e)
-                                    for e in errs) + ")"
+            msg += " (" + "; ".join(str(e.get("message", e)) if isinstance(e, dict) else str(e) for e in errs) + ")"
     except ValueError:
         msg = resp.text[:300]
     return redact(f"HTTP {resp.status_code} {msg}".strip(), token)
 
 
-def open_pull_request(api_url: str, target: GitHubRepo, *, head: str, base: str, title: str, body: str,
-                      token: str, timeout: float = 30.0) -> tuple[str, bool]:
+def open_pull_request(
+    api_url: str, target: GitHubRepo, *, head: str, base: str, title: str, body: str, token: str, timeout: float = 30.0
+) -> tuple[str, bool]:
     """POST /repos/{owner}/{repo}/pulls → (html_url, created). An open PR for the same head is
     found and returned (created=False), so a retry never opens a second one."""
     url = f"{api_url}/repos/{target.slug}/pulls"
-    payload: dict[str, Any] = {"title": title, "head": head, "base": base, "body": body,
-                               "maintainer_can_modify": True}
+    payload: dict[str, Any] = {"title": title, "head": head, "base": base, "body": body, "maintainer_can_modify": True}
     try:
         with httpx.Client(timeout=timeout, headers=_headers(token), follow_redirects=False) as client:
             resp = client.post(url, json=payload)
@@ -109,7 +114,8 @@ def open_pull_request(api_url: str, target: GitHubRepo, *, head: str, base: str,
                     return str(found.json()[0]["html_url"]), False
             raise PullRequestError(f"GitHub API refused the pull request at {url}: {_error_text(resp, token)}")
     except httpx.HTTPError as e:
-        raise PullRequestError(f"GitHub API at {api_url} unreachable ({type(e).__name__}: "
-                               f"{redact(str(e), token)})") from None
+        raise PullRequestError(
+            f"GitHub API at {api_url} unreachable ({type(e).__name__}: {redact(str(e), token)})"
+        ) from None
     except (KeyError, ValueError) as e:
         raise PullRequestError(f"GitHub API at {url} answered without a PR URL ({e})") from None

@@ -124,12 +124,18 @@ class SubmitPlan:
             *[f"              {f}" for f in self.files],
             "commit message:",
             *[f"    {ln}" for ln in self.commit_message.splitlines()],
-            ("push        " + f"{self.remote} ({self.push_url}) refs/heads/{self.branch}" if self.push
-             else "push        no (pass --push)"),
+            (
+                "push        " + f"{self.remote} ({self.push_url}) refs/heads/{self.branch}"
+                if self.push
+                else "push        no (pass --push)"
+            ),
         ]
         if self.open_pr:
-            how = (f"POST {self.api_url}/repos/{self.target.slug}/pulls head={self.pr_head} base={self.base}"
-                   if self.target else "not possible: the upstream remote is not a GitHub URL")
+            how = (
+                f"POST {self.api_url}/repos/{self.target.slug}/pulls head={self.pr_head} base={self.base}"
+                if self.target
+                else "not possible: the upstream remote is not a GitHub URL"
+            )
             lines.append(f"pull request {how} (needs ${github.TOKEN_ENV}; else the compare URL)")
         lines.append(f"compare URL {self.compare_url or 'n/a (remotes are not GitHub URLs)'}")
         lines += ["PR title    " + self.pr_title, "PR body:", *[f"    {ln}" for ln in self.pr_body.splitlines()]]
@@ -157,6 +163,7 @@ class SubmitResult:
 
 # ---- small git helpers --------------------------------------------------------------------------
 
+
 def _open_repo(path: str | os.PathLike):
     import git
 
@@ -165,16 +172,18 @@ def _open_repo(path: str | os.PathLike):
     except git.NoSuchPathError:
         raise InputError(f"repository not found: {path}") from None
     except git.InvalidGitRepositoryError:
-        raise InputError(f"{path} is not a git repository; pass --repo with your clone of the "
-                         "competition repository") from None
+        raise InputError(
+            f"{path} is not a git repository; pass --repo with your clone of the competition repository"
+        ) from None
     if repo.bare:
         raise InputError(f"{path} is a bare repository; pass a clone with a working tree")
     return repo
 
 
 def _git(repo, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    status, out, err = repo.git.execute(["git", *args], with_extended_output=True, with_exceptions=False,
-                                        env=env, strip_newline_in_stdout=True)
+    status, out, err = repo.git.execute(
+        ["git", *args], with_extended_output=True, with_exceptions=False, env=env, strip_newline_in_stdout=True
+    )
     return int(status), str(out), str(err)
 
 
@@ -216,11 +225,11 @@ def _porcelain(repo) -> list[tuple[str, str]]:
 
 @dataclass
 class _BranchState:
-    local: str | None         # refs/heads/<branch> now (the old value for update-ref)
-    tip: str | None           # what the branch continues from: the local or the remote tip
-    ahead: list[str]          # commits on `tip` not in the base ref, newest first
-    unrelated: list[str]      # "sha subject" of those that touch paths outside the area
-    parent: str | None        # the commit the new one goes on
+    local: str | None  # refs/heads/<branch> now (the old value for update-ref)
+    tip: str | None  # what the branch continues from: the local or the remote tip
+    ahead: list[str]  # commits on `tip` not in the base ref, newest first
+    unrelated: list[str]  # "sha subject" of those that touch paths outside the area
+    parent: str | None  # the commit the new one goes on
     describe: str
     diverged: str | None = None  # why local and remote branch cannot be reconciled
 
@@ -243,9 +252,11 @@ def _branch_state(repo, branch: str, base_ref: str, area: str, remote_ref: str |
         elif _is_ancestor(repo, local, remote_tip):
             tip = remote_tip  # e.g. pushed from another clone: continue from the fork's tip
         else:
-            why = (f"local {branch} ({local[:10]}) and {remote_ref} ({remote_tip[:10]}) have diverged; "
-                   f"compare them with `git log --oneline --graph {branch} {remote_ref}` and delete or "
-                   "reset the one you do not want")
+            why = (
+                f"local {branch} ({local[:10]}) and {remote_ref} ({remote_tip[:10]}) have diverged; "
+                f"compare them with `git log --oneline --graph {branch} {remote_ref}` and delete or "
+                "reset the one you do not want"
+            )
             return _BranchState(local, None, [], [], None, why, diverged=why)
     if tip is None:
         return _BranchState(local, None, [], [], base, "new branch")
@@ -260,11 +271,17 @@ def _branch_state(repo, branch: str, base_ref: str, area: str, remote_ref: str |
             _, subject, _ = _git(repo, "log", "-1", "--format=%s", c)
             unrelated.append(f"{c[:10]} {subject.strip()}")
     if not ahead:
-        return _BranchState(local, tip, [], [], base, f"{where} at {tip[:10]}, contained in {base_ref}: "
-                            "moves to the new commit")
-    return _BranchState(local, tip, ahead, unrelated, tip,
-                        f"{where} with {len(ahead)} commit(s) on {base_ref} touching only {area}/: "
-                        "the new commit goes on top")
+        return _BranchState(
+            local, tip, [], [], base, f"{where} at {tip[:10]}, contained in {base_ref}: moves to the new commit"
+        )
+    return _BranchState(
+        local,
+        tip,
+        ahead,
+        unrelated,
+        tip,
+        f"{where} with {len(ahead)} commit(s) on {base_ref} touching only {area}/: the new commit goes on top",
+    )
 
 
 def _has_path(repo, commit: str, rel: str) -> bool:
@@ -273,14 +290,16 @@ def _has_path(repo, commit: str, rel: str) -> bool:
 
 
 def _taken(rel: str, commit: str, where: str) -> str:
-    return (f"{rel} already exists on {where} ({commit[:10]}) with other files: a TinyRouter submission "
-            "is never overwritten; pack again so the bundle gets the next free number, after restoring "
-            f"the earlier bundles in your checkout (git restore --source {commit[:10]} -- {rel.rsplit('/', 1)[0]})")
+    return (
+        f"{rel} already exists on {where} ({commit[:10]}) with other files: a TinyRouter submission "
+        "is never overwritten; pack again so the bundle gets the next free number, after restoring "
+        f"the earlier bundles in your checkout (git restore --source {commit[:10]} -- {rel.rsplit('/', 1)[0]})"
+    )
 
 
 def _rel_files(p: "SubmitPlan") -> list[str]:
     prefix = p.bundle_rel + "/"
-    return [f[len(prefix):] for f in p.files if f.startswith(prefix)]
+    return [f[len(prefix) :] for f in p.files if f.startswith(prefix)]
 
 
 def _holds_bundle(repo, commit: str, rel: str, files: list[Path], root: Path) -> bool:
@@ -302,11 +321,39 @@ def _holds_bundle(repo, commit: str, rel: str, files: list[Path], root: Path) ->
 
 # ---- the plan -----------------------------------------------------------------------------------
 
-def _rerun_command(bundle: Path, repo: Path, miner: str, base: str, remote: str, upstream: str,
-                   push: bool, pr: bool, api_url: str | None, history: Path, skip_gates: bool,
-                   extra: list[str]) -> str:
-    argv = ["trinity", "submit", str(bundle), "--repo", str(repo), "--miner", miner, "--base", base,
-            "--remote", remote, "--upstream", upstream, "--history", str(history), *extra]
+
+def _rerun_command(
+    bundle: Path,
+    repo: Path,
+    miner: str,
+    base: str,
+    remote: str,
+    upstream: str,
+    push: bool,
+    pr: bool,
+    api_url: str | None,
+    history: Path,
+    skip_gates: bool,
+    extra: list[str],
+) -> str:
+    argv = [
+        "trinity",
+        "submit",
+        str(bundle),
+        "--repo",
+        str(repo),
+        "--miner",
+        miner,
+        "--base",
+        base,
+        "--remote",
+        remote,
+        "--upstream",
+        upstream,
+        "--history",
+        str(history),
+        *extra,
+    ]
     argv += ["--push"] if push else []
     argv += ["--pr"] if pr else []
     argv += ["--api-url", api_url] if api_url else []
@@ -325,47 +372,77 @@ def _gate_args(against: Any, king: Any, run_dir: Any, pool_models: list[str] | N
     return out
 
 
-def _commit_message(miner: str, rel: str, info: dict[str, Any], bundle_hash: str,
-                    report: GateReport | None, skip_gates: bool) -> str:
+def _commit_message(
+    miner: str, rel: str, info: dict[str, Any], bundle_hash: str, report: GateReport | None, skip_gates: bool
+) -> str:
     best = info.get("best_fitness")
-    gates = ("SKIPPED (--skip-gates)" if skip_gates else
-             "all pass" if report and report.ok else "not run")
-    lines = [f"sn74: {miner} submission {rel}", "",
-             f"run: {info.get('run_id') or 'unknown'}",
-             f"best fitness: {best:.4f}" if isinstance(best, (int, float)) else "best fitness: unknown",
-             f"ledger head: {info.get('ledger_head_hash') or 'none'}",
-             f"bundle sha256: {bundle_hash}",
-             f"gates: {gates}"]
+    gates = "SKIPPED (--skip-gates)" if skip_gates else "all pass" if report and report.ok else "not run"
+    lines = [
+        f"sn74: {miner} submission {rel}",
+        "",
+        f"run: {info.get('run_id') or 'unknown'}",
+        f"best fitness: {best:.4f}" if isinstance(best, (int, float)) else "best fitness: unknown",
+        f"ledger head: {info.get('ledger_head_hash') or 'none'}",
+        f"bundle sha256: {bundle_hash}",
+        f"gates: {gates}",
+    ]
     return "\n".join(lines) + "\n"
 
 
-def _pr_text(prof, miner: str, rel: str, info: dict[str, Any], report: GateReport | None,
-             skip_gates: bool, extra: dict[str, Any]) -> tuple[str, str]:
+def _pr_text(
+    prof, miner: str, rel: str, info: dict[str, Any], report: GateReport | None, skip_gates: bool, extra: dict[str, Any]
+) -> tuple[str, str]:
     """Title and body in the competition's form (`trinity.competition.pr`)."""
     from trinity.competition.pr import pr_body, pr_title
 
     parts = rel.split("/")
     n = int(parts[-1]) if parts[-1].isdigit() else None
-    data = {**info, **{k: v for k, v in extra.items() if v is not None}, "miner": miner, "n": n, "bundle": rel,
-            "gates_ok": bool(report is not None and report.ok)}
+    data = {
+        **info,
+        **{k: v for k, v in extra.items() if v is not None},
+        "miner": miner,
+        "n": n,
+        "bundle": rel,
+        "gates_ok": bool(report is not None and report.ok),
+    }
     data.setdefault("pool_names", info.get("pool") if isinstance(info.get("pool"), list) else info.get("pool_models"))
     if isinstance(info.get("pool"), list):
         data["pool"] = info.get("provider") or "unknown"
-    gate_lines = (["Local gates were **skipped** (`--skip-gates`)."] if skip_gates else
-                  [f"- {r.status.upper()} **{r.name}**: {r.reason}" for r in report.results] if report else [])
+    gate_lines = (
+        ["Local gates were **skipped** (`--skip-gates`)."]
+        if skip_gates
+        else [f"- {r.status.upper()} **{r.name}**: {r.reason}" for r in report.results]
+        if report
+        else []
+    )
     if report is not None and not skip_gates:
         gate_lines.append(f"- {prof.title} would say: {report.verdict()}")
     return pr_title(prof, data), pr_body(prof, data, gate_lines)
 
 
-def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, miner: str, *,
-                    base: str = "main", remote: str = "origin", upstream: str | None = None,
-                    push: bool = False, pr: bool = False, dry_run: bool = False, skip_gates: bool = False,
-                    api_url: str | None = None, history: SubmissionHistory | str | os.PathLike | None = None,
-                    against: Any = None, king: str | os.PathLike | None = None,
-                    run_dir: str | os.PathLike | None = None, pool_models: list[str] | None = None,
-                    competition: str | None = None, owner_id: str | None = None, key_id: str | None = None,
-                    branch: str | None = None) -> SubmitPlan:
+def plan_submission(
+    bundle_dir: str | os.PathLike,
+    repo: str | os.PathLike,
+    miner: str,
+    *,
+    base: str = "main",
+    remote: str = "origin",
+    upstream: str | None = None,
+    push: bool = False,
+    pr: bool = False,
+    dry_run: bool = False,
+    skip_gates: bool = False,
+    api_url: str | None = None,
+    history: SubmissionHistory | str | os.PathLike | None = None,
+    against: Any = None,
+    king: str | os.PathLike | None = None,
+    run_dir: str | os.PathLike | None = None,
+    pool_models: list[str] | None = None,
+    competition: str | None = None,
+    owner_id: str | None = None,
+    key_id: str | None = None,
+    branch: str | None = None,
+) -> SubmitPlan:
     """Everything `execute_plan` will do, checked locally (no network); see `SubmitPlan.describe`."""
     from trinity.submission.pack import check_miner
 
@@ -380,16 +457,20 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
     try:
         rel = bundle.relative_to(root).as_posix()
     except ValueError:
-        raise InputError(f"bundle {bundle} is not inside the repository {root}; pack it there with "
-                         f"`trinity pack RUN --out {root} …`") from None
+        raise InputError(
+            f"bundle {bundle} is not inside the repository {root}; pack it there with `trinity pack RUN --out {root} …`"
+        ) from None
     if rel == ".":
-        raise InputError(f"the bundle {bundle} is the repository itself; pass the bundle directory "
-                         "(submissions/<miner>/<n> or submissions/final_model)")
+        raise InputError(
+            f"the bundle {bundle} is the repository itself; pass the bundle directory "
+            "(submissions/<miner>/<n> or submissions/final_model)"
+        )
     area = rel if fmt == MINIROUTER else str(Path(rel).parent.as_posix())
     remotes = {rm.name for rm in r.remotes}
     if remote not in remotes:
-        raise InputError(f"remote {remote!r} not found in {root} (remotes: {', '.join(sorted(remotes)) or 'none'}); "
-                         "pass --remote")
+        raise InputError(
+            f"remote {remote!r} not found in {root} (remotes: {', '.join(sorted(remotes)) or 'none'}); pass --remote"
+        )
     upstream = upstream or ("upstream" if "upstream" in remotes else remote)
     if upstream not in remotes:
         raise InputError(f"remote {upstream!r} not found in {root}; pass --upstream")
@@ -399,7 +480,11 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
     prof = get_profile(competition or (lb0.receipt or lb0.summary or {}).get("competition") or fmt)
     tail = Path(rel).name
     branch = branch or prof.branch(miner, int(tail) if tail.isdigit() else None)
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,120}", branch) or ".." in branch or branch.endswith((".lock", "/")):
+    if (
+        not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,120}", branch)
+        or ".." in branch
+        or branch.endswith((".lock", "/"))
+    ):
         raise InputError(f"branch name {branch!r} is not valid; use letters, digits, '-', '_', '.', '/'")
     base_ref = f"refs/remotes/{upstream}/{base}"
 
@@ -409,8 +494,10 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
     dirty = [p for xy, p in changes if xy != "??" and not _under(p, rel)]
     untracked_elsewhere = [p for xy, p in changes if xy == "??" and not _under(p, rel)]
     if dirty:
-        refusals.append(f"the repository has changes outside the bundle: {', '.join(dirty[:5])}"
-                        f"{' …' if len(dirty) > 5 else ''}; commit or stash them first")
+        refusals.append(
+            f"the repository has changes outside the bundle: {', '.join(dirty[:5])}"
+            f"{' …' if len(dirty) > 5 else ''}; commit or stash them first"
+        )
     if untracked_elsewhere:
         notes.append(f"{len(untracked_elsewhere)} untracked file(s) outside the bundle stay untouched")
     head_branch = r.head.reference.name if not r.head.is_detached else None
@@ -421,8 +508,10 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
     if state.diverged:
         refusals.append(state.diverged)
     if state.unrelated:
-        refusals.append(f"branch {branch} has commits unrelated to {area}/: {'; '.join(state.unrelated[:3])}; "
-                        f"rename or delete it (git branch -m {branch} {branch}-old)")
+        refusals.append(
+            f"branch {branch} has commits unrelated to {area}/: {'; '.join(state.unrelated[:3])}; "
+            f"rename or delete it (git branch -m {branch} {branch}-old)"
+        )
     files_abs = bundle_files(bundle)
     if state.tip and _holds_bundle(r, state.tip, rel, files_abs, root):
         notes.append(f"{branch} already holds this bundle at {state.tip[:10]}: no new commit (a retry)")
@@ -434,8 +523,9 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
 
     report = None
     if not skip_gates:
-        report = check_bundle(bundle, against, king, hist, miner=miner, run_dir=run_dir, pool_models=pool_models,
-                              competition=prof.name)
+        report = check_bundle(
+            bundle, against, king, hist, miner=miner, run_dir=run_dir, pool_models=pool_models, competition=prof.name
+        )
         refusals += [f"gate {g.name} fails: {g.reason}" for g in report.failed()]
     lb = load_bundle(bundle)
     info = dict(lb.receipt or lb.summary or {})
@@ -458,19 +548,53 @@ def plan_submission(bundle_dir: str | os.PathLike, repo: str | os.PathLike, mine
     body = _public(body, root)
     push_url = scrub(_config(r, f"remote.{remote}.pushurl") or _config(r, f"remote.{remote}.url") or remote)
     return SubmitPlan(
-        repo=root, bundle=bundle, bundle_rel=rel, bundle_hash=lb.hash, bundle_format=fmt, miner=miner,
-        branch=branch, base=base, remote=remote, upstream=upstream, base_ref=base_ref, files=files,
+        repo=root,
+        bundle=bundle,
+        bundle_rel=rel,
+        bundle_hash=lb.hash,
+        bundle_format=fmt,
+        miner=miner,
+        branch=branch,
+        base=base,
+        remote=remote,
+        upstream=upstream,
+        base_ref=base_ref,
+        files=files,
         commit_message=_commit_message(miner, rel, info, lb.hash, report, skip_gates),
-        push=push, open_pr=pr, dry_run=dry_run, skip_gates=skip_gates, pr_title=title, pr_body=body,
-        target=target, head_owner=head_owner, compare_url=cmp_url,
-        api_url=github.api_base_url(target, api_url), push_url=push_url, branch_state=state.describe,
-        history=hist, gate_report=report,
-        continue_command=_rerun_command(bundle, root, miner, base, remote, upstream, push, pr, api_url,
-                                        hist.path, skip_gates, _gate_args(against, king, run_dir, pool_models)
-                                        + ["--competition", prof.name, "--branch", branch]
-                                        + (["--owner-id", owner_id] if owner_id else [])
-                                        + (["--key-id", key_id] if key_id else [])),
-        refusals=refusals, notes=notes)
+        push=push,
+        open_pr=pr,
+        dry_run=dry_run,
+        skip_gates=skip_gates,
+        pr_title=title,
+        pr_body=body,
+        target=target,
+        head_owner=head_owner,
+        compare_url=cmp_url,
+        api_url=github.api_base_url(target, api_url),
+        push_url=push_url,
+        branch_state=state.describe,
+        history=hist,
+        gate_report=report,
+        continue_command=_rerun_command(
+            bundle,
+            root,
+            miner,
+            base,
+            remote,
+            upstream,
+            push,
+            pr,
+            api_url,
+            hist.path,
+            skip_gates,
+            _gate_args(against, king, run_dir, pool_models)
+            + ["--competition", prof.name, "--branch", branch]
+            + (["--owner-id", owner_id] if owner_id else [])
+            + (["--key-id", key_id] if key_id else []),
+        ),
+        refusals=refusals,
+        notes=notes,
+    )
 
 
 def _local_score(report: GateReport | None) -> dict[str, Any]:
@@ -494,6 +618,7 @@ def _local_score(report: GateReport | None) -> dict[str, Any]:
 
 # ---- execution ----------------------------------------------------------------------------------
 
+
 class _Runner:
     def __init__(self, plan: SubmitPlan, on_step: Callable[[StepResult], None] | None):
         import git
@@ -516,8 +641,9 @@ class _Runner:
         self.on_step(s)
         return s
 
-    def git(self, name: str, *args: str, env: dict[str, str] | None = None,
-            shown_args: tuple[str, ...] | None = None) -> tuple[bool, str, StepResult]:
+    def git(
+        self, name: str, *args: str, env: dict[str, str] | None = None, shown_args: tuple[str, ...] | None = None
+    ) -> tuple[bool, str, StepResult]:
         shown = "git " + shlex.join(shown_args or args)
         if env and "GIT_INDEX_FILE" in env:
             shown = "GIT_INDEX_FILE=<temp> " + shown
@@ -530,15 +656,18 @@ class _Runner:
         return code == 0, out.strip(), s
 
 
-def execute_plan(plan: SubmitPlan, on_step: Callable[[StepResult], None] | None = None,
-                 token: str | None = None) -> SubmitResult:
+def execute_plan(
+    plan: SubmitPlan, on_step: Callable[[StepResult], None] | None = None, token: str | None = None
+) -> SubmitResult:
     """Run the plan. Refused plans raise `SubmitRefused`; a failing step returns `ok=False` with a
     message that says what state the repository is in and the command that continues."""
     if plan.refusals:
         if not plan.dry_run:
             record_attempt(plan, outcome="refused", message="; ".join(plan.refusals))
-        raise SubmitRefused(f"submission refused: {plan.refusals[0]}"
-                            + (f" (+{len(plan.refusals) - 1} more)" if len(plan.refusals) > 1 else ""))
+        raise SubmitRefused(
+            f"submission refused: {plan.refusals[0]}"
+            + (f" (+{len(plan.refusals) - 1} more)" if len(plan.refusals) > 1 else "")
+        )
     if plan.dry_run:
         return SubmitResult(True, "dry run: nothing was done", branch=plan.branch, compare_url=plan.compare_url)
     run = _Runner(plan, on_step)
@@ -553,13 +682,22 @@ def _execute(plan: SubmitPlan, run: _Runner, token: str | None) -> SubmitResult:
     again = f"rerun: {p.continue_command}"
 
     def fail(msg: str, commit: str | None = None, pushed: bool = False) -> SubmitResult:
-        return SubmitResult(False, msg, commit=commit, branch=p.branch, pushed=pushed,
-                            compare_url=p.compare_url, continue_command=p.continue_command)
+        return SubmitResult(
+            False,
+            msg,
+            commit=commit,
+            branch=p.branch,
+            pushed=pushed,
+            compare_url=p.compare_url,
+            continue_command=p.continue_command,
+        )
 
     ok, _, s = run.git("fetch", "fetch", p.upstream, f"+refs/heads/{p.base}:{p.base_ref}")
     if not ok:
-        return fail(f"fetching {p.base} from {p.upstream} failed ({_last(s.output)}); nothing was changed. "
-                    f"Fix the remote or the network, then {again}")
+        return fail(
+            f"fetching {p.base} from {p.upstream} failed ({_last(s.output)}); nothing was changed. "
+            f"Fix the remote or the network, then {again}"
+        )
     # Does the fork already have the branch (a submission from another clone, or a push that
     # went through before a later step failed)? Then the new commit must go on top of it.
     remote_ref = f"refs/remotes/{p.remote}/{p.branch}"
@@ -569,29 +707,36 @@ def _execute(plan: SubmitPlan, run: _Runner, token: str | None) -> SubmitResult:
     if heads.strip():
         ok, _, s = run.git("fetch", "fetch", p.remote, f"+refs/heads/{p.branch}:{remote_ref}")
         if not ok:
-            return fail(f"fetching {p.branch} from {p.remote} failed ({_last(s.output)}); nothing was changed. "
-                        f"{again}")
+            return fail(f"fetching {p.branch} from {p.remote} failed ({_last(s.output)}); nothing was changed. {again}")
     area = p.bundle_rel if p.bundle_format == MINIROUTER else str(Path(p.bundle_rel).parent.as_posix())
     state = _branch_state(run.repo, p.branch, p.base_ref, area, remote_ref if heads.strip() else None)
     if state.diverged:
         return fail(f"{state.diverged}; nothing was changed. Then {again}")
     if state.unrelated:
-        return fail(f"after fetching, branch {p.branch} has commits unrelated to {area}/ "
-                    f"({'; '.join(state.unrelated[:3])}); nothing was changed. Rename or delete the branch, then {again}")
+        return fail(
+            f"after fetching, branch {p.branch} has commits unrelated to {area}/ "
+            f"({'; '.join(state.unrelated[:3])}); nothing was changed. Rename or delete the branch, then {again}"
+        )
     parent = state.parent
     assert parent is not None  # the fetch succeeded, so the base ref exists
-    if (p.bundle_format != MINIROUTER and _has_path(run.repo, parent, p.bundle_rel)
-            and not _holds_bundle(run.repo, parent, p.bundle_rel, [p.bundle / f for f in _rel_files(p)], p.repo)):
-        return fail(_taken(p.bundle_rel, parent, p.branch if parent == state.tip else p.base_ref)
-                    + "; nothing was changed")
+    if (
+        p.bundle_format != MINIROUTER
+        and _has_path(run.repo, parent, p.bundle_rel)
+        and not _holds_bundle(run.repo, parent, p.bundle_rel, [p.bundle / f for f in _rel_files(p)], p.repo)
+    ):
+        return fail(
+            _taken(p.bundle_rel, parent, p.branch if parent == state.tip else p.base_ref) + "; nothing was changed"
+        )
 
     with tempfile.TemporaryDirectory(prefix="trinity-index-") as d:
         env = {"GIT_INDEX_FILE": str(Path(d) / "index")}
         for name, args in (("index", ("read-tree", parent)), ("add", ("add", "-f", "--", p.bundle_rel))):
             ok, _, s = run.git(name, *args, env=env)
             if not ok:
-                return fail(f"`{s.command}` failed ({_last(s.output)}); nothing was changed (a temporary "
-                            f"index was used). {again}")
+                return fail(
+                    f"`{s.command}` failed ({_last(s.output)}); nothing was changed (a temporary "
+                    f"index was used). {again}"
+                )
         ok, tree, s = run.git("tree", "write-tree", env=env)
         if not ok:
             return fail(f"`{s.command}` failed ({_last(s.output)}); nothing was changed. {again}")
@@ -607,61 +752,109 @@ def _execute(plan: SubmitPlan, run: _Runner, token: str | None) -> SubmitResult:
         s = run.step("commit", f"(no commit: {p.branch} at {parent[:10]} already holds this bundle)")
         run.finish(s, True, "", time.monotonic(), status="skipped")
         if state.local != commit:  # the fork had it; bring the local branch along
-            ok, _, s = run.git("branch", "update-ref", "-m", f"trinity submit {p.bundle_rel}",
-                               f"refs/heads/{p.branch}", commit, state.local or ZERO_OID)
+            ok, _, s = run.git(
+                "branch",
+                "update-ref",
+                "-m",
+                f"trinity submit {p.bundle_rel}",
+                f"refs/heads/{p.branch}",
+                commit,
+                state.local or ZERO_OID,
+            )
             if not ok:
                 return fail(f"could not set {p.branch} to {commit[:10]} ({_last(s.output)}). {again}")
     else:
-        ok, commit, s = run.git("commit", "commit-tree", tree, "-p", parent, "-m", p.commit_message.rstrip("\n"),
-                                shown_args=("commit-tree", tree, "-p", parent, "-m", "<the commit message above>"))
+        ok, commit, s = run.git(
+            "commit",
+            "commit-tree",
+            tree,
+            "-p",
+            parent,
+            "-m",
+            p.commit_message.rstrip("\n"),
+            shown_args=("commit-tree", tree, "-p", parent, "-m", "<the commit message above>"),
+        )
         if not ok:
             return fail(f"`git commit-tree` failed ({_last(s.output)}); nothing was changed. {again}")
-        ok, _, s = run.git("branch", "update-ref", "-m", f"trinity submit {p.bundle_rel}",
-                           f"refs/heads/{p.branch}", commit, state.local or ZERO_OID)
+        ok, _, s = run.git(
+            "branch",
+            "update-ref",
+            "-m",
+            f"trinity submit {p.bundle_rel}",
+            f"refs/heads/{p.branch}",
+            commit,
+            state.local or ZERO_OID,
+        )
         if not ok:
-            return fail(f"could not move {p.branch} to the new commit {commit[:10]} ({_last(s.output)}); "
-                        f"the branch is unchanged (someone moved it meanwhile?). {again}")
+            return fail(
+                f"could not move {p.branch} to the new commit {commit[:10]} ({_last(s.output)}); "
+                f"the branch is unchanged (someone moved it meanwhile?). {again}"
+            )
 
     where = f"commit {commit[:10]} is on local branch {p.branch} (your checkout is unchanged)"
     if not p.push:
-        return SubmitResult(True, f"{where}. Push it with: git push {p.remote} {p.branch}; then open "
-                            f"{p.compare_url or 'a pull request'}", commit=commit, branch=p.branch,
-                            compare_url=p.compare_url)
+        return SubmitResult(
+            True,
+            f"{where}. Push it with: git push {p.remote} {p.branch}; then open {p.compare_url or 'a pull request'}",
+            commit=commit,
+            branch=p.branch,
+            compare_url=p.compare_url,
+        )
     ok, _, s = run.git("push", "push", "--porcelain", p.remote, f"refs/heads/{p.branch}:refs/heads/{p.branch}")
     if not ok:
         hint = ""
         if "non-fast-forward" in s.output or "fetch first" in s.output:
-            hint = (f" The remote branch has commits you do not have: inspect them with "
-                    f"`git fetch {p.remote} {p.branch} && git log {p.branch}..FETCH_HEAD`.")
-        return fail(f"push to {p.remote} failed ({_last(s.output)}); {where}.{hint} Fix the cause, then "
-                    f"{again} (it reuses the commit, nothing is committed twice)", commit=commit)
+            hint = (
+                f" The remote branch has commits you do not have: inspect them with "
+                f"`git fetch {p.remote} {p.branch} && git log {p.branch}..FETCH_HEAD`."
+            )
+        return fail(
+            f"push to {p.remote} failed ({_last(s.output)}); {where}.{hint} Fix the cause, then "
+            f"{again} (it reuses the commit, nothing is committed twice)",
+            commit=commit,
+        )
     if not p.open_pr:
-        return SubmitResult(True, f"pushed {p.branch} ({commit[:10]}) to {p.remote}; open the PR at "
-                            f"{p.compare_url or 'your Git host'}", commit=commit, branch=p.branch,
-                            pushed=True, compare_url=p.compare_url)
+        return SubmitResult(
+            True,
+            f"pushed {p.branch} ({commit[:10]}) to {p.remote}; open the PR at {p.compare_url or 'your Git host'}",
+            commit=commit,
+            branch=p.branch,
+            pushed=True,
+            compare_url=p.compare_url,
+        )
     return _open_pr(p, run, commit, token)
 
 
 def _open_pr(p: SubmitPlan, run: _Runner, commit: str, token: str | None) -> SubmitResult:
     base = SubmitResult(True, "", commit=commit, branch=p.branch, pushed=True, compare_url=p.compare_url)
     if p.target is None or p.head_owner is None:
-        base.message = (f"pushed {p.branch} ({commit[:10]}); the remotes are not GitHub URLs, so open the "
-                        "pull request by hand")
+        base.message = (
+            f"pushed {p.branch} ({commit[:10]}); the remotes are not GitHub URLs, so open the pull request by hand"
+        )
         return base
     if not token:
-        base.message = (f"pushed {p.branch} ({commit[:10]}); ${github.TOKEN_ENV} is not set, so open the PR "
-                        f"at {p.compare_url}")
+        base.message = (
+            f"pushed {p.branch} ({commit[:10]}); ${github.TOKEN_ENV} is not set, so open the PR at {p.compare_url}"
+        )
         return base
     s = run.step("pr", f"POST {p.api_url}/repos/{p.target.slug}/pulls (head {p.pr_head}, base {p.base})")
     t0 = time.monotonic()
     try:
-        url, created = github.open_pull_request(p.api_url, p.target, head=p.pr_head, base=p.base,
-                                                title=p.pr_title, body=p.pr_body, token=token)
+        url, created = github.open_pull_request(
+            p.api_url, p.target, head=p.pr_head, base=p.base, title=p.pr_title, body=p.pr_body, token=token
+        )
     except github.PullRequestError as e:
         run.finish(s, False, str(e), t0)
-        return SubmitResult(False, f"{e}; {p.branch} ({commit[:10]}) is pushed. Open the PR at {p.compare_url}, "
-                            f"or rerun: {p.continue_command}", commit=commit, branch=p.branch, pushed=True,
-                            compare_url=p.compare_url, continue_command=p.continue_command)
+        return SubmitResult(
+            False,
+            f"{e}; {p.branch} ({commit[:10]}) is pushed. Open the PR at {p.compare_url}, "
+            f"or rerun: {p.continue_command}",
+            commit=commit,
+            branch=p.branch,
+            pushed=True,
+            compare_url=p.compare_url,
+            continue_command=p.continue_command,
+        )
     run.finish(s, True, ("opened " if created else "already open: ") + url, t0)
     base.pr_url = url
     base.message = f"pushed {p.branch} ({commit[:10]}); pull request {'opened' if created else 'already open'}: {url}"
@@ -679,18 +872,37 @@ def _last(text: str) -> str:
 
 
 def _record(plan: SubmitPlan, result: SubmitResult) -> None:
-    outcome = ("pushed" if result.pushed else "committed" if result.ok and result.commit else
-               "failed")
-    record_attempt(plan, outcome=outcome, commit=result.commit, pushed=result.pushed,
-                   pr_url=result.pr_url, message=result.message)
+    outcome = "pushed" if result.pushed else "committed" if result.ok and result.commit else "failed"
+    record_attempt(
+        plan, outcome=outcome, commit=result.commit, pushed=result.pushed, pr_url=result.pr_url, message=result.message
+    )
 
 
-def record_attempt(plan: SubmitPlan, *, outcome: str, commit: str | None = None, pushed: bool = False,
-                   pr_url: str | None = None, message: str = "") -> dict[str, Any]:
+def record_attempt(
+    plan: SubmitPlan,
+    *,
+    outcome: str,
+    commit: str | None = None,
+    pushed: bool = False,
+    pr_url: str | None = None,
+    message: str = "",
+) -> dict[str, Any]:
     """One `submit` line in the submission history (refused attempts are recorded too)."""
     gates = plan.gate_report.statuses() if plan.gate_report else {}
     return plan.history.append(
-        "submit", miner=plan.miner, bundle=str(plan.bundle), bundle_hash=plan.bundle_hash,
-        format=plan.bundle_format, gates=gates, skip_gates=plan.skip_gates, outcome=outcome, pushed=pushed,
-        commit=commit, branch=plan.branch, remote=plan.remote, pr_url=pr_url, compare_url=plan.compare_url,
-        message=message[:500])
+        "submit",
+        miner=plan.miner,
+        bundle=str(plan.bundle),
+        bundle_hash=plan.bundle_hash,
+        format=plan.bundle_format,
+        gates=gates,
+        skip_gates=plan.skip_gates,
+        outcome=outcome,
+        pushed=pushed,
+        commit=commit,
+        branch=plan.branch,
+        remote=plan.remote,
+        pr_url=pr_url,
+        compare_url=plan.compare_url,
+        message=message[:500],
+    )

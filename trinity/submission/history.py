@@ -68,8 +68,7 @@ class SubmissionHistory:
 
     def attempts(self, miner: str) -> list[dict[str, Any]]:
         """Submit attempts of `miner` that reached the remote, oldest first."""
-        return [r for r in self.records()
-                if r.get("kind") == "submit" and r.get("miner") == miner and r.get("pushed")]
+        return [r for r in self.records() if r.get("kind") == "submit" and r.get("miner") == miner and r.get("pushed")]
 
     def submitted_bundle_dirs(self) -> list[Path]:
         """Bundle directories of every attempt that reached the remote (any miner), deduplicated.

@@ -39,9 +39,14 @@ class LedgerExport:
     unpriced_models: list[str]
 
     def to_json(self) -> dict:
-        return {"file": self.path.name, "format": "mpc-chain", "records": self.n_records, "tip": self.tip,
-                "total_usd_at_competition_prices": round(self.total_usd_at_their_prices, 6),
-                "unpriced_models": self.unpriced_models}
+        return {
+            "file": self.path.name,
+            "format": "mpc-chain",
+            "records": self.n_records,
+            "tip": self.tip,
+            "total_usd_at_competition_prices": round(self.total_usd_at_their_prices, 6),
+            "unpriced_models": self.unpriced_models,
+        }
 
 
 def their_price(p: Profile, model: str, prompt_tokens: int, completion_tokens: int) -> tuple[float, bool]:

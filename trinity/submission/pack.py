@@ -40,7 +40,13 @@ from trinity.errors import InputError
 from trinity.io import atomic_write_json, atomic_write_text, read_json
 from trinity.runs.rundir import RunDir
 from trinity.submission.bundle import (
-    MINIROUTER, RECEIPT_FILE, THETA_FILE, TINYROUTER, bundle_files, bundle_hash, hidden_from_size,
+    MINIROUTER,
+    RECEIPT_FILE,
+    THETA_FILE,
+    TINYROUTER,
+    bundle_files,
+    bundle_hash,
+    hidden_from_size,
 )
 from trinity.submission.history import SubmissionHistory
 
@@ -60,8 +66,11 @@ class Bundle:
     notes: list[str] | None = None
 
     def describe(self) -> list[str]:
-        lines = [f"{self.format} bundle {self.path}" + (f" for {self.competition}" if self.competition else ""),
-                 f"  run {self.run_id}, miner {self.miner}", f"  hash {self.hash[:16]}…"]
+        lines = [
+            f"{self.format} bundle {self.path}" + (f" for {self.competition}" if self.competition else ""),
+            f"  run {self.run_id}, miner {self.miner}",
+            f"  hash {self.hash[:16]}…",
+        ]
         lines += [f"  {f}" for f in self.files]
         lines += [f"  {n}" for n in self.notes or []]
         return lines
@@ -83,8 +92,9 @@ class LedgerTotals:
 
 def check_miner(miner: str) -> str:
     if not isinstance(miner, str) or not MINER_RE.match(miner):
-        raise InputError(f"miner name {miner!r} is not valid; use your GitHub user name "
-                         "(letters, digits, '-', '_', '.')")
+        raise InputError(
+            f"miner name {miner!r} is not valid; use your GitHub user name (letters, digits, '-', '_', '.')"
+        )
     return miner
 
 
@@ -97,8 +107,10 @@ def verified_ledger(run: RunDir) -> LedgerTotals:
     rep = verify_ledger(run.ledger)
     if not rep.ok:
         where = f" at line {rep.first_bad_line}" if rep.first_bad_line else ""
-        raise InputError(f"ledger {run.ledger} does not verify{where}: {rep.problem}; "
-                         "a bundle needs an intact cost ledger (check it with `trinity ledger verify`)")
+        raise InputError(
+            f"ledger {run.ledger} does not verify{where}: {rep.problem}; "
+            "a bundle needs an intact cost ledger (check it with `trinity ledger verify`)"
+        )
     return LedgerTotals(True, int(rep.n_records), int(rep.total_micro_usd), rep.head_hash)
 
 
@@ -124,8 +136,14 @@ def fitness_history(history: Any) -> list[dict[str, Any]]:
     for rec in history:
         if not isinstance(rec, dict) or "gen" not in rec:
             continue
-        out.append({"generation": int(rec["gen"]), "mean_fitness": _num(rec.get("mean")),
-                    "max_fitness": _num(rec.get("max")), "best_fitness": _num(rec.get("best"))})
+        out.append(
+            {
+                "generation": int(rec["gen"]),
+                "mean_fitness": _num(rec.get("mean")),
+                "max_fitness": _num(rec.get("max")),
+                "best_fitness": _num(rec.get("best")),
+            }
+        )
     return out
 
 
@@ -155,29 +173,31 @@ def _benchmark_name(meta: dict[str, Any]) -> tuple[str, list[str]]:
 
 def _readme(receipt: dict[str, Any]) -> str:
     fh = receipt["fitness_history"]
-    rows = "\n".join(f"| {r['generation']} | {_fmt(r['mean_fitness'])} | {_fmt(r['max_fitness'])} | "
-                     f"{_fmt(r['best_fitness'])} |" for r in fh)
+    rows = "\n".join(
+        f"| {r['generation']} | {_fmt(r['mean_fitness'])} | {_fmt(r['max_fitness'])} | {_fmt(r['best_fitness'])} |"
+        for r in fh
+    )
     best = receipt["best_fitness"]
-    return f"""# TinyRouter submission — {receipt['miner']}
+    return f"""# TinyRouter submission — {receipt["miner"]}
 
-Routing head trained by separable CMA-ES (minertui, {receipt['packed_by']}).
+Routing head trained by separable CMA-ES (minertui, {receipt["packed_by"]}).
 
 | | |
 |---|---|
-| run | `{receipt['run_id']}` ({receipt['mode']} fitness) |
-| benchmark | {receipt['benchmark']} ({', '.join(receipt['benchmarks']) or 'all'}) |
-| pool | {', '.join(receipt['pool_models'])} |
-| encoder | `{receipt['encoder']}` (hidden {receipt['hidden']}) |
-| parameters | {receipt['n_total']:,} = head ({receipt['n_models']} + 3) × {receipt['hidden']} + SVF {receipt['n_svf']:,} |
-| popsize / m / σ0 / seed | {receipt['popsize']} / {receipt['m_cma']} / {receipt['sigma0']} / {receipt['seed']} |
-| generations | {receipt['generations']} |
+| run | `{receipt["run_id"]}` ({receipt["mode"]} fitness) |
+| benchmark | {receipt["benchmark"]} ({", ".join(receipt["benchmarks"]) or "all"}) |
+| pool | {", ".join(receipt["pool_models"])} |
+| encoder | `{receipt["encoder"]}` (hidden {receipt["hidden"]}) |
+| parameters | {receipt["n_total"]:,} = head ({receipt["n_models"]} + 3) × {receipt["hidden"]} + SVF {receipt["n_svf"]:,} |
+| popsize / m / σ0 / seed | {receipt["popsize"]} / {receipt["m_cma"]} / {receipt["sigma0"]} / {receipt["seed"]} |
+| generations | {receipt["generations"]} |
 | best fitness | {_fmt(best)} |
-| training cost | ${receipt['total_cost_usd']:.4f} over {receipt['ledger_records']} ledger records |
-| ledger head | `{receipt['ledger_head_hash']}` |
-| packed | {receipt['packed_at']} |
+| training cost | ${receipt["total_cost_usd"]:.4f} over {receipt["ledger_records"]} ledger records |
+| ledger head | `{receipt["ledger_head_hash"]}` |
+| packed | {receipt["packed_at"]} |
 
-Files: `head_weights.npy` ({receipt['n_models'] + 3}, {receipt['hidden']}) float32,
-`svf_scales.npy` ({receipt['n_svf']},) float32, `receipt.json`.
+Files: `head_weights.npy` ({receipt["n_models"] + 3}, {receipt["hidden"]}) float32,
+`svf_scales.npy` ({receipt["n_svf"]},) float32, `receipt.json`.
 
 ## Fitness by generation
 
@@ -197,8 +217,12 @@ def _numbers_in_git(root: Path, miner: str) -> set[int]:
     if not (root / ".git").exists():
         return set()
     try:
-        out = subprocess.run(["git", "-C", str(root), "log", "--all", "--format=", "--name-only", "--",
-                              f"submissions/{miner}/"], capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            ["git", "-C", str(root), "log", "--all", "--format=", "--name-only", "--", f"submissions/{miner}/"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return set()
     nums = set()
@@ -224,22 +248,34 @@ def _final_model_replaceable(final: Path, run_id: str, root: Path) -> None:
     if (root / ".git").exists():
         try:
             rel = final.relative_to(root).as_posix()
-            tracked = subprocess.run(["git", "-C", str(root), "ls-files", "--", rel],
-                                     capture_output=True, text=True, timeout=60)
-            changed = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--ignored", "--", rel],
-                                     capture_output=True, text=True, timeout=60)
-            if tracked.returncode == 0 and changed.returncode == 0 and tracked.stdout.strip() \
-                    and not changed.stdout.strip():
+            tracked = subprocess.run(
+                ["git", "-C", str(root), "ls-files", "--", rel], capture_output=True, text=True, timeout=60
+            )
+            changed = subprocess.run(
+                ["git", "-C", str(root), "status", "--porcelain", "--ignored", "--", rel],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            if (
+                tracked.returncode == 0
+                and changed.returncode == 0
+                and tracked.stdout.strip()
+                and not changed.stdout.strip()
+            ):
                 return
         except (OSError, ValueError, subprocess.TimeoutExpired):
             pass
-    raise InputError(f"{final} holds another bundle (run {old_run or 'unknown'}) that git does not have; "
-                     "move it away or commit it first, then pack again")
+    raise InputError(
+        f"{final} holds another bundle (run {old_run or 'unknown'}) that git does not have; "
+        "move it away or commit it first, then pack again"
+    )
 
 
 def _next_number(miner_dir: Path, taken: set[int]) -> int:
-    nums = {int(p.name) for p in miner_dir.iterdir() if p.is_dir() and p.name.isdigit()} \
-        if miner_dir.is_dir() else set()
+    nums = (
+        {int(p.name) for p in miner_dir.iterdir() if p.is_dir() and p.name.isdigit()} if miner_dir.is_dir() else set()
+    )
     return max(nums | taken, default=0) + 1
 
 
@@ -276,15 +312,23 @@ def pack_profile(meta: dict[str, Any], fmt: str | None, competition: str | None 
     else:
         prof = get_profile(fmt)
     if fmt and fmt != prof.bundle_format:
-        raise InputError(f"the run is for {prof.title} (run.json `competition`, or --competition), whose "
-                         f"bundles are --format {prof.bundle_format}, not {fmt}; pass --competition {fmt} "
-                         "to pack it for the other competition")
+        raise InputError(
+            f"the run is for {prof.title} (run.json `competition`, or --competition), whose "
+            f"bundles are --format {prof.bundle_format}, not {fmt}; pass --competition {fmt} "
+            "to pack it for the other competition"
+        )
     return prof
 
 
-def pack_run(run_dir: str | os.PathLike, miner: str, fmt: str | None, out: str | os.PathLike | None = None,
-             force: bool = False, history: SubmissionHistory | str | os.PathLike | None = None,
-             competition: str | None = None) -> Bundle:
+def pack_run(
+    run_dir: str | os.PathLike,
+    miner: str,
+    fmt: str | None,
+    out: str | os.PathLike | None = None,
+    force: bool = False,
+    history: SubmissionHistory | str | os.PathLike | None = None,
+    competition: str | None = None,
+) -> Bundle:
     """Pack `run_dir` as a `fmt` bundle under `<out>/submissions/`; see the module doc."""
     if fmt is not None and fmt not in (TINYROUTER, MINIROUTER):
         raise InputError(f"unknown bundle format {fmt!r}; use tinyrouter or minirouter")
@@ -295,11 +339,13 @@ def pack_run(run_dir: str | os.PathLike, miner: str, fmt: str | None, out: str |
     fmt = prof.bundle_format
     status = meta.get("status", "unknown")
     if status != "finished" and not force:
-        raise InputError(f"run {run.id} is {status}, not finished; wait for it to finish, or pass "
-                         "--force to pack its best θ so far")
+        raise InputError(
+            f"run {run.id} is {status}, not finished; wait for it to finish, or pass --force to pack its best θ so far"
+        )
     if not run.best_theta.exists():
-        raise InputError(f"run {run.id} has no best_theta.npy (no generation finished yet); "
-                         "train it further before packing")
+        raise InputError(
+            f"run {run.id} has no best_theta.npy (no generation finished yet); train it further before packing"
+        )
     from trinity.model.theta import load_theta
 
     theta = load_theta(run.best_theta)  # (D,) float64; InputError when corrupt or not finite
@@ -310,14 +356,18 @@ def pack_run(run_dir: str | os.PathLike, miner: str, fmt: str | None, out: str |
     summary = _read_optional(run.summary, "summary.json")
     hidden = run_hidden(meta, summary, int(theta.size), len(models))
     if hidden is None:
-        raise InputError(f"{run.best_theta} has {theta.size} values, which does not fit a {len(models)}-model "
-                         "pool ((n_models + 3)·hidden + 7·hidden); run.json should record `hidden`")
+        raise InputError(
+            f"{run.best_theta} has {theta.size} values, which does not fit a {len(models)}-model "
+            "pool ((n_models + 3)·hidden + 7·hidden); run.json should record `hidden`"
+        )
     ledger = verified_ledger(run)
     if prof.ledger_format and ledger.total_micro_usd <= 0:
-        raise InputError(f"run {run.id} made no paid call (its ledger total is $0: a cached-only run, or every "
-                         f"answer came from the response cache); {prof.title}'s preflight rejects such a receipt "
-                         "(receipt_cost_zero_or_missing). Train or evaluate it live first (trinity train --mode "
-                         "live, or trinity eval --mode live), then pack")
+        raise InputError(
+            f"run {run.id} made no paid call (its ledger total is $0: a cached-only run, or every "
+            f"answer came from the response cache); {prof.title}'s preflight rejects such a receipt "
+            "(receipt_cost_zero_or_missing). Train or evaluate it live first (trinity train --mode "
+            "live, or trinity eval --mode live), then pack"
+        )
 
     root = Path(out) if out is not None else Path.cwd()
     subs = root / "submissions"
@@ -330,8 +380,10 @@ def pack_run(run_dir: str | os.PathLike, miner: str, fmt: str | None, out: str |
     try:
         if fmt == MINIROUTER:
             if history_recs is None or summary is None:
-                raise InputError(f"run {run.id} has no summary.json/history.json yet; a minirouter "
-                                 "bundle needs both (let the run finish)")
+                raise InputError(
+                    f"run {run.id} has no summary.json/history.json yet; a minirouter "
+                    "bundle needs both (let the run finish)"
+                )
             shutil.copyfile(run.best_theta, tmp / THETA_FILE)
             atomic_write_json(tmp / "summary.json", _summary(prof, meta, summary, theta, models))
             shutil.copyfile(run.history, tmp / "history.json")
@@ -344,9 +396,11 @@ def pack_run(run_dir: str | os.PathLike, miner: str, fmt: str | None, out: str |
             export = _export_ledger(prof, run, ledger)
             if export is not None:
                 receipt["ledger_export"] = export.to_json()
-                notes.append(f"ledger in {prof.title}'s format (for TRINITY_COST_LEDGER): {export.path} "
-                             f"({export.n_records} records, ${export.total_usd_at_their_prices:.4f} at "
-                             f"{prof.title}'s prices, receipt ${receipt['total_cost_usd']:.4f})")
+                notes.append(
+                    f"ledger in {prof.title}'s format (for TRINITY_COST_LEDGER): {export.path} "
+                    f"({export.n_records} records, ${export.total_usd_at_their_prices:.4f} at "
+                    f"{prof.title}'s prices, receipt ${receipt['total_cost_usd']:.4f})"
+                )
             from trinity.model.theta import save_bundle_weights
 
             # head_weights.npy (n_models+3, hidden) float32, svf_scales.npy (svf_size,) float32
@@ -368,11 +422,28 @@ def pack_run(run_dir: str | os.PathLike, miner: str, fmt: str | None, out: str |
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     files = [p.relative_to(final).as_posix() for p in bundle_files(final)]
-    bundle = Bundle(path=final.resolve(), format=fmt, miner=miner, run_id=run.id,
-                    hash=bundle_hash(final), files=files, receipt=receipt, competition=prof.name, notes=notes)
+    bundle = Bundle(
+        path=final.resolve(),
+        format=fmt,
+        miner=miner,
+        run_id=run.id,
+        hash=bundle_hash(final),
+        files=files,
+        receipt=receipt,
+        competition=prof.name,
+        notes=notes,
+    )
     hist = history if isinstance(history, SubmissionHistory) else SubmissionHistory.open(history)
-    hist.append("pack", miner=miner, bundle=str(bundle.path), bundle_hash=bundle.hash, format=fmt,
-                run_id=run.id, run_dir=str(run.path.resolve()), competition=prof.name)
+    hist.append(
+        "pack",
+        miner=miner,
+        bundle=str(bundle.path),
+        bundle_hash=bundle.hash,
+        format=fmt,
+        run_id=run.id,
+        run_dir=str(run.path.resolve()),
+        competition=prof.name,
+    )
     return bundle
 
 
@@ -405,8 +476,18 @@ def _summary(prof: Profile, meta: dict[str, Any], summary: Any, theta: Any, mode
     return out
 
 
-def _receipt(prof: Profile, run: RunDir, meta: dict[str, Any], miner: str, theta: Any, n_models: int,
-             hidden: int, ledger: LedgerTotals, history_recs: Any, summary: Any) -> dict[str, Any]:
+def _receipt(
+    prof: Profile,
+    run: RunDir,
+    meta: dict[str, Any],
+    miner: str,
+    theta: Any,
+    n_models: int,
+    hidden: int,
+    ledger: LedgerTotals,
+    history_recs: Any,
+    summary: Any,
+) -> dict[str, Any]:
     config = meta.get("config") or {}
     fh = fitness_history(history_recs)
     benchmark, benches = _benchmark_name(meta)

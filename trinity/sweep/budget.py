@@ -38,9 +38,11 @@ class BudgetHolder:
         if self.spent_micro + self.reserved_micro + amount > self.cap_micro:
             self.refusals += 1
             only_inflight = self.reserved_micro > 0 and self.spent_micro + amount <= self.cap_micro
-            message = (f"sweep budget of ${self.cap_micro / MICRO:.4f} reached: spent ${self.spent_micro / MICRO:.4f} "
-                       f"by all trials, in flight ${self.reserved_micro / MICRO:.4f}, {what} may cost up to "
-                       f"${amount / MICRO:.4f}; raise the sweep's --budget-usd to continue")
+            message = (
+                f"sweep budget of ${self.cap_micro / MICRO:.4f} reached: spent ${self.spent_micro / MICRO:.4f} "
+                f"by all trials, in flight ${self.reserved_micro / MICRO:.4f}, {what} may cost up to "
+                f"${amount / MICRO:.4f}; raise the sweep's --budget-usd to continue"
+            )
             return message, only_inflight
         self.reserved_micro += amount
         self.reservations += 1
@@ -55,9 +57,13 @@ class BudgetHolder:
         self.spent_micro += max(0, int(actual_micro))
 
     def state(self) -> dict[str, Any]:
-        return {"cap_micro_usd": self.cap_micro, "spent_micro_usd": self.spent_micro,
-                "reserved_micro_usd": self.reserved_micro, "reservations": self.reservations,
-                "refusals": self.refusals}
+        return {
+            "cap_micro_usd": self.cap_micro,
+            "spent_micro_usd": self.spent_micro,
+            "reserved_micro_usd": self.reserved_micro,
+            "reservations": self.reservations,
+            "refusals": self.refusals,
+        }
 
 
 def make_holder(ray: Any, cap_usd: float, spent_micro: int) -> Any:

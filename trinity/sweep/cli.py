@@ -17,9 +17,11 @@ from typing import Any
 
 from trinity.errors import ConfigError
 
-USAGE = ("trinity sweep SPEC.yaml --run-dir DIR [--address HOST:PORT] [--budget-usd X]\n"
-         "       trinity sweep resume DIR [--trial ID ...] [--generations N] [--address HOST:PORT] [--budget-usd X]\n"
-         "       trinity sweep status DIR [--json]")
+USAGE = (
+    "trinity sweep SPEC.yaml --run-dir DIR [--address HOST:PORT] [--budget-usd X]\n"
+    "       trinity sweep resume DIR [--trial ID ...] [--generations N] [--address HOST:PORT] [--budget-usd X]\n"
+    "       trinity sweep status DIR [--json]"
+)
 
 
 def _printer(as_json: bool):
@@ -33,6 +35,7 @@ def _printer(as_json: bool):
             print(f"trial {ev['trial']} ({ev.get('label')}): {ev['state']}{acc_s}{err}", flush=True)
         elif ev.get("type") == "log":
             print(ev.get("message", ""), flush=True)
+
     return on_event
 
 
@@ -48,8 +51,10 @@ def print_status(doc: dict[str, Any], as_json: bool) -> None:
         acc = t.get("best_val_acc")
         acc_s = f"{acc:.3f}" if isinstance(acc, float) else "  -  "
         err = f"  {t['error']}" if t.get("error") else ""
-        print(f"  {t['id']}  {t['state']:<11} gen {t.get('generations', 0):>4}  val {acc_s}  "
-              f"${float(t.get('cost_usd') or 0):.6f}  {t.get('label', '')}{err}")
+        print(
+            f"  {t['id']}  {t['state']:<11} gen {t.get('generations', 0):>4}  val {acc_s}  "
+            f"${float(t.get('cost_usd') or 0):.6f}  {t.get('label', '')}{err}"
+        )
     if doc.get("best"):
         print(f"best: {doc['best']['trial']} (validation accuracy {doc['best']['best_val_acc']:.3f})")
 
@@ -71,8 +76,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise ConfigError("--generations applies to the trials named with --trial ID")
         require_ray()
         over = {"generations": args.generations} if args.generations is not None else None
-        doc = run_sweep(target[1], address=args.address, num_cpus=args.num_cpus, budget_usd=args.budget_usd,
-                        on_event=_printer(args.json), trials=args.trials, overrides=over)
+        doc = run_sweep(
+            target[1],
+            address=args.address,
+            num_cpus=args.num_cpus,
+            budget_usd=args.budget_usd,
+            on_event=_printer(args.json),
+            trials=args.trials,
+            overrides=over,
+        )
         if args.trials:
             if not args.json:
                 print_status(doc, False)
@@ -97,18 +109,34 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sweep", help="a grid / random sweep of training runs on Ray (the [ray] extra)",
-                       description="Run a sweep: every trial is an ordinary run dir under DIR/trials/.\n" + USAGE,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("target", nargs="+", metavar="SPEC|resume DIR|status DIR",
-                   help="a sweep spec (YAML), or resume/status and a sweep directory")
+    p = sub.add_parser(
+        "sweep",
+        help="a grid / random sweep of training runs on Ray (the [ray] extra)",
+        description="Run a sweep: every trial is an ordinary run dir under DIR/trials/.\n" + USAGE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "target",
+        nargs="+",
+        metavar="SPEC|resume DIR|status DIR",
+        help="a sweep spec (YAML), or resume/status and a sweep directory",
+    )
     p.add_argument("--run-dir", help="the sweep directory to create (new sweeps)")
     p.add_argument("--address", help="HOST:PORT of a running Ray cluster (default: a local Ray instance)")
     p.add_argument("--num-cpus", type=int, dest="num_cpus", help="CPUs of the local Ray instance (default: all)")
-    p.add_argument("--budget-usd", type=float, dest="budget_usd",
-                   help="one budget for the whole sweep (live trials reserve every call's worst case from it)")
-    p.add_argument("--trial", action="append", dest="trials", metavar="ID",
-                   help="sweep resume: only this trial (repeatable), under the sweep's budget")
+    p.add_argument(
+        "--budget-usd",
+        type=float,
+        dest="budget_usd",
+        help="one budget for the whole sweep (live trials reserve every call's worst case from it)",
+    )
+    p.add_argument(
+        "--trial",
+        action="append",
+        dest="trials",
+        metavar="ID",
+        help="sweep resume: only this trial (repeatable), under the sweep's budget",
+    )
     p.add_argument("--generations", type=int, help="sweep resume --trial: generations in all for those trials")
     p.add_argument("--json", action="store_true", help="events / status as JSON")
     p.set_defaults(func=cmd_sweep)
@@ -119,8 +147,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 # what `trinity resume RUN`'s flags may change on a trial resumed through its sweep
-TRIAL_RESUME_KEYS = ("generations", "device", "max_batch_tokens", "budget_usd", "base_url", "price_in", "price_out",
-                     "read_timeout_s", "fail_threshold")
+TRIAL_RESUME_KEYS = (
+    "generations",
+    "device",
+    "max_batch_tokens",
+    "budget_usd",
+    "base_url",
+    "price_in",
+    "price_out",
+    "read_timeout_s",
+    "fail_threshold",
+)
 
 
 def resume_in_sweep(args: argparse.Namespace, plain: Any) -> int:
@@ -134,22 +171,29 @@ def resume_in_sweep(args: argparse.Namespace, plain: Any) -> int:
     if found is None or found[2].get("budget_usd") is None:
         return int(plain(args) or 0)
     sd, tid, doc = found
-    other = [k for k in ("workers", "ray_address")
-             if getattr(args, k, None) is not None]
+    other = [k for k in ("workers", "ray_address") if getattr(args, k, None) is not None]
     if other:
-        raise ConfigError(f"{', '.join('--' + k.replace('_', '-') for k in other)}: not for a trial resumed "
-                          f"through its sweep; use `{trial_resume_command(sd, tid)}`")
+        raise ConfigError(
+            f"{', '.join('--' + k.replace('_', '-') for k in other)}: not for a trial resumed "
+            f"through its sweep; use `{trial_resume_command(sd, tid)}`"
+        )
     over = {k: getattr(args, k) for k in TRIAL_RESUME_KEYS if getattr(args, k, None) is not None}
-    print(f"{Path(args.run_dir).name} is trial {tid} of sweep {sd.path.name}, which has one budget for its "
-          f"trials (${doc['budget_usd']:.4f}): resuming it under that budget, as `{trial_resume_command(sd, tid)}`",
-          file=sys.stderr, flush=True)
+    print(
+        f"{Path(args.run_dir).name} is trial {tid} of sweep {sd.path.name}, which has one budget for its "
+        f"trials (${doc['budget_usd']:.4f}): resuming it under that budget, as `{trial_resume_command(sd, tid)}`",
+        file=sys.stderr,
+        flush=True,
+    )
     from trinity.optim.raysupport import require_ray
 
     require_ray()
-    out = run_sweep(sd.path, on_event=_printer(bool(getattr(args, "json", False))), trials=[tid],
-                    overrides=over or None)
+    out = run_sweep(
+        sd.path, on_event=_printer(bool(getattr(args, "json", False))), trials=[tid], overrides=over or None
+    )
     state: dict[str, Any] = next((t for t in out["trials"] if t["id"] == tid), {})
     if state.get("state") != "finished" and not getattr(args, "json", False):
-        print(f"trial {tid}: {state.get('state')}" + (f" — {state['message']}" if state.get("message") else ""),
-              file=sys.stderr)
+        print(
+            f"trial {tid}: {state.get('state')}" + (f" — {state['message']}" if state.get("message") else ""),
+            file=sys.stderr,
+        )
     return 0 if state.get("state") == "finished" else 1

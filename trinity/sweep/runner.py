@@ -87,12 +87,16 @@ class SweepDir:
 
     def read(self) -> dict[str, Any]:
         if not self.sweep_json.is_file():
-            raise InputError(f"{self.path} is not a sweep directory (no {SWEEP_JSON}); "
-                             "start one with `trinity sweep SPEC.yaml --run-dir DIR`")
+            raise InputError(
+                f"{self.path} is not a sweep directory (no {SWEEP_JSON}); "
+                "start one with `trinity sweep SPEC.yaml --run-dir DIR`"
+            )
         doc = read_json(self.sweep_json, SWEEP_JSON)
         if not isinstance(doc, dict) or not isinstance(doc.get("trials"), list) or doc.get("kind") != "sweep":
-            raise InputError(f"{self.sweep_json} is not a sweep file (kind: sweep, trials: [...]); "
-                             "restore it from a copy or start a new sweep")
+            raise InputError(
+                f"{self.sweep_json} is not a sweep file (kind: sweep, trials: [...]); "
+                "restore it from a copy or start a new sweep"
+            )
         return doc
 
     def write(self, doc: dict[str, Any]) -> None:
@@ -124,8 +128,13 @@ class SweepDir:
 
 
 # ---- the task that runs one trial, in a Ray worker --------------------------------------------
-def run_trial(run_path: str, config: dict[str, Any], budget_actor: Any = None,
-              force_cpu: bool = False, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_trial(
+    run_path: str,
+    config: dict[str, Any],
+    budget_actor: Any = None,
+    force_cpu: bool = False,
+    overrides: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Start or resume one trial in this process. Returns {state, error?}; never raises for a
     trial's own failure (a failing trial must not stop the others). `overrides`: resumable keys
     for its resume (`trinity sweep resume DIR --trial ID --generations N`)."""
@@ -216,12 +225,13 @@ def _hold_driver_lock(sd: SweepDir, trials: list[str] | None) -> Any:
     except RunLockedError:
         pid = driver_pid(sd)
         again = trial_resume_command(sd, trials[0]) if trials else f"trinity sweep resume {sd.path}"
-        raise RunLockedError(f"sweep {sd.path.name} is being run by its driver (pid {pid}), which holds the "
-                             f"sweep's budget; wait for it to end (or stop it), then `{again}`") from None
+        raise RunLockedError(
+            f"sweep {sd.path.name} is being run by its driver (pid {pid}), which holds the "
+            f"sweep's budget; wait for it to end (or stop it), then `{again}`"
+        ) from None
 
 
-def new_sweep(spec_path: str | os.PathLike, sweep_dir: str | os.PathLike,
-              budget_usd: float | None = None) -> SweepDir:
+def new_sweep(spec_path: str | os.PathLike, sweep_dir: str | os.PathLike, budget_usd: float | None = None) -> SweepDir:
     """Check the spec (every trial's config), then create the sweep dir and sweep.json."""
     spec = load_spec(Path(spec_path))
     if budget_usd is not None:
@@ -236,11 +246,25 @@ def new_sweep(spec_path: str | os.PathLike, sweep_dir: str | os.PathLike,
     trials = spec.trials()
     sd.trials_dir.mkdir(parents=True, exist_ok=True)
     doc = {
-        "kind": "sweep", "format": FORMAT, "id": sd.path.name, "created": utc_now_iso(),
-        "status": "created", "spec": spec.to_json(), "budget_usd": spec.budget_usd,
-        "trials": [{"id": t.id, "dir": f"{TRIALS_DIR}/{t.id}", "overrides": t.overrides,
-                    "label": describe(t.overrides), "config": t.config.resolved(),
-                    "config_hash": t.config.hash(), "state": "pending"} for t in trials],
+        "kind": "sweep",
+        "format": FORMAT,
+        "id": sd.path.name,
+        "created": utc_now_iso(),
+        "status": "created",
+        "spec": spec.to_json(),
+        "budget_usd": spec.budget_usd,
+        "trials": [
+            {
+                "id": t.id,
+                "dir": f"{TRIALS_DIR}/{t.id}",
+                "overrides": t.overrides,
+                "label": describe(t.overrides),
+                "config": t.config.resolved(),
+                "config_hash": t.config.hash(),
+                "state": "pending",
+            }
+            for t in trials
+        ],
     }
     sd.write(doc)
     return sd
@@ -254,18 +278,27 @@ def _resources(ray: Any, spec: SweepSpec) -> tuple[float, float]:
         gpus = 1.0 if float(have.get("GPU", 0)) >= 1 else 0.0
     # a trial that no node can hold would wait forever: say so instead
     if gpus > float(have.get("GPU", 0)):
-        raise ConfigError(f"resources.gpus_per_trial is {gpus:g} but the Ray cluster has {have.get('GPU', 0):g} GPUs; "
-                          "lower it (0 runs the trials on CPUs) or join a cluster with GPUs (--address)")
+        raise ConfigError(
+            f"resources.gpus_per_trial is {gpus:g} but the Ray cluster has {have.get('GPU', 0):g} GPUs; "
+            "lower it (0 runs the trials on CPUs) or join a cluster with GPUs (--address)"
+        )
     if cpus > float(have.get("CPU", 0)):
-        raise ConfigError(f"resources.cpus_per_trial is {cpus:g} but the Ray cluster has {have.get('CPU', 0):g} CPUs; "
-                          "lower it")
+        raise ConfigError(
+            f"resources.cpus_per_trial is {cpus:g} but the Ray cluster has {have.get('CPU', 0):g} CPUs; lower it"
+        )
     return cpus, gpus
 
 
-def run_sweep(sweep_dir: str | os.PathLike, address: str | None = None, num_cpus: int | None = None,
-              budget_usd: float | None = None, on_event: Callable[[dict], None] | None = None,
-              timeout_s: float | None = None, trials: list[str] | None = None,
-              overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_sweep(
+    sweep_dir: str | os.PathLike,
+    address: str | None = None,
+    num_cpus: int | None = None,
+    budget_usd: float | None = None,
+    on_event: Callable[[dict], None] | None = None,
+    timeout_s: float | None = None,
+    trials: list[str] | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Run (or continue) every trial that has not finished — or only `trials` (ids), resumed with
     `overrides` — under the sweep's one budget (recovered from all its trials' ledgers); returns
     the refreshed sweep.json."""
@@ -275,8 +308,7 @@ def run_sweep(sweep_dir: str | os.PathLike, address: str | None = None, num_cpus
         known = [t["id"] for t in doc["trials"]]
         unknown = [t for t in trials if t not in known]
         if unknown:
-            raise InputError(f"sweep {sd.path.name} has no trial {', '.join(unknown)}; its trials: "
-                             f"{', '.join(known)}")
+            raise InputError(f"sweep {sd.path.name} has no trial {', '.join(unknown)}; its trials: {', '.join(known)}")
     lock = _hold_driver_lock(sd, trials)
     try:
         return _run_sweep(sd, doc, address, num_cpus, budget_usd, on_event, timeout_s, trials, overrides)
@@ -284,9 +316,17 @@ def run_sweep(sweep_dir: str | os.PathLike, address: str | None = None, num_cpus
         lock.release()
 
 
-def _run_sweep(sd: SweepDir, doc: dict[str, Any], address: str | None, num_cpus: int | None,
-               budget_usd: float | None, on_event: Callable[[dict], None] | None, timeout_s: float | None,
-               trials: list[str] | None, overrides: dict[str, Any] | None) -> dict[str, Any]:
+def _run_sweep(
+    sd: SweepDir,
+    doc: dict[str, Any],
+    address: str | None,
+    num_cpus: int | None,
+    budget_usd: float | None,
+    on_event: Callable[[dict], None] | None,
+    timeout_s: float | None,
+    trials: list[str] | None,
+    overrides: dict[str, Any] | None,
+) -> dict[str, Any]:
     from trinity.optim.raysupport import connect
 
     spec = SweepSpec.from_json(doc["spec"])
@@ -299,9 +339,15 @@ def _run_sweep(sd: SweepDir, doc: dict[str, Any], address: str | None, num_cpus:
     try:
         cpus, gpus = _resources(ray, spec)
         if trials is not None:  # these trials only (finished ones too when they get more generations)
-            todo = [t for t in doc["trials"] if t["id"] in trials
-                    and ((overrides or {}).get("generations")
-                         or trial_state(sd.trial_path(t["id"]))["state"] not in DONE_STATES)]
+            todo = [
+                t
+                for t in doc["trials"]
+                if t["id"] in trials
+                and (
+                    (overrides or {}).get("generations")
+                    or trial_state(sd.trial_path(t["id"]))["state"] not in DONE_STATES
+                )
+            ]
         else:
             todo = [t for t in doc["trials"] if trial_state(sd.trial_path(t["id"]))["state"] not in DONE_STATES]
         if doc.get("budget_usd") is not None:
@@ -309,43 +355,76 @@ def _run_sweep(sd: SweepDir, doc: dict[str, Any], address: str | None, num_cpus:
 
             spent = spent_micro_of([sd.trial_path(t["id"]) for t in doc["trials"]])
             holder = make_holder(ray, doc["budget_usd"], spent)
-            emit({"type": "log", "message": f"one budget for the sweep: ${doc['budget_usd']:.4f}, "
-                                            f"${spent / 1e6:.6f} already spent by its trials' ledgers"})
+            emit(
+                {
+                    "type": "log",
+                    "message": f"one budget for the sweep: ${doc['budget_usd']:.4f}, "
+                    f"${spent / 1e6:.6f} already spent by its trials' ledgers",
+                }
+            )
         doc["status"] = "running"
-        doc["driver"] = {"pid": os.getpid(), "address": address or "local", "cpus_per_trial": cpus,
-                         "gpus_per_trial": gpus, "started": utc_now_iso()}
+        doc["driver"] = {
+            "pid": os.getpid(),
+            "address": address or "local",
+            "cpus_per_trial": cpus,
+            "gpus_per_trial": gpus,
+            "started": utc_now_iso(),
+        }
         sd.write(sd.refresh(doc))
         task = ray.remote(run_trial).options(num_cpus=cpus, num_gpus=gpus, max_retries=0)
         pending: dict[Any, dict] = {}
         for t in todo:
-            ref = task.remote(str(sd.trial_path(t["id"]).resolve()), t["config"], holder, gpus == 0,
-                              overrides if trials is not None else None)
+            ref = task.remote(
+                str(sd.trial_path(t["id"]).resolve()),
+                t["config"],
+                holder,
+                gpus == 0,
+                overrides if trials is not None else None,
+            )
             pending[ref] = t
             t["state"] = "running"
-        emit({"type": "log", "message": f"{len(todo)} of {len(doc['trials'])} trials submitted "
-                                        f"({cpus:g} CPU, {gpus:g} GPU each)"})
+        emit(
+            {
+                "type": "log",
+                "message": f"{len(todo)} of {len(doc['trials'])} trials submitted ({cpus:g} CPU, {gpus:g} GPU each)",
+            }
+        )
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while pending:
             wait_s = None if deadline is None else max(0.0, deadline - time.monotonic())
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=wait_s)
             if not ready:
-                raise TrinityError(f"sweep timed out with {len(pending)} trials unfinished; "
-                                   f"continue with `trinity sweep resume {sd.path}`")
+                raise TrinityError(
+                    f"sweep timed out with {len(pending)} trials unfinished; "
+                    f"continue with `trinity sweep resume {sd.path}`"
+                )
             ref = ready[0]
             t = pending.pop(ref)
             try:
                 res = ray.get(ref)
             except Exception as e:  # the worker died (killed, out of memory, node lost)
-                res = {"state": "failed", "error": f"trial process lost: {type(e).__name__}: "
-                                                   f"{str(e).splitlines()[0] if str(e) else ''}"[:500]}
+                res = {
+                    "state": "failed",
+                    "error": f"trial process lost: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[
+                        :500
+                    ],
+                }
             t["state"] = res.get("state", "failed")
             if res.get("error"):
                 t["error"] = res["error"]
             else:
                 t.pop("error", None)
             sd.write(sd.refresh(doc))
-            emit({"type": "trial", "trial": t["id"], "state": t["state"], "error": t.get("error"),
-                  "best_val_acc": t.get("best_val_acc"), "label": t.get("label")})
+            emit(
+                {
+                    "type": "trial",
+                    "trial": t["id"],
+                    "state": t["state"],
+                    "error": t.get("error"),
+                    "best_val_acc": t.get("best_val_acc"),
+                    "label": t.get("label"),
+                }
+            )
         doc = sd.refresh(doc)
         doc["status"] = "finished" if all(t["state"] == "finished" for t in doc["trials"]) else "incomplete"
         doc["finished"] = utc_now_iso()

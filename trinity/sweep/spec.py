@@ -65,19 +65,34 @@ class SweepSpec:
     raw: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "base": self.base, "config": self.config, "grid": self.grid,
-                "random": self.random, "seeds": self.seeds,
-                "resources": {"cpus_per_trial": self.resources.cpus_per_trial,
-                              "gpus_per_trial": self.resources.gpus_per_trial},
-                "budget_usd": self.budget_usd}
+        return {
+            "source": self.source,
+            "base": self.base,
+            "config": self.config,
+            "grid": self.grid,
+            "random": self.random,
+            "seeds": self.seeds,
+            "resources": {
+                "cpus_per_trial": self.resources.cpus_per_trial,
+                "gpus_per_trial": self.resources.gpus_per_trial,
+            },
+            "budget_usd": self.budget_usd,
+        }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> SweepSpec:
         r = d.get("resources") or {}
-        return cls(source=d.get("source", ""), base=d.get("base"), config=dict(d.get("config") or {}),
-                   grid=dict(d.get("grid") or {}), random=d.get("random"), seeds=d.get("seeds"),
-                   resources=Resources(r.get("cpus_per_trial", 1.0), r.get("gpus_per_trial")),
-                   budget_usd=d.get("budget_usd"), raw=d)
+        return cls(
+            source=d.get("source", ""),
+            base=d.get("base"),
+            config=dict(d.get("config") or {}),
+            grid=dict(d.get("grid") or {}),
+            random=d.get("random"),
+            seeds=d.get("seeds"),
+            resources=Resources(r.get("cpus_per_trial", 1.0), r.get("gpus_per_trial")),
+            budget_usd=d.get("budget_usd"),
+            raw=d,
+        )
 
     def trials(self) -> list[Trial]:
         return expand(self)
@@ -140,8 +155,11 @@ def load_spec(path: str | Path) -> SweepSpec:
         random = _check_random(random, src)
     seeds = doc.get("seeds")
     if seeds is not None:
-        if (not isinstance(seeds, list) or not seeds
-                or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds)):
+        if (
+            not isinstance(seeds, list)
+            or not seeds
+            or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds)
+        ):
             raise ConfigError(f"{src}: seeds: must be a non-empty list of integers >= 0")
         if len(set(seeds)) != len(seeds):
             raise ConfigError(f"{src}: seeds: a seed appears twice")
@@ -162,8 +180,17 @@ def load_spec(path: str | Path) -> SweepSpec:
     budget = doc.get("budget_usd")
     if budget is not None and _num(budget, f"{src}: budget_usd") < 0:
         raise ConfigError(f"{src}: budget_usd: must be >= 0")
-    spec = SweepSpec(source=str(path.resolve()), base=base_path, config=config, grid=grid, random=random,
-                     seeds=seeds, resources=res, budget_usd=None if budget is None else float(budget), raw=doc)
+    spec = SweepSpec(
+        source=str(path.resolve()),
+        base=base_path,
+        config=config,
+        grid=grid,
+        random=random,
+        seeds=seeds,
+        resources=res,
+        budget_usd=None if budget is None else float(budget),
+        raw=doc,
+    )
     expand(spec)  # every trial's config is valid before anything runs
     return spec
 
@@ -182,14 +209,15 @@ def _check_random(random: Any, src: str) -> dict[str, Any]:
         raise ConfigError(f"{src}: random.seed: must be an integer >= 0")
     params = random.get("params")
     if not isinstance(params, dict) or not params:
-        raise ConfigError(f"{src}: random.params: map TrainConfig keys to a distribution "
-                          f"({', '.join(DISTRIBUTIONS)})")
+        raise ConfigError(f"{src}: random.params: map TrainConfig keys to a distribution ({', '.join(DISTRIBUTIONS)})")
     for k, dist in params.items():
         _check_key(k, f"{src}: random.params")
         where = f"{src}: random.params.{k}"
         if not isinstance(dist, dict) or len(dist) != 1 or next(iter(dist)) not in DISTRIBUTIONS:
-            raise ConfigError(f"{where}: one of {{uniform: [lo, hi]}}, {{loguniform: [lo, hi]}}, "
-                              "{randint: [lo, hi]}, {choice: [values]}")
+            raise ConfigError(
+                f"{where}: one of {{uniform: [lo, hi]}}, {{loguniform: [lo, hi]}}, "
+                "{randint: [lo, hi]}, {choice: [values]}"
+            )
         kind, arg = next(iter(dist.items()))
         if not isinstance(arg, list) or not arg:
             raise ConfigError(f"{where}.{kind}: must be a non-empty list")
