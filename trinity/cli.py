@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for module in COMMAND_MODULES:
         module.register(sub)
+    sweep_cli.route_trial_resume(sub)  # a sweep's trial resumes under the sweep's budget
     return parser
 
 

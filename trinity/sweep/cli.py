@@ -2,8 +2,8 @@
 
 `trinity resume RUN` on a trial of a sweep with a budget goes through the sweep (as `trinity
 sweep resume DIR --trial ID`): the trial then reserves from the sweep's one budget, recovered
-from all its trials' ledgers, instead of running with none. `register` wraps the resume
-command's handler for that (trinity.cli registers optim's `resume` before this module).
+from all its trials' ledgers, instead of running with none. `route_trial_resume` wraps
+the resume command's handler for that (called by trinity.cli once every command is registered).
 
 No Ray import at module level (the CLI starts fast; Ray is an optional extra).
 """
@@ -140,10 +140,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--generations", type=int, help="sweep resume --trial: generations in all for those trials")
     p.add_argument("--json", action="store_true", help="events / status as JSON")
     p.set_defaults(func=cmd_sweep)
-    resume = sub.choices.get("resume")
-    if resume is not None:  # `trinity resume RUN` of a sweep's trial: under the sweep's budget
-        plain = resume.get_default("func")
-        resume.set_defaults(func=lambda a: resume_in_sweep(a, plain))
+
+
+def route_trial_resume(sub: Any) -> None:
+    """`trinity resume RUN` of a sweep's trial goes under the sweep's budget: wrap the resume
+    command's handler (optim's; optim sits below sweep and cannot know of sweeps, so the CLI's
+    composition root calls this once every module has registered)."""
+    resume = sub.choices["resume"]
+    plain = resume.get_default("func")
+    resume.set_defaults(func=lambda a: resume_in_sweep(a, plain))
 
 
 # what `trinity resume RUN`'s flags may change on a trial resumed through its sweep
