@@ -37,7 +37,9 @@ def _render(view, width: int) -> str:
     console = Console(
         width=width, record=True, file=open("/dev/null", "w"), color_system="truecolor", force_terminal=True
     )
-    console.print(view)
+    # soft_wrap: no hard line breaks; the app's pane wraps the prose at its own width (a pre-wrapped
+    # line, wrapped again by a pane a few cells narrower, broke paths mid-word: "run." / "js" / "on")
+    console.print(view, soft_wrap=True)
     return console.export_text(styles=True)
 
 

@@ -722,3 +722,17 @@ async def test_the_key_bar_names_enter_open_in_runs(tmp_path):
         await settle(app, pilot)
         bar = plain(app.screen.query_one("KeyBar"))
         assert bar.lstrip().startswith("⏎ Open"), bar  # the table's own Enter binding hid it
+
+
+def test_analysis_prose_is_not_wrapped_by_the_job_but_by_the_pane():
+    # the job used to wrap the findings at the pane's width; the pane (a few cells narrower with
+    # its scrollbar) wrapped them again, cutting a run path into "run." / "js" / "on"
+    from rich.console import Group
+    from rich.text import Text
+
+    from minertui.jobs.analysis import _render
+
+    note = "note: questions: the test split recorded in /tmp/x/" + "y" * 60 + "/run.json"
+    out = _render(Group(Text(note), Text("note: only 12 questions: intervals are wide")), 40)
+    lines = Text.from_ansi(out).plain.rstrip("\n").split("\n")
+    assert lines == [note, "note: only 12 questions: intervals are wide"]
