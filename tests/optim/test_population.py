@@ -125,3 +125,12 @@ def test_each_worker_holds_its_share_and_the_logits_equal_one_process(ray_local)
         )
     finally:
         fit.close()
+
+
+def test_more_cached_workers_than_the_cluster_holds_is_one_clear_line(ray_local, tmp_path):
+    from trinity.errors import ConfigError
+
+    # 3 actors of 1 CPU each on the 2-CPU instance would wait for a CPU that never comes
+    with pytest.raises(ConfigError) as e:
+        start_run(_cfg(workers=3), run_dir=tmp_path / "run")
+    assert "--workers 3 needs 3 CPUs" in str(e.value) and "\n" not in str(e.value)

@@ -33,7 +33,7 @@ import numpy as np
 
 from trinity.config import TrainConfig
 from trinity.data.questions import Question
-from trinity.errors import ConfigError, TrinityError
+from trinity.errors import TrinityError
 from trinity.optim.population import GATHER_TIMEOUT_S, MAX_RECOVERIES, check_population, injected_fault
 from trinity.session.evaluation import Evaluation, GenerationHooks
 from trinity.session.fitness import LiveFitness
@@ -138,22 +138,15 @@ class LivePopulationFitness(LiveFitness):
     def _start_actors(self, cfg: TrainConfig, router: Any) -> None:
         import torch
 
+        from trinity.optim.raysupport import worker_placement
+
         self.n_workers = int(cfg.workers)
         self._threads = int(torch.get_num_threads())
-        gpus = float(self.ray.cluster_resources().get("GPU", 0))
-        on_gpu = gpus >= 1 and (cfg.device or "cuda").startswith("cuda")
-        kind = "GPU" if on_gpu else "CPU"
-        have = float(self.ray.cluster_resources().get(kind, 0))
-        if have < self.n_workers:  # the actors would wait for resources that never come
-            raise ConfigError(
-                f"--workers {self.n_workers} needs {self.n_workers} {kind}s (one per worker) but the Ray "
-                f"cluster has {have:g}; lower --workers or join a bigger cluster (--ray-address)"
-            )
+        on_gpu, self._options = worker_placement(self.ray, self.n_workers, cfg.device)
         config = cfg.resolved()
         if not on_gpu:
             config["device"] = "cpu"
         self._config = config
-        self._options: dict[str, Any] = {"num_gpus": 1, "num_cpus": 0} if on_gpu else {"num_cpus": 1}
         self._fault = injected_fault()
         self.gen = 0
         self.recoveries: list[dict[str, Any]] = []

@@ -137,7 +137,7 @@ class PopulationFitness(CachedFitness):
         warm_texts: list[str],
         text: Any = None,
     ):
-        from trinity.optim.raysupport import connect
+        from trinity.optim.raysupport import connect, worker_placement
 
         extra = {"text": text} if text is not None else {}
         super().__init__(
@@ -157,13 +157,16 @@ class PopulationFitness(CachedFitness):
         import torch
 
         self._threads = int(torch.get_num_threads())
-        gpus = float(self.ray.cluster_resources().get("GPU", 0))
-        on_gpu = gpus >= 1 and (cfg.device or "cuda").startswith("cuda")
+        try:
+            on_gpu, self._options = worker_placement(self.ray, self.n_workers, cfg.device)
+        except ConfigError:
+            if self._started:  # refused before any actor exists: leave no Ray instance behind
+                self.ray.shutdown()
+            raise
         config = cfg.resolved()
         if not on_gpu:
             config["device"] = "cpu"
         self._config = config
-        self._options = {"num_gpus": 1, "num_cpus": 0} if on_gpu else {"num_cpus": 1}
         self._fault = _fault()
         self.recoveries: list[dict[str, Any]] = []
         self.gen = 0

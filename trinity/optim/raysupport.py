@@ -44,3 +44,21 @@ def connect(address: str | None = None, num_cpus: int | None = None) -> tuple[An
     os.environ.setdefault("RAY_worker_niceness", "0")
     ray.init(**kwargs)
     return ray, True
+
+
+def worker_placement(ray: Any, workers: int, device: str | None) -> tuple[bool, dict[str, Any]]:
+    """Where `--workers N` actors go: (on_gpu, the actor options): one GPU each when the cluster
+    has GPUs and the run's device is CUDA (or unset), else one CPU each. More workers than the
+    cluster can hold is refused here: Ray would otherwise keep the actors waiting for resources
+    that never come (up to the gather timeout, an hour)."""
+    resources = ray.cluster_resources()
+    on_gpu = float(resources.get("GPU", 0)) >= 1 and (device or "cuda").startswith("cuda")
+    kind = "GPU" if on_gpu else "CPU"
+    have = float(resources.get(kind, 0))
+    if have < workers:
+        raise ConfigError(
+            f"--workers {workers} needs {workers} {kind}s (one per worker) but the Ray "
+            f"cluster has {have:g}; lower --workers or join a bigger cluster (--ray-address)"
+        )
+    options: dict[str, Any] = {"num_gpus": 1, "num_cpus": 0} if on_gpu else {"num_cpus": 1}
+    return on_gpu, options
