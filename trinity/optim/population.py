@@ -317,25 +317,16 @@ class PopulationFitness(CachedFitness):
 
     def _recover(self, cause: Exception, what: str = "") -> None:
         t0 = time.monotonic()
-        dead = []
-        for i, a in enumerate(self.actors):
-            try:
-                self.ray.get(a.pid.remote(), timeout=60)
-            except (self.ray.exceptions.RayActorError, self.ray.exceptions.GetTimeoutError):
-                dead.append(i)
-        for i in dead:
-            try:
-                self.ray.kill(self.actors[i])
-            except Exception:  # noqa: BLE001 - already gone
-                pass
-            self.actors[i] = self._new_actor()
+        from trinity.optim.raysupport import cause_line, replace_dead_actors
+
+        dead = replace_dead_actors(self.ray, self.actors, self._new_actor)
         stats = self._ready(dead)
         rec = {
             "gen": self.gen,
             "workers_replaced": dead,
             "secs": round(time.monotonic() - t0, 3),
             "rewarmed_texts": int(sum(s["entries"] for s in stats)),
-            "cause": str(cause).splitlines()[0][:200] if str(cause) else type(cause).__name__,
+            "cause": cause_line(cause),
         }
         self.recoveries.append(rec)
         self._log(

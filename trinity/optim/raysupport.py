@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 from trinity.errors import ConfigError
 
@@ -62,3 +62,26 @@ def worker_placement(ray: Any, workers: int, device: str | None) -> tuple[bool, 
         )
     options: dict[str, Any] = {"num_gpus": 1, "num_cpus": 0} if on_gpu else {"num_cpus": 1}
     return on_gpu, options
+
+
+def replace_dead_actors(ray: Any, actors: list[Any], new_actor: Callable[[], Any]) -> list[int]:
+    """Ping every actor; kill and replace (in place, with `new_actor()`) those that do not answer.
+    Returns the indices replaced; the caller warms them again."""
+    dead = []
+    for i, a in enumerate(actors):
+        try:
+            ray.get(a.pid.remote(), timeout=60)
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            dead.append(i)
+    for i in dead:
+        try:
+            ray.kill(actors[i])
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        actors[i] = new_actor()
+    return dead
+
+
+def cause_line(cause: BaseException) -> str:
+    """What killed a worker, in one short line for the run's log and its recovery record."""
+    return str(cause).splitlines()[0][:200] if str(cause) else type(cause).__name__
