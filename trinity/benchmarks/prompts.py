@@ -52,3 +52,25 @@ def render_question(question: Question) -> str:
     if question.benchmark not in BENCHMARK_NAMES:
         return question.question
     return get_benchmark(question.benchmark).render_question(question)
+
+
+# ---- the messages of a turn under a session protocol (trinity.competition.protocol) ----------
+
+
+def pool_question(protocol, question: Question) -> str:
+    """The question text the pool sees under `protocol`: the competition's rendering (the same
+    text its router reads), or, under the open protocol, the adapter's."""
+    return render_question(question) if protocol.is_open else protocol.render_question(question)
+
+
+def turn_messages(protocol, role: str, question: Question, turns, query: str | None = None) -> list[dict]:
+    """The chat messages of one turn: `turns` the earlier turns (objects with model, role,
+    output, verdict), `query` the question's pool rendering when already made."""
+    q = pool_question(protocol, question) if query is None else query
+    system = system_prompt(role, question) if protocol.is_open else protocol.system_message(role)
+    return [{"role": "system", "content": system}, {"role": "user", "content": protocol.user_message(q, turns)}]
+
+
+def cached_messages(protocol, question: Question, query: str | None = None) -> list[dict]:
+    """The single Worker turn on an empty transcript that cached answers (collect) are made with."""
+    return turn_messages(protocol, "Worker", question, [], query)

@@ -378,13 +378,14 @@ class PoolClient:
 
     def _body(self, model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
         body: dict[str, Any] = {"model": model, "messages": messages}
+        style = params.get("_reasoning_style") or self.pool.reasoning_style  # a session protocol may set it
         for k, v in params.items():
-            if v is None:
+            if v is None or k.startswith("_"):
                 continue
             if k == "reasoning_effort":
-                if self.pool.reasoning_style == "openrouter":
+                if style == "openrouter":
                     body["reasoning"] = {"effort": v}
-                elif self.pool.reasoning_style == "reasoning_effort":
+                elif style == "reasoning_effort":
                     body["reasoning_effort"] = v
                 continue  # "none": the provider does not take it
             body[k] = v
@@ -460,7 +461,13 @@ class PoolClient:
                 res.journal_hit = True
                 return res
 
-        params = {**self.pool.decoding, **decoding}
+        # A session protocol (trinity.competition.protocol) sends its own decoding, in its order,
+        # instead of the pool's (`decoding_exact`), and may say how reasoning goes on the wire.
+        exact = bool(decoding.pop("decoding_exact", False))
+        style = decoding.pop("reasoning_style", None)
+        params = dict(decoding) if exact else {**self.pool.decoding, **decoding}
+        if style:
+            params["_reasoning_style"] = style
         if seed is not None:
             params["seed"] = seed
         ckey = None

@@ -28,14 +28,26 @@ from fractions import Fraction
 from typing import Any
 
 from trinity.benchmarks.prompts import render_question
+from trinity.competition.text import ROUTER_TEXTS, TINYROUTER
 from trinity.data.practice import PracticeSetup, practice_questions, practice_setup, simulate_correct, verifier_is_right
 from trinity.data.questions import Question
 
-ROLE_RE = re.compile(r"^\s*You are the (Thinker|Worker|Verifier)\b")
+# The role from either protocol's system prompt: ours ("You are the Thinker …") or the
+# competitions' role contracts ("You are the THINKER. …"), trinity.competition.protocol.
+ROLE_RE = re.compile(r"^\s*You are the (Thinker|Worker|Verifier)\b", re.IGNORECASE)
 TURN_RE = re.compile(r"^\[Turn (\d+) \| (Thinker|Worker|Verifier) \| ([^\]\n]*)\]$", re.MULTILINE)
+COMPETITION_TURN_RE = re.compile(
+    r"^--- Turn (\d+) \| agent=([^|\n]*) \| role=(THINKER|WORKER|VERIFIER) ---$", re.MULTILINE
+)
+VERDICT_LINE_RE = re.compile(r"\n\[parsed verdict: (?:ACCEPT|REVISE)\]$")
 QUERY_MARK = "QUERY:\n"
 TRANSCRIPT_MARK = "\n\nTRANSCRIPT SO FAR:\n"
 LETTERS = "ABCDEFGHIJ"
+
+
+def competition_question(q: Question) -> str:
+    """The question text a competition's protocol shows the pool (the same in both)."""
+    return ROUTER_TEXTS[TINYROUTER].render_question(q)
 
 
 class BadRequest(ValueError):
@@ -47,12 +59,20 @@ def _u(*parts: object) -> int:
 
 
 def parse_turns(transcript: str) -> list[tuple[str, str, str]]:
-    """`[(role, model, output)]` from the session's transcript text."""
+    """`[(role, model, output)]` from the session's transcript text, in either protocol's form
+    (a competition transcript names the model by its pool name)."""
     heads = list(TURN_RE.finditer(transcript))
     out = []
     for i, m in enumerate(heads):
         end = heads[i + 1].start() if i + 1 < len(heads) else len(transcript)
         out.append((m.group(2), m.group(3), transcript[m.end() : end].strip("\n")))
+    if out:
+        return out
+    heads = list(COMPETITION_TURN_RE.finditer(transcript))
+    for i, m in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(transcript)
+        body = VERDICT_LINE_RE.sub("", transcript[m.end() : end].strip("\n"))
+        out.append((m.group(3).title(), m.group(2).strip(), body))
     return out
 
 
@@ -258,8 +278,10 @@ class PracticeResponder:
         self.by_text: dict[str, Question] = {}
         for q in practice_questions():
             self.by_text[q.question.strip()] = q
-            # the session shows the benchmark adapter's rendering of the question
+            # the session shows the benchmark adapter's rendering of the question (ours), or
+            # the competition's (trinity.competition.text, the same in both)
             self.by_text.setdefault(render_question(q).strip(), q)
+            self.by_text.setdefault(competition_question(q).strip(), q)
         self.practice_ids = {q.id for q in self.by_text.values()}
         for q in questions or []:
             self.add_question(q)
@@ -270,6 +292,7 @@ class PracticeResponder:
     def add_question(self, q: Question) -> None:
         """Answer `q` too (by the text the session shows: its adapter's rendering)."""
         self.by_text.setdefault(render_question(q).strip(), q)
+        self.by_text.setdefault(competition_question(q).strip(), q)
         self.by_text.setdefault(q.question.strip(), q)
 
     # -- request parsing --
@@ -279,7 +302,7 @@ class PracticeResponder:
         if isinstance(system, str):
             m = ROLE_RE.match(system.splitlines()[0] if system else "")
             if m:
-                role = m.group(1)
+                role = m.group(1).title()
         user = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), None)
         if not isinstance(user, str) or QUERY_MARK not in user:
             raise BadRequest("the practice server needs a user message with a 'QUERY:' block")
@@ -320,7 +343,8 @@ class PracticeResponder:
     # -- the three roles --
     def worker(self, model: str, q: Question, seed: int, turns: list[tuple[str, str, str]]) -> str:
         boosted = any(r == "Thinker" and out.strip() for r, _, out in turns)
-        sample = sum(1 for r, m, _ in turns if r == "Worker" and m == model)  # a retry draws anew
+        names = (model, model.rsplit("/", 1)[-1])  # a competition transcript shows the pool name
+        sample = sum(1 for r, m, _ in turns if r == "Worker" and m in names)  # a retry draws anew
         right = simulate_correct(
             model, q.id, q.kind, "Worker", seed=seed, sample=sample, boosted=boosted, setup=self.setup
         )

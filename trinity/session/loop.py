@@ -19,11 +19,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from trinity.benchmarks.prompts import render_question, system_prompt, user_message
+from trinity.benchmarks.prompts import pool_question, turn_messages
 from trinity.data.kinds import WORKER_ANSWER_KINDS
 from trinity.data.questions import Question
 from trinity.model import ROLES, policy
-from trinity.session.transcript import Trajectory, Turn, parse_verdict
+from trinity.session.transcript import Trajectory, Turn
 
 MAX_TURNS = 5
 CODE_GRADING_SLOTS = 2  # sandboxed grading children at once (2 cores)
@@ -74,6 +74,7 @@ class SessionSpec:
     seed: int = 0
     key_prefix: str = ""  # journal key prefix, e.g. "g12" for generation 12
     competition: str | None = None  # whose router text the encoder reads (trinity.competition.text)
+    protocol: str | None = None  # the session protocol the pool sees (trinity.competition.protocol; None: open)
 
 
 def _stable_seed(*parts: object) -> int:
@@ -103,9 +104,11 @@ class SessionRunner:
         self.logits_fn = logits_fn
         self.spec = spec
         self.on_step = on_step
+        from trinity.competition.protocol import get_protocol
         from trinity.competition.text import router_text
 
         self.text = router_text(spec.competition)
+        self.protocol = get_protocol(spec.protocol)
 
     def _decide(self, logits: np.ndarray, trajs: list[Trajectory], turn: int):
         """(model_idx, role_idx, model_probs, role_probs) per trajectory, by `trinity.model.policy`
@@ -129,20 +132,28 @@ class SessionRunner:
         return model_idx, role_idx, model_probs, role_probs
 
     async def _one_turn(
-        self, q: Question, traj: Trajectory, model: str, role: str, mprobs: np.ndarray, rprobs: np.ndarray, turn: int
+        self,
+        q: Question,
+        query: str,
+        traj: Trajectory,
+        model: str,
+        role: str,
+        mprobs: np.ndarray,
+        rprobs: np.ndarray,
+        turn: int,
     ) -> None:
-        messages = [
-            {"role": "system", "content": system_prompt(role, q)},
-            {"role": "user", "content": user_message(render_question(q), traj.transcript())},
-        ]
+        proto = self.protocol
+        messages = turn_messages(proto, role, q, traj.turns, query)
         key = f"{self.spec.key_prefix}/c{traj.candidate}/{q.id}/t{turn}/{model}/{role}"
-        res = await self.client.chat(model, messages, purpose=self.spec.purpose, journal_key=key)
+        res = await self.client.chat(
+            model, messages, purpose=self.spec.purpose, journal_key=key, **proto.decoding_kwargs(role)
+        )
         t = Turn(
             model=model,
             role=role,
             model_probs=[round(float(x), 4) for x in mprobs],
             role_probs=[round(float(x), 4) for x in rprobs],
-            output=self.text.output_text(res.text or "") if res.ok else "",
+            output=proto.output_text(res.text or "") if res.ok else "",
             ok=res.ok,
             error=res.error,
             cost_usd=float(res.cost_usd or 0.0),
@@ -156,8 +167,11 @@ class SessionRunner:
             traj.done, traj.failed, traj.reason = True, True, f"call failed: {res.error}"
             return
         if role == "Verifier":
-            t.verdict = parse_verdict(t.output)
-            if t.verdict == "ACCEPT" and traj.has_worker_output():
+            # read from the raw output (the verdict line may sit in a truncated middle)
+            t.verdict = proto.parse_verdict(res.text or "")
+            if proto.is_open:
+                t.verdict = t.verdict or "REVISE"
+            if proto.stops(traj.turns):
                 traj.done = True
 
     async def run(self, pairs: Sequence[tuple[int, Question]]) -> list[Trajectory]:
@@ -165,6 +179,7 @@ class SessionRunner:
         trajs = [Trajectory(candidate=c, qid=q.id) for c, q in pairs]
         questions = [q for _, q in pairs]
         queries = [self.text.render_question(q) for q in questions]
+        pool_queries = [pool_question(self.protocol, q) for q in questions]
         for turn in range(1, self.spec.max_turns + 1):
             active = [i for i, t in enumerate(trajs) if not t.done]
             if not active:
@@ -178,7 +193,14 @@ class SessionRunner:
             results = await asyncio.gather(
                 *(
                     self._one_turn(
-                        questions[i], trajs[i], self.spec.models[int(mi[k])], ROLES[int(ri[k])], mp[k], rp[k], turn
+                        questions[i],
+                        pool_queries[i],
+                        trajs[i],
+                        self.spec.models[int(mi[k])],
+                        ROLES[int(ri[k])],
+                        mp[k],
+                        rp[k],
+                        turn,
                     )
                     for k, i in enumerate(active)
                 ),
@@ -195,7 +217,7 @@ class SessionRunner:
         # math / multiple choice grade fastest in this thread (math-verify's deadline needs it).
         to_grade: dict[tuple[str, str], tuple[Question, list[Trajectory]]] = {}
         for q, t in zip(questions, trajs):
-            if self._pick_answer(q, t) and t.answer_text is not None:  # picked: the text is set
+            if self._pick_answer(q, t, self.protocol) and t.answer_text is not None:  # picked: the text is set
                 to_grade.setdefault((q.id, t.answer_text), (q, []))[1].append(t)
         verdicts: dict[tuple[str, str], Any] = {}
         slots = asyncio.Semaphore(CODE_GRADING_SLOTS)
@@ -212,13 +234,24 @@ class SessionRunner:
         return trajs
 
     @staticmethod
-    def _pick_answer(q: Question, traj: Trajectory) -> bool:
-        """Find the scored answer: the newest non-Verifier turn with an extractable answer (for
-        the free-form kinds, `WORKER_ANSWER_KINDS`, the newest Worker turn). Returns whether there
-        is one to grade."""
+    def _pick_answer(q: Question, traj: Trajectory, protocol: Any = None) -> bool:
+        """Find the scored answer. Under a competition's protocol: its committed answer (the last
+        Worker output when it has an extractable answer, else the newest Worker, then
+        non-Verifier, turn that has one). Under ours: the newest non-Verifier turn with an
+        extractable answer (for the free-form kinds, `WORKER_ANSWER_KINDS`, the newest Worker
+        turn). Returns whether there is one to grade."""
         traj.done = True
         if traj.failed:
             traj.correct = False
+            return False
+        if protocol is not None and not protocol.is_open:
+            turns = [t for t in traj.turns if t.ok]
+            text = protocol.committed_answer(turns, lambda s: extract_answer(q.kind, s) is not None)
+            ans = extract_answer(q.kind, text)
+            if ans is not None:
+                traj.answer_text, traj.answer = text, ans
+                return True
+            traj.correct, traj.reason = False, "no extractable answer in the committed answer"
             return False
         for t in reversed(traj.turns):
             if t.role == "Verifier" or not t.ok or (t.role == "Thinker" and q.kind in WORKER_ANSWER_KINDS):

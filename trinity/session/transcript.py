@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 
 TRIM_CHARS = 8000
 
-# The last line that carries a verdict wins; Markdown decorations are tolerated
-# (`**VERDICT: ACCEPT**`, `### Verdict - accept`), and ACCEPTABLE / ACCEPTED are not ACCEPT.
-_VERDICT_RE = re.compile(r"verdict\s*[:\-–—]?\s*[*_`\s]*\b(accept|revise)\b(?![a-z])", re.IGNORECASE)
-
 
 def parse_verdict(text: str) -> str:
-    """'ACCEPT' or 'REVISE'; no verdict line means REVISE."""
-    found = None
-    for line in (text or "").splitlines():
-        matches = list(_VERDICT_RE.finditer(line))
-        if matches:  # the last verdict on the line
-            found = matches[-1].group(1).upper()
-    return found or "REVISE"
+    """'ACCEPT' or 'REVISE' under the open protocol's parser; no verdict line means REVISE."""
+    from trinity.competition.protocol import OPEN_PROTOCOL
+
+    return OPEN_PROTOCOL.parse_verdict(text) or "REVISE"
 
 
 def trim_output(text: str, limit: int = TRIM_CHARS) -> str:
