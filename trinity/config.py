@@ -61,6 +61,8 @@ LEGACY_VALUES: dict[str, Any] = {
     "stratify": False,
     "select_on": "pooled",
     "competition": None,
+    "protocol": None,
+    "objective": None,
 }
 
 
@@ -108,6 +110,18 @@ class TrainConfig(BaseModel):
         None,
         description="whose router text the head trains on (encoder input, transcript, question "
         "rendering); default from the pool: openrouter -> tinyrouter, chutes -> minirouter",
+    )
+    protocol: Literal["tinyrouter", "minirouter", "open"] | None = Field(
+        None,
+        description="the session protocol the pool models see (role prompts, transcript, verdicts, stop "
+        "rule, decoding): a competition's, or open (ours); default: the competition's when the run names "
+        "--competition or runs a competition's pool, else open; runs made before it: open",
+    )
+    objective: Literal["competition", "reward"] | None = Field(
+        None,
+        description="live mode: what a candidate is scored by: competition (the competition's own score "
+        "on the minibatch) or reward (correct - lambda_turns·(turns-1)/4 - lambda_cost·cost); default: "
+        "competition for a live run under a competition's protocol, else reward",
     )
     base_url: str | None = Field(
         None,

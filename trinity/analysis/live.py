@@ -277,10 +277,12 @@ def evaluate_live(
     if not models:
         raise InputError(f"{run.run_json} lists no models; it is not a trained run")
     cfg = session_config(meta.get("config") or {}, pool=pool, base_url=base_url, budget_usd=budget_usd)
+    from trinity.competition.protocol import run_protocol
     from trinity.competition.text import run_competition
 
+    proto = run_protocol(meta).name  # the protocol its sessions ran under (older runs: open)
     cfg = cfg.model_copy(
-        update={"competition": run_competition(meta)}
+        update={"competition": run_competition(meta), "protocol": None if proto == "open" else proto}
     )  # the text the head was trained on, whatever --pool says
     router = load_trained(run.path)
     correct_r, turns_r, cost_r, trajs = run_system(

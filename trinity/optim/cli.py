@@ -14,6 +14,8 @@ TRAIN_FLAGS = (
     "matrix",
     "pool",
     "competition",
+    "protocol",
+    "objective",
     "base_url",
     "pool_models",
     "generations",
@@ -197,6 +199,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         choices=["tinyrouter", "minirouter"],
         help="train on this competition's router text (default from the pool: openrouter -> "
         "tinyrouter, chutes -> minirouter, others -> tinyrouter)",
+    )
+    p.add_argument(
+        "--protocol",
+        choices=["tinyrouter", "minirouter", "open"],
+        help="the session protocol the pool sees (default: the competition's with --competition or a "
+        "competition's pool, else open)",
+    )
+    p.add_argument(
+        "--objective",
+        choices=["competition", "reward"],
+        help="live mode: score candidates by the competition's own score (default under a competition's "
+        "protocol) or by the turn/cost-aware reward",
     )
     p.add_argument("--base-url", dest="base_url", help="live mode: the pool's base URL (overrides configs/models.yaml)")
     p.add_argument(

@@ -31,6 +31,23 @@ def run_competition_of(cfg: TrainConfig) -> str:
     return resolve_competition(cfg.competition, cfg.pool)
 
 
+def run_protocol_of(cfg: TrainConfig, explicit_competition: bool) -> tuple[str, str]:
+    """(protocol, objective) of a new run: `--protocol`, else the competition's protocol when the
+    run names its competition or runs a competition's pool, else open; `--objective`, else
+    competition for a live run under a competition's protocol, else reward."""
+    from trinity.competition.protocol import default_protocol, get_protocol
+
+    if cfg.protocol:
+        protocol = get_protocol(cfg.protocol).name
+    else:
+        protocol = default_protocol(cfg.competition, explicit_competition, cfg.pool)
+    if cfg.objective:
+        objective = cfg.objective
+    else:
+        objective = "competition" if cfg.mode == "live" and protocol != "open" else "reward"
+    return protocol, objective
+
+
 def make_fitness(cfg: TrainConfig, run: RunDir, router: RouterLike, inputs: RunInputs, models: list[str]) -> Fitness:
     if (cfg.workers > 1 or cfg.ray_address) and cfg.mode == "live":
         from trinity.optim.livepopulation import make_live_population_fitness
@@ -144,6 +161,14 @@ def start_run(
     explicit = cfg.competition is not None
     competition = run_competition_of(cfg)
     cfg = cfg.model_copy(update={"competition": competition})  # recorded, hashed: resume and eval read it
+    protocol, objective = run_protocol_of(cfg, explicit)
+    # open / reward are the values runs had before these keys existed: left None (out of the hash)
+    cfg = cfg.model_copy(
+        update={
+            "protocol": None if protocol == "open" else protocol,
+            "objective": None if objective == "reward" else objective,
+        }
+    )
     router = build_router(cfg, len(models))  # ModelLoadError before the run dir exists
     theta_note = _theta_check(competition, len(models), router, explicit)
     run.path.mkdir(parents=True, exist_ok=True)
@@ -155,6 +180,8 @@ def start_run(
             "status_message": "",
             "mode": cfg.mode,
             "competition": competition,
+            "protocol": protocol,
+            "objective": objective,
             "config": cfg.resolved(),
             "config_hash": cfg.hash(),
             "models": models,

@@ -60,8 +60,23 @@ def register(sub) -> None:
         default=None,
         help="stop when more than this share of the calls failed (default 0.5, as in training)",
     )
+    p.add_argument(
+        "--protocol",
+        choices=["tinyrouter", "minirouter", "open"],
+        default=None,
+        help="whose single Worker turn asks (role prompt, question text, decoding): default the "
+        "competition of --pool (openrouter -> tinyrouter, chutes -> minirouter), else open",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run_collect)
+
+
+def collect_protocol(name: str | None, pool: str) -> str:
+    """`--protocol`, else the protocol of the competition that runs `pool`, else open."""
+    from trinity.competition.protocol import default_protocol
+    from trinity.competition.text import resolve_competition
+
+    return name or default_protocol(resolve_competition(None, pool), False, pool)
 
 
 def run_collect(args) -> int:
@@ -107,6 +122,7 @@ def run_collect(args) -> int:
             cache_path=args.cache,
             progress=None if args.json else print_progress,
             fail_threshold=args.fail_threshold,
+            protocol=collect_protocol(args.protocol, args.pool),
         )
     finally:
         if server is not None:

@@ -22,7 +22,7 @@ from trinity.data.matrix import OutcomeMatrix, save_matrix
 from trinity.data.questions import Question
 from trinity.errors import BudgetExceeded, InputError, OutOfCredit
 from trinity.io import append_jsonl, read_jsonl
-from trinity.benchmarks.prompts import render_question, system_prompt, user_message
+from trinity.benchmarks.prompts import cached_messages
 
 
 @dataclass
@@ -99,11 +99,18 @@ def collect(
     cache_path: str | None = None,
     progress: Callable[[dict], None] | None = None,
     fail_threshold: float | None = None,
+    protocol: str | None = None,
 ) -> CollectResult:
     """`fail_threshold`: stop (what was answered is kept; a re-run asks for the rest) once more
-    than this share of the calls so far failed (`PoolClient.failing`; default the trainer's)."""
+    than this share of the calls so far failed (`PoolClient.failing`; default the trainer's).
+    `protocol`: the session protocol whose single Worker turn asks (trinity.competition.protocol;
+    None: open): a competition's is how its cached answers were made (its prompt and decoding)."""
+    from trinity.competition.protocol import get_protocol
     from trinity.pool.client import DEFAULT_FAIL_THRESHOLD, PoolClient
     from trinity.session.live import LiveRun
+
+    proto = get_protocol(protocol)
+    tag = "" if proto.is_open else f"/{proto.name}"  # answers under another protocol are not reused
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -113,7 +120,7 @@ def collect(
     _drop_torn_tail(answers_path)
     if answers_path.exists():
         for rec in read_jsonl(answers_path):
-            if rec.get("model") in models and "correct" in rec:
+            if rec.get("model") in models and "correct" in rec and (rec.get("protocol") or "open") == proto.name:
                 answers[(rec["qid"], rec["model"], int(rec["sample"]))] = bool(rec["correct"])
     cells = [(q, m, s) for q in questions for m in models for s in range(k) if (q.id, m, s) not in answers]
     total = len(questions) * len(models) * k
@@ -132,6 +139,7 @@ def collect(
     spent0 = live.spent_at_open
     # k samples of one model at temperature 0 would be one sample k times: sample when k > 1.
     decoding = {} if temperature is None and k == 1 else {"temperature": 0.7 if temperature is None else temperature}
+    decoding = {**proto.cached_kwargs(), **decoding}
     state: dict[str, Any] = {
         "done": total - len(cells),
         "failed": 0,
@@ -159,15 +167,12 @@ def collect(
     async def one(client: PoolClient, slots: asyncio.Semaphore, q: Question, model: str, s: int) -> None:
         from trinity.grading import grade_question
 
-        messages = [
-            {"role": "system", "content": system_prompt("Worker", q)},
-            {"role": "user", "content": user_message(render_question(q), "")},
-        ]
+        messages = cached_messages(proto, q)
         async with slots:  # as many waiting as the pool serves at once: a stop leaves the rest unasked
             if state["stop"] is not None:
                 return
             res = await client.chat(
-                model, messages, purpose="collect", seed=s, journal_key=f"collect/{q.id}/{model}/{s}", **decoding
+                model, messages, purpose="collect", seed=s, journal_key=f"collect/{q.id}/{model}/{s}{tag}", **decoding
             )
         if not getattr(res, "journal_hit", False) and not res.cache_hit and res.cost_source != "none":
             state["new_calls"] += 1
@@ -198,6 +203,7 @@ def collect(
                 "extracted": v.extracted if q.kind != "code" else None,
                 "cost_usd": res.cost_usd,
                 "cache_hit": res.cache_hit,
+                "protocol": proto.name,
             },
             fsync=True,
         )

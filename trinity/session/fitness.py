@@ -104,6 +104,7 @@ class LiveFitness:
             seed=self.cfg.seed,
             key_prefix=key_prefix,
             competition=self.competition,
+            protocol=self.cfg.protocol,
         )
         runner = SessionRunner(self.client, self._logits_fn(thetas, pairs), spec, on_step=on_step)
         return self.live.run(runner.run(pairs))
