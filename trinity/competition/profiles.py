@@ -79,6 +79,33 @@ class Scoring:
     shuffle_seed: int | None = None
     threshold: float = 0.0
 
+    def efficiency(self, avg_turns: float, live_acc: float) -> float:
+        """pr_eval's efficiency term: max(0, (max_turns − avg_turns) / (max_turns − 1)) × live_acc."""
+        if live_acc <= 0:
+            return 0.0
+        return max(0.0, (self.max_turns - avg_turns) / (self.max_turns - 1)) * live_acc
+
+    def parts(
+        self, cached_acc: float | None, live_acc: float, avg_turns: float, novelty: float | None = None
+    ) -> dict[str, float]:
+        """The score and its parts, before any overfit penalty: pr_eval's
+        `w_cached·cached + w_live·live + w_eff·efficiency + w_novelty·novelty` (novelty None: the
+        neutral value pr_eval gives when there is no king), or the promotion rule's pass rate."""
+        if self.rule == "pr_eval":
+            cached = float(cached_acc or 0.0)
+            nov = self.novelty_neutral if novelty is None else float(novelty)
+            eff = self.efficiency(avg_turns, live_acc)
+            score = self.w_cached * cached + self.w_live * live_acc + self.w_efficiency * eff + self.w_novelty * nov
+            return {
+                "score": score,
+                "cached": cached,
+                "live": float(live_acc),
+                "efficiency": eff,
+                "novelty": nov,
+                "avg_turns": float(avg_turns),
+            }
+        return {"score": float(live_acc), "live": float(live_acc), "avg_turns": float(avg_turns)}
+
     def overfit(self, gap: float | None) -> tuple[float, bool]:
         """(multiplier, rejected) for a hidden − audit accuracy gap (None: not measured → 1, not
         rejected): gap > overfit_reject rejects, gap > overfit_penalise multiplies by overfit_factor."""

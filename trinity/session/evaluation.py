@@ -26,6 +26,9 @@ class GenerationStats:
     candidate_turns: np.ndarray | None = None  # (P,) mean turns of each candidate's sessions
     accuracy: float | None = None  # graded correctness, before the turn/cost penalties
     cost_per_correct: float | None = None  # USD of the generation's sessions per right answer
+    # --objective competition: each candidate's competition score and its parts on the minibatch
+    # (name -> (P,) values: score, cached, live, efficiency, novelty, avg_turns)
+    score_parts: dict[str, np.ndarray] | None = None
 
     def record(self, best: int) -> dict[str, float]:
         """The `generation` record's fields; `best`: the index of the generation's best candidate."""
@@ -38,6 +41,12 @@ class GenerationStats:
             out["accuracy"] = float(self.accuracy)
         if self.cost_per_correct is not None:
             out["cost_per_correct"] = float(self.cost_per_correct)
+        if self.score_parts:
+            # the generation's best candidate's competition score and its parts
+            out["competition_score"] = float(self.score_parts["score"][best])
+            for name, values in self.score_parts.items():
+                if name != "score":
+                    out[f"score_{name}"] = float(values[best])
         return out
 
 

@@ -45,6 +45,14 @@ class LiveFitness:
         # the run's competition (trinity.optim.engine sets it in the config; old runs: by the pool)
         self.competition = resolve_competition(cfg.competition, cfg.pool)
         self._text = router_text(self.competition).question_input
+        from trinity.competition.profiles import get_profile
+        from trinity.competition.protocol import get_protocol
+
+        self.protocol = get_protocol(cfg.protocol)
+        # what a candidate is scored by: the competition's own score, or our reward
+        self.objective = cfg.objective or "reward"
+        self.scoring = get_profile(self.competition).scoring
+        self._cached: dict[tuple[str, str], bool] = {}  # (qid, model) -> its cached answer is right
         self.live = open_live_run(cfg, run, models)  # the pool's model order checked first
         self.pool = self.live.pool
         self.ledger, self.journal, self.cache = self.live.ledger, self.live.journal, self.live.cache
@@ -134,7 +142,11 @@ class LiveFitness:
         if failing is not None:
             raise failing  # most calls failed: this generation's rewards are not answers
         hooks.progress(total, total)
-        rewards = np.array([self._reward(t) for t in trajs], dtype=np.float64).reshape(P, m)
+        score_parts = None
+        if self.objective == "competition":
+            rewards, score_parts = self.competition_rewards(trajs, questions, P, m)
+        else:
+            rewards = np.array([self._reward(t) for t in trajs], dtype=np.float64).reshape(P, m)
         first_model = np.array([self.models.index(t.turns[0].model) if t.turns else 0 for t in trajs]).reshape(P, m)
         first_role = np.array([ROLES.index(t.turns[0].role) if t.turns else 0 for t in trajs]).reshape(P, m)
         hooks.choices(first_model, first_role)
@@ -145,6 +157,7 @@ class LiveFitness:
             candidate_turns=np.array([len(t.turns) for t in trajs], dtype=np.float64).reshape(P, m).mean(axis=1),
             accuracy=n_correct / len(trajs) if trajs else None,  # graded correctness, before penalties
             cost_per_correct=gen_cost / n_correct if n_correct else None,
+            score_parts=score_parts,
         )
         for (_c, q), t in zip(pairs, trajs):
             hooks.trace(trace_record(t, q, gen, mode="live"))
@@ -154,6 +167,71 @@ class LiveFitness:
             # of this generation (the last checkpoint stands) and stops; a resume redoes it
             raise dead
         return Evaluation(rewards, stats)
+
+    # ---- --objective competition ----------------------------------------------------------------
+
+    def cached_correct(self, items: list[tuple[Question, str]]) -> dict[tuple[str, str], bool]:
+        """Whether `model`'s cached answer to each question is right: one Worker turn on an empty
+        transcript under the run's protocol (for TinyRouter: how `build_benchmark` caches the
+        answers its 70% part scores), asked once per (question, model) and kept (the call
+        journal keeps it over a resume). A failed call counts as an empty answer, as theirs does."""
+        import asyncio
+
+        from trinity.benchmarks.prompts import cached_messages
+        from trinity.grading import grade_question
+
+        need = {(q.id, model): (q, model) for q, model in items if (q.id, model) not in self._cached}
+
+        async def ask(q: Question, model: str) -> tuple[str, str, bool, bool]:
+            res = await self.client.chat(
+                model,
+                cached_messages(self.protocol, q),
+                purpose="train",
+                journal_key=f"cached/{self.protocol.name}/{q.id}/{model}",
+                **self.protocol.cached_kwargs(),
+            )
+            if not res.ok:
+                return q.id, model, False, False
+            v = await asyncio.to_thread(grade_question, q, res.text or "")
+            return q.id, model, bool(v.correct), True
+
+        async def ask_all():
+            return await asyncio.gather(*(ask(q, mdl) for q, mdl in need.values()))
+
+        for qid, model, correct, ok in self.live.run(ask_all()) if need else []:
+            if ok:
+                self._cached[(qid, model)] = correct
+        return {(q.id, model): self._cached.get((q.id, model), False) for q, model in items}
+
+    def competition_rewards(
+        self, trajs: list, questions: list[Question], P: int, m: int
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """(P, m) rewards whose row means are each candidate's competition score on the minibatch,
+        and the score's parts per candidate. TinyRouter (pr_eval): 0.70 × the cached accuracy of
+        the model each session picked at turn 1 + 0.15 × live accuracy + 0.10 × efficiency (a
+        failed session counts `max_turns` turns) + 0.05 × novelty (neutral: no king here); a
+        question's reward carries its own cached and live terms and the candidate's efficiency.
+        MiniRouter (promotion): the pass rate."""
+        sc = self.scoring
+        live = np.array([1.0 if t.correct else 0.0 for t in trajs]).reshape(P, m)
+        turns = np.array(
+            [float(self.cfg.max_turns if t.failed else len(t.turns)) for t in trajs], dtype=np.float64
+        ).reshape(P, m)
+        live_acc, avg_turns = live.mean(axis=1), turns.mean(axis=1)
+        if sc.rule != "pr_eval":
+            parts = [sc.parts(None, float(live_acc[c]), float(avg_turns[c])) for c in range(P)]
+            return live, {k: np.array([p[k] for p in parts]) for k in parts[0]}
+        qs = [q for _c in range(P) for q in questions]
+        first = [(q, t.turns[0].model) for q, t in zip(qs, trajs) if t.turns]
+        known = self.cached_correct(first)
+        cached = np.array(
+            [float(known.get((q.id, t.turns[0].model), False)) if t.turns else 0.0 for q, t in zip(qs, trajs)]
+        ).reshape(P, m)
+        parts = [sc.parts(float(cached[c].mean()), float(live_acc[c]), float(avg_turns[c])) for c in range(P)]
+        eff = np.array([p["efficiency"] for p in parts])
+        nov = np.array([p["novelty"] for p in parts])
+        rewards = sc.w_cached * cached + sc.w_live * live + (sc.w_efficiency * eff + sc.w_novelty * nov)[:, None]
+        return rewards, {k: np.array([p[k] for p in parts]) for k in parts[0]}
 
     def _report_spend_risks(self) -> None:
         st = self.client.stats

@@ -1,0 +1,103 @@
+"""`--objective competition`: a live TinyRouter run scores each candidate by pr_eval's formula on
+its minibatch (the turn-1 model's cached answer, asked once per (question, model) the way their
+`build_benchmark` asks, + live accuracy + efficiency + neutral novelty); the generation record
+carries the best candidate's score and parts, equal to the formula worked here by hand from the
+run's traces and journal."""
+
+from __future__ import annotations
+
+import collections
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trinity.io import read_jsonl
+from trinity.pool.practice_server import start_practice_server
+
+FIX = Path(__file__).parents[1] / "fixtures" / "protocol"
+
+
+def _their_worker_system() -> str:
+    g = json.loads((FIX / "tinyrouter_golden.json").read_text(encoding="utf-8"))
+    sess = g["sessions"][0]
+    return next(c["messages"][0]["content"] for c, (_a, r) in zip(sess["calls"], sess["plan"]) if r == "Worker")
+
+
+@pytest.mark.slow
+def test_tinyrouter_objective_is_pr_eval_on_the_minibatch(tmp_path, capsys, monkeypatch):
+    from trinity.cli import main
+    from trinity.competition.text import router_text
+    from trinity.data.practice import practice_questions
+    from trinity.grading import grade_question
+
+    h = start_practice_server(port=0)
+    h.server.recent = collections.deque(maxlen=10_000)
+    monkeypatch.setenv("TRINITY_POOL_BASE_URL", h.base_url)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    try:
+        rc = main(
+            [
+                "train", "--mode", "live", "--pool", "practice", "--questions", "practice",
+                "--encoder", "tiny-qwen3", "--generations", "1", "--popsize", "4", "--m", "4",
+                "--seed", "5", "--warm-start", "none", "--competition", "tinyrouter",
+                "--run-dir", str(run), "--json",
+            ]
+        )  # fmt: skip
+        out = capsys.readouterr()
+        assert rc == 0, out.out + out.err
+        bodies = list(h.server.recent)
+    finally:
+        h.stop()
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["protocol"] == "tinyrouter" and meta["objective"] == "competition"
+
+    by_id = {q.id: q for q in practice_questions()}
+    journal = {r["key"]: r["result"] for r in read_jsonl(run / "journal.jsonl")}
+    cached_keys = [k for k in journal if k.startswith("cached/tinyrouter/")]
+    assert cached_keys
+    # the cached asks: their build_benchmark body (Worker contract, empty transcript, no reasoning)
+    asks = [b for b in bodies if "reasoning_effort" not in b]
+    assert len(asks) == len(cached_keys)  # once per (question, model)
+    system = _their_worker_system()
+    for b in asks:
+        assert list(b) == ["model", "messages", "temperature", "top_p", "max_tokens"]
+        assert (b["temperature"], b["top_p"], b["max_tokens"]) == (0.0, 1.0, 4096)
+        assert b["messages"][0] == {"role": "system", "content": system}
+        assert b["messages"][1]["content"].endswith("\n\nTRANSCRIPT SO FAR:\n(no prior turns yet)")
+
+    def cached_right(qid: str, model: str) -> float:
+        res = journal[f"cached/tinyrouter/{qid}/{model}"]
+        return float(grade_question(by_id[qid], res["text"]).correct)
+
+    per: dict[int, list[tuple[float, float, float]]] = collections.defaultdict(list)
+    for tr in read_jsonl(run / "traces.jsonl"):
+        turns = 5 if any(not t["ok"] for t in tr["turns"]) else len(tr["turns"])
+        per[tr["candidate"]].append((cached_right(tr["qid"], tr["turns"][0]["model"]), float(tr["correct"]), turns))
+        assert router_text("tinyrouter").render_question(by_id[tr["qid"]])  # a question the run knows
+    scores = []
+    for c in sorted(per):
+        hidden, live, turns = (float(np.mean(x)) for x in zip(*per[c]))
+        eff = max(0.0, (5 - turns) / 4) * live if live > 0 else 0.0
+        scores.append((0.70 * hidden + 0.15 * live + 0.10 * eff + 0.05 * 0.5, hidden, live, eff, turns))
+    gen = [e for e in read_jsonl(run / "events.jsonl") if e["type"] == "generation"][-1]
+    best = max(scores, key=lambda s: s[0])
+    assert gen["competition_score"] == pytest.approx(best[0])
+    assert gen["best"] == pytest.approx(best[0])  # the ES's fitness is the competition score
+    assert gen["mean"] == pytest.approx(np.mean([s[0] for s in scores]))
+    assert (gen["score_cached"], gen["score_live"], gen["score_efficiency"], gen["score_avg_turns"]) == pytest.approx(
+        best[1:]
+    )
+    assert gen["score_novelty"] == 0.5
+
+
+def test_scoring_parts_by_hand():
+    from trinity.competition.profiles import MINIROUTER_PROFILE, TINYROUTER_PROFILE
+
+    p = TINYROUTER_PROFILE.scoring.parts(0.5, 0.6, 2.0)
+    assert p["efficiency"] == pytest.approx(0.75 * 0.6)
+    assert p["score"] == pytest.approx(0.70 * 0.5 + 0.15 * 0.6 + 0.10 * 0.45 + 0.05 * 0.5)
+    assert TINYROUTER_PROFILE.scoring.parts(0.5, 0.0, 1.0)["efficiency"] == 0.0
+    assert MINIROUTER_PROFILE.scoring.parts(None, 0.85, 3.0)["score"] == 0.85
