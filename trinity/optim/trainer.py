@@ -102,6 +102,12 @@ def make_es(x0: Float64Array, sigma0: float, popsize: int, rng: np.random.Random
         "tolstagnation": np.inf,
         "tolfunrel": 0,
     }
+    if popsize < 3:
+        # pycma's default step-size rule here (two-point adaptation) injects two mirrored
+        # solutions a generation, which a population of 2 has no room for ("Found unused injected
+        # direction/solutions" at generation 2); cumulative step-size adaptation needs none.
+        # Larger populations keep the default, so their runs and resumes are unchanged.
+        opts["AdaptSigma"] = cma.sigma_adaptation.CMAAdaptSigmaCSA
     es: EvolutionStrategy = cma.CMAEvolutionStrategy(x0, sigma0, opts)
     return es
 
