@@ -255,6 +255,7 @@ def cmd_score(args) -> int:
         competition=args.competition,
         audit_split=args.audit_split,
         progress=_progress_printer(args),
+        matrix=args.matrix,
     )
     _emit(args, report, score_view)
     return 0
@@ -379,6 +380,12 @@ def register(subparsers) -> None:
         default=None,
         choices=("train", "val", "test", "audit"),
         help="split standing in for the audit set (default test when --eval-split is given)",
+    )
+    p.add_argument(
+        "--matrix",
+        metavar="M.json",
+        help="outcome matrix for the cached part when the run has none (a live run): `trinity collect` "
+        "on the run's questions",
     )
     from trinity.competition.cliargs import competition_arg
 

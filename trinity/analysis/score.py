@@ -67,9 +67,7 @@ class BenchInputs:
 
 
 def efficiency(avg_turns: float, live_acc: float) -> float:
-    if live_acc <= 0:
-        return 0.0
-    return max(0.0, (MAX_TURNS - avg_turns) / (MAX_TURNS - 1)) * live_acc
+    return _TR.efficiency(avg_turns, live_acc)  # one source: the profile (the training curve uses it too)
 
 
 def overfit_penalty(gap: float | None) -> tuple[float, bool]:
@@ -79,7 +77,7 @@ def overfit_penalty(gap: float | None) -> tuple[float, bool]:
 
 def bench_score(cached: float, live: float, avg_turns: float, novelty: float, gap: float | None) -> float:
     mult, _ = overfit_penalty(gap)
-    return (W_CACHED * cached + W_LIVE * live + W_EFFICIENCY * efficiency(avg_turns, live) + W_NOVELTY * novelty) * mult
+    return _TR.parts(cached, live, avg_turns, novelty)["score"] * mult
 
 
 def novelty(ours: tuple[np.ndarray, np.ndarray], king: tuple[np.ndarray, np.ndarray]) -> float:
@@ -303,6 +301,33 @@ def _bench_order(questions) -> list[str]:
     return seen
 
 
+def protocol_warning(trained_under: str, prof) -> str:
+    """The warning for a run whose sessions ran under another protocol than the competition's."""
+    return (
+        f"warning: this run was trained under the {trained_under} session protocol, not {prof.title}'s "
+        f"(its role prompts, transcript, stop rule and decoding): the validator replays the head under "
+        f"{prof.title}'s, so its live numbers may differ; train with --competition {prof.name}"
+    )
+
+
+def _cached_matrix(run, meta: dict, inputs, path: str | Path):
+    """An outcome matrix given to `trinity score --matrix` for a run that has none: the run's
+    models in the run's order, and every question of the run."""
+    from trinity.data.matrix import load_matrix
+
+    mat = load_matrix(path)
+    models = list(meta.get("models") or [])
+    if models and list(mat.models) != models:
+        raise InputError(f"{path}: the matrix's models {list(mat.models)} differ from the run's {models}")
+    missing = [q.id for q in inputs.questions if q.id not in mat]
+    if missing:
+        raise InputError(
+            f"{path}: {len(missing)} of the run's {len(inputs.questions)} questions are not in the matrix "
+            f"(first: {missing[0]}); collect the run's questions (`--split all`)"
+        )
+    return mat
+
+
 def promotion_items(questions, p=MINIROUTER_PROFILE):
     """MiniRouter's evaluation items: the benchmark's questions (in input order) shuffled by
     `random.Random(seed)`, the first `n_items` (its `load_tasks(..., max_items=20, seed=0)`)."""
@@ -327,6 +352,7 @@ def score_estimate(
     audit_split: str | None = None,
     progress: Progress | None = None,
     competition: str | None = None,
+    matrix: str | Path | None = None,
 ) -> ScoreReport:
     """The score estimate of a trained run (cached numbers computed now; live read from eval.json).
 
@@ -355,8 +381,16 @@ def score_estimate(
             )
         scored, other, sign = audit_split, eval_split, 1.0  # gap = eval − audit = other − scored
     inputs = load_run_inputs(run)
+    if matrix is not None:
+        inputs = inputs._replace(matrix=_cached_matrix(run, meta, inputs, matrix))
     if inputs.matrix is None:
-        raise InputError(f"{run.path}: the run has no outcome matrix; the cached score needs one")
+        pool = meta.get("pool") or (meta.get("config") or {}).get("pool") or "POOL"
+        raise InputError(
+            f"{run.path}: the run has no outcome matrix, so the cached part of the score (the turn-1 "
+            f"model's cached answer to each question) is unknown; collect one for the run's questions "
+            f"with `trinity collect --benchmark B --pool {pool} --protocol {prof.name} --k 1 --split all "
+            f"--out M.json` (the competition's single Worker turn) and pass it: `trinity score {run.path} --matrix M.json`"
+        )
     has_audit = bool(inputs.splits.get("audit"))
     if not stand_in:
         scored, other, sign = "test", ("audit" if has_audit else None), -1.0  # gap = test − audit
@@ -388,6 +422,9 @@ def score_estimate(
             "overfit gap: audit accuracy unknown — the run has no audit split (pass --eval-split/--audit-split "
             "to use stand-ins); no penalty applied here, pr_eval would apply it"
         )
+    from trinity.competition.protocol import run_protocol
+
+    trained_under = run_protocol(meta)
     notes = [
         f"competition: {prof.title}",
         f"cached accuracy: {scored} split, turn 1, mean of the k={inputs.matrix.k} recorded answers",
@@ -397,6 +434,8 @@ def score_estimate(
         "is followed",
         "novelty: first benchmark only (pr_eval); later benchmarks score novelty 0",
     ]
+    if trained_under.name != prof.name:
+        notes.insert(0, protocol_warning(trained_under.name, prof))
     king_router = None
     if king is not None:
         from trinity.optim.routing import TrainedRouter
