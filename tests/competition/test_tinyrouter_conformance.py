@@ -239,3 +239,15 @@ def test_pr_title_and_body_golden():
     # the template itself, unfilled, is not a filled routing section
     tmpl = body.replace("**Miner name:** alice", "**Miner name:** (your miner identity)")
     assert _bot_reads_as_routing_submission("x", tmpl) == (True, False)
+
+
+def test_check_advises_when_the_run_was_trained_under_another_session_protocol(tmp_path):
+    run, b = _pack(tmp_path)
+    adv = {a.name: a for a in check_bundle(b.path, run_dir=run.path).advisories}
+    assert adv["session_protocol"].status == "warn"  # a run without a recorded protocol reads as open
+    assert "trained under the open session protocol, not TinyRouter's" in adv["session_protocol"].reason
+    meta = json.loads((run.path / "run.json").read_text())
+    meta["protocol"] = "tinyrouter"
+    (run.path / "run.json").write_text(json.dumps(meta))
+    adv = {a.name: a for a in check_bundle(b.path, run_dir=run.path).advisories}
+    assert adv["session_protocol"].status == "pass"

@@ -1005,6 +1005,19 @@ def _run_advisories(c: _Ctx) -> list[GateResult]:
     for name in c.prof.advisories:
         why = ADVISORY_FUNCS[name](c)
         out.append(GateResult(name, WARN, why, {}, name) if why else GateResult(name, PASS, "consistent", {}, name))
+    if c.run is not None:  # ours, report-only: which session protocol the head was trained under
+        from trinity.competition.protocol import run_protocol
+
+        trained = run_protocol(c.run.read_meta()).name
+        if trained != c.prof.name:
+            why = (
+                f"the run was trained under the {trained} session protocol, not {c.prof.title}'s (role prompts, "
+                f"transcript, stop rule, decoding); its validator replays the head under its own — train with "
+                f"--competition {c.prof.name}"
+            )
+            out.append(GateResult("session_protocol", WARN, why, {"trained_under": trained}))
+        else:
+            out.append(GateResult("session_protocol", PASS, f"trained under {c.prof.title}'s protocol", {}))
     return out
 
 
