@@ -3,12 +3,14 @@
 One turn step for every active trajectory:
   1. encode its transcript (all trajectories of the step in one batched router call),
   2. pick (model, role) — argmax per group by default,
-  3. send the chat completions concurrently (the pool client bounds concurrency),
-  4. post-process the output as the competition does (strip, head + tail over 8000 characters)
-     and append it; a Verifier's `VERDICT: ACCEPT` ends the session once a
-     Worker output exists.
+  3. send the chat completions concurrently (the pool client bounds concurrency), with the
+     messages and decoding of the run's session protocol (`trinity.competition.protocol`),
+  4. post-process the output (strip, head + tail over 8000 characters) and append it; a
+     Verifier's ACCEPT (the protocol's parser, on the raw output) ends the session by the
+     protocol's stop rule (a Worker turn came before it).
 So the wall time of a generation is ≈ turns × call latency, not trajectories × turns × latency.
-The scored answer is the newest non-Verifier turn that has an extractable answer.
+The scored answer is the protocol's committed answer (ours: the newest non-Verifier turn that has
+an extractable answer).
 """
 
 from __future__ import annotations
