@@ -101,3 +101,47 @@ def test_scoring_parts_by_hand():
     assert p["score"] == pytest.approx(0.70 * 0.5 + 0.15 * 0.6 + 0.10 * 0.45 + 0.05 * 0.5)
     assert TINYROUTER_PROFILE.scoring.parts(0.5, 0.0, 1.0)["efficiency"] == 0.0
     assert MINIROUTER_PROFILE.scoring.parts(None, 0.85, 3.0)["score"] == 0.85
+
+
+class _T:  # the parts of a Trajectory the objective reads
+    def __init__(self, correct, n_turns, first_model="a", failed=False):
+        self.correct, self.failed = correct, failed
+        self.turns = [type("Turn", (), {"model": first_model})()] * n_turns
+
+
+def _fitness(competition):
+    from trinity.competition.profiles import get_profile
+    from trinity.session.fitness import LiveFitness
+
+    fit = LiveFitness.__new__(LiveFitness)  # only the scoring parts: no pool stack
+    fit.scoring = get_profile(competition).scoring
+    fit.cfg = type("Cfg", (), {"max_turns": 5})()
+    return fit
+
+
+def test_minirouter_objective_is_the_pass_rate():
+    from trinity.data.questions import Question
+
+    qs = [Question(id=f"q{i}", benchmark="math500", kind="math", question="x", answer="1") for i in range(2)]
+    trajs = [_T(True, 2), _T(False, 5), _T(True, 1), _T(True, 3)]
+    rewards, parts = _fitness("minirouter").competition_rewards(trajs, qs, 2, 2)
+    assert rewards.tolist() == [[1.0, 0.0], [1.0, 1.0]]
+    assert parts["score"].tolist() == [0.5, 1.0] and parts["avg_turns"].tolist() == [3.5, 2.0]
+
+
+def test_tinyrouter_objective_rows_average_to_pr_eval():
+    from trinity.data.questions import Question
+
+    qs = [Question(id=f"q{i}", benchmark="math500", kind="math", question="x", answer="1") for i in range(2)]
+    # candidate 0: right live on q0 in 2 turns, a failed session on q1 (counts 5 turns)
+    # candidate 1: wrong live on both, 1 turn each, but picked model "b" whose cached answers are right
+    trajs = [_T(True, 2, "a"), _T(False, 1, "a", failed=True), _T(False, 1, "b"), _T(False, 1, "b")]
+    fit = _fitness("tinyrouter")
+    fit.cached_correct = lambda items: {(q.id, m): m == "b" for q, m in items}
+    rewards, parts = fit.competition_rewards(trajs, qs, 2, 2)
+    eff0 = max(0.0, (5 - 3.5) / 4) * 0.5
+    s0 = 0.70 * 0.0 + 0.15 * 0.5 + 0.10 * eff0 + 0.05 * 0.5
+    s1 = 0.70 * 1.0 + 0.15 * 0.0 + 0.10 * 0.0 + 0.05 * 0.5
+    assert rewards.mean(axis=1) == pytest.approx([s0, s1])
+    assert parts["score"] == pytest.approx([s0, s1]) and parts["cached"].tolist() == [0.0, 1.0]
+    assert parts["avg_turns"].tolist() == [3.5, 1.0]
