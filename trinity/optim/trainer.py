@@ -37,7 +37,7 @@ import numpy as np
 
 from trinity.config import TrainConfig
 from trinity.data.questions import Question
-from trinity.errors import BudgetExceeded, CheckpointError, InputError, OutOfCredit, PoolStop
+from trinity.errors import BudgetExceeded, CheckpointError, InputError, OutOfCredit, PoolStop, clear_stop, request_stop
 from trinity.io import atomic_write_json
 from trinity.model import ROLES
 from trinity.model.arrays import Float64Array, IndexArray
@@ -246,6 +246,7 @@ class Trainer:
             return  # the run is writing its final status; let it finish
         again = self._stop_signal is not None
         self._stop_signal = signal.Signals(signum).name
+        request_stop(self._stop_signal)  # every wait and long loop of the engine polls it
         if again:
             raise StopRequested(self._stop_signal)
 
@@ -260,10 +261,12 @@ class Trainer:
         # ours before the outputs are restored too: restoring may write the `generation` events a
         # killed process missed, and a signal sent on seeing one must stop this run, not kill it
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        clear_stop()
         try:
             self._restore_outputs()
             return self._train(resume)
         finally:
+            clear_stop()
             for s, h in old.items():
                 signal.signal(s, h)
 
