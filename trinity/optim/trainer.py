@@ -181,6 +181,11 @@ class Trainer:
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
+        from trinity.optim.checkpoint import validate_state
+
+        validate_state(
+            state, n_params=int(self.router.n_params), popsize=self.cfg.popsize, where=str(self.run.checkpoint_dir)
+        )
         if "es" not in state:  # from a data-only checkpoint: rebuild the ES by replaying it
             state = {**state, **self._replay_es(state)}
         self.state = state
