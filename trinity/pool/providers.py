@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from trinity.errors import ConfigError
+from trinity.io import safe_yaml
 from trinity.pool.faults import RetryPolicy
 
 # package data, so a non-editable install has it; configs/models.yaml in the checkout links here
@@ -113,7 +114,7 @@ def read_models_yaml(path: Path) -> dict[str, Any]:
     if not path.exists():
         raise ConfigError(f"models config not found: {path}")
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        doc = safe_yaml(path.read_text(encoding="utf-8"), path) or {}
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML ({e})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("providers"), dict):
