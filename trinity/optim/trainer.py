@@ -298,6 +298,7 @@ class Trainer:
             self.set_status("failed", f"{type(e).__name__}: {e}"[:500])
             raise
         self._stop_signal = self._stop_signal or "done"  # from here on a signal only sets the flag
+        clear_stop()
         self.write_summary()
         msg = f"finished {self.state['gen']} generations"
         self.set_status("finished", msg)
@@ -371,6 +372,7 @@ class Trainer:
         self.event("warm_start", gen=0, **info)
 
     def _stopped(self, message: str, code: int) -> TrainResult:
+        clear_stop()  # the stop is being carried out: the summary's own compute must run
         self.write_summary()
         self.set_status("stopped", message)
         return TrainResult("stopped", message, code, self.state["gen"])
