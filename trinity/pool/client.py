@@ -303,7 +303,7 @@ class PoolClient:
         self._last_connect_error = ""
         self._price_ratio: dict[str, float] = {}  # reported / table cost, highest seen (>= 1)
         self._per_token_usd: dict[str, float] = {}  # reported cost per token, highest seen
-        self._bill_ratio: dict[str, float] = {}  # a model's bill / its call's reservation, highest seen (> 1)
+        self._bill_ratio: dict[str, float] = {}  # a bill past its reservation / the table's worst case, highest seen
         # cache key -> the identical call in flight (its cached form, None when it failed)
         self._in_flight: dict[str, asyncio.Future[dict[str, Any] | None]] = {}
         self.start_window()
@@ -465,13 +465,14 @@ class PoolClient:
 
     def _worst_case_usd(self, model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> float:
         prompt_tokens, max_out = self._worst_tokens(messages, params)
-        table = self.pool.price(model).cost_usd(prompt_tokens, max_out) * self._price_ratio.get(model, 1.0)
+        raw = self.pool.price(model).cost_usd(prompt_tokens, max_out)
+        table = raw * self._price_ratio.get(model, 1.0)
         # A model the price table calls free (or does not know) but that was billed: reserve at the
         # highest cost per token seen so far.
         seen = self._per_token_usd.get(model, 0.0) * (prompt_tokens + max_out)
-        # A provider that billed past a reservation (reasoning tokens max_tokens does not bound):
-        # reserve its later calls at the worst bill ÷ reservation seen.
-        return max(table, seen) * self._bill_ratio.get(model, 1.0)
+        # A provider that billed past a call's table worst case (reasoning tokens max_tokens does
+        # not bound): reserve its later calls at the worst bill ÷ table worst case seen.
+        return max(table, seen, raw * self._bill_ratio.get(model, 0.0))
 
     def _learn_price(self, model: str, res: "ChatResult") -> None:
         """Keep reservations honest when the price table is stale: if a provider reports a higher
@@ -599,6 +600,8 @@ class PoolClient:
             raise type(stop)(str(stop))
         reservation = None
         worst = self._worst_case_usd(model, messages, params)
+        prompt_tokens, max_out = self._worst_tokens(messages, params)
+        raw_worst = self.pool.price(model).cost_usd(prompt_tokens, max_out)  # the table's, unscaled
         limits = (*self._worst_tokens(messages, params), worst)
         if self.budget is not None:
             while True:
@@ -631,9 +634,9 @@ class PoolClient:
                     excess = actual_micro - reservation.micro_usd
                     self.stats.excess_micro_usd += excess
                     self.stats.excess_calls += 1
-                    if reservation.micro_usd > 0:
-                        ratio = actual_micro / reservation.micro_usd
-                        self._bill_ratio[model] = max(self._bill_ratio.get(model, 1.0), ratio)
+                    if raw_worst > 0:
+                        ratio = actual_micro / to_micro(raw_worst) if to_micro(raw_worst) else 0.0
+                        self._bill_ratio[model] = max(self._bill_ratio.get(model, 0.0), ratio)
                 self.stats.calls += 1
                 self.stats.cost_micro_usd += actual_micro
                 self.stats.per_model[model] = self.stats.per_model.get(model, 0) + 1
