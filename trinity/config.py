@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import ErrorDetails
 
 from trinity.errors import ConfigError
-from trinity.io import canonical_json
+from trinity.io import canonical_json, safe_yaml
 
 PRACTICE = "practice"
 PATH_KEYS = ("questions", "matrix", "cache_path")  # file paths a config may give
@@ -138,24 +138,33 @@ class TrainConfig(BaseModel):
     generations: int = Field(60, ge=1, le=100_000)
     m: int = Field(16, ge=1, description="training questions per candidate per generation")
     sigma0: float = Field(0.1, gt=0, le=10)
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=2**32 - 2)  # numpy seeds are 32-bit (the batch RNG takes seed + 1)
     split_seed: int | None = Field(
         None,
         ge=0,
+        le=2**32 - 1,
         description="seed of the train/val/test split (default: seed); "
         "trinity train --seeds keeps it fixed across seeds",
     )
-    budget_usd: float | None = Field(None, ge=0)
+    budget_usd: float | None = Field(None, ge=0, le=1e9, allow_inf_nan=False)
     prices: dict[str, Any] | None = Field(
         None,
         description="live mode: USD per 1M tokens per model, {MODEL: {price_in, price_out}}, for models "
         "configs/models.yaml does not price (a budget needs every model's worst case)",
     )
     price_in: float | None = Field(
-        None, ge=0, description="live mode: USD per 1M prompt tokens of every unpriced model"
+        None,
+        ge=0,
+        le=10_000,
+        allow_inf_nan=False,
+        description="live mode: USD per 1M prompt tokens of every unpriced model",
     )
     price_out: float | None = Field(
-        None, ge=0, description="live mode: USD per 1M completion tokens of every unpriced model"
+        None,
+        ge=0,
+        le=10_000,
+        allow_inf_nan=False,
+        description="live mode: USD per 1M completion tokens of every unpriced model",
     )
     read_timeout_s: float | None = Field(None, gt=0, description="live mode: the pool's read timeout per attempt")
     fail_threshold: float = Field(
@@ -290,7 +299,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = safe_yaml(path.read_text(encoding="utf-8"), path)
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not UTF-8 text (a binary file?); pass a YAML config") from None
     except yaml.YAMLError as e:

@@ -68,3 +68,32 @@ class PoolFailing(PoolStop):
 
 class AbsurdCharge(PoolStop):
     """A provider reported usage or a cost far past what the request could cost."""
+
+
+class StopRequested(Exception):
+    """SIGINT/SIGTERM asked the run to stop (raised from a progress hook, a wait or a long loop)."""
+
+
+# The process-wide stop request: the trainer's signal handler sets it; every wait of the pool
+# client (a 429 cool-down, a retry back-off, a budget wait) and every long loop polls it, so a
+# SIGTERM stops a run within a fraction of a second even during a minute-long Retry-After.
+_stop_reason: list[str] = []
+
+
+def request_stop(reason: str) -> None:
+    if not _stop_reason:
+        _stop_reason.append(reason)
+
+
+def clear_stop() -> None:
+    _stop_reason.clear()
+
+
+def stop_requested() -> str | None:
+    return _stop_reason[0] if _stop_reason else None
+
+
+def check_stop() -> None:
+    """Raise StopRequested when a stop was asked for (call it inside long loops)."""
+    if _stop_reason:
+        raise StopRequested(_stop_reason[0])

@@ -113,6 +113,8 @@ def iter_jsonl(path: str | os.PathLike, strict: bool = False) -> Iterator[tuple[
         is_last = i == len(lines)  # only when the file does not end with "\n"
         try:
             yield i, json.loads(raw)
+        except RecursionError:
+            raise InputError(f"{path}: line {i} is nested too deeply; fix or delete that line") from None
         except (json.JSONDecodeError, UnicodeDecodeError):
             if is_last and not complete_last:
                 return  # torn final line: the writer is mid-append (or crashed mid-append)
@@ -200,3 +202,18 @@ def read_line_at(path: str | os.PathLike, offset: int) -> Any:
     with open(path, "rb") as f:
         f.seek(offset)
         return json.loads(f.readline())
+
+
+def safe_yaml(text: str, where: object) -> Any:
+    """`yaml.safe_load` of a user's file, refusing aliases (`*name`): a few hundred bytes of
+    aliases nested in aliases expand to gigabytes once anything walks the document."""
+    import yaml
+
+    from trinity.errors import ConfigError
+
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            mark = event.start_mark
+            line = f" line {mark.line + 1}" if mark is not None else ""
+            raise ConfigError(f"{where}:{line} uses a YAML alias (*{event.anchor}); write the values out instead")
+    return yaml.safe_load(text)

@@ -24,6 +24,7 @@ from trinity.data.kinds import KINDS
 from trinity.data.matrix import OutcomeMatrix
 from trinity.data.questions import Question, load_questions
 from trinity.errors import ConfigError
+from trinity.io import safe_yaml
 
 QUESTIONS_FILE = Path(__file__).with_name("practice_questions.jsonl")
 REPO_CONFIG = Path(__file__).with_name("practice.yaml")  # configs/practice.yaml links here
@@ -60,7 +61,7 @@ def _load_setup(path: Path) -> PracticeSetup:
     if not path.exists():
         raise ConfigError(f"practice config not found: {path} (set MINERTUI_PRACTICE_CONFIG to its path)")
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        doc = safe_yaml(path.read_text(encoding="utf-8"), path) or {}
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML ({e})") from None
     sec = doc.get("practice")

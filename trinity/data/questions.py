@@ -94,6 +94,10 @@ def load_questions(path: str | Path) -> list[Question]:
                 obj = json.loads(line)
             except json.JSONDecodeError:
                 raise InputError(f"{path}: line {lineno} is not valid JSON; fix or delete it") from None
+            except RecursionError:
+                raise InputError(
+                    f"{path}: line {lineno} is nested too deeply to be a question; fix or delete it"
+                ) from None
             q = Question.from_json(obj, where=f"{path}: line {lineno}")
             if q.id in seen:
                 dups.append(q.id)

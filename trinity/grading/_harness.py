@@ -19,9 +19,10 @@ Messages: one JSON header line `{"nonce", "event", ...,"len": n}` followed by n 
 Modes: stdin (run the program once per input), call (call `fn_name` per argument list), check
 (HumanEval, inputs = [test code, prompt]: load the prompt — trusted, from the dataset — with the
 builtins as they were before any candidate code ran, then the program, then run the test code —
-`def check(candidate)` — in the prompt's namespace (its helpers, not the program's), and call
-`check(fn_name)` through a guard that lets only plain data (numbers, strings, containers of
-them) come back, so an object whose `__eq__` always says True fails).
+`def check(candidate)` — in the prompt's namespace (its helpers, not the program's). The program
+runs in a forked child without the result pipe; `check` calls it over a pipe with literal
+arguments and gets literal plain data back (numbers, strings, containers of them), so an object
+whose `__eq__` always says True fails and no stack walk reaches the reporter).
   fatal  {error}                      the code cannot run at all (syntax error, no function)
   end    {}                           all tests were run
 """
@@ -95,20 +96,62 @@ def _libc():
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _private_mounts(libc, size: int) -> bool:
-    """Plain mode as root: own mount namespace, fresh tmpfs on the world-writable dirs."""
-    CLONE_NEWNS, MS_REC, MS_PRIVATE = 0x00020000, 0x4000, 1 << 18
-    MS_NOSUID, MS_NODEV = 2, 4
+_TMP_DIRS = (b"/tmp", b"/var/tmp", b"/dev/shm", b"/run/lock")
+# mount(2) flags, and the mountinfo options that map to them (kept when remounting read-only)
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = (
+    1,
+    2,
+    4,
+    8,
+    32,
+    4096,
+    0x4000,
+    1 << 18,
+)
+_KEEP = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": 1024, "nodiratime": 2048}
+
+
+def _private_mounts(libc, size: int) -> tuple[bool, bool]:
+    """Plain mode as root: own mount namespace, fresh tmpfs on the world-writable tmp dirs, and
+    every other mount read-only except the work dir (cwd) — a 0777 directory anywhere else is
+    not writable. (mount namespace held, read-only held)."""
+    CLONE_NEWNS = 0x00020000
     if libc.unshare(CLONE_NEWNS) != 0:
-        return False
+        return False, False
     if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        return False
+        return False, False
+    # the work dir becomes its own mount (left writable below) and our cwd, before a tmpfs may
+    # cover the directory it lives in (/tmp)
+    work = os.getcwd().encode()
+    bound = libc.mount(work, work, None, MS_BIND, None) == 0
+    if bound:
+        os.chdir(work)
     opts = f"size={size},mode=1777".encode()
     ok = True
-    for path in (b"/tmp", b"/var/tmp", b"/dev/shm", b"/run/lock"):
+    for path in _TMP_DIRS:
         if os.path.isdir(path):
             ok = libc.mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, opts) == 0 and ok
-    return ok
+    if not bound:
+        return ok, False
+    writable = {work, *_TMP_DIRS}
+    ro = True
+    try:
+        with open("/proc/self/mountinfo", "rb") as f:
+            rows = [line.split() for line in f]
+    except OSError:
+        return ok, False
+    for row in rows:
+        # id parent major:minor root MOUNT-POINT options ... ; escapes: \040 for a space
+        point = row[4].replace(b"\\040", b" ").replace(b"\\011", b"\t").replace(b"\\012", b"\n")
+        point = point.replace(b"\\134", b"\\")
+        if point in writable or point.startswith(b"/proc/") or point == b"/proc":
+            continue
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY
+        for opt in row[5].split(b","):
+            flags |= _KEEP.get(opt.decode("ascii", "replace"), 0)
+        if libc.mount(None, point, None, flags, None) != 0 and point == b"/":
+            ro = False
+    return ok, ro
 
 
 def _count_tasks(uid: int) -> int:
@@ -160,7 +203,13 @@ def _drop(job: dict, names: set) -> dict:
     import resource
 
     nproc = job["limits"]["processes"]
-    held = {"uid": os.getuid(), "netns": job["in_bwrap"], "mountns": job["in_bwrap"], "stdlib": "readable"}
+    held = {
+        "uid": os.getuid(),
+        "netns": job["in_bwrap"],
+        "mountns": job["in_bwrap"],
+        "readonly": job["in_bwrap"],
+        "stdlib": "readable",
+    }
     uid = job.get("drop_uid")
     if uid is not None and os.geteuid() == 0:
         if not job["in_bwrap"]:
@@ -175,7 +224,7 @@ def _drop(job: dict, names: set) -> dict:
                             pass
                 held["stdlib"] = "preloaded"
             held["netns"] = libc.unshare(0x40000000) == 0  # CLONE_NEWNET: no usable network
-            held["mountns"] = _private_mounts(libc, job["limits"]["output_bytes"] * 4)
+            held["mountns"], held["readonly"] = _private_mounts(libc, job["limits"]["output_bytes"] * 4)
             libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS (bubblewrap sets it itself)
         try:
             if not job["in_bwrap"]:
@@ -335,30 +384,105 @@ def _run_call(code, base: dict, fn_name: str, args_list: list, rep: Reporter) ->
             rep.send("done", test=k, status="error", error=_short(e), secs=_clock() - t0)
 
 
-_PLAIN = (bool, int, float, complex, str, bytes, type(None))
-_CONTAINERS = (list, tuple, set, frozenset)
+_INF = float("inf")
 
 
-def _plain(value, depth: int = 0) -> None:
-    """Raise unless `value` is plain data (exact builtin types, not subclasses)."""
-    t = type(value)
-    if t in _PLAIN:
-        return
+def _lit(v, depth: int = 0) -> str:
+    """A Python literal of plain data (exact builtin types) that `ast.literal_eval` reads back;
+    TypeError for anything else (an object whose `__eq__` always says True cannot cross)."""
+    t = type(v)
     if depth > 100:
         raise TypeError("returned data nested over 100 deep")
-    if t in _CONTAINERS:
-        for v in value:
-            _plain(v, depth + 1)
-        return
+    if t is float:
+        if v != v:
+            raise ValueError("returned NaN")
+        return "1e999" if v == _INF else "-1e999" if v == -_INF else repr(v)
+    if t in (bool, int, str, bytes, type(None), complex):
+        return repr(v)
+    if t is list:
+        return "[" + ",".join(_lit(x, depth + 1) for x in v) + "]"
+    if t is tuple:
+        return "(" + "".join(_lit(x, depth + 1) + "," for x in v) + ")"
+    if t in (set, frozenset):
+        return "{" + ",".join(_lit(x, depth + 1) for x in v) + "}" if v else "set()"
     if t is dict:
-        for k, v in value.items():
-            _plain(k, depth + 1)
-            _plain(v, depth + 1)
-        return
+        return "{" + ",".join(_lit(k, depth + 1) + ":" + _lit(x, depth + 1) for k, x in v.items()) + "}"
     raise TypeError(f"returned a {t.__name__}, not plain data")
 
 
-def _run_check(code, base: dict, fn_name: str, test_src: str, prompt_src: str, pristine: dict, rep: Reporter) -> None:
+def _send_msg(fd: int, text: str) -> None:
+    data = memoryview(text.encode("utf-8", "surrogatepass"))
+    data = memoryview(len(data).to_bytes(8, "big") + bytes(data))
+    while data:
+        data = data[_write(fd, data) :]
+
+
+def _recv_msg(fd: int, cap: int) -> str | None:
+    """One message, or None at EOF, a short read or one over `cap` bytes."""
+
+    def exactly(n: int) -> bytes | None:
+        parts, got = [], 0
+        while got < n:
+            b = os.read(fd, min(n - got, 1 << 20))
+            if not b:
+                return None
+            parts.append(b)
+            got += len(b)
+        return b"".join(parts)
+
+    head = exactly(8)
+    if head is None:
+        return None
+    n = int.from_bytes(head, "big")
+    if n > cap:
+        return None
+    body = exactly(n)
+    return None if body is None else body.decode("utf-8", "surrogatepass")
+
+
+def _serve_candidate(code, base: dict, fn_name: str, req: int, resp: int, literal_eval, cap: int) -> None:
+    """The candidate's process: load the program, then answer calls (literal arguments in,
+    a literal value or an error out). It holds neither the result pipe nor the test code."""
+    ns = dict(base, __name__="__main__", stdin=sys.stdin, stdout=sys.stdout)
+    try:
+        exec(code, ns)
+    except BaseException as e:
+        _send_msg(resp, "Fthe module body raised " + _short(e))
+        return
+    target = ns.get(fn_name)
+    if not callable(target):
+        _send_msg(resp, f"Fno function {fn_name!r}")
+        return
+    _send_msg(resp, "L")
+    while True:
+        msg = _recv_msg(req, cap)
+        if msg is None:
+            return
+        try:
+            args, kwargs = literal_eval(msg)
+            out = "R" + _lit(target(*args, **kwargs))
+        except BaseException as e:  # SystemExit included: a function must return
+            out = "E" + _short(e)
+        _send_msg(resp, out)
+
+
+def _run_check(
+    code,
+    base: dict,
+    fn_name: str,
+    test_src: str,
+    prompt_src: str,
+    pristine: dict,
+    rep: Reporter,
+    result_fd: int,
+    cap: int,
+) -> None:
+    """HumanEval: `check(candidate)` runs in THIS process; the candidate's program runs in a
+    forked child that has no result pipe, cannot trace or read this process (not dumpable), and
+    sees only literal arguments. Its answers come back as literals, so nothing it does — walking
+    the stack, patching the reporter — can reach the verdict."""
+    import ast  # imported before the uid drop (main), so this is a lookup
+
     _redirect(1, os.devnull, os.O_WRONLY)
     _fresh_stdio()
     try:
@@ -374,35 +498,58 @@ def _run_check(code, base: dict, fn_name: str, test_src: str, prompt_src: str, p
     except BaseException as e:
         rep.send("fatal", error="the problem's prompt does not load: " + _short(e))
         return
-    ns = dict(base, __name__="__main__", stdin=sys.stdin, stdout=sys.stdout)
+    libc = _libc()
+    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no ptrace, no /proc/PID/{fd,mem} for the same uid
+    req_r, req_w = os.pipe()
+    resp_r, resp_w = os.pipe()
     rep.send("start", test=-1)
+    pid = os.fork()
+    if pid == 0:  # the candidate's process
+        try:
+            os.close(result_fd)
+            os.close(req_w)
+            os.close(resp_r)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: dies with the checker
+            _serve_candidate(code, base, fn_name, req_r, resp_w, ast.literal_eval, cap)
+        finally:
+            os._exit(0)
+    os.close(req_r)
+    os.close(resp_w)
     try:
-        exec(code, ns)
-    except BaseException as e:
-        rep.send("fatal", error="the module body raised " + _short(e))
-        return
-    target = ns.get(fn_name)
-    if not callable(target):
-        rep.send("fatal", error=f"no function {fn_name!r}")
-        return
+        first = _recv_msg(resp_r, cap)
+        if first is None or first[:1] != "L":
+            rep.send("fatal", error=first[1:] if first else "the program ended while it was loaded")
+            return
 
-    def candidate(*args, **kwargs):
-        value = target(*args, **kwargs)
-        _plain(value)
-        return value
+        def candidate(*args, **kwargs):
+            _send_msg(req_w, _lit((args, kwargs)))
+            reply = _recv_msg(resp_r, cap)
+            if reply is None:
+                raise RuntimeError("the program's process ended")
+            if reply[:1] == "E":
+                raise RuntimeError(reply[1:])
+            if reply[:1] != "R":
+                raise RuntimeError("the program's process sent a malformed answer")
+            return ast.literal_eval(reply[1:])
 
-    tns[fn_name] = candidate  # a test may call the function by its name (HumanEval/33 does)
-    rep.send("start", test=0)
-    t0 = _clock()
-    try:
-        exec(test, tns)
-        check = tns.get("check")
-        if not callable(check):
-            raise NameError("the test code defines no check(candidate)")
-        check(candidate)
-        rep.send("done", b"true", test=0, status="ok", error=None, secs=_clock() - t0)
-    except BaseException as e:  # AssertionError: a failed test; SystemExit: the code quit
-        rep.send("done", test=0, status="error", error=_short(e) or "AssertionError", secs=_clock() - t0)
+        tns[fn_name] = candidate  # a test may call the function by its name (HumanEval/33 does)
+        rep.send("start", test=0)
+        t0 = _clock()
+        try:
+            exec(test, tns)
+            check = tns.get("check")
+            if not callable(check):
+                raise NameError("the test code defines no check(candidate)")
+            check(candidate)
+            rep.send("done", b"true", test=0, status="ok", error=None, secs=_clock() - t0)
+        except BaseException as e:  # AssertionError: a failed test; SystemExit: the code quit
+            rep.send("done", test=0, status="error", error=_short(e) or "AssertionError", secs=_clock() - t0)
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
 
 
 def main() -> None:
@@ -440,6 +587,9 @@ def main() -> None:
                     pass
     if job["mode"] == "call":
         import json  # noqa: F401  (for the results; after the drop it might not be importable)
+    if job["mode"] == "check":
+        import ast  # noqa: F401  (the checker reads the candidate's answers as literals)
+        import ctypes  # noqa: F401  (_libc, after the drop)
     sys.setrecursionlimit(50000)
     held = _drop(job, names)
     os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # the grader reads stderr only for start-up errors
@@ -447,7 +597,8 @@ def main() -> None:
     if job["mode"] == "stdin":
         _run_stdin(code, base, len(job["inputs"]), rep, job["limits"]["output_bytes"])
     elif job["mode"] == "check":
-        _run_check(code, base, job["fn_name"], job["inputs"][0], job["inputs"][1], pristine, rep)
+        cap = job["limits"]["output_bytes"]
+        _run_check(code, base, job["fn_name"], job["inputs"][0], job["inputs"][1], pristine, rep, result_fd, cap)
     else:
         _run_call(code, base, job["fn_name"], job["inputs"], rep)
     rep.send("end")

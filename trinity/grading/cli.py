@@ -84,6 +84,8 @@ def _parse_lines(path: str) -> list[tuple[int, dict | None, str | None]]:
         except (json.JSONDecodeError, UnicodeDecodeError):
             out.append((lineno, None, "not valid JSON (torn or corrupt line)"))
             continue
+        except RecursionError:
+            raise InputError(f"{path}: line {lineno} is nested too deeply to be a case; fix or delete it") from None
         if not isinstance(obj, dict):
             out.append((lineno, None, f"expected a JSON object, got {type(obj).__name__}"))
             continue

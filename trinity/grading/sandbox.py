@@ -335,6 +335,16 @@ def describe_layers() -> list[tuple[str, bool, str]]:
                 else "could not unshare mounts: the code can write world-writable dirs such as /tmp",
             )
         )
+        layers.append(
+            (
+                "read-only mounts",
+                bool(held.get("readonly")),
+                "every mount read-only except the work dir and those tmpfs: no world-writable dir "
+                "elsewhere takes a file"
+                if held.get("readonly")
+                else "could not remount read-only: the code can write any world-writable dir outside the tmp dirs",
+            )
+        )
         if held.get("stdlib") == "preloaded" and dropped:
             layers.append(
                 (
@@ -576,7 +586,9 @@ def _pump(proc, fd: int, nonce: str, n_tests: int, limits: Limits, on_result, ru
                 now = time.monotonic()
                 if event == "ready":
                     run.startup_s = now - t0
-                    run.layers = {k: head.get(k) for k in ("uid", "netns", "mountns", "stdlib", "uid_error")}
+                    run.layers = {
+                        k: head.get(k) for k in ("uid", "netns", "mountns", "readonly", "stdlib", "uid_error")
+                    }
                 elif event == "start":
                     current = head.get("test")
                     test_deadline = min(problem_deadline, now + limits.per_test_timeout)

@@ -15,7 +15,7 @@ import numpy.typing as npt
 import torch
 import torch.nn.functional as F
 
-from trinity.errors import ConfigError, InputError
+from trinity.errors import ConfigError, InputError, check_stop
 from trinity.model.arrays import Float32Array, Float64Array
 from trinity.model.batching import batches, token_key
 from trinity.model.encoder import Encoder
@@ -159,6 +159,7 @@ class Router:
         # run's cache then holds exactly what the uninterrupted run's did.
         if missing:
             for batch in self.prefix_batches(missing):
+                check_stop()  # a SIGTERM stops a long encode between batches
                 for k, x in zip(batch, self._run_prefix([missing[k] for k in batch])):
                     self.cache.put(k, x)
                     found[k] = x
@@ -217,6 +218,7 @@ class Router:
         lengths = [int(x.shape[0]) for x in xs]
         z_all = torch.as_tensor(scales, dtype=torch.float32, device=dev)
         for group in self.text_groups(lengths):
+            check_stop()  # a SIGTERM stops a long feature pass between groups
             group_lengths = [lengths[i] for i in group]
             plan = plan_texts(group_lengths, dev)
             x_text = torch.cat([xs[i] for i in group])  # (S, hidden)

@@ -126,8 +126,25 @@ def encode_state(state: dict[str, Any]) -> bytes:
     return buf.getvalue()
 
 
+def _check_array_sizes(blob: bytes) -> None:
+    """ValueError when an array's npy header claims more data than its member holds (np.savez
+    stores arrays uncompressed): a crafted header of shape (10**12,) must not allocate."""
+    with zipfile.ZipFile(io.BytesIO(blob)) as zf:
+        for info in zf.infolist():
+            with zf.open(info) as f:
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+                else:
+                    shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+            need = math.prod(shape) * dtype.itemsize
+            if need > info.file_size:
+                raise ValueError(f"array {info.filename} claims shape {shape} ({need} bytes) in {info.file_size} bytes")
+
+
 def decode_state(blob: bytes) -> dict[str, Any]:
     """The state from an npz blob; never unpickles (ValueError/KeyError/… on anything else)."""
+    _check_array_sizes(blob)
     with np.load(io.BytesIO(blob), allow_pickle=False) as z:
         arrays = {name: z[name] for name in z.files}
     doc = json.loads(arrays.pop("state_json").tobytes().decode("utf-8"))
@@ -135,6 +152,59 @@ def decode_state(blob: bytes) -> dict[str, Any]:
     if not isinstance(state, dict):
         raise ValueError("the state is not a mapping")
     return state
+
+
+def validate_state(state: dict[str, Any], *, n_params: int, popsize: int, where: str) -> None:
+    """CheckpointError (one line) unless every field of a trainer state has its type, range and
+    size: arrays bounded by the run's θ length, θ finite. Checked before anything is used."""
+    hint = "start a new run (trinity train) or restore the run directory from a copy"
+
+    def bad(field: str, why: str) -> CheckpointError:
+        return CheckpointError(f"checkpoint {where}: field {field!r} {why}; {hint}")
+
+    def count(field: str, v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**53:
+            raise bad(field, f"must be a whole number >= 0, got {str(v)[:40]!r}")
+        return v
+
+    def vector(field: str, v: Any, n: int) -> None:
+        if not isinstance(v, np.ndarray) or v.dtype.kind not in "fiu" or v.shape != (n,):
+            shape = getattr(v, "shape", type(v).__name__)
+            raise bad(field, f"must be a numeric array of shape ({n},), got {str(shape)[:40]}")
+        if not np.all(np.isfinite(v)):
+            raise bad(field, "holds non-finite values (NaN or infinity)")
+
+    gen = count("gen", state.get("gen"))
+    count("traces_bytes", state.get("traces_bytes", 0))
+    count("evals", state.get("evals", 0))
+    for f in ("batch_rng", "es_rng"):
+        if f in state and not isinstance(state[f], np.random.RandomState):
+            raise bad(f, f"must be a random-state record, got {type(state[f]).__name__}")
+    if state.get("es_x0") is not None:
+        vector("es_x0", state["es_x0"], n_params)
+    tells = state.get("es_tells")
+    if "es" not in state:
+        if not isinstance(tells, list) or len(tells) != gen:
+            raise bad("es_tells", f"must list {gen} generations' values")
+        for i, t in enumerate(tells):
+            vector(f"es_tells[{i}]", np.asarray(t) if isinstance(t, list) else t, popsize)
+    hist = state.get("history")
+    if not isinstance(hist, list) or len(hist) > gen or not all(isinstance(h, dict) for h in hist):
+        raise bad("history", f"must be a list of at most {gen} generation records, got {str(hist)[:40]}")
+    for i, h in enumerate(hist):
+        g = h.get("gen")
+        if isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= gen:
+            raise bad(f"history[{i}].gen", f"must be a generation from 1 to {gen}, got {str(g)[:40]!r}")
+    best = state.get("best")
+    if best is not None:
+        if not isinstance(best, dict):
+            raise bad("best", f"must be a record, got {type(best).__name__}")
+        vector("best.theta", best.get("theta"), n_params)
+    if not isinstance(state.get("fitness"), dict):
+        raise bad("fitness", "must be a record")
+    ws = state.get("warm_start")
+    if ws is not None and not isinstance(ws, dict):
+        raise bad("warm_start", "must be a record")
 
 
 # ---- files ------------------------------------------------------------------------------------
@@ -239,6 +309,9 @@ def read_checkpoint(run: RunDir, *, run_id: str, config_hash: str) -> tuple[dict
         EOFError,
         zipfile.BadZipFile,
         UnicodeDecodeError,
+        MemoryError,
+        RecursionError,
+        OverflowError,
     ) as e:
         raise CheckpointError(
             f"checkpoint state {spath} is not a data-only {FORMAT} state ({type(e).__name__}: {str(e)[:120]}); {hint}"

@@ -131,6 +131,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
                 "max_batch_tokens",
                 "budget_usd",
                 "base_url",
+                "cache_path",
                 "price_in",
                 "price_out",
                 "read_timeout_s",
@@ -291,6 +292,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r.add_argument("--budget-usd", type=float, dest="budget_usd", help="raise or set the budget cap")
     r.add_argument("--device", help="cpu, cuda, cuda:N (default: as the run was started)")
     r.add_argument("--base-url", dest="base_url", help="live mode: a new base URL for the pool")
+    r.add_argument("--cache", dest="cache_path", help="live mode: the response cache file to use from now on")
     r.add_argument("--max-batch-tokens", type=int, dest="max_batch_tokens", help="tokens per encoder batch")
     _pool_flags(r)
     r.add_argument("--workers", type=int, help="Ray actors for the candidates (results are the same)")

@@ -171,7 +171,10 @@ def start_run(
     )
     router = build_router(cfg, len(models))  # ModelLoadError before the run dir exists
     theta_note = _theta_check(competition, len(models), router, explicit)
-    run.path.mkdir(parents=True, exist_ok=True)
+    try:
+        run.path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create the run directory {run.path}: {e.strerror}; pick another --run-dir") from None
     with run.lock():
         meta = {
             "id": run.id,
@@ -348,6 +351,21 @@ def _match_threads(recorded: object, router: Router) -> str | None:
     return f"resuming with {recorded} torch threads, as the run started (this process had {now})"
 
 
+def _inside_run(run: RunDir, key: str, value: Any) -> str:
+    """A path run.json gives (`config.<key>`), resolved against the run directory; refused when
+    it points outside it (a crafted run.json must not make a resume write elsewhere)."""
+    if not isinstance(value, str):
+        raise InputError(f"{run.run_json}: config.{key} must be a path, got {str(value)[:60]!r}")
+    p = Path(value)
+    full = (p if p.is_absolute() else run.path / p).resolve()
+    if not full.is_relative_to(run.path.resolve()):
+        raise InputError(
+            f"{run.run_json}: config.{key} {value!r} points outside the run directory; "
+            f"resume with --cache PATH to use a cache there"
+        )
+    return str(full)
+
+
 def resume_run(
     run_dir: str | os.PathLike[str],
     overrides: dict[str, Any] | None = None,
@@ -364,7 +382,10 @@ def resume_run(
 
     for key, legacy in LEGACY_VALUES.items():  # a run made before the key existed ran at this value
         data.setdefault(key, legacy)
-    data.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if data.get("cache_path") and "cache_path" not in given:
+        data["cache_path"] = _inside_run(run, "cache_path", data["cache_path"])
+    data.update(given)
     cfg = validate_config(data, where=f"{run.run_json} config")
     with run.lock():  # a second engine is refused here, before anything is read or written
         state = None

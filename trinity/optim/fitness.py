@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from trinity.errors import StopRequested
 from trinity.data.matrix import OutcomeMatrix
 from trinity.data.questions import Question
 from trinity.model import ROLES, policy
@@ -90,10 +91,6 @@ def warm_batches(router: Any, texts: list[str]) -> list[list[int]]:
         seen.update(missing)
         out.extend([first[k] for k in batch] for batch in router.prefix_batches(missing))
     return out
-
-
-class StopRequested(Exception):
-    """Raised from a progress hook when SIGINT/SIGTERM asked the run to stop."""
 
 
 class RouterLike(Protocol):

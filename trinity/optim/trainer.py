@@ -37,7 +37,7 @@ import numpy as np
 
 from trinity.config import TrainConfig
 from trinity.data.questions import Question
-from trinity.errors import BudgetExceeded, CheckpointError, InputError, OutOfCredit, PoolStop
+from trinity.errors import BudgetExceeded, CheckpointError, InputError, OutOfCredit, PoolStop, clear_stop, request_stop
 from trinity.io import atomic_write_json
 from trinity.model import ROLES
 from trinity.model.arrays import Float64Array, IndexArray
@@ -187,6 +187,11 @@ class Trainer:
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
+        from trinity.optim.checkpoint import validate_state
+
+        validate_state(
+            state, n_params=int(self.router.n_params), popsize=self.cfg.popsize, where=str(self.run.checkpoint_dir)
+        )
         if "es" not in state:  # from a data-only checkpoint: rebuild the ES by replaying it
             state = {**state, **self._replay_es(state)}
         self.state = state
@@ -252,6 +257,7 @@ class Trainer:
             return  # the run is writing its final status; let it finish
         again = self._stop_signal is not None
         self._stop_signal = signal.Signals(signum).name
+        request_stop(self._stop_signal)  # every wait and long loop of the engine polls it
         if again:
             raise StopRequested(self._stop_signal)
 
@@ -266,10 +272,12 @@ class Trainer:
         # ours before the outputs are restored too: restoring may write the `generation` events a
         # killed process missed, and a signal sent on seeing one must stop this run, not kill it
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        clear_stop()
         try:
             self._restore_outputs()
             return self._train(resume)
         finally:
+            clear_stop()
             for s, h in old.items():
                 signal.signal(s, h)
 
@@ -296,6 +304,7 @@ class Trainer:
             self.set_status("failed", f"{type(e).__name__}: {e}"[:500])
             raise
         self._stop_signal = self._stop_signal or "done"  # from here on a signal only sets the flag
+        clear_stop()
         self.write_summary()
         msg = f"finished {self.state['gen']} generations"
         self.set_status("finished", msg)
@@ -369,6 +378,7 @@ class Trainer:
         self.event("warm_start", gen=0, **info)
 
     def _stopped(self, message: str, code: int) -> TrainResult:
+        clear_stop()  # the stop is being carried out: the summary's own compute must run
         self.write_summary()
         self.set_status("stopped", message)
         return TrainResult("stopped", message, code, self.state["gen"])

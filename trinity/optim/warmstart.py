@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from trinity.errors import check_stop
 from trinity.model import ROLES
 from trinity.model.arrays import Float64Array, FloatArray, Int64Array
 
@@ -126,6 +127,7 @@ def fit_logistic(X: npt.ArrayLike, Y: npt.ArrayLike, lam: float, W0: npt.ArrayLi
     )
 
     def closure() -> torch.Tensor:
+        check_stop()  # a SIGTERM stops the fit between evaluations
         opt.zero_grad()
         Z = Xt @ W.T
         loss = (
@@ -276,6 +278,7 @@ def fit_role_rows(
     )
 
     def closure() -> torch.Tensor:
+        check_stop()  # a SIGTERM stops the fit between evaluations
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(Xt @ R.T, yt, weight=cw) + 0.5 * ROLE_LAMBDA * (R * R).sum()
         torch.autograd.backward(loss)  # = loss.backward(), which torch leaves unannotated

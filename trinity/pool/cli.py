@@ -285,13 +285,19 @@ def _ledger_path(arg: str) -> str:
 def cmd_ledger_verify(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from trinity.pool.ledger import verify_ledger, verify_run_ledger
+    from trinity.errors import InputError
+    from trinity.pool.ledger import run_anchors, verify_ledger, verify_run_ledger
 
     run_dir = Path(args.file) if Path(args.file).is_dir() else None
     args.file = _ledger_path(args.file)
     head, anchor = args.head, "--head"
     if head is None and run_dir is None:
         head, anchor = _summary_head(args.file)
+    if run_dir is not None and not (run_dir / "ledger.jsonl").exists() and not run_anchors(run_dir):
+        raise InputError(
+            f"{run_dir} has no ledger.jsonl: nothing to verify (a run that made no paid call has none); "
+            "pass a run directory with a ledger or the ledger file itself"
+        )
     if run_dir is not None and args.head is None:
         rep = verify_run_ledger(run_dir)  # against the heads in summary.json and the checkpoint
         head, anchor = (rep.head_hash, " and ".join(rep.anchors)) if rep.anchors else (None, "")

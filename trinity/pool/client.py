@@ -53,15 +53,16 @@ from trinity.errors import (
     PoolStop,
     PoolUnreachable,
     ProviderError,
+    check_stop,
 )
-from trinity.pool.budget import Budget, BudgetLike, to_micro
+from trinity.pool.budget import SANE_MULTIPLE, SANE_SLACK_USD, Budget, BudgetLike, to_micro
 from trinity.pool.cache import ResponseCache, cache_key
-from trinity.pool.faults import Cooldown, is_retryable, parse_retry_after
+from trinity.pool.faults import Cooldown, is_retryable, parse_retry_after, stoppable_sleep
 from trinity.pool.journal import CallJournal
 from trinity.pool.keys import redact, resolve_key
 from trinity.pool.ledger import PURPOSES, Ledger
 from trinity.pool.providers import PoolConfig
-from trinity.pool.transport import BodyTooLarge, LaneTransport, read_capped
+from trinity.pool.transport import ACCEPT_ENCODING, BodyTooLarge, LaneTransport, UnknownEncoding, read_capped
 
 # One keep-alive connection of the pool (see `PoolClient._new_lane`).
 Lane: TypeAlias = LaneTransport | httpx.AsyncHTTPTransport
@@ -74,11 +75,10 @@ ERROR_EXCERPT = 300  # chars of a provider's error body kept in a message
 UNREACHABLE_AFTER = 3
 
 
-# Reported usage above this multiple of the request's worst case (tokens: the prompt estimate and
-# max_tokens; USD: their table price), plus the slack below, is absurd: the run stops.
-SANE_MULTIPLE = 10
+# Reported usage above SANE_MULTIPLE × the request's worst case (tokens: the prompt estimate and
+# max_tokens; USD: their table price), plus the slack, is absurd: the run stops (the budget's guards
+# are sized by the same figures: `trinity.pool.budget`).
 SANE_SLACK_TOKENS = 1024
-SANE_SLACK_USD = 0.01
 DEFAULT_FAIL_THRESHOLD = 0.5  # a generation where more than this share of calls failed is not trained on
 FAIL_MIN_CALLS = 4  # ... when it made at least this many calls
 
@@ -204,6 +204,54 @@ def _proxy_for(url: str) -> str | None:
     return urllib.request.getproxies().get(parts.scheme)
 
 
+def parse_event_stream(content: bytes) -> dict[str, Any] | None:
+    """A `text/event-stream` chat reply (`data: {chunk}` lines, `data: [DONE]`) as the one
+    chat.completion body it stands for: the deltas' text joined, the last finish reason, the last
+    `usage` seen (absent when no chunk carried one), an `error` a chunk carried. None when no line
+    is a JSON chunk."""
+    text: list[str] = []
+    finish: Any = None
+    usage: Any = None
+    error: Any = None
+    chunks = 0
+    for raw in content.split(b"\n"):
+        line = raw.strip()
+        if not line.startswith(b"data:"):
+            continue
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            break
+        try:
+            obj = json.loads(data)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            continue
+        if not isinstance(obj, dict):
+            continue
+        chunks += 1
+        if obj.get("usage") is not None:
+            usage = obj["usage"]
+        if obj.get("error") is not None:
+            error = obj["error"]
+        for c in obj.get("choices") or []:
+            if not isinstance(c, dict):
+                continue
+            delta = c.get("delta") if isinstance(c.get("delta"), dict) else c.get("message")
+            if isinstance(delta, dict) and isinstance(delta.get("content"), str):
+                text.append(delta["content"])
+            if c.get("finish_reason") is not None:
+                finish = c["finish_reason"]
+    if not chunks:
+        return None
+    body: dict[str, Any] = {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(text)}, "finish_reason": finish}]
+    }
+    if usage is not None:
+        body["usage"] = usage
+    if error is not None:
+        body["error"] = error
+    return body
+
+
 def estimate_tokens(text: str) -> int:
     """~4 characters a token (used only when a provider reports no usage)."""
     return (len(text) + 3) // 4
@@ -255,6 +303,7 @@ class PoolClient:
         self._last_connect_error = ""
         self._price_ratio: dict[str, float] = {}  # reported / table cost, highest seen (>= 1)
         self._per_token_usd: dict[str, float] = {}  # reported cost per token, highest seen
+        self._bill_ratio: dict[str, float] = {}  # a bill past its reservation / the table's worst case, highest seen
         # cache key -> the identical call in flight (its cached form, None when it failed)
         self._in_flight: dict[str, asyncio.Future[dict[str, Any] | None]] = {}
         self.start_window()
@@ -294,7 +343,8 @@ class PoolClient:
     async def __aenter__(self) -> "PoolClient":
         import ssl
 
-        headers = {"Content-Type": "application/json", **self.pool.headers}
+        # only the codings `read_capped` decodes (under the body cap), whatever httpx could do
+        headers = {"Content-Type": "application/json", "Accept-Encoding": ACCEPT_ENCODING.decode(), **self.pool.headers}
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
         self._headers = headers
@@ -342,6 +392,15 @@ class PoolClient:
             return lane
         return await self._free.get()
 
+    async def _post_by_deadline(self, lane: Lane, payload: bytes) -> httpx.Response:
+        """`_post` within the attempt's total deadline (`timeouts.total_s`): the read timeout
+        restarts on every byte, so a server trickling a byte at a time is stopped here."""
+        total = self.pool.timeouts.total_s
+        try:
+            return await asyncio.wait_for(self._post(lane, payload), total)
+        except TimeoutError:
+            raise httpx.ReadTimeout(f"no whole answer within the {total:g} s deadline per attempt") from None
+
     async def _post(self, lane: Lane, payload: bytes) -> httpx.Response:
         if isinstance(lane, LaneTransport):
             return await lane.send(
@@ -357,7 +416,12 @@ class PoolClient:
         )
         resp = await lane.handle_async_request(req)
         try:
-            content = await read_capped(resp.aiter_bytes(), self.pool.max_body_bytes)
+            try:
+                content = await read_capped(
+                    resp.aiter_raw(), self.pool.max_body_bytes, encoding=resp.headers.get("content-encoding")
+                )
+            except UnknownEncoding:
+                content = b""  # a coding we did not ask for: an empty (malformed) body
         finally:
             await resp.aclose()
         headers = [(k, v) for k, v in resp.headers.items() if k.lower() not in ("content-encoding", "content-length")]
@@ -402,11 +466,14 @@ class PoolClient:
 
     def _worst_case_usd(self, model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> float:
         prompt_tokens, max_out = self._worst_tokens(messages, params)
-        table = self.pool.price(model).cost_usd(prompt_tokens, max_out) * self._price_ratio.get(model, 1.0)
+        raw = self.pool.price(model).cost_usd(prompt_tokens, max_out)
+        table = raw * self._price_ratio.get(model, 1.0)
         # A model the price table calls free (or does not know) but that was billed: reserve at the
         # highest cost per token seen so far.
         seen = self._per_token_usd.get(model, 0.0) * (prompt_tokens + max_out)
-        return max(table, seen)
+        # A provider that billed past a call's table worst case (reasoning tokens max_tokens does
+        # not bound): reserve its later calls at the worst bill ÷ table worst case seen.
+        return max(table, seen, raw * self._bill_ratio.get(model, 0.0))
 
     def _learn_price(self, model: str, res: "ChatResult") -> None:
         """Keep reservations honest when the price table is stale: if a provider reports a higher
@@ -540,6 +607,8 @@ class PoolClient:
             raise type(stop)(str(stop))
         reservation = None
         worst = self._worst_case_usd(model, messages, params)
+        prompt_tokens, max_out = self._worst_tokens(messages, params)
+        raw_worst = self.pool.price(model).cost_usd(prompt_tokens, max_out)  # the table's, unscaled
         limits = (*self._worst_tokens(messages, params), worst)
         if self.budget is not None:
             while True:
@@ -548,6 +617,7 @@ class PoolClient:
                     break
                 except BudgetExceeded as e:
                     if self.stopped is None and self.budget.blocked_only_by_inflight(worst):
+                        check_stop()
                         await asyncio.sleep(0.005)  # calls in flight settle to their actual cost
                         continue
                     self.stopped = e
@@ -571,6 +641,9 @@ class PoolClient:
                     excess = actual_micro - reservation.micro_usd
                     self.stats.excess_micro_usd += excess
                     self.stats.excess_calls += 1
+                    if raw_worst > 0:
+                        ratio = actual_micro / to_micro(raw_worst) if to_micro(raw_worst) else 0.0
+                        self._bill_ratio[model] = max(self._bill_ratio.get(model, 0.0), ratio)
                 self.stats.calls += 1
                 self.stats.cost_micro_usd += actual_micro
                 self.stats.per_model[model] = self.stats.per_model.get(model, 0) + 1
@@ -649,7 +722,7 @@ class PoolClient:
                 try:
                     await self.cooldown.wait()  # a 429 may have arrived while we queued
                     self.stats.requests += 1
-                    resp = await self._post(lane, payload)
+                    resp = await self._post_by_deadline(lane, payload)
                 finally:
                     self._free.put_nowait(lane)
             except BodyTooLarge as e:
@@ -676,6 +749,8 @@ class PoolClient:
                 self.stats.timeouts += 1
                 connect_failed = False  # slow is not down: a timeout never counts as unreachable
                 last_status, last_error = 0, f"{type(e).__name__} talking to {self.pool.name} for model {model}"
+                if "deadline" in str(e):
+                    last_error += f" ({e})"
                 fault = "timeout"
                 if not isinstance(e, (httpx.ConnectTimeout, httpx.PoolTimeout)):
                     await self._lost(model, journal_key, last_error, limits[2])
@@ -746,7 +821,7 @@ class PoolClient:
                 )
             self.stats.retries += 1
             if delay > 0:
-                await asyncio.sleep(delay)
+                await stoppable_sleep(delay)
 
     def _parse_ok(
         self,
@@ -767,12 +842,18 @@ class PoolClient:
             status=200,
             server_ms=_server_ms(resp.headers),
         )
-        try:
-            body = json.loads(resp.content)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            return None
-        if not isinstance(body, dict):
-            return None
+        stream = "text/event-stream" in resp.headers.get("content-type", "") or resp.content.lstrip()[:5] == b"data:"
+        if stream:
+            body = parse_event_stream(resp.content)
+            if body is None:
+                return None
+        else:
+            try:
+                body = json.loads(resp.content)
+            except (ValueError, UnicodeDecodeError, RecursionError):
+                return None
+            if not isinstance(body, dict):
+                return None
         raw_usage = body.get("usage")
         usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
         choices = body.get("choices")
@@ -797,9 +878,48 @@ class PoolClient:
             finish = finish if isinstance(finish, str) or finish is None else str(finish)
 
         worst_prompt, max_out, worst_usd = limits
+        if stream and raw_usage is None and error is None:
+            # An event stream that carries no usage: the call was billed, by how much is unknown;
+            # it is recorded at its reservation (flagged) rather than left off the ledger.
+            est_pt, est_ct = estimate_tokens("x" * prompt_chars), estimate_tokens(text)
+            return ChatResult(
+                text=text,
+                ok=True,
+                error=None,
+                prompt_tokens=min(est_pt, worst_prompt or est_pt),
+                completion_tokens=min(est_ct, max_out),
+                cost_usd=worst_usd,
+                cost_source="invalid",
+                finish_reason=finish,
+                usage_note="invalid: an event stream without usage; billed at the call's reservation",
+                **base,
+            )
         pt, ct, reported, problem, absurd = check_usage(usage, worst_prompt, max_out, worst_usd)
         if raw_usage is not None and not isinstance(raw_usage, dict):
             problem = f"usage is {type(raw_usage).__name__}, not an object"
+        price = self.pool.price(model)
+        if not problem and not absurd and pt is not None and ct is not None and worst_usd > 0:
+            table_usd = price.cost_usd(pt, ct)
+            if reported is None and table_usd > SANE_MULTIPLE * worst_usd + SANE_SLACK_USD:
+                absurd = f"{pt}+{ct} tokens cost ${table_usd:.6g} (the request's worst case is ${worst_usd:.6g})"
+            elif reported == 0 and table_usd > 0:
+                # A reported cost of 0 for tokens the table prices: billed from the table, flagged.
+                return ChatResult(
+                    text=text,
+                    ok=error is None,
+                    error=error,
+                    prompt_tokens=pt,
+                    completion_tokens=ct,
+                    cost_usd=table_usd,
+                    cost_source="invalid",
+                    finish_reason=finish,
+                    usage_note=(
+                        f"invalid: cost 0 reported for {pt}+{ct} tokens the price table prices at "
+                        f"${table_usd:.6g}; billed from the table"
+                    ),
+                    fault=None if error is None else "200 error",
+                    **base,
+                )
         if problem or absurd:
             # Billed from the price table, on the valid figures (else estimates within the worst case).
             est_pt = min(worst_prompt or estimate_tokens("x" * prompt_chars), estimate_tokens("x" * prompt_chars))

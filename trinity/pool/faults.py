@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 
+from trinity.errors import check_stop
+
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 521, 522, 523, 524, 529})
 
 
@@ -91,7 +93,22 @@ class Cooldown:
             delay = self.until - time.monotonic()
             if delay <= 0:
                 return
-            await asyncio.sleep(delay)
+            await stoppable_sleep(delay)
+
+
+STOP_POLL_S = 0.1  # how often a wait looks for a stop request (SIGTERM)
+
+
+async def stoppable_sleep(seconds: float) -> None:
+    """`asyncio.sleep(seconds)` that raises StopRequested within STOP_POLL_S of a stop request
+    (the trainer's SIGINT/SIGTERM handler), so no Retry-After can hold a run past its signal."""
+    end = time.monotonic() + seconds
+    while True:
+        check_stop()
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        await asyncio.sleep(min(left, STOP_POLL_S))
 
 
 def http_date(ts: float) -> str:

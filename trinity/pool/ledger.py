@@ -222,6 +222,8 @@ def verify_ledger(path: str | os.PathLike[str], expected_head: str | None = None
     summary); the chain must reach it — records appended after it are fine (a resumed run), records
     cut from the end are not."""
     path = Path(path)
+    if path.exists() and not path.is_file():
+        raise InputError(f"ledger {path} is not a regular file (a device, a folder?); pass a ledger.jsonl")
     try:
         data = path.read_bytes()
     except FileNotFoundError:

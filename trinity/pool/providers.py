@@ -7,6 +7,7 @@ a `practice` pool needs the practice server's base_url (`start_practice_server()
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 import yaml
 
 from trinity.errors import ConfigError
+from trinity.io import safe_yaml
 from trinity.pool.faults import RetryPolicy
 
 # package data, so a non-editable install has it; configs/models.yaml in the checkout links here
@@ -24,6 +26,7 @@ REASONING_STYLES = ("openrouter", "reasoning_effort", "none")
 # completion; a hostile one could fill memory, the journal and the cache). Per provider:
 # `max_body_bytes:` in configs/models.yaml.
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+DEFAULT_TOTAL_S = 900.0  # `timeouts.total_s`: the deadline of one attempt
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,9 @@ class Timeouts:
     connect_s: float = 10.0
     read_s: float = 600.0  # a completion with long reasoning can take minutes
     write_s: float = 30.0
+    # one attempt's whole time, head to last byte: the read timeout restarts on every byte, so a
+    # server trickling a byte at a time would otherwise hold a call for as long as it likes
+    total_s: float = 900.0
 
 
 @dataclass(frozen=True)
@@ -108,7 +114,7 @@ def read_models_yaml(path: Path) -> dict[str, Any]:
     if not path.exists():
         raise ConfigError(f"models config not found: {path}")
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        doc = safe_yaml(path.read_text(encoding="utf-8"), path) or {}
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML ({e})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("providers"), dict):
@@ -130,14 +136,25 @@ def known_pools(doc: dict[str, Any]) -> set[str]:
     return set(doc["providers"]) | set(doc.get("pools") or {})
 
 
-def _num(sec: dict[str, Any], key: str, default: float, where: str) -> float:
+# No real model costs more than this (USD per 1M tokens); a larger figure is a typo or an attack
+# (1e308 overflows the money arithmetic).
+MAX_PRICE_PER_1M = 10_000.0
+
+
+def _num(sec: dict[str, Any], key: str, default: float, where: str, most: float = 1e9) -> float:
     v = sec.get(key, default)
     try:
         v = float(v)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: {key} must be a number, got {v!r}") from None
-    if v < 0:
-        raise ConfigError(f"{where}: {key} must be >= 0")
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"{where}: {key} must be a number, got {str(v)[:40]!r}") from None
+    if not math.isfinite(v) or v < 0 or v > most:
+        raise ConfigError(f"{where}: {key} must be a finite number from 0 to {most:g}, got {v:g}")
+    return v
+
+
+def _int(v: Any, what: str, least: int = 1, most: int = 1_000_000) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not least <= v <= most:
+        raise ConfigError(f"{what} must be a whole number from {least} to {most}, got {str(v)[:40]!r}")
     return v
 
 
@@ -174,9 +191,8 @@ def _models_and_prices(sec: dict[str, Any], where: str) -> tuple[tuple[str, ...]
         p = p or {}
         if not isinstance(p, dict) or ("price_in" not in p and "price_out" not in p):
             continue  # no known price: live mode refuses it until one is given
-        prices[m] = Price(
-            _num(p, "price_in", 0.0, f"{where}.models.{m}"), _num(p, "price_out", 0.0, f"{where}.models.{m}")
-        )
+        w = f"{where}.models.{m}"
+        prices[m] = Price(_num(p, "price_in", 0.0, w, MAX_PRICE_PER_1M), _num(p, "price_out", 0.0, w, MAX_PRICE_PER_1M))
     return tuple(raw), prices
 
 
@@ -195,14 +211,18 @@ def price_overrides(
             p = {"price_in": p[0], "price_out": p[1]}
         if not isinstance(p, dict):
             raise ConfigError(f"prices.{m} must be {{price_in: X, price_out: Y}} (USD per 1M tokens)")
-        out[m] = Price(_num(p, "price_in", 0.0, f"prices.{m}"), _num(p, "price_out", 0.0, f"prices.{m}"))
+        out[m] = Price(
+            _num(p, "price_in", 0.0, f"prices.{m}", MAX_PRICE_PER_1M),
+            _num(p, "price_out", 0.0, f"prices.{m}", MAX_PRICE_PER_1M),
+        )
     if (price_in is None) != (price_out is None):
         raise ConfigError("give both --price-in and --price-out (USD per 1M tokens), or neither")
     if price_in is not None:
         for m in models:
             if m not in known and m not in out:
                 out[m] = Price(
-                    _num({"v": price_in}, "v", 0, "--price-in"), _num({"v": price_out}, "v", 0, "--price-out")
+                    _num({"--price-in": price_in}, "--price-in", 0, "prices", MAX_PRICE_PER_1M),
+                    _num({"--price-out": price_out}, "--price-out", 0, "prices", MAX_PRICE_PER_1M),
                 )
     return out
 
@@ -270,15 +290,18 @@ def load_pool(
         **section_mapping(sec.get("decoding"), f"{where}.decoding"),
         **(decoding or {}),
     }
-    conc = int(max_concurrency or sec.get("max_concurrency") or 16)
-    if conc < 1:
-        raise ConfigError(f"{where}: max_concurrency must be >= 1")
+    conc = _int(max_concurrency or sec.get("max_concurrency") or 16, f"{where}: max_concurrency", 1, 100_000)
+    if dec.get("max_tokens") is not None:
+        _int(dec["max_tokens"], f"{where}: decoding.max_tokens", 1, 10_000_000)
     headers = {str(k): str(v) for k, v in section_mapping(sec.get("headers"), f"{where}.headers").items()}
     if any(k.lower() == "authorization" for k in headers):
         raise ConfigError(f"{where}.headers must not carry Authorization; name the key's env var in key_env")
     fixed_url = bool(sec.get("base_url")) and not base_url
     timeouts = timeouts or Timeouts(
-        _num(t, "connect_s", 10, where), _num(t, "read_s", 600, where), _num(t, "write_s", 30, where)
+        _num(t, "connect_s", 10, where),
+        _num(t, "read_s", 600, where),
+        _num(t, "write_s", 30, where),
+        _num(t, "total_s", DEFAULT_TOTAL_S, where),
     )
     if read_timeout_s is not None:
         if not read_timeout_s > 0:

@@ -25,6 +25,7 @@ import asyncio
 import socket
 import ssl
 import typing
+import zlib
 
 import httpcore
 import httpx
@@ -48,24 +49,65 @@ class BodyTooLarge(Exception):
         self.limit, self.seen = limit, seen
 
 
+# The content codings the lanes ask for (Accept-Encoding) and decode themselves, capped.
+ACCEPT_ENCODING = b"gzip, deflate"
+
+
+class UnknownEncoding(Exception):
+    """The server used a content coding the client did not ask for."""
+
+
+def _decoder(encoding: str | bytes | None) -> typing.Any:
+    """A zlib decompressor for the body's Content-Encoding (None: identity)."""
+    enc = (encoding.decode("latin-1") if isinstance(encoding, bytes) else encoding or "").strip().lower()
+    if enc in ("", "identity"):
+        return None
+    if enc in ("gzip", "x-gzip"):
+        return zlib.decompressobj(zlib.MAX_WBITS | 16)
+    if enc == "deflate":
+        return zlib.decompressobj(zlib.MAX_WBITS | 32)  # zlib-wrapped (raw deflate is refused)
+    raise UnknownEncoding(enc)
+
+
 async def read_capped(
-    stream: typing.AsyncIterable[bytes], limit: int | None, declared: str | bytes | None = None
+    stream: typing.AsyncIterable[bytes],
+    limit: int | None,
+    declared: str | bytes | None = None,
+    encoding: str | bytes | None = None,
 ) -> bytes:
-    """The whole body of `stream`, or BodyTooLarge as soon as it (or its Content-Length) passes
-    `limit` bytes: nothing over the cap is ever held in memory."""
+    """The whole body of `stream` (decoded from its Content-Encoding `encoding`), or BodyTooLarge
+    as soon as it (or its Content-Length) passes `limit` bytes — the decoded bytes are counted
+    while decoding, so a compression bomb stops at the cap: nothing over it is held in memory."""
     if limit is not None and declared is not None:
         try:
             if int(declared) > limit:
                 raise BodyTooLarge(limit, int(declared))
         except ValueError:
             pass
+    dec = _decoder(encoding)
     parts: list[bytes] = []
     n = 0
-    async for part in stream:
-        n += len(part)
+    room = (limit + 1) if limit is not None else 0  # max_length 0: no limit
+
+    def take(data: bytes) -> None:
+        nonlocal n
+        n += len(data)
         if limit is not None and n > limit:
             raise BodyTooLarge(limit, n)
-        parts.append(part)
+        parts.append(data)
+
+    async for part in stream:
+        if dec is None:
+            take(part)
+            continue
+        try:
+            take(dec.decompress(part, room))
+            while dec.unconsumed_tail:  # more output than `room` from this part: over the cap
+                take(dec.decompress(dec.unconsumed_tail, room))
+        except zlib.error as e:
+            raise UnknownEncoding(f"{encoding!r} body that does not decode: {e}") from None
+    if dec is not None:
+        take(dec.flush())
     return b"".join(parts)
 
 
@@ -419,17 +461,24 @@ class LaneTransport(httpx.AsyncBaseTransport):
                 declared = dict((k.lower(), v) for k, v in resp.headers).get(b"content-length")
                 # an async connection's response stream is an async iterable (httpcore types it as
                 # sync or async)
-                content = await read_capped(typing.cast(typing.AsyncIterable[bytes], resp.stream), max_body, declared)
-            except BodyTooLarge:
+                encoding = dict((k.lower(), v) for k, v in resp.headers).get(b"content-encoding")
+                content = await read_capped(
+                    typing.cast(typing.AsyncIterable[bytes], resp.stream), max_body, declared, encoding
+                )
+            except (BodyTooLarge, UnknownEncoding) as e:
                 conn, self._conn = self._conn, None  # never reuse a connection left mid-body
                 if conn is not None:
                     await conn.aclose()
-                raise
+                if isinstance(e, BodyTooLarge):
+                    raise
+                content = b""  # a coding we did not ask for: an empty (malformed) body
             finally:
                 await resp.aclose()
         except _HTTPCORE_ERRORS as e:
             raise _to_httpx(e) from e
-        return httpx.Response(resp.status, headers=resp.headers, content=content, extensions=resp.extensions)
+        # decoded above: the response carries the plain body (httpx must not decode it again)
+        headers = [(k, v) for k, v in resp.headers if k.lower() not in (b"content-encoding", b"content-length")]
+        return httpx.Response(resp.status, headers=headers, content=content, extensions=resp.extensions)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         req = httpcore.Request(

@@ -17,6 +17,11 @@ Event shapes (every event has "type" and "time", unix seconds):
   {"type": "status", "status": "running|finished|stopped|failed", "message"}
   {"type": "log", "level": "info|warning|error", "message"}
 Readers tolerate a torn last line and never block the writer.
+
+No symlinks: an engine that takes a run's lock first checks that neither the run directory nor
+anything in it (checkpoint/ included) is a symbolic link, and opens the lock with O_NOFOLLOW — a
+tampered run directory could otherwise make a resume truncate, append to or delete files outside
+it. A link is refused with one line naming it.
 """
 
 from __future__ import annotations
@@ -56,7 +61,11 @@ class RunLock:
 
     def acquire(self) -> "RunLock":
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        check_no_links(self.path.parent)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as e:
+            raise InputError(f"cannot open the run's lock {self.path}: {e.strerror}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -195,6 +204,33 @@ class RunDir:
             return False
         finally:
             os.close(fd)
+
+
+def check_no_links(path: str | os.PathLike[str], depth: int = 2) -> None:
+    """InputError naming the first symbolic link found: `path` itself or anything inside it
+    (`depth` levels deep: the run directory and checkpoint/)."""
+    path = Path(path)
+    if path.is_symlink():
+        raise InputError(
+            f"run directory {path} is a symbolic link (to {os.readlink(path)}); use the real directory as --run-dir"
+        )
+
+    def walk(d: Path, left: int) -> None:
+        try:
+            entries = list(os.scandir(d))
+        except FileNotFoundError:
+            return
+        for e in entries:
+            if e.is_symlink():
+                raise InputError(
+                    f"{e.path} in the run directory is a symbolic link (to {os.readlink(e.path)}); "
+                    "a run directory holds only its own files — replace the link with the file, or start a new run"
+                )
+            if left > 1 and e.is_dir(follow_symlinks=False):
+                walk(Path(e.path), left - 1)
+
+    if path.is_dir():
+        walk(path, depth)
 
 
 def list_runs(root: str | os.PathLike) -> list[RunDir]:

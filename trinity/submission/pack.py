@@ -99,12 +99,17 @@ def check_miner(miner: str) -> str:
 
 
 def verified_ledger(run: RunDir) -> LedgerTotals:
-    """Totals of the run's ledger after verifying its hash chain; InputError when it is broken."""
-    if not run.ledger.exists() or run.ledger.stat().st_size == 0:
-        return LedgerTotals(False, 0, 0, None)
-    from trinity.pool.ledger import verify_ledger
+    """Totals of the run's ledger after verifying its hash chain against every head the run
+    recorded (summary.json, the checkpoint: `trinity ledger verify RUN_DIR`), so a ledger cut at
+    the end, re-chained or deleted is refused; InputError when it is broken or torn."""
+    from trinity.pool.ledger import verify_run_ledger
 
-    rep = verify_ledger(run.ledger)
+    rep = verify_run_ledger(run.path)
+    if rep.ok and rep.torn_tail:
+        rep.ok, rep.first_bad_line = False, rep.n_records + 1
+        rep.problem = f"its last line is a torn write ({rep.torn_bytes} bytes); resume the run once to set it aside"
+    if rep.ok and rep.n_records == 0:
+        return LedgerTotals(False, 0, 0, None)
     if not rep.ok:
         where = f" at line {rep.first_bad_line}" if rep.first_bad_line else ""
         raise InputError(

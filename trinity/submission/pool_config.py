@@ -10,6 +10,9 @@ from typing import Any
 
 import yaml
 
+from trinity.errors import TrinityError
+from trinity.io import safe_yaml
+
 DEFAULT_KEY_ENVS = ("OPENROUTER_API_KEY", "CHUTES_API_KEY", "GITHUB_TOKEN")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -24,8 +27,8 @@ def models_yaml_paths() -> list[Path]:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
+        doc = safe_yaml(path.read_text(encoding="utf-8"), path) or {}
+    except (OSError, yaml.YAMLError, TrinityError):
         return {}
     return doc if isinstance(doc, dict) else {}
 
