@@ -67,7 +67,13 @@ def load_m1(config: str, split: str, data: str | None = None, limit: int | None 
         if split not in m1.HUB_SPLITS:
             raise InputError(f"tinyrouter-m1 has splits {', '.join(m1.HUB_SPLITS)}, not {split!r}")
         where = f"{m1.HUB_DATASET} {config}/{split}"
-        raw = load_hub_rows(m1.HUB_DATASET, config, split)
+        try:
+            raw = load_hub_rows(m1.HUB_DATASET, config, split)
+        except InputError as e:
+            why = str(e).split(": pass --data")[0]
+            raise InputError(
+                f"{why} [{config}/{split}]: pass --{split}-data FILE with its rows (id | domain | difficulty | prompt)"
+            ) from None
     rows = to_rows(raw, config, where)
     if limit is not None:
         if limit < 1:

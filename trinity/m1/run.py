@@ -137,6 +137,7 @@ def create_run(cfg: TrainConfig, runs_root: str | Path, run_dir: str | Path | No
     rd = RunDir(run_dir) if run_dir else RunDir(Path(runs_root) / new_run_id("m1"))
     if rd.exists():
         raise InputError(f"{rd.path} already holds a run; resume it with `trinity m1 resume {rd.path}`")
+    load_m1(cfg.m1_config, "train", cfg.train_data, cfg.limit)  # bad data: one line, no run directory left
     rd.path.mkdir(parents=True, exist_ok=True)
     conf = dict(cfg.__dict__)
     conf["m1_config"] = m1.canonical_config(cfg.m1_config)
