@@ -41,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--epochs", type=int, default=30)
     t.add_argument("--patience", type=int, default=5, help="epochs without a better validation composite")
     t.add_argument("--class-weights", action="store_true", help="weight classes by inverse frequency")
+    t.add_argument(
+        "--feature-cache", metavar="DIR", help="share encoder features between runs (default: each run's features/)"
+    )
     t.add_argument("--runs-root", default="runs")
     t.add_argument("--run-dir", default=None)
     t.add_argument("--json", action="store_true")
@@ -125,6 +128,7 @@ def _train(args: argparse.Namespace) -> int:
             train_data=args.train_data,
             test_data=args.test_data,
             limit=args.limit,
+            feature_cache=args.feature_cache,
         )
         rd = create_run(cfg, args.runs_root, args.run_dir)
         summary = run_training(rd)

@@ -23,7 +23,7 @@ from trinity.benchmarks.tinyrouter_m1 import M1Row, load_m1
 from trinity.competition import m1
 from trinity.errors import InputError
 from trinity.m1.features import Features
-from trinity.m1.run import MODE, best_weights, load_encoder_for, split_features, split_train_val
+from trinity.m1.run import MODE, best_weights, load_encoder_for, split_features, split_indices
 from trinity.runs.rundir import RunDir
 
 KNN_K = 5
@@ -130,10 +130,11 @@ class RunEval:
         self.weights = best_weights(self.rd)
         self.test = load_m1(self.config, split, test_data or cfg.get("test_data"))
         rows = load_m1(self.config, "train", cfg.get("train_data"), cfg.get("limit"))
-        self.train, _ = split_train_val(rows, int(cfg["seed"]), float(cfg["val_fraction"]))
+        tr_idx, _ = split_indices(len(rows), int(cfg["seed"]), float(cfg["val_fraction"]))
+        self.train = [rows[i] for i in tr_idx]
         self.encoder = load_encoder_for(cfg)
         self.f_test = split_features(self.rd, cfg, self.encoder, self.test)
-        self.f_train = split_features(self.rd, cfg, self.encoder, self.train)
+        self.f_train = split_features(self.rd, cfg, self.encoder, rows).subset(tr_idx)
         self.X_test = pooled(self.f_test, self.weights.query)
 
     def head_preds(self, pack: m1.M1Pack | None = None) -> Preds:

@@ -38,6 +38,12 @@ class Features:
     def __len__(self) -> int:
         return len(self.X) if self.X is not None else len(self.seqs or [])
 
+    def subset(self, idx: list[int]) -> "Features":
+        if self.X is not None:
+            return Features(self.pool, self.X[idx], None, self.seconds, self.cached)
+        seqs = self.seqs or []
+        return Features(self.pool, None, [seqs[i] for i in idx], self.seconds, self.cached)
+
 
 def cache_key(encoder: Any, encoder_seed: int, pool: str, prompts: list[str]) -> str:
     h = hashlib.sha256()

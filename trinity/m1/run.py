@@ -51,6 +51,7 @@ class TrainConfig:
     train_data: str | None = None
     test_data: str | None = None
     limit: int | None = None
+    feature_cache: str | None = None  # a folder shared by runs (default: the run's features/)
 
     def check(self) -> None:
         m1.canonical_config(self.m1_config)
@@ -62,14 +63,15 @@ class TrainConfig:
             raise InputError("--l2 must be >= 0 and --iters, --epochs, --patience >= 1")
 
 
-def split_train_val(rows: list[M1Row], seed: int, val_fraction: float) -> tuple[list[M1Row], list[M1Row]]:
-    """A seeded validation split of the train rows (the test split is never seen in training)."""
-    if len(rows) < 2:
-        raise InputError(f"need at least 2 training rows, got {len(rows)}")
-    perm = np.random.default_rng(seed).permutation(len(rows))
-    n_val = min(len(rows) - 1, max(1, int(round(len(rows) * val_fraction))))
+def split_indices(n: int, seed: int, val_fraction: float) -> tuple[list[int], list[int]]:
+    """A seeded validation split of the train rows (the test split is never seen in training):
+    (train indices, validation indices), each in row order."""
+    if n < 2:
+        raise InputError(f"need at least 2 training rows, got {n}")
+    perm = np.random.default_rng(seed).permutation(n)
+    n_val = min(n - 1, max(1, int(round(n * val_fraction))))
     val = set(perm[:n_val].tolist())
-    return [r for i, r in enumerate(rows) if i not in val], [r for i, r in enumerate(rows) if i in val]
+    return [i for i in range(n) if i not in val], [i for i in range(n) if i in val]
 
 
 def labels(rows: list[M1Row], config: str) -> tuple[np.ndarray, np.ndarray]:
@@ -86,9 +88,8 @@ def load_encoder_for(cfg: dict[str, Any]) -> Any:
 def split_features(
     rd: RunDir, cfg: dict[str, Any], encoder: Any, rows: list[M1Row], pool: str | None = None
 ) -> Features:
-    return features(
-        encoder, int(cfg.get("encoder_seed", 0)), [r.prompt for r in rows], pool or cfg["pool"], rd.path / "features"
-    )
+    cache = cfg.get("feature_cache") or rd.path / "features"
+    return features(encoder, int(cfg.get("encoder_seed", 0)), [r.prompt for r in rows], pool or cfg["pool"], cache)
 
 
 # ---- checkpoint -------------------------------------------------------------------------------
@@ -179,13 +180,14 @@ def _train(rd: RunDir, cfg: dict[str, Any], resume: bool, stop_after: int | None
     torch.manual_seed(int(cfg["seed"]))
     config = cfg["m1_config"]
     rows = load_m1(config, "train", cfg.get("train_data"), cfg.get("limit"))
-    tr_rows, va_rows = split_train_val(rows, int(cfg["seed"]), float(cfg["val_fraction"]))
+    tr_idx, va_idx = split_indices(len(rows), int(cfg["seed"]), float(cfg["val_fraction"]))
+    tr_rows, va_rows = [rows[i] for i in tr_idx], [rows[i] for i in va_idx]
     encoder = load_encoder_for(cfg)
     t0 = time.perf_counter()
-    f_tr = split_features(rd, cfg, encoder, tr_rows)
-    f_va = split_features(rd, cfg, encoder, va_rows)
+    f_all = split_features(rd, cfg, encoder, rows)  # the whole train split: one cache for every seed
+    f_tr, f_va = f_all.subset(tr_idx), f_all.subset(va_idx)
     feat_secs = time.perf_counter() - t0
-    cached = f_tr.cached and f_va.cached
+    cached = f_all.cached
     rd.log(
         f"features: {len(tr_rows)} train + {len(va_rows)} val prompts in {feat_secs:.1f} s"
         + (" (cache)" if cached else "")
