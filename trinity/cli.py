@@ -19,6 +19,7 @@ from trinity.bench import cli as bench_cli
 from trinity.benchmarks import cli as benchmarks_cli
 from trinity.errors import TrinityError
 from trinity.grading import cli as grading_cli
+from trinity.m1 import cli as m1_cli
 from trinity.optim import cli as optim_cli
 from trinity.pool import cli as pool_cli
 from trinity.session import cli as session_cli
@@ -35,6 +36,7 @@ COMMAND_MODULES = [
     submission_cli,  # pack, check, submit
     bench_cli,  # bench candidates|pool|grading|app
     sweep_cli,  # sweep SPEC | resume DIR | status DIR
+    m1_cli,  # m1 train|resume|eval|score|pack|check|submit (Milestone 1)
 ]
 
 
