@@ -170,3 +170,21 @@ def test_protocol_names_and_old_runs():
     assert run_protocol({"protocol": "minirouter"}) is MINIROUTER_PROTOCOL
     with pytest.raises(ConfigError, match="unknown session protocol 'nope'"):
         get_protocol("nope")
+
+
+def test_new_runs_pick_their_protocol_and_objective():
+    from trinity.config import load_config
+    from trinity.optim.engine import run_protocol_of
+
+    live = {"questions": "practice", "mode": "live", "pool": "practice"}
+    assert run_protocol_of(load_config(None, live), False) == ("open", "reward")
+    assert run_protocol_of(load_config(None, {**live, "pool": "openrouter"}), False) == ("tinyrouter", "competition")
+    cfg = load_config(None, {**live, "competition": "tinyrouter"})
+    assert run_protocol_of(cfg, True) == ("tinyrouter", "competition")
+    cfg = load_config(None, {**live, "competition": "minirouter", "protocol": "open"})
+    assert run_protocol_of(cfg, True) == ("open", "reward")
+    cached = load_config(None, {"questions": "practice", "matrix": "practice", "competition": "tinyrouter"})
+    assert run_protocol_of(cached, True) == ("tinyrouter", "reward")
+    bad = load_config(None, {"questions": "practice", "matrix": "practice", "objective": "competition"})
+    with pytest.raises(ConfigError, match="--objective competition scores live sessions"):
+        run_protocol_of(bad, False)

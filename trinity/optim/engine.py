@@ -41,6 +41,11 @@ def run_protocol_of(cfg: TrainConfig, explicit_competition: bool) -> tuple[str, 
         protocol = get_protocol(cfg.protocol).name
     else:
         protocol = default_protocol(cfg.competition, explicit_competition, cfg.pool)
+    if cfg.objective == "competition" and cfg.mode != "live":
+        raise ConfigError(
+            "--objective competition scores live sessions (the competition's live and cached parts); "
+            "use it with --mode live, or drop it (cached mode replays the matrix)"
+        )
     if cfg.objective:
         objective = cfg.objective
     else:
