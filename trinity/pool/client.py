@@ -395,7 +395,8 @@ class PoolClient:
     async def _post_by_deadline(self, lane: Lane, payload: bytes) -> httpx.Response:
         """`_post` within the attempt's total deadline (`timeouts.total_s`): the read timeout
         restarts on every byte, so a server trickling a byte at a time is stopped here."""
-        total = self.pool.timeouts.total_s
+        t = self.pool.timeouts
+        total = max(t.total_s, t.read_s)  # a longer --read-timeout than the deadline widens it
         try:
             return await asyncio.wait_for(self._post(lane, payload), total)
         except TimeoutError:
