@@ -43,6 +43,7 @@ class Generations:
     val_acc: np.ndarray  # NaN where validation did not run
     avg_turns: np.ndarray  # live mode: turns per session (NaN in cached mode)
     cost_per_correct: np.ndarray  # live mode: USD per right answer in the generation (NaN: none right / cached)
+    competition_score: np.ndarray  # --objective competition: the best candidate's score (NaN: not scored so)
 
     def __len__(self) -> int:
         return len(self.gen)
@@ -273,6 +274,7 @@ class RunModel:
                 "val_acc",
                 "avg_turns",
                 "cost_per_correct",
+                "competition_score",
             )
         }
         self._progress: Progress | None = None

@@ -64,7 +64,9 @@ def held_out_correct(run_for_eval: Path, run: Path, key: str) -> tuple[np.ndarra
     ids = inputs.splits["val"] + inputs.splits["test"]
     by_id = {q.id: q for q in inputs.questions}
     tr = load_trained(run)
-    correct, _turns, _cost, _trajs = run_system(cfg, ev, tr.router, tr.theta, tr.models, [by_id[i] for i in ids], 1, key)
+    correct, _turns, _cost, _trajs = run_system(
+        cfg, ev, tr.router, tr.theta, tr.models, [by_id[i] for i in ids], 1, key
+    )
     return np.asarray(correct, dtype=np.float64), ids
 
 
@@ -95,8 +97,11 @@ def main() -> int:
                 results[f"seed {seed}"] = {"n": len(ids), "trained_competition": c.mean(), "trained_open": o.mean()}
                 diffs.append(c - o)
                 both.append((c, o))
-                print(f"seed {seed}: {len(ids)} held-out questions, under TinyRouter's protocol: trained under "
-                      f"TinyRouter's {c.mean():.3f}, under ours {o.mean():.3f}", flush=True)
+                print(
+                    f"seed {seed}: {len(ids)} held-out questions, under TinyRouter's protocol: trained under "
+                    f"TinyRouter's {c.mean():.3f}, under ours {o.mean():.3f}",
+                    flush=True,
+                )
     finally:
         h.stop()
     d = np.concatenate(diffs)
@@ -105,10 +110,17 @@ def main() -> int:
     lo, hi = np.percentile(boot, [2.5, 97.5])
     c_all = np.concatenate([x for x, _ in both]).mean()
     o_all = np.concatenate([y for _, y in both]).mean()
-    results["pooled"] = {"n": int(d.size), "trained_competition": c_all, "trained_open": o_all,
-                         "paired_diff": float(d.mean()), "ci95": [float(lo), float(hi)]}
-    print(f"pooled over {d.size} paired questions: {c_all:.3f} vs {o_all:.3f}, paired difference "
-          f"{d.mean():+.3f} [{lo:+.3f}, {hi:+.3f}] (95% bootstrap)")
+    results["pooled"] = {
+        "n": int(d.size),
+        "trained_competition": c_all,
+        "trained_open": o_all,
+        "paired_diff": float(d.mean()),
+        "ci95": [float(lo), float(hi)],
+    }
+    print(
+        f"pooled over {d.size} paired questions: {c_all:.3f} vs {o_all:.3f}, paired difference "
+        f"{d.mean():+.3f} [{lo:+.3f}, {hi:+.3f}] (95% bootstrap)"
+    )
     if a.out:
         Path(a.out).write_text(json.dumps(results, indent=1, default=float))
     return 0

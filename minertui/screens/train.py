@@ -29,7 +29,11 @@ def stats_text(s: RunSnapshot, baseline: tuple[str, float] | None = None) -> Tex
     t.append(f"  gen {s.generations_done}" + (f"/{total}" if total else "") + "\n")
     t.append("last     ", style="dim")
     if len(s.gens):
-        t.append(f"max {num(float(s.gens.max[-1]))} mean {num(float(s.gens.mean[-1]))}")
+        if math.isfinite(float(s.gens.competition_score[-1])):
+            # --objective competition: the fitness is the competition's own score (pr_eval / pass rate)
+            t.append(f"score {num(float(s.gens.competition_score[-1]))} mean {num(float(s.gens.mean[-1]))}")
+        else:
+            t.append(f"max {num(float(s.gens.max[-1]))} mean {num(float(s.gens.mean[-1]))}")
         turns, cpc = float(s.gens.avg_turns[-1]), float(s.gens.cost_per_correct[-1])
         if math.isfinite(turns):  # live mode (NaN otherwise): turns per session, USD per right answer
             t.append(f" turns {turns:.1f}" + (f" {usd(cpc, 6)}/ok" if math.isfinite(cpc) else ""))

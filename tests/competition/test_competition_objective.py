@@ -91,6 +91,13 @@ def test_tinyrouter_objective_is_pr_eval_on_the_minibatch(tmp_path, capsys, monk
         best[1:]
     )
     assert gen["score_novelty"] == 0.5
+    # the app's Train mode shows the same number for the final generation
+    from minertui.runmodel import RunModel
+    from minertui.screens.train import stats_text
+
+    rm = RunModel(run)
+    rm.poll()
+    assert f"score {best[0]:.3f}" in stats_text(rm.snapshot()).plain
 
 
 def test_scoring_parts_by_hand():

@@ -170,3 +170,39 @@ def test_protocol_names_and_old_runs():
     assert run_protocol({"protocol": "minirouter"}) is MINIROUTER_PROTOCOL
     with pytest.raises(ConfigError, match="unknown session protocol 'nope'"):
         get_protocol("nope")
+
+
+def test_new_runs_pick_their_protocol_and_objective():
+    from trinity.config import load_config
+    from trinity.optim.engine import run_protocol_of
+
+    live = {"questions": "practice", "mode": "live", "pool": "practice"}
+    assert run_protocol_of(load_config(None, live), False) == ("open", "reward")
+    assert run_protocol_of(load_config(None, {**live, "pool": "openrouter"}), False) == ("tinyrouter", "competition")
+    cfg = load_config(None, {**live, "competition": "tinyrouter"})
+    assert run_protocol_of(cfg, True) == ("tinyrouter", "competition")
+    cfg = load_config(None, {**live, "competition": "minirouter", "protocol": "open"})
+    assert run_protocol_of(cfg, True) == ("open", "reward")
+    cached = load_config(None, {"questions": "practice", "matrix": "practice", "competition": "tinyrouter"})
+    assert run_protocol_of(cached, True) == ("tinyrouter", "reward")
+    bad = load_config(None, {"questions": "practice", "matrix": "practice", "objective": "competition"})
+    with pytest.raises(ConfigError, match="--objective competition scores live sessions"):
+        run_protocol_of(bad, False)
+
+
+@pytest.mark.parametrize("proto", [TINYROUTER_PROTOCOL, MINIROUTER_PROTOCOL, OPEN_PROTOCOL])
+def test_the_practice_server_reads_either_protocol(proto):
+    from trinity.data.practice import practice_questions
+    from trinity.pool.practice_replies import PracticeResponder
+
+    r = PracticeResponder()
+    mc = next(q for q in practice_questions() if q.kind == "mc")
+    turns = [
+        TurnView("simulated/coder", "Thinker", "a plan"),
+        TurnView("simulated/scholar", "Worker", "The answer is B."),
+        TurnView("simulated/mathlete", "Verifier", "no\nVERDICT: REVISE", "REVISE"),
+    ]
+    for role in ("Thinker", "Worker", "Verifier"):
+        q, got_role, got_turns = r.parse(turn_messages(proto, role, mc, turns))
+        assert q.id == mc.id and got_role == role
+        assert [(t[0], t[2]) for t in got_turns] == [(t.role, t.output) for t in turns]

@@ -81,7 +81,6 @@ def test_fixture_task_head_beats_majority_and_knn(tmp_path, capsys):
     assert sum(map(sum, rep["confusion"]["rows_true_cols_pred"])) == rep["n_test"] == 120
 
 
-@pytest.mark.slow
 def test_pack_check_score_and_rate_limit(tmp_path, capsys):
     rd = create_run(_cfg(epochs=3, iters=15, l2=1e-5), tmp_path, tmp_path / "run")
     run_training(rd)
@@ -105,7 +104,6 @@ def test_pack_check_score_and_rate_limit(tmp_path, capsys):
     assert out["merge"] is True and out["challenger"]["composite"] >= out["king"]["composite"] + 0.02
 
 
-@pytest.mark.slow
 def test_attentive_variant_trains_and_packs(tmp_path):
     rd = create_run(_cfg(pool="attentive", epochs=2, iters=15, l2=1e-5), tmp_path, tmp_path / "att")
     s = run_training(rd)

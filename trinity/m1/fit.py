@@ -22,6 +22,9 @@ import torch.nn.functional as F
 from trinity.competition import m1
 
 
+SMALL_PROBLEM = 4_000_000  # rows × feature width under which the fit runs on one thread
+
+
 @dataclass
 class Weights:
     W_domain: np.ndarray  # (C, d_h) float64
@@ -149,7 +152,14 @@ def epoch_step(
         loss.backward()
         return loss
 
-    opt.step(closure)
+    prev = torch.get_num_threads()
+    small = train.y_dom.numel() * cur.W_domain.shape[1] < SMALL_PROBLEM
+    if small:  # tiny matmuls: thread hand-offs cost more than the work (10× on a loaded box)
+        torch.set_num_threads(1)
+    try:
+        opt.step(closure)
+    finally:
+        torch.set_num_threads(prev)
     with torch.no_grad():
         loss = float(objective())
     state.epoch += 1

@@ -40,7 +40,12 @@ def run_protocol_of(cfg: TrainConfig, explicit_competition: bool) -> tuple[str, 
     if cfg.protocol:
         protocol = get_protocol(cfg.protocol).name
     else:
-        protocol = default_protocol(cfg.competition, explicit_competition, cfg.pool)
+        protocol = default_protocol(run_competition_of(cfg), explicit_competition, cfg.pool)
+    if cfg.objective == "competition" and cfg.mode != "live":
+        raise ConfigError(
+            "--objective competition scores live sessions (the competition's live and cached parts); "
+            "use it with --mode live, or drop it (cached mode replays the matrix)"
+        )
     if cfg.objective:
         objective = cfg.objective
     else:

@@ -79,6 +79,7 @@ UNREACHABLE_AFTER = 3
 # max_tokens; USD: their table price), plus the slack, is absurd: the run stops (the budget's guards
 # are sized by the same figures: `trinity.pool.budget`).
 SANE_SLACK_TOKENS = 1024
+SETTLE_POLL_S = 0.05  # a call waiting for room under the cap looks again at least this often
 DEFAULT_FAIL_THRESHOLD = 0.5  # a generation where more than this share of calls failed is not trained on
 FAIL_MIN_CALLS = 4  # ... when it made at least this many calls
 
@@ -363,6 +364,7 @@ class PoolClient:
         self._ssl = ssl.create_default_context()
         self._proxy = _proxy_for(self._url)
         self._free: asyncio.Queue[Lane] = asyncio.Queue()
+        self._settled = asyncio.Event()
         self._lanes: list[Lane] = []
         self._open = True
         return self
@@ -395,7 +397,8 @@ class PoolClient:
     async def _post_by_deadline(self, lane: Lane, payload: bytes) -> httpx.Response:
         """`_post` within the attempt's total deadline (`timeouts.total_s`): the read timeout
         restarts on every byte, so a server trickling a byte at a time is stopped here."""
-        total = self.pool.timeouts.total_s
+        t = self.pool.timeouts
+        total = max(t.total_s, t.read_s)  # a longer --read-timeout than the deadline widens it
         try:
             return await asyncio.wait_for(self._post(lane, payload), total)
         except TimeoutError:
@@ -618,7 +621,12 @@ class PoolClient:
                 except BudgetExceeded as e:
                     if self.stopped is None and self.budget.blocked_only_by_inflight(worst):
                         check_stop()
-                        await asyncio.sleep(0.005)  # calls in flight settle to their actual cost
+                        # calls in flight settle to their actual cost: wake on the next settle here
+                        # (or after a short while: a shared budget also settles other runs' calls)
+                        try:
+                            await asyncio.wait_for(self._settled.wait(), SETTLE_POLL_S)
+                        except TimeoutError:
+                            pass
                         continue
                     self.stopped = e
                     raise
@@ -685,6 +693,8 @@ class PoolClient:
         finally:
             if reservation is not None and self.budget is not None:
                 self.budget.settle(reservation, actual_micro)
+                self._settled.set()  # wakes the calls waiting for room under the cap
+                self._settled = asyncio.Event()
         if absurd is not None:
             raise absurd
         return res
