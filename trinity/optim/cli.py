@@ -36,6 +36,7 @@ TRAIN_FLAGS = (
     "warm_start",
     "lambda_turns",
     "lambda_cost",
+    "live_schedule",
 )
 
 
@@ -260,6 +261,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=float,
         dest="lambda_cost",
         help="live reward: minus lambda_cost x session cost in USD (default 0)",
+    )
+    p.add_argument(
+        "--live-schedule",
+        dest="live_schedule",
+        choices=["pipelined", "barrier"],
+        help="live mode: pipelined (default) sends a session's next turn as soon as its call returns; "
+        "barrier waits each turn step for the slowest call",
     )
     p.add_argument(
         "--seeds",

@@ -52,6 +52,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=None,
         help="latency added to every reply (default: each model's profile latency)",
     )
+    s.add_argument(
+        "--latency-p99-ms",
+        type=float,
+        default=None,
+        dest="latency_p99_ms",
+        help="heavy-tailed latency: lognormal with median --latency-ms and this 99th percentile",
+    )
     s.add_argument("--seed", type=int, default=None, help="simulation seed (default: configs/practice.yaml)")
     s.add_argument("--fault-429", type=_rate, default=0.0, metavar="RATE", help="fraction of requests answered 429")
     s.add_argument(
@@ -192,7 +199,14 @@ def cmd_serve_practice(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, task.cancel)
         try:
             await serve_forever(
-                args.port, faults, args.latency_ms, args.seed, announce=announce, api_key=api_key, questions=questions
+                args.port,
+                faults,
+                args.latency_ms,
+                args.seed,
+                announce=announce,
+                api_key=api_key,
+                questions=questions,
+                latency_p99_ms=args.latency_p99_ms,
             )
         except OSError as e:
             raise ConfigError(f"cannot listen on 127.0.0.1:{args.port} ({e.strerror}); pick another --port") from None

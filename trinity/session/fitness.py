@@ -104,6 +104,7 @@ class LiveFitness:
             seed=self.cfg.seed,
             key_prefix=key_prefix,
             competition=self.competition,
+            schedule=self.cfg.live_schedule,
         )
         runner = SessionRunner(self.client, self._logits_fn(thetas, pairs), spec, on_step=on_step)
         return self.live.run(runner.run(pairs))

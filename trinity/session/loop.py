@@ -74,6 +74,8 @@ class SessionSpec:
     seed: int = 0
     key_prefix: str = ""  # journal key prefix, e.g. "g12" for generation 12
     competition: str | None = None  # whose router text the encoder reads (trinity.competition.text)
+    schedule: str = "barrier"  # or "pipelined": each session moves on alone (trinity.session.pipeline)
+    batch_wait_s: float = 0.005  # pipelined: how long ready sessions wait to share an encoder batch
 
 
 def _stable_seed(*parts: object) -> int:
@@ -165,6 +167,10 @@ class SessionRunner:
         trajs = [Trajectory(candidate=c, qid=q.id) for c, q in pairs]
         questions = [q for _, q in pairs]
         queries = [self.text.render_question(q) for q in questions]
+        from trinity.session.pipeline import can_pipeline, run_turns_pipelined
+
+        if self.spec.schedule == "pipelined" and can_pipeline(self.logits_fn):  # every session ends there
+            self.pipeline_stats = await run_turns_pipelined(self, trajs, questions, queries, self.spec.batch_wait_s)
         for turn in range(1, self.spec.max_turns + 1):
             active = [i for i, t in enumerate(trajs) if not t.done]
             if not active:
