@@ -110,7 +110,12 @@ def cmd_train(args: argparse.Namespace) -> int:
             print(json.dumps({"type": "seeds", **summary}, ensure_ascii=False), flush=True)
         return code
     res = start_run(
-        cfg, run_dir=args.run_dir, runs_root=args.runs_root, on_event=_printer(args.json), argv=sys.argv[1:]
+        cfg,
+        run_dir=args.run_dir,
+        runs_root=args.runs_root,
+        on_event=_printer(args.json),
+        argv=sys.argv[1:],
+        pilot=getattr(args, "pilot", None),
     )
     if res.exit_code and not args.json:
         print(res.message, file=sys.stderr)
@@ -278,6 +283,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--runs-root", default="runs", help="where auto-named runs go (default ./runs)")
     p.add_argument("--json", action="store_true", help="print every event as one JSON object a line")
     p.set_defaults(func=cmd_train)
+    from trinity.optim.plan import add_pilot_flag, register_plan
+
+    register_plan(sub, p)  # `trinity plan`: the train flags, forecast only
+    add_pilot_flag(p)
 
     r = sub.add_parser("resume", help="continue a stopped or killed run from its last checkpoint")
     r.add_argument("run_dir", metavar="RUN_DIR", help="the run directory to continue")
