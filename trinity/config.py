@@ -63,6 +63,7 @@ LEGACY_VALUES: dict[str, Any] = {
     "select_on": "pooled",
     "competition": None,
     "live_schedule": "barrier",
+    "live_recipe": "plain",
 }
 
 
@@ -174,6 +175,11 @@ class TrainConfig(BaseModel):
         description="fit the head's model rows on the training split's correctness labels before "
         "generation 1 (labels; with the role rows' default: Worker on a bare query, Verifier once the "
         "transcript has turns); auto = labels in cached mode, the role rows alone in live mode",
+    )
+    live_recipe: Literal["race", "plain"] = Field(
+        "race",
+        description="live mode: race = common random numbers, successive halving within a generation and "
+        "the incumbent re-evaluated; plain = every candidate on every question",
     )
     live_schedule: Literal["pipelined", "barrier"] = Field(
         "pipelined",

@@ -37,6 +37,7 @@ TRAIN_FLAGS = (
     "lambda_turns",
     "lambda_cost",
     "live_schedule",
+    "live_recipe",
 )
 
 
@@ -266,6 +267,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=float,
         dest="lambda_cost",
         help="live reward: minus lambda_cost x session cost in USD (default 0)",
+    )
+    p.add_argument(
+        "--live-recipe",
+        dest="live_recipe",
+        choices=["race", "plain"],
+        help="live mode: race (default) = same questions and sampling draws for every candidate, the "
+        "better half goes on to more questions, the best so far re-evaluated; plain = all on all",
     )
     p.add_argument(
         "--live-schedule",

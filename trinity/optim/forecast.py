@@ -261,9 +261,9 @@ def sessions_per_generation(cfg: TrainConfig, n_train: int) -> int:
     m = min(cfg.m, n_train)
     recipe = getattr(cfg, "live_recipe", "plain")
     if recipe == "race":
-        from trinity.optim.racing import race_sessions
+        from trinity.session.racing import race_sessions
 
-        return race_sessions(cfg.popsize, m)
+        return race_sessions(cfg.popsize, m) + m  # and the incumbent again on all m (from generation 2)
     return cfg.popsize * m
 
 

@@ -26,6 +26,7 @@ class GenerationStats:
     candidate_turns: np.ndarray | None = None  # (P,) mean turns of each candidate's sessions
     accuracy: float | None = None  # graded correctness, before the turn/cost penalties
     cost_per_correct: float | None = None  # USD of the generation's sessions per right answer
+    extra: dict[str, float] | None = None  # more fields of the generation record (racing: the incumbent)
 
     def record(self, best: int) -> dict[str, float]:
         """The `generation` record's fields; `best`: the index of the generation's best candidate."""
@@ -38,13 +39,18 @@ class GenerationStats:
             out["accuracy"] = float(self.accuracy)
         if self.cost_per_correct is not None:
             out["cost_per_correct"] = float(self.cost_per_correct)
+        if self.extra:
+            out.update(self.extra)
         return out
 
 
 @dataclass(frozen=True)
 class Evaluation:
-    rewards: np.ndarray  # (P, m) float64
+    rewards: np.ndarray  # (P, m) float64; NaN where a raced candidate did not meet the question
     stats: GenerationStats = GenerationStats()
+    # (P,) what the ES is told and the generation's best is picked by (higher is better), when it
+    # is not the mean reward: a race's consistent ranking (trinity.session.racing)
+    ranking: np.ndarray | None = None
 
 
 LogFn = Callable[[str, str], None]  # (level, message)

@@ -76,6 +76,7 @@ class SessionSpec:
     competition: str | None = None  # whose router text the encoder reads (trinity.competition.text)
     schedule: str = "barrier"  # or "pipelined": each session moves on alone (trinity.session.pipeline)
     batch_wait_s: float = 0.005  # pipelined: how long ready sessions wait to share an encoder batch
+    crn: bool = False  # common random numbers: every candidate's sampling draws are the same
 
 
 def _stable_seed(*parts: object) -> int:
@@ -121,7 +122,9 @@ class SessionRunner:
             mi, ri = [], []
             for k, tr in enumerate(trajs):
                 rng = np.random.RandomState(
-                    _stable_seed(self.spec.seed, self.spec.key_prefix, tr.candidate, tr.qid, turn)
+                    _stable_seed(
+                        self.spec.seed, self.spec.key_prefix, "crn" if self.spec.crn else tr.candidate, tr.qid, turn
+                    )
                 )
                 m, r = policy.sample(logits[k], n_models, rng, self.spec.temperature)
                 mi.append(int(m))
