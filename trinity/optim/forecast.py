@@ -406,7 +406,10 @@ def forecast(
     if cfg.budget_usd is not None:
         b = float(cfg.budget_usd)
         out["over_budget"] = hi > b
-        gens_at = lambda usd: int(min(G, b // usd)) if usd > 0 else G  # noqa: E731
+
+        def gens_at(usd: float) -> int:
+            return int(min(G, b // usd)) if usd > 0 else G
+
         out["generations_budget_buys"] = {
             "median": gens_at(_q(per_gen_usd, 0.5)),
             "at_p95": gens_at(_q(per_gen_usd, 0.95)),

@@ -313,8 +313,11 @@ class Trainer:
             router_text(self.cfg.competition),
             self.train_q,
             self.models,
-            log=lambda message: self.event("log", level="info", message=message),  # progress on screen
+            log=self._log_info,  # progress on screen while the encoder works
         )
+
+    def _log_info(self, message: str) -> None:
+        self.event("log", level="info", message=message)
 
     def warm_start(self) -> None:
         """Generation 0: start the ES mean at the head fitted on the training labels (see

@@ -223,7 +223,7 @@ class PracticeServer:
         else:
             ms = self.latency_ms
         if self.latency_p99_ms is not None and ms > 0:
-            ms = lognormal_ms(ms, self.latency_p99_ms, _u(self.seed, "latency", n))
+            ms = round(lognormal_ms(ms, self.latency_p99_ms, _u(self.seed, "latency", n)))
         if self.faults.rate_slow and _u(self.seed, "slow", n) < self.faults.rate_slow:
             ms += self.faults.slow_ms
         return ms / 1000.0
