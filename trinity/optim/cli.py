@@ -293,7 +293,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_train)
     from trinity.optim.plan import add_pilot_flag, register_plan
 
-    register_plan(sub, p)  # `trinity plan`: the train flags, forecast only
+    register_plan(sub, p, lambda a: _overrides(a, TRAIN_FLAGS))  # `trinity plan`: the train flags, forecast only
     add_pilot_flag(p)
 
     r = sub.add_parser("resume", help="continue a stopped or killed run from its last checkpoint")

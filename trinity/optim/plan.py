@@ -9,12 +9,15 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 SKIP = {"help", "seeds", "run_dir", "runs_root", "json"}
 
 
-def register_plan(sub: Any, train: argparse.ArgumentParser) -> None:
+def register_plan(
+    sub: Any, train: argparse.ArgumentParser, overrides: Callable[[argparse.Namespace], dict[str, Any]]
+) -> None:
+    """`plan` with `train`'s flags; `overrides(args)`: the config overrides `train` reads off them."""
     p = sub.add_parser(
         "plan",
         help="forecast a live run's cost and wall time (90% interval) before spending",
@@ -25,7 +28,7 @@ def register_plan(sub: Any, train: argparse.ArgumentParser) -> None:
             p._add_action(action)
     add_pilot_flag(p)
     p.add_argument("--json", action="store_true", help="print the forecast as JSON")
-    p.set_defaults(func=cmd_plan)
+    p.set_defaults(func=cmd_plan, plan_overrides=overrides)
 
 
 def add_pilot_flag(p: argparse.ArgumentParser) -> None:
@@ -59,11 +62,10 @@ def run_forecast(cfg: Any, inputs: Any, pilot_path: str | None) -> dict[str, Any
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from trinity.config import load_config
-    from trinity.optim.cli import TRAIN_FLAGS, _overrides
     from trinity.optim.forecast import describe
     from trinity.optim.runinputs import inputs_from_config
 
-    over = _overrides(args, TRAIN_FLAGS)
+    over = args.plan_overrides(args)
     over["mode"] = "live"
     cfg = load_config(args.config, over)
     f = run_forecast(cfg, inputs_from_config(cfg), args.pilot)
