@@ -60,7 +60,10 @@ def test_the_forecast_interval_holds_on_a_run(questions_file, tmp_path, loopback
     )  # fmt: skip
     assert rc == 0
     plan = json.loads(out)
-    assert plan["sessions"] == 4 * 3 * 3 and plan["measured_from"].startswith("pilot")
+    from trinity.session.racing import race_sessions
+
+    # the race recipe: successive halving, and the incumbent again on all 3 questions
+    assert plan["sessions"] == 3 * (race_sessions(4, 3) + 3) and plan["measured_from"].startswith("pilot")
     billed0 = loopback.stats.billed_usd
     cfg = _cfg(questions_file, generations=3)
     assert start_run(cfg, run_dir=run_dir, pilot=str(pilot_dir)).exit_code == 0
