@@ -363,10 +363,10 @@ def forecast(
     else:
         if practice_latency is not None:
             lat = np.full(D, max(practice_latency, 0.005))
-            wall_from = "practice pool profile latency"
+            wall_from = "practice pool profile latency; the calls only, not the encoder (a pilot measures both)"
         else:
             lat = np.exp(rng.normal(math.log(PRIOR_LATENCY_S[0]), PRIOR_LATENCY_S[1], D))
-            wall_from = "a prior call latency (median 4 s)"
+            wall_from = "a prior call latency (median 4 s); the calls only, not the encoder (a pilot measures both)"
         slowest = np.minimum(T, np.ceil(tau) + 1)  # the longest session of a generation
         gen_s = slowest * lat * 1.5 + 0.5
     wall = gen_s * G
