@@ -48,6 +48,7 @@ RESUMABLE_KEYS = (
     "fail_threshold",
     "workers",
     "ray_address",
+    "live_schedule",
 )
 
 # Keys added after runs already existed, with the value that reproduces a run made before them:
@@ -63,6 +64,8 @@ LEGACY_VALUES: dict[str, Any] = {
     "competition": None,
     "protocol": None,
     "objective": None,
+    "live_schedule": "barrier",
+    "live_recipe": "plain",
 }
 
 
@@ -195,6 +198,16 @@ class TrainConfig(BaseModel):
         description="fit the head's model rows on the training split's correctness labels before "
         "generation 1 (labels; with the role rows' default: Worker on a bare query, Verifier once the "
         "transcript has turns); auto = labels in cached mode, the role rows alone in live mode",
+    )
+    live_recipe: Literal["race", "plain"] = Field(
+        "race",
+        description="live mode: race = common random numbers, successive halving within a generation and "
+        "the incumbent re-evaluated; plain = every candidate on every question",
+    )
+    live_schedule: Literal["pipelined", "barrier"] = Field(
+        "pipelined",
+        description="live mode: pipelined = a session's next turn goes out as soon as its own call returns; "
+        "barrier = every turn step waits for the slowest call (same rewards and spend)",
     )
     lambda_turns: float = Field(0.1, ge=0, description="live reward: - lambda_turns * (turns - 1) / 4")
     lambda_cost: float = Field(0.0, ge=0, description="live reward: - lambda_cost * session cost in USD")

@@ -106,7 +106,10 @@ def test_live_training_learns_and_accounts_every_call(server, questions_file, tm
         >= rep.n_records
     )
     traces = read_jsonl(run / "traces.jsonl")
-    assert len(traces) == 5 * 8 * 6
+    from trinity.session.racing import race_sessions
+
+    # the race recipe: successive halving each generation, the incumbent again from generation 2
+    assert len(traces) == 5 * race_sessions(8, 6) + 4 * 6
     t0 = traces[-1]
     assert 1 <= len(t0["turns"]) <= 5 and {
         "model",

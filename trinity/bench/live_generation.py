@@ -18,8 +18,20 @@ import numpy as np
 
 
 def live_generation(
-    args=None, *, popsize: int = 32, m: int = 16, latency_ms: int = 2000, concurrency: int = 512, seed: int = 0
+    args=None,
+    *,
+    popsize: int = 32,
+    m: int = 16,
+    latency_ms: int = 2000,
+    concurrency: int = 512,
+    seed: int = 0,
+    p99_ms: float | None = None,
+    schedules: tuple[str, ...] = ("pipelined",),
 ) -> dict:
+    """One live generation per schedule (pipelined, barrier) on the same population and
+    questions; `p99_ms`: lognormal latency with median `latency_ms` and this 99th percentile.
+    The first schedule's figures are the top-level keys; with two, `schedules` holds each and
+    `pipelined_vs_barrier` the ratio of their wall times."""
     from trinity.bench.server import spawn_practice_server
     from trinity.data.practice import practice_questions
     from trinity.model.encoder import load_encoder
@@ -48,30 +60,96 @@ def live_generation(
         load_encoder(encoder, device=getattr(args, "device", None) or "cpu"), len(pool_model_ids("practice"))
     )
     enc_load_s = time.perf_counter() - t_enc
-    server, base_url = spawn_practice_server(latency_ms)
+    arg_p99 = getattr(args, "p99_ms", None)
+    p99_ms = arg_p99 if arg_p99 is not None else p99_ms
+    arg_sched = getattr(args, "schedules", None)
+    if arg_sched:
+        schedules = tuple(x.strip() for x in str(arg_sched).split(",") if x.strip())
+    if not schedules or any(x not in ("pipelined", "barrier") for x in schedules):
+        from trinity.errors import ConfigError
+
+        raise ConfigError("bench pool: --lg-schedules is a comma-separated list of pipelined, barrier")
+    # A population as CMA-ES would sample it around the initial mean (σ = 0.1).
+    thetas = router.initial_mean()[None, :] + 0.1 * rng.randn(popsize, router.n_params)
+    server, base_url = spawn_practice_server(latency_ms, p99_ms)
     try:
-        return _measure_generation(
-            router,
-            server,
-            base_url,
-            questions,
-            popsize,
-            m,
-            latency_ms,
-            concurrency,
-            rng,
-            enc_load_s,
-            encoder,
-            bool(getattr(args, "full_reencode", False)),
-        )
+        runs = {
+            sched: _measure_generation(
+                router,
+                server,
+                base_url,
+                questions,
+                popsize,
+                m,
+                latency_ms,
+                concurrency,
+                thetas,
+                enc_load_s,
+                encoder,
+                bool(getattr(args, "full_reencode", False)),
+                sched,
+                p99_ms,
+            )
+            for sched in schedules
+        }
+        out = dict(runs[schedules[0]])
+        if len(runs) > 1:
+            out["schedules"] = runs
+            if "pipelined" in runs and "barrier" in runs:
+                out["pipelined_vs_barrier"] = round(runs["pipelined"]["wall_s"] / runs["barrier"]["wall_s"], 3)
+        return out
     finally:
         if server.poll() is None:
             server.terminate()
             server.wait(timeout=10)
 
 
+class _BenchLogits:
+    """The bench's logits function: the incremental session encoder (or the paired path), timed;
+    `end_streams` lets the pipelined schedule drive it."""
+
+    def __init__(self, router, thetas, full_reencode: bool, pipelined: bool):
+        self.router, self.thetas, self.full = router, thetas, full_reencode
+        self.sessions = router.session_encoder(thetas)
+        self.sessions.keep_absent = pipelined
+        self.encode_s = [0.0, 0.0]  # total, this step
+        self.peak_mb = 0.0
+        self.tokens = [0, 0]  # this step, total so far
+        if pipelined:
+            self.end_streams = self.sessions.end_streams
+
+    def __call__(self, texts, cands, streams):
+        router, sessions = self.router, self.sessions
+        t = time.perf_counter()
+        if self.full:  # the whole transcript every turn: the comparison figure
+            out = router.paired_logits(self.thetas, texts, cands)
+            sessions.tokens_seen += sum(len(i) - 1 for i in router.encoder.token_ids_many(texts))
+        else:
+            out = sessions.logits(texts, cands, streams)
+        dt = time.perf_counter() - t
+        self.encode_s[0] += dt
+        self.encode_s[1] += dt
+        self.peak_mb = max(self.peak_mb, sessions.nbytes / 2**20)
+        self.tokens[0] = sessions.tokens_seen - self.tokens[1]
+        self.tokens[1] = sessions.tokens_seen
+        return out
+
+
 def _measure_generation(
-    router, server, base_url, questions, popsize, m, latency_ms, concurrency, rng, enc_load_s, encoder, full_reencode
+    router,
+    server,
+    base_url,
+    questions,
+    popsize,
+    m,
+    latency_ms,
+    concurrency,
+    thetas,
+    enc_load_s,
+    encoder,
+    full_reencode,
+    schedule="barrier",
+    p99_ms=None,
 ) -> dict:
     from trinity.bench.server import proc_cpu_s
     from trinity.pool.providers import load_pool
@@ -79,29 +157,9 @@ def _measure_generation(
     from trinity.session.loop import SessionRunner, SessionSpec
 
     pool = load_pool("practice", base_url=base_url, max_concurrency=concurrency)
-    # A population as CMA-ES would sample it around the initial mean (σ = 0.1).
-    thetas = router.initial_mean()[None, :] + 0.1 * rng.randn(popsize, router.n_params)
     steps: list[dict] = []
-    encode_s = [0.0, 0.0]  # total, this step
-    peak_mb = [0.0]
-    tokens = [0, 0]  # this step, total so far
-
-    sessions = router.session_encoder(thetas)
-
-    def logits_fn(texts, cands, streams):
-        t = time.perf_counter()
-        if full_reencode:  # the whole transcript every turn: the comparison figure
-            out = router.paired_logits(thetas, texts, cands)
-            sessions.tokens_seen += sum(len(i) - 1 for i in router.encoder.token_ids_many(texts))
-        else:
-            out = sessions.logits(texts, cands, streams)
-        dt = time.perf_counter() - t
-        encode_s[0] += dt
-        peak_mb[0] = max(peak_mb[0], sessions.nbytes / 2**20)
-        encode_s[1] += dt
-        tokens[0] = sessions.tokens_seen - tokens[1]
-        tokens[1] = sessions.tokens_seen
-        return out
+    logits_fn = _BenchLogits(router, thetas, full_reencode, schedule == "pipelined")
+    sessions, encode_s, tokens = logits_fn.sessions, logits_fn.encode_s, logits_fn.tokens
 
     last = [time.perf_counter()]
 
@@ -134,15 +192,18 @@ def _measure_generation(
 
         async def main():
             runner = SessionRunner(
-                live.client, logits_fn, SessionSpec(list(pool.models), key_prefix="bench"), on_step=on_step
+                live.client,
+                logits_fn,
+                SessionSpec(list(pool.models), key_prefix="bench", schedule=schedule),
+                on_step=on_step,
             )
             last[0] = time.perf_counter()
             t0 = time.perf_counter()
             trajs = await runner.run(pairs)
-            return trajs, time.perf_counter() - t0, live.client.stats
+            return trajs, time.perf_counter() - t0, live.client.stats, getattr(runner, "pipeline_stats", None)
 
         cpu0 = proc_cpu_s(server.pid)
-        trajs, wall, stats = live.run(main())
+        trajs, wall, stats, pstats = live.run(main())
         cpu1 = proc_cpu_s(server.pid)
     turns = np.array([len(t.turns) for t in trajs]).reshape(popsize, m)
     lat = latency_ms / 1000.0
@@ -155,6 +216,9 @@ def _measure_generation(
         "m": m,
         "sessions": popsize * m,
         "latency_ms": latency_ms,
+        "latency_p99_ms": p99_ms,
+        "schedule": schedule,
+        "encoder_batches": int(pstats["batches"]) if pstats else len(steps),
         "concurrency": concurrency,
         "calls": int(turns.sum()),
         "max_turns": max_turns,
@@ -168,7 +232,7 @@ def _measure_generation(
         "encoder_s": round(encode_s[0], 2),
         "encoder_tokens_seen": sessions.tokens_seen,
         "encoder_tokens_read": sessions.tokens_read,
-        "encoder_peak_mb": round(peak_mb[0], 1),
+        "encoder_peak_mb": round(logits_fn.peak_mb, 1),
         "encoder_load_s": round(enc_load_s, 2),
         "sequential_8_in_flight_s": round(sequential_s, 1),
         "speedup_vs_sequential": round(sequential_s / wall, 1) if wall > 0 else None,
@@ -177,5 +241,6 @@ def _measure_generation(
         "server_cpu_s": round(cpu1 - cpu0, 2) if cpu0 is not None and cpu1 is not None else None,
         "steps": steps,
         "ledger_cost_usd": round(stats.cost_micro_usd / 1e6, 6),
+        "correct": int(sum(bool(t.correct) for t in trajs)),
         "note": "SIMULATED practice pool; latency injected by the server",
     }

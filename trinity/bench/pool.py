@@ -53,6 +53,19 @@ def register(sub) -> None:
         help="part (b): simulated latency per call (default 2000)",
     )
     p.add_argument(
+        "--lg-latency-p99-ms",
+        dest="p99_ms",
+        type=float,
+        default=None,
+        help="part (b): heavy-tailed latency, lognormal with median --lg-latency-ms and this 99th percentile",
+    )
+    p.add_argument(
+        "--lg-schedules",
+        dest="schedules",
+        default="pipelined,barrier",
+        help="part (b): session schedules to run, comma separated (default pipelined,barrier)",
+    )
+    p.add_argument(
         "--lg-encoder",
         dest="encoder",
         default="tiny-qwen3",
@@ -171,7 +184,14 @@ def cmd_bench_pool(args) -> int:
 
 
 def _describe_live(r: dict) -> str:
+    if "schedules" in r:
+        lines = [_describe_live(x) for x in r["schedules"].values()]
+        if "pipelined_vs_barrier" in r:
+            lines.append(f"pipelined / barrier wall time: {r['pipelined_vs_barrier']}")
+        return "\n".join(lines)
+    tail = f" (lognormal, p99 {r['latency_p99_ms']:g} ms)" if r.get("latency_p99_ms") else ""
     return (
+        f"[{r.get('schedule', 'barrier')}{tail}] "
         f"live generation: {r['sessions']} sessions ({r['popsize']} candidates x {r['m']} questions), "
         f"{r['calls']} calls at {r['latency_ms']} ms, concurrency {r['concurrency']}: wall {r['wall_s']} s "
         f"(ideal {r['ideal_s']} s, target {r['target_s']} s), encoder {r['encoder_s']} s; "

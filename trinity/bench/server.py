@@ -19,10 +19,13 @@ def proc_cpu_s(pid: int) -> float | None:
         return None
 
 
-def spawn_practice_server(latency_ms: int) -> tuple[subprocess.Popen, str]:
-    """`trinity pool serve-practice` on a free port: (the process, its base URL)."""
+def spawn_practice_server(latency_ms: int, p99_ms: float | None = None) -> tuple[subprocess.Popen, str]:
+    """`trinity pool serve-practice` on a free port: (the process, its base URL); `p99_ms`: a
+    lognormal latency with median `latency_ms` and this 99th percentile."""
+    tail = ["--latency-p99-ms", str(p99_ms)] if p99_ms is not None else []
     proc = subprocess.Popen(
-        [sys.executable, "-m", "trinity", "pool", "serve-practice", "--port", "0", "--latency-ms", str(latency_ms)],
+        [sys.executable, "-m", "trinity", "pool", "serve-practice", "--port", "0", "--latency-ms", str(latency_ms)]
+        + tail,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -173,6 +173,9 @@ class SessionEncoder:
     with every session still running: a stream absent from a call has ended, and its state is
     dropped (states of one batch share storage, so a finished session would otherwise pin its
     batch's). A new `SessionEncoder` per population: stream states hold K/V computed under its θ.
+
+    `keep_absent = True` (the pipelined schedule, `trinity.session.pipeline`): a call holds only
+    the sessions that are ready, so an absent stream is not ended; `end_streams` ends them.
     """
 
     def __init__(self, router: SessionRouter, thetas: npt.ArrayLike, budget_mb: float | None = None) -> None:
@@ -189,6 +192,7 @@ class SessionEncoder:
         self.streams: OrderedDict[Hashable, tuple[str, StreamState | None]] = OrderedDict()  # LRU
         self.tokens_read = 0  # new tokens run through the layers (benchmarks)
         self.tokens_seen = 0  # tokens of all texts asked for
+        self.keep_absent = False  # True: only `end_streams` ends a stream (pipelined sessions)
 
     # ---- public ----
 
@@ -224,11 +228,18 @@ class SessionEncoder:
         self.tokens_seen += sum(len(i) for i in ids)
         prefix = self._prefix_states(ids, keys, streams)
         out = self._stream_features(ids, keys, cand, streams, prefix)
-        asked = set(streams)
-        for ended in [s for s in self.streams if s not in asked]:
-            del self.streams[ended]
+        if not self.keep_absent:
+            asked = set(streams)
+            for ended in [s for s in self.streams if s not in asked]:
+                del self.streams[ended]
         self._trim()
         return out
+
+    def end_streams(self, streams: Iterable[Hashable]) -> None:
+        """Forget the states of sessions that have ended (their prefixes go with the last user)."""
+        for s in streams:
+            self.streams.pop(s, None)
+        self._trim()
 
     @property
     def nbytes(self) -> int:

@@ -38,6 +38,8 @@ TRAIN_FLAGS = (
     "warm_start",
     "lambda_turns",
     "lambda_cost",
+    "live_schedule",
+    "live_recipe",
 )
 
 
@@ -111,7 +113,12 @@ def cmd_train(args: argparse.Namespace) -> int:
             print(json.dumps({"type": "seeds", **summary}, ensure_ascii=False), flush=True)
         return code
     res = start_run(
-        cfg, run_dir=args.run_dir, runs_root=args.runs_root, on_event=_printer(args.json), argv=sys.argv[1:]
+        cfg,
+        run_dir=args.run_dir,
+        runs_root=args.runs_root,
+        on_event=_printer(args.json),
+        argv=sys.argv[1:],
+        pilot=getattr(args, "pilot", None),
     )
     if res.exit_code and not args.json:
         print(res.message, file=sys.stderr)
@@ -277,6 +284,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="live reward: minus lambda_cost x session cost in USD (default 0)",
     )
     p.add_argument(
+        "--live-recipe",
+        dest="live_recipe",
+        choices=["race", "plain"],
+        help="live mode: race (default) = same questions and sampling draws for every candidate, the "
+        "better half goes on to more questions, the best so far re-evaluated; plain = all on all",
+    )
+    p.add_argument(
+        "--live-schedule",
+        dest="live_schedule",
+        choices=["pipelined", "barrier"],
+        help="live mode: pipelined (default) sends a session's next turn as soon as its call returns; "
+        "barrier waits each turn step for the slowest call",
+    )
+    p.add_argument(
         "--seeds",
         help="comma-separated seeds: one run per seed into sibling dirs RUN_DIR-s<seed>, "
         "sharing one split, and RUN_DIR-seeds.json picking the best by validation",
@@ -285,6 +306,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--runs-root", default="runs", help="where auto-named runs go (default ./runs)")
     p.add_argument("--json", action="store_true", help="print every event as one JSON object a line")
     p.set_defaults(func=cmd_train)
+    from trinity.optim.plan import add_pilot_flag, register_plan
+
+    register_plan(sub, p, lambda a: _overrides(a, TRAIN_FLAGS))  # `trinity plan`: the train flags, forecast only
+    add_pilot_flag(p)
 
     r = sub.add_parser("resume", help="continue a stopped or killed run from its last checkpoint")
     r.add_argument("run_dir", metavar="RUN_DIR", help="the run directory to continue")

@@ -141,6 +141,7 @@ def start_run(
     runs_root: str | os.PathLike[str] = "runs",
     on_event: Callable[[dict[str, Any]], None] | None = None,
     argv: list[str] | None = None,
+    pilot: str | None = None,
 ) -> TrainResult:
     inputs = inputs_from_config(cfg)  # cross-checks: errors before anything is created
     models = pool_models(cfg, inputs)
@@ -240,6 +241,8 @@ def start_run(
                 level="info",
                 message=f"router text: {competition}'s format (encoder input, transcript, question rendering)",
             )
+            if cfg.mode == "live":
+                _write_forecast(trainer, run, cfg, inputs, pilot)
             if theta_note:
                 trainer.event("log", level="warning", message=theta_note)
             for level, note in _eval_set_notes(competition, sp):
@@ -260,6 +263,36 @@ def start_run(
             fitness.close()
 
 
+def _write_forecast(trainer: Trainer, run: RunDir, cfg: TrainConfig, inputs: RunInputs, pilot: str | None) -> None:
+    """forecast.json before the first paid call (`trinity.optim.forecast`); a forecast that
+    cannot be made is a warning, never a reason not to run."""
+    from trinity.errors import TrinityError
+    from trinity.optim.forecast import write_forecast
+    from trinity.optim.plan import run_forecast
+
+    try:
+        f = run_forecast(cfg, inputs, pilot)
+    except (TrinityError, OSError, ValueError) as e:
+        trainer.event("log", level="warning", message=f"no cost forecast: {e}")
+        return
+    write_forecast(run.path, f)
+    u = f["usd"]
+    trainer.event(
+        "log",
+        level="info",
+        message=f"forecast: ${u['median']:.4f} (90% interval ${u['p05']:.4f} .. ${u['p95']:.4f}) over "
+        f"{f['generations']} generations, from {f['measured_from']} (forecast.json)",
+    )
+    if f.get("over_budget"):
+        g = f["generations_budget_buys"]
+        trainer.event(
+            "log",
+            level="warning",
+            message=f"the forecast's upper bound ${u['p95']:.4f} exceeds the budget ${cfg.budget_usd:g}: it buys "
+            f"about {g['median']} generations ({g['at_p95']} at the upper bound)",
+        )
+
+
 _START_FILES = (
     "run.json",
     "events.jsonl",
@@ -267,6 +300,7 @@ _START_FILES = (
     "journal.jsonl",
     "journal.sent.jsonl",
     "traces.jsonl",
+    "forecast.json",
     ".lock",
 )
 

@@ -323,7 +323,16 @@ class Trainer:
         from trinity.competition.text import router_text
         from trinity.optim.warmstart import fit_role_rows
 
-        return fit_role_rows(self.router, router_text(self.cfg.competition), self.train_q, self.models)
+        return fit_role_rows(
+            self.router,
+            router_text(self.cfg.competition),
+            self.train_q,
+            self.models,
+            log=self._log_info,  # progress on screen while the encoder works
+        )
+
+    def _log_info(self, message: str) -> None:
+        self.event("log", level="info", message=message)
 
     def warm_start(self) -> None:
         """Generation 0: start the ES mean at the head fitted on the training labels (see
@@ -404,15 +413,18 @@ class Trainer:
         rewards = np.asarray(evaluation.rewards, dtype=np.float64)  # (P, m)
         if rewards.shape != (thetas.shape[0], n_batch):
             raise RuntimeError(f"fitness returned shape {rewards.shape}, expected {(thetas.shape[0], n_batch)}")
-        fit = rewards.mean(axis=1)  # (P,)
-        st["es"].tell(list(thetas), list(-fit))
-        st["es_tells"].append(-fit)
-        st["evals"] += int(rewards.size)
+        seen = np.isfinite(rewards)  # a race leaves the questions an eliminated candidate did not meet NaN
+        fit = np.where(seen, rewards, 0).sum(axis=1) / np.maximum(seen.sum(axis=1), 1)  # (P,)
+        rank = fit if evaluation.ranking is None else np.asarray(evaluation.ranking, dtype=np.float64)
+        st["es"].tell(list(thetas), list(-rank))
+        st["es_tells"].append(-rank)
+        st["evals"] += int(seen.sum())
+        top = int(np.argmax(rank))
         record: dict[str, Any] = {
             "gen": gen,
-            "best": float(max(fit.max(), st["history"][-1]["best"] if st["history"] else -np.inf)),
+            "best": float(max(fit[top], st["history"][-1]["best"] if st["history"] else -np.inf)),
             "mean": float(fit.mean()),
-            "max": float(fit.max()),
+            "max": float(fit[top]),
             "min": float(fit.min()),
             "sigma": float(st["es"].sigma),
             "evals": st["evals"],
@@ -421,15 +433,15 @@ class Trainer:
         }
         benches = sorted({q.benchmark for q in batch})
         if len(benches) > 1:  # composite: the best candidate's minibatch fitness per benchmark
-            best_row = rewards[int(np.argmax(fit))]
+            best_row = rewards[top]
             record["fitness_per_benchmark"] = {
                 b: float(np.mean([r for r, q in zip(best_row, batch) if q.benchmark == b])) for b in benches
             }
-        self._validate(gen, thetas[int(np.argmax(fit))], record)
+        self._validate(gen, thetas[top], record)
         if mix:
             record["model_mix"], record["role_mix"] = mix["model"], mix["role"]
         # live mode: turns per session (all, the best candidate's), graded accuracy, USD per right answer
-        record.update(evaluation.stats.record(int(np.argmax(fit))))
+        record.update(evaluation.stats.record(top))
         record["secs"] = round(time.monotonic() - t0, 4)
         st["history"].append(record)
         st["gen"] = gen
@@ -543,6 +555,13 @@ class Trainer:
         if st["best"] is not None:
             b = st["best"]
             return b["theta"], {"gen": b["gen"], "which": b["which"], "val_acc": b["val_acc"]}
+        incumbent = getattr(self.fitness, "incumbent", None)  # live racing: the re-evaluated best candidate
+        if incumbent is not None:
+            return np.asarray(incumbent["theta"], dtype=np.float64).copy(), {
+                "gen": incumbent["gen"],
+                "which": "incumbent",
+                "val_acc": None,
+            }
         return np.asarray(st["es"].mean, dtype=np.float64).copy(), {
             "gen": st["gen"],
             "which": "es_mean",

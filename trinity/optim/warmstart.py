@@ -32,7 +32,7 @@ accuracy under lambda_turns. The ES mean starts at this θ; the trainer records 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -253,14 +253,55 @@ def role_transcripts(text: RouterText, questions: list[Question], models: list[s
     return texts, np.asarray(labels, dtype=np.int64)
 
 
+def role_features(
+    router: RouterLike | TextFeatureRouter,
+    text: RouterText,
+    questions: list[Question],
+    models: list[str],
+    log: Callable[[str], None] | None = None,
+) -> tuple[Float64Array, Int64Array]:
+    """Frozen features of `role_transcripts` and their role labels. The five texts of a question
+    are one growing session, so a router with a session encoder reads them as one: each step
+    reads only the tokens the transcript added (every token once, where re-encoding each text
+    whole reads the question five times), with a line to `log` after each step."""
+    import time
+
+    qs = list(questions)[:ROLE_MAX_QUESTIONS]
+    texts, y = role_transcripts(text, qs, models)
+    make = getattr(router, "session_encoder", None)
+    if make is None or not qs:
+        return frozen_features(router, texts), y
+    x0 = np.asarray(router.initial_mean(), dtype=np.float64)[None, :]
+    enc = make(x0)
+    n, steps = len(qs), len(texts) // len(qs)
+    X: Float64Array | None = None
+    t0 = time.perf_counter()
+    for k in range(steps):
+        idx = [i * steps + k for i in range(n)]
+        feats = np.asarray(enc.features([texts[j] for j in idx], np.zeros(n, dtype=np.int64), list(range(n))))
+        if X is None:
+            X = np.empty((len(texts), feats.shape[1]), dtype=np.float64)
+        X[idx] = feats
+        if log is not None:
+            log(
+                f"warm start: role transcripts {k + 1}/{steps} encoded ({n} questions, {enc.tokens_read} tokens "
+                f"read of {enc.tokens_seen}, {time.perf_counter() - t0:.1f} s)"
+            )
+    assert X is not None
+    return X, y
+
+
 def fit_role_rows(
-    router: RouterLike | TextFeatureRouter, text: RouterText, questions: list[Question], models: list[str]
+    router: RouterLike | TextFeatureRouter,
+    text: RouterText,
+    questions: list[Question],
+    models: list[str],
+    log: Callable[[str], None] | None = None,
 ) -> tuple[Float64Array, dict[str, Any]]:
     """(3, H) role rows (Thinker, Worker, Verifier) fitted on `role_transcripts`, and a record."""
     import torch
 
-    texts, y = role_transcripts(text, list(questions)[:ROLE_MAX_QUESTIONS], models)
-    X = frozen_features(router, texts)
+    X, y = role_features(router, text, questions, models, log)
     Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
     R = torch.zeros((len(ROLES), X.shape[1]), dtype=torch.float64, requires_grad=True)
     counts = np.bincount(y, minlength=len(ROLES)).astype(np.float64)

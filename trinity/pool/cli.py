@@ -52,6 +52,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=None,
         help="latency added to every reply (default: each model's profile latency)",
     )
+    s.add_argument(
+        "--latency-p99-ms",
+        type=float,
+        default=None,
+        dest="latency_p99_ms",
+        help="heavy-tailed latency: lognormal with median --latency-ms and this 99th percentile",
+    )
     s.add_argument("--seed", type=int, default=None, help="simulation seed (default: configs/practice.yaml)")
     s.add_argument("--fault-429", type=_rate, default=0.0, metavar="RATE", help="fraction of requests answered 429")
     s.add_argument(
@@ -192,7 +199,14 @@ def cmd_serve_practice(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, task.cancel)
         try:
             await serve_forever(
-                args.port, faults, args.latency_ms, args.seed, announce=announce, api_key=api_key, questions=questions
+                args.port,
+                faults,
+                args.latency_ms,
+                args.seed,
+                announce=announce,
+                api_key=api_key,
+                questions=questions,
+                latency_p99_ms=args.latency_p99_ms,
             )
         except OSError as e:
             raise ConfigError(f"cannot listen on 127.0.0.1:{args.port} ({e.strerror}); pick another --port") from None
@@ -249,6 +263,36 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _usd(micro: int) -> float:
     return micro / 1e6
+
+
+def _forecast_vs_actual(ledger_file: str, per_purpose: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's forecast.json (written at its start) beside its actual training spend."""
+    from pathlib import Path
+
+    run = Path(ledger_file).parent
+    try:
+        f = json.loads((run / "forecast.json").read_text(encoding="utf-8"))
+        usd = f["usd"]
+        lo, mid, hi = float(usd["p05"]), float(usd["median"]), float(usd["p95"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    actual = float(per_purpose.get("train", {}).get("usd", 0.0))
+    try:
+        done = int(json.loads((run / "summary.json").read_text(encoding="utf-8")).get("generations") or 0)
+    except (OSError, ValueError, AttributeError, TypeError):
+        done = 0
+    planned = int(f.get("generations") or 0)
+    return {
+        "p05": lo,
+        "median": mid,
+        "p95": hi,
+        "actual_usd": actual,
+        "inside": lo <= actual <= hi,
+        "generations": planned,
+        "generations_done": done,
+        "complete": bool(planned) and done >= planned,
+        "measured_from": f.get("measured_from"),
+    }
 
 
 def _tables(rep: LedgerReport) -> dict[str, dict[str, dict[str, object]]]:
@@ -358,9 +402,18 @@ def cmd_ledger_report(args: argparse.Namespace) -> int:
         "excess_calls": rep.excess_calls,
         "excess": {k: {**v, "usd": _usd(v["micro_usd"])} for k, v in rep.excess.items()},
     }
+    vs = _forecast_vs_actual(args.file, out["per_purpose"])
+    if vs is not None:
+        out["forecast"] = vs
     if args.json:
         print(json.dumps(out, indent=2))
     else:
+        if vs is not None:
+            print(
+                f"forecast ${vs['median']:.6f} (90% interval ${vs['p05']:.6f} .. ${vs['p95']:.6f}) vs actual "
+                f"training spend ${vs['actual_usd']:.6f}: {'inside' if vs['inside'] else 'OUTSIDE'} the interval"
+                + ("" if vs["complete"] else f" (run not finished: {vs['generations_done']} generations so far)")
+            )
         if not rep.ok:
             print(
                 f"WARNING: the chain is broken at line {rep.first_bad_line} ({rep.problem}); totals cover "

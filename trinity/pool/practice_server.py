@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import threading
 import time
 from collections import deque
@@ -121,6 +122,17 @@ def _u(*parts: object) -> float:
     return int.from_bytes(hashlib.sha256("|".join(map(str, parts)).encode()).digest()[:8], "big") / 2.0**64
 
 
+def lognormal_ms(median_ms: float, p99_ms: float, u: float) -> float:
+    """The `u` quantile of a lognormal latency with this median and 99th percentile."""
+    from statistics import NormalDist
+
+    if p99_ms <= median_ms:
+        return float(median_ms)
+    sigma = math.log(p99_ms / median_ms) / NormalDist().inv_cdf(0.99)
+    u = min(max(u, 1e-9), 1 - 1e-9)
+    return float(median_ms * math.exp(sigma * NormalDist().inv_cdf(u)))
+
+
 class PracticeServer:
     def __init__(
         self,
@@ -139,6 +151,9 @@ class PracticeServer:
         self.seed = self.responder.setup.seed
         self.faults = faults or Faults()
         self.latency_ms = latency_ms  # None: each model's profile latency
+        # set: each reply's latency is lognormal with median latency_ms and this 99th percentile
+        # (a provider's heavy tail), drawn from (seed, request number)
+        self.latency_p99_ms: float | None = None
         self.stats = ServerStats()
         self.recent: deque[dict[str, Any]] = deque(maxlen=64)  # the last request bodies (never headers): for tests
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="practice-grade")
@@ -207,6 +222,8 @@ class PracticeServer:
             ms = prof.latency_ms if prof else 0
         else:
             ms = self.latency_ms
+        if self.latency_p99_ms is not None and ms > 0:
+            ms = round(lognormal_ms(ms, self.latency_p99_ms, _u(self.seed, "latency", n)))
         if self.faults.rate_slow and _u(self.seed, "slow", n) < self.faults.rate_slow:
             ms += self.faults.slow_ms
         return ms / 1000.0
@@ -581,9 +598,11 @@ async def serve_forever(
     announce: Callable[[PracticeServer], object] = print,
     api_key: str | None = None,
     questions: list[Question] | None = None,
+    latency_p99_ms: float | None = None,
 ) -> None:
     """Run in the current loop until cancelled (the CLI's `serve-practice`)."""
     server = PracticeServer(faults=faults, latency_ms=latency_ms, seed=seed, api_key=api_key, questions=questions)
+    server.latency_p99_ms = latency_p99_ms
     await server.start(host, port)
     announce(server)
     try:

@@ -29,6 +29,7 @@ class GenerationStats:
     # --objective competition: each candidate's competition score and its parts on the minibatch
     # (name -> (P,) values: score, cached, live, efficiency, novelty, avg_turns)
     score_parts: dict[str, np.ndarray] | None = None
+    extra: dict[str, float] | None = None  # more fields of the generation record (racing: the incumbent)
 
     def record(self, best: int) -> dict[str, float]:
         """The `generation` record's fields; `best`: the index of the generation's best candidate."""
@@ -47,13 +48,18 @@ class GenerationStats:
             for name, values in self.score_parts.items():
                 if name != "score":
                     out[f"score_{name}"] = float(values[best])
+        if self.extra:
+            out.update(self.extra)
         return out
 
 
 @dataclass(frozen=True)
 class Evaluation:
-    rewards: np.ndarray  # (P, m) float64
+    rewards: np.ndarray  # (P, m) float64; NaN where a raced candidate did not meet the question
     stats: GenerationStats = GenerationStats()
+    # (P,) what the ES is told and the generation's best is picked by (higher is better), when it
+    # is not the mean reward: a race's consistent ranking (trinity.session.racing)
+    ranking: np.ndarray | None = None
 
 
 LogFn = Callable[[str, str], None]  # (level, message)

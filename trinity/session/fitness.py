@@ -65,6 +65,8 @@ class LiveFitness:
                 "warning",
             )
         self._reported = (0, 0)  # (lost mid-body, billed above reservation) already logged
+        # the race recipe's best candidate so far, re-evaluated every generation (trinity.session.racing)
+        self.incumbent: dict[str, Any] | None = None
 
     # The run's spend is what its ledger says: journal replays after a resume cost nothing new.
     @property
@@ -113,6 +115,8 @@ class LiveFitness:
             key_prefix=key_prefix,
             competition=self.competition,
             protocol=self.cfg.protocol,
+            schedule=self.cfg.live_schedule,
+            crn=self.cfg.live_recipe == "race",  # common random numbers across a generation's candidates
         )
         runner = SessionRunner(self.client, self._logits_fn(thetas, pairs), spec, on_step=on_step)
         return self.live.run(runner.run(pairs))
@@ -125,6 +129,10 @@ class LiveFitness:
         return [self._text(q) for q in questions]
 
     def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question], hooks: GenerationHooks) -> Evaluation:
+        if self.cfg.live_recipe == "race":
+            from trinity.session.racing import race_evaluate
+
+            return race_evaluate(self, gen, thetas, questions, hooks)
         P, m = thetas.shape[0], len(questions)
         pairs = [(c, q) for c in range(P) for q in questions]
         total = len(pairs)
@@ -254,11 +262,43 @@ class LiveFitness:
     def validate(self, thetas: np.ndarray, questions: list[Question]) -> None:
         return None  # validation in live mode costs money: `trinity eval --mode live` does it on request
 
+    def update_incumbent(
+        self, gen: int, theta: np.ndarray, winner: np.ndarray, again: np.ndarray | None
+    ) -> dict[str, float]:
+        """The race's winner (its rewards on all the generation's questions) against the incumbent
+        (`again`: its rewards on the same questions this generation): the winner takes its place
+        only when its mean is higher on them; the incumbent keeps the mean of all its evaluations.
+        Returns the generation record's fields."""
+        w = float(np.mean(winner))
+        inc = self.incumbent
+        if inc is None or again is None or w > float(np.mean(again)):
+            self.incumbent = {
+                "theta": np.asarray(theta, dtype=np.float64).copy(),
+                "gen": gen,
+                "sum": w * len(winner),
+                "n": len(winner),
+            }
+            replaced = 1.0
+        else:
+            inc["sum"] += float(np.sum(again))
+            inc["n"] += len(again)
+            replaced = 0.0
+        cur = self.incumbent
+        assert cur is not None
+        return {
+            "incumbent_gen": float(cur["gen"]),
+            "incumbent_reward": float(cur["sum"] / max(cur["n"], 1)),
+            "incumbent_evals": float(cur["n"]),
+            "incumbent_replaced": replaced,
+        }
+
     def state_dict(self) -> dict[str, Any]:
-        return {}  # the call journal on disk is the live state that must survive a resume
+        # the call journal on disk is the live state that must survive a resume; and the incumbent
+        return {} if self.incumbent is None else {"incumbent": dict(self.incumbent)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        pass
+        inc = state.get("incumbent") if isinstance(state, dict) else None
+        self.incumbent = dict(inc) if inc else None
 
     def close(self) -> None:
         self.live.close()

@@ -77,6 +77,9 @@ class SessionSpec:
     key_prefix: str = ""  # journal key prefix, e.g. "g12" for generation 12
     competition: str | None = None  # whose router text the encoder reads (trinity.competition.text)
     protocol: str | None = None  # the session protocol the pool sees (trinity.competition.protocol; None: open)
+    schedule: str = "barrier"  # or "pipelined": each session moves on alone (trinity.session.pipeline)
+    batch_wait_s: float = 0.005  # pipelined: how long ready sessions wait to share an encoder batch
+    crn: bool = False  # common random numbers: every candidate's sampling draws are the same
 
 
 def _stable_seed(*parts: object) -> int:
@@ -124,7 +127,9 @@ class SessionRunner:
             mi, ri = [], []
             for k, tr in enumerate(trajs):
                 rng = np.random.RandomState(
-                    _stable_seed(self.spec.seed, self.spec.key_prefix, tr.candidate, tr.qid, turn)
+                    _stable_seed(
+                        self.spec.seed, self.spec.key_prefix, "crn" if self.spec.crn else tr.candidate, tr.qid, turn
+                    )
                 )
                 m, r = policy.sample(logits[k], n_models, rng, self.spec.temperature)
                 mi.append(int(m))
@@ -182,6 +187,12 @@ class SessionRunner:
         questions = [q for _, q in pairs]
         queries = [self.text.render_question(q) for q in questions]
         pool_queries = [pool_question(self.protocol, q) for q in questions]
+        from trinity.session.pipeline import can_pipeline, run_turns_pipelined
+
+        if self.spec.schedule == "pipelined" and can_pipeline(self.logits_fn):  # every session ends there
+            self.pipeline_stats = await run_turns_pipelined(
+                self, trajs, questions, queries, self.spec.batch_wait_s, pool_queries=pool_queries
+            )
         for turn in range(1, self.spec.max_turns + 1):
             active = [i for i, t in enumerate(trajs) if not t.done]
             if not active:

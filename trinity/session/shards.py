@@ -59,7 +59,13 @@ def split_by_shard(shard_of_stream: Sequence[int], streams: Sequence[int]) -> di
 
 class ShardedLogits:
     """A `SessionRunner` logits function that encodes each turn shard by shard, one
-    `SessionEncoder` per shard (this process: `--workers 1`)."""
+    `SessionEncoder` per shard (this process: `--workers 1`).
+
+    `keep_absent = True` before the first call (the pipelined schedule): a call carries only the
+    sessions that are ready, and `end_streams` says which have ended; a shard's encoder is freed
+    when its last session ends."""
+
+    keep_absent = False
 
     def __init__(self, router: Any, thetas: np.ndarray, shard_of_stream: Sequence[int], n_shards: int):
         self.router, self.thetas = router, thetas
@@ -69,16 +75,35 @@ class ShardedLogits:
 
     def __call__(self, texts: list[str], cands: np.ndarray, streams: list[int]) -> np.ndarray:
         parts = split_by_shard(self.shard_of_stream, streams)
-        for ended in [s for s in self.encoders if s not in parts]:
-            del self.encoders[ended]  # every session of the shard has ended: free its states
+        if not self.keep_absent:
+            for ended in [s for s in self.encoders if s not in parts]:
+                del self.encoders[ended]  # every session of the shard has ended: free its states
         out: np.ndarray | None = None
         for shard, pos in parts.items():
             enc = self.encoders.get(shard)
             if enc is None:
                 enc = self.encoders[shard] = self.router.session_encoder(self.thetas, self.budget_mb)
+                enc.keep_absent = self.keep_absent
             lg = np.asarray(enc.logits([texts[k] for k in pos], cands[pos], [streams[k] for k in pos]))
             if out is None:
                 out = np.empty((len(texts), lg.shape[1]), dtype=lg.dtype)
             out[pos] = lg
         assert out is not None, "a turn step with no texts"
         return out
+
+    def end_streams(self, streams: Sequence[int]) -> None:
+        """Sessions that have ended (pipelined schedule): their states go, and a shard's encoder
+        with its last session."""
+        if not hasattr(self, "_left"):
+            self._left: dict[int, int] = {}
+            for sh in self.shard_of_stream:
+                self._left[int(sh)] = self._left.get(int(sh), 0) + 1
+        for shard, pos in split_by_shard(self.shard_of_stream, streams).items():
+            self._left[shard] -= len(pos)
+            enc = self.encoders.get(shard)
+            if enc is None:
+                continue
+            if self._left[shard] <= 0:
+                del self.encoders[shard]
+            else:
+                enc.end_streams([streams[k] for k in pos])

@@ -108,7 +108,7 @@ def bench_live_workers(
             ray.shutdown()
         shutil.rmtree(tmp, ignore_errors=True)
     out["repeats"] = max(1, repeats)
-    out["equal_rewards"] = all(np.array_equal(rewards[0], x) for x in rewards[1:])
+    out["equal_rewards"] = all(np.array_equal(rewards[0], x, equal_nan=True) for x in rewards[1:])
     out["equal_calls"] = len(calls) == 1
     out[f"speedup_{workers}_vs_1_ray"] = round(out["ray_1"]["generation_s"] / out[f"ray_{workers}"]["generation_s"], 3)
     out[f"speedup_{workers}_vs_in_process"] = round(

@@ -1,0 +1,460 @@
+"""The cost and wall-time forecast of a live run, before it spends anything (`trinity plan`, and
+`forecast.json` in a live run's directory at its start; `trinity ledger report RUN_DIR` puts the
+actual spend beside it).
+
+What a run will pay is, per paid call, price_in × prompt tokens + price_out × completion tokens,
+summed over the sessions the recipe runs (popsize × m × generations in the plain recipe; fewer
+with racing), times the share of calls that are paid (the rest are response-cache hits, or the
+same request another candidate already has in flight). The forecast builds that sum from:
+
+- the pool's prices per model (the run's price table, `--price-in/--price-out` included);
+- the prompt tokens of each training question under the competition's prompts (system message
+  per role + the user message), counted as characters / 4 (what the practice server bills, and
+  close to real tokenizers on English; the ratio is uncertain by -15 %..+25 % without a pilot);
+- the transcript that grows each turn (every earlier output, capped as post-processing caps it);
+- the expected turns per session, the model mix, the completion tokens per model, and the
+  paid-call share: measured when a pilot exists (a run directory's traces.jsonl, or a collected
+  matrix's answers file), else wide priors;
+- the response cache on disk: the share of turn-1 requests of the run's training questions it
+  already answers (those are free).
+
+The 90 % interval comes from Monte Carlo over what is uncertain (bootstrap of the pilot's
+sessions and calls, a drift of the policy over training, the priors without a pilot). Wall time
+per generation: the pilot's measured generation times when it has them, else the calls' latency
+(the practice pool's profile, a prior for real providers) times the turns of the slowest session.
+
+Everything here is arithmetic on files already on disk: no call, no encoder; < 1 s.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trinity.config import TrainConfig
+from trinity.data.questions import Question
+from trinity.errors import InputError
+
+FORECAST_FILE = "forecast.json"
+DRAWS = 4000
+CHARS_PER_TOKEN = 4
+OUTPUT_CAP_TOKENS = 2000  # post-processing keeps 8000 characters of an output in the transcript
+TURN_FRAMING_TOKENS = 12  # the "[Turn k — Role]" header a transcript block adds
+PRIOR_COMPLETION_MEDIAN = 300.0  # tokens of an answer when nothing was measured
+PRIOR_COMPLETION_LOG_SD = 1.0  # 90 %: 58 .. 1,550 tokens
+PRIOR_LATENCY_S = (4.0, 0.8)  # a real provider's call: lognormal median 4 s, log-sd 0.8
+DRIFT_LOG_SD = 0.15  # how far training may move a pilot's turns and answer lengths
+MIX_CONCENTRATION = 20.0  # how far training may move a pilot's model mix
+
+
+@dataclass
+class PilotCall:
+    session: str
+    turn: int
+    model: str
+    role: str
+    prompt_tokens: int
+    completion_tokens: int
+    paid: bool
+
+
+@dataclass
+class Pilot:
+    source: str
+    calls: list[PilotCall]
+    gen_secs: list[float]  # measured wall time of its generations (a run's events), if any
+    gen_sessions: int = 0  # sessions per generation in that run (to scale its wall time)
+
+    @property
+    def sessions(self) -> dict[str, list[PilotCall]]:
+        out: dict[str, list[PilotCall]] = {}
+        for c in self.calls:
+            out.setdefault(c.session, []).append(c)
+        return out
+
+
+def _tokens(chars: int) -> int:
+    return (int(chars) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+def load_pilot(path: str | Path) -> Pilot:
+    """A pilot: a run directory (its traces.jsonl; events.jsonl for generation times), a
+    traces.jsonl, or a collected matrix (M.json with M.answers.jsonl beside it, or the answers
+    file itself)."""
+    p = Path(path)
+    if p.is_dir():
+        traces = p / "traces.jsonl"
+        if not traces.exists():
+            raise InputError(f"pilot {p} has no traces.jsonl; give a live run directory or a collected matrix")
+        pilot = _from_traces(traces)
+        _add_generation_times(pilot, p / "events.jsonl")
+        return pilot
+    if p.suffix == ".json" and not p.name.endswith(".answers.jsonl"):
+        p = p.with_name(p.stem + ".answers.jsonl")
+    if not p.exists():
+        raise InputError(f"pilot {path} not found; give a live run directory or a collected matrix")
+    if p.name.endswith(".answers.jsonl"):
+        return _from_answers(p)
+    return _from_traces(p)
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            raise InputError(f"pilot {path} line {n} is not JSON; give an intact traces or answers file") from None
+        if isinstance(row, dict):
+            out.append(row)
+    return out
+
+
+def _from_traces(path: Path) -> Pilot:
+    calls = []
+    for k, row in enumerate(_rows(path)):
+        if row.get("mode", "live") != "live":
+            continue
+        sid = f"{row.get('gen')}/{row.get('candidate')}/{row.get('qid')}/{k}"
+        for t, turn in enumerate(row.get("turns") or [], 1):
+            calls.append(
+                PilotCall(
+                    sid,
+                    t,
+                    str(turn.get("model")),
+                    str(turn.get("role")),
+                    int(turn.get("prompt_tokens") or 0),
+                    int(turn.get("completion_tokens") or 0),
+                    not bool(turn.get("cache_hit")) and float(turn.get("cost_usd") or 0) >= 0,
+                )
+            )
+    if not calls:
+        raise InputError(f"pilot {path} holds no live sessions; give a live run directory or a collected matrix")
+    return Pilot(str(path), calls, [])
+
+
+def _from_answers(path: Path) -> Pilot:
+    calls = [
+        PilotCall(
+            f"{row.get('qid')}/{row.get('model')}/{row.get('sample')}",
+            1,
+            str(row.get("model")),
+            "Worker",
+            0,  # collect's answers file keeps no prompt tokens: the prompt is counted from the questions
+            _tokens(len(row.get("text") or "")),
+            True,
+        )
+        for row in _rows(path)
+    ]
+    if not calls:
+        raise InputError(f"pilot {path} holds no answers; run `trinity collect` first or give a run directory")
+    return Pilot(str(path), calls, [])
+
+
+def _add_generation_times(pilot: Pilot, events: Path) -> None:
+    if not events.exists():
+        return
+    gens = [r for r in _rows(events) if r.get("type") == "generation" and isinstance(r.get("secs"), (int, float))]
+    pilot.gen_secs = [float(r["secs"]) for r in gens]
+    if gens:
+        per_gen: dict[Any, int] = {}
+        for c in pilot.sessions.values():
+            g = c[0].session.split("/", 1)[0]
+            per_gen[g] = per_gen.get(g, 0) + 1
+        pilot.gen_sessions = int(round(float(np.mean(list(per_gen.values()))))) if per_gen else 0
+
+
+def base_prompt_tokens(questions: list[Question]) -> np.ndarray:
+    """Turn-1 prompt tokens per question (mean over the three roles' system messages), as the
+    session loop renders them."""
+    from trinity.benchmarks.prompts import render_question, system_prompt, user_message
+    from trinity.model import ROLES
+
+    out = []
+    for q in questions:
+        user = len(user_message(render_question(q), ""))
+        out.append(np.mean([_tokens(len(system_prompt(r, q)) + user) for r in ROLES]))
+    return np.asarray(out, dtype=np.float64)
+
+
+def turn1_cache_share(pool: Any, questions: list[Question], cache_path: str | None) -> float:
+    """Share of the training questions' turn-1 requests (every model × role) the response cache
+    on disk already answers. 0 when there is no cache file."""
+    from trinity.benchmarks.prompts import render_question, system_prompt, user_message
+    from trinity.model import ROLES
+    from trinity.pool.cache import cache_key, default_cache_path
+
+    path = Path(cache_path) if cache_path else default_cache_path()
+    if not path.exists() or not questions:
+        return 0.0
+    import sqlite3
+
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            keys = []
+            for q in questions:
+                user = user_message(render_question(q), "")
+                for model in pool.models:
+                    for role in ROLES:
+                        msgs = [
+                            {"role": "system", "content": system_prompt(role, q)},
+                            {"role": "user", "content": user},
+                        ]
+                        keys.append(cache_key(pool.cache_namespace, model, msgs, dict(pool.decoding)))
+            hits = 0
+            for i in range(0, len(keys), 500):
+                part = keys[i : i + 500]
+                marks = ",".join("?" * len(part))
+                hits += int(db.execute(f"SELECT COUNT(*) FROM responses WHERE key IN ({marks})", part).fetchone()[0])
+        finally:
+            db.close()
+    except sqlite3.DatabaseError:
+        return 0.0
+    return hits / len(keys) if keys else 0.0
+
+
+def _pool_for(cfg: TrainConfig) -> tuple[Any, float | None]:
+    """The run's pool (prices, decoding, cache namespace) without starting anything, and the
+    practice pool's mean profile latency in seconds (None for a real provider)."""
+    from trinity.pool.providers import config_prices, load_pool
+
+    if not cfg.pool:
+        raise InputError("a forecast needs a live pool: pass --pool practice|openrouter|chutes|<name>")
+    import os
+
+    from trinity.session.live import BASE_URL_ENV
+
+    namespace = None
+    latency = None
+    base_url = cfg.base_url or os.environ.get(BASE_URL_ENV) or None
+    if cfg.pool == "practice" and not base_url:
+        import hashlib
+
+        from trinity.data.practice import practice_setup
+
+        setup = practice_setup()
+        namespace = (
+            "practice@simulated/"
+            + hashlib.sha256(repr((setup.seed, setup.question_spread, setup.models)).encode()).hexdigest()[:16]
+        )
+        latency = float(np.mean([p.latency_ms for p in setup.models.values()])) / 1000.0
+        base_url = "http://127.0.0.1:1"  # the in-process server's port is not known before it starts
+    pool = load_pool(
+        cfg.pool,
+        base_url=base_url or "http://127.0.0.1:1",
+        models=cfg.pool_models,
+        cache_namespace=namespace,
+        prices=config_prices(cfg),
+    )
+    return pool, latency
+
+
+def sessions_per_generation(cfg: TrainConfig, n_train: int) -> int:
+    m = min(cfg.m, n_train)
+    recipe = getattr(cfg, "live_recipe", "plain")
+    if recipe == "race":
+        from trinity.session.racing import race_sessions
+
+        return race_sessions(cfg.popsize, m) + m  # and the incumbent again on all m (from generation 2)
+    return cfg.popsize * m
+
+
+def _q(x: np.ndarray, p: float) -> float:
+    return float(np.quantile(x, p))
+
+
+def forecast(
+    cfg: TrainConfig,
+    questions: list[Question],
+    pilot: Pilot | None = None,
+    generations: int | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The forecast of a live run of `cfg` over the training `questions` (see the module doc)."""
+    pool, practice_latency = _pool_for(cfg)
+    pool.require_prices()
+    models = list(pool.models)
+    G = int(generations or cfg.generations)
+    n_train = len(questions)
+    per_gen = sessions_per_generation(cfg, n_train)
+    n_sessions = per_gen * G
+    T = int(cfg.max_turns)
+    max_tokens = float(pool.decoding.get("max_tokens") or 4096)
+    p_in = np.array([pool.price(mm).input_per_1m for mm in models]) / 1e6
+    p_out = np.array([pool.price(mm).output_per_1m for mm in models]) / 1e6
+    base = base_prompt_tokens(questions)
+    base_mean = float(base.mean()) if len(base) else 0.0
+    rng = np.random.default_rng(seed)
+    D = DRAWS
+
+    # --- turns, model mix, answer lengths, tokenizer ratio, paid share: measured or prior ---
+    if pilot is not None:
+        sessions = list(pilot.sessions.values())
+        lens = np.array([len(s) for s in sessions], dtype=np.float64)
+        boot = rng.integers(0, len(lens), size=(D, len(lens)))
+        drift = np.exp(rng.normal(0, DRIFT_LOG_SD, size=D))
+        tau = np.clip(lens[boot].mean(axis=1) * drift, 1.0, T)
+        pair_extra = np.clip((lens * (lens - 1) / 2)[boot].mean(axis=1) * drift**2, 0, T * (T - 1) / 2)
+        counts = np.array([sum(c.model == mm for c in pilot.calls) for mm in models], dtype=np.float64)
+        mix = rng.dirichlet(MIX_CONCENTRATION * counts / max(counts.sum(), 1) + 0.5, size=D)
+        comp = np.array([c.completion_tokens for c in pilot.calls], dtype=np.float64)
+        mu = np.empty((D, len(models)))
+        for j, mm in enumerate(models):
+            own = np.array([c.completion_tokens for c in pilot.calls if c.model == mm], dtype=np.float64)
+            src, sd = (own, DRIFT_LOG_SD) if len(own) >= 3 else (comp, 0.5)
+            mu[:, j] = src[rng.integers(0, len(src), size=(D, len(src)))].mean(axis=1) * np.exp(rng.normal(0, sd, D))
+        turn1 = [c for c in pilot.calls if c.turn == 1 and c.prompt_tokens > 0]
+        by_q = {q.id: b for q, b in zip(questions, base)}
+        ratios = [c.prompt_tokens / by_q[_qid(c)] for c in turn1 if _qid(c) in by_q]
+        if ratios:
+            ratio = np.full(D, float(np.median(ratios)))
+        else:
+            ratio = rng.uniform(0.85, 1.25, size=D)
+        paid_n = sum(c.paid for c in pilot.calls)
+        paid = rng.beta(paid_n + 1, len(pilot.calls) - paid_n + 1, size=D)
+        measured = "pilot"
+    else:
+        tau = rng.uniform(1.0, T, size=D)
+        pair_extra = tau * (tau - 1) / 2 + (T - 1) ** 2 / 24
+        mix = rng.dirichlet(np.ones(len(models)), size=D)
+        mu = np.exp(rng.normal(math.log(PRIOR_COMPLETION_MEDIAN), PRIOR_COMPLETION_LOG_SD, size=(D, len(models))))
+        ratio = rng.uniform(0.85, 1.25, size=D)
+        # candidates near each other often send the very same request: one of them pays
+        paid = rng.uniform(min(1.0, 1.5 / cfg.popsize), 1.0, size=D)
+        measured = "prior"
+    mu = np.minimum(mu, max_tokens)
+    # the same question comes back in later generations; a repeated request is a cache hit
+    distinct = n_train * (1 - (1 - 1 / max(n_train, 1)) ** (min(cfg.m, n_train) * G)) if n_train else 0
+    reuse = 1 - distinct / max(min(cfg.m, n_train) * G, 1)
+    paid = paid * (1 - reuse * rng.uniform(0, 1, size=D))
+    disk = turn1_cache_share(pool, questions, cfg.cache_path)
+    paid = paid * (1 - disk / np.maximum(tau, 1.0))
+
+    # --- the cost of one session, then of the run ---
+    carried = np.minimum(mu, OUTPUT_CAP_TOKENS) + TURN_FRAMING_TOKENS  # (D, models)
+    mean_in = (mix * p_in).sum(axis=1)
+    call_out = (mix * p_out * mu).sum(axis=1)
+    carried_mean = (mix * carried).sum(axis=1)
+    prompt_total = base_mean * ratio * tau + carried_mean * pair_extra  # prompt tokens of a session
+    per_session = mean_in * prompt_total + call_out * tau
+    mean_total = n_sessions * paid * per_session
+    # sessions differ: the sum of N of them wanders by about sqrt(N) sessions' worth
+    total = np.maximum(mean_total + rng.normal(0, 1, D) * np.sqrt(max(n_sessions, 1)) * per_session * paid, 0)
+    worst_call = float(max((p_in * (base.max() if len(base) else 0) * 2 + p_out * max_tokens).max(), 0.0))
+    worst = n_sessions * T * (worst_call + float(p_in.max()) * T * (OUTPUT_CAP_TOKENS + TURN_FRAMING_TOKENS))
+
+    # --- wall time ---
+    if pilot is not None and pilot.gen_secs:
+        gs = np.array(pilot.gen_secs)
+        scale = 1.0
+        if pilot.gen_sessions:
+            scale = max(1.0, per_gen / pilot.gen_sessions) ** 0.25  # more sessions: a longer tail
+        gen_s = gs[rng.integers(0, len(gs), size=(D, len(gs)))].mean(axis=1) * scale
+        gen_s = gen_s * np.exp(rng.normal(0, DRIFT_LOG_SD, D))
+        wall_from = "pilot generation times"
+    else:
+        if practice_latency is not None:
+            lat = np.full(D, max(practice_latency, 0.005))
+            wall_from = "practice pool profile latency; the calls only, not the encoder (a pilot measures both)"
+        else:
+            lat = np.exp(rng.normal(math.log(PRIOR_LATENCY_S[0]), PRIOR_LATENCY_S[1], D))
+            wall_from = "a prior call latency (median 4 s); the calls only, not the encoder (a pilot measures both)"
+        slowest = np.minimum(T, np.ceil(tau) + 1)  # the longest session of a generation
+        gen_s = slowest * lat * 1.5 + 0.5
+    wall = gen_s * G
+
+    lo, mid, hi = _q(total, 0.05), _q(total, 0.5), _q(total, 0.95)
+    per_gen_usd = total / G
+    out: dict[str, Any] = {
+        "version": 1,
+        "pool": pool.name,
+        "models": models,
+        "recipe": getattr(cfg, "live_recipe", "plain"),
+        "generations": G,
+        "popsize": cfg.popsize,
+        "m": cfg.m,
+        "train_questions": n_train,
+        "sessions": n_sessions,
+        "sessions_per_generation": per_gen,
+        "measured_from": measured if pilot is None else f"pilot {pilot.source}",
+        "pilot_calls": len(pilot.calls) if pilot is not None else 0,
+        "expected_turns": round(float(np.median(tau)), 3),
+        "prompt_tokens_turn1": round(base_mean, 1),
+        "completion_tokens_per_call": {mm: round(float(np.median(mu[:, j])), 1) for j, mm in enumerate(models)},
+        "paid_share": round(float(np.median(paid)), 4),
+        "disk_cache_turn1_share": round(disk, 4),
+        "usd": {
+            "p05": round(lo, 6),
+            "median": round(mid, 6),
+            "p95": round(hi, 6),
+            "mean": round(float(total.mean()), 6),
+        },
+        "usd_per_generation": {"median": round(_q(per_gen_usd, 0.5), 6), "p95": round(_q(per_gen_usd, 0.95), 6)},
+        "worst_case_usd": round(worst, 6),
+        "wall_s": {"p05": round(_q(wall, 0.05), 1), "median": round(_q(wall, 0.5), 1), "p95": round(_q(wall, 0.95), 1)},
+        "wall_from": wall_from,
+        "budget_usd": cfg.budget_usd,
+    }
+    if cfg.budget_usd is not None:
+        b = float(cfg.budget_usd)
+        out["over_budget"] = hi > b
+
+        def gens_at(usd: float) -> int:
+            return int(min(G, b // usd)) if usd > 0 else G
+
+        out["generations_budget_buys"] = {
+            "median": gens_at(_q(per_gen_usd, 0.5)),
+            "at_p95": gens_at(_q(per_gen_usd, 0.95)),
+        }
+    return out
+
+
+def _qid(c: PilotCall) -> str:
+    parts = c.session.split("/")
+    return parts[2] if len(parts) > 2 else ""
+
+
+def describe(f: dict[str, Any]) -> str:
+    """The forecast in a few lines for the terminal."""
+    u, w = f["usd"], f["wall_s"]
+    lines = [
+        f"forecast: {f['generations']} generations x {f['sessions_per_generation']} sessions "
+        f"({f['recipe']} recipe, popsize {f['popsize']}, m {f['m']}) on {f['pool']} ({', '.join(f['models'])})",
+        f"  cost      ${u['median']:.4f}  (90% interval ${u['p05']:.4f} .. ${u['p95']:.4f}; "
+        f"worst case ${f['worst_case_usd']:.4f})",
+        f"  wall time {_hms(w['median'])}  (90% interval {_hms(w['p05'])} .. {_hms(w['p95'])}; from {f['wall_from']})",
+        f"  from {f['measured_from']}: {f['expected_turns']:.2f} turns a session, {f['prompt_tokens_turn1']:.0f} "
+        f"prompt tokens at turn 1, answers "
+        + ", ".join(f"{m} {t:.0f}" for m, t in f["completion_tokens_per_call"].items())
+        + f" tokens; {f['paid_share']:.0%} of calls paid (cache on disk answers "
+        f"{f['disk_cache_turn1_share']:.0%} of turn-1 requests)",
+    ]
+    if f.get("budget_usd") is not None:
+        g = f["generations_budget_buys"]
+        if f["over_budget"]:
+            lines.append(
+                f"  OVER BUDGET: the upper bound ${u['p95']:.4f} exceeds --budget-usd {f['budget_usd']:g}; "
+                f"the budget buys about {g['median']} generations ({g['at_p95']} at the upper bound)"
+            )
+        else:
+            lines.append(f"  within --budget-usd {f['budget_usd']:g} at the upper bound")
+    return "\n".join(lines)
+
+
+def _hms(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def write_forecast(run_dir: str | Path, f: dict[str, Any]) -> Path:
+    p = Path(run_dir) / FORECAST_FILE
+    p.write_text(json.dumps(f, indent=2) + "\n", encoding="utf-8")
+    return p

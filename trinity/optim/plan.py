@@ -1,0 +1,73 @@
+"""`trinity plan`: the forecast of a live run's cost and wall time, before it spends anything
+(`trinity.optim.forecast`). Takes the flags of `trinity train` (the run it forecasts), plus
+`--pilot` (a live run directory or a collected matrix whose measured tokens, turns and times
+replace the priors)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+SKIP = {"help", "seeds", "run_dir", "runs_root", "json"}
+
+
+def register_plan(
+    sub: Any, train: argparse.ArgumentParser, overrides: Callable[[argparse.Namespace], dict[str, Any]]
+) -> None:
+    """`plan` with `train`'s flags; `overrides(args)`: the config overrides `train` reads off them."""
+    p = sub.add_parser(
+        "plan",
+        help="forecast a live run's cost and wall time (90% interval) before spending",
+        description="Forecast what `trinity train` with the same flags would spend and how long it would take.",
+    )
+    for action in train._actions:
+        if action.dest not in SKIP:
+            p._add_action(action)
+    add_pilot_flag(p)
+    p.add_argument("--json", action="store_true", help="print the forecast as JSON")
+    p.set_defaults(func=cmd_plan, plan_overrides=overrides)
+
+
+def add_pilot_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--pilot",
+        metavar="PATH",
+        help="measured tokens, turns and times for the forecast: a live run directory, or a collected "
+        "matrix (M.json with M.answers.jsonl); default: the --matrix's answers when they exist",
+    )
+
+
+def default_pilot(cfg: Any) -> str | None:
+    """A collected matrix's answers file next to `cfg.matrix`, when there is one."""
+    if not cfg.matrix or cfg.matrix == "practice":
+        return None
+    answers = Path(cfg.matrix).with_name(Path(cfg.matrix).stem + ".answers.jsonl")
+    return str(answers) if answers.exists() else None
+
+
+def run_forecast(cfg: Any, inputs: Any, pilot_path: str | None) -> dict[str, Any]:
+    from trinity.optim.forecast import forecast, load_pilot
+
+    t0 = time.perf_counter()
+    train = set(inputs.splits["train"])
+    questions = [q for q in inputs.questions if q.id in train]
+    path = pilot_path or default_pilot(cfg)
+    out = forecast(cfg, questions, load_pilot(path) if path else None)
+    out["secs"] = round(time.perf_counter() - t0, 3)
+    return out
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from trinity.config import load_config
+    from trinity.optim.forecast import describe
+    from trinity.optim.runinputs import inputs_from_config
+
+    over = args.plan_overrides(args)
+    over["mode"] = "live"
+    cfg = load_config(args.config, over)
+    f = run_forecast(cfg, inputs_from_config(cfg), args.pilot)
+    print(json.dumps(f, indent=2) if args.json else describe(f) + f"\n  (forecast in {f['secs']:.2f} s)")
+    return 0
