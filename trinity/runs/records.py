@@ -40,6 +40,7 @@ it imports only pydantic, `trinity.errors` and `trinity.io`.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -87,7 +88,9 @@ class RecordError(InputError):
 class _Record(BaseModel):
     """A closed record: unknown fields are errors."""
 
-    model_config = ConfigDict(frozen=True, strict=True, extra="forbid", populate_by_name=True)
+    # defer_build: a model's validator is built on its first use, not at import (the app's first
+    # frame imports this module; a run's records are first read in the poller's thread)
+    model_config = ConfigDict(frozen=True, strict=True, extra="forbid", populate_by_name=True, defer_build=True)
 
     def to_json(self) -> dict[str, Any]:
         """The record as the JSON object it was read from (extra fields included)."""
@@ -97,7 +100,7 @@ class _Record(BaseModel):
 class _OpenRecord(_Record):
     """An open record: fields not named here are kept (see the module doc, "Extra fields")."""
 
-    model_config = ConfigDict(frozen=True, strict=True, extra="allow", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, strict=True, extra="allow", populate_by_name=True, defer_build=True)
 
     def extra(self, name: str) -> Any:
         """A field this model does not name (None when absent)."""
@@ -262,7 +265,11 @@ _EVENT_MODELS: dict[str, type[Event]] = {
     "log": LogEvent,
 }
 EVENT_TYPES = tuple(_EVENT_MODELS)
-_HISTORY = TypeAdapter(list[GenerationRecord])
+
+
+@functools.cache
+def _history_adapter() -> TypeAdapter[list[GenerationRecord]]:
+    return TypeAdapter(list[GenerationRecord])
 
 
 # ---- traces.jsonl ----------------------------------------------------------------------------
@@ -439,7 +446,7 @@ def parse_history(data: Any, where: str = HISTORY_FILE) -> list[GenerationRecord
     if not isinstance(data, list):
         raise RecordError(f"{where} is not a JSON list of generation records; it was not written by trinity")
     try:
-        return _HISTORY.validate_python(data)
+        return _history_adapter().validate_python(data)
     except ValidationError as e:
         raise RecordError(
             f"{where}: record {_first_problem(e).removeprefix('field ')}; it was not written by trinity"
