@@ -45,7 +45,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from trinity.errors import InputError
 from trinity.io import read_json
@@ -350,7 +350,7 @@ class Summary(_OpenRecord):
 
 # ---- checkpoint/manifest.json ----------------------------------------------------------------
 class CheckpointManifest(_Record):
-    format: Literal["trinity-checkpoint/2"]
+    format: str  # CHECKPOINT_FORMAT, checked below
     run_id: str
     config_hash: str
     generation: int
@@ -360,6 +360,13 @@ class CheckpointManifest(_Record):
     ledger_head: str | None = None
     ledger_records: int | None = None
     time: str | None = None
+
+    @field_validator("format")
+    @classmethod
+    def _this_format(cls, v: str) -> str:
+        if v != CHECKPOINT_FORMAT:
+            raise ValueError(f"{v!r} is not {CHECKPOINT_FORMAT}")
+        return v
 
 
 # ---- eval.json -------------------------------------------------------------------------------
