@@ -37,10 +37,11 @@ import numpy as np
 
 from trinity.errors import CheckpointError
 from trinity.io import atomic_write_bytes, atomic_write_json
-from trinity.runs.records import CHECKPOINT_FORMAT as FORMAT  # the manifest's record: runs.records
-from trinity.runs.records import CHECKPOINT_MANIFEST as MANIFEST
+from trinity.runs.records import CHECKPOINT_FORMAT, CHECKPOINT_MANIFEST  # the manifest's record: runs.records
 from trinity.runs.rundir import RunDir, utc_now_iso
 
+FORMAT = CHECKPOINT_FORMAT
+MANIFEST = CHECKPOINT_MANIFEST
 OLD_PICKLE_FORMAT = "trinity-checkpoint/1"
 STATE_JSON = "state.json"
 TAG = "__t__"
