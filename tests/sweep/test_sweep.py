@@ -1,4 +1,5 @@
-"""`trinity sweep` on a local Ray instance with 2 CPUs (one per test module)."""
+"""`trinity sweep` on a local Ray instance with 1 CPU (one per test module): trials run one at a
+time, each with one torch thread, so a loaded 2-core box is not oversubscribed."""
 
 from __future__ import annotations
 
@@ -23,12 +24,12 @@ SWEEP_TIMEOUT_S = 240
 
 @pytest.fixture(scope="module")
 def ray_local():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 
 
-GENS = 10
+GENS = 5
 
 
 def _four(tmp: Path) -> Path:
@@ -158,6 +159,7 @@ def _gen_count(run: Path) -> int:
     return ev.read_text(errors="replace").count('"type": "generation"') if ev.exists() else 0
 
 
+@pytest.mark.slow  # end to end: a driver process killed mid-sweep, then the sweep resumed
 def test_killed_driver_then_resume_equals_uninterrupted(reference, tmp_path):
     spec, ref, _ = reference
     killed = new_sweep(spec, tmp_path / "killed")
@@ -223,6 +225,7 @@ def test_one_budget_across_two_live_trials(ray_local, practice_server, tmp_path,
             "concurrency": 4,
         },
         grid={"cache_path": [str(tmp_path / "c0.sqlite"), str(tmp_path / "c1.sqlite")]},
+        resources={"cpus_per_trial": 0.5},  # both trials at once on the 1-CPU instance: one budget, two spenders
     )
     before = practice_server.stats.billed_usd
     sd = new_sweep(spec, tmp_path / "sweep", budget_usd=cap)
