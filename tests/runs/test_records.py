@@ -220,3 +220,15 @@ def test_one_home_of_the_theta_layout():
     assert bundle.HEAD_FILE is R.HEAD_FILE and bundle.THETA_FILE is R.THETA_FILE
     assert bundle.N_SVF_MATRICES == len(svf.SVF_MATRICES) == R.N_SVF_MATRICES
     assert svf.SVF_MATRICES is R.SVF_MATRICES
+
+
+def test_the_pr_local_score_reads_the_real_eval_json(cached_run, tmp_path):
+    from types import SimpleNamespace
+
+    from trinity.submission.gitsubmit import _local_score
+
+    ev = json.loads((cached_run / R.EVAL_FILE).read_text())
+    point = ev["evaluations"]["cached/test"]["router"]["accuracy"]["point"]
+    got = _local_score(SimpleNamespace(run_dir=str(cached_run)))  # type: ignore[arg-type]
+    assert got == {"local_score": f"{point:.4f}", "local_score_settings": "trinity eval (eval.json, cached/test)"}
+    assert _local_score(SimpleNamespace(run_dir=str(tmp_path))) == {}  # type: ignore[arg-type]  # none: not measured
