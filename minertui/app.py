@@ -23,7 +23,7 @@ from minertui.modes import MODE_KEYS
 from minertui.messages import BaselinePinned, CompareChanged, FormDraft, RunsUpdated
 from minertui.screens.common import AppState, ModeScreen
 from minertui.screens.help import ConfirmScreen, HelpScreen
-from minertui.settings import DEFAULT_THEME, load_settings, load_themes, save_settings
+from minertui.settings import DEFAULT_THEME, load_themes, read_settings, save_settings
 from minertui.supervisor import Supervisor
 
 if TYPE_CHECKING:
@@ -90,25 +90,26 @@ class MinerApp(App):
         themes, self._theme_errors = load_themes()
         for t in themes:
             self.register_theme(t)
-        wanted = self._requested_theme or load_settings().get("theme") or DEFAULT_THEME
+        settings, settings_errors = read_settings()
+        wanted = self._requested_theme or settings.theme or DEFAULT_THEME
         if wanted not in self.available_themes:
             if self._requested_theme:
                 self._theme_errors.append(f"theme '{wanted}' not found; using {DEFAULT_THEME}")
             wanted = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
         self.theme = wanted
         self.theme_changed_signal.subscribe(self, lambda t: save_settings(theme=t.name))
-        settings = load_settings()
-        sm = settings.get("smoothing")
-        if isinstance(sm, (int, float)) and 0 <= sm < 1:
-            self.smoothing = float(sm)
+        if settings.smoothing is not None:
+            self.smoothing = settings.smoothing
         from minertui.keymap import load_keymap
 
-        keymap, errors = load_keymap(settings, type(self))
+        keymap, errors = load_keymap(settings.keymap, type(self))
         self._theme_errors.extend(errors)
         if keymap:
             self.set_keymap(keymap)
         for err in self._theme_errors:
             self.notify(err, title="theme", severity="warning", timeout=8)
+        for err in settings_errors:
+            self.notify(err, title="settings", severity="warning", timeout=10)
         self._install_signal_handlers()
         self.switch_mode(self.start_mode)
         if self.auto_poll:

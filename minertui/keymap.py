@@ -30,9 +30,9 @@ def all_bindings(app_cls: type) -> dict[str, Binding]:
     return out
 
 
-def load_keymap(settings: dict[str, Any], app_cls: type) -> tuple[dict[str, str], list[str]]:
-    """(keymap to give `App.set_keymap`, one error line per entry that is not usable)."""
-    raw = settings.get("keymap")
+def load_keymap(raw: dict[str, Any] | None, app_cls: type) -> tuple[dict[str, str], list[str]]:
+    """(keymap to give `App.set_keymap`, one error line per entry that is not usable); `raw`:
+    settings.json's `keymap`."""
     if raw is None:
         return {}, []
     if not isinstance(raw, dict):

@@ -4,7 +4,8 @@
 `events.jsonl`, `ledger.jsonl` and (when asked for) `traces.jsonl` since the last call, at most
 a few MB per file per call, so a refresh stays bounded even when the app opens a huge finished
 run. `snapshot()` returns a frozen `RunSnapshot` of numpy views (no copies) that the UI thread
-renders. Formats: docs/CONTRACTS.md ("Run directory").
+renders. Formats: `trinity.runs.records` (every line goes through its typed record; a line it
+cannot type, say an event kind from a newer engine, is skipped).
 """
 
 from __future__ import annotations
@@ -21,7 +22,17 @@ import numpy as np
 
 from minertui.store import Column, Interner
 from trinity.errors import InputError
-from trinity.io import JsonlTail, read_json, read_line_at
+from trinity.io import JsonlTail, read_line_at
+from trinity.runs.records import (
+    GenerationEvent,
+    LogEvent,
+    ProgressEvent,
+    StatusEvent,
+    WarmStartEvent,
+    read_run_meta,
+    try_event,
+    try_trace,
+)
 from trinity.runs.rundir import RunDir
 
 
@@ -363,54 +374,52 @@ class RunModel:
         if mtime == self._meta_mtime:
             return False
         try:
-            meta = read_json(self.run.run_json, "run.json")
-            if not isinstance(meta, dict):
-                raise InputError(f"{self.run.run_json} is not a JSON object")
-        except InputError as e:  # mid-replace on an odd filesystem, or a broken file
+            meta = read_run_meta(self.run.path).to_json()
+        except InputError as e:  # mid-replace on an odd filesystem, or a broken file: one line
             self._error = str(e)
             return True
         self._meta, self._meta_mtime, self._error = meta, mtime, ""
         return True
 
-    def _on_event(self, ev: dict[str, Any]) -> None:
-        kind, t = ev.get("type"), _num(ev.get("time"), 0.0)
-        if kind == "generation":
+    def _on_event(self, raw: dict[str, Any]) -> None:
+        ev = try_event(raw)
+        if ev is None:  # an event kind from a newer engine, or a line that is not an event
+            return
+        t = ev.time
+        if isinstance(ev, GenerationEvent):
             for k, col in self._g.items():
-                col.append(_num(ev.get(k), math.nan))
-            if isinstance(ev.get("model_mix"), dict):
-                self._model_mix = {str(k): int(v) for k, v in ev["model_mix"].items()}
-            if isinstance(ev.get("role_mix"), dict):
-                self._role_mix = {str(k): int(v) for k, v in ev["role_mix"].items()}
-        elif kind == "warm_start" and ev.get("method") == "roles":  # live: the role rows' default alone
+                col.append(_num(getattr(ev, k), math.nan))
+            if ev.model_mix is not None:
+                self._model_mix = dict(ev.model_mix)
+            if ev.role_mix is not None:
+                self._role_mix = dict(ev.role_mix)
+        elif isinstance(ev, WarmStartEvent) and ev.method == "roles":  # live: the role rows' default alone
             self._logs.append(
                 LogLine(
                     t,
                     "info",
                     "gen 0 = role rows' default (Worker, then Verifier once turns "
-                    f"exist): fit acc {_num(ev.get('role_train_acc'), 0.0):.3f}",
+                    f"exist): fit acc {_num(ev.role_train_acc, 0.0):.3f}",
                 )
             )
-        elif kind == "warm_start":  # generation 0: the head fitted on the training labels (issue 14)
-            val = f", val {ev['val_acc']:.3f}" if isinstance(ev.get("val_acc"), (int, float)) else ""
+        elif isinstance(ev, WarmStartEvent):  # generation 0: the head fitted on the training labels (issue 14)
+            val = f", val {ev.val_acc:.3f}" if ev.val_acc is not None else ""
             self._logs.append(
                 LogLine(
                     t,
                     "info",
-                    f"gen 0 = warm start from labels: train {_num(ev.get('train_acc'), 0.0):.3f}"
-                    f"{val} (lambda {ev.get('lambda')})",
+                    f"gen 0 = warm start from labels: train {_num(ev.train_acc, 0.0):.3f}{val} (lambda {ev.lambda_})",
                 )
             )
-        elif kind == "progress":
-            self._progress = Progress(
-                int(_num(ev.get("gen"), 0)), int(_num(ev.get("done"), 0)), int(_num(ev.get("total"), 0)), t
-            )
-        elif kind == "status":
-            self._last_status = str(ev.get("status", ""))
-            msg = str(ev.get("message") or "")
+        elif isinstance(ev, ProgressEvent):
+            self._progress = Progress(ev.gen, ev.done, ev.total, t)
+        elif isinstance(ev, StatusEvent):
+            self._last_status = ev.status
+            msg = ev.message
             text = msg if msg.startswith(self._last_status) else f"{self._last_status}" + (f": {msg}" if msg else "")
             self._logs.append(LogLine(t, "status", text))
-        elif kind == "log":
-            self._logs.append(LogLine(t, str(ev.get("level", "info")), str(ev.get("message", ""))))
+        elif isinstance(ev, LogEvent):
+            self._logs.append(LogLine(t, ev.level, ev.message))
 
     def _on_ledger(self, rec: dict[str, Any]) -> None:
         c = self._l
@@ -422,28 +431,28 @@ class RunModel:
         c["cost_micro"].append(int(_num(rec.get("cost_micro_usd"), 0)))
         c["estimated"].append(rec.get("cost_source") == "estimated")
 
-    def _on_trace(self, at: int, tr: dict[str, Any]) -> None:
+    def _on_trace(self, at: int, raw: dict[str, Any]) -> None:
+        tr = try_trace(raw)
+        if tr is None:  # not a trajectory this reader can type: skipped
+            return
         c = self._t
-        turns = t if isinstance(t := tr.get("turns"), list) else []
         pool = self._meta.get("models") or []
         steps, mask = [], 0
-        for turn in turns:
-            if not isinstance(turn, dict):
-                continue
-            m = str(turn.get("model", "?"))
+        for turn in tr.turns:
+            m = turn.model
             mask |= 1 << min(self._t_models(m), 62)
             letter = model_letter(pool.index(m)) if m in pool else m
-            steps.append(f"{letter}·{turn.get('role', '?')}")
-        correct = tr.get("correct")
+            steps.append(f"{letter}·{turn.role}")
+        correct = tr.correct
         marks: dict[object, str] = {True: " ✓", False: " ✗"}
         mark = marks.get(correct, "")
-        c["gen"].append(int(_num(tr.get("gen"), -1)))
-        c["candidate"].append(int(_num(tr.get("candidate"), -1)))
+        c["gen"].append(tr.gen if tr.gen is not None else -1)
+        c["candidate"].append(tr.candidate if tr.candidate is not None else -1)
         c["correct"].append(1 if correct is True else 0 if correct is False else -1)
-        c["cost"].append(_num(tr.get("cost_usd"), 0.0))
-        c["turns"].append(min(len(turns), 127))
-        c["bench"].append(self._t_bench(str(tr.get("benchmark", "?"))))
-        c["qid"].append(self._t_qid(str(tr.get("qid", "?"))))
+        c["cost"].append(_num(tr.cost_usd, 0.0))
+        c["turns"].append(min(len(tr.turns), 127))
+        c["bench"].append(self._t_bench(tr.benchmark))
+        c["qid"].append(self._t_qid(tr.qid))
         # the verdict first: a long Verifier path cut at the column's edge keeps its ✓/✗
         c["path"].append(self._t_path((mark.strip() + " " if mark else "") + " → ".join(steps)))
         c["models"].append(mask)

@@ -13,6 +13,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from trinity.errors import ConfigError
 from trinity.io import atomic_write_json
 
@@ -45,22 +47,74 @@ def state_dir() -> Path:
     return Path(base) / "minertui"
 
 
-def load_settings() -> dict[str, Any]:
-    path = config_dir() / "settings.json"
+class Settings(BaseModel):
+    """settings.json, validated once when read. Keys this model does not name are kept (and
+    written back) untouched: a newer app's settings survive an older one."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    theme: str | None = None
+    smoothing: float | None = Field(default=None, ge=0, lt=1)  # Train's curve smoothing
+    keymap: dict[str, Any] | None = None  # binding id -> key; each entry checked by keymap.load_keymap
+    submit_miner: str | None = None
+    submit_repo: str | None = None
+    export_dir: str | None = None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A setting by name (a named field, or a key this model does not name yet)."""
+        v = getattr(self, key, None) if key in type(self).model_fields else (self.model_extra or {}).get(key)
+        return default if v is None else v
+
+
+def settings_path() -> Path:
+    return config_dir() / "settings.json"
+
+
+def _raw_settings() -> tuple[dict[str, Any] | None, str | None]:
+    """(the file's object, or None when it cannot be used; one line saying why)."""
+    path = settings_path()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, ValueError) as e:
+        why = e.msg if isinstance(e, json.JSONDecodeError) else type(e).__name__
+        return None, f"{path}: not readable JSON ({why}); fix or delete it (defaults used, changes not saved)"
+    if not isinstance(data, dict):
+        return None, f"{path}: not a JSON object; fix or delete it (defaults used, changes not saved)"
+    return data, None
 
 
-def save_settings(**changes: Any) -> None:
-    data = load_settings()
+def read_settings() -> tuple[Settings, list[str]]:
+    """The settings and one line per problem (for an in-app message). A setting of the wrong type
+    is left out (its default used) and named; the file itself is never changed here."""
+    data, problem = _raw_settings()
+    if data is None:
+        return Settings(), [problem or ""]
+    try:
+        return Settings.model_validate(data), []
+    except ValidationError as e:
+        bad = {str(err["loc"][0]): err["msg"] for err in reversed(e.errors()) if err["loc"]}
+    errors = [f'{settings_path()}: "{k}": {msg}; the default is used' for k, msg in sorted(bad.items())]
+    return Settings.model_validate({k: v for k, v in data.items() if k not in bad}), errors
+
+
+def load_settings() -> Settings:
+    return read_settings()[0]
+
+
+def save_settings(**changes: Any) -> bool:
+    """Remember `changes` in settings.json; False (nothing written) when the file is there but is
+    not a JSON object we can read: writing it would lose what the user has in it."""
+    data, _ = _raw_settings()
+    if data is None:
+        return False
     data.update(changes)
     try:
-        atomic_write_json(config_dir() / "settings.json", data)
+        atomic_write_json(settings_path(), data)
     except OSError:
-        pass  # a read-only home must not break the app; the setting just is not remembered
+        return False  # a read-only home must not break the app; the setting just is not remembered
+    return True
 
 
 def theme_files() -> list[Path]:

@@ -152,9 +152,12 @@ class SubmitScreen(ModeScreen):
         defaults = getattr(self.app, "submit_defaults", None) or {}
         from minertui.settings import load_settings
 
-        remembered = {} if defaults else load_settings()
-        for key in ("miner", "repo"):
-            value = defaults.get(key) or remembered.get(f"submit_{key}")
+        remembered = None if defaults else load_settings()
+        for key, kept in (
+            ("miner", remembered and remembered.submit_miner),
+            ("repo", remembered and remembered.submit_repo),
+        ):
+            value = defaults.get(key) or kept
             if isinstance(value, str) and value:
                 self.query_one(f"#sub-{key}", Input).value = value
 

@@ -26,8 +26,8 @@ def export_dir() -> Path:
     `$XDG_STATE_HOME/minertui/exports` (always creatable, unlike ~/Downloads on a rented box)."""
     from minertui.settings import load_settings, state_dir
 
-    explicit = load_settings().get("export_dir")
-    return Path(explicit).expanduser() if isinstance(explicit, str) and explicit else state_dir() / "exports"
+    explicit = load_settings().export_dir
+    return Path(explicit).expanduser() if explicit else state_dir() / "exports"
 
 
 def sort_key(v: Any) -> tuple:

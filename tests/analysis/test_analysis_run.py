@@ -284,11 +284,11 @@ def test_score_errors(run_dir, tmp_path, capsys):
 @pytest.mark.parametrize(
     "doc, match",
     [
-        ([1], "is not an eval.json written by trinity eval (expected"),
-        ({"run": "x", "evaluations": {"live/test": {"router": 5}}}, "live/test entry lacks per-benchmark accuracy"),
+        ([1], "eval.json is not a JSON object; delete it and run trinity eval again"),
+        ({"run": "x", "evaluations": {"live/test": {"router": 5}}}, "eval.json: field evaluations.live/test.per_b"),
         (
             {"run": "x", "evaluations": {"live/test": {"per_benchmark": {"practice": {"accuracy": "high", "n": 3}}}}},
-            "live/test entry lacks per-benchmark accuracy",
+            "eval.json: field evaluations.live/test.",
         ),
     ],
 )

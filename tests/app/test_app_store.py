@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from minertui.runmodel import RunModel, filter_traces
-from minertui.settings import load_settings, load_themes, parse_theme, save_settings
+from minertui.settings import Settings, load_settings, load_themes, parse_theme, save_settings
 from minertui.store import Column
 from trinity.io import JsonlTail, read_line_at
 from minertui.synth import make_run
@@ -132,9 +132,9 @@ def test_shipped_themes_load_and_bad_files_are_named(tmp_path, monkeypatch):
 
 
 def test_settings_round_trip():
-    assert load_settings() == {}
+    assert load_settings() == Settings()
     save_settings(theme="minertui-light")
-    assert load_settings()["theme"] == "minertui-light"
+    assert load_settings().theme == "minertui-light"
 
 
 async def test_theme_is_remembered_and_a_bad_one_falls_back(tmp_path):
@@ -145,7 +145,7 @@ async def test_theme_is_remembered_and_a_bad_one_falls_back(tmp_path):
         assert app.theme == "minertui-dark"
         app.theme = "minertui-light"
         await pilot.pause()
-    assert load_settings()["theme"] == "minertui-light"
+    assert load_settings().theme == "minertui-light"
     app = MinerApp(runs_root=tmp_path / "runs", poll=False)
     async with app.run_test(size=(80, 24)) as pilot:
         assert app.theme == "minertui-light"

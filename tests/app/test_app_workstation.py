@@ -395,7 +395,7 @@ async def test_submit_remembers_miner_and_repo(tmp_path):
         await settle(app, pilot)
         assert app.screen.query_one("#sub-miner", Input).value == "alice"
         assert app.screen.query_one("#sub-repo", Input).value == str(tmp_path)
-    assert load_settings()["submit_miner"] == "alice"
+    assert load_settings().submit_miner == "alice"
 
 
 # ---- 14. 80 columns: Help and Quit visible, key names readable, ledger v says something -------
@@ -521,7 +521,7 @@ def test_palette_lists_every_mode_action(tmp_path):
 def test_keymap_rejects_unknown_ids():
     from minertui.keymap import load_keymap
 
-    keymap, errors = load_keymap({"keymap": {"runs.new": "N", "nope.x": "y", "runs.stop": ""}}, MinerApp)
+    keymap, errors = load_keymap({"runs.new": "N", "nope.x": "y", "runs.stop": ""}, MinerApp)
     assert keymap == {"runs.new": "N"} and len(errors) == 2
 
 

@@ -1,4 +1,5 @@
-"""`trinity train --workers N`: a generation's candidates over Ray actors (local Ray, 2 CPUs)."""
+"""`trinity train --workers N`: a generation's candidates over Ray actors (local Ray with 2
+logical CPUs, one per worker; one torch thread in the driver and each actor)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from trinity.optim.engine import start_run
 from trinity.optim.population import FAULT_ENV
 
 ray = pytest.importorskip("ray", reason="the [ray] extra (pip install -e '.[ray]') runs these tests")
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 ROOT = Path(__file__).resolve().parents[2]
 PRACTICE = ROOT / "configs" / "practice.yaml"
 
@@ -32,7 +34,7 @@ def _cfg(**over):
         PRACTICE,
         {
             "encoder": "tiny-qwen3",
-            "generations": 4,
+            "generations": 3,
             "popsize": 8,
             "m": 16,
             "traces": "best",
@@ -69,6 +71,7 @@ def test_workers_2_equals_workers_1_bit_for_bit(ray_local, single, tmp_path):
     assert meta["config_hash"] == _cfg(competition=meta["competition"]).hash()  # as resolved by start_run
 
 
+@pytest.mark.slow  # end to end: a worker process killed and replaced mid-run
 def test_worker_killed_mid_generation_is_recovered(ray_local, single, tmp_path, monkeypatch):
     monkeypatch.setenv(FAULT_ENV, "2:1")  # worker 1's process exits on its first chunk of generation 2
     res = start_run(_cfg(workers=2), run_dir=tmp_path / "run")

@@ -21,6 +21,7 @@ from trinity.pool.practice_server import start_practice_server
 from trinity.session.shards import LIVE_SHARDS, shards_of_pairs
 
 ray = pytest.importorskip("ray", reason="the [ray] extra (pip install -e '.[ray]') runs these tests")
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 @pytest.fixture(scope="module")
@@ -184,6 +185,7 @@ def test_live_workers_2_equal_workers_1_and_a_lost_worker_pays_nothing_twice(
     assert 0 < paid_before <= replayed and paid_before + paid_after == gen1_calls  # each call paid once
 
 
+@pytest.mark.slow  # end to end: a sweep trial (a Ray task) whose run holds two actors
 def test_live_trial_with_workers_in_a_sweep_keeps_the_sweep_budget(ray_local, server, questions_file, tmp_path):
     """A sweep trial (a Ray task) whose live run spreads its sessions over 2 actors: its pool
     client still reserves from the sweep's one budget holder (counted at the server)."""

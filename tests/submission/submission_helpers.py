@@ -81,7 +81,14 @@ def make_run(
         )  # SVF scales
     np.save(run.best_theta, np.asarray(theta, dtype=np.float64))
     hist = [
-        {"gen": g, "best": 0.5 + 0.01 * g, "mean": 0.4 + 0.01 * g, "max": 0.5 + 0.01 * g, "sigma": 0.1}
+        {
+            "gen": g,
+            "best": 0.5 + 0.01 * g,
+            "mean": 0.4 + 0.01 * g,
+            "max": 0.5 + 0.01 * g,
+            "sigma": 0.1,
+            "evals": 512 * g,
+        }
         for g in range(1, generations + 1)
     ]
     atomic_write_json(run.history, hist)
@@ -91,6 +98,7 @@ def make_run(
             "run_id": run.id,
             "models": models,
             "n_params": int(np.size(theta)),
+            "generations": generations,
             "best_fitness": hist[-1]["best"] if hist else None,
         },
     )

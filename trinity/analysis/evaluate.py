@@ -23,6 +23,7 @@ from trinity.analysis.baselines import MIN_RANDOM_SEEDS, SystemResult, baselines
 from trinity.analysis.stats import CI, McNemar, accuracy_ci, is_binary, mcnemar_exact, paired_bootstrap_ci, solved
 from trinity.errors import InputError
 from trinity.model import ROLES
+from trinity.runs.records import EvalEntry
 
 Progress = Callable[[int, int, str], None]
 
@@ -354,19 +355,16 @@ def evaluate_run(
     else:
         raise InputError(f"unknown --mode {mode!r}; use cached or live")
     if write:
-        existing = {}
-        if run.eval_json.exists():
-            from trinity.io import read_json
+        from trinity.runs.records import EVAL_FORMAT, read_eval_file
 
-            try:
-                existing = read_json(run.eval_json, "eval.json")
+        evals: dict[str, dict] = {}
+        if run.eval_json.exists():
+            try:  # earlier results of other modes/splits are kept; an unreadable file is replaced
+                evals = {k: v.to_json() for k, v in read_eval_file(run.eval_json).evaluations.items()}
             except InputError:
-                existing = {}
-            if not isinstance(existing, dict) or "evaluations" not in existing:
-                existing = {}
-        evals = existing.get("evaluations", {})
+                evals = {}
         evals[f"{mode}/{split}"] = report.to_json()
-        atomic_write_json(run.eval_json, {"run": run.id, "evaluations": evals})
+        atomic_write_json(run.eval_json, {"format": EVAL_FORMAT, "run": run.id, "evaluations": evals})
     return report
 
 
@@ -398,34 +396,16 @@ def _add_feature_baselines(
     )
 
 
-def read_eval(run_dir: str | Path, mode: str, split: str) -> dict | None:
-    """A stored evaluation from `eval.json` (`{"run", "evaluations": {"cached/test": …}}`), or None."""
-    from trinity.io import read_json
+def read_eval(run_dir: str | Path, mode: str, split: str) -> EvalEntry | None:
+    """A stored evaluation from `eval.json` (`trinity.runs.records.EvalFile`), or None."""
+    from trinity.runs.records import read_eval_file
     from trinity.runs.rundir import RunDir
 
     path = RunDir(run_dir).eval_json
     if not path.exists():
         return None
-    doc = read_json(path, "eval.json")
-    bad = f"{path} is not an eval.json written by trinity eval"
-    if not isinstance(doc, dict) or not isinstance(doc.get("evaluations", {}), dict):
-        raise InputError(f'{bad} (expected {{"run", "evaluations": {{...}}}}); delete it and run trinity eval again')
-    entry = doc.get("evaluations", {}).get(f"{mode}/{split}")
-    if entry is None:
-        return None
-    per = entry.get("per_benchmark") if isinstance(entry, dict) else None
-    if not isinstance(per, dict) or not all(
-        isinstance(v, dict)
-        and isinstance(v.get("accuracy"), (int, float))
-        and isinstance(v.get("n"), int)
-        and isinstance(v.get("avg_turns", 1.0), (int, float))
-        for v in per.values()
-    ):
-        raise InputError(
-            f"{bad}: its {mode}/{split} entry lacks per-benchmark accuracy, n and avg_turns; "
-            f"run trinity eval {Path(run_dir)} --split {split} --mode {mode} again"
-        )
-    return entry
+    doc = read_eval_file(path)  # RecordError: one line naming the file and field
+    return doc.evaluations.get(f"{mode}/{split}")
 
 
 def router_correctness(run_dir: str | Path, matrix, progress: Progress | None = None) -> np.ndarray:

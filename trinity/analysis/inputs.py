@@ -17,7 +17,7 @@ from trinity.config import PRACTICE
 from trinity.data.matrix import OutcomeMatrix, load_matrix
 from trinity.data.questions import SPLITS, Question, load_questions
 from trinity.errors import InputError
-from trinity.runs.rundir import RunDir
+from trinity.runs.records import read_run_meta
 
 SPLIT_CHOICES = (*SPLITS, "all")
 
@@ -70,8 +70,7 @@ def select_ids(
     if split == "all":
         ids, source = list(matrix.ids), "all matrix rows"
     elif run is not None:
-        meta = RunDir(run).read_meta()
-        recorded = meta.get("splits") or {}
+        recorded = read_run_meta(run).splits
         if split not in recorded:
             raise InputError(f"{run}: run.json records no {split!r} split; train the run first or pass --split all")
         ids, source = list(recorded[split]), f"the {split} split recorded in {Path(run) / 'run.json'}"

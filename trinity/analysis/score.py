@@ -129,15 +129,15 @@ def novelty_used(b: BenchInputs, first: bool) -> float:
 def summary_avg_turns(run) -> float | None:
     """The average turns a live run measured while training (summary.json `avg_turns`, the best
     θ's generation), or None (cached runs, no summary yet, or a value that is not a number)."""
-    from trinity.io import read_json
+    from trinity.runs.records import read_summary
 
     if not run.summary.exists():
         return None
     try:
-        v = read_json(run.summary).get("avg_turns")
-    except (InputError, AttributeError):
+        v = read_summary(run.summary).avg_turns
+    except InputError:
         return None
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and 1 <= v <= MAX_TURNS else None
+    return v if v is not None and 1 <= v <= MAX_TURNS else None
 
 
 def score_bench(b: BenchInputs, first: bool = True) -> BenchScore:
@@ -456,8 +456,8 @@ def score_estimate(
         notes.append(f"king: {label}, routed with this run's encoder and pool")
         if progress:
             progress(1, 2, "routed the king")
-    live = read_eval(run.path, "live", scored) or {}
-    live_bench = live.get("per_benchmark", {})
+    live = read_eval(run.path, "live", scored)
+    live_bench = live.per_benchmark if live is not None else {}
     benches, king_benches = [], []
     for b in _bench_order(audit_q):
         a_idx = np.array([i for i, q in enumerate(audit_q) if q.benchmark == b])
@@ -482,11 +482,9 @@ def score_estimate(
             gap = Component(None, f"no {other} questions for {b}: penalty not applied")
         if b in live_bench:
             lb = live_bench[b]
-            lv = Component(
-                float(lb["accuracy"]),
-                f"live eval.json, {scored} split, {lb['n']} questions × {live.get('samples', 1)} sessions",
-            )
-            turns = Component(float(lb.get("avg_turns", 1.0)), "live eval.json")
+            samples = live.samples if live is not None else 1
+            lv = Component(lb.accuracy, f"live eval.json, {scored} split, {lb.n} questions × {samples} sessions")
+            turns = Component(lb.avg_turns, "live eval.json")
         else:
             lv = Component(None, f"not measured (run trinity eval {run.path} --mode live)")
             turns = (

@@ -18,9 +18,7 @@ import torch
 from trinity.errors import ModelLoadError
 from trinity.model.arrays import FloatArray
 from trinity.model.hftypes import HFDecoder
-
-# θ order of the 7 matrices: attention q, k, v, o, then MLP gate, up, down.
-SVF_MATRICES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+from trinity.runs.records import SVF_MATRICES as SVF_MATRICES  # θ order: attention q, k, v, o, then MLP gate, up, down
 
 
 @dataclass

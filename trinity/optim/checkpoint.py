@@ -37,11 +37,12 @@ import numpy as np
 
 from trinity.errors import CheckpointError
 from trinity.io import atomic_write_bytes, atomic_write_json
+from trinity.runs.records import CHECKPOINT_FORMAT, CHECKPOINT_MANIFEST  # the manifest's record: runs.records
 from trinity.runs.rundir import RunDir, utc_now_iso
 
-FORMAT = "trinity-checkpoint/2"
+FORMAT = CHECKPOINT_FORMAT
+MANIFEST = CHECKPOINT_MANIFEST
 OLD_PICKLE_FORMAT = "trinity-checkpoint/1"
-MANIFEST = "manifest.json"
 STATE_JSON = "state.json"
 TAG = "__t__"
 

@@ -19,6 +19,7 @@ from trinity.optim.fitness import CachedFitness, Fitness, RouterLike, build_rout
 from trinity.optim.runinputs import RunInputs, inputs_digest, inputs_from_config, load_run_inputs
 from trinity.optim.trainer import Trainer, TrainResult
 from trinity.runs.rundir import RunDir, new_run_id, utc_now_iso
+from trinity.runs.records import RUN_FORMAT
 
 if TYPE_CHECKING:
     from trinity.model.router import Router
@@ -183,6 +184,7 @@ def start_run(
         raise InputError(f"cannot create the run directory {run.path}: {e.strerror}; pick another --run-dir") from None
     with run.lock():
         meta = {
+            "format": RUN_FORMAT,  # trinity.runs.records: the run directory's format
             "id": run.id,
             "created": utc_now_iso(),
             "status": "created",

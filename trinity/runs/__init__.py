@@ -1,4 +1,5 @@
-"""The run directory (DESIGN §8): the only state the engine and the app share."""
+"""The run directory (DESIGN §8): the only state the engine and the app share. `RunDir` gives its
+paths; `trinity.runs.records` types every file in it."""
 
 from trinity.runs.rundir import RunDir, RunLock, list_runs, new_run_id
 

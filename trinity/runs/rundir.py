@@ -11,12 +11,9 @@
 |                 |                  | ledger head + record count                                 |
 | best_theta.npy, history.json, summary.json (with ledger_head, ledger_records), eval.json | artifacts |
 
-Event shapes (every event has "type" and "time", unix seconds):
-  {"type": "generation", "gen", "best", "mean", "max", "sigma", "evals", "cost_usd", "calls", "secs"}
-  {"type": "progress", "gen", "done", "total"}            # within a generation, ≤ 2 per second
-  {"type": "status", "status": "running|finished|stopped|failed", "message"}
-  {"type": "log", "level": "info|warning|error", "message"}
-Readers tolerate a torn last line and never block the writer.
+What each file holds, field by field (every event has "type" and "time", unix seconds): the
+typed records in `trinity.runs.records`, the one definition. Readers tolerate a torn last line
+and never block the writer.
 
 No symlinks: an engine that takes a run's lock first checks that neither the run directory nor
 anything in it (checkpoint/ included) is a symbolic link, and opens the lock with O_NOFOLLOW — a

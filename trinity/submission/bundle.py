@@ -23,17 +23,16 @@ from typing import Any
 import numpy as np
 
 from trinity.errors import InputError
-from trinity.model.theta import N_ROLES  # Thinker, Worker, Verifier rows of the head
+from trinity.runs.records import HEAD_FILE as HEAD_FILE  # the θ layout and names: defined once there
+from trinity.runs.records import N_ROLES as N_ROLES
+from trinity.runs.records import N_SVF_MATRICES as N_SVF_MATRICES
+from trinity.runs.records import RECEIPT_FILE as RECEIPT_FILE
+from trinity.runs.records import SVF_FILE as SVF_FILE
+from trinity.runs.records import THETA_FILE as THETA_FILE
 
 TINYROUTER = "tinyrouter"
 MINIROUTER = "minirouter"
 FORMATS = (TINYROUTER, MINIROUTER)
-N_SVF_MATRICES = 7  # q, k, v, o, gate, up, down of the SVF layer
-
-HEAD_FILE = "head_weights.npy"
-SVF_FILE = "svf_scales.npy"
-RECEIPT_FILE = "receipt.json"
-THETA_FILE = "best_theta.npy"
 
 
 def hidden_from_size(size: int, n_models: int) -> int | None:

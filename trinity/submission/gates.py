@@ -31,6 +31,7 @@ import numpy as np
 from trinity.competition.profiles import Profile, get_profile
 from trinity.errors import InputError, TrinityError
 from trinity.io import read_json, read_jsonl
+from trinity.runs.records import read_run_meta
 from trinity.runs.rundir import RunDir
 from trinity.submission.bundle import (
     MINIROUTER,
@@ -1034,18 +1035,16 @@ def _configured_pool(
         return list(explicit), "given"
     from trinity.submission.pool_config import pool_models_for
 
-    name = (b.receipt or b.summary or {}).get("pool")
-    if run is not None:
-        meta = run.read_meta()
-        name = meta.get("pool") or name
+    name = (b.receipt or b.summary or {}).get("pool")  # the bundle's own record (the competition's schema)
+    meta = read_run_meta(run.path) if run is not None else None
+    if meta is not None:
+        name = meta.pool or name
     if isinstance(name, str) and name:
         models, where = pool_models_for(name)
         if models:
             return models, where
-    if run is not None:
-        models = run.read_meta().get("models")
-        if isinstance(models, list) and models:
-            return [str(m) for m in models], f"run.json of {run.id}"
+    if run is not None and meta is not None and meta.models:
+        return list(meta.models), f"run.json of {run.id}"
     return None, "no --pool-models, no configs/models.yaml pool and no source run"
 
 
@@ -1116,10 +1115,10 @@ def bundle_profile(b: LoadedBundle, run: RunDir | None, competition: str | None 
         name = doc.get("competition") if isinstance(doc.get("competition"), str) else None
         if name is None and run is not None:
             try:
-                meta = run.read_meta()
+                meta = read_run_meta(run.path)
             except TrinityError:
-                meta = {}
-            name = run_competition(meta).name if meta.get("competition") else None
+                meta = None
+            name = run_competition(meta.to_json()).name if meta is not None and meta.competition else None
         prof = get_profile(name or b.format)
     if prof.bundle_format != b.format:
         raise InputError(

@@ -598,21 +598,23 @@ def plan_submission(
 
 
 def _local_score(report: GateReport | None) -> dict[str, Any]:
-    """The run's local evaluation (eval.json) for the PR's "Local eval score" line, when it has one."""
+    """The run's local evaluation (eval.json) for the PR's "Local eval score" line, when it has one:
+    the router's accuracy on the test split (live when measured, else cached)."""
     if report is None or not report.run_dir:
         return {}
-    from trinity.io import read_json
+    from trinity.runs.records import EVAL_FILE, read_eval_file
 
-    path = Path(report.run_dir) / "eval.json"
+    path = Path(report.run_dir) / EVAL_FILE
     try:
-        doc = read_json(path, "eval.json") if path.exists() else None
+        doc = read_eval_file(path) if path.exists() else None
     except InputError:
         return {}
-    if not isinstance(doc, dict):
-        return {}
-    for key in ("accuracy", "test_acc"):
-        if isinstance(doc.get(key), (int, float)):
-            return {"local_score": f"{doc[key]:.4f}", "local_score_settings": f"trinity eval ({path.name}, {key})"}
+    for key in ("live/test", "cached/test"):
+        entry = doc.evaluations.get(key) if doc is not None else None
+        acc = (entry.router or {}).get("accuracy") if entry is not None else None
+        point = acc.get("point") if isinstance(acc, dict) else None
+        if isinstance(point, (int, float)) and not isinstance(point, bool):
+            return {"local_score": f"{point:.4f}", "local_score_settings": f"trinity eval ({path.name}, {key})"}
     return {}
 
 

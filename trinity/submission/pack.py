@@ -37,7 +37,8 @@ from typing import Any
 from trinity import __version__
 from trinity.competition.profiles import Profile
 from trinity.errors import InputError
-from trinity.io import atomic_write_json, atomic_write_text, read_json
+from trinity.io import atomic_write_json, atomic_write_text
+from trinity.runs.records import GenerationRecord, RunMeta, Summary, read_history, read_run_meta, read_summary
 from trinity.runs.rundir import RunDir
 from trinity.submission.bundle import (
     MINIROUTER,
@@ -119,37 +120,26 @@ def verified_ledger(run: RunDir) -> LedgerTotals:
     return LedgerTotals(True, int(rep.n_records), int(rep.total_micro_usd), rep.head_hash)
 
 
-def run_hidden(meta: dict[str, Any], summary: Any, size: int, n_models: int) -> int | None:
+def run_hidden(meta: RunMeta, summary: Summary | None, size: int, n_models: int) -> int | None:
     """The encoder's hidden width for a run's θ: recorded in run.json / summary.json when the
     trainer says, else the width that makes `size` = (n_models + 3)·hidden + 7·hidden."""
-    for doc in (meta, summary if isinstance(summary, dict) else {}):
-        h = doc.get("hidden")
-        if isinstance(h, int) and not isinstance(h, bool) and 0 < (n_models + 3) * h < size:
+    for h in (meta.hidden, summary.hidden if summary is not None else None):
+        if h is not None and 0 < (n_models + 3) * h < size:
             return h
     return hidden_from_size(size, n_models)
 
 
-def _read_optional(path: Path, what: str) -> Any:
-    return read_json(path, what) if path.exists() else None
-
-
-def fitness_history(history: Any) -> list[dict[str, Any]]:
+def fitness_history(history: list[GenerationRecord] | None) -> list[dict[str, Any]]:
     """The receipt's `fitness_history` from the run's `history.json` generation records."""
-    if not isinstance(history, list):
-        return []
-    out = []
-    for rec in history:
-        if not isinstance(rec, dict) or "gen" not in rec:
-            continue
-        out.append(
-            {
-                "generation": int(rec["gen"]),
-                "mean_fitness": _num(rec.get("mean")),
-                "max_fitness": _num(rec.get("max")),
-                "best_fitness": _num(rec.get("best")),
-            }
-        )
-    return out
+    return [
+        {
+            "generation": rec.gen,
+            "mean_fitness": _num(rec.mean),
+            "max_fitness": _num(rec.max),
+            "best_fitness": _num(rec.best),
+        }
+        for rec in history or []
+    ]
 
 
 def _num(v: Any) -> float | None:
@@ -161,17 +151,17 @@ def _num(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def _best_fitness(summary: Any, fh: list[dict[str, Any]]) -> float | None:
-    if isinstance(summary, dict):
-        for key in ("best_fitness", "best"):
-            if isinstance(summary.get(key), (int, float)):
-                return float(summary[key])
+def _best_fitness(summary: Summary | None, fh: list[dict[str, Any]]) -> float | None:
+    if summary is not None:
+        for v in (summary.best_fitness, summary.extra("best")):
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return float(v)
     vals = [r["best_fitness"] for r in fh if r["best_fitness"] is not None]
     return max(vals) if vals else None
 
 
-def _benchmark_name(meta: dict[str, Any]) -> tuple[str, list[str]]:
-    benches = meta.get("benchmarks") or (meta.get("config") or {}).get("benchmarks") or []
+def _benchmark_name(meta: RunMeta) -> tuple[str, list[str]]:
+    benches = meta.benchmarks or meta.config.get("benchmarks") or []
     benches = [str(b) for b in benches] if isinstance(benches, list) else [str(benches)]
     return (benches[0] if len(benches) == 1 else "composite"), benches
 
@@ -245,8 +235,8 @@ def _final_model_replaceable(final: Path, run_id: str, root: Path) -> None:
     if not final.exists():
         return
     try:
-        old_run = read_json(final / "summary.json", "summary.json").get("run_id")
-    except (InputError, AttributeError):
+        old_run: str | None = read_summary(final / "summary.json").run_id
+    except InputError:
         old_run = None
     if old_run == run_id:
         return
@@ -339,10 +329,10 @@ def pack_run(
         raise InputError(f"unknown bundle format {fmt!r}; use tinyrouter or minirouter")
     check_miner(miner)
     run = RunDir(run_dir)
-    meta = run.read_meta()
-    prof = pack_profile(meta, fmt, competition)
+    meta = read_run_meta(run.path)
+    prof = pack_profile(meta.to_json(), fmt, competition)
     fmt = prof.bundle_format
-    status = meta.get("status", "unknown")
+    status = meta.status
     if status != "finished" and not force:
         raise InputError(
             f"run {run.id} is {status}, not finished; wait for it to finish, or pass --force to pack its best θ so far"
@@ -354,11 +344,11 @@ def pack_run(
     from trinity.model.theta import load_theta
 
     theta = load_theta(run.best_theta)  # (D,) float64; InputError when corrupt or not finite
-    models = meta.get("models")
-    if not isinstance(models, list) or not models:
+    models = meta.models
+    if not models:
         raise InputError(f"{run.run_json} has no pool model list (`models`); the run is incomplete")
-    history_recs = _read_optional(run.history, "history.json")
-    summary = _read_optional(run.summary, "summary.json")
+    history_recs = read_history(run.history) if run.history.exists() else None
+    summary = read_summary(run.summary) if run.summary.exists() else None
     hidden = run_hidden(meta, summary, int(theta.size), len(models))
     if hidden is None:
         raise InputError(
@@ -466,15 +456,15 @@ def export_path(prof: Profile, run: RunDir) -> Path:
     return run.path / f"cost_ledger.{prof.name}.jsonl"
 
 
-def _summary(prof: Profile, meta: dict[str, Any], summary: Any, theta: Any, models: list[str]) -> dict[str, Any]:
+def _summary(prof: Profile, meta: RunMeta, summary: Summary, theta: Any, models: list[str]) -> dict[str, Any]:
     """The run's summary.json plus the keys the competition's validator recommends
     (`benchmark`, `n_total`, `best_fitness`, `pool` in the competition's model names)."""
-    out = dict(summary) if isinstance(summary, dict) else {}
+    out = summary.to_json()
     benchmark, _ = _benchmark_name(meta)
     out["benchmark"] = prof.receipt_benchmark or benchmark
     out["n_total"] = int(theta.size)
     out["pool"] = prof.short_names([str(m) for m in models])
-    out.setdefault("provider", meta.get("pool") or (meta.get("config") or {}).get("pool"))
+    out.setdefault("provider", meta.pool or meta.config.get("pool"))
     out.setdefault("models", [str(m) for m in models])
     out.setdefault("best_fitness", None)
     out["competition"] = prof.name
@@ -484,16 +474,16 @@ def _summary(prof: Profile, meta: dict[str, Any], summary: Any, theta: Any, mode
 def _receipt(
     prof: Profile,
     run: RunDir,
-    meta: dict[str, Any],
+    meta: RunMeta,
     miner: str,
     theta: Any,
     n_models: int,
     hidden: int,
     ledger: LedgerTotals,
-    history_recs: Any,
-    summary: Any,
+    history_recs: list[GenerationRecord] | None,
+    summary: Summary | None,
 ) -> dict[str, Any]:
-    config = meta.get("config") or {}
+    config = meta.config
     fh = fitness_history(history_recs)
     benchmark, benches = _benchmark_name(meta)
     return {
@@ -502,11 +492,11 @@ def _receipt(
         "competition": prof.name,
         "benchmark": prof.receipt_benchmark or benchmark,
         "benchmarks": benches,
-        "mode": meta.get("mode", config.get("mode")),
-        "pool": meta.get("pool", config.get("pool")),
-        "pool_models": prof.short_names([str(m) for m in meta["models"]]),
-        "pool_model_ids": list(meta["models"]),
-        "encoder": meta.get("encoder", config.get("encoder")),
+        "mode": meta.mode if "mode" in meta.model_fields_set else config.get("mode"),
+        "pool": meta.pool if "pool" in meta.model_fields_set else config.get("pool"),
+        "pool_models": prof.short_names(meta.models),
+        "pool_model_ids": list(meta.models),
+        "encoder": meta.encoder if "encoder" in meta.model_fields_set else config.get("encoder"),
         "n_models": n_models,
         "hidden": hidden,
         "n_total": int(theta.size),
@@ -523,8 +513,8 @@ def _receipt(
         "total_cost_micro_usd": ledger.total_micro_usd,
         "ledger_records": ledger.n_records,
         "ledger_head_hash": ledger.head_hash,
-        "run_status": meta.get("status"),
-        "git_sha": meta.get("git_sha"),
+        "run_status": meta.status,
+        "git_sha": meta.git_sha,
         "packed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "packed_by": f"trinity {__version__}",
     }

@@ -24,6 +24,7 @@ from typing import Any
 from trinity.config import validate_config
 from trinity.errors import ConfigError, InputError, RunLockedError, TrinityError
 from trinity.io import atomic_write_json, read_json
+from trinity.runs.records import read_history, read_run_meta
 from trinity.runs.rundir import RunDir, utc_now_iso
 from trinity.sweep.spec import SweepSpec, describe, load_spec
 
@@ -42,24 +43,24 @@ def trial_state(run_path: Path) -> dict[str, Any]:
     if not run.exists():
         return out
     try:
-        meta = run.read_meta()
+        meta = read_run_meta(run.path)
     except TrinityError as e:
         return {**out, "state": "failed", "error": str(e)}
-    out["state"] = str(meta.get("status") or "created")
+    out["state"] = meta.status
     if out["state"] == "running" and not run.is_locked():
         out["state"] = "interrupted"  # said running, but no engine holds it: a killed process
-    if meta.get("status_message"):
-        out["message"] = str(meta["status_message"])
+    if meta.status_message:
+        out["message"] = meta.status_message
     try:
-        hist = read_json(run.history, "history.json") if run.history.exists() else []
+        hist = read_history(run.history) if run.history.exists() else []
     except TrinityError:
         hist = []
-    if isinstance(hist, list) and hist:
+    if hist:
         last = hist[-1]
-        out["generations"] = int(last.get("gen", len(hist)))
-        out["cost_usd"] = float(last.get("cost_usd") or 0.0)
-        vals = [h.get("best_val_acc") for h in hist if isinstance(h.get("best_val_acc"), (int, float))]
-        out["best_val_acc"] = float(vals[-1]) if vals else None
+        out["generations"] = last.gen
+        out["cost_usd"] = last.cost_usd
+        vals = [h.best_val_acc for h in hist if h.best_val_acc is not None]
+        out["best_val_acc"] = vals[-1] if vals else None
     if run.ledger.exists():  # the spend is what the ledger says (calls of an unfinished generation too)
         from trinity.pool.ledger import verify_ledger
 
@@ -154,8 +155,7 @@ def run_trial(
         while True:
             try:
                 if run.exists():
-                    meta = run.read_meta()
-                    if meta.get("status") == "finished" and not (overrides or {}).get("generations"):
+                    if read_run_meta(run.path).status == "finished" and not (overrides or {}).get("generations"):
                         return {"state": "finished"}
                     over = {**({"device": cfg.device} if force_cpu else {}), **(overrides or {})}
                     res = resume_run(run.path, over or None)

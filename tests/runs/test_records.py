@@ -1,0 +1,234 @@
+"""The run directory's typed records (`trinity.runs.records`): every file a real tiny run writes
+reads back through its model, and a broken or newer record is one line naming the file and field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trinity.errors import InputError
+from trinity.io import read_jsonl
+from trinity.runs import records as R
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cached_cfg():
+    from trinity.config import load_config
+
+    return load_config(
+        ROOT / "configs" / "practice.yaml",
+        {"encoder": "tiny-qwen3", "generations": 2, "popsize": 4, "m": 4, "val_every": 1, "seed": 3},
+    )
+
+
+@pytest.fixture(scope="module")
+def cached_run(tmp_path_factory) -> Path:
+    """A real tiny cached run (2 generations on the practice matrix) plus its `trinity eval`."""
+    from trinity.analysis.evaluate import evaluate_run
+    from trinity.optim.engine import start_run
+
+    run = tmp_path_factory.mktemp("rec") / "run"
+    res = start_run(_cached_cfg(), run_dir=run)
+    assert res.status == "finished", res.message
+    evaluate_run(run, split="test", mode="cached", bootstrap=50)
+    return run
+
+
+@pytest.fixture(scope="module")
+def live_run(tmp_path_factory) -> Path:
+    """A real tiny live run against the practice server on loopback: live traces, ledger, turns."""
+    from trinity.config import load_config
+    from trinity.data.practice import practice_questions
+    from trinity.optim.engine import start_run
+    from trinity.pool.practice_server import start_practice_server
+
+    tmp = tmp_path_factory.mktemp("live")
+    qf = tmp / "q.jsonl"
+    qf.write_text("".join(json.dumps(q.to_json()) + "\n" for q in practice_questions() if q.kind != "code"))
+    server = start_practice_server(port=0)
+    try:
+        cfg = load_config(
+            None,
+            {
+                "mode": "live",
+                "pool": "practice",
+                "questions": str(qf),
+                "encoder": "tiny-qwen3",
+                "generations": 1,
+                "popsize": 2,
+                "m": 2,
+                "max_turns": 2,
+                "seed": 1,
+                "warm_start": "none",
+                "traces": "all",
+                "base_url": server.base_url,
+                "cache_path": str(tmp / "responses.sqlite"),
+            },
+        )
+        res = start_run(cfg, run_dir=tmp / "run")
+    finally:
+        server.stop()
+    assert res.status == "finished", res.message
+    return tmp / "run"
+
+
+def _every_file_reads_back(run: Path) -> dict[str, int]:
+    meta = R.read_run_meta(run)
+    assert meta.format == R.RUN_FORMAT and meta.id == run.name and meta.status == "finished"
+    assert meta.models and meta.n_params and set(meta.splits) >= {"train", "val", "test"}
+    events = [R.parse_event(e, str(run / R.EVENTS_FILE)) for e in read_jsonl(run / R.EVENTS_FILE)]
+    kinds = {type(e).__name__ for e in events}
+    gens = [e for e in events if isinstance(e, R.GenerationEvent)]
+    history = R.read_history(run / R.HISTORY_FILE)
+    # history.json holds exactly the generation events without type and time
+    assert [g.record() for g in gens] == history and len(history) == meta.config["generations"]
+    traces = [R.parse_trace(t) for t in read_jsonl(run / R.TRACES_FILE)]
+    assert traces and all(t.turns for t in traces)
+    summary = R.read_summary(run / R.SUMMARY_FILE)
+    assert summary.run_id == meta.id and summary.generations == len(history) and summary.n_params == meta.n_params
+    manifest = R.parse_manifest(json.loads((run / R.CHECKPOINT_DIR / R.CHECKPOINT_MANIFEST).read_text()))
+    assert manifest.generation == len(history) and (run / R.CHECKPOINT_DIR / manifest.file).exists()
+    assert (run / R.THETA_FILE).exists()
+    # and back out: to_json gives the very object the writer wrote (no field lost or invented)
+    assert meta.to_json() == json.loads((run / R.RUN_JSON).read_text())
+    assert [h.to_json() for h in history] == json.loads((run / R.HISTORY_FILE).read_text())
+    assert summary.to_json() == json.loads((run / R.SUMMARY_FILE).read_text())
+    return {"events": len(events), "kinds": len(kinds), "traces": len(traces)}
+
+
+def test_every_file_of_a_real_cached_run_reads_through_its_record(cached_run):
+    got = _every_file_reads_back(cached_run)
+    events = [R.parse_event(e) for e in read_jsonl(cached_run / R.EVENTS_FILE)]
+    assert {e.type for e in events} == set(R.EVENT_TYPES)  # every event type, from a real run
+    ev = R.read_eval_file(cached_run / R.EVAL_FILE)
+    entry = ev.evaluations["cached/test"]
+    assert ev.format == R.EVAL_FORMAT and ev.run == cached_run.name
+    assert entry.mode == "cached" and entry.split == "test" and entry.n_questions > 0
+    assert sum(b.n for b in entry.per_benchmark.values()) == entry.n_questions
+    assert got["traces"] > 0
+
+
+def test_every_file_of_a_real_live_run_reads_through_its_record(live_run):
+    _every_file_reads_back(live_run)
+    gen = next(R.parse_event(e) for e in read_jsonl(live_run / R.EVENTS_FILE) if e["type"] == "generation")
+    assert isinstance(gen, R.GenerationEvent) and gen.avg_turns is not None and gen.calls > 0
+    traces = [R.parse_trace(t) for t in read_jsonl(live_run / R.TRACES_FILE)]
+    assert all(t.mode == "live" and t.correct in (True, False) for t in traces)
+    assert any(turn.output for t in traces for turn in t.turns)  # real answers from the server
+
+
+def test_records_are_frozen(cached_run):
+    meta = R.read_run_meta(cached_run)
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="frozen"):
+        meta.status = "failed"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"gen": "one"}, "field gen"),
+        ({"best": True}, "field best"),
+        ({"sigma": None}, "field sigma"),
+    ],
+)
+def test_a_broken_generation_event_is_one_line_naming_file_and_field(change, needle):
+    ev = {"type": "generation", "time": 1.0, "gen": 1, "best": 0.5, "mean": 0.4, "max": 0.5, "sigma": 0.1, "evals": 8}
+    assert R.parse_event(ev).gen == 1
+    with pytest.raises(R.RecordError) as e:
+        R.parse_event({**ev, **change}, "runs/x/events.jsonl")
+    msg = str(e.value)
+    assert "\n" not in msg and "runs/x/events.jsonl" in msg and needle in msg and "generation event" in msg
+    assert R.try_event({**ev, **change}) is None
+
+
+def test_an_unknown_event_type_is_named_and_skipped_by_tolerant_readers():
+    with pytest.raises(R.RecordError, match="unknown event type 'bogus'"):
+        R.parse_event({"type": "bogus", "time": 1.0})
+    assert R.try_event({"type": "bogus", "time": 1.0}) is None
+
+
+def test_closed_records_refuse_unknown_fields_open_ones_keep_them():
+    with pytest.raises(R.RecordError, match="field extra_field is not part of this record"):
+        R.parse_event({"type": "progress", "time": 1.0, "gen": 1, "done": 1, "total": 2, "extra_field": 1})
+    # other parts of the engine add fields to the generation record and run.json: kept, not refused
+    g = R.parse_event(
+        {
+            "type": "generation",
+            "time": 1.0,
+            "gen": 1,
+            "best": 1,
+            "mean": 0,
+            "max": 1,
+            "sigma": 0.1,
+            "evals": 8,
+            "new": 2,
+        }
+    )
+    assert g.extra("new") == 2 and g.to_json()["new"] == 2 and g.best == 1.0
+    meta = R.parse_run_meta({"id": "r", "status": "running", "protocol": "open"})
+    assert meta.extra("protocol") == "open" and meta.format == 1  # no format: a run from before the field
+
+
+def test_a_newer_run_or_eval_format_is_one_line_asking_for_a_newer_trinity(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps({"format": R.RUN_FORMAT + 1, "id": "r"}))
+    with pytest.raises(InputError) as e:
+        R.read_run_meta(tmp_path)
+    assert "newer trinity" in str(e.value) and str(tmp_path / "run.json") in str(e.value) and "\n" not in str(e.value)
+    (tmp_path / "eval.json").write_text(json.dumps({"format": 99, "run": "r", "evaluations": {}}))
+    with pytest.raises(InputError, match="format 99, written by a newer trinity"):
+        R.read_eval_file(tmp_path / "eval.json")
+    with pytest.raises(InputError, match="field format must be a positive integer"):
+        R.parse_run_meta({"format": "1", "id": "r"})
+
+
+def test_broken_files_are_one_line_each(tmp_path):
+    (tmp_path / "summary.json").write_text(json.dumps({"run_id": "r", "n_params": "many", "generations": 1}))
+    with pytest.raises(R.RecordError) as e:
+        R.read_summary(tmp_path / "summary.json")
+    assert "summary.json: field n_params" in str(e.value) and "\n" not in str(e.value)
+    (tmp_path / "history.json").write_text(json.dumps([{"gen": 1}]))
+    with pytest.raises(R.RecordError, match=r"history.json: record 0.best is missing"):
+        R.read_history(tmp_path / "history.json")
+    with pytest.raises(R.RecordError, match="is not a JSON object"):
+        R.parse_manifest([1, 2], "checkpoint/manifest.json")
+    with pytest.raises(R.RecordError, match="field format"):
+        R.parse_manifest(
+            {
+                "format": "trinity-checkpoint/1",
+                "run_id": "r",
+                "config_hash": "h",
+                "generation": 1,
+                "file": "f",
+                "sha256": "x",
+            }
+        )
+    (tmp_path / "run.json").write_text("{not json")
+    with pytest.raises(InputError):
+        R.read_run_meta(tmp_path)
+
+
+def test_one_home_of_the_theta_layout():
+    from trinity.model import svf, theta
+    from trinity.submission import bundle
+
+    assert theta.HEAD_FILE is R.HEAD_FILE and theta.SVF_FILE is R.SVF_FILE and theta.N_ROLES is R.N_ROLES
+    assert bundle.HEAD_FILE is R.HEAD_FILE and bundle.THETA_FILE is R.THETA_FILE
+    assert bundle.N_SVF_MATRICES == len(svf.SVF_MATRICES) == R.N_SVF_MATRICES
+    assert svf.SVF_MATRICES is R.SVF_MATRICES
+
+
+def test_the_pr_local_score_reads_the_real_eval_json(cached_run, tmp_path):
+    from types import SimpleNamespace
+
+    from trinity.submission.gitsubmit import _local_score
+
+    ev = json.loads((cached_run / R.EVAL_FILE).read_text())
+    point = ev["evaluations"]["cached/test"]["router"]["accuracy"]["point"]
+    got = _local_score(SimpleNamespace(run_dir=str(cached_run)))  # type: ignore[arg-type]
+    assert got == {"local_score": f"{point:.4f}", "local_score_settings": "trinity eval (eval.json, cached/test)"}
+    assert _local_score(SimpleNamespace(run_dir=str(tmp_path))) == {}  # type: ignore[arg-type]  # none: not measured
