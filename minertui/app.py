@@ -84,6 +84,7 @@ class MinerApp(App):
         self.smoothing = 0.6  # EMA of the curves (0 = raw), settings "smoothing"
         self.drafts: dict[str, dict] = {}  # closed forms' contents, for the session
         self.exit_note = ""  # a line for the terminal after the app closed
+        self.hangup_guard: object | None = None  # the `minertui` command's (minertui.hangup)
 
     # ---- start-up ------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -121,8 +122,12 @@ class MinerApp(App):
 
     def _install_signal_handlers(self) -> None:
         """SIGHUP (SSH dropped, terminal closed) and SIGTERM end the app cleanly; the engines
-        live in their own sessions and keep running."""
+        live in their own sessions and keep running. The `minertui` command installs its
+        HangupGuard instead (it also ends an app whose terminal died mid-write)."""
         import asyncio
+
+        if self.hangup_guard is not None:
+            return
 
         try:
             loop = asyncio.get_running_loop()
