@@ -72,6 +72,7 @@ class MinerApp(App):
         self.auto_poll = poll
         self.demo = demo
         self.demo_note = ""
+        self.demo_run: Path | None = None  # the demo's live run (its note is shown only with it)
         self.submit_defaults: dict[str, str] = {}  # the demo pre-fills Submit (miner, throwaway repo)
         self.unsaved: dict[str, str] = {}  # what would be lost on quit -> why
         self._polling = False

@@ -214,6 +214,7 @@ def _demo(app) -> None:
 
 def _select(app, run_dir: Path, note: str) -> None:
     app.demo_note = note
+    app.demo_run = Path(run_dir)
     app.reader.open(run_dir) if run_dir.parent.resolve() != app.runs_root.resolve() else None
     app.select_run(run_dir)
 

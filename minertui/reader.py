@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from minertui.runmodel import RunModel, RunSnapshot
@@ -82,6 +82,11 @@ class Reader:
             m = self.models[path] = RunModel(path)
         return m
 
+    def _phased(self, sn: RunSnapshot) -> RunSnapshot:
+        assert self.supervisor is not None
+        phase = self.supervisor.phase(sn.path.resolve(), sn.locked, sn.status)
+        return replace(sn, phase=phase) if phase != sn.phase else sn
+
     def poll(self, force_list: bool = False) -> Poll:
         with self._lock:
             return self._poll(force_list)
@@ -129,6 +134,9 @@ class Reader:
                 m.want_traces = self.want_traces
                 m.poll()
             current = m.snapshot()
+        if self.supervisor is not None and self.supervisor.phases:
+            snaps = [self._phased(sn) for sn in snaps]
+            current = self._phased(current) if current is not None else None
         by_path = {sn.path: sn for sn in snaps}  # the models are keyed by resolved paths
         sweeps = tuple(sw.snapshot(by_path) for sw in self.sweeps.values())
         exited: list[Exited] = []

@@ -140,6 +140,11 @@ class RunSnapshot:
     traces: TraceView | None  # None until someone asked for traces
     catching_up: bool  # more bytes on disk than read so far
     error: str = ""  # run.json unreadable etc.
+    phase: str = ""  # what this app asked of the engine, while it catches up: pausing…, paused, resuming…
+
+    @property
+    def shown_status(self) -> str:
+        return self.phase or self.status
 
     # ---- derived figures (all from the files) --------------------------------------------
     @property

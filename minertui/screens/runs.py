@@ -53,7 +53,7 @@ def run_row(s: RunSnapshot, smoothing: float = 0.6) -> tuple:
     eta_text = "—" if eta is None else fmt_duration(eta.secs) + ("$" if eta.limit == "budget" else "")
     return (
         s.id,
-        s.status,
+        s.shown_status,
         gen,
         num(s.best),
         num(v[4]),
@@ -331,7 +331,11 @@ class RunsScreen(EngineActions, ModeScreen):
                 if eta.limit == "budget"
                 else f" · ETA {fmt_duration(eta.secs)}"
             )
-        if s.meta.get("status_message"):
+        if s.phase == "paused":
+            t.append(f"\npaused at generation {s.generations_done}, checkpointed; r resumes it", style="italic")
+        elif s.phase:
+            t.append(f"\n{s.phase}", style="italic")
+        elif s.meta.get("status_message"):
             t.append(f"\n{s.meta['status_message']}", style="italic")
         elif s.status == "interrupted" and not len(s.gens):
             from minertui.supervisor import log_tail

@@ -15,6 +15,10 @@ STATUS_STYLE = {
     "failed": "bold $error",
     "interrupted": "bold $error",
     "created": "$secondary",
+    "pausing…": "$warning",
+    "stopping…": "$warning",
+    "paused": "$warning",
+    "resuming…": "$success",
 }
 STATUS_RICH = {
     "running": "bold green",
@@ -23,6 +27,10 @@ STATUS_RICH = {
     "failed": "bold red",
     "interrupted": "bold red",
     "created": "dim",
+    "pausing…": "yellow",
+    "stopping…": "yellow",
+    "paused": "yellow",
+    "resuming…": "green",
 }
 
 

@@ -1,0 +1,103 @@
+"""What a new user hit in the app, each pinned by a pilot test over real run directories: the
+demo's note stays with the demo's run; pause / resume say what is happening while the engine
+catches up (pausing…, paused, resuming…)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from textual.widgets import DataTable
+
+from minertui.app import MinerApp
+from minertui.supervisor import Launched, Supervisor
+from minertui.synth import make_run
+from minertui.widgets.runbar import RunBar
+
+# a stand-in engine for the run-directory contract: it holds the run's lock, and on SIGTERM it
+# checkpoints (here: waits for the test's go) and writes "stopped", as `trinity train` does
+ENGINE = """
+import signal, sys, time
+from pathlib import Path
+from trinity.runs.rundir import RunDir
+run = RunDir(sys.argv[1]); lock = run.lock().acquire(); run.set_status("running")
+asked = []
+signal.signal(signal.SIGTERM, lambda *a: asked.append(1))
+Path(sys.argv[1], "engine-ready").write_text("1")
+while not (asked and Path(sys.argv[1], "go").exists()):
+    time.sleep(0.02)
+run.set_status("stopped", "stopped: interrupted by SIGTERM; continue with `trinity resume`")
+"""
+
+
+def bar_text(app) -> str:
+    return app.screen.query_one(RunBar)._shown.plain
+
+
+async def test_demo_note_only_with_the_demo_run(tmp_path):
+    root = tmp_path / "runs"
+    live = make_run(root / "demo-live", status="running").path
+    cached = make_run(root / "cached-run", status="finished", seed=2).path
+    app = MinerApp(runs_root=root, poll=False, start_mode="train")
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.demo_note, app.demo_run = "practice (simulated pool): live run", live
+        app.select_run(cached)
+        await app.refresh_now()
+        await pilot.pause()
+        assert "cached-run" in bar_text(app) and "live run" not in bar_text(app)
+        app.select_run(live)
+        await app.refresh_now()
+        await pilot.pause()
+        assert bar_text(app).endswith("· live run")
+
+
+def _wait(pred, secs=30.0):
+    t0 = time.monotonic()
+    while not pred():
+        assert time.monotonic() - t0 < secs, "timed out"
+        time.sleep(0.02)
+
+
+async def test_pause_shows_pausing_then_paused(tmp_path):
+    root = tmp_path / "runs"
+    run = make_run(root / "r1", status="running").path
+    engine = subprocess.Popen([sys.executable, "-c", ENGINE, str(run)])
+    try:
+        _wait(lambda: (run / "engine-ready").exists())
+        app = MinerApp(runs_root=root, poll=False)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await app.refresh_now()
+            await pilot.pause()
+            table = app.screen.query_one(DataTable)
+            assert str(table.get_row_at(0)[1]) == "running"
+            await pilot.press("p")
+            await app.refresh_now()
+            await pilot.pause()
+            assert str(table.get_row_at(0)[1]) == "pausing…" and "pausing…" in bar_text(app)
+            (run / "go").write_text("1")
+            engine.wait(30)
+            await app.refresh_now()
+            await pilot.pause()
+            assert str(table.get_row_at(0)[1]) == "paused" and "paused" in bar_text(app)
+            assert "interrupted by SIGTERM" not in str(app.screen.query_one("#runs-detail").render())
+    finally:
+        engine.kill()
+
+
+def test_resuming_until_the_engine_runs(tmp_path):
+    run = make_run(tmp_path / "r1", status="stopped").path.resolve()
+    sup = Supervisor(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        sup.launched[run] = Launched(run, proc, [], time.time())
+        sup.phases[run] = ("resuming", time.time())
+        assert sup.phase(run, locked=False, status="stopped") == "resuming…"  # loading, no lock yet
+        assert sup.phase(run, locked=True, status="stopped") == "resuming…"  # locked, not yet running
+        assert sup.phase(run, locked=True, status="running") == ""  # running: the phase is over
+        sup.phases[run] = ("resuming", time.time())
+        proc.kill()
+        proc.wait()
+        assert sup.phase(run, locked=False, status="stopped") == ""  # the resume failed: the engine's error shows
+    finally:
+        proc.kill()
