@@ -15,7 +15,7 @@ from minertui.reader import Poll
 from minertui.runmodel import RunSnapshot, model_letter
 from minertui.screens.common import EngineActions, ModeScreen
 from minertui.widgets.curves import RUN_COLOURS, FitnessPlot, Series, SmallPlot, View, legend_text
-from minertui.widgets.format import bar, fmt_duration, num, usd, utc
+from minertui.widgets.format import bar, fmt_duration, money, num, usd, utc
 
 LOG_STYLE = {"error": "red", "warning": "yellow", "status": "bold"}
 
@@ -46,7 +46,7 @@ def stats_text(s: RunSnapshot, baseline: tuple[str, float] | None = None) -> Tex
     t.append(usd(s.spend_usd))
     if budget:
         frac = s.spend_usd / budget if budget > 0 else 1.0
-        t.append(f" / {usd(budget, 2)} {frac:.0%}", style="bold red" if frac > 0.9 else "")
+        t.append(f" / {money(budget)} {frac:.0%}", style="bold red" if frac > 0.9 else "")
     else:
         t.append(" (no budget)", style="dim")
     t.append("\n")

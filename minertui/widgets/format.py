@@ -8,6 +8,8 @@ from datetime import datetime, timezone
 
 from rich.text import Text
 
+from trinity.runs.status import money  # noqa: F401 — the one money format, re-exported for the screens
+
 STATUS_STYLE = {
     "running": "bold $success",
     "finished": "$primary",
