@@ -43,6 +43,7 @@ class Generations:
     val_acc: np.ndarray  # NaN where validation did not run
     avg_turns: np.ndarray  # live mode: turns per session (NaN in cached mode)
     cost_per_correct: np.ndarray  # live mode: USD per right answer in the generation (NaN: none right / cached)
+    gpu_util: np.ndarray  # mean GPU utilisation % the engine sampled at the generation's end (NaN: none)
 
     def __len__(self) -> int:
         return len(self.gen)
@@ -278,6 +279,7 @@ class RunModel:
                 "val_acc",
                 "avg_turns",
                 "cost_per_correct",
+                "gpu_util",
             )
         }
         self._progress: Progress | None = None
@@ -378,6 +380,7 @@ class RunModel:
     def _on_event(self, ev: dict[str, Any]) -> None:
         kind, t = ev.get("type"), _num(ev.get("time"), 0.0)
         if kind == "generation":
+            ev = {**ev, "gpu_util": gpu_util_of(ev.get("system"))}
             for k, col in self._g.items():
                 col.append(_num(ev.get(k), math.nan))
             if isinstance(ev.get("model_mix"), dict):
@@ -497,6 +500,13 @@ class RunModel:
 
     def trace_record(self, offset: int) -> dict[str, Any]:
         return read_line_at(self.run.traces, offset)
+
+
+def gpu_util_of(system: Any) -> float | None:
+    """Mean utilisation % over the GPUs of a system sample (None: no GPU in it)."""
+    gpus = system.get("gpus") if isinstance(system, dict) else None
+    utils = [g["util"] for g in gpus or () if isinstance(g, dict) and isinstance(g.get("util"), (int, float))]
+    return float(sum(utils) / len(utils)) if utils else None
 
 
 def ema(y: np.ndarray, smoothing: float) -> np.ndarray:

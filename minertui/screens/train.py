@@ -146,6 +146,7 @@ class TrainScreen(EngineActions, ModeScreen):
         Binding("v", "metric", "Val/best", show=False, id="train.metric"),
         Binding("l", "log", "Full log", show=False, id="train.log"),
         Binding("B", "baseline_score", "Baseline score", show=False, id="train.baseline_score"),
+        Binding("y", "system", "System", id="train.system"),
     ]
 
     def __init__(self) -> None:
@@ -157,6 +158,7 @@ class TrainScreen(EngineActions, ModeScreen):
         self._sweeps: tuple = ()
         self._metric_asked: tuple[int, str] | None = None
         self._key: tuple | None = None  # what the screen shows (redrawn when it changes)
+        self.system = False  # the side pane shows this box's GPUs, CPU, RAM, disk (y)
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="train-top"):
@@ -210,13 +212,20 @@ class TrainScreen(EngineActions, ModeScreen):
             self.metric,
             tuple((c.id, c.version) for c in compared),
             base,
+            self.system and (poll.system[-1]["time"] if poll.system else 0.0),
         )
         if key == self._key:
             return
         self._key = key
         self._draw_curves(s, compared, base)
         self.query_one("#train-stats", Static).update(stats_text(s, base))
-        self.query_one("#train-mix", Static).update(mix_text(s))
+        if self.system:
+            from minertui.widgets.system import system_text
+
+            side = self.query_one("#train-side")
+            self.query_one("#train-mix", Static).update(system_text(poll.system, s, side.size.width or 34))
+        else:
+            self.query_one("#train-mix", Static).update(mix_text(s))
         width = max(10, min(40, self.size.width - 50))
         self.query_one("#train-progress", Static).update(progress_text(s, width))
         log = self.query_one("#train-log", Static)
@@ -255,12 +264,18 @@ class TrainScreen(EngineActions, ModeScreen):
             ]
             title = f"compare: {'validation accuracy' if self.metric == 'val' else 'best fitness'}"
             key = (self.metric, *((c.id, c.version) for c in compared))
+        elif self.metric == "val":  # v on a single run: its validation curve alone
+            series = [Series("val", g.gen, g.val_acc, "magenta")]
+            title = "validation accuracy per generation"
+            key = (str(s.path), len(g), "val")
         else:
             series = [
                 Series("max", g.gen, g.max, "green"),
                 Series("best", g.gen, g.best, "cyan"),
                 Series("mean", g.gen, g.mean, "yellow", how="mean"),
             ]
+            if len(g) and _isfinite(g.val_acc).any():  # the validation curve, not only its number
+                series.append(Series("val", g.gen, g.val_acc, "magenta"))
             title = "fitness per generation"
             key = (str(s.path), len(g))
         plot.set_series(series, self.view, key, title, base[1] if base else None)
@@ -327,6 +342,13 @@ class TrainScreen(EngineActions, ModeScreen):
     def action_metric(self) -> None:
         self.metric = "val" if self.metric == "best" else "best"
         self._redraw()
+
+    def action_system(self) -> None:
+        self.system = not self.system
+        self.app.reader.want_system = self.system
+        self.notify("system: this box, sampled off the UI thread" if self.system else "routing mix", timeout=2)
+        self._redraw()
+        self.app.poll_soon()
 
     def action_compare(self) -> None:
         self.comparing = not self.comparing

@@ -2,6 +2,7 @@
 directories an engine is still writing (its files appended to as the engine does)."""
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -24,7 +25,8 @@ def real_run(tmp_path_factory) -> Path:
     """A finished 3-generation cached run on the practice questions (tiny-qwen3)."""
     from filelock import FileLock
 
-    shared = tmp_path_factory.getbasetemp().parent / "status-tiny-run"
+    base = tmp_path_factory.getbasetemp()  # shared by the xdist workers of this session only
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "status-tiny-run"
     with FileLock(str(shared) + ".lock"):
         if not (shared / "summary.json").exists():
             inputs = shared.parent / "status-inputs"
@@ -154,3 +156,18 @@ def test_money_and_sparkline():
     assert money(0.025) == "$0.025" and money(1.5) == "$1.50" and money(0.000125) == "$0.000125"
     assert money(1234.5) == "$1,234.50" and money(None) == "—"
     assert sparkline([0.0, 0.5, 1.0], 10) == "▁▄█" and sparkline([1, 2, 3, 4], 2) == "▁█"
+
+
+def test_the_engine_records_the_box_per_generation(real_run, capsys):
+    """Each generation event carries a system sample (not the checkpointed history: a resume
+    stays bit-identical); `watch --json` shows the newest."""
+    gens = [e for e in _events(real_run) if e["type"] == "generation"]
+    for e in gens:
+        s = e["system"]
+        assert set(s) >= {"time", "gpus", "cpu", "ram_used", "ram_total", "rss", "disk_free"}
+        assert s["rss"] > 0 and s["disk_free"] > 0
+        assert s["gpus"] or s["gpu_note"].startswith("no GPU")
+    history = json.loads((real_run / "history.json").read_text())
+    assert not any("system" in h for h in (history if isinstance(history, list) else history.get("generations", [])))
+    assert main(["watch", str(real_run), "--once", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["system"] == gens[-1]["system"]
