@@ -27,6 +27,7 @@ from minertui.settings import DEFAULT_THEME, load_settings, load_themes, save_se
 from minertui.supervisor import Supervisor
 
 if TYPE_CHECKING:
+    from minertui.notify import EndWatcher, Notifier
     from minertui.reader import Poll, Reader
 
 
@@ -86,6 +87,8 @@ class MinerApp(App):
         self.drafts: dict[str, dict] = {}  # closed forms' contents, for the session
         self.exit_note = ""  # a line for the terminal after the app closed
         self.hangup_guard: object | None = None  # the `minertui` command's (minertui.hangup)
+        self.ends: EndWatcher | None = None  # runs seen ending (notifications), made on mount
+        self.notifier: Notifier | None = None
 
     # ---- start-up ------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -112,6 +115,7 @@ class MinerApp(App):
         for err in self._theme_errors:
             self.notify(err, title="theme", severity="warning", timeout=8)
         self._install_signal_handlers()
+        self._setup_notifications(settings.get("notifications"))
         self.switch_mode(self.start_mode)
         if self.auto_poll:
             self.set_interval(self.POLL_S, self.poll_soon)
@@ -136,6 +140,27 @@ class MinerApp(App):
                 loop.add_signal_handler(sig, self._hang_up)
         except (RuntimeError, NotImplementedError, ValueError):
             pass
+
+    def _setup_notifications(self, raw: object) -> None:
+        from minertui.notify import EndWatcher, Notifier, parse_settings
+
+        ns, errors = parse_settings(raw)
+        for err in errors:
+            self.notify(err, title="settings", severity="warning", timeout=8)
+        self.ends = EndWatcher()
+        self.notifier = Notifier(
+            ns,
+            write=self._write_terminal,
+            bell=self.bell,
+            spawn=lambda fn: self.run_worker(fn, thread=True, group="notify", exit_on_error=False),
+            warn=lambda msg: self.call_from_thread(self.notify, msg, title="notify", severity="warning"),
+        )
+
+    def _write_terminal(self, text: str) -> None:
+        driver = self._driver
+        if driver is not None:
+            driver.write(text)
+            driver.flush()
 
     def _hang_up(self) -> None:
         self.exit(return_code=0)
@@ -185,6 +210,11 @@ class MinerApp(App):
         if self.latest is not None and poll.seq < self.latest.seq:
             return
         self.latest = poll
+        if self.ends is not None and self.notifier is not None:
+            for ended in self.ends.update(poll.runs):
+                severity = "error" if ended.kind == "failed" else "information"
+                self.notify(ended.body, title=ended.title, severity=severity, timeout=10)
+                self.notifier.deliver(ended)
         for ex in poll.exited:
             if ex.code != 0:
                 where = "before it created its run" if not ex.created else ""
