@@ -14,7 +14,17 @@ from textual.widgets import Static
 from minertui.reader import Poll
 from minertui.runmodel import RunSnapshot, model_letter
 from minertui.screens.common import EngineActions, ModeScreen
-from minertui.widgets.curves import RUN_COLOURS, FitnessPlot, Series, SmallPlot, View, legend_text
+from minertui.widgets.curves import (
+    RICH_COLOUR,
+    RUN_COLOURS,
+    AccCostPlot,
+    CostCurve,
+    FitnessPlot,
+    Series,
+    SmallPlot,
+    View,
+    legend_text,
+)
 from minertui.widgets.format import bar, fmt_duration, money, num, usd, utc
 
 LOG_STYLE = {"error": "red", "warning": "yellow", "status": "bold"}
@@ -147,6 +157,7 @@ class TrainScreen(EngineActions, ModeScreen):
         Binding("l", "log", "Full log", show=False, id="train.log"),
         Binding("B", "baseline_score", "Baseline score", show=False, id="train.baseline_score"),
         Binding("y", "system", "System", id="train.system"),
+        Binding("a", "acc_cost", "Acc/$", id="train.acc_cost"),
     ]
 
     def __init__(self) -> None:
@@ -159,11 +170,14 @@ class TrainScreen(EngineActions, ModeScreen):
         self._metric_asked: tuple[int, str] | None = None
         self._key: tuple | None = None  # what the screen shows (redrawn when it changes)
         self.system = False  # the side pane shows this box's GPUs, CPU, RAM, disk (y)
+        self.acc_cost = False  # the main chart: validation accuracy against spend (a)
+        self._acc_cache: dict[tuple[str, int], object] = {}  # (run id, version) -> AccCost
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="train-top"):
             with Vertical(id="train-main"):
                 yield FitnessPlot(id="train-plot")
+                yield AccCostPlot(id="train-acc-cost", classes="hidden")
                 yield Static(id="train-legend")
                 with Horizontal(id="train-small"):
                     yield SmallPlot(id="train-sigma")
@@ -213,6 +227,7 @@ class TrainScreen(EngineActions, ModeScreen):
             tuple((c.id, c.version) for c in compared),
             base,
             self.system and (poll.system[-1]["time"] if poll.system else 0.0),
+            self.acc_cost,
         )
         if key == self._key:
             return
@@ -245,8 +260,63 @@ class TrainScreen(EngineActions, ModeScreen):
         v = float(_nanmax(y)) if len(y) and _isfinite(y).any() else None
         return (b.id, v) if v is not None else None
 
+    def _acc(self, s: RunSnapshot):
+        from minertui.accuracy import acc_cost
+
+        key = (str(s.path), s.version)
+        got = self._acc_cache.get(key)
+        if got is None:
+            if len(self._acc_cache) > 64:
+                self._acc_cache.clear()
+            got = self._acc_cache[key] = acc_cost(s)
+        return got
+
+    def _draw_acc_cost(self, s: RunSnapshot, compared: list[RunSnapshot]) -> None:
+        """Validation accuracy against cumulative spend, 95% bootstrap intervals; across the
+        compared runs, the Pareto front (the most accurate for the money) marked."""
+        import numpy as np
+
+        from minertui.accuracy import pareto_front
+
+        runs = compared or [s]
+        live = {c.id for c in runs}
+        data = [self._acc(r) for r in runs]
+        curves = [
+            CostCurve(d.run_id, d.spend, d.acc, d.lo, d.hi, "cyan" if not compared else self._colour(d.run_id, live))
+            for d in data
+        ]
+        # each run is one point: its best validation accuracy and what it had spent to reach it
+        points = [
+            (float(d.spend[i]), float(d.acc[i]), d.run_id) for d in data if len(d) for i in [int(np.argmax(d.acc))]
+        ]
+        front = [points[i] for i in pareto_front([(p[0], p[1]) for p in points])] if len(runs) > 1 else []
+        n = {d.n_val for d in data}
+        bands = len(runs) <= 2
+        title = "validation accuracy vs $" + (f" · compare {len(runs)} runs" if compared else "")
+        key = (tuple((r.id, r.version) for r in runs), bands)
+        self.query_one(AccCostPlot).set_curves(curves, key, title, [(p[0], p[1]) for p in front], bands)
+        t = Text(no_wrap=True, overflow="ellipsis")
+        for c in curves:
+            t.append("━", style=RICH_COLOUR.get(c.colour, c.colour))
+            t.append(c.label + " ")
+        if bands:
+            t.append(f"grey 95% CI n={'/'.join(str(x) for x in sorted(n)) or '?'}", style="dim")
+        if front:
+            t.append(" ● Pareto: " + ", ".join(f"{p[2]} {p[1]:.3f}@{money(p[0])}" for p in front), style="bold")
+        if data and all(not len(d) for d in data):
+            t.append(" no validated generation yet", style="dim")
+        elif all(float(d.spend.max(initial=0.0)) == 0.0 for d in data):
+            t.append(" · $0 spent: a cached run pays nothing (live runs have a spend axis)", style="yellow")
+        self.query_one("#train-legend", Static).update(t)
+
     def _draw_curves(self, s: RunSnapshot, compared: list[RunSnapshot], base) -> None:
         g = s.gens
+        self.query_one(FitnessPlot).set_class(self.acc_cost, "hidden")
+        self.query_one(AccCostPlot).set_class(not self.acc_cost, "hidden")
+        if self.acc_cost:
+            self._draw_acc_cost(s, compared)
+            self._draw_small(s)
+            return
         plot = self.query_one(FitnessPlot)
         key: tuple
         if compared:
@@ -282,6 +352,10 @@ class TrainScreen(EngineActions, ModeScreen):
         self.query_one("#train-legend", Static).update(
             legend_text(series, self.view, f"{base[0]} {base[1]:.3f}" if base else None)
         )
+        self._draw_small(s)
+
+    def _draw_small(self, s: RunSnapshot) -> None:
+        g = s.gens
         self.query_one("#train-sigma", SmallPlot).set_series(
             g.gen, g.sigma, self.view, (str(s.path), len(g)), "σ", "magenta"
         )
@@ -341,6 +415,11 @@ class TrainScreen(EngineActions, ModeScreen):
 
     def action_metric(self) -> None:
         self.metric = "val" if self.metric == "best" else "best"
+        self._redraw()
+
+    def action_acc_cost(self) -> None:
+        self.acc_cost = not self.acc_cost
+        self.notify("validation accuracy vs $ (bootstrap CIs)" if self.acc_cost else "fitness curves", timeout=2)
         self._redraw()
 
     def action_system(self) -> None:

@@ -202,3 +202,50 @@ class SmallPlot(CachedPlot):
                 plt.yticks([0.0, hi], ["0", f"{hi:.3g}"])
                 plt.xticks([])
         self.data_changed(full)
+
+
+@dataclass(frozen=True)
+class CostCurve:
+    """One run's validation accuracy against its cumulative spend, with its interval."""
+
+    label: str
+    spend: np.ndarray
+    acc: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    colour: str
+
+
+def draw_acc_cost(plt, curves: list[CostCurve], title: str, front: list[tuple[float, float]], bands: bool) -> None:
+    """Accuracy (y) against spend in USD (x); the bootstrap interval as grey lines when `bands`;
+    the Pareto front's points marked."""
+    plt.clear_data()
+    plt.clear_figure()
+    plt.title(title)
+    plt.xlabel("spend $ (cumulative)")
+    for c in curves:
+        if not len(c.acc):
+            continue
+        x = c.spend.tolist()
+        if bands and np.isfinite(c.lo).all():
+            plt.plot(x, c.lo.tolist(), marker="braille", color="gray")
+            plt.plot(x, c.hi.tolist(), marker="braille", color="gray")
+        plt.plot(x, c.acc.tolist(), marker="braille", color=c.colour)
+    if front:
+        plt.scatter([p[0] for p in front], [p[1] for p in front], marker="●", color="white")
+
+
+class AccCostPlot(CachedPlot):
+    """Train's `a` chart: accuracy against money for the run, or the compared runs."""
+
+    def set_curves(self, curves: list[CostCurve], key: tuple, title: str, front, bands: bool) -> None:
+        if key == getattr(self, "_key", None):
+            return
+        self._key = key
+        if not any(len(c.acc) for c in curves):
+            self.plt.clear_data()
+            self.plt.clear_figure()
+            self.plt.title("accuracy vs $ — no validated generation with a spend yet")
+        else:
+            draw_acc_cost(self.plt, curves, title, front, bands)
+        self.data_changed(key)
