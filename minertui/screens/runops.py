@@ -205,7 +205,9 @@ class LogScreen(ModalScreen[None]):
         self.path, self.title_text, self.text = path, title, text
 
     def compose(self) -> ComposeResult:
-        log = RichLog(id="log", wrap=True, markup=False, highlight=False, max_lines=20000)
+        # min_width: RichLog wraps at 78 columns at least by default, wider than this dialog at
+        # 80 columns, and the border then cut words off each line
+        log = RichLog(id="log", wrap=True, markup=False, highlight=False, max_lines=20000, min_width=20)
         log.border_title = self.title_text
         log.border_subtitle = "Esc closes · y copies"
         yield log

@@ -173,7 +173,7 @@ class SubmitScreen(ModeScreen):
             yield Static(Text(KEYS_HINT, style="dim"), id="submit-help")
             yield Static(id="submit-gates")
             yield Static(id="submit-plan")
-        yield RichLog(id="submit-log", wrap=True, markup=False, max_lines=2000)
+        yield RichLog(id="submit-log", wrap=True, markup=False, max_lines=2000, min_width=20)
         yield Static(id="submit-url")
 
     def on_mount(self) -> None:

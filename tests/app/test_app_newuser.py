@@ -101,3 +101,63 @@ def test_resuming_until_the_engine_runs(tmp_path):
         assert sup.phase(run, locked=False, status="stopped") == ""  # the resume failed: the engine's error shows
     finally:
         proc.kill()
+
+
+async def test_event_log_dialog_wraps_whole_words_at_80_columns(tmp_path):
+    """`l` in Train: every word of a long event is on screen at 80 columns (none cut by the border)."""
+    root = tmp_path / "runs"
+    run = make_run(root / "r1", generations=2, planned=30)
+    msg = (
+        "router text: tinyrouter's format (encoder input, transcript, question rendering and the "
+        "verdict parse exactly as the validator writes them) for every one of the three roles"
+    )
+    run.log(msg)
+    app = MinerApp(runs_root=root, open_run=run.path, start_mode="train", poll=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.refresh_now()
+        await pilot.press("l")
+        await pilot.pause()
+        log = app.screen.query_one("#log")
+        width = log.scrollable_content_region.width
+        lines = [strip.text.rstrip() for strip in log.lines]
+        assert all(len(x) <= width for x in lines), (width, lines)
+        words = " ".join(lines).split()
+        for w in msg.split():
+            assert w in words
+
+
+async def test_j_scrolls_help_and_home_scrolls_runs_back_left(tmp_path):
+    root = tmp_path / "runs"
+    make_run(root / "run-with-a-rather-long-name-20261201-101010-abcdef", generations=2, planned=30)
+    app = MinerApp(runs_root=root, poll=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.refresh_now()
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        table.scroll_to(x=40, animate=False, immediate=True)
+        await pilot.pause()
+        assert table.scroll_x > 0
+        await pilot.press("home")
+        await pilot.pause()
+        assert table.scroll_x == 0 and table.cursor_row == 0
+        await pilot.press("question_mark")
+        await pilot.pause()
+        scroll = app.screen.query_one("#help")
+        assert scroll.max_scroll_y > 0 and scroll.scroll_y == 0
+        await pilot.press("j", "j", "j")
+        await pilot.pause()
+        assert scroll.scroll_y == 3
+        await pilot.press("k")
+        await pilot.pause()
+        assert scroll.scroll_y == 2
+
+
+async def test_runs_detail_shows_what_a_narrow_table_leaves_out(tmp_path):
+    root = tmp_path / "runs"
+    make_run(root / "r1", generations=2, planned=30)
+    app = MinerApp(runs_root=root, poll=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.refresh_now()
+        await pilot.pause()
+        detail = str(app.screen.query_one("#runs-detail").render())
+        assert "live · pool practice · started 2026-01-01 00:00 UTC" in detail
