@@ -58,6 +58,14 @@ def gates_table(report) -> Table:
     return t
 
 
+def _shown_path(p: Path) -> str:
+    """Relative to the working directory when under it (shorter), else as it is."""
+    try:
+        return str(p.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
+
+
 def odds_text(s, fmt: str, king: float | None) -> Text:
     """The odds that the bundle's true score clears the king by the competition's margin, from a
     bootstrap of its best validation accuracy over the run's validation questions."""
@@ -162,7 +170,9 @@ class SubmitScreen(ModeScreen):
             yield Input(placeholder="miner name", id="sub-miner", compact=True)
             yield Input(placeholder="competition repo clone (path)", id="sub-repo", compact=True)
             # MiniRouter's PR check needs the MiniBridge identity (ids, not keys)
-            yield Input(placeholder="MiniRouter: owner_id key_id", id="sub-bridge", compact=True)
+            bridge = Input(placeholder="owner_id key_id", id="sub-bridge", compact=True)
+            bridge.tooltip = "MiniRouter only: your MiniBridge owner_id and key_id (ids, not keys)"
+            yield bridge
         with Horizontal(id="submit-options"):
             yield FormCheckbox("push", id="sub-push", compact=True)
             yield FormCheckbox("PR", id="sub-pr", compact=True)
@@ -233,8 +243,10 @@ class SubmitScreen(ModeScreen):
                     " — not finished: packing is refused unless 'force' is ticked (it then packs the best θ so far)",
                     style="yellow",
                 )
-            if self.bundle:
-                t.append(f" · bundle {self.bundle}")
+            if self.bundle:  # its own line, shortened in the middle: both ends of a path matter
+                from minertui.widgets.runbar import shorten_middle
+
+                t.append("\nbundle " + shorten_middle(_shown_path(self.bundle), max(20, self.size.width - 9)))
             t.append("\n")
             t.append_text(odds_text(s, fmt, king if isinstance(king, float) else None))
         if self.busy:

@@ -65,7 +65,7 @@ def stats_text(s: RunSnapshot, baseline: tuple[str, float] | None = None) -> Tex
     t.append(num(float(val[-1])) if len(val) else "—")
     warm = s.meta.get("warm_start") if isinstance(s.meta.get("warm_start"), dict) else None
     if warm and isinstance(warm.get("val_acc"), (int, float)):  # generation 0: the label warm start
-        t.append(f"  gen 0 warm {num(float(warm['val_acc']))}", style="dim")
+        t.append(f" · warm {num(float(warm['val_acc']))}", style="dim")  # generation 0's; fits 80 columns
     t.append("\n")
     t.append("ETA      ", style="dim")
     eta = s.eta
@@ -350,7 +350,12 @@ class TrainScreen(EngineActions, ModeScreen):
             key = (str(s.path), len(g))
         plot.set_series(series, self.view, key, title, base[1] if base else None)
         self.query_one("#train-legend", Static).update(
-            legend_text(series, self.view, f"{base[0]} {base[1]:.3f}" if base else None)
+            legend_text(
+                series,
+                self.view,
+                f"{base[0]} {base[1]:.3f}" if base else None,
+                self.query_one("#train-legend").size.width or None,
+            )
         )
         self._draw_small(s)
 

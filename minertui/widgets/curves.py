@@ -134,15 +134,23 @@ def draw_lines(plt, series: list[Series], view: View, title: str, baseline: floa
         plt.ylim(0, 1)
 
 
-def legend_text(series: list[Series], view: View, baseline_label: str | None = None):
-    """The legend as a line of text under the plot (never over the data)."""
+def legend_text(series: list[Series], view: View, baseline_label: str | None = None, width: int | None = None):
+    """The legend as a line of text under the plot (never over the data). With `width`, long
+    labels (compared runs' ids) are shortened in the middle so that every run keeps its entry."""
     from rich.text import Text
 
+    from minertui.widgets.runbar import shorten_middle
+
+    labels = [s.label for s in series]
+    tight = bool(width and series and sum(len(x) + 2 for x in labels) > width - 18)
+    if tight and width:  # the runs' names come first: the smoothing note gives way
+        each = max(6, width // len(series) - 2)
+        labels = [shorten_middle(x, each) for x in labels]
     t = Text(no_wrap=True, overflow="ellipsis")
-    for s in series:
+    for s, label in zip(series, labels):
         t.append("━", style=RICH_COLOUR.get(s.colour, s.colour))
-        t.append(s.label + " ")
-    if view.smoothing > 0:
+        t.append(label + " ")
+    if view.smoothing > 0 and not tight:
         t.append(f"EMA {view.smoothing:.2f}, raw grey", style="dim")
     if baseline_label:
         t.append(f"  ┈ baseline {baseline_label}", style="dim")

@@ -161,3 +161,65 @@ async def test_runs_detail_shows_what_a_narrow_table_leaves_out(tmp_path):
         await pilot.pause()
         detail = str(app.screen.query_one("#runs-detail").render())
         assert "live · pool practice · started 2026-01-01 00:00 UTC" in detail
+
+
+async def test_traces_show_every_step_of_the_path_at_80_columns(tmp_path):
+    from minertui.screens.traces import compact_path
+
+    assert compact_path("✓ B·Thinker → A·Worker → C·Verifier") == "BT→AW→CV"
+    root = tmp_path / "runs"
+    make_run(root / "r1", generations=3, planned=30, traces_per_gen=8)
+    for size, compact in (((80, 24), True), ((140, 40), False)):
+        app = MinerApp(runs_root=root, start_mode="traces", poll=False)
+        async with app.run_test(size=size) as pilot:
+            for _ in range(3):
+                await app.refresh_now()
+                await pilot.pause()
+            table = app.screen.query_one(DataTable)
+            tv = app.latest.current.traces
+            for r in range(min(8, table.row_count)):
+                i = int(table.coordinate_to_cell_key((r, 0)).row_key.value)
+                full = tv.path_names[int(tv.path[i])]
+                cell = str(table.get_row_at(r)[-1])
+                assert cell == (compact_path(full) if compact else full)
+            # the path column ends inside the screen: nothing of it is cut
+            widths = sum(c.get_render_width(table) for c in table.columns.values())
+            assert widths <= size[0] - 1 or not compact
+
+
+async def test_submit_at_80_columns_keeps_both_ends_of_the_bundle_path(tmp_path):
+    root = tmp_path / "runs"
+    run = make_run(root / "r1", generations=2, planned=2)
+    app = MinerApp(runs_root=root, open_run=run.path, start_mode="submit", poll=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.refresh_now()
+        await pilot.pause()
+        screen = app.screen
+        assert screen.query_one("#sub-bridge").placeholder == "owner_id key_id"
+        bundle = tmp_path / ("deep/" * 12) / "submissions" / "miner" / "bundle-gen2"
+        screen.bundle = bundle
+        screen._refresh_head()
+        await pilot.pause()
+        lines = str(screen.query_one("#submit-help").render()).splitlines()
+        line = next(x for x in lines if x.startswith("bundle "))
+        assert len(line) <= 80 and line.endswith("miner/bundle-gen2") and str(tmp_path)[:8] in line
+
+
+async def test_compare_legend_names_every_run_at_80_columns(tmp_path):
+    from minertui.messages import CompareChanged
+
+    root = tmp_path / "runs"
+    paths = [
+        make_run(root / f"run-20261201-10101{i}-abcde{i}", generations=4, planned=30, seed=i).path for i in range(3)
+    ]
+    app = MinerApp(runs_root=root, open_run=paths[0], start_mode="train", poll=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.refresh_now()
+        app.post_message(CompareChanged(tuple(paths)))
+        await pilot.pause()
+        await app.refresh_now()
+        await pilot.pause()
+        legend = str(app.screen.query_one("#train-legend").render())
+        assert legend.count("━") == 3
+        for i in range(3):
+            assert f"abcde{i}" in legend  # each run's distinctive end survives
