@@ -223,3 +223,10 @@ async def test_compare_legend_names_every_run_at_80_columns(tmp_path):
         assert legend.count("━") == 3
         for i in range(3):
             assert f"abcde{i}" in legend  # each run's distinctive end survives
+
+
+def test_ledger_head_explains_records_against_calls():
+    from minertui.screens.ledger import chain_lag
+
+    assert chain_lag(37, 46, 5.0).plain == " · 9 newer calls not verified yet (re-checked every 5 s)"
+    assert chain_lag(46, 40, 5.0).plain == " · the table has read 40 of them so far"
