@@ -190,6 +190,11 @@ class TrainScreen(EngineActions, ModeScreen):
 
     def on_mount(self) -> None:
         self.view = View(smoothing=float(getattr(self.app, "smoothing", 0.6)))
+        from minertui.settings import load_settings
+
+        if load_settings().get("system_pane") is True:  # remembered from the last session
+            self.system = True
+            self.app.reader.want_system = True
         super().on_mount()
 
     def _compared(self, poll: Poll) -> list[RunSnapshot]:
@@ -292,7 +297,7 @@ class TrainScreen(EngineActions, ModeScreen):
         front = [points[i] for i in pareto_front([(p[0], p[1]) for p in points])] if len(runs) > 1 else []
         n = {d.n_val for d in data}
         bands = len(runs) <= 2
-        title = "validation accuracy vs $" + (f" · compare {len(runs)} runs" if compared else "")
+        title = "validation accuracy vs $" + (f" · {len(runs)} runs compared" if len(runs) > 1 else "")
         key = (tuple((r.id, r.version) for r in runs), bands)
         self.query_one(AccCostPlot).set_curves(curves, key, title, [(p[0], p[1]) for p in front], bands)
         t = Text(no_wrap=True, overflow="ellipsis")
@@ -424,13 +429,14 @@ class TrainScreen(EngineActions, ModeScreen):
 
     def action_acc_cost(self) -> None:
         self.acc_cost = not self.acc_cost
-        self.notify("validation accuracy vs $ (bootstrap CIs)" if self.acc_cost else "fitness curves", timeout=2)
         self._redraw()
 
     def action_system(self) -> None:
+        from minertui.settings import save_settings
+
         self.system = not self.system
         self.app.reader.want_system = self.system
-        self.notify("system: this box, sampled off the UI thread" if self.system else "routing mix", timeout=2)
+        save_settings(system_pane=self.system)
         self._redraw()
         self.app.poll_soon()
 

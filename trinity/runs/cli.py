@@ -112,26 +112,31 @@ def watch_screen(s: RunStatus, width: int, height: int, now: float | None = None
 
 
 def system_line(sys_: dict[str, Any]) -> str:
-    """'GPU 87% 10.2/80.0 GiB · CPU 35% · RAM 12.1/62.8 GiB · disk 41 GiB free' from a sample."""
+    """'GPU0 87% 10/80G · CPU 35% · RAM 12/63G · disk 41G free' from a sample (G: GiB)."""
     parts = []
     for g in sys_.get("gpus") or []:
         if isinstance(g, dict):
             util = g.get("util")
             parts.append(
                 f"GPU{g.get('index', '')} {util if util is not None else '—'}% "
-                f"{_gib(g.get('mem_used'))}/{_gib(g.get('mem_total'))} GiB"
+                f"{_gib(g.get('mem_used'))}/{_gib(g.get('mem_total'))}G"
             )
+    if not parts and sys_.get("gpu_note"):
+        parts.append("no GPU")
     if sys_.get("cpu") is not None:
         parts.append(f"CPU {sys_['cpu']:.0f}%")
     if sys_.get("ram_used") is not None:
-        parts.append(f"RAM {_gib(sys_.get('ram_used'))}/{_gib(sys_.get('ram_total'))} GiB")
+        parts.append(f"RAM {_gib(sys_.get('ram_used'))}/{_gib(sys_.get('ram_total'))}G")
     if sys_.get("disk_free") is not None:
-        parts.append(f"disk {_gib(sys_.get('disk_free'))} GiB free")
-    return " · ".join(parts) or "—"
+        parts.append(f"disk {_gib(sys_.get('disk_free'))}G free")
+    return "  ".join(parts) or "—"
 
 
 def _gib(b: Any) -> str:
-    return f"{b / 2**30:.1f}" if isinstance(b, (int, float)) else "—"
+    if not isinstance(b, (int, float)):
+        return "—"
+    g = b / 2**30
+    return f"{g:.1f}" if g < 10 else f"{g:.0f}"
 
 
 def _size() -> tuple[int, int]:
