@@ -74,8 +74,11 @@ def odds_text(s, fmt: str, king: float | None) -> Text:
 
     t = Text()
     est, n = best_val(s), n_val_of(s)
-    if est is None or n == 0:
+    if est is None:
         t.append("odds vs king: no validation accuracy yet", style="dim")
+        return t
+    if n == 0:
+        t.append(f"best val {est:.3f} · run.json records no validation split: no odds vs the king", style="dim")
         return t
     sc = get_profile(fmt).scoring
     if king is None:
