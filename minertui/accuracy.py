@@ -106,7 +106,8 @@ def king_odds(
 def best_val(s: RunSnapshot) -> float | None:
     v = s.gens.val_acc
     v = v[np.isfinite(v)]
-    warm = s.meta.get("warm_start") if isinstance(s.meta.get("warm_start"), dict) else {}
+    raw = s.meta.get("warm_start")
+    warm: dict = raw if isinstance(raw, dict) else {}
     cands = [float(v.max())] if len(v) else []
     if isinstance(warm.get("val_acc"), (int, float)):
         cands.append(float(warm["val_acc"]))

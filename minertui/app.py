@@ -152,9 +152,12 @@ class MinerApp(App):
             ns,
             write=self._write_terminal,
             bell=self.bell,
-            spawn=lambda fn: self.run_worker(fn, thread=True, group="notify", exit_on_error=False),
+            spawn=self._spawn_notify,
             warn=lambda msg: self.call_from_thread(self.notify, msg, title="notify", severity="warning"),
         )
+
+    def _spawn_notify(self, fn: Callable[[], None]) -> None:
+        self.run_worker(fn, thread=True, group="notify", exit_on_error=False)
 
     def _write_terminal(self, text: str) -> None:
         driver = self._driver
@@ -212,8 +215,12 @@ class MinerApp(App):
         self.latest = poll
         if self.ends is not None and self.notifier is not None:
             for ended in self.ends.update(poll.runs):
-                severity = "error" if ended.kind == "failed" else "information"
-                self.notify(ended.body, title=ended.title, severity=severity, timeout=10)
+                self.notify(
+                    ended.body,
+                    title=ended.title,
+                    severity="error" if ended.kind == "failed" else "information",
+                    timeout=10,
+                )
                 self.notifier.deliver(ended)
         for ex in poll.exited:
             if ex.code != 0:

@@ -124,7 +124,7 @@ async def refresh_costs(run_dir: Path, samples: int = 20) -> dict:
             await app.refresh_now()
             await pilot.pause()
             if mode == "train+system":  # the system pane on: the reader samples the box once a second
-                app.screen.action_system()
+                await pilot.press("y")
                 await app.refresh_now()
                 await pilot.pause()
             times, cpu = [], []

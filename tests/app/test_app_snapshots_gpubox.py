@@ -85,7 +85,11 @@ def test_system_pane(snap_compare, gpubox_root, size, monkeypatch):
     monkeypatch.delitem(sys.modules, "pynvml", raising=False)
     monkeypatch.syspath_prepend(str(FAKE_NVML))
     app = MinerApp(
-        runs_root=gpubox_root, open_run=gpubox_root / "run-a-cheap", poll=False, start_mode="train", theme="minertui-dark"
+        runs_root=gpubox_root,
+        open_run=gpubox_root / "run-a-cheap",
+        poll=False,
+        start_mode="train",
+        theme="minertui-dark",
     )
     assert snap_compare(app, terminal_size=size, run_before=settle("y", sampler=True))
 
@@ -93,7 +97,11 @@ def test_system_pane(snap_compare, gpubox_root, size, monkeypatch):
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_accuracy_vs_dollars(snap_compare, gpubox_root, size):
     app = MinerApp(
-        runs_root=gpubox_root, open_run=gpubox_root / "run-a-cheap", poll=False, start_mode="train", theme="minertui-dark"
+        runs_root=gpubox_root,
+        open_run=gpubox_root / "run-a-cheap",
+        poll=False,
+        start_mode="train",
+        theme="minertui-dark",
     )
     assert snap_compare(app, terminal_size=size, run_before=settle("a"))
 

@@ -138,7 +138,8 @@ class RunWatcher:
         kind = ev.get("type")
         if kind == "generation":
             self._gens.append(int(_num(ev.get("gen")) or 0))
-            self._best.append(_num(ev.get("best")) if _num(ev.get("best")) is not None else math.nan)
+            b = _num(ev.get("best"))
+            self._best.append(b if b is not None else math.nan)
             v = _num(ev.get("val_acc"))
             self._vals.append(v if v is not None else math.nan)
             self._secs.append(_num(ev.get("secs")) or math.nan)
@@ -196,7 +197,8 @@ class RunWatcher:
 
     def _status(self, error: str) -> RunStatus:
         meta = self._meta
-        cfg = meta.get("config") if isinstance(meta.get("config"), dict) else {}
+        raw_cfg = meta.get("config")
+        cfg: dict[str, Any] = raw_cfg if isinstance(raw_cfg, dict) else {}
         locked = self.run.is_locked()
         state = str(meta.get("status") or ("running" if locked else "created"))
         if state in ("running", "created") and not locked and meta:
