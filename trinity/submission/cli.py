@@ -60,7 +60,12 @@ def register(sub) -> None:
         metavar="DIR",
         help="root of the competition checkout; the bundle goes to DIR/submissions/… (default: .)",
     )
-    p.add_argument("--force", action="store_true", help="pack a run that has not finished (best θ so far)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="pack a run that has not finished (best θ so far); minirouter: replace a final_model/ whose "
+        "tracked files the new bundle does not write (git keeps them)",
+    )
     _history_arg(p)
     p.set_defaults(func=cmd_pack)
 
