@@ -20,7 +20,7 @@ from minertui.reader import Poll
 from minertui.runmodel import LedgerView, RunSnapshot
 from minertui.screens.common import ModeScreen
 from minertui.widgets.curves import CachedPlot, reduce
-from minertui.widgets.format import bar, usd, utc
+from minertui.widgets.format import bar, money, usd, utc
 from minertui.widgets.tables import ClickRecorder, FilterBar, header_miss
 
 PAGE = 100
@@ -197,7 +197,7 @@ class LedgerScreen(ModeScreen):
         budget = s.budget_usd
         if budget:
             frac = lv.total_usd / budget if budget > 0 else 1.0
-            t.append(f" · budget {usd(budget, 2)} ")
+            t.append(f" · budget {money(budget)} ")
             t.append(bar(frac, 20), style="red" if frac > 0.9 else "green")
             t.append(f" {frac:.1%}")
         return t

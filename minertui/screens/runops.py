@@ -175,7 +175,9 @@ class ResumeScreen(ModalScreen[None]):
         budget = args.get("budget_usd", s.budget_usd if sw is None else sw.budget_usd)
         spent = s.spend_usd if sw is None else sw.spent_usd
         if err is None and budget is not None and spent >= budget:
-            err = f"{'sweep ' if sw is not None else ''}budget: ${budget:g} is already spent (${spent:.4f}); give more"
+            err = (
+                f"{'sweep ' if sw is not None else ''}budget: ${budget:g} is already spent ({money(spent)}); give more"
+            )
         if err:
             self.query_one("#resume-err", Static).update(err)
             return

@@ -4,6 +4,7 @@ catches up (pausing…, paused, resuming…)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -230,3 +231,39 @@ def test_ledger_head_explains_records_against_calls():
 
     assert chain_lag(37, 46, 5.0).plain == " · 9 newer calls not verified yet (re-checked every 5 s)"
     assert chain_lag(46, 40, 5.0).plain == " · the table has read 40 of them so far"
+
+
+async def test_a_small_budget_is_shown_as_it_is(tmp_path):
+    """$0.025 is $0.025 (not $0.03) in Train's stats and Ledger's head."""
+    root = tmp_path / "runs"
+    run = make_run(root / "r1", generations=3, planned=30, calls_per_gen=2)
+    meta = json.loads((run.path / "run.json").read_text())
+    meta["budget_usd"] = meta["config"]["budget_usd"] = 0.025
+    (run.path / "run.json").write_text(json.dumps(meta))
+    app = MinerApp(runs_root=root, open_run=run.path, start_mode="train", poll=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.refresh_now()
+        await pilot.pause()
+        assert "/ $0.025 " in str(app.screen.query_one("#train-stats").render())
+        await pilot.press("3")
+        await app.refresh_now()
+        await pilot.pause()
+        assert "budget $0.025 " in str(app.screen.query_one("#ledger-head").render())
+
+
+async def test_quit_with_a_prepared_plan_asks_and_draws_the_question(tmp_path):
+    root = tmp_path / "runs"
+    make_run(root / "r1", generations=2, planned=2)
+    app = MinerApp(runs_root=root, start_mode="submit", poll=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.refresh_now()
+        app.unsaved["submit"] = "the prepared submission plan"
+        await pilot.press("q")
+        await pilot.pause()
+        from minertui.screens.help import ConfirmScreen
+
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "Quit? the prepared submission plan will be lost." in str(app.screen.query_one("Static").render())
+        await pilot.press("n")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen) and app.is_running
