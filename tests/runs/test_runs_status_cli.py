@@ -171,3 +171,15 @@ def test_the_engine_records_the_box_per_generation(real_run, capsys):
     assert not any("system" in h for h in (history if isinstance(history, list) else history.get("generations", [])))
     assert main(["watch", str(real_run), "--once", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["system"] == gens[-1]["system"]
+
+
+def test_status_lists_a_sweeps_trials(tmp_path, capsys):
+    from minertui.synth import make_sweep
+
+    make_sweep(tmp_path / "sweep-s", ("finished", "running", "pending"))
+    assert main(["status", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [x.split()[0] for x in out[1:]] == ["sweep-s/trials/t000", "sweep-s/trials/t001"]
+    assert main(["status", str(tmp_path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["state"] for r in rows] == ["finished", "interrupted"]  # no engine holds t001

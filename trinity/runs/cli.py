@@ -51,10 +51,14 @@ def _eta(s: RunStatus) -> str:
     return duration(s.eta_secs) + (" (budget)" if s.eta_limit == "budget" else "")
 
 
-def status_table(rows: list[RunStatus], width: int, now: float | None = None) -> list[str]:
-    """One line a run; the columns that fit `width` (the last event takes what is left)."""
+def status_table(
+    rows: list[RunStatus], width: int, now: float | None = None, labels: list[str] | None = None
+) -> list[str]:
+    """One line a run; the columns that fit `width` (the last event takes what is left).
+    `labels`: what names each run (a sweep's trial: sweep/trials/id), else its id."""
+    names = dict(zip((id(r) for r in rows), labels or [r.id for r in rows]))
     cols: list[tuple[str, Any]] = [
-        ("RUN", lambda s: s.id),
+        ("RUN", lambda s: names[id(s)]),
         ("STATE", lambda s: s.state),
         ("GEN", _gen),
         ("BEST VAL", lambda s: _acc(s.best_val)),
@@ -150,14 +154,16 @@ def cmd_status(args: argparse.Namespace) -> int:
         raise InputError(f"{root}: no such directory; pass the runs directory (default: runs/)")
     if not root.is_dir():
         raise InputError(f"{root} is not a directory; pass the runs directory (default: runs/)")
-    rows = [RunWatcher(p).poll() for p in root_of(root)]
+    paths = root_of(root)
+    rows = [RunWatcher(p).poll() for p in paths]
+    labels = [p.relative_to(root).as_posix() if p != root else p.name for p in paths]
     if args.json:
         print(json.dumps([r.to_json() for r in rows], indent=None))
         return 0
     if not rows:
         print(f"no runs under {root} (start one with `trinity train`)")
         return 0
-    print("\n".join(status_table(rows, _size()[0])))
+    print("\n".join(status_table(rows, _size()[0], labels=labels)))
     return 0
 
 

@@ -275,9 +275,13 @@ def age(ts: float | None, now: float | None = None) -> str:
 
 
 def root_of(path: Path) -> list[Path]:
-    """The run directories under a runs root (a run directory itself: just it), newest first."""
+    """The run directories under a runs root (a run directory itself: just it), newest first,
+    then each sweep's trials (`<root>/<sweep>/trials/<id>/`, as `trinity sweep` lays them out)."""
     from trinity.runs.rundir import list_runs
 
     if (path / "run.json").is_file():
         return [path]
-    return [r.path for r in list_runs(path)]
+    runs = [r.path for r in list_runs(path)]
+    for sweep in sorted(p for p in path.iterdir() if p.is_dir() and (p / "trials").is_dir()):
+        runs += sorted(t.path for t in list_runs(sweep / "trials"))
+    return runs
