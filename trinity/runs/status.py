@@ -217,7 +217,7 @@ class RunWatcher:
         secs = [s for s in self._secs[-ETA_WINDOW:] if not math.isnan(s) and s > 0]
         per = statistics.median(secs) if secs else None
         progress = None
-        if self._progress and self._progress[0] > done and self._progress[2]:
+        if self._progress and self._progress[0] > done and self._progress[2] and state in ("running", "created"):
             progress = (self._progress[1], self._progress[2])
         eta, limit = None, ""
         if total is not None and per is not None and state in ("running", "created"):
