@@ -267,3 +267,22 @@ async def test_quit_with_a_prepared_plan_asks_and_draws_the_question(tmp_path):
         await pilot.press("n")
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmScreen) and app.is_running
+
+
+def test_closing_the_demo_stops_an_engine_still_starting(tmp_path):
+    """Quit or a closed terminal while the demo's engine still loads (no lock yet): it is
+    stopped, not left training on its own."""
+    from types import SimpleNamespace
+
+    from minertui.demo import stop_demo_servers
+
+    sup = Supervisor(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        run = (tmp_path / "demo-live-x").resolve()
+        sup.launched[run] = Launched(run, proc, [], time.time())
+        app = SimpleNamespace(supervisor=sup, demo=True, exit_note="")
+        stop_demo_servers(app)
+        assert proc.wait(10) != 0 and "minertui demo" in app.exit_note
+    finally:
+        proc.kill()
