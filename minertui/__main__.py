@@ -60,7 +60,12 @@ def main(argv: list[str] | None = None) -> int:
                     "your runs (default ./runs)"
                 )
             app = MinerApp(runs_root=root, theme=args.theme)
+        from minertui.demo import stop_demo_servers
+        from minertui.hangup import HangupGuard
+
+        app.hangup_guard = HangupGuard(app, cleanup=lambda: stop_demo_servers(app)).install()
         app.run()
+        app.hangup_guard.stop()
         if getattr(app, "exit_note", ""):
             print(app.exit_note, file=sys.stderr)
         rc = app.return_code  # 1 after an internal error (logged to a crash file, one line shown)

@@ -27,6 +27,7 @@ from minertui.settings import DEFAULT_THEME, load_themes, read_settings, save_se
 from minertui.supervisor import Supervisor
 
 if TYPE_CHECKING:
+    from minertui.notify import EndWatcher, Notifier
     from minertui.reader import Poll, Reader
 
 
@@ -72,6 +73,7 @@ class MinerApp(App):
         self.auto_poll = poll
         self.demo = demo
         self.demo_note = ""
+        self.demo_run: Path | None = None  # the demo's live run (its note is shown only with it)
         self.submit_defaults: dict[str, str] = {}  # the demo pre-fills Submit (miner, throwaway repo)
         self.unsaved: dict[str, str] = {}  # what would be lost on quit -> why
         self._polling = False
@@ -84,6 +86,9 @@ class MinerApp(App):
         self.smoothing = 0.6  # EMA of the curves (0 = raw), settings "smoothing"
         self.drafts: dict[str, dict] = {}  # closed forms' contents, for the session
         self.exit_note = ""  # a line for the terminal after the app closed
+        self.hangup_guard: object | None = None  # the `minertui` command's (minertui.hangup)
+        self.ends: EndWatcher | None = None  # runs seen ending (notifications), made on mount
+        self.notifier: Notifier | None = None
 
     # ---- start-up ------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -111,6 +116,7 @@ class MinerApp(App):
         for err in settings_errors:
             self.notify(err, title="settings", severity="warning", timeout=10)
         self._install_signal_handlers()
+        self._setup_notifications(settings.get("notifications"))
         self.switch_mode(self.start_mode)
         if self.auto_poll:
             self.set_interval(self.POLL_S, self.poll_soon)
@@ -122,8 +128,12 @@ class MinerApp(App):
 
     def _install_signal_handlers(self) -> None:
         """SIGHUP (SSH dropped, terminal closed) and SIGTERM end the app cleanly; the engines
-        live in their own sessions and keep running."""
+        live in their own sessions and keep running. The `minertui` command installs its
+        HangupGuard instead (it also ends an app whose terminal died mid-write)."""
         import asyncio
+
+        if self.hangup_guard is not None:
+            return
 
         try:
             loop = asyncio.get_running_loop()
@@ -131,6 +141,30 @@ class MinerApp(App):
                 loop.add_signal_handler(sig, self._hang_up)
         except (RuntimeError, NotImplementedError, ValueError):
             pass
+
+    def _setup_notifications(self, raw: object) -> None:
+        from minertui.notify import EndWatcher, Notifier, parse_settings
+
+        ns, errors = parse_settings(raw)
+        for err in errors:
+            self.notify(err, title="settings", severity="warning", timeout=8)
+        self.ends = EndWatcher()
+        self.notifier = Notifier(
+            ns,
+            write=self._write_terminal,
+            bell=self.bell,
+            spawn=self._spawn_notify,
+            warn=lambda msg: self.call_from_thread(self.notify, msg, title="notify", severity="warning"),
+        )
+
+    def _spawn_notify(self, fn: Callable[[], None]) -> None:
+        self.run_worker(fn, thread=True, group="notify", exit_on_error=False)
+
+    def _write_terminal(self, text: str) -> None:
+        driver = self._driver
+        if driver is not None:
+            driver.write(text)
+            driver.flush()
 
     def _hang_up(self) -> None:
         self.exit(return_code=0)
@@ -180,6 +214,15 @@ class MinerApp(App):
         if self.latest is not None and poll.seq < self.latest.seq:
             return
         self.latest = poll
+        if self.ends is not None and self.notifier is not None:
+            for ended in self.ends.update(poll.runs):
+                self.notify(
+                    ended.body,
+                    title=ended.title,
+                    severity="error" if ended.kind == "failed" else "information",
+                    timeout=10,
+                )
+                self.notifier.deliver(ended)
         for ex in poll.exited:
             if ex.code != 0:
                 where = "before it created its run" if not ex.created else ""

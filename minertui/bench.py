@@ -44,7 +44,10 @@ def rss_mb() -> float:
     return float("nan")
 
 
-def first_frame_s(runs_root: Path, repeats: int = 3) -> list[float]:
+def first_frame_s(
+    runs_root: Path, repeats: int = 3, argv: tuple[str, ...] = (), until: bytes = b"Runs", config: Path | None = None
+) -> list[float]:
+    """`until`: what the frame must hold (b"system": Train with the system pane drawn)."""
     out = []
     for _ in range(repeats):
         master, slave = pty.openpty()
@@ -53,10 +56,11 @@ def first_frame_s(runs_root: Path, repeats: int = 3) -> list[float]:
         import termios
 
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-        env = dict(os.environ, TERM="xterm-256color", XDG_CONFIG_HOME=str(runs_root.parent / "config"))
+        cfg = config or runs_root.parent / "config"
+        env = dict(os.environ, TERM="xterm-256color", XDG_CONFIG_HOME=str(cfg))
         t0 = time.perf_counter()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "minertui", "--runs-dir", str(runs_root)],
+            [sys.executable, "-m", "minertui", *(argv or ("--runs-dir", str(runs_root)))],
             stdin=slave,
             stdout=slave,
             stderr=slave,
@@ -73,7 +77,7 @@ def first_frame_s(runs_root: Path, repeats: int = 3) -> list[float]:
                     buf += os.read(master, 65536)
                 except OSError:
                     break
-                if b"minertui" in buf and b"Runs" in buf:
+                if b"minertui" in buf and until in buf:
                     took = time.perf_counter() - t0
                     break
         proc.terminate()
@@ -115,10 +119,14 @@ async def refresh_costs(run_dir: Path, samples: int = 20) -> dict:
         result["filter_ms"] = filter_ms(snap.traces)
         writer = SynthRun(run_dir, seed=9)
         writer.gen = GENS + 1
-        for mode in ("train", "traces"):
-            app.action_mode(mode)
+        for mode in ("train", "train+system", "traces"):
+            app.action_mode(mode.split("+")[0])
             await app.refresh_now()
             await pilot.pause()
+            if mode == "train+system":  # the system pane on: the reader samples the box once a second
+                await pilot.press("y")
+                await app.refresh_now()
+                await pilot.pause()
             times, cpu = [], []
             for _ in range(samples):
                 writer.generations(1, traces_per_gen=TRACES // GENS, calls_per_gen=0)
@@ -149,6 +157,20 @@ async def refresh_costs(run_dir: Path, samples: int = 20) -> dict:
         await pilot.pause()
         result["idle_refresh_ms"] = (time.perf_counter() - t) * 1000
     return result
+
+
+def system_sample_ms(repeats: int = 20) -> dict:
+    """One sample of the box (NVML when present, /proc, disk) as the reader thread takes it."""
+    from trinity.runs.system import SystemSampler
+
+    sm = SystemSampler(Path.cwd())
+    sm.sample(os.getpid())  # NVML's start-up is paid once
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        s = sm.sample(os.getpid())
+        times.append((time.perf_counter() - t) * 1000)
+    return {"median": statistics.median(times), "max": max(times), "gpus": len(s["gpus"])}
 
 
 def filter_ms(tv, repeats: int = 5) -> dict:
@@ -198,6 +220,12 @@ def run(args: argparse.Namespace) -> int:
         small = base / "small" / "runs"
         make_run(small / "run-a", generations=30, planned=60)
         ff = first_frame_s(small)
+        (base / "config-system" / "minertui").mkdir(parents=True, exist_ok=True)
+        (base / "config-system" / "minertui" / "settings.json").write_text('{"system_pane": true}')
+        ff_sys = first_frame_s(
+            small, argv=("open", str(small / "run-a")), until=b"system", config=base / "config-system"
+        )
+        ff_train = first_frame_s(small, argv=("open", str(small / "run-a")), until=b"routing mix")
         big = base / "big" / "runs" / "run-big"
         t = time.perf_counter()
         make_run(big, generations=GENS, planned=GENS * 2, traces_per_gen=TRACES // GENS, calls_per_gen=1)
@@ -212,6 +240,10 @@ def run(args: argparse.Namespace) -> int:
         "history": {"generations": GENS, "traces": TRACES, "write_s": write_s, "load_s": rc["load_s"]},
         "refresh_ms_train": rc["refresh_ms_train"],
         "refresh_ms_traces": rc["refresh_ms_traces"],
+        "first_frame_s_train_system_pane": {"median": statistics.median(ff_sys), "runs": ff_sys},
+        "first_frame_s_train": {"median": statistics.median(ff_train), "runs": ff_train},
+        "refresh_ms_train_system_pane": rc["refresh_ms_train+system"],
+        "system_sample_ms": system_sample_ms(),
         "idle_refresh_ms": rc["idle_refresh_ms"],
         "filter_ms_100k_traces": {**rc["filter_ms"], "screen": rc["filter_redraw_ms"]},
         "overlay_ms_8x10k": overlay_ms(),
@@ -234,6 +266,21 @@ def run(args: argparse.Namespace) -> int:
                 f"{r['cpu_median']:.1f} ms CPU median "
                 f"({GENS:,} generations, {TRACES:,} traces; target < 50 ms)"
             )
+        fs, rs, ss = (
+            figures["first_frame_s_train_system_pane"],
+            figures["refresh_ms_train_system_pane"],
+            figures["system_sample_ms"],
+        )
+        ft = figures["first_frame_s_train"]
+        print(
+            f"first frame      {fs['median']:.2f} s, Train with the system pane on; {ft['median']:.2f} s without "
+            f"(medians of {len(fs['runs'])})"
+        )
+        print(
+            f"refresh train+y  {rs['median']:.1f} ms median, {rs['cpu_median']:.1f} ms CPU median (system pane on; "
+            "target < 50 ms)"
+        )
+        print(f"system sample    {ss['median']:.2f} ms median ({ss['gpus']} GPUs; in the reader thread, 1/s)")
         print(f"idle refresh     {figures['idle_refresh_ms']:.1f} ms")
         f, o = figures["filter_ms_100k_traces"], figures["overlay_ms_8x10k"]
         print(

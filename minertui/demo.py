@@ -214,6 +214,7 @@ def _demo(app) -> None:
 
 def _select(app, run_dir: Path, note: str) -> None:
     app.demo_note = note
+    app.demo_run = Path(run_dir)
     app.reader.open(run_dir) if run_dir.parent.resolve() != app.runs_root.resolve() else None
     app.select_run(run_dir)
 
@@ -231,12 +232,14 @@ def stop_demo_servers(app) -> None:
     with it) and leaves a line for the terminal saying where the run is and how to go on."""
     sup = app.supervisor
     if getattr(app, "demo", False):
-        for path in list(sup.launched):
+        for path, launched in list(sup.launched.items()):
             if RunDir(path).is_locked():
                 try:
                     sup.pause(path)
                 except Exception:  # noqa: BLE001 — it exited meanwhile
                     continue
+            elif launched.proc.poll() is None:  # still starting (no lock yet): nothing to checkpoint
+                launched.proc.terminate()
         app.exit_note = demo_exit_note(sup.runs_root)
     if any(RunDir(p).is_locked() for p in sup.launched):
         return

@@ -12,13 +12,24 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from minertui.runmodel import RunModel, RunSnapshot
 from minertui.sweeps import SweepModel, SweepSnapshot, list_sweeps
 from minertui.supervisor import Supervisor, log_tail
 from trinity.runs.rundir import RunDir, list_runs
+from trinity.runs.system import SystemSampler
+
+
+def engine_pid(run_dir: Path) -> int | None:
+    """The pid an engine wrote into the run's lock file (None: unreadable)."""
+    try:
+        pid = int((run_dir / ".lock").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pid if pid > 0 else None
 
 
 @dataclass(frozen=True)
@@ -38,10 +49,15 @@ class Poll:
     poll_ms: float = 0.0
     seq: int = 0
     sweeps: tuple[SweepSnapshot, ...] = ()  # each sweep under the root; its trials are in `runs` too
+    system: tuple[dict, ...] = ()  # this box's samples, oldest first (while the system pane is shown)
 
     def in_sweeps(self) -> set[Path]:
         """The run dirs that are some sweep's trials (shown inside their sweep, not on their own)."""
         return {t.path for sw in self.sweeps for t in sw.trials}
+
+
+SYSTEM_EVERY_S = 1.0
+SYSTEM_KEEP = 120  # samples of history (two minutes at one a second)
 
 
 class Reader:
@@ -62,6 +78,9 @@ class Reader:
         # one poll at a time: the app's poll worker and refresh_now (after an action) may both
         # poll; run in parallel, one could reap an engine while the other still reports its run
         self._lock = threading.Lock()
+        self.want_system = False  # the system pane is shown: sample the box at most every SYSTEM_EVERY_S
+        self._sampler: SystemSampler | None = None
+        self._system: deque[dict] = deque(maxlen=SYSTEM_KEEP)
 
     def open(self, path: str | os.PathLike) -> Path:
         p = Path(path).resolve()
@@ -81,6 +100,11 @@ class Reader:
         if m is None:
             m = self.models[path] = RunModel(path)
         return m
+
+    def _phased(self, sn: RunSnapshot) -> RunSnapshot:
+        assert self.supervisor is not None
+        phase = self.supervisor.phase(sn.path.resolve(), sn.locked, sn.status)
+        return replace(sn, phase=phase) if phase != sn.phase else sn
 
     def poll(self, force_list: bool = False) -> Poll:
         with self._lock:
@@ -129,6 +153,9 @@ class Reader:
                 m.want_traces = self.want_traces
                 m.poll()
             current = m.snapshot()
+        if self.supervisor is not None and self.supervisor.phases:
+            snaps = [self._phased(sn) for sn in snaps]
+            current = self._phased(current) if current is not None else None
         by_path = {sn.path: sn for sn in snaps}  # the models are keyed by resolved paths
         sweeps = tuple(sw.snapshot(by_path) for sw in self.sweeps.values())
         exited: list[Exited] = []
@@ -145,5 +172,24 @@ class Reader:
                     if self.current == l.run_dir:
                         self.current = self.order[0] if self.order else None
                         current = self.model(self.current).snapshot() if self.current else None
+        if self.want_system:
+            self._sample_system(current)
         self._seq += 1
-        return Poll(tuple(snaps), current, tuple(exited), (time.perf_counter() - t0) * 1000, self._seq, sweeps)
+        return Poll(
+            tuple(snaps),
+            current,
+            tuple(exited),
+            (time.perf_counter() - t0) * 1000,
+            self._seq,
+            sweeps,
+            tuple(self._system) if self.want_system else (),
+        )
+
+    def _sample_system(self, current: RunSnapshot | None) -> None:
+        """One sample of this box (NVML, /proc) a second at most, in this worker thread."""
+        if self._system and time.time() - self._system[-1]["time"] < SYSTEM_EVERY_S:
+            return
+        if self._sampler is None:
+            self._sampler = SystemSampler(self.runs_root if self.runs_root.is_dir() else None)
+        pid = engine_pid(current.path) if current is not None and current.locked else None
+        self._system.append(self._sampler.sample(pid))

@@ -55,6 +55,7 @@ class Generations:
     avg_turns: np.ndarray  # live mode: turns per session (NaN in cached mode)
     cost_per_correct: np.ndarray  # live mode: USD per right answer in the generation (NaN: none right / cached)
     competition_score: np.ndarray  # --objective competition: the best candidate's score (NaN: not scored so)
+    gpu_util: np.ndarray  # mean GPU utilisation % the engine sampled at the generation's end (NaN: none)
 
     def __len__(self) -> int:
         return len(self.gen)
@@ -152,6 +153,11 @@ class RunSnapshot:
     traces: TraceView | None  # None until someone asked for traces
     catching_up: bool  # more bytes on disk than read so far
     error: str = ""  # run.json unreadable etc.
+    phase: str = ""  # what this app asked of the engine, while it catches up: pausing…, paused, resuming…
+
+    @property
+    def shown_status(self) -> str:
+        return self.phase or self.status
 
     # ---- derived figures (all from the files) --------------------------------------------
     @property
@@ -286,6 +292,7 @@ class RunModel:
                 "avg_turns",
                 "cost_per_correct",
                 "competition_score",
+                "gpu_util",
             )
         }
         self._progress: Progress | None = None
@@ -387,8 +394,9 @@ class RunModel:
             return
         t = ev.time
         if isinstance(ev, GenerationEvent):
+            derived = {"gpu_util": gpu_util_of(getattr(ev, "system", None))}  # the box at the generation's end
             for k, col in self._g.items():
-                col.append(_num(getattr(ev, k), math.nan))
+                col.append(_num(derived[k] if k in derived else getattr(ev, k, None), math.nan))
             if ev.model_mix is not None:
                 self._model_mix = dict(ev.model_mix)
             if ev.role_mix is not None:
@@ -503,6 +511,13 @@ class RunModel:
 
     def trace_record(self, offset: int) -> dict[str, Any]:
         return read_line_at(self.run.traces, offset)
+
+
+def gpu_util_of(system: Any) -> float | None:
+    """Mean utilisation % over the GPUs of a system sample (None: no GPU in it)."""
+    gpus = system.get("gpus") if isinstance(system, dict) else None
+    utils = [g["util"] for g in gpus or () if isinstance(g, dict) and isinstance(g.get("util"), (int, float))]
+    return float(sum(utils) / len(utils)) if utils else None
 
 
 def ema(y: np.ndarray, smoothing: float) -> np.ndarray:

@@ -60,6 +60,8 @@ class Supervisor:
         self.runs_root = Path(runs_root)
         self.launched: dict[Path, Launched] = {}
         self.servers: list[subprocess.Popen] = []
+        # what this app asked of a run's engine and when: "pausing" | "stopping" | "resuming"
+        self.phases: dict[Path, tuple[str, float]] = {}
 
     # ---- starting ------------------------------------------------------------------------
     def spawn(self, argv: list[str], log_path: Path, cwd: str | os.PathLike | None = None) -> subprocess.Popen:
@@ -132,6 +134,7 @@ class Supervisor:
         self._restart_practice_server(run)
         proc = self.spawn(argv, run.engine_log)
         self.launched[run.path.resolve()] = Launched(run.path.resolve(), proc, argv, time.time())
+        self.phases[run.path.resolve()] = ("resuming", time.time())
 
     @staticmethod
     def sweep_resume_argv(run: RunDir, extra: list[str]) -> list[str] | None:
@@ -177,6 +180,27 @@ class Supervisor:
             run.path.parent / "practice-server.log",
         )
 
+    def phase(self, run_dir: Path, locked: bool, status: str) -> str:
+        """What to show for a run this app paused, stopped or resumed, while the engine catches
+        up: "pausing…" / "stopping…" until it lets go of the run, then "paused" (until resumed);
+        "resuming…" until the new engine holds the run and says it is running. "" otherwise."""
+        p = self.phases.get(run_dir)
+        if p is None:
+            return ""
+        what, _since = p
+        if what in ("pausing", "stopping"):
+            if locked:
+                return what + "…"
+            if what == "pausing" and status == "stopped":
+                return "paused"
+        elif what == "resuming":
+            launched = self.launched.get(run_dir)
+            gone = launched is not None and launched.proc.poll() is not None
+            if not (locked and status == "running") and not (gone and not locked):
+                return "resuming…"
+        del self.phases[run_dir]
+        return ""
+
     def start_server(self, argv: list[str], log_path: Path) -> subprocess.Popen:
         proc = self.spawn(argv, log_path)
         self.servers.append(proc)
@@ -204,12 +228,14 @@ class Supervisor:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             raise EngineError(f"engine {pid} of {Path(run_dir).name} has already exited") from None
+        self.phases[Path(run_dir).resolve()] = ("pausing", time.time())
         return pid
 
     def stop(self, run_dir: str | os.PathLike, grace_s: float = 15.0) -> int:
         """SIGTERM now; SIGKILL the engine's process group if it still holds the run after
         `grace_s` (checked in a daemon thread, so the caller never waits)."""
         pid = self.pause(run_dir)
+        self.phases[Path(run_dir).resolve()] = ("stopping", time.time())
         run = RunDir(run_dir)
 
         def escalate() -> None:

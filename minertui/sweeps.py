@@ -29,8 +29,8 @@ STATE_MARK = {
     "stopped": "■",
     "failed": "✗",
     "interrupted": "✗",
-    "pending": "…",
-    "created": "…",
+    "pending": "○",  # not "…", which reads as text cut at the column's edge
+    "created": "○",
 }
 
 
@@ -82,7 +82,7 @@ class SweepSnapshot:
         c = self.counts
         keys = sorted(c, key=lambda k: (order.index(k) if k in order else len(order), k))
         if short:
-            return "".join(f"{STATE_MARK.get(k, '?')}{c[k]}" for k in keys)
+            return " ".join(f"{STATE_MARK.get(k, '?')}{c[k]}" for k in keys)
         return ", ".join(f"{c[k]} {k}" for k in keys)
 
     def trial_of(self, path: Path) -> Trial | None:

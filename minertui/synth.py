@@ -104,6 +104,7 @@ class SynthRun:
         self.seq = 0
         self.prev_h = "0" * 64
         self.t = T0
+        self.with_system = False  # generation events carry an engine system sample (two GPUs)
 
     def create(self, **kw: Any) -> "SynthRun":
         self.path.mkdir(parents=True, exist_ok=True)
@@ -162,6 +163,7 @@ class SynthRun:
                         "val_acc": round(mean + 0.02, 4),
                         "model_mix": mix,
                         "role_mix": {"Thinker": 10, "Worker": 80, "Verifier": 38},
+                        **({"system": system_sample(g, self.t)} if self.with_system else {}),
                     }
                 )
                 + "\n"
@@ -247,6 +249,32 @@ class SynthRun:
         }
 
 
+def system_sample(g: int, t: float) -> dict[str, Any]:
+    """A deterministic engine system sample (trinity.runs.system's shape) for generation `g`."""
+    gib = 2**30
+    util = int(55 + 35 * math.sin(g / 2.0))
+    return {
+        "time": round(t, 3),
+        "gpus": [
+            {
+                "index": i,
+                "name": "NVIDIA H100 80GB HBM3",
+                "util": max(0, util - 40 * i),
+                "mem_used": (30 - 20 * i) * gib + g * gib // 4,
+                "mem_total": 80 * gib,
+                "temp": 60 + util // 5 - 10 * i,
+                "power_w": float(150 + 3 * util - 60 * i),
+            }
+            for i in range(2)
+        ],
+        "cpu": 20.0 + (g % 5) * 6,
+        "ram_used": 40 * gib,
+        "ram_total": 251 * gib,
+        "rss": 6 * gib + g * gib // 10,
+        "disk_free": 412 * gib,
+    }
+
+
 def _iso(t: float) -> str:
     from datetime import datetime, timezone
 
@@ -262,9 +290,11 @@ def make_run(
     calls_per_gen: int = 4,
     status: str = "finished",
     seed: int = 0,
+    system: bool = False,
 ) -> SynthRun:
-    """A whole run in one call (tests and the benchmark)."""
+    """A whole run in one call (tests and the benchmark); `system`: with engine system samples."""
     run = SynthRun(path, seed).create(status="running", generations=planned)
+    run.with_system = system
     run.log("encoder tiny-qwen3 loaded; 3 simulated models")
     run.generations(generations, traces_per_gen, calls_per_gen)
     if status == "running":

@@ -22,6 +22,7 @@ from trinity.grading import cli as grading_cli
 from trinity.m1 import cli as m1_cli
 from trinity.optim import cli as optim_cli
 from trinity.pool import cli as pool_cli
+from trinity.runs import cli as runs_cli
 from trinity.session import cli as session_cli
 from trinity.submission import cli as submission_cli
 from trinity.sweep import cli as sweep_cli
@@ -37,6 +38,7 @@ COMMAND_MODULES = [
     bench_cli,  # bench candidates|pool|grading|app
     sweep_cli,  # sweep SPEC | resume DIR | status DIR
     m1_cli,  # m1 train|resume|eval|score|pack|check|submit (Milestone 1)
+    runs_cli,  # status [RUNS_DIR], watch RUN_DIR
 ]
 
 

@@ -70,13 +70,21 @@ class ModeScreen(Screen):
     def show(self, poll: Poll) -> None:
         """Redraw from one poll. Called only while this screen is the visible one."""
         try:
-            self.query_one(RunBar).show(self.MODE, poll.current, getattr(self.app, "demo_note", ""))
+            self.query_one(RunBar).show(self.MODE, poll.current, self.demo_note(poll.current))
             self.update_body(poll)
         except NoMatches:  # resumed before its widgets were mounted: on_mount draws it
             pass
 
     def update_body(self, poll: Poll) -> None:
         pass
+
+    def demo_note(self, snap: Any) -> str:
+        """The demo's note belongs to the demo's live run: not shown while another run is selected."""
+        note: str = getattr(self.app, "demo_note", "")
+        demo_run = getattr(self.app, "demo_run", None)
+        if note and snap is not None and demo_run is not None and snap.path.resolve() != demo_run.resolve():
+            return ""
+        return note
 
     def on_mount(self) -> None:
         self.call_after_refresh(self.on_screen_resume)

@@ -49,7 +49,24 @@ def bindings_table(app) -> Table:
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close", id="help.close")]
+    BINDINGS = [
+        Binding("escape,q,question_mark", "dismiss", "Close", id="help.close"),
+        # vi keys scroll here as in the tables (the scroll itself has the arrows and PgUp/PgDn)
+        Binding("j", "scroll(1)", "Down", show=False, id="help.down"),
+        Binding("k", "scroll(-1)", "Up", show=False, id="help.up"),
+        Binding("g", "scroll_home", "Top", show=False, id="help.top"),
+        Binding("G", "scroll_end", "Bottom", show=False, id="help.bottom"),
+    ]
+
+    def action_scroll(self, lines: int) -> None:
+        self.query_one("#help", VerticalScroll).scroll_relative(y=lines, animate=False)
+
+    def action_scroll_home(self) -> None:
+        self.query_one("#help", VerticalScroll).scroll_home(animate=False)
+
+    def action_scroll_end(self) -> None:
+        self.query_one("#help", VerticalScroll).scroll_end(animate=False)
+
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     #help { width: 90%; max-width: 110; height: 90%; border: round $primary; background: $surface; padding: 0 1; }

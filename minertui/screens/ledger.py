@@ -20,7 +20,7 @@ from minertui.reader import Poll
 from minertui.runmodel import LedgerView, RunSnapshot
 from minertui.screens.common import ModeScreen
 from minertui.widgets.curves import CachedPlot, reduce
-from minertui.widgets.format import bar, usd, utc
+from minertui.widgets.format import bar, money, usd, utc
 from minertui.widgets.tables import ClickRecorder, FilterBar, header_miss
 
 PAGE = 100
@@ -49,6 +49,18 @@ def totals_table(lv: LedgerView) -> Table:
     if not len(lv):
         t.add_row("no paid calls", "0", "0", usd(0.0))
     return t
+
+
+def chain_lag(verified: int, read: int, every_s: float) -> Text:
+    """Why the chain's record count and the calls read differ: a live run appends while the chain
+    is re-verified at most every `every_s` seconds (or the table is still reading the file)."""
+    if read > verified:
+        n = read - verified
+        return Text(
+            f" · {n:,} newer call{'s' if n != 1 else ''} not verified yet (re-checked every {every_s:g} s)",
+            style="dim",
+        )
+    return Text(f" · the table has read {read:,} of them so far", style="dim")
 
 
 def chain_text(report, error: str | None) -> Text:
@@ -167,6 +179,9 @@ class LedgerScreen(ModeScreen):
             t.append("no ledger.jsonl: this run made no paid calls (cached mode spends $0)\n", style="dim")
         else:
             t.append_text(chain_text(self._report, self._report_error))
+            rep = self._report
+            if rep is not None and rep.ok and rep.n_records != len(lv):
+                t.append_text(chain_lag(rep.n_records, len(lv), self.VERIFY_EVERY_S))
             t.append("\n")
         t.append(f"{len(lv):,} calls · total {usd(lv.total_usd)}")
         est = int(lv.cost_micro[lv.estimated].sum()) / 1e6 if len(lv) else 0.0
@@ -182,7 +197,7 @@ class LedgerScreen(ModeScreen):
         budget = s.budget_usd
         if budget:
             frac = lv.total_usd / budget if budget > 0 else 1.0
-            t.append(f" · budget {usd(budget, 2)} ")
+            t.append(f" · budget {money(budget)} ")
             t.append(bar(frac, 20), style="red" if frac > 0.9 else "green")
             t.append(f" {frac:.1%}")
         return t

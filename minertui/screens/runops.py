@@ -14,6 +14,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RichLog, Static
 
+from minertui.widgets.format import money
+
 if TYPE_CHECKING:
     from minertui.runmodel import RunSnapshot
     from minertui.screens.common import TypedApp
@@ -60,8 +62,9 @@ def clone_config(s: RunSnapshot, runs_root: Path) -> tuple[Path, dict[str, str]]
     return path, fields
 
 
-def resume_args(budget: str, generations: str, done: int) -> tuple[dict, str | None]:
-    """({"budget_usd": …, "generations": …}, error) from the dialog's fields."""
+def resume_args(budget: str, generations: str, done: int, planned: int | None = None) -> tuple[dict, str | None]:
+    """({"budget_usd": …, "generations": …}, error) from the dialog's fields. "+N" is N more
+    than the run's plan (a run at 23/30 with +5 goes to 35, never below its plan)."""
     out: dict = {}
     if budget.strip():
         try:
@@ -73,7 +76,7 @@ def resume_args(budget: str, generations: str, done: int) -> tuple[dict, str | N
     if generations.strip():
         g = generations.strip()
         try:
-            out["generations"] = done + int(g[1:]) if g.startswith("+") else int(g)
+            out["generations"] = max(done, planned or 0) + int(g[1:]) if g.startswith("+") else int(g)
         except ValueError:
             return {}, f"generations: {generations!r} is not a whole number (N in all, or +N more)"
         if out["generations"] <= done:
@@ -125,7 +128,7 @@ class ResumeScreen(ModalScreen[None]):
                     ("Resume ", "bold"),
                     (s.id, "bold"),
                     f"\n{s.status} · {s.generations_done}/{total or '?'} generations · {whose}"
-                    f"spent ${spent:.4f}" + (f" of ${budget:g}" if budget else ""),
+                    f"spent {money(spent)}" + (f" of {money(budget)}" if budget else ""),
                 )
             )
             with Horizontal(classes="row"):
@@ -133,7 +136,11 @@ class ResumeScreen(ModalScreen[None]):
                 yield Input(placeholder=f"keep {f'${budget:g}' if budget else 'none'}", id="r-budget", compact=True)
             with Horizontal(classes="row"):
                 yield Label("generations")
-                yield Input(placeholder=f"keep {total or '?'} (N in all, or +N more)", id="r-gens", compact=True)
+                yield Input(
+                    placeholder=f"keep {total or '?'} (N in all, or +N more than {total or s.generations_done})",
+                    id="r-gens",
+                    compact=True,
+                )
             yield Static("", id="resume-err")
             with Horizontal(id="resume-buttons"):
                 yield Button("Cancel", id="cancel")
@@ -159,13 +166,18 @@ class ResumeScreen(ModalScreen[None]):
 
         s = self.snap
         args, err = resume_args(
-            self.query_one("#r-budget", Input).value, self.query_one("#r-gens", Input).value, s.generations_done
+            self.query_one("#r-budget", Input).value,
+            self.query_one("#r-gens", Input).value,
+            s.generations_done,
+            s.generations_total,
         )
         sw = self.sweep
         budget = args.get("budget_usd", s.budget_usd if sw is None else sw.budget_usd)
         spent = s.spend_usd if sw is None else sw.spent_usd
         if err is None and budget is not None and spent >= budget:
-            err = f"{'sweep ' if sw is not None else ''}budget: ${budget:g} is already spent (${spent:.4f}); give more"
+            err = (
+                f"{'sweep ' if sw is not None else ''}budget: ${budget:g} is already spent ({money(spent)}); give more"
+            )
         if err:
             self.query_one("#resume-err", Static).update(err)
             return
@@ -195,7 +207,9 @@ class LogScreen(ModalScreen[None]):
         self.path, self.title_text, self.text = path, title, text
 
     def compose(self) -> ComposeResult:
-        log = RichLog(id="log", wrap=True, markup=False, highlight=False, max_lines=20000)
+        # min_width: RichLog wraps at 78 columns at least by default, wider than this dialog at
+        # 80 columns, and the border then cut words off each line
+        log = RichLog(id="log", wrap=True, markup=False, highlight=False, max_lines=20000, min_width=20)
         log.border_title = self.title_text
         log.border_subtitle = "Esc closes · y copies"
         yield log

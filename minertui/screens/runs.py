@@ -53,7 +53,7 @@ def run_row(s: RunSnapshot, smoothing: float = 0.6) -> tuple:
     eta_text = "—" if eta is None else fmt_duration(eta.secs) + ("$" if eta.limit == "budget" else "")
     return (
         s.id,
-        s.status,
+        s.shown_status,
         gen,
         num(s.best),
         num(v[4]),
@@ -141,9 +141,17 @@ def budget_stopped(s: RunSnapshot) -> bool:
 
 
 class RunsTable(ClickRecorder):
-    """Home and End go to the first and the last run (DataTable's own go to the first column)."""
+    """Home and End go to the first and the last run (DataTable's own go to the first column);
+    Home also scrolls back to the first column, so the run names are in view again."""
 
-    BINDINGS = [Binding("home", "scroll_top", "Top", show=False), Binding("end", "scroll_bottom", "Bottom", show=False)]
+    BINDINGS = [
+        Binding("home", "scroll_top", "Top", show=False, id="runs.top"),
+        Binding("end", "scroll_bottom", "Bottom", show=False, id="runs.bottom"),
+    ]
+
+    def action_scroll_top(self) -> None:
+        super().action_scroll_top()
+        self.scroll_to(x=0, animate=False, immediate=True)
 
 
 class RunsScreen(EngineActions, ModeScreen):
@@ -319,6 +327,9 @@ class RunsScreen(EngineActions, ModeScreen):
         cfg = s.meta.get("config") or {}
         t = Text()
         t.append(f"{s.path}\n", style="dim")
+        v = run_values(s, self._smoothing())
+        # the columns a narrow table leaves out (mode, pool, started) are always here
+        t.append(f"{v[7]} · pool {v[8]} · started {iso_short(s.started)} UTC · ")
         t.append(
             f"encoder {s.meta.get('encoder') or cfg.get('encoder') or '—'} · "
             f"popsize {cfg.get('popsize', '—')} · m {cfg.get('m', '—')} · "
@@ -331,7 +342,11 @@ class RunsScreen(EngineActions, ModeScreen):
                 if eta.limit == "budget"
                 else f" · ETA {fmt_duration(eta.secs)}"
             )
-        if s.meta.get("status_message"):
+        if s.phase == "paused":
+            t.append(f"\npaused at generation {s.generations_done}, checkpointed; r resumes it", style="italic")
+        elif s.phase:
+            t.append(f"\n{s.phase}", style="italic")
+        elif s.meta.get("status_message"):
             t.append(f"\n{s.meta['status_message']}", style="italic")
         elif s.status == "interrupted" and not len(s.gens):
             from minertui.supervisor import log_tail

@@ -58,6 +58,46 @@ def gates_table(report) -> Table:
     return t
 
 
+def _shown_path(p: Path) -> str:
+    """Relative to the working directory when under it (shorter), else as it is."""
+    try:
+        return str(p.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
+
+
+def odds_text(s, fmt: str, king: float | None) -> Text:
+    """The odds that the bundle's true score clears the king by the competition's margin, from a
+    bootstrap of its best validation accuracy over the run's validation questions."""
+    from minertui.accuracy import best_val, king_odds, n_val_of
+    from trinity.competition.profiles import get_profile
+
+    t = Text()
+    est, n = best_val(s), n_val_of(s)
+    if est is None:
+        t.append("odds vs king: no validation accuracy yet", style="dim")
+        return t
+    if n == 0:
+        t.append(f"best val {est:.3f} · run.json records no validation split: no odds vs the king", style="dim")
+        return t
+    sc = get_profile(fmt).scoring
+    if king is None:
+        t.append(
+            f"best val {est:.3f} (n={n}) · set the king's score with B in Train to see the odds of clearing it",
+            style="dim",
+        )
+        return t
+    promotion = sc.rule == "promotion"
+    margin = 0.0 if promotion else sc.win_margin
+    base = max(king, sc.threshold) if promotion else king
+    o = king_odds(est, n, base, margin, strict=promotion)
+    rule = f"> {base:.3f}" if promotion else f"≥ king {king:.3f} + {margin:g}"
+    t.append(f"best val {est:.3f} [{o.lo:.3f}, {o.hi:.3f}] (n={n}) · needs {rule} · ")
+    t.append(f"P(clears) {o.p_clear:.0%}", style="bold green" if o.p_clear >= 0.8 else "bold yellow")
+    t.append(" (bootstrap; val accuracy as the score estimate)", style="dim")
+    return t
+
+
 def plan_text(plan) -> Text:
     t = Text()
     in_body = False
@@ -119,7 +159,7 @@ class SubmitScreen(ModeScreen):
         self.plan = None
         self.url: str | None = None
         self.busy: str | None = None
-        self._key: tuple[str | None, str | None, str | None, bool] | None = None  # what the head shows
+        self._key: tuple | None = None  # what the head shows
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="submit-form"):
@@ -133,7 +173,9 @@ class SubmitScreen(ModeScreen):
             yield Input(placeholder="miner name", id="sub-miner", compact=True)
             yield Input(placeholder="competition repo clone (path)", id="sub-repo", compact=True)
             # MiniRouter's PR check needs the MiniBridge identity (ids, not keys)
-            yield Input(placeholder="MiniRouter: owner_id key_id", id="sub-bridge", compact=True)
+            bridge = Input(placeholder="owner_id key_id", id="sub-bridge", compact=True)
+            bridge.tooltip = "MiniRouter only: your MiniBridge owner_id and key_id (ids, not keys)"
+            yield bridge
         with Horizontal(id="submit-options"):
             yield FormCheckbox("push", id="sub-push", compact=True)
             yield FormCheckbox("PR", id="sub-pr", compact=True)
@@ -144,7 +186,7 @@ class SubmitScreen(ModeScreen):
             yield Static(Text(KEYS_HINT, style="dim"), id="submit-help")
             yield Static(id="submit-gates")
             yield Static(id="submit-plan")
-        yield RichLog(id="submit-log", wrap=True, markup=False, max_lines=2000)
+        yield RichLog(id="submit-log", wrap=True, markup=False, max_lines=2000, min_width=20)
         yield Static(id="submit-url")
 
     def on_mount(self) -> None:
@@ -171,6 +213,9 @@ class SubmitScreen(ModeScreen):
 
         save_settings(submit_miner=f["miner"], submit_repo=f["repo"])
 
+    def on_select_changed(self, event: Select.Changed) -> None:
+        self._refresh_head()
+
     def _history(self):
         """The demo keeps its own submission history, so its throwaway bundles never count as
         the miner's earlier submissions (duplicates, rate limit)."""
@@ -186,7 +231,9 @@ class SubmitScreen(ModeScreen):
     def update_body(self, poll: Poll) -> None:
         s = poll.current
         force = self.query_one("#sub-force", Checkbox).value
-        key = (str(s.path) if s else None, s.status if s else None, self.busy, force)
+        fmt = str(self.query_one("#sub-format", Select).value)
+        king = getattr(self.app, "baseline", None)
+        key = (str(s.path) if s else None, s.status if s else None, self.busy, force, fmt, king, s.version if s else 0)
         if key == self._key:
             return
         self._key = key
@@ -202,8 +249,12 @@ class SubmitScreen(ModeScreen):
                     " — not finished: packing is refused unless 'force' is ticked (it then packs the best θ so far)",
                     style="yellow",
                 )
-            if self.bundle:
-                t.append(f" · bundle {self.bundle}")
+            if self.bundle:  # its own line, shortened in the middle: both ends of a path matter
+                from minertui.widgets.runbar import shorten_middle
+
+                t.append("\nbundle " + shorten_middle(_shown_path(self.bundle), max(20, self.size.width - 9)))
+            t.append("\n")
+            t.append_text(odds_text(s, fmt, king if isinstance(king, float) else None))
         if self.busy:
             t.append(f" · {self.busy}…", style="bold cyan")
         t.append("\n" + KEYS_HINT, style="dim")

@@ -22,6 +22,18 @@ PAGE = 100
 COLUMNS = ("gen", "cand", "question", "correct", "benchmark", "turns", "cost", "path")  # the long path last
 
 
+ROLE_INITIAL = {"·Thinker": "T", "·Worker": "W", "·Verifier": "V"}
+
+
+def compact_path(path: str) -> str:
+    """'✓ B·Thinker → A·Worker' → 'BT→AW' (model letter, role initial; the verdict is in its own
+    column): three steps in view at 80 columns. Enter's detail spells the roles out."""
+    path = path.removeprefix("✓ ").removeprefix("✗ ")
+    for role, initial in ROLE_INITIAL.items():
+        path = path.replace(role, initial)
+    return path.replace(" → ", "→")
+
+
 class TracesScreen(ModeScreen):
     MODE = "Traces"
     CSS_PATH = "traces.tcss"
@@ -48,6 +60,15 @@ class TracesScreen(ModeScreen):
         self.sort_col: str | None = None  # None: file order (generation by generation)
         self.sort_reverse = False
 
+    @property
+    def narrow(self) -> bool:
+        """Under 110 columns: the verdict is a mark, the path compact, so every step fits."""
+        width = self.app.size.width
+        return bool(width) and width < 110
+
+    def _label(self, column: str) -> str:
+        return "ok" if column == "correct" and self.narrow else column
+
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="traces-filters"):
             yield Select([], prompt="benchmark", id="flt-bench", compact=True)
@@ -60,7 +81,7 @@ class TracesScreen(ModeScreen):
             yield Input(placeholder="/ question id", id="flt-qid", compact=True)
         table = ClickRecorder(id="traces-table", cursor_type="row", zebra_stripes=True)
         for c in COLUMNS:
-            table.add_column(c, key=c)
+            table.add_column(self._label(c), key=c)
         yield table
         yield Static(id="traces-status")
 
@@ -95,6 +116,7 @@ class TracesScreen(ModeScreen):
                 f" · page {self.page + 1}/{pages}"
                 + (f" · by {self.sort_col}{' ▼' if self.sort_reverse else ' ▲'}" if self.sort_col else "")
                 + f" · Enter opens{more}"
+                + (" · path: model letter + T/W/V" if self.narrow else "")
             )
         )
 
@@ -109,17 +131,23 @@ class TracesScreen(ModeScreen):
             row = table.cursor_row
             table.clear()
             new = idx
+        narrow = self.narrow  # the path gets what the columns leave
         for i in new.tolist():
             c = int(tv.correct[i])
+            path = tv.path_names[int(tv.path[i])]
             table.add_row(
                 str(int(tv.gen[i])),
                 str(int(tv.candidate[i])),
                 tv.qid_names[int(tv.qid[i])],
-                Text("✓ right", style="green") if c == 1 else Text("✗ wrong", style="red") if c == 0 else "?",
+                Text("✓" if narrow else "✓ right", style="green")
+                if c == 1
+                else Text("✗" if narrow else "✗ wrong", style="red")
+                if c == 0
+                else "?",
                 tv.bench_names[int(tv.bench[i])],
                 str(int(tv.turns[i])),
                 usd(float(tv.cost[i]), 5),
-                tv.path_names[int(tv.path[i])],
+                compact_path(path) if narrow else path,
                 key=str(i),
             )
         if new is idx and table.row_count:
@@ -246,7 +274,7 @@ class TracesScreen(ModeScreen):
         table = self.query_one(DataTable)
         at = COLUMNS.index(self.sort_col) if self.sort_col in COLUMNS else None
         for i, c in enumerate(COLUMNS):
-            table.columns[ColumnKey(c)].label = Text(header(c, i, at, self.sort_reverse))
+            table.columns[ColumnKey(c)].label = Text(header(self._label(c), i, at, self.sort_reverse))
         table.refresh()
         self.notify(f"traces by {self.sort_col} ({'descending' if self.sort_reverse else 'ascending'})", timeout=2)
         self.follow = False

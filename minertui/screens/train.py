@@ -14,8 +14,18 @@ from textual.widgets import Static
 from minertui.reader import Poll
 from minertui.runmodel import RunSnapshot, model_letter
 from minertui.screens.common import EngineActions, ModeScreen
-from minertui.widgets.curves import RUN_COLOURS, FitnessPlot, Series, SmallPlot, View, legend_text
-from minertui.widgets.format import bar, fmt_duration, num, usd, utc
+from minertui.widgets.curves import (
+    RICH_COLOUR,
+    RUN_COLOURS,
+    AccCostPlot,
+    CostCurve,
+    FitnessPlot,
+    Series,
+    SmallPlot,
+    View,
+    legend_text,
+)
+from minertui.widgets.format import bar, fmt_duration, money, num, usd, utc
 
 LOG_STYLE = {"error": "red", "warning": "yellow", "status": "bold"}
 
@@ -50,7 +60,7 @@ def stats_text(s: RunSnapshot, baseline: tuple[str, float] | None = None) -> Tex
     t.append(usd(s.spend_usd))
     if budget:
         frac = s.spend_usd / budget if budget > 0 else 1.0
-        t.append(f" / {usd(budget, 2)} {frac:.0%}", style="bold red" if frac > 0.9 else "")
+        t.append(f" / {money(budget)} {frac:.0%}", style="bold red" if frac > 0.9 else "")
     else:
         t.append(" (no budget)", style="dim")
     t.append("\n")
@@ -59,7 +69,7 @@ def stats_text(s: RunSnapshot, baseline: tuple[str, float] | None = None) -> Tex
     t.append(num(float(val[-1])) if len(val) else "—")
     warm = s.meta.get("warm_start") if isinstance(s.meta.get("warm_start"), dict) else None
     if warm and isinstance(warm.get("val_acc"), (int, float)):  # generation 0: the label warm start
-        t.append(f"  gen 0 warm {num(float(warm['val_acc']))}", style="dim")
+        t.append(f" · warm {num(float(warm['val_acc']))}", style="dim")  # generation 0's; fits 80 columns
     t.append("\n")
     t.append("ETA      ", style="dim")
     eta = s.eta
@@ -150,6 +160,8 @@ class TrainScreen(EngineActions, ModeScreen):
         Binding("v", "metric", "Val/best", show=False, id="train.metric"),
         Binding("l", "log", "Full log", show=False, id="train.log"),
         Binding("B", "baseline_score", "Baseline score", show=False, id="train.baseline_score"),
+        Binding("y", "system", "System", id="train.system"),
+        Binding("a", "acc_cost", "Acc/$", id="train.acc_cost"),
     ]
 
     def __init__(self) -> None:
@@ -161,11 +173,15 @@ class TrainScreen(EngineActions, ModeScreen):
         self._sweeps: tuple = ()
         self._metric_asked: tuple[int, str] | None = None
         self._key: tuple | None = None  # what the screen shows (redrawn when it changes)
+        self.system = False  # the side pane shows this box's GPUs, CPU, RAM, disk (y)
+        self.acc_cost = False  # the main chart: validation accuracy against spend (a)
+        self._acc_cache: dict[tuple[str, int], object] = {}  # (run id, version) -> AccCost
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="train-top"):
             with Vertical(id="train-main"):
                 yield FitnessPlot(id="train-plot")
+                yield AccCostPlot(id="train-acc-cost", classes="hidden")
                 yield Static(id="train-legend")
                 with Horizontal(id="train-small"):
                     yield SmallPlot(id="train-sigma")
@@ -178,6 +194,11 @@ class TrainScreen(EngineActions, ModeScreen):
 
     def on_mount(self) -> None:
         self.view = View(smoothing=float(getattr(self.app, "smoothing", 0.6)))
+        from minertui.settings import load_settings
+
+        if load_settings().get("system_pane") is True:  # remembered from the last session
+            self.system = True
+            self.app.reader.want_system = True
         super().on_mount()
 
     def _compared(self, poll: Poll) -> list[RunSnapshot]:
@@ -214,13 +235,21 @@ class TrainScreen(EngineActions, ModeScreen):
             self.metric,
             tuple((c.id, c.version) for c in compared),
             base,
+            self.system and (poll.system[-1]["time"] if poll.system else 0.0),
+            self.acc_cost,
         )
         if key == self._key:
             return
         self._key = key
         self._draw_curves(s, compared, base)
         self.query_one("#train-stats", Static).update(stats_text(s, base))
-        self.query_one("#train-mix", Static).update(mix_text(s))
+        if self.system:
+            from minertui.widgets.system import system_text
+
+            side = self.query_one("#train-side")
+            self.query_one("#train-mix", Static).update(system_text(poll.system, s, side.size.width or 34))
+        else:
+            self.query_one("#train-mix", Static).update(mix_text(s))
         width = max(10, min(40, self.size.width - 50))
         self.query_one("#train-progress", Static).update(progress_text(s, width))
         log = self.query_one("#train-log", Static)
@@ -240,8 +269,63 @@ class TrainScreen(EngineActions, ModeScreen):
         v = float(_nanmax(y)) if len(y) and _isfinite(y).any() else None
         return (b.id, v) if v is not None else None
 
+    def _acc(self, s: RunSnapshot):
+        from minertui.accuracy import acc_cost
+
+        key = (str(s.path), s.version)
+        got = self._acc_cache.get(key)
+        if got is None:
+            if len(self._acc_cache) > 64:
+                self._acc_cache.clear()
+            got = self._acc_cache[key] = acc_cost(s)
+        return got
+
+    def _draw_acc_cost(self, s: RunSnapshot, compared: list[RunSnapshot]) -> None:
+        """Validation accuracy against cumulative spend, 95% bootstrap intervals; across the
+        compared runs, the Pareto front (the most accurate for the money) marked."""
+        import numpy as np
+
+        from minertui.accuracy import pareto_front
+
+        runs = compared or [s]
+        live = {c.id for c in runs}
+        data = [self._acc(r) for r in runs]
+        curves = [
+            CostCurve(d.run_id, d.spend, d.acc, d.lo, d.hi, "cyan" if not compared else self._colour(d.run_id, live))
+            for d in data
+        ]
+        # each run is one point: its best validation accuracy and what it had spent to reach it
+        points = [
+            (float(d.spend[i]), float(d.acc[i]), d.run_id) for d in data if len(d) for i in [int(np.argmax(d.acc))]
+        ]
+        front = [points[i] for i in pareto_front([(p[0], p[1]) for p in points])] if len(runs) > 1 else []
+        n = {d.n_val for d in data}
+        bands = len(runs) <= 2
+        title = "validation accuracy vs $" + (f" · {len(runs)} runs compared" if len(runs) > 1 else "")
+        key = (tuple((r.id, r.version) for r in runs), bands)
+        self.query_one(AccCostPlot).set_curves(curves, key, title, [(p[0], p[1]) for p in front], bands)
+        t = Text(no_wrap=True, overflow="ellipsis")
+        for c in curves:
+            t.append("━", style=RICH_COLOUR.get(c.colour, c.colour))
+            t.append(c.label + " ")
+        if bands:
+            t.append(f"grey 95% CI n={'/'.join(str(x) for x in sorted(n)) or '?'}", style="dim")
+        if front:
+            t.append(" ● Pareto: " + ", ".join(f"{p[2]} {p[1]:.3f}@{money(p[0])}" for p in front), style="bold")
+        if data and all(not len(d) for d in data):
+            t.append(" no validated generation yet", style="dim")
+        elif all(float(d.spend.max(initial=0.0)) == 0.0 for d in data):
+            t.append(" · $0 spent: a cached run pays nothing (live runs have a spend axis)", style="yellow")
+        self.query_one("#train-legend", Static).update(t)
+
     def _draw_curves(self, s: RunSnapshot, compared: list[RunSnapshot], base) -> None:
         g = s.gens
+        self.query_one(FitnessPlot).set_class(self.acc_cost, "hidden")
+        self.query_one(AccCostPlot).set_class(not self.acc_cost, "hidden")
+        if self.acc_cost:
+            self._draw_acc_cost(s, compared)
+            self._draw_small(s)
+            return
         plot = self.query_one(FitnessPlot)
         key: tuple
         if compared:
@@ -259,18 +343,33 @@ class TrainScreen(EngineActions, ModeScreen):
             ]
             title = f"compare: {'validation accuracy' if self.metric == 'val' else 'best fitness'}"
             key = (self.metric, *((c.id, c.version) for c in compared))
+        elif self.metric == "val":  # v on a single run: its validation curve alone
+            series = [Series("val", g.gen, g.val_acc, "magenta")]
+            title = "validation accuracy per generation"
+            key = (str(s.path), len(g), "val")
         else:
             series = [
                 Series("max", g.gen, g.max, "green"),
                 Series("best", g.gen, g.best, "cyan"),
                 Series("mean", g.gen, g.mean, "yellow", how="mean"),
             ]
+            if len(g) and _isfinite(g.val_acc).any():  # the validation curve, not only its number
+                series.append(Series("val", g.gen, g.val_acc, "magenta"))
             title = "fitness per generation"
             key = (str(s.path), len(g))
         plot.set_series(series, self.view, key, title, base[1] if base else None)
         self.query_one("#train-legend", Static).update(
-            legend_text(series, self.view, f"{base[0]} {base[1]:.3f}" if base else None)
+            legend_text(
+                series,
+                self.view,
+                f"{base[0]} {base[1]:.3f}" if base else None,
+                self.query_one("#train-legend").size.width or None,
+            )
         )
+        self._draw_small(s)
+
+    def _draw_small(self, s: RunSnapshot) -> None:
+        g = s.gens
         self.query_one("#train-sigma", SmallPlot).set_series(
             g.gen, g.sigma, self.view, (str(s.path), len(g)), "σ", "magenta"
         )
@@ -331,6 +430,19 @@ class TrainScreen(EngineActions, ModeScreen):
     def action_metric(self) -> None:
         self.metric = "val" if self.metric == "best" else "best"
         self._redraw()
+
+    def action_acc_cost(self) -> None:
+        self.acc_cost = not self.acc_cost
+        self._redraw()
+
+    def action_system(self) -> None:
+        from minertui.settings import save_settings
+
+        self.system = not self.system
+        self.app.reader.want_system = self.system
+        save_settings(system_pane=self.system)
+        self._redraw()
+        self.app.poll_soon()
 
     def action_compare(self) -> None:
         self.comparing = not self.comparing

@@ -134,15 +134,23 @@ def draw_lines(plt, series: list[Series], view: View, title: str, baseline: floa
         plt.ylim(0, 1)
 
 
-def legend_text(series: list[Series], view: View, baseline_label: str | None = None):
-    """The legend as a line of text under the plot (never over the data)."""
+def legend_text(series: list[Series], view: View, baseline_label: str | None = None, width: int | None = None):
+    """The legend as a line of text under the plot (never over the data). With `width`, long
+    labels (compared runs' ids) are shortened in the middle so that every run keeps its entry."""
     from rich.text import Text
 
+    from minertui.widgets.runbar import shorten_middle
+
+    labels = [s.label for s in series]
+    tight = bool(width and series and sum(len(x) + 2 for x in labels) > width - 18)
+    if tight and width:  # the runs' names come first: the smoothing note gives way
+        each = max(6, width // len(series) - 2)
+        labels = [shorten_middle(x, each) for x in labels]
     t = Text(no_wrap=True, overflow="ellipsis")
-    for s in series:
+    for s, label in zip(series, labels):
         t.append("━", style=RICH_COLOUR.get(s.colour, s.colour))
-        t.append(s.label + " ")
-    if view.smoothing > 0:
+        t.append(label + " ")
+    if view.smoothing > 0 and not tight:
         t.append(f"EMA {view.smoothing:.2f}, raw grey", style="dim")
     if baseline_label:
         t.append(f"  ┈ baseline {baseline_label}", style="dim")
@@ -202,3 +210,50 @@ class SmallPlot(CachedPlot):
                 plt.yticks([0.0, hi], ["0", f"{hi:.3g}"])
                 plt.xticks([])
         self.data_changed(full)
+
+
+@dataclass(frozen=True)
+class CostCurve:
+    """One run's validation accuracy against its cumulative spend, with its interval."""
+
+    label: str
+    spend: np.ndarray
+    acc: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    colour: str
+
+
+def draw_acc_cost(plt, curves: list[CostCurve], title: str, front: list[tuple[float, float]], bands: bool) -> None:
+    """Accuracy (y) against spend in USD (x); the bootstrap interval as grey lines when `bands`;
+    the Pareto front's points marked."""
+    plt.clear_data()
+    plt.clear_figure()
+    plt.title(title)
+    plt.xlabel("spend $ (cumulative)")
+    for c in curves:
+        if not len(c.acc):
+            continue
+        x = c.spend.tolist()
+        if bands and np.isfinite(c.lo).all():
+            plt.plot(x, c.lo.tolist(), marker="braille", color="gray")
+            plt.plot(x, c.hi.tolist(), marker="braille", color="gray")
+        plt.plot(x, c.acc.tolist(), marker="braille", color=c.colour)
+    if front:
+        plt.scatter([p[0] for p in front], [p[1] for p in front], marker="●", color="white")
+
+
+class AccCostPlot(CachedPlot):
+    """Train's `a` chart: accuracy against money for the run, or the compared runs."""
+
+    def set_curves(self, curves: list[CostCurve], key: tuple, title: str, front, bands: bool) -> None:
+        if key == getattr(self, "_key", None):
+            return
+        self._key = key
+        if not any(len(c.acc) for c in curves):
+            self.plt.clear_data()
+            self.plt.clear_figure()
+            self.plt.title("accuracy vs $ — no validated generation with a spend yet")
+        else:
+            draw_acc_cost(self.plt, curves, title, front, bands)
+        self.data_changed(key)

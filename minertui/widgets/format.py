@@ -8,6 +8,8 @@ from datetime import datetime, timezone
 
 from rich.text import Text
 
+from trinity.runs.status import money  # noqa: F401 — the one money format, re-exported for the screens
+
 STATUS_STYLE = {
     "running": "bold $success",
     "finished": "$primary",
@@ -15,6 +17,10 @@ STATUS_STYLE = {
     "failed": "bold $error",
     "interrupted": "bold $error",
     "created": "$secondary",
+    "pausing…": "$warning",
+    "stopping…": "$warning",
+    "paused": "$warning",
+    "resuming…": "$success",
 }
 STATUS_RICH = {
     "running": "bold green",
@@ -23,6 +29,10 @@ STATUS_RICH = {
     "failed": "bold red",
     "interrupted": "bold red",
     "created": "dim",
+    "pausing…": "yellow",
+    "stopping…": "yellow",
+    "paused": "yellow",
+    "resuming…": "green",
 }
 
 

@@ -50,12 +50,14 @@ class RunBar(Static):
             if label:  # the demo's note repeats the label: say it once
                 note = note.removeprefix("practice (simulated pool)").lstrip(": ")
             # the run id gives way (middle ellipsis) before the status or the simulated label do
-            fixed = len(t.plain) + len(" · ") + len(" ") + len(snap.status) + len(label) + len(note and f" · {note}")
+            fixed = (
+                len(t.plain) + len(" · ") + len(" ") + len(snap.shown_status) + len(label) + len(note and f" · {note}")
+            )
             room = (self.size.width or 78) - fixed
             t.append(" · ")
             t.append(shorten_middle(snap.id, max(12, room)), style="bold")
             t.append(" ")
-            t.append(snap.status, style=STATUS_RICH.get(snap.status, ""))
+            t.append(snap.shown_status, style=STATUS_RICH.get(snap.shown_status, ""))
             if label:
                 t.append(label, style="italic")
         else:

@@ -158,3 +158,17 @@ def test_per_benchmark_breakdown():
     assert rep.per_benchmark["math500"] == {"n": 2, "accuracy": 1.0, "avg_turns": 1.0, "best_single_accuracy": 1.0}
     assert rep.per_benchmark["mmlu"]["accuracy"] == 0.5 and rep.per_benchmark["mmlu"]["best_single_accuracy"] == 1.0
     assert [q["model"] for q in rep.per_question] == ["a", "a", "a", "b"]
+
+
+def test_outcome_needs_the_interval_and_mcnemar_to_agree():
+    """A bootstrap interval above 0 beside McNemar p = 0.5 is not called "better"."""
+    from trinity.analysis.evaluate import Comparison
+    from trinity.analysis.stats import CI, McNemar
+
+    up = CI(0.05, 0.01, 0.09, "paired bootstrap")
+    assert Comparison("b", 0.5, up, McNemar(3, 1, 0.625)).outcome == "not significant"
+    assert Comparison("b", 0.5, up, McNemar(12, 1, 0.003)).outcome == "better"
+    down = CI(-0.05, -0.09, -0.01, "paired bootstrap")
+    assert Comparison("b", 0.5, down, McNemar(1, 3, 0.625)).outcome == "not significant"
+    assert Comparison("b", 0.5, down, McNemar(1, 12, 0.003)).outcome == "worse"
+    assert Comparison("b", 0.5, CI(0.0, -0.02, 0.02, "x"), McNemar(1, 1, 1.0)).outcome == "within noise"

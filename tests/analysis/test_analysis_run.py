@@ -297,3 +297,21 @@ def test_score_refuses_an_eval_json_of_the_wrong_shape(run_dir, capsys, doc, mat
     atomic_write_json(run_dir / "eval.json", doc)
     rc, out, err = cli(["score", str(run_dir)], capsys)
     assert rc == 2 and out == "" and match in err and err.count("\n") == 1
+
+
+def test_eval_live_on_a_cached_run_says_why_it_needs_a_pool(run_dir, capsys):
+    meta = json.loads((run_dir / "run.json").read_text())
+    meta["config"].pop("pool", None)  # a cached run trained on a matrix alone names no pool
+    meta.pop("pool", None)
+    atomic_write_json(run_dir / "run.json", meta)
+    rc, out, err = cli(["eval", str(run_dir), "--mode", "live"], capsys)
+    assert rc == 2 and err.count("\n") == 1
+    assert "the run's config names none" in err and "--pool NAME" in err
+
+
+def test_eval_notes_name_no_issue_numbers(run_dir, capsys):
+    import re
+
+    rc, out, err = cli(["eval", str(run_dir)], capsys)
+    assert rc == 0 and "feature baselines" in out
+    assert not re.search(r"issue \d", out + err)

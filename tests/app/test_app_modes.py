@@ -291,7 +291,7 @@ async def test_submit_mode_packs_checks_plans_and_executes(runs_root, tmp_path):
         plan_shown = s.query_one("#submit-plan", Static).content.plain
         assert "REFUSED" in plan_shown
         assert s.plan.pr_title in plan_shown and s.plan.pr_body in plan_shown
-        assert s.plan.pr_title == "[submission] testminer gen 1 — composite"
+        assert s.plan.pr_title.startswith("[submission] testminer gen 1 — composite ")
         caption = str(s.query_one("#submit-gates", Static).content.caption)
         assert "TinyRouter would say: [preflight] REJECTED: param_count" in caption
         s.action_execute()

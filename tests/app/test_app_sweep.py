@@ -69,7 +69,7 @@ async def test_a_sweep_is_one_row_that_expands_into_runs_you_can_open(tmp_path):
         table = app.screen.query_one(DataTable)
         assert sorted(_keys(table)) == sorted([str((root / "run-a").resolve()), str(sweep)])
         row = table.get_row(str(sweep))
-        assert row[0].plain == "▸ sweep-s" and _plain(row[1]) == "sweep ✓2■1…1"
+        assert row[0].plain == "▸ sweep-s" and _plain(row[1]) == "sweep ✓2 ■1 ○1"
         assert row[5].startswith("$") and row[5].endswith("/$0.5")  # the sweep's spend against its budget
         table.move_cursor(row=_keys(table).index(str(sweep)), animate=False)
         await pilot.pause()
@@ -172,7 +172,7 @@ async def test_a_trial_pauses_and_resumes_like_a_run_and_stays_inside_its_sweep(
         async with app.run_test(size=BIG) as pilot:
             await _settle(app, pilot)
             table = app.screen.query_one(DataTable)
-            assert _plain(table.get_row(str(sweep))[1]) == "sweep ✓2■1…1"  # stopped in run.json, but held…
+            assert _plain(table.get_row(str(sweep))[1]) == "sweep ✓2 ■1 ○1"  # stopped in run.json, but held…
             table.move_cursor(row=_keys(table).index(str(sweep)), animate=False)
             await pilot.press("x")
             await _settle(app, pilot)

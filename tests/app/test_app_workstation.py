@@ -154,6 +154,9 @@ def test_resume_args_and_the_resume_argv(tmp_path):
 
     assert resume_args("0.5", "+10", 20) == ({"budget_usd": 0.5, "generations": 30}, None)
     assert resume_args("", "40", 20) == ({"generations": 40}, None)
+    # +N extends the plan: a run stopped at 23/30 with +5 goes to 35, not 28
+    assert resume_args("", "+5", 23, 30) == ({"generations": 35}, None)
+    assert resume_args("", "+5", 32, 30) == ({"generations": 37}, None)
     assert resume_args("x", "", 0)[1].startswith("budget:")
     assert "more than" in resume_args("", "10", 20)[1]
     run = make_run(tmp_path / "runs" / "run-s", generations=3, planned=3, status="stopped", seed=1).path

@@ -219,12 +219,17 @@ def test_pr_title_and_body_golden():
         "m_cma": 16,
         "sigma0": 0.1,
         "best_fitness": 0.61234,
+        "n_models": 3,
+        "hidden": 1024,
+        "n_svf": 7168,
         "total_cost_usd": 4.56789,
         "ledger_head_hash": "ab" * 32,
         "gates_ok": True,
         "bundle": "submissions/alice/3",
     }
-    assert pr_title(TR, info) == "[submission] alice gen 3 — composite"
+    # the benchmark carries its figure: the local eval score when measured, else the best fitness
+    assert pr_title(TR, info) == "[submission] alice gen 3 — composite 0.6123 fitness"
+    assert pr_title(TR, {**info, "local_score": "0.7310"}) == "[submission] alice gen 3 — composite 0.7310"
     assert TR.branch("alice", 3) == "submission/alice-gen3"
     body = pr_body(TR, info, ["- PASS **weight_sanity**: ok"])
     assert "- [x] **Routing head submission** — I trained a coordinator head" in body
@@ -233,6 +238,8 @@ def test_pr_title_and_body_golden():
     assert "**Training method:** separable CMA-ES (minertui), 12 generations, popsize 32, m 16, σ0 0.1" in body
     assert "**Training cost:** $4.57 (from cost ledger; $4.567890 exact" in body
     assert "- [x] `head_weights.npy` — linear head W (6 × 1024) float32" in body
+    small = pr_body(TR, {**info, "hidden": 64, "n_svf": 448}, [])  # the bundle's real shapes
+    assert "linear head W (6 × 64) float32" in small and "SVF singular-value scales (448,) float32" in small
     assert "- [ ] I trained this head myself" in body  # the miner's own statement: left to the miner
     assert "## General improvement" not in body
     assert _bot_reads_as_routing_submission(pr_title(TR, info), body) == (True, True)

@@ -52,9 +52,12 @@ def test_run_dir_contents_and_learning(tmp_path, cfg):
         assert sum(g["model_mix"].values()) == 12 * 12 == sum(g["role_mix"].values())
         assert list(g["model_mix"]) == MODELS
     assert run.read_events()[-1]["type"] == "status" and run.read_events()[-1]["status"] == "finished"
+    # the event is the history record plus its time and the box's sample (events only: a
+    # resumed run's history stays bit-identical)
     assert json.loads(run.history.read_text()) == [
-        {k: v for k, v in g.items() if k not in ("type", "time")} for g in gens
+        {k: v for k, v in g.items() if k not in ("type", "time", "system")} for g in gens
     ]
+    assert all({"gpus", "cpu", "ram_used", "rss", "disk_free"} <= set(g["system"]) for g in gens)
     # one trace line per candidate x question of every generation
     traces = read_jsonl(run.traces)
     assert len(traces) == 15 * 12 * 12

@@ -316,3 +316,16 @@ def test_rate_limit_counts_a_push_made_without_minertui(tmp_path, work):
     later = time.time() + 24 * 3600 + 60
     g = {r.name: r for r in check_bundle(b.path, history=tmp_path / "h.jsonl", now=later).results}["rate_limit"]
     assert g.status == "pass"
+
+
+def test_submit_help_names_the_branch_one_way(capsys):
+    """The branch convention is stated once (--branch: TinyRouter submission/<miner>-gen<n>,
+    MiniRouter sn74-<miner>); no other line contradicts it."""
+    import pytest
+
+    from trinity.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["submit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert text.count("sn74-<miner>") == 1 and "submission/<miner>-gen<n>" in text

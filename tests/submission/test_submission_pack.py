@@ -102,6 +102,32 @@ def test_minirouter_bundle_copies_run_artifacts(tmp_path):
         subprocess.run(["git", "-C", str(out), *cmd], check=True, env=env)
     b2 = pack_run(run2.path, "alice", "minirouter", out=out)
     assert (b2.path / "best_theta.npy").read_bytes() == run2.best_theta.read_bytes()
+    assert any(n.startswith("replaces submissions/final_model/ (run r: 3 tracked file(s))") for n in b2.notes or [])
+
+
+def test_minirouter_pack_says_what_it_replaces_and_refuses_to_delete_tracked_files(tmp_path, capsys):
+    """The competition's checkout tracks submissions/final_model/ with a README.md: a pack would
+    delete it. Refused (one line naming it) unless --force; then the note says what went."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    out = tmp_path / "repo"
+    final = out / "submissions" / "final_model"
+    final.mkdir(parents=True)
+    (final / "README.md").write_text("# the king\n")
+    (final / "summary.json").write_text(json.dumps({"run_id": "king-run"}))
+    for cmd in (["init", "-q"], ["add", "submissions"], ["commit", "-qm", "king"]):
+        subprocess.run(["git", "-C", str(out), *cmd], check=True, env=env)
+    run = make_run(tmp_path / "r")
+    rc = main(["pack", str(run.path), "--miner", "alice", "--format", "minirouter", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    assert "would delete README.md" in err and "--force" in err and "king-run" in err
+    assert (final / "README.md").exists()  # nothing lost
+    rc = main(["pack", str(run.path), "--miner", "alice", "--format", "minirouter", "--out", str(out), "--force"])
+    assert rc == 0 and not (final / "README.md").exists()
+    assert "replaces submissions/final_model/ (run king-run: 2 tracked file(s), deleting README.md)" in (
+        capsys.readouterr().out
+    )
 
 
 def test_unfinished_run_is_refused_unless_forced(tmp_path):

@@ -209,7 +209,7 @@ def _feature_baselines(args, report, matrix) -> None:
         )
     report.notes.append(
         "feature routers: each question routed by a router fitted on the other folds' frozen "
-        "features and recorded correctness (issue 14)"
+        "features and recorded correctness"
     )
 
 
@@ -338,7 +338,9 @@ def register(subparsers) -> None:
     )
     p.add_argument("--samples", type=int, default=1, metavar="R", help="live: sessions per question (default 1)")
     p.add_argument("--seeds", type=int, default=100, metavar="N", help="random-routing seeds (default 100)")
-    p.add_argument("--pool", metavar="NAME", help="live: pool name (default: the run's)")
+    p.add_argument(
+        "--pool", metavar="NAME", help="live: pool name (default: the run's pool; a cached run has none, so give one)"
+    )
     p.add_argument("--base-url", help="live: the pool's endpoint (e.g. the practice server's URL)")
     p.add_argument(
         "--budget-usd",

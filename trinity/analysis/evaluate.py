@@ -39,11 +39,14 @@ class Comparison:
 
     @property
     def outcome(self) -> str:
-        if self.diff.lo > 0:
+        """ "better" / "worse" only when the paired interval excludes 0 and McNemar's exact test
+        agrees (p < 0.05); otherwise the difference is not significant."""
+        significant = self.mcnemar.p_value < 0.05
+        if self.diff.lo > 0 and significant:
             return "better"
-        if self.diff.hi < 0:
+        if self.diff.hi < 0 and significant:
             return "worse"
-        return "within noise"
+        return "within noise" if self.diff.lo <= 0 <= self.diff.hi else "not significant"
 
     def to_json(self) -> dict:
         return {
@@ -93,6 +96,11 @@ def _claim(best: Comparison) -> str:
     d = best.diff
     span = f"{d.point:+.3f} [{d.lo:+.3f}, {d.hi:+.3f}]"
     name = best.baseline.removeprefix("always ")
+    if best.outcome == "not significant":
+        return (
+            f"difference vs the best single model ({name}) is not significant: {span} (paired 95% CI "
+            f"excludes 0, McNemar's exact p = {best.mcnemar.p_value:.3g})"
+        )
     if d.lo > 0:
         return f"beats the best single model ({name}) by {span} (paired 95% CI excludes 0)"
     if d.hi < 0:
@@ -390,7 +398,7 @@ def _add_feature_baselines(
             )
         )
     report.notes.append(
-        "feature baselines (issue 14): kNN / nearest-centroid routers read the same frozen "
+        "feature baselines: kNN / nearest-centroid routers read the same frozen "
         "encoder features as the head (SVF 1.0) and the training split's recorded correctness; "
         "a trained head should be at least as good"
     )

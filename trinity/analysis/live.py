@@ -50,7 +50,10 @@ def session_config(
     if pool:
         cfg["pool"] = pool
     if not cfg.get("pool"):
-        raise InputError("live mode needs a pool: pass --pool NAME (see configs/models.yaml)")
+        raise InputError(
+            "live mode needs a pool and the run's config names none (a cached run trains on a matrix): "
+            "pass --pool NAME (see `trinity pool list`)"
+        )
     if max_turns is not None:
         cfg["max_turns"] = max_turns
     if budget_usd is not None:

@@ -28,9 +28,23 @@ def _f(v: Any, spec: str = ".4f", none: str = "n/a") -> str:
 
 
 def pr_title(p: Profile, info: dict[str, Any]) -> str:
+    """The competition's title; the benchmark carries its figure (the local eval score, else the
+    best training fitness), never a bare "— composite"."""
+    bench = info.get("benchmark") or "unknown"
+    score = info.get("local_score")
+    if score is None and isinstance(info.get("best_fitness"), (int, float)):
+        score = f"{info['best_fitness']:.4f} fitness"
     return p.title_template.format(
-        miner=info["miner"], n=info.get("n") or 1, benchmark=info.get("benchmark") or "unknown"
+        miner=info["miner"], n=info.get("n") or 1, benchmark=f"{bench} {score}" if score is not None else bench
     )
+
+
+def _shapes(info: dict[str, Any]) -> tuple[str, str]:
+    """The bundle's real array shapes: head W (n_models + 3) × hidden, SVF scales (n_svf,)."""
+    n_models, hidden, n_svf = info.get("n_models"), info.get("hidden"), info.get("n_svf")
+    head = f"({n_models + 3} × {hidden})" if isinstance(n_models, int) and isinstance(hidden, int) else "(shape n/a)"
+    svf = f"({n_svf},)" if isinstance(n_svf, int) else "(shape n/a)"
+    return head, svf
 
 
 def _method(info: dict[str, Any]) -> str:
@@ -82,8 +96,8 @@ def _tinyrouter_body(p: Profile, info: dict[str, Any], gate_lines: list[str]) ->
         "",
         f"In `{info.get('bundle') or 'submissions/' + info['miner'] + '/' + str(info.get('n') or 1)}/`:",
         "",
-        f"{files} `head_weights.npy` — linear head W (6 × 1024) float32",
-        f"{files} `svf_scales.npy` — SVF singular-value scales (7168,) float32",
+        f"{files} `head_weights.npy` — linear head W {_shapes(info)[0]} float32",
+        f"{files} `svf_scales.npy` — SVF singular-value scales {_shapes(info)[1]} float32",
         f"{files} `receipt.json` — training metadata (cost, generations, fitness curve)",
         "",
         "### Rules acknowledgment",

@@ -45,6 +45,7 @@ from trinity.model.theta import save_theta
 from trinity.optim import checkpoint as ckpt
 from trinity.optim.fitness import Fitness, GenerationHooks, RouterLike, StopRequested
 from trinity.optim.runinputs import RunInputs
+from trinity.runs.system import engine_sample
 from trinity.runs.rundir import RunDir
 
 VAL_MARGIN_Z = 2.0  # standard errors of the paired val difference a challenger must win by
@@ -452,7 +453,9 @@ class Trainer:
             self.run, {k: v for k, v in st.items() if k != "es"}, run_id=self.run_id, config_hash=self.config_hash
         )
         self._write_artifacts()
-        self.event("generation", **record)
+        # the box's state beside the generation (GPU, CPU, RAM, this process, free disk): events
+        # only, never the checkpointed history (a resumed run stays bit-identical)
+        self.event("generation", **record, system=engine_sample(self.run.path.parent))
 
     def _validate(self, gen: int, best_cand: Float64Array, record: dict[str, Any]) -> None:
         cfg, st = self.cfg, self.state

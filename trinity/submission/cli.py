@@ -60,7 +60,12 @@ def register(sub) -> None:
         metavar="DIR",
         help="root of the competition checkout; the bundle goes to DIR/submissions/… (default: .)",
     )
-    p.add_argument("--force", action="store_true", help="pack a run that has not finished (best θ so far)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="pack a run that has not finished (best θ so far); minirouter: replace a final_model/ whose "
+        "tracked files the new bundle does not write (git keeps them)",
+    )
     _history_arg(p)
     p.set_defaults(func=cmd_pack)
 
@@ -83,12 +88,12 @@ def register(sub) -> None:
         help="commit a bundle on the competition's branch, push it and open the PR",
         description="Show the plan (branch, files, commit message, push target, PR), refuse a "
         "dirty tree, secrets, big files or failing gates, then commit only the bundle "
-        "on sn74-<miner>, push it (--push) and open the PR (--pr). Prior bundles for "
+        "on the competition's branch (see --branch), push it (--push) and open the PR (--pr). Prior bundles for "
         "the duplicate gate: --against, else the repository's submissions/ folder.",
     )
     p.add_argument("bundle_dir", metavar="BUNDLE_DIR", help="the bundle inside --repo (written by trinity pack)")
     p.add_argument("--repo", required=True, metavar="PATH", help="your clone of the competition repository")
-    p.add_argument("--miner", required=True, help="your miner (GitHub user) name; the branch is sn74-<miner>")
+    p.add_argument("--miner", required=True, help="your miner (GitHub user) name (it names the branch, see --branch)")
     p.add_argument("--base", default="main", help="base branch of the PR (default: main)")
     p.add_argument("--remote", default="origin", help="remote to push to (your fork; default: origin)")
     p.add_argument(

@@ -228,18 +228,24 @@ def _numbers_in_git(root: Path, miner: str) -> set[int]:
     return nums
 
 
-def _final_model_replaceable(final: Path, run_id: str, root: Path) -> None:
+# what a minirouter pack writes into final_model/ (eval.json when the run has one)
+MINIROUTER_WRITES = frozenset({THETA_FILE, "summary.json", "history.json", "eval.json"})
+
+
+def _final_model_replaceable(final: Path, run_id: str, root: Path, force: bool = False) -> str:
     """A minirouter pack replaces `submissions/final_model/` as a whole. That is safe when the old
     bundle is this run's (a re-pack) or git holds it unchanged (the checkout's current model);
-    another run's bundle that exists only on disk would be lost: refuse."""
+    another run's bundle that exists only on disk would be lost: refuse. Tracked files the new
+    bundle does not write (a README.md) would be deleted: refused too unless `force`. Returns the
+    note that says what is replaced ("" when nothing is)."""
     if not final.exists():
-        return
+        return ""
     try:
         old_run: str | None = read_summary(final / "summary.json").run_id
     except InputError:
         old_run = None
     if old_run == run_id:
-        return
+        return f"replaces this run's earlier bundle in {final}"
     if (root / ".git").exists():
         try:
             rel = final.relative_to(root).as_posix()
@@ -258,7 +264,17 @@ def _final_model_replaceable(final: Path, run_id: str, root: Path) -> None:
                 and tracked.stdout.strip()
                 and not changed.stdout.strip()
             ):
-                return
+                files = [ln[len(rel) + 1 :] for ln in tracked.stdout.splitlines() if ln.startswith(rel + "/")]
+                lost = sorted(f for f in files if f not in MINIROUTER_WRITES)
+                if lost and not force:
+                    raise InputError(
+                        f"packing replaces {rel}/ (run {old_run or 'unknown'}, tracked by git) as a whole "
+                        f"and would delete {', '.join(lost)}, which the new bundle does not write; pass "
+                        "--force to replace it anyway (git keeps the old files)"
+                    )
+                return f"replaces {rel}/ (run {old_run or 'unknown'}: {len(files)} tracked file(s)" + (
+                    f", deleting {', '.join(lost)})" if lost else ")"
+                )
         except (OSError, ValueError, subprocess.TimeoutExpired):
             pass
     raise InputError(
@@ -366,12 +382,14 @@ def pack_run(
 
     root = Path(out) if out is not None else Path.cwd()
     subs = root / "submissions"
+    notes: list[str] = []
     if fmt == MINIROUTER:
-        _final_model_replaceable(subs / "final_model", run.id, root)
+        replaced = _final_model_replaceable(subs / "final_model", run.id, root, force)
+        if replaced:
+            notes.append(replaced)
     subs.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=subs, prefix=".pack-"))
     receipt: dict[str, Any] | None = None
-    notes: list[str] = []
     try:
         if fmt == MINIROUTER:
             if history_recs is None or summary is None:
