@@ -21,6 +21,7 @@ from trinity.errors import TrinityError
 from trinity.grading import cli as grading_cli
 from trinity.optim import cli as optim_cli
 from trinity.pool import cli as pool_cli
+from trinity.serve import cli as serve_cli
 from trinity.session import cli as session_cli
 from trinity.submission import cli as submission_cli
 from trinity.sweep import cli as sweep_cli
@@ -35,6 +36,7 @@ COMMAND_MODULES = [
     submission_cli,  # pack, check, submit
     bench_cli,  # bench candidates|pool|grading|app
     sweep_cli,  # sweep SPEC | resume DIR | status DIR
+    serve_cli,  # serve RUN_DIR, serve-keys add
 ]
 
 
