@@ -81,7 +81,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from trinity.serve.server import bind, uvicorn_server
 
     keys = KeyStore.load(args.keys) if args.keys else None
-    sock = bind(args.host, args.port)
     engine = ServeEngine.load(
         args.run_dir,
         pool=args.pool,
@@ -92,6 +91,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         cache=not args.no_cache,
         device=args.device,
     )
+    try:
+        sock = bind(args.host, args.port)
+    except BaseException:
+        if engine.practice_server is not None:
+            engine.practice_server.stop()
+        raise
     app = ServeApp(engine, keys=keys, max_sessions=args.max_sessions)
     host, port = sock.getsockname()[:2]
     print(
