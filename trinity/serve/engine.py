@@ -179,6 +179,7 @@ class ServeEngine:
         cache: bool = True,
         purpose: str = "serve",
         out_dir: Path | None = None,
+        budget_scope: str = "ledger",
     ) -> None:
         self.run, self.trained, self.cfg, self.pool = run, trained, cfg, pool
         self.practice_server = practice_server
@@ -189,6 +190,7 @@ class ServeEngine:
         self.max_turns = max_turns
         self.use_cache = cache
         self.purpose = purpose
+        self.budget_scope = budget_scope  # "ledger": the cap covers the ledger's whole life; "engine": this opening
         self.dir = out_dir or (run.path / SERVE_DIR)
         self.ledger: Any = None
         self.journal: Any = None
@@ -218,8 +220,11 @@ class ServeEngine:
         device: str | None = None,
         purpose: str = "serve",
         out_dir: Path | None = None,
+        budget_scope: str = "ledger",
+        trained: Any = None,
     ) -> "ServeEngine":
-        """The run's router and pool, checked; nothing is opened or spent yet."""
+        """The run's router (or `trained`, already loaded) and pool, checked; nothing is opened
+        or spent yet."""
         from trinity.analysis.live import session_config
         from trinity.competition.text import run_competition
         from trinity.optim.routing import load_trained
@@ -229,7 +234,7 @@ class ServeEngine:
         if not run.run_json.exists():
             raise InputError(f"{run.path} is not a run directory (no run.json); pass a trained run's folder")
         meta = run.read_meta()
-        trained = load_trained(run, device=device)
+        trained = trained if trained is not None else load_trained(run, device=device)
         cfg = session_config(meta.get("config") or {}, pool=pool, base_url=base_url, max_turns=max_turns)
         cfg = cfg.model_copy(update={"competition": run_competition(meta)})
         pool_cfg, server = resolve_pool(cfg)
@@ -256,6 +261,7 @@ class ServeEngine:
             cache=cache,
             purpose=purpose,
             out_dir=out_dir,
+            budget_scope=budget_scope,
         )
 
     # ---- open / close (on the serving loop) ----
@@ -291,7 +297,9 @@ class ServeEngine:
             self.ledger = Ledger(self.dir / "ledger.jsonl", self.run.id)
             self.journal = CallJournal(self.dir / "journal.jsonl")
             self.cache = ResponseCache(self.cfg.cache_path or None) if self.use_cache else None
-            self.budget = Budget(self.budget_usd, spent_usd=self.ledger.total_usd)
+            self.budget = Budget(
+                self.budget_usd, spent_usd=self.ledger.total_usd if self.budget_scope == "ledger" else 0.0
+            )
             self.client = PoolClient(
                 self.pool,
                 run_id=self.run.id,
