@@ -58,7 +58,7 @@ def probs_lines(route: dict[str, Any], width: int) -> Text:
     """The model and role probabilities of one turn as bars, the picked ones in bold."""
     t = Text()
     label_w = max([len(short(m)) for m in route["model_probs"]] + [8])
-    bar_w = max(4, width - label_w - 8)
+    bar_w = max(4, min(30, width - label_w - 8))
     for group, picked in (("model_probs", route["model"]), ("role_probs", route["role"])):
         for name, p in route[group].items():
             style = "bold" if name == picked else "dim"
@@ -99,6 +99,12 @@ def pane_text(p: PaneState, width: int, budget: float) -> Text:
                 t.append(f" failed: {turn.get('error')}", style="red")
             out = " ".join(str(turn.get("output") or "").split())
             t.append(f"\n  {out[: max(10, width * 2 - 4)]}\n", style="dim")
+    if not p.routes and not p.live:
+        t.append(
+            "e: type a question, Enter: its route (free) · n: one of the run's questions · t: step · "
+            "l: run it live on the pool · b: a second run side by side",
+            style="dim",
+        )
     if p.session is not None:
         s = p.session
         t.append("answer: ", style="bold")
@@ -115,7 +121,9 @@ def pane_text(p: PaneState, width: int, budget: float) -> Text:
 class PlaygroundScreen(ModeScreen):
     MODE = "Playground"
     CSS_PATH = "playground.tcss"
+    AUTO_FOCUS = ""  # the mode's keys work on arrival; e (or Tab) goes to the question
     BINDINGS = [
+        Binding("e", "edit", "Ask", id="playground.edit"),
         Binding("t", "step", "Step", id="playground.step"),
         Binding("l", "live", "Live", id="playground.live"),
         Binding("n", "next_question", "Run's question", id="playground.next"),
@@ -308,6 +316,9 @@ class PlaygroundScreen(ModeScreen):
             self.steps = steps
             out_field.value = ""
 
+    def action_edit(self) -> None:
+        self.query_one("#pg-question", Input).focus()
+
     def action_live(self) -> None:
         q = self.question_cmd()
         if q is None:
@@ -381,6 +392,9 @@ class PlaygroundScreen(ModeScreen):
             two = len(self.panes) > 1
             self.query_one("#pg-pane-b-scroll").display = two
             width = max(20, (self.size.width // (2 if two else 1)) - 4)
+            for scroll in self.query(".pg-pane"):
+                if any(p.live for p in self.panes):
+                    scroll.call_after_refresh(scroll.scroll_end, animate=False)
             a = self.query_one("#pg-pane-a", Static)
             if self.panes:
                 a.update(pane_text(self.panes[0], width, self.budget))

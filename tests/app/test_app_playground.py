@@ -107,3 +107,28 @@ async def test_playground_without_a_trained_run_says_what_to_do(tmp_path):
         await pilot.press("l")
         await pilot.pause()
         assert app.screen.proc is None
+
+
+def test_playground_snapshot_80x24(snap_compare, playground_env):
+    """The route of a typed question at 80×24 (the state is waited for, not a time)."""
+
+    async def run_before(pilot) -> None:
+        app = pilot.app
+        await app.refresh_now()
+        await pilot.pause()
+        await pilot.press("7")
+        await app.refresh_now()
+        screen = app.screen
+        await until(pilot, lambda: screen.ready is not None, "the router host is ready")
+        field = screen.query_one("#pg-question", Input)
+        field.value = QUESTION
+        field.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: screen.panes[0].routes and not screen.busy, "the turn-1 route")
+        screen.set_focus(None)
+        for f in screen.query(Input):
+            f.cursor_blink = False
+        await pilot.pause()
+
+    app = MinerApp(runs_root=playground_env, poll=False, start_mode="runs", theme="minertui-dark")
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trinity.bench import app, candidates, grading, learning, pool
-from trinity.serve import bench as serve_bench
+from trinity.bench import serve as serve_bench
 from trinity.sweep import bench as sweep_bench
 
 BENCH_MODULES = [

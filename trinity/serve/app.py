@@ -197,6 +197,8 @@ class ServeApp:
                             "models": self.engine.models,
                             "competition": self.engine.text.name,
                             "max_turns": self.engine.max_turns,
+                            "sessions_served": self.engine.sessions_served,
+                            "encoder": self.engine.encoder_stats(),
                         },
                     }
                 ],

@@ -339,6 +339,13 @@ class ServeEngine:
 
     # ---- one session ----
 
+    def encoder_stats(self) -> dict[str, Any]:
+        """The batcher's encoder calls so far: how many, texts in all, seconds in all."""
+        st = self.batcher.stats if self.batcher is not None else None
+        if st is None:
+            return {"calls": 0, "texts": 0, "seconds": 0.0}
+        return {"calls": st.calls, "texts": st.texts, "seconds": round(sum(st.seconds), 4)}
+
     @property
     def spent_usd(self) -> float:
         return self.budget.spent_usd if self.budget is not None else 0.0

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from trinity.errors import TrinityError
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -41,7 +43,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def train_run(encoder: str, root: Path, device: str) -> Path:
-    from trinity.cli import main
+    """A router to serve: one cached generation on the practice questions with `encoder` (the
+    real trainer, in a child process)."""
+    import subprocess
+
     from trinity.data.matrix import save_matrix
     from trinity.data.practice import practice_matrix, practice_questions
     from trinity.data.questions import save_questions
@@ -50,16 +55,13 @@ def train_run(encoder: str, root: Path, device: str) -> Path:
     save_questions(root / "q.jsonl", qs)
     save_matrix(root / "m.json", practice_matrix().subset([q.id for q in qs]))
     run = root / f"run-{encoder.replace('/', '_')}"
-    argv = ["train", "--config", str(ROOT / "configs" / "practice.yaml"), "--questions", str(root / "q.jsonl")]
-    argv += ["--matrix", str(root / "m.json"), "--generations", "1", "--popsize", "4", "--m", "4"]
-    argv += ["--encoder", encoder, "--device", device, "--run-dir", str(run)]
-    import contextlib
-    import io
-
-    with contextlib.redirect_stdout(io.StringIO()):
-        rc = main(argv)
-    if rc != 0:
-        raise RuntimeError(f"training the bench run with {encoder} failed ({rc})")
+    argv = [sys.executable, "-m", "trinity", "train", "--config", str(ROOT / "configs" / "practice.yaml")]
+    argv += ["--questions", str(root / "q.jsonl"), "--matrix", str(root / "m.json"), "--generations", "1"]
+    argv += ["--popsize", "4", "--m", "4", "--encoder", encoder, "--device", device, "--run-dir", str(run)]
+    out = subprocess.run(argv, capture_output=True, text=True)
+    if out.returncode != 0:
+        tail = (out.stderr.strip().splitlines() or ["no message"])[-1]
+        raise TrinityError(f"bench serve: training the router with {encoder} failed: {tail}")
     return run
 
 
@@ -94,33 +96,54 @@ async def fire(base_url: str, n: int, concurrency: int, questions: list[Any]) ->
     return bodies, statuses, wall
 
 
+def start_server(run: Path, base_url: str, budget_usd: float, max_sessions: int) -> tuple[Any, str]:
+    """`trinity serve RUN` in a process of its own (the load generator must not share its GIL),
+    on a free port: (the process, its base URL)."""
+    import subprocess
+
+    argv = [sys.executable, "-m", "trinity", "serve", str(run), "--no-auth", "--port", "0", "--pool", "practice"]
+    argv += ["--base-url", base_url, "--budget-usd", str(budget_usd), "--max-sessions", str(max_sessions)]
+    argv += ["--no-cache"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    if " at http://" not in line:
+        proc.kill()
+        raise TrinityError(f"bench serve: the server did not start: {line.strip() or proc.stderr.read()[-300:]}")
+    url = line.split(" at ", 1)[1].split()[0]
+    import threading
+
+    threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep its pipe drained
+    return proc, url
+
+
 def measure(
     run: Path, base_url: str, *, concurrency: int, sessions: int, budget_usd: float, max_sessions: int
 ) -> dict[str, Any]:
-    from trinity.data.practice import practice_questions
-    from trinity.serve.app import ServeApp
-    from trinity.serve.engine import ServeEngine
-    from trinity.serve.server import ServerThread
+    import shutil
+    import signal
 
-    questions = [q for q in practice_questions() if q.kind != "code"]
-    engine = ServeEngine.load(
-        run,
-        pool="practice",
-        base_url=base_url,
-        budget_usd=budget_usd,
-        cache=False,
-        out_dir=run / f"serve-bench-{concurrency}-{time.time_ns()}",
-    )
-    app = ServeApp(engine, keys=None, max_sessions=max_sessions)
-    with ServerThread(app.starlette()) as srv:
-        bodies, statuses, wall = asyncio.run(fire(srv.base_url, sessions, concurrency, questions))
-        assert engine.batcher is not None
-        batch_sizes = list(engine.batcher.stats.sizes)
-        encode_s = list(engine.batcher.stats.seconds)
-    routes = [t["route_ms"] for b in bodies if "trinity" in b for t in b["trinity"]["turns"]]
+    import httpx
+
+    from trinity.data.practice import practice_questions
     from trinity.io import read_jsonl
 
-    ledger = read_jsonl(engine.dir / "ledger.jsonl") if (engine.dir / "ledger.jsonl").exists() else []
+    questions = [q for q in practice_questions() if q.kind != "code"]
+    served = run.parent / f"{run.name}-served-{concurrency}-{time.time_ns()}"
+    shutil.copytree(run, served, ignore=shutil.ignore_patterns("serve", "*.lock"))
+    proc, url = start_server(served, base_url, budget_usd, max_sessions)
+    try:
+        bodies, statuses, wall = asyncio.run(fire(url, sessions, concurrency, questions))
+        enc = httpx.get(url + "/models", timeout=60).json()["data"][0]["trinity"]["encoder"]
+    finally:
+        proc.send_signal(signal.SIGTERM)  # graceful: the ledger is closed after the sessions in flight
+        try:
+            proc.wait(timeout=120)
+        except Exception:
+            proc.kill()
+    routes = [t["route_ms"] for b in bodies if "trinity" in b for t in b["trinity"]["turns"]]
+    path = served / "serve" / "ledger.jsonl"
+    ledger = read_jsonl(path) if path.exists() else []
     return {
         "concurrency": concurrency,
         "sessions": sessions,
@@ -130,10 +153,9 @@ def measure(
         "turns": len(routes),
         "route_ms_p50": round(pct(routes, 50), 2),
         "route_ms_p99": round(pct(routes, 99), 2),
-        "encoder_calls": len(batch_sizes),
-        "mean_batch": round(float(np.mean(batch_sizes)), 2) if batch_sizes else 0.0,
-        "max_batch": max(batch_sizes) if batch_sizes else 0,
-        "encode_ms_p50": round(pct([s * 1000 for s in encode_s], 50), 2),
+        "encoder_calls": enc["calls"],
+        "mean_batch": round(enc["texts"] / enc["calls"], 2) if enc["calls"] else 0.0,
+        "encode_ms_mean": round(1000 * enc["seconds"] / enc["calls"], 2) if enc["calls"] else 0.0,
         "wall_s": round(wall, 2),
         "ledger_usd": sum(r["cost_micro_usd"] for r in ledger) / 1e6,
         "ledger_calls": len(ledger),
