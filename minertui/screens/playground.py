@@ -147,6 +147,19 @@ class PlaygroundScreen(ModeScreen):
         self.steps: list[list[str]] = []  # the transcript the router reads: [role, model, output]
         self.panes: list[PaneState] = []
         self.question_index = -1
+        self.spent: tuple[int, float] | None = None  # (calls, USD) in the playground ledger
+
+    def read_spent(self) -> None:
+        """What the playground ledger holds (every live session's calls, all runs)."""
+        from trinity.io import read_jsonl
+
+        path = Path(self.app.runs_root) / "playground" / "ledger.jsonl"
+        try:
+            rows = read_jsonl(path) if path.exists() else []
+        except Exception:  # a torn or foreign file: the Ledger's verify says why
+            self.spent = None
+            return
+        self.spent = (len(rows), sum(int(r.get("cost_micro_usd") or 0) for r in rows) / 1e6)
 
     # ---- layout ----
 
@@ -234,6 +247,7 @@ class PlaygroundScreen(ModeScreen):
             for pane, info in zip(self.panes, self.ready["runs"]):
                 pane.name, pane.competition = info["name"], info["competition"]
             self.busy = ""
+            self.read_spent()
         elif "route" in msg:
             for r in msg["route"]:
                 self.panes[r["run"]].routes.append(r)
@@ -245,6 +259,7 @@ class PlaygroundScreen(ModeScreen):
             pane.session, pane.answer_text = msg["session"], msg.get("answer_text") or ""
         elif "live_done" in msg:
             self.busy = ""
+            self.read_spent()
             self.app.poll_soon()
         elif "error" in msg:
             self.busy = ""
@@ -380,6 +395,8 @@ class PlaygroundScreen(ModeScreen):
             t.append(f" · reference {self.reference}")
         if len(self.panes) > 1:
             t.append(" · side by side")
+        if self.spent is not None and self.spent[0]:
+            t.append(f" · playground spent {usd(self.spent[1], 6)} ({self.spent[0]} calls)", style="dim")
         if self.busy:
             t.append(f" · {self.busy}", style="yellow")
         elif not self.host_runs:

@@ -90,6 +90,7 @@ async def test_playground_routes_steps_and_runs_a_session_live(playground_env):
         assert s["turns"][0]["model"] == route["model"] and s["turns"][0]["role"] == route["role"]
         pane = text_of(app, "#pg-pane-a")
         assert "live session" in pane and f"{s['n_turns']} turns" in pane
+        assert "playground spent $" in screen.status_text().plain  # what it spent, from the ledger
     ledger = read_jsonl(runs_root / "playground" / "ledger.jsonl")
     assert len(ledger) == s["n_turns"] and {r["purpose"] for r in ledger} == {"playground"}
     assert sum(r["cost_micro_usd"] for r in ledger) / 1e6 == pytest.approx(s["cost_usd"], abs=0.5e-6 * len(ledger))
@@ -109,8 +110,28 @@ async def test_playground_without_a_trained_run_says_what_to_do(tmp_path):
         assert app.screen.proc is None
 
 
+def decisive_head(run) -> None:
+    """Give the run a head whose turn-1 route of QUESTION is far from any tie (logits ±4 along the
+    question's own feature), so the snapshot's probabilities do not depend on float noise."""
+    import numpy as np
+
+    from trinity.data.questions import Question
+    from trinity.model.theta import join_theta, save_theta, split_theta
+    from trinity.optim.routing import load_trained
+
+    tr = load_trained(run)
+    text = tr.texts([Question("playground", "playground", QUESTION, None, "math")])[0]
+    f = tr.router.reference_features(tr.theta, [text])[0].astype(np.float64)
+    head, svf = split_theta(tr.theta, len(tr.models), f.shape[0])
+    rows = np.zeros_like(head)
+    rows[0], rows[2] = 4 * f, -4 * f  # models: the first one
+    rows[len(tr.models) + 0], rows[len(tr.models) + 1] = -4 * f, 4 * f  # roles: Worker
+    save_theta(run / "best_theta.npy", join_theta(rows, svf))
+
+
 def test_playground_snapshot_80x24(snap_compare, playground_env):
     """The route of a typed question at 80×24 (the state is waited for, not a time)."""
+    decisive_head(playground_env / "run-real")
 
     async def run_before(pilot) -> None:
         app = pilot.app
