@@ -57,3 +57,34 @@ def test_a_malformed_keys_file_is_one_line(tmp_path, capsys):
     f.write_text('{"keys": [{"name": "a", "sha256": "not-a-hash", "budget_usd": 1}]}')
     rc, out, err = run(["serve", str(tmp_path), "--keys", str(f), "--budget-usd", "1"], capsys)
     assert rc != 0 and "sha256 must be 64 lower-case hex digits" in err
+
+
+def test_trinity_serve_runs_answers_and_stops_on_sigterm(run_copy):
+    """The real command in a process of its own: it says where it listens, answers, and on
+    SIGTERM finishes, closes its ledger and says what it served."""
+    import signal
+    import subprocess
+    import sys
+
+    import openai
+
+    from trinity.data.practice import practice_questions
+
+    argv = [sys.executable, "-m", "trinity", "serve", str(run_copy), "--no-auth", "--port", "0", "--budget-usd", "1"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        assert " at http://127.0.0.1:" in line, line + proc.stderr.read()
+        url = line.split(" at ", 1)[1].split()[0]
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0)
+        q = next(q for q in practice_questions() if q.kind == "math")
+        reply = client.chat.completions.create(model="router", messages=[{"role": "user", "content": q.question}])
+        n = reply.model_extra["trinity"]["n_turns"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.stderr.read()
+        rc = proc.wait(timeout=120)
+    assert rc == 0 and "stopped: 1 session(s) served" in rest and "Traceback" not in rest
+    from trinity.pool.ledger import verify_ledger
+
+    assert verify_ledger(run_copy / "serve" / "ledger.jsonl").n_records == n

@@ -105,7 +105,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     import asyncio
+    import signal
 
+    # uvicorn shuts down gracefully on SIGINT / SIGTERM, then raises the signal again for the
+    # handler that was there before it: a quiet one, so the command ends by saying what it did.
+    stops: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stops.append(signum))
     server = uvicorn_server(app.starlette(), log_level="info")
     asyncio.run(server.serve(sockets=[sock]))
     print(f"stopped: {engine.sessions_served} session(s) served, ${engine.spent_usd:.6f} spent", file=sys.stderr)
