@@ -134,10 +134,28 @@ class ServedSession:
 
 class KeyedClient:
     """The pool client as one key sees it: each call's worst case is reserved against the key's
-    budget (the pool client reserves it against the server's too) and settled with its bill."""
+    budget (the pool client reserves it against the server's too) and settled with its bill.
+    When only the key's calls in flight are in the way (their worst cases, not their bills), the
+    call waits for one of them to settle instead of failing, as the pool client does for the
+    server's cap."""
 
-    def __init__(self, client: Any, budget: Budget | None, key: str) -> None:
+    def __init__(self, client: Any, budget: Budget | None, key: str, settled: asyncio.Condition | None = None) -> None:
         self.client, self.budget, self.key = client, budget, key
+        self.settled = settled or asyncio.Condition()
+
+    async def _reserve(self, worst: float) -> Any:
+        assert self.budget is not None and self.budget.cap_micro is not None
+        async with self.settled:
+            while True:
+                try:
+                    return self.budget.reserve(worst, "the next call")
+                except BudgetExceeded:
+                    if not self.budget.blocked_only_by_inflight(worst):
+                        raise KeyBudgetExceeded(
+                            f"the budget of key {self.key!r} (${self.budget.cap_micro / 1e6:.4f}) is spent: "
+                            f"${self.budget.spent_usd:.4f} paid, the next call may cost up to ${worst:.4f}"
+                        ) from None
+                await self.settled.wait()
 
     async def chat(self, model: str, messages: list[dict[str, Any]], **kw: Any) -> Any:
         if self.budget is None or self.budget.cap_micro is None:
@@ -145,13 +163,7 @@ class KeyedClient:
         decoding = {k: v for k, v in kw.items() if k not in ("purpose", "journal_key", "seed")}
         params = {**self.client.pool.decoding, **decoding}
         worst = self.client._worst_case_usd(model, messages, params)
-        try:
-            reservation = self.budget.reserve(worst, "the next call")
-        except BudgetExceeded:
-            raise KeyBudgetExceeded(
-                f"the budget of key {self.key!r} (${self.budget.cap_micro / 1e6:.4f}) is spent: "
-                f"${self.budget.spent_usd:.4f} paid, the next call may cost up to ${worst:.4f}"
-            ) from None
+        reservation = await self._reserve(worst)
         actual = 0
         try:
             res = await self.client.chat(model, messages, **kw)
@@ -159,6 +171,8 @@ class KeyedClient:
             return res
         finally:
             self.budget.settle(reservation, actual)
+            async with self.settled:
+                self.settled.notify_all()
 
 
 OnTurn = Callable[[TurnInfo], Awaitable[None]]
@@ -198,6 +212,7 @@ class ServeEngine:
         self.client: Any = None
         self.budget: Budget | None = None
         self.key_budgets: dict[str, Budget] = {}
+        self.key_settled: dict[str, asyncio.Condition] = {}
         self.batcher: EncoderBatcher | None = None
         self.encoder: StreamKeepingEncoder | None = None
         self.active: set[asyncio.Task[Any]] = set()
@@ -384,7 +399,8 @@ class ServeEngine:
             key_prefix=f"{self.purpose}/{key}/{sid}",
             competition=self.text.name,
         )
-        client = KeyedClient(self.client, self.key_budgets.get(key), key)
+        settled = self.key_settled.setdefault(key, asyncio.Condition())
+        client = KeyedClient(self.client, self.key_budgets.get(key), key, settled)
         runner = SessionRunner(client, lambda *a: np.zeros(0), spec)
         traj = Trajectory(candidate=0, qid=question.id)
         query = self.text.render_question(question)
