@@ -378,6 +378,9 @@ class ServeEngine:
         task = asyncio.get_running_loop().create_task(self.session(question, key, on_turn, cancel))
         self.active.add(task)
         task.add_done_callback(self.active.discard)
+        # a session whose client went away may end on an error nobody awaits: mark it seen, so
+        # asyncio does not log it with a traceback (the request already had its answer)
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
         return task
 
     async def session(
