@@ -7,5 +7,6 @@ MODE_KEYS = [
     ("4", "traces", "Traces"),
     ("5", "analysis", "Analysis"),
     ("6", "submit", "Submit"),
+    ("7", "playground", "Playground"),
 ]
 MODE_MODULES = tuple(mode for _key, mode, _label in MODE_KEYS)

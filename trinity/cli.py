@@ -23,6 +23,7 @@ from trinity.m1 import cli as m1_cli
 from trinity.optim import cli as optim_cli
 from trinity.pool import cli as pool_cli
 from trinity.runs import cli as runs_cli
+from trinity.serve import cli as serve_cli
 from trinity.session import cli as session_cli
 from trinity.submission import cli as submission_cli
 from trinity.sweep import cli as sweep_cli
@@ -39,6 +40,7 @@ COMMAND_MODULES = [
     sweep_cli,  # sweep SPEC | resume DIR | status DIR
     m1_cli,  # m1 train|resume|eval|score|pack|check|submit (Milestone 1)
     runs_cli,  # status [RUNS_DIR], watch RUN_DIR
+    serve_cli,  # serve RUN_DIR, serve-keys add
 ]
 
 

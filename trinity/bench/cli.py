@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trinity.bench import app, candidates, grading, learning, pool
+from trinity.bench import serve as serve_bench
 from trinity.sweep import bench as sweep_bench
 
 BENCH_MODULES = [
@@ -12,6 +13,7 @@ BENCH_MODULES = [
     app,  # a pointer to `minertui bench`
     sweep_bench,  # sweep on Ray vs one after another; --workers N vs 1
     learning,  # default recipe vs warm start vs ES vs kNN on generated tasks
+    serve_bench,  # routing overhead per turn of `trinity serve`, loopback load test
 ]
 
 

@@ -40,7 +40,7 @@ from trinity.io import canonical_json
 from trinity.pool.appender import GroupCommitAppender
 
 GENESIS = "0" * 64
-PURPOSES = ("train", "eval", "collect")
+PURPOSES = ("train", "eval", "collect", "serve", "playground")
 COST_SOURCES = ("reported", "estimated", "invalid")
 FIELDS = (
     "seq",

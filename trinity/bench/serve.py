@@ -1,0 +1,233 @@
+"""`trinity bench serve`: what the router adds to a served session, and a bounded load test.
+
+Routing overhead per turn = the wall time from a session asking for its turn's route to having it
+(queueing in the encoder batcher, the encoder's incremental forward pass and the head), measured
+inside the server at 1, 16 and 64 concurrent requests against the practice pool in a process of
+its own answering after `--latency-ms` (2000: the turn time the target is stated against). The
+load test sends `--load` sessions at once (a faster pool) and checks that every one is answered,
+that the server's ledger equals what the pool billed, and that the spend stays under the cap.
+
+The router is a run trained here (one cached generation on the practice questions) with each
+`--encoder`; the practice questions are cycled (the pool answers only those), with the response
+cache off so that every call is paid and every turn routed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trinity.errors import TrinityError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="routing overhead per turn of `trinity serve` and a loopback load test")
+    p.add_argument("--encoder", action="append", help="encoder(s) to measure (default tiny-qwen3)")
+    p.add_argument("--concurrency", default="1,16,64", help="concurrent requests per level (default 1,16,64)")
+    p.add_argument("--latency-ms", type=int, default=2000, help="the practice pool's reply time (default 2000)")
+    p.add_argument("--load", type=int, default=256, help="sessions at once in the load test (0: skip)")
+    p.add_argument("--load-latency-ms", type=int, default=50)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_bench_serve)
+
+
+def train_run(encoder: str, root: Path, device: str) -> Path:
+    """A router to serve: one cached generation on the practice questions with `encoder` (the
+    real trainer, in a child process)."""
+    import subprocess
+
+    from trinity.data.matrix import save_matrix
+    from trinity.data.practice import practice_matrix, practice_questions
+    from trinity.data.questions import save_questions
+
+    qs = [q for q in practice_questions() if q.kind != "code"]
+    save_questions(root / "q.jsonl", qs)
+    save_matrix(root / "m.json", practice_matrix().subset([q.id for q in qs]))
+    run = root / f"run-{encoder.replace('/', '_')}"
+    argv = [sys.executable, "-m", "trinity", "train", "--config", str(ROOT / "configs" / "practice.yaml")]
+    argv += ["--questions", str(root / "q.jsonl"), "--matrix", str(root / "m.json"), "--generations", "1"]
+    argv += ["--popsize", "4", "--m", "4", "--encoder", encoder, "--device", device, "--run-dir", str(run)]
+    out = subprocess.run(argv, capture_output=True, text=True)
+    if out.returncode != 0:
+        tail = (out.stderr.strip().splitlines() or ["no message"])[-1]
+        raise TrinityError(f"bench serve: training the router with {encoder} failed: {tail}")
+    return run
+
+
+def pct(xs: list[float], q: float) -> float:
+    return float(np.percentile(xs, q)) if xs else float("nan")
+
+
+async def fire(base_url: str, n: int, concurrency: int, questions: list[Any]) -> tuple[list[dict], list[int], float]:
+    import httpx
+
+    sem = asyncio.Semaphore(concurrency)
+    bodies: list[dict] = []
+    statuses: list[int] = []
+    limits = httpx.Limits(max_connections=concurrency + 8, max_keepalive_connections=concurrency + 8)
+    async with httpx.AsyncClient(timeout=600, limits=limits) as client:
+
+        async def one(i: int) -> None:
+            q = questions[i % len(questions)]
+            body = {
+                "model": "router",
+                "messages": [{"role": "user", "content": q.question}],
+                "trinity": {"kind": q.kind},
+            }
+            async with sem:
+                r = await client.post(base_url + "/chat/completions", json=body)
+            statuses.append(r.status_code)
+            bodies.append(r.json())
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        wall = time.perf_counter() - t0
+    return bodies, statuses, wall
+
+
+def start_server(run: Path, base_url: str, budget_usd: float, max_sessions: int) -> tuple[Any, str]:
+    """`trinity serve RUN` in a process of its own (the load generator must not share its GIL),
+    on a free port: (the process, its base URL)."""
+    import subprocess
+
+    argv = [sys.executable, "-m", "trinity", "serve", str(run), "--no-auth", "--port", "0", "--pool", "practice"]
+    argv += ["--base-url", base_url, "--budget-usd", str(budget_usd), "--max-sessions", str(max_sessions)]
+    argv += ["--no-cache"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    if " at http://" not in line:
+        proc.kill()
+        raise TrinityError(f"bench serve: the server did not start: {line.strip() or proc.stderr.read()[-300:]}")
+    url = line.split(" at ", 1)[1].split()[0]
+    import threading
+
+    threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep its pipe drained
+    return proc, url
+
+
+def measure(
+    run: Path, base_url: str, *, concurrency: int, sessions: int, budget_usd: float, max_sessions: int
+) -> dict[str, Any]:
+    import shutil
+    import signal
+
+    import httpx
+
+    from trinity.data.practice import practice_questions
+    from trinity.io import read_jsonl
+
+    questions = [q for q in practice_questions() if q.kind != "code"]
+    served = run.parent / f"{run.name}-served-{concurrency}-{time.time_ns()}"
+    shutil.copytree(run, served, ignore=shutil.ignore_patterns("serve", "*.lock"))
+    proc, url = start_server(served, base_url, budget_usd, max_sessions)
+    try:
+        bodies, statuses, wall = asyncio.run(fire(url, sessions, concurrency, questions))
+        enc = httpx.get(url + "/models", timeout=60).json()["data"][0]["trinity"]["encoder"]
+    finally:
+        proc.send_signal(signal.SIGTERM)  # graceful: the ledger is closed after the sessions in flight
+        try:
+            proc.wait(timeout=120)
+        except Exception:
+            proc.kill()
+    routes = [t["route_ms"] for b in bodies if "trinity" in b for t in b["trinity"]["turns"]]
+    path = served / "serve" / "ledger.jsonl"
+    ledger = read_jsonl(path) if path.exists() else []
+    return {
+        "concurrency": concurrency,
+        "sessions": sessions,
+        "answered": sum(s in (200, 402) for s in statuses),
+        "ok": sum(s == 200 for s in statuses),
+        "statuses": {str(s): statuses.count(s) for s in sorted(set(statuses))},
+        "turns": len(routes),
+        "route_ms_p50": round(pct(routes, 50), 2),
+        "route_ms_p99": round(pct(routes, 99), 2),
+        "encoder_calls": enc["calls"],
+        "mean_batch": round(enc["texts"] / enc["calls"], 2) if enc["calls"] else 0.0,
+        "encode_ms_mean": round(1000 * enc["seconds"] / enc["calls"], 2) if enc["calls"] else 0.0,
+        "wall_s": round(wall, 2),
+        "ledger_usd": sum(r["cost_micro_usd"] for r in ledger) / 1e6,
+        "ledger_calls": len(ledger),
+    }
+
+
+def load_test(run: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """`--load` sessions at once, twice: with room in the budget (every one answered 200, the
+    ledger equal to the pool's bill), then under a cap of half that spend (every one answered,
+    200 or 402, and the pool's bill under the cap)."""
+    from urllib.request import urlopen
+
+    from trinity.bench.server import spawn_practice_server
+
+    out: dict[str, Any] = {}
+    cap = 100.0
+    for name in ("room", "capped"):
+        proc, base = spawn_practice_server(args.load_latency_ms)
+        try:
+            row = measure(run, base, concurrency=args.load, sessions=args.load, budget_usd=cap, max_sessions=args.load)
+            stats = json.loads(urlopen(base.rstrip("/") + "/stats").read())
+        finally:
+            proc.kill()
+            proc.wait()
+        row["budget_usd"] = cap
+        row["pool_billed_usd"] = stats.get("billed_usd")
+        row["pool_completions"] = stats.get("completions")
+        row["under_cap"] = bool(row["pool_billed_usd"] <= cap + 1e-9)
+        out[name] = row
+        print(
+            f"load ({name}, cap ${cap:.6f}): {row['answered']}/{row['sessions']} answered {row['statuses']}, ledger "
+            f"${row['ledger_usd']:.6f} / pool billed ${row['pool_billed_usd']:.6f}, {row['ledger_calls']} calls / "
+            f"{row['pool_completions']} completions, route p99 {row['route_ms_p99']} ms, wall {row['wall_s']} s",
+            file=sys.stderr,
+        )
+        cap = round(row["pool_billed_usd"] / 2, 6)
+    return out
+
+
+def cmd_bench_serve(args: argparse.Namespace) -> int:
+    from trinity.bench.server import spawn_practice_server
+
+    encoders = args.encoder or ["tiny-qwen3"]
+    levels = [int(x) for x in str(args.concurrency).split(",") if x.strip()]
+    out: dict[str, Any] = {"latency_ms": args.latency_ms, "encoders": {}, "load": None}
+    runs: dict[str, Path] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
+        root = Path(tmp)
+        proc, base = spawn_practice_server(args.latency_ms)
+        try:
+            for enc in encoders:
+                t0 = time.perf_counter()
+                run = runs[enc] = train_run(enc, root, args.device)
+                rows = []
+                for c in levels:
+                    row = measure(
+                        run, base, concurrency=c, sessions=max(c, 4), budget_usd=100.0, max_sessions=max(c, 1)
+                    )
+                    row["p99_share_of_turn"] = round(row["route_ms_p99"] / args.latency_ms, 4)
+                    rows.append(row)
+                    print(
+                        f"{enc:>20} c={c:<3} route p50 {row['route_ms_p50']:8.2f} ms  p99 {row['route_ms_p99']:8.2f} ms "
+                        f"({100 * row['p99_share_of_turn']:.1f}% of a {args.latency_ms} ms turn)  "
+                        f"mean batch {row['mean_batch']}  {row['turns']} turns",
+                        file=sys.stderr,
+                    )
+                out["encoders"][enc] = {"levels": rows, "setup_s": round(time.perf_counter() - t0, 1)}
+        finally:
+            proc.kill()
+            proc.wait()
+        if args.load:
+            out["load"] = load_test(runs[encoders[0]], args)
+    if args.json:
+        print(json.dumps(out, indent=2))
+    return 0
