@@ -80,10 +80,21 @@ def read_json(path: str | os.PathLike, what: str = "JSON file") -> Any:
         raise InputError(f"{what} {path} is not valid JSON ({e}); fix or regenerate it") from None
 
 
+def open_append_nofollow(path: str | os.PathLike[str], mode: int = os.O_WRONLY) -> int:
+    """An O_APPEND descriptor on `path` that refuses a symbolic link as the file itself (a
+    tampered run directory must not make an append land outside it): InputError naming it."""
+    try:
+        return os.open(path, mode | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError:
+        if os.path.islink(path):
+            raise InputError(f"{path} is a symbolic link; a run's files are written only in place") from None
+        raise
+
+
 def append_jsonl(path: str | os.PathLike, obj: Any, fsync: bool = False) -> None:
     """Append one JSON object as one line with a single write on an O_APPEND descriptor."""
     line = (json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = open_append_nofollow(path, os.O_RDWR)
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":

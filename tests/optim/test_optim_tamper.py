@@ -177,3 +177,22 @@ def test_an_npy_header_claiming_a_huge_shape_is_one_line(run, capsys):
     before = tree_digest(run)
     _one_error_line(capsys, run, "checkpoint", "claims shape")
     assert tree_digest(run) == before
+
+
+@pytest.mark.parametrize("name", ["events.jsonl", "ledger.jsonl"])
+def test_an_append_refuses_a_link_made_after_the_lock(run, tmp_path, name):
+    """The lock's check runs once; every append also opens with O_NOFOLLOW."""
+    from trinity.errors import InputError
+    from trinity.io import append_jsonl
+    from trinity.pool.appender import GroupCommitAppender
+
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text("")
+    (run / name).unlink(missing_ok=True)
+    os.symlink(outside, run / name)
+    with pytest.raises(InputError, match="symbolic link"):
+        if name == "events.jsonl":
+            append_jsonl(run / name, {"type": "log"})
+        else:
+            GroupCommitAppender(run / name, what="ledger")
+    assert outside.read_text() == ""

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from trinity.errors import RunLockedError
+from trinity.io import open_append_nofollow
 
 # Who waits for a queued write: a concurrent Future (a thread) or (its loop, an asyncio future)
 # (a coroutine, woken on its own loop).
@@ -49,7 +50,7 @@ class GroupCommitAppender:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.fsync = fsync
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = open_append_nofollow(self.path)
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

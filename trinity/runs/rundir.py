@@ -16,9 +16,10 @@ typed records in `trinity.runs.records`, the one definition. Readers tolerate a 
 and never block the writer.
 
 No symlinks: an engine that takes a run's lock first checks that neither the run directory nor
-anything in it (checkpoint/ included) is a symbolic link, and opens the lock with O_NOFOLLOW — a
-tampered run directory could otherwise make a resume truncate, append to or delete files outside
-it. A link is refused with one line naming it.
+anything in it (checkpoint/ included) is a symbolic link, and opens the lock with O_NOFOLLOW (as
+every append does: `trinity.io.open_append_nofollow`) — a tampered run directory could otherwise
+make a resume truncate, append to or delete files outside it. A link is refused with one line
+naming it.
 """
 
 from __future__ import annotations
