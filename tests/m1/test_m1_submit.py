@@ -50,3 +50,12 @@ def test_submit_needs_a_clone(tmp_path, capsys):
     pack = m1.M1Pack("5-domain", "penultimate", 4, np.ones((5, 4)), np.ones((5, 4))).save(tmp_path / "p")
     assert main(["m1", "submit", str(pack), "--repo", str(tmp_path), "--miner", "a"]) == 2
     assert "not a git clone" in capsys.readouterr().err
+
+
+def test_ordinary_pack_points_an_m1_run_to_m1_pack(tmp_path, capsys):
+    run = tmp_path / "m1run"
+    run.mkdir()
+    (run / "run.json").write_text('{"mode": "m1", "status": "finished"}')
+    assert main(["pack", str(run), "--miner", "alice"]) == 2
+    err = capsys.readouterr().err
+    assert f"trinity m1 pack {run} --miner alice" in err and err.count("\n") == 1

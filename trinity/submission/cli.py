@@ -49,10 +49,10 @@ def register(sub) -> None:
     p.add_argument("--miner", required=True, help="your miner (GitHub user) name")
     p.add_argument(
         "--format",
-        choices=("minirouter", "tinyrouter"),
+        choices=("minirouter", "tinyrouter", "tinyrouter-m1"),
         dest="fmt",
-        help="minirouter: submissions/final_model/; tinyrouter: submissions/<miner>/<n>/ "
-        "(default: the competition's layout)",
+        help="minirouter: submissions/final_model/; tinyrouter: submissions/<miner>/<n>/; "
+        "tinyrouter-m1: submissions/<miner>/m1/ (trinity m1 pack) (default: the competition's layout)",
     )
     competition_arg(p)
     p.add_argument(
@@ -131,6 +131,7 @@ def _pool(args) -> list[str] | None:
 def cmd_pack(args) -> int:
     from trinity.submission.pack import pack_run
 
+    _m1_hand_off(args.run_dir, args.fmt, args.miner, args.out)
     b = pack_run(
         args.run_dir,
         args.miner,
@@ -143,6 +144,24 @@ def cmd_pack(args) -> int:
     print("\n".join(b.describe()))
     print(f"next: trinity check {b.path}")
     return 0
+
+
+def _m1_hand_off(run_dir: str, fmt: str | None, miner: str, out: str | None) -> None:
+    """A Milestone-1 triage run (or --format tinyrouter-m1) is packed by `trinity m1 pack`."""
+    from pathlib import Path
+
+    from trinity.errors import InputError
+
+    meta = Path(run_dir) / "run.json"
+    try:
+        is_m1 = json.loads(meta.read_text(encoding="utf-8")).get("mode") == "m1"
+    except (OSError, ValueError, AttributeError):
+        is_m1 = False
+    if is_m1 or fmt == "tinyrouter-m1":
+        raise InputError(
+            f"{run_dir}: Milestone-1 heads are packed by `trinity m1 pack {run_dir} --miner {miner} "
+            f"--root {out or '.'}` (writes submissions/{miner}/m1/)"
+        )
 
 
 def cmd_check(args) -> int:
