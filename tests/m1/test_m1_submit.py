@@ -52,10 +52,18 @@ def test_submit_needs_a_clone(tmp_path, capsys):
     assert "not a git clone" in capsys.readouterr().err
 
 
-def test_ordinary_pack_points_an_m1_run_to_m1_pack(tmp_path, capsys):
+def test_ordinary_commands_point_m1_runs_and_packs_to_trinity_m1(tmp_path, capsys):
     run = tmp_path / "m1run"
     run.mkdir()
     (run / "run.json").write_text('{"mode": "m1", "status": "finished"}')
-    assert main(["pack", str(run), "--miner", "alice"]) == 2
-    err = capsys.readouterr().err
-    assert f"trinity m1 pack {run} --miner alice" in err and err.count("\n") == 1
+    pack = m1.M1Pack("5-domain", "penultimate", 4, np.ones((5, 4)), np.ones((5, 4))).save(tmp_path / "p")
+    for argv, want in (
+        (["pack", str(run), "--miner", "alice"], f"trinity m1 pack {run} --miner NAME"),
+        (["eval", str(run)], f"trinity m1 eval {run}"),
+        (["score", str(run)], f"trinity m1 score {run} --king PACK"),
+        (["check", str(pack)], f"trinity m1 check {pack} --miner NAME"),
+        (["submit", str(pack), "--repo", str(tmp_path), "--miner", "a"], f"trinity m1 submit {pack}"),
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert want in err and err.count("\n") == 1, (argv, err)

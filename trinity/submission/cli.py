@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 
+from trinity.competition import m1
 from trinity.competition.cliargs import competition_arg
 
 
@@ -131,7 +132,7 @@ def _pool(args) -> list[str] | None:
 def cmd_pack(args) -> int:
     from trinity.submission.pack import pack_run
 
-    _m1_hand_off(args.run_dir, args.fmt, args.miner, args.out)
+    m1.refuse_m1(args.run_dir, "pack", force=args.fmt == "tinyrouter-m1")
     b = pack_run(
         args.run_dir,
         args.miner,
@@ -146,27 +147,10 @@ def cmd_pack(args) -> int:
     return 0
 
 
-def _m1_hand_off(run_dir: str, fmt: str | None, miner: str, out: str | None) -> None:
-    """A Milestone-1 triage run (or --format tinyrouter-m1) is packed by `trinity m1 pack`."""
-    from pathlib import Path
-
-    from trinity.errors import InputError
-
-    meta = Path(run_dir) / "run.json"
-    try:
-        is_m1 = json.loads(meta.read_text(encoding="utf-8")).get("mode") == "m1"
-    except (OSError, ValueError, AttributeError):
-        is_m1 = False
-    if is_m1 or fmt == "tinyrouter-m1":
-        raise InputError(
-            f"{run_dir}: Milestone-1 heads are packed by `trinity m1 pack {run_dir} --miner {miner} "
-            f"--root {out or '.'}` (writes submissions/{miner}/m1/)"
-        )
-
-
 def cmd_check(args) -> int:
     from trinity.submission.gates import check_bundle
 
+    m1.refuse_m1(args.bundle_dir, "check")
     _default_against(args, args.bundle_dir)
     rep = check_bundle(
         args.bundle_dir,
@@ -188,6 +172,7 @@ def cmd_check(args) -> int:
 def cmd_submit(args) -> int:
     from trinity.submission.gitsubmit import StepResult, SubmitRefused, execute_plan, plan_submission
 
+    m1.refuse_m1(args.bundle_dir, "submit")
     _default_against(args, args.bundle_dir)
     plan = plan_submission(
         args.bundle_dir,
