@@ -50,3 +50,20 @@ def test_submit_needs_a_clone(tmp_path, capsys):
     pack = m1.M1Pack("5-domain", "penultimate", 4, np.ones((5, 4)), np.ones((5, 4))).save(tmp_path / "p")
     assert main(["m1", "submit", str(pack), "--repo", str(tmp_path), "--miner", "a"]) == 2
     assert "not a git clone" in capsys.readouterr().err
+
+
+def test_ordinary_commands_point_m1_runs_and_packs_to_trinity_m1(tmp_path, capsys):
+    run = tmp_path / "m1run"
+    run.mkdir()
+    (run / "run.json").write_text('{"mode": "m1", "status": "finished"}')
+    pack = m1.M1Pack("5-domain", "penultimate", 4, np.ones((5, 4)), np.ones((5, 4))).save(tmp_path / "p")
+    for argv, want in (
+        (["pack", str(run), "--miner", "alice"], f"trinity m1 pack {run} --miner NAME"),
+        (["eval", str(run)], f"trinity m1 eval {run}"),
+        (["score", str(run)], f"trinity m1 score {run} --king PACK"),
+        (["check", str(pack)], f"trinity m1 check {pack} --miner NAME"),
+        (["submit", str(pack), "--repo", str(tmp_path), "--miner", "a"], f"trinity m1 submit {pack}"),
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert want in err and err.count("\n") == 1, (argv, err)

@@ -11,6 +11,7 @@ import pytest
 
 from trinity.cli import main
 from trinity.competition import m1
+from trinity.errors import InputError
 from trinity.m1.run import TrainConfig, create_run, run_training
 from trinity.runs.rundir import RunDir
 
@@ -144,3 +145,20 @@ def test_an_m1_run_is_an_ordinary_row_in_runs(tmp_path):
     assert row[2] == "3/3" and vals[3] == pytest.approx(
         json.loads(RunDir(rd.path).summary.read_text())["best_val_composite"]
     )
+
+
+@pytest.mark.slow
+def test_sep_cma_es_option_trains_and_resumes_exactly(tmp_path):
+    kw = dict(optimizer="sep-cma-es", epochs=3, iters=5, popsize=8, patience=10)
+    a = create_run(_cfg(**kw), tmp_path, tmp_path / "a")
+    sa = run_training(a)
+    b = create_run(_cfg(**kw), tmp_path, tmp_path / "b")
+    run_training(b, stop_after=1)
+    sb = run_training(b, resume=True)
+    assert sa["epochs"] == sb["epochs"] == 3
+    with np.load(a.path / "head.npz") as ha, np.load(b.path / "head.npz") as hb:
+        assert np.array_equal(ha["W_domain"], hb["W_domain"]) and np.any(ha["W_domain"] != 0)
+    hist = json.loads(a.history.read_text())
+    assert hist[-1]["loss"] < 2 * np.log(5)  # below the uniform head's loss
+    with pytest.raises(InputError, match="penultimate"):
+        create_run(_cfg(optimizer="sep-cma-es", pool="attentive"), tmp_path, tmp_path / "c")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from trinity.competition import m1
 from trinity.errors import InputError
 
 SPLITS = ("train", "val", "test", "all")
@@ -220,6 +221,7 @@ def cmd_eval(args) -> int:
     from trinity.analysis.evaluate import evaluate_run
     from trinity.analysis.render import eval_view
 
+    m1.refuse_m1(args.run_dir, "eval")
     _positive("--samples", args.samples)
     _positive("--seeds", args.seeds)
     report = evaluate_run(
@@ -248,6 +250,7 @@ def cmd_score(args) -> int:
     from trinity.analysis.render import score_view
     from trinity.analysis.score import score_estimate
 
+    m1.refuse_m1(args.run_dir, "score")
     report = score_estimate(
         args.run_dir,
         king=args.king,

@@ -512,3 +512,35 @@ class M1Profile:
 
 
 PROFILE = M1Profile()
+
+
+# ---- the ordinary commands hand an M1 run or pack over ----------------------------------------
+
+_M1_COMMANDS = {
+    "eval": "trinity m1 eval {path}",
+    "score": "trinity m1 score {path} --king PACK",
+    "pack": "trinity m1 pack {path} --miner NAME --root REPO",
+    "check": "trinity m1 check {path} --miner NAME",
+    "submit": "trinity m1 submit {path} --repo REPO --miner NAME",
+}
+
+
+def is_m1_path(path: str | Path) -> bool:
+    """A Milestone-1 run directory (run.json mode "m1") or pack folder (W_domain.npy)."""
+    p = Path(path)
+    if (p / "W_domain.npy").is_file():
+        return True
+    try:
+        meta = json.loads((p / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and meta.get("mode") == "m1"
+
+
+def refuse_m1(path: str | Path, command: str, force: bool = False) -> None:
+    """InputError naming the `trinity m1` command when `path` is M1's (or `force`)."""
+    if force or is_m1_path(path):
+        raise InputError(
+            f"{path} is a Milestone-1 (prompt triage) {'pack' if (Path(path) / 'W_domain.npy').is_file() else 'run'}: "
+            f"use `{_M1_COMMANDS[command].format(path=path)}`"
+        )

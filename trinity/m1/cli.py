@@ -40,6 +40,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--iters", type=int, default=20, help="LBFGS iterations an epoch")
     t.add_argument("--epochs", type=int, default=30)
     t.add_argument("--patience", type=int, default=5, help="epochs without a better validation composite")
+    t.add_argument(
+        "--optimizer",
+        default="lbfgs",
+        choices=("lbfgs", "sep-cma-es"),
+        help="sep-cma-es: derivative-free, as the main track",
+    )
+    t.add_argument(
+        "--popsize", type=int, default=16, help="sep-cma-es candidates a generation (--iters: generations an epoch)"
+    )
+    t.add_argument("--sigma0", type=float, default=0.5, help="sep-cma-es initial step size")
     t.add_argument("--class-weights", action="store_true", help="weight classes by inverse frequency")
     t.add_argument(
         "--feature-cache", metavar="DIR", help="share encoder features between runs (default: each run's features/)"
@@ -129,6 +139,9 @@ def _train(args: argparse.Namespace) -> int:
             test_data=args.test_data,
             limit=args.limit,
             feature_cache=args.feature_cache,
+            optimizer=args.optimizer,
+            popsize=args.popsize,
+            sigma0=args.sigma0,
         )
         rd = create_run(cfg, args.runs_root, args.run_dir)
         summary = run_training(rd)

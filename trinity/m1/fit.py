@@ -184,3 +184,67 @@ def epoch_step(
         }
     )
     return ep
+
+
+def _np_loss(theta: np.ndarray, X: np.ndarray, yd: np.ndarray, yf: np.ndarray, n_dom: int, l2: float) -> float:
+    d = X.shape[1]
+    Wd, Wf = theta[: n_dom * d].reshape(n_dom, d), theta[n_dom * d :].reshape(-1, d)
+    total = 0.5 * l2 * float(theta @ theta)
+    for W, y in ((Wd, yd), (Wf, yf)):
+        z = X @ W.T
+        z = z - z.max(axis=1, keepdims=True)
+        lse = np.log(np.exp(z).sum(axis=1))
+        total += float(np.mean(lse - z[np.arange(len(y)), y]))
+    return total
+
+
+def cma_epoch_step(
+    state: FitState,
+    train: Data,
+    val: Data,
+    l2: float,
+    generations: int,
+    patience: int,
+    popsize: int,
+    sigma0: float,
+    seed: int,
+) -> Epoch:
+    """One epoch of the derivative-free option (parity with the main track's trainer): the
+    separable CMA-ES of `trinity.optim` for `generations` generations on the training loss, from
+    the current weights; the mean is the epoch's weights. Penultimate heads only. Each epoch's
+    sampler is seeded by (seed, epoch), so a resumed run takes the same steps."""
+    from trinity.optim.trainer import make_es
+
+    assert train.X is not None and val.X is not None, "sep-CMA-ES fits penultimate heads"
+    cur = state.current
+    n_dom = cur.W_domain.shape[0]
+    x0 = np.concatenate([cur.W_domain.ravel(), cur.W_diff.ravel()])
+    rng = np.random.RandomState((seed * 100_003 + state.epoch) % 2**32)
+    es = make_es(x0, sigma0, popsize, rng)
+    X, yd, yf = train.X.numpy(), train.y_dom.numpy(), train.y_diff.numpy()
+    for _ in range(generations):
+        cands = es.ask()
+        es.tell(cands, [_np_loss(np.asarray(c), X, yd, yf, n_dom, l2) for c in cands])
+    mean = np.asarray(es.mean, dtype=np.float64)
+    d = cur.W_domain.shape[1]
+    wd, wf = mean[: n_dom * d].reshape(n_dom, d), mean[n_dom * d :].reshape(-1, d)
+    loss = _np_loss(mean, X, yd, yf, n_dom, l2)
+    state.epoch += 1
+    state.current = Weights(wd.copy(), wf.copy(), None)
+    twd, twf = torch.as_tensor(wd), torch.as_tensor(wf)
+    tr, va = _metrics(twd, twf, None, train), _metrics(twd, twf, None, val)
+    improved = va["composite"] > state.best_val
+    if improved:
+        state.best, state.best_val, state.best_epoch, state.bad = state.current, va["composite"], state.epoch, 0
+    else:
+        state.bad += 1
+        state.done = state.bad >= patience
+    state.history.append(
+        {
+            "epoch": state.epoch,
+            "loss": loss,
+            **{f"train_{k}": v for k, v in tr.items()},
+            **{f"val_{k}": v for k, v in va.items()},
+        }
+    )
+    return Epoch(state.epoch, loss, tr, va, improved)

@@ -31,6 +31,7 @@ from trinity.m1.features import Features, features
 from trinity.runs.rundir import RunDir, new_run_id, utc_now_iso
 
 MODE = "m1"
+OPTIMIZERS = ("lbfgs", "sep-cma-es")
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,9 @@ class TrainConfig:
     test_data: str | None = None
     limit: int | None = None
     feature_cache: str | None = None  # a folder shared by runs (default: the run's features/)
+    optimizer: str = "lbfgs"  # lbfgs | sep-cma-es (derivative-free, as the main track's trainer)
+    popsize: int = 16  # sep-cma-es: candidates a generation (--iters: generations an epoch)
+    sigma0: float = 0.5
 
     def check(self) -> None:
         m1.canonical_config(self.m1_config)
@@ -59,6 +63,12 @@ class TrainConfig:
             raise InputError(f"--pool must be penultimate or attentive, got {self.pool!r}")
         if not 0.0 < self.val_fraction < 1.0:
             raise InputError(f"--val-fraction must be between 0 and 1, got {self.val_fraction}")
+        if self.optimizer not in OPTIMIZERS:
+            raise InputError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
+        if self.optimizer == "sep-cma-es" and self.pool != "penultimate":
+            raise InputError("--optimizer sep-cma-es fits penultimate heads; use lbfgs for --pool attentive")
+        if self.popsize < 2 or self.sigma0 <= 0:
+            raise InputError("--popsize must be >= 2 and --sigma0 > 0")
         if self.l2 < 0 or self.iters < 1 or self.epochs < 1 or self.patience < 1:
             raise InputError("--l2 must be >= 0 and --iters, --epochs, --patience >= 1")
 
@@ -211,7 +221,15 @@ def _train(rd: RunDir, cfg: dict[str, Any], resume: bool, stop_after: int | None
         if stop_after is not None and n_this >= stop_after:
             break
         e0 = time.perf_counter()
-        ep = fit.epoch_step(st, train, val, float(cfg["l2"]), int(cfg["iters"]), int(cfg["patience"]), cw_dom, cw_diff)
+        if cfg.get("optimizer", "lbfgs") == "sep-cma-es":
+            ep = fit.cma_epoch_step(
+                st, train, val, float(cfg["l2"]), int(cfg["iters"]), int(cfg["patience"]),
+                int(cfg.get("popsize", 16)), float(cfg.get("sigma0", 0.5)), int(cfg["seed"]),
+            )  # fmt: skip
+        else:
+            ep = fit.epoch_step(
+                st, train, val, float(cfg["l2"]), int(cfg["iters"]), int(cfg["patience"]), cw_dom, cw_diff
+            )
         secs = time.perf_counter() - e0
         fit_secs += secs
         n_this += 1

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 
+from trinity.competition import m1
 from trinity.competition.cliargs import competition_arg
 
 
@@ -49,10 +50,10 @@ def register(sub) -> None:
     p.add_argument("--miner", required=True, help="your miner (GitHub user) name")
     p.add_argument(
         "--format",
-        choices=("minirouter", "tinyrouter"),
+        choices=("minirouter", "tinyrouter", "tinyrouter-m1"),
         dest="fmt",
-        help="minirouter: submissions/final_model/; tinyrouter: submissions/<miner>/<n>/ "
-        "(default: the competition's layout)",
+        help="minirouter: submissions/final_model/; tinyrouter: submissions/<miner>/<n>/; "
+        "tinyrouter-m1: submissions/<miner>/m1/ (trinity m1 pack) (default: the competition's layout)",
     )
     competition_arg(p)
     p.add_argument(
@@ -136,6 +137,7 @@ def _pool(args) -> list[str] | None:
 def cmd_pack(args) -> int:
     from trinity.submission.pack import pack_run
 
+    m1.refuse_m1(args.run_dir, "pack", force=args.fmt == "tinyrouter-m1")
     b = pack_run(
         args.run_dir,
         args.miner,
@@ -153,6 +155,7 @@ def cmd_pack(args) -> int:
 def cmd_check(args) -> int:
     from trinity.submission.gates import check_bundle
 
+    m1.refuse_m1(args.bundle_dir, "check")
     _default_against(args, args.bundle_dir)
     rep = check_bundle(
         args.bundle_dir,
@@ -174,6 +177,7 @@ def cmd_check(args) -> int:
 def cmd_submit(args) -> int:
     from trinity.submission.gitsubmit import StepResult, SubmitRefused, execute_plan, plan_submission
 
+    m1.refuse_m1(args.bundle_dir, "submit")
     _default_against(args, args.bundle_dir)
     plan = plan_submission(
         args.bundle_dir,
