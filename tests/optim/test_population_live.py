@@ -61,6 +61,8 @@ def _cfg(server, questions_file, cache: Path, **over):
             "max_turns": 3,
             "seed": 1,
             "warm_start": "none",
+            # one evaluation per generation (a race runs one per stage): the recovery arithmetic below
+            "live_recipe": "plain",
             "traces": "all",
             "base_url": server.base_url,
             "cache_path": str(cache / "responses.sqlite"),

@@ -69,6 +69,7 @@ class Pilot:
     calls: list[PilotCall]
     gen_secs: list[float]  # measured wall time of its generations (a run's events), if any
     gen_sessions: int = 0  # sessions per generation in that run (to scale its wall time)
+    popsize: int | None = None  # that run's candidates per generation (how many could share a request)
 
     @property
     def sessions(self) -> dict[str, list[PilotCall]]:
@@ -93,6 +94,10 @@ def load_pilot(path: str | Path) -> Pilot:
             raise InputError(f"pilot {p} has no traces.jsonl; give a live run directory or a collected matrix")
         pilot = _from_traces(traces)
         _add_generation_times(pilot, p / "events.jsonl")
+        try:
+            pilot.popsize = int(json.loads((p / "run.json").read_text(encoding="utf-8"))["config"]["popsize"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pilot.popsize = None
         return pilot
     if p.suffix == ".json" and not p.name.endswith(".answers.jsonl"):
         p = p.with_name(p.stem + ".answers.jsonl")
@@ -320,6 +325,12 @@ def forecast(
             ratio = rng.uniform(0.85, 1.25, size=D)
         paid_n = sum(c.paid for c in pilot.calls)
         paid = rng.beta(paid_n + 1, len(pilot.calls) - paid_n + 1, size=D)
+        if pilot.popsize and pilot.popsize != cfg.popsize:
+            # more candidates share more requests (the cache, one call for the same request in
+            # flight): how the paid share scales with P is not measured, so anywhere from not at
+            # all to 1/P
+            ratio_p = pilot.popsize / cfg.popsize
+            paid = np.clip(paid * ratio_p ** rng.uniform(0, 1, size=D), 0, 1)
         measured = "pilot"
     else:
         tau = rng.uniform(1.0, T, size=D)

@@ -49,6 +49,11 @@ from trinity.runs.system import engine_sample
 from trinity.runs.rundir import RunDir
 
 VAL_MARGIN_Z = 2.0  # standard errors of the paired val difference a challenger must win by
+INCUMBENT_RULE = (
+    "live race recipe without a validation split: the incumbent, evaluated again on every generation's "
+    "questions; a generation's race winner replaces it only when its mean reward on those same "
+    "questions is higher"
+)
 BEST_RULE = (
     "validation accuracy (argmax routing, cached rewards): each validated generation's ES mean, "
     "then its best candidate, replaces the incumbent only when its paired per-question val "
@@ -611,7 +616,7 @@ class Trainer:
             "final_sigma": float(st["es"].sigma),
             "best_fitness": hist[-1]["best"] if hist else None,
             "final_mean_fitness": hist[-1]["mean"] if hist else None,
-            "best_theta": {**info, "rule": BEST_RULE},
+            "best_theta": {**info, "rule": INCUMBENT_RULE if info["which"] == "incumbent" else BEST_RULE},
             "evals": st["evals"],
             "cost_usd": float(self.fitness.cost_usd),
             "calls": int(self.fitness.calls),
