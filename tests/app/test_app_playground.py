@@ -153,3 +153,32 @@ def test_playground_snapshot_80x24(snap_compare, playground_env):
 
     app = MinerApp(runs_root=playground_env, poll=False, start_mode="runs", theme="minertui-dark")
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+async def test_two_runs_side_by_side_route_the_same_question(playground_env):
+    import shutil
+
+    root = playground_env
+    shutil.copytree(root / "run-real", root / "run-twin")
+    decisive_head(root / "run-twin")  # a different head: the two panes must differ
+    app = MinerApp(runs_root=root, poll=False, start_mode="runs")
+    async with app.run_test(size=SIZE) as pilot:
+        await app.refresh_now()
+        await pilot.pause()
+        await pilot.press("7")
+        await app.refresh_now()
+        screen = app.screen
+        await until(pilot, lambda: screen.ready is not None, "the router host is ready")
+        first = screen.host_runs[0]
+        await pilot.press("b")
+        await until(pilot, lambda: screen.ready is not None and len(screen.ready["runs"]) == 2, "both routers")
+        assert screen.host_runs[0] == first and len({*screen.host_runs}) == 2
+        screen.query_one("#pg-question", Input).value = QUESTION
+        screen.query_one("#pg-question", Input).focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: all(p.routes for p in screen.panes), "both routes")
+        a, b = (p.routes[0] for p in screen.panes)
+        twin = b if screen.panes[1].name == "run-twin" else a
+        assert twin["model_probs"][twin["model"]] > 0.95 and twin["role"] == "Worker"  # the decisive head
+        assert a["model_probs"] != b["model_probs"]
+        assert screen.query_one("#pg-pane-b-scroll").display and "turn 1 route" in text_of(app, "#pg-pane-b")

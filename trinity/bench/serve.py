@@ -38,6 +38,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--load", type=int, default=256, help="sessions at once in the load test (0: skip)")
     p.add_argument("--load-latency-ms", type=int, default=50)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=1, help="the server's torch threads (default 1)")
+    p.add_argument(
+        "--direct",
+        action="store_true",
+        help="time the session encoder itself (turn 1, then turn 2 incrementally) per batch size, no server",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench_serve)
 
@@ -96,14 +102,14 @@ async def fire(base_url: str, n: int, concurrency: int, questions: list[Any]) ->
     return bodies, statuses, wall
 
 
-def start_server(run: Path, base_url: str, budget_usd: float, max_sessions: int) -> tuple[Any, str]:
+def start_server(run: Path, base_url: str, budget_usd: float, max_sessions: int, threads: int = 1) -> tuple[Any, str]:
     """`trinity serve RUN` in a process of its own (the load generator must not share its GIL),
     on a free port: (the process, its base URL)."""
     import subprocess
 
     argv = [sys.executable, "-m", "trinity", "serve", str(run), "--no-auth", "--port", "0", "--pool", "practice"]
     argv += ["--base-url", base_url, "--budget-usd", str(budget_usd), "--max-sessions", str(max_sessions)]
-    argv += ["--no-cache"]
+    argv += ["--no-cache", "--threads", str(threads)]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     line = proc.stderr.readline()
@@ -118,7 +124,14 @@ def start_server(run: Path, base_url: str, budget_usd: float, max_sessions: int)
 
 
 def measure(
-    run: Path, base_url: str, *, concurrency: int, sessions: int, budget_usd: float, max_sessions: int
+    run: Path,
+    base_url: str,
+    *,
+    concurrency: int,
+    sessions: int,
+    budget_usd: float,
+    max_sessions: int,
+    threads: int = 1,
 ) -> dict[str, Any]:
     import shutil
     import signal
@@ -131,7 +144,7 @@ def measure(
     questions = [q for q in practice_questions() if q.kind != "code"]
     served = run.parent / f"{run.name}-served-{concurrency}-{time.time_ns()}"
     shutil.copytree(run, served, ignore=shutil.ignore_patterns("serve", "*.lock"))
-    proc, url = start_server(served, base_url, budget_usd, max_sessions)
+    proc, url = start_server(served, base_url, budget_usd, max_sessions, threads)
     try:
         bodies, statuses, wall = asyncio.run(fire(url, sessions, concurrency, questions))
         enc = httpx.get(url + "/models", timeout=60).json()["data"][0]["trinity"]["encoder"]
@@ -175,7 +188,15 @@ def load_test(run: Path, args: argparse.Namespace) -> dict[str, Any]:
     for name in ("room", "capped"):
         proc, base = spawn_practice_server(args.load_latency_ms)
         try:
-            row = measure(run, base, concurrency=args.load, sessions=args.load, budget_usd=cap, max_sessions=args.load)
+            row = measure(
+                run,
+                base,
+                concurrency=args.load,
+                sessions=args.load,
+                budget_usd=cap,
+                max_sessions=args.load,
+                threads=args.threads,
+            )
             stats = json.loads(urlopen(base.rstrip("/") + "/stats").read())
         finally:
             proc.kill()
@@ -195,7 +216,64 @@ def load_test(run: Path, args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def direct_overhead(encoder: str, sizes: list[int], device: str, threads: int = 1) -> list[dict[str, Any]]:
+    """The encoder + head time of one turn step with `B` sessions in the batch, without a server:
+    turn 1 (the question), then turn 2 (the question and a Worker turn: only the added tokens are
+    read), with the serve encoder (`StreamKeepingEncoder`) and a random θ of the right shape."""
+    import torch
+
+    from trinity.competition.text import router_text
+    from trinity.data.practice import practice_questions
+    from trinity.model.encoder import load_encoder
+    from trinity.model.router import Router
+    from trinity.serve.batcher import StreamKeepingEncoder
+
+    torch.manual_seed(0)
+    torch.set_num_threads(threads)
+    router = Router(load_encoder(encoder, device=device, dtype="float32", seed=0), n_models=3)
+    theta = np.random.default_rng(0).normal(0, 0.05, router.n_params)
+    text = router_text("tinyrouter")
+    qs = [q for q in practice_questions() if q.kind != "code"]
+    worker = "Working through it step by step, the result follows. The final answer is $\\boxed{42}$."
+    rows = []
+    warm = StreamKeepingEncoder(router, theta[None, :])  # one-time costs (the SVF layer's factors) first
+    warm.logits([text.question_input(qs[0], ())], np.zeros(1, dtype=np.int64), ["warm"])
+    for b in sizes:
+        enc = StreamKeepingEncoder(router, theta[None, :])
+        picked = [qs[i % len(qs)] for i in range(b)]
+        streams = [f"s{i}" for i in range(b)]
+        t1 = [text.question_input(q, ()) for q in picked]
+        t2 = [text.question_input(q, (("Worker", "simulated/mathlete", worker),)) for q in picked]
+        times = []
+        for texts in (t1, t2):
+            read = enc.tokens_read
+            t0 = time.perf_counter()
+            enc.logits(texts, np.zeros(b, dtype=np.int64), streams)
+            times.append((time.perf_counter() - t0, enc.tokens_read - read))
+        rows.append(
+            {
+                "batch": b,
+                "turn1_ms": round(1000 * times[0][0], 1),
+                "turn1_tokens": times[0][1],
+                "turn2_ms": round(1000 * times[1][0], 1),
+                "turn2_new_tokens": times[1][1],
+            }
+        )
+        print(
+            f"{encoder:>20} batch {b:<3} turn 1 {rows[-1]['turn1_ms']:9.1f} ms ({times[0][1]} tokens)  "
+            f"turn 2 {rows[-1]['turn2_ms']:9.1f} ms ({times[1][1]} new tokens)",
+            file=sys.stderr,
+        )
+    return rows
+
+
 def cmd_bench_serve(args: argparse.Namespace) -> int:
+    if args.direct:
+        sizes = [int(x) for x in str(args.concurrency).split(",") if x.strip()]
+        res = {enc: direct_overhead(enc, sizes, args.device, args.threads) for enc in (args.encoder or ["tiny-qwen3"])}
+        if args.json:
+            print(json.dumps({"direct": res}, indent=2))
+        return 0
     from trinity.bench.server import spawn_practice_server
 
     encoders = args.encoder or ["tiny-qwen3"]
@@ -212,7 +290,13 @@ def cmd_bench_serve(args: argparse.Namespace) -> int:
                 rows = []
                 for c in levels:
                     row = measure(
-                        run, base, concurrency=c, sessions=max(c, 4), budget_usd=100.0, max_sessions=max(c, 1)
+                        run,
+                        base,
+                        concurrency=c,
+                        sessions=max(c, 4),
+                        budget_usd=100.0,
+                        max_sessions=max(c, 1),
+                        threads=args.threads,
                     )
                     row["p99_share_of_turn"] = round(row["route_ms_p99"] / args.latency_ms, 4)
                     rows.append(row)

@@ -28,6 +28,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--base-url", default=None, help="the pool's URL (default: the pool's own)")
     p.add_argument("--device", default=None, help="the encoder's device (default: the run's)")
     p.add_argument("--no-cache", action="store_true", help="do not use the response cache")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads for the encoder on the CPU (default: torch's; 1 on a busy shared box)",
+    )
     p.set_defaults(func=cmd_serve)
 
     k = sub.add_parser("serve-keys", help="API keys for `trinity serve` (stored as hashes)")
@@ -68,6 +74,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise InputError(f"--budget-usd must be >= 0, got {args.budget_usd}")
     if args.max_sessions < 1:
         raise InputError(f"--max-sessions must be >= 1, got {args.max_sessions}")
+    if args.threads is not None and args.threads < 1:
+        raise InputError(f"--threads must be >= 1, got {args.threads}")
     if not 0 <= args.port <= 65535:
         raise InputError(f"--port must be 0-65535, got {args.port}")
     try:
@@ -81,6 +89,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from trinity.serve.server import bind, uvicorn_server
 
     keys = KeyStore.load(args.keys) if args.keys else None
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
     engine = ServeEngine.load(
         args.run_dir,
         pool=args.pool,
