@@ -26,7 +26,11 @@ def _their_worker_system() -> str:
 
 
 @pytest.mark.slow
-def test_tinyrouter_objective_is_pr_eval_on_the_minibatch(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("recipe", ["plain", "race"])
+def test_tinyrouter_objective_is_pr_eval_on_the_minibatch(tmp_path, capsys, monkeypatch, recipe):
+    """Plain: every candidate on every question. Race: each candidate is scored over its own
+    sessions (an eliminated one over fewer), and the winner is the best of those that ran to the
+    last stage."""
     from trinity.cli import main
     from trinity.competition.text import router_text
     from trinity.data.practice import practice_questions
@@ -42,7 +46,7 @@ def test_tinyrouter_objective_is_pr_eval_on_the_minibatch(tmp_path, capsys, monk
             [
                 "train", "--mode", "live", "--pool", "practice", "--questions", "practice",
                 "--encoder", "tiny-qwen3", "--generations", "1", "--popsize", "4", "--m", "4",
-                "--seed", "5", "--warm-start", "none", "--competition", "tinyrouter",
+                "--seed", "5", "--warm-start", "none", "--competition", "tinyrouter", "--live-recipe", recipe,
                 "--run-dir", str(run), "--json",
             ]
         )  # fmt: skip
@@ -83,6 +87,12 @@ def test_tinyrouter_objective_is_pr_eval_on_the_minibatch(tmp_path, capsys, monk
         eff = max(0.0, (5 - turns) / 4) * live if live > 0 else 0.0
         scores.append((0.70 * hidden + 0.15 * live + 0.10 * eff + 0.05 * 0.5, hidden, live, eff, turns))
     gen = [e for e in read_jsonl(run / "events.jsonl") if e["type"] == "generation"][-1]
+    if recipe == "race":
+        n_sessions = [len(per[c]) for c in sorted(per)]
+        assert len(set(n_sessions)) > 1  # the race stopped some candidates early
+        finalists = [s for s, n in zip(scores, n_sessions) if n == max(n_sessions)]
+        assert gen["competition_score"] == pytest.approx(max(f[0] for f in finalists))
+        return
     best = max(scores, key=lambda s: s[0])
     assert gen["competition_score"] == pytest.approx(best[0])
     assert gen["best"] == pytest.approx(best[0])  # the ES's fitness is the competition score

@@ -77,6 +77,9 @@ def race_evaluate(fit: Any, gen: int, thetas: np.ndarray, questions: list[Questi
     first_model: list[int] = []
     first_role: list[int] = []
     trajs_all: list[Any] = []
+    met: dict[int, dict[int, Any]] = {}  # row -> question index -> its session (rows: candidates, P = incumbent)
+    competition = getattr(fit, "objective", "reward") == "competition"
+    parts_of: dict[int, dict[str, float]] = {}  # --objective competition: each row's score parts so far
     total = sum(n * (s - b) for (n, s), b in zip(plan, [0] + [s for _, s in plan[:-1]])) + (m if inc else 0)
     done_before = 0
     alive = list(range(P))
@@ -104,11 +107,8 @@ def race_evaluate(fit: Any, gen: int, thetas: np.ndarray, questions: list[Questi
         if failing is not None:
             raise failing
         for (c, q), t, j in zip(pairs, trajs, [j for _ in cands for j in batch]):
-            r = fit._reward(t)
-            if c == P:
-                inc_rewards[j] = r
-            else:
-                rewards[c, j] = r
+            met.setdefault(c, {})[j] = t
+            if c != P:
                 cand_turns[c] += len(t.turns)
                 cand_n[c] += 1
                 first_model.append(fit.models.index(t.turns[0].model) if t.turns else 0)
@@ -118,6 +118,20 @@ def race_evaluate(fit: Any, gen: int, thetas: np.ndarray, questions: list[Questi
                 rec["incumbent"] = True
             hooks.trace(rec)
             trajs_all.append(t)
+        # each row's rewards over every question it has met: under the competition's score a
+        # row's efficiency term is its own sessions' mean turns, so it is recomputed as they grow
+        for c in cands:
+            js = sorted(met[c])
+            if competition:
+                row, parts = fit.competition_rewards([met[c][j] for j in js], [questions[j] for j in js], 1, len(js))
+                values = row[0]
+                parts_of[c] = {k: float(v[0]) for k, v in parts.items()}
+            else:
+                values = np.array([fit._reward(met[c][j]) for j in js], dtype=np.float64)
+            if c == P:
+                inc_rewards[js] = values
+            else:
+                rewards[c, js] = values
         before = seen_to
     hooks.progress(total, total)
     hooks.choices(np.array(first_model), np.array(first_role))
@@ -133,6 +147,9 @@ def race_evaluate(fit: Any, gen: int, thetas: np.ndarray, questions: list[Questi
         accuracy=n_correct / len(trajs_all) if trajs_all else None,
         cost_per_correct=cost / n_correct if n_correct else None,
         extra=extra,
+        score_parts=(
+            {k: np.array([parts_of[c][k] for c in range(P)]) for k in parts_of[0]} if competition and parts_of else None
+        ),
     )
     dead = fit.client.unreachable()
     if dead is not None:
