@@ -204,15 +204,19 @@ class GenerationRecord(_OpenRecord):
     cost_per_correct: Num | None = None
 
 
+EVENT_ONLY_FIELDS = ("type", "time", "system")  # in the event, never in history.json
+
+
 class GenerationEvent(GenerationRecord):
     type: Literal["generation"]
     time: Num
+    # the box's state beside the generation (GPU, CPU, memory, disk) when the engine samples it:
+    # events only, never the checkpointed history (a resumed run stays bit-identical)
+    system: dict[str, Any] | None = None
 
     def record(self) -> GenerationRecord:
-        """The history.json row of this event."""
-        d = self.to_json()
-        d.pop("type", None)
-        d.pop("time", None)
+        """The history.json row of this event (without the event-only fields)."""
+        d = {k: v for k, v in self.to_json().items() if k not in EVENT_ONLY_FIELDS}
         return GenerationRecord.model_validate(d)
 
 

@@ -37,8 +37,16 @@ from typing import Any
 from trinity import __version__
 from trinity.competition.profiles import Profile
 from trinity.errors import InputError
-from trinity.io import atomic_write_json, atomic_write_text
-from trinity.runs.records import GenerationRecord, RunMeta, Summary, read_history, read_run_meta, read_summary
+from trinity.io import atomic_write_json, atomic_write_text, read_json
+from trinity.runs.records import (
+    SUMMARY_FILE,
+    GenerationRecord,
+    RunMeta,
+    Summary,
+    read_history,
+    read_run_meta,
+    read_summary,
+)
 from trinity.runs.rundir import RunDir
 from trinity.submission.bundle import (
     MINIROUTER,
@@ -240,10 +248,11 @@ def _final_model_replaceable(final: Path, run_id: str, root: Path, force: bool =
     note that says what is replaced ("" when nothing is)."""
     if not final.exists():
         return ""
-    try:
-        old_run: str | None = read_summary(final / "summary.json").run_id
+    try:  # a bundle from elsewhere (the king's) need not be our summary record: its run_id only
+        doc = read_json(final / SUMMARY_FILE, SUMMARY_FILE)
     except InputError:
-        old_run = None
+        doc = None
+    old_run = doc.get("run_id") if isinstance(doc, dict) and isinstance(doc.get("run_id"), str) else None
     if old_run == run_id:
         return f"replaces this run's earlier bundle in {final}"
     if (root / ".git").exists():
