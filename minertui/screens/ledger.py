@@ -200,6 +200,11 @@ class LedgerScreen(ModeScreen):
             t.append(f" · budget {money(budget)} ")
             t.append(bar(frac, 20), style="red" if frac > 0.9 else "green")
             t.append(f" {frac:.1%}")
+        from minertui.screens.playground import playground_spend
+
+        played = playground_spend(self.app.runs_root)
+        if played is not None:  # the Playground's live sessions, outside every run
+            t.append(f"\nplayground (all runs): {played[0]:,} calls · {usd(played[1], 6)} · playground/ledger.jsonl")
         return t
 
     def _fill_table(self, s: RunSnapshot) -> None:

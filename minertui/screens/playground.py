@@ -38,6 +38,32 @@ BUDGETS = (0.01, 0.05, 0.25, 1.0)
 ROLES = ("Thinker", "Worker", "Verifier")
 
 
+_SPEND_CACHE: dict[str, tuple[tuple[int, int], tuple[int, float]]] = {}
+
+
+def playground_spend(runs_root: Path) -> tuple[int, float] | None:
+    """(calls, USD) in `<runs root>/playground/ledger.jsonl`, the Playground's live sessions; None
+    when it has none. Read again only when the file changed (Ledger calls it on every refresh)."""
+    from trinity.io import read_jsonl
+
+    path = Path(runs_root) / "playground" / "ledger.jsonl"
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    stamp = (st.st_size, st.st_mtime_ns)
+    hit = _SPEND_CACHE.get(str(path))
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    try:
+        rows = read_jsonl(path)
+    except Exception:  # a torn or foreign file: `trinity ledger verify` says why
+        return None
+    spent = (len(rows), sum(int(r.get("cost_micro_usd") or 0) for r in rows) / 1e6)
+    _SPEND_CACHE[str(path)] = (stamp, spent)
+    return spent
+
+
 def short(model: str) -> str:
     return model.rsplit("/", 1)[-1]
 
@@ -151,15 +177,7 @@ class PlaygroundScreen(ModeScreen):
 
     def read_spent(self) -> None:
         """What the playground ledger holds (every live session's calls, all runs)."""
-        from trinity.io import read_jsonl
-
-        path = Path(self.app.runs_root) / "playground" / "ledger.jsonl"
-        try:
-            rows = read_jsonl(path) if path.exists() else []
-        except Exception:  # a torn or foreign file: the Ledger's verify says why
-            self.spent = None
-            return
-        self.spent = (len(rows), sum(int(r.get("cost_micro_usd") or 0) for r in rows) / 1e6)
+        self.spent = playground_spend(Path(self.app.runs_root))
 
     # ---- layout ----
 

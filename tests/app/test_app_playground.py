@@ -91,6 +91,10 @@ async def test_playground_routes_steps_and_runs_a_session_live(playground_env):
         pane = text_of(app, "#pg-pane-a")
         assert "live session" in pane and f"{s['n_turns']} turns" in pane
         assert "playground spent $" in screen.status_text().plain  # what it spent, from the ledger
+        await pilot.press("3")  # Ledger shows it too
+        await app.refresh_now()
+        await pilot.pause()
+        assert f"playground (all runs): {s['n_turns']} calls" in text_of(app, "#ledger-head")
     ledger = read_jsonl(runs_root / "playground" / "ledger.jsonl")
     assert len(ledger) == s["n_turns"] and {r["purpose"] for r in ledger} == {"playground"}
     assert sum(r["cost_micro_usd"] for r in ledger) / 1e6 == pytest.approx(s["cost_usd"], abs=0.5e-6 * len(ledger))

@@ -112,7 +112,11 @@ def start_server(run: Path, base_url: str, budget_usd: float, max_sessions: int,
     argv += ["--no-cache", "--threads", str(threads)]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
-    line = proc.stderr.readline()
+    line = ""
+    for _ in range(50):  # a library warning may come first: the line that says where
+        line = proc.stderr.readline()
+        if not line or " at http://" in line:
+            break
     if " at http://" not in line:
         proc.kill()
         raise TrinityError(f"bench serve: the server did not start: {line.strip() or proc.stderr.read()[-300:]}")
