@@ -178,5 +178,5 @@ def test_summary_avg_turns_reads_only_a_sane_number(tmp_path):
     run.path.mkdir()
     assert summary_avg_turns(run) is None
     for value, want in ((2.5, 2.5), ("3", None), (9.0, None), (True, None)):
-        run.summary.write_text(json.dumps({"avg_turns": value}))
+        run.summary.write_text(json.dumps({"run_id": "r", "n_params": 1, "generations": 1, "avg_turns": value}))
         assert summary_avg_turns(run) == want

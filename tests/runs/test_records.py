@@ -133,7 +133,7 @@ def test_records_are_frozen(cached_run):
     [
         ({"gen": "one"}, "field gen"),
         ({"best": True}, "field best"),
-        ({"sigma": None}, "field sigma"),
+        ({"sigma": "wide"}, "field sigma"),
     ],
 )
 def test_a_broken_generation_event_is_one_line_naming_file_and_field(change, needle):

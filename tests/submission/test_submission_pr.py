@@ -96,7 +96,7 @@ def test_pr_through_the_api_sends_the_token_only_in_the_header(bundle, monkeypat
     assert req["headers"]["Authorization"] == f"Bearer {TOKEN}"
     body = json.loads(req["body"])
     assert body["head"] == "alice:submission/alice-gen1" and body["base"] == "main"
-    assert body["title"] == "[submission] alice gen 1 — composite"
+    assert body["title"] == "[submission] alice gen 1 — composite 0.5500 fitness"  # the figure, never a bare name
     assert "submissions/alice/1" in body["body"] and "PASS **ledger**" in body["body"]
     # the token is nowhere but the Authorization header
     assert TOKEN not in req["path"] and TOKEN not in req["body"]

@@ -64,7 +64,7 @@ MINIROUTER_BRIDGE_NAMES = {  # configs/models.minibridge.light.yaml (the 4-model
 _MINIROUTER_NAMES = {**MINIROUTER_CHUTES_NAMES, **MINIROUTER_CHUTES_LIGHT_NAMES, **MINIROUTER_BRIDGE_NAMES}
 
 # Pool (our configs/models.yaml provider or alias) -> the competition that runs it.
-_POOL_COMPETITION = {
+POOL_COMPETITION = {
     "openrouter": TINYROUTER,
     TINYROUTER: TINYROUTER,
     "chutes": MINIROUTER,
@@ -164,7 +164,7 @@ def resolve_competition(name: str | None, pool_name: str | None) -> str:
     openrouter -> tinyrouter, chutes / minibridge -> minirouter, anything else -> tinyrouter."""
     if name:
         return router_text(name).name
-    return _POOL_COMPETITION.get((pool_name or "").strip().lower(), DEFAULT_COMPETITION)
+    return POOL_COMPETITION.get((pool_name or "").strip().lower(), DEFAULT_COMPETITION)
 
 
 def run_competition(meta: Mapping[str, Any]) -> str:

@@ -184,7 +184,7 @@ class GenerationRecord(_OpenRecord):
     mean: Num
     max: Num
     min: Num | None = None
-    sigma: Num
+    sigma: Num | None = None  # the ES step size (None: a run without one, a Milestone 1 epoch)
     evals: int  # cumulative candidate × question evaluations
     cost_usd: Num = 0.0
     calls: int = 0

@@ -241,6 +241,7 @@ class ServeEngine:
         """The run's router (or `trained`, already loaded) and pool, checked; nothing is opened
         or spent yet."""
         from trinity.analysis.live import session_config
+        from trinity.competition.protocol import run_protocol
         from trinity.competition.text import run_competition
         from trinity.optim.routing import load_trained
         from trinity.session.live import resolve_pool
@@ -251,7 +252,8 @@ class ServeEngine:
         meta = run.read_meta()
         trained = trained if trained is not None else load_trained(run, device=device)
         cfg = session_config(meta.get("config") or {}, pool=pool, base_url=base_url, max_turns=max_turns)
-        cfg = cfg.model_copy(update={"competition": run_competition(meta)})
+        # the messages, decoding and stop rule the run was trained under (open for older runs)
+        cfg = cfg.model_copy(update={"competition": run_competition(meta), "protocol": run_protocol(meta).name})
         pool_cfg, server = resolve_pool(cfg)
         try:
             pool_cfg.require_prices()  # no call whose worst case cannot be reserved
@@ -390,6 +392,7 @@ class ServeEngine:
         on_turn: OnTurn | None = None,
         cancel: asyncio.Event | None = None,
     ) -> ServedSession:
+        from trinity.benchmarks.prompts import pool_question
         from trinity.session.loop import SessionRunner, SessionSpec, grade_answer
 
         assert self.batcher is not None and self.client is not None, "open() the engine first"
@@ -401,12 +404,14 @@ class ServeEngine:
             max_turns=self.max_turns,
             key_prefix=f"{self.purpose}/{key}/{sid}",
             competition=self.text.name,
+            protocol=self.cfg.protocol,
         )
         settled = self.key_settled.setdefault(key, asyncio.Condition())
         client = KeyedClient(self.client, self.key_budgets.get(key), key, settled)
         runner = SessionRunner(client, lambda *a: np.zeros(0), spec)
         traj = Trajectory(candidate=0, qid=question.id)
         query = self.text.render_question(question)
+        pool_query = pool_question(runner.protocol, question)  # the question as the pool sees it
         n = len(self.models)
         stream = sid
         try:
@@ -421,7 +426,7 @@ class ServeEngine:
                 mi, ri = policy.choose(logits, n)
                 route_ms = (time.perf_counter() - t0) * 1000
                 model, role = self.models[int(mi[0])], ROLES[int(ri[0])]
-                await runner._one_turn(question, traj, model, role, mp[0], rp[0], turn)
+                await runner._one_turn(question, pool_query, traj, model, role, mp[0], rp[0], turn)
                 t: Turn = traj.turns[-1]
                 info = TurnInfo(
                     turn=turn,
@@ -450,7 +455,7 @@ class ServeEngine:
         if not out.stopped:
             out.stopped = "failed" if traj.failed else ("accepted" if traj.done else "max_turns")
         out.failed = traj.failed
-        if runner._pick_answer(question, traj) and traj.answer_text is not None:
+        if runner._pick_answer(question, traj, runner.protocol) and traj.answer_text is not None:
             out.answer_text, out.answer = traj.answer_text, traj.answer
             if question.answer is not None:
                 v = await asyncio.to_thread(grade_answer, question, traj.answer_text)
