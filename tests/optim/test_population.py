@@ -68,7 +68,8 @@ def test_workers_2_equals_workers_1_bit_for_bit(ray_local, single, tmp_path):
     assert _results(tmp_path / "run") == single
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
     assert meta["config"]["workers"] == 2  # recorded, and not part of the config hash
-    assert meta["config_hash"] == _cfg(competition=meta["competition"]).hash()  # as resolved by start_run
+    resolved = {"competition": meta["competition"], "protocol": meta["config"]["protocol"]}
+    assert meta["config_hash"] == _cfg(**resolved).hash()  # as resolved by start_run
 
 
 @pytest.mark.slow  # end to end: a worker process killed and replaced mid-run

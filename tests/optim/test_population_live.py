@@ -214,6 +214,7 @@ def test_live_trial_with_workers_in_a_sweep_keeps_the_sweep_budget(ray_local, se
                     "workers": 2,
                     "traces": "none",
                     "cache_path": str(tmp_path / "c.sqlite"),
+                    "live_recipe": "plain",  # every candidate on every question: the cap is reached in 6 generations
                 }
             }
         ),
