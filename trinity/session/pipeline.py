@@ -92,7 +92,14 @@ async def run_turns_pipelined(
                         i = go[k]
                         turn_of[i] = turn
                         coro = runner._one_turn(
-                            questions[i], pool_queries[i], trajs[i], spec.models[int(mi[j])], ROLES[int(ri[j])], mp[j], rp[j], turn
+                            questions[i],
+                            pool_queries[i],
+                            trajs[i],
+                            spec.models[int(mi[j])],
+                            ROLES[int(ri[j])],
+                            mp[j],
+                            rp[j],
+                            turn,
                         )
                         inflight[asyncio.ensure_future(coro)] = i
             if not inflight:
