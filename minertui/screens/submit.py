@@ -612,7 +612,7 @@ class SubmitScreen(ModeScreen):
         self._end()
 
     def action_copy_url(self) -> None:
-        if _is_m1(self.app.current) and getattr(self, "m1_command", None):
+        if _is_m1(self.app.current) and self.m1_command:
             self.app.copy_to_clipboard(self.m1_command)
             self.notify("the `trinity m1 submit` command is copied (OSC 52)")
             return

@@ -10,7 +10,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from trinity.analysis.render import ValueTable, _row, ci_text, escape_title
+from trinity.analysis.render import ValueTable, ci_text, escape_title
 from trinity.competition import m1
 
 METRICS = (
@@ -33,12 +33,11 @@ def systems_table(rep: dict[str, Any]) -> Table:
     )
     t.add_column("system")
     for _, name in METRICS:
-        t.add_column(name, justify="right")
+        t.add_column(name, justify="right", no_wrap=True)
     for name in ("±1", "macro-F1", "joint"):
         t.add_column(name, justify="right")
     for name, r in rep["systems"].items():
-        _row(
-            t,
+        t.add_value_row(
             name,
             *((ci_text({**r["ci"][k], "point": r[k]}), float(r[k])) for k, _ in METRICS),
             _opt(r["difficulty_within_1"]),
@@ -54,8 +53,8 @@ def per_domain_table(rep: dict[str, Any]) -> Table:
     for name in ("domain", "n", "predicted", "accuracy", "precision", "F1"):
         t.add_column(name, justify="left" if name == "domain" else "right")
     for d in rep["per_domain"]:
-        _row(
-            t, d["domain"], (str(d["n"]), d["n"]), (str(d["predicted"]), d["predicted"]),
+        t.add_value_row(
+            d["domain"], (str(d["n"]), d["n"]), (str(d["predicted"]), d["predicted"]),
             _opt(d["accuracy"]), _opt(d["precision"]), _opt(d["f1"]),
         )  # fmt: skip
     t.caption = "accuracy: the domain's prompts the head labels right; F1 as in the macro-F1"
@@ -70,7 +69,7 @@ def confusion_table(rep: dict[str, Any]) -> Table:
         t.add_column(lab, justify="right")
     t.add_column("n", justify="right")
     for lab, row in zip(conf["labels"], conf["rows_true_cols_pred"]):
-        _row(t, lab, *((str(v), int(v)) for v in row), (str(sum(row)), int(sum(row))))
+        t.add_value_row(lab, *((str(v), int(v)) for v in row), (str(sum(row)), int(sum(row))))
     return t
 
 
@@ -80,7 +79,7 @@ def eval_view(rep: dict[str, Any]) -> Group:
     if head:
         base = {k: v["composite"] for k, v in rep["systems"].items() if k != "head"}
         best = max(base, key=lambda k: base[k]) if base else None
-        claim = f"head composite {head['composite']:.3f}"
+        claim = f"composite {head['composite']:.3f}"
         if best:
             claim += f" · best baseline {best} {base[best]:.3f} ({head['composite'] - base[best]:+.3f})"
         lines.append(Text.assemble(("head ", "bold"), claim))
