@@ -2,7 +2,7 @@
 child process, because loading a run's router imports torch and the app process must not.
 
 It calls the analysis library (`trinity.analysis`: oracle_for_run, cached_baselines,
-evaluate_run) with a progress callback and speaks JSON lines on stdout:
+evaluate_run; for a Milestone-1 run `trinity.m1.evaluate.RunEval`, what `trinity m1 eval` runs) with a progress callback and speaks JSON lines on stdout:
   {"progress": [done, total, "what"]}
   {"result": KIND, "report": <report.to_json()>, "view": "<the findings rendered with ANSI>",
    "tables": <trinity.analysis.render.table_data(view)>}
@@ -19,7 +19,7 @@ import json
 import sys
 from typing import Any
 
-KINDS = ("oracle", "baselines", "eval")
+KINDS = ("oracle", "baselines", "eval", "m1")
 
 
 def _say(obj: dict[str, Any]) -> None:
@@ -90,6 +90,25 @@ def run_eval(run_dir: str, split: str):
     return rep, eval_view(rep)
 
 
+class _M1Report(dict):
+    def to_json(self) -> dict:
+        return dict(self)
+
+
+def run_m1(run_dir: str, split: str):
+    """A Milestone-1 run: what `trinity m1 eval` computes (`RunEval.evaluate`) on the run's own
+    files, and the same view (systems, per-domain figures, domain confusion)."""
+    from trinity.m1.evaluate import RunEval
+    from trinity.m1.render import eval_view
+
+    progress(0, 2, "features of the test split")
+    ev = RunEval(run_dir, split=split)
+    progress(1, 2, "the head, the baselines and their intervals")
+    rep = ev.evaluate()
+    progress(2, 2, "done")
+    return _M1Report(rep), eval_view(rep)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m minertui.jobs.analysis")
     ap.add_argument("kind", choices=KINDS)
@@ -100,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     from trinity.errors import TrinityError
 
     try:
-        fn = {"oracle": run_oracle, "baselines": run_baselines, "eval": run_eval}[args.kind]
+        fn = {"oracle": run_oracle, "baselines": run_baselines, "eval": run_eval, "m1": run_m1}[args.kind]
         rep, view = fn(args.run_dir, args.split)
         from trinity.analysis.render import table_data
 

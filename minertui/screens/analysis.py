@@ -35,13 +35,16 @@ VERDICT_WORDS = {
     "NEAR_CEILING": ("near the ceiling: the router captures most of the headroom", "green"),
     "INCONCLUSIVE": ("inconclusive: too little data to tell", "yellow"),
 }
-ORDER = ("oracle", "baselines", "eval")
+ORDER = ("oracle", "baselines", "eval", "m1")
 NARROW = 100  # columns
 
 
 def chart_bars(results: dict[str, dict]) -> list[tuple[str, float]]:
     """(label, accuracy) for the chart, all read from the reports."""
     bars: list[tuple[str, float]] = []
+    m1 = results.get("m1", {}).get("report")
+    if m1:  # a Milestone-1 run: each system's domain accuracy, from `trinity m1 eval`'s report
+        return [(str(k), float(r["domain_accuracy"])) for k, r in m1["systems"].items()]
     ev, ba, orc = (results.get(k, {}).get("report") for k in ("eval", "baselines", "oracle"))
     singles = (ev or {}).get("singles") or (ba or {}).get("always") or []
     for s in singles:
@@ -70,6 +73,12 @@ def verdict_text(results: dict[str, dict]) -> Text:
     if ev:
         t.append("router ", style="bold")
         t.append(f"{ev.get('claim', '')}\n")
+    m1 = results.get("m1", {}).get("report")
+    if m1:
+        t.append("Milestone 1 ", style="bold")
+        t.append(
+            f"{m1['m1_config']} · {m1['n_test']} test prompts · the head, its baselines, per domain and confusion\n"
+        )
     if not t:
         t.append("Press o (oracle ceiling), b (baselines), e (evaluate the router) or a (all three).", style="dim")
     return t
@@ -270,6 +279,15 @@ class AnalysisScreen(ModeScreen):
         if s is None:
             self.notify("no run selected: open one in Runs (1)", severity="warning")
             return
+        if s.meta.get("mode") == "m1":  # a triage head: no pool, so no oracle or pool baselines
+            if "eval" not in kinds:
+                self.notify(
+                    f"{s.id} is a Milestone-1 run: it has no pool to take an oracle or baselines of; "
+                    "e evaluates its head (with its own baselines)",
+                    severity="warning",
+                )
+                return
+            kinds = ["m1"]
         if self.running:
             self.notify(f"{self.running} is still running", severity="warning")
             return

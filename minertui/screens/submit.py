@@ -4,7 +4,13 @@ target, PR), then one key to execute it (`execute_plan(on_step=…)`), streaming
 and its result; the PR or compare URL at the end, copyable (OSC 52).
 
 All of it runs in thread workers (numpy + GitPython; no torch). The GitHub token, when set, is
-read from the environment by the worker and never shown, logged or put in argv."""
+read from the environment by the worker and never shown, logged or put in argv.
+
+A Milestone-1 run (prompt triage) takes its own track: k packs `submissions/<miner>/m1/` in the
+clone (`trinity.m1.run.pack_of_run`, what `trinity m1 pack` writes), g runs its gates in their
+order (`trinity.competition.m1.run_gates`: weight sanity, parameter budget, one attempt a day),
+the caption states its merge rule (composite ≥ king + 0.02), and l shows the `trinity m1 submit`
+command that puts the pack on its branch (c copies it)."""
 
 from __future__ import annotations
 
@@ -56,6 +62,40 @@ def gates_table(report) -> Table:
     verdict = f"{report.profile.title} would say: {report.verdict()}"
     t.caption = ("all gates pass" if report.ok else f"{len(report.failed())} gate(s) fail") + f" · {verdict}"
     return t
+
+
+def m1_gates_table(gates, pack_dir: Path, n_params: int, king: dict | None) -> Table:
+    """A Milestone-1 pack's gates (`trinity.competition.m1.run_gates`), in their order."""
+    from trinity.competition import m1
+
+    t = Table(
+        title=f"gates — {m1.TITLE} (pack {pack_dir.name}/ of {pack_dir.parent.name}, {n_params:,} params)",
+        title_justify="left",
+        expand=True,
+        box=None,
+    )
+    t.add_column("gate", no_wrap=True)
+    t.add_column("result", no_wrap=True)
+    t.add_column("why", ratio=1)
+    for g in gates:
+        status = "pass" if g.ok else "fail"
+        t.add_row(g.name, Text(status.upper(), style=STATUS_STYLE[status]), g.detail)
+    failed = [g for g in gates if not g.ok]
+    head = "all gates pass" if not failed else f"{len(failed)} gate(s) fail"
+    k = king.get("composite") if king else None
+    kt = f"king {float(k):.4f}, so ≥ {float(k) + m1.WIN_MARGIN:.4f}" if isinstance(k, (int, float)) else "no king yet"
+    t.caption = f"{head} · merges when composite ≥ king + {m1.WIN_MARGIN} on their fixed test split ({kt})"
+    return t
+
+
+def m1_submit_command(pack_dir: Path, miner: str, repo: str) -> str:
+    import shlex
+
+    return f"trinity m1 submit {shlex.quote(str(pack_dir))} --miner {shlex.quote(miner)} --repo {shlex.quote(repo)}"
+
+
+def _is_m1(s) -> bool:
+    return s is not None and (s.meta or {}).get("mode") == "m1"
 
 
 def _shown_path(p: Path) -> str:
@@ -160,6 +200,7 @@ class SubmitScreen(ModeScreen):
         self.url: str | None = None
         self.busy: str | None = None
         self._key: tuple | None = None  # what the head shows
+        self.m1_command: str | None = None  # a Milestone-1 pack's `trinity m1 submit` command
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="submit-form"):
@@ -254,7 +295,17 @@ class SubmitScreen(ModeScreen):
 
                 t.append("\nbundle " + shorten_middle(_shown_path(self.bundle), max(20, self.size.width - 9)))
             t.append("\n")
-            t.append_text(odds_text(s, fmt, king if isinstance(king, float) else None))
+            if _is_m1(s):
+                from trinity.competition import m1
+
+                t.append(
+                    f"{m1.TITLE}: k packs submissions/<miner>/m1/ in the clone · gates "
+                    f"{', '.join(n for n, _ in m1.GATES)} · merges at composite ≥ king + {m1.WIN_MARGIN} · "
+                    "l gives the `trinity m1 submit` command",
+                    style="cyan",
+                )
+            else:
+                t.append_text(odds_text(s, fmt, king if isinstance(king, float) else None))
         if self.busy:
             t.append(f" · {self.busy}…", style="bold cyan")
         t.append("\n" + KEYS_HINT, style="dim")
@@ -334,7 +385,32 @@ class SubmitScreen(ModeScreen):
             )
         if self._begin("packing"):
             self._remember(f)
-            self._pack(s.path, f, force=f["force"])
+            if _is_m1(s):
+                self._pack_m1(s.path, f)
+            else:
+                self._pack(s.path, f, force=f["force"])
+
+    @work(thread=True, group="submit", exit_on_error=False)
+    def _pack_m1(self, run_dir: Path, f: dict[str, Any]) -> None:
+        from trinity.competition import m1
+        from trinity.errors import TrinityError
+        from trinity.m1.run import pack_of_run
+        from trinity.runs.rundir import RunDir
+
+        try:
+            pack = pack_of_run(RunDir(run_dir), f["miner"])  # what `trinity m1 pack` writes
+            out = pack.save(m1.submission_dir(Path(f["repo"]).expanduser(), f["miner"]))
+            line = f"{out}: {pack.config} {pack.pool} W_domain {tuple(pack.W_domain.shape)} · {pack.n_params:,} params"
+            self.app.call_from_thread(self._packed_m1, Path(out), line)
+        except TrinityError as e:
+            self.app.call_from_thread(self._failed, "pack", str(e))
+
+    def _packed_m1(self, path: Path, line: str) -> None:
+        self.bundle, self.plan, self.url, self.m1_command = path, None, None, None
+        self._log(line)
+        self.notify(f"packed {path}")
+        self._end()
+        self.action_gates()
 
     @work(thread=True, group="submit", exit_on_error=False)
     def _pack(self, run_dir: Path, f: dict[str, Any], force: bool) -> None:
@@ -368,7 +444,31 @@ class SubmitScreen(ModeScreen):
             return
         if self._begin("checking the gates"):
             s = self.app.current
-            self._gates(self.bundle, self._form()["miner"] or None, s.path if s else None)
+            if _is_m1(s):
+                f = self._form()
+                self._gates_m1(self.bundle, f["miner"], Path(f["repo"]).expanduser())
+            else:
+                self._gates(self.bundle, self._form()["miner"] or None, s.path if s else None)
+
+    @work(thread=True, group="submit", exit_on_error=False)
+    def _gates_m1(self, pack_dir: Path, miner: str, repo: Path) -> None:
+        from trinity.competition import m1
+        from trinity.errors import TrinityError
+
+        try:
+            if not miner:
+                raise TrinityError("fill in the miner field first: the rate limit is per miner")
+            pack = m1.load_pack(pack_dir)
+            gates = m1.run_gates(pack, miner, repo)
+            king = m1.read_king(repo, pack.config)
+            table = m1_gates_table(gates, pack_dir, pack.n_params, king)
+            self.app.call_from_thread(self._gated_m1, table)
+        except TrinityError as e:
+            self.app.call_from_thread(self._failed, "gates", str(e))
+
+    def _gated_m1(self, table: Table) -> None:
+        self.query_one("#submit-gates", Static).update(table)
+        self._end()
 
     @work(thread=True, group="submit", exit_on_error=False)
     def _gates(self, bundle: Path, miner: str | None, run_dir: Path | None) -> None:
@@ -390,9 +490,37 @@ class SubmitScreen(ModeScreen):
             self.notify("pack a bundle first (k)", severity="warning")
             return
         f = self._need("miner", "repo")
+        if f and _is_m1(self.app.current):
+            self._plan_m1(self.bundle, f)
+            return
         if f and self._begin("planning"):
             s = self.app.current
             self._plan(self.bundle, f, s.path if s else None)
+
+    def _plan_m1(self, pack_dir: Path, f: dict[str, Any]) -> None:
+        """A Milestone-1 pack goes on its branch with `trinity m1 submit` (gates again, then a
+        commit in the clone); the plan is that command, its branch and its PR title."""
+        from trinity.competition import m1
+        from trinity.errors import TrinityError
+
+        try:
+            pack = m1.load_pack(pack_dir)
+        except TrinityError as e:
+            self._failed("plan", str(e))
+            return
+        self.m1_command = m1_submit_command(pack_dir, f["miner"], f["repo"])
+        t = Text()
+        t.append(
+            "Milestone 1 submission — run this (it checks the gates again, then commits the pack):\n", style="bold"
+        )
+        t.append(f"  {self.m1_command}\n", style="cyan")
+        t.append("  (add --dry-run to see the plan first; c copies the command)\n", style="dim")
+        t.append(f"branch   {m1.PROFILE.branch(f['miner'], pack.config)}\n")
+        t.append(f"PR title {m1.PROFILE.pr_title(f['miner'], pack.config, pack.pool)}\n")
+        t.append(f"files    {m1.submission_dir('', f['miner'])}/\n")
+        t.append(f"merges when composite ≥ king + {m1.WIN_MARGIN} on their fixed test split\n")
+        self.query_one("#submit-plan", Static).update(t)
+        self.notify("M1: the PR goes through `trinity m1 submit` (c copies the command)")
 
     @work(thread=True, group="submit", exit_on_error=False)
     def _plan(self, bundle: Path, f: dict[str, Any], run_dir: Path | None) -> None:
@@ -430,6 +558,12 @@ class SubmitScreen(ModeScreen):
         self._end()
 
     def action_execute(self) -> None:
+        if _is_m1(self.app.current):
+            self.notify(
+                "a Milestone-1 pack is submitted with `trinity m1 submit`: l shows the command, c copies it",
+                severity="warning",
+            )
+            return
         if self.plan is None:
             self.notify("make the plan first (l)", severity="warning")
             return
@@ -478,6 +612,10 @@ class SubmitScreen(ModeScreen):
         self._end()
 
     def action_copy_url(self) -> None:
+        if _is_m1(self.app.current) and self.m1_command:
+            self.app.copy_to_clipboard(self.m1_command)
+            self.notify("the `trinity m1 submit` command is copied (OSC 52)")
+            return
         if not self.url:
             pushed = getattr(self, "pushed", None)
             if pushed:  # pushed (or committed) to a remote that is not on GitHub: no URL exists

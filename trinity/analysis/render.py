@@ -54,6 +54,10 @@ class ValueTable(Table):
         super().__init__(*args, **kw)
         self.row_values: list[tuple] = []
 
+    def add_value_row(self, *cells: Any) -> None:
+        """A row whose cells are `(shown, value)` pairs or plain cells (see `_row`)."""
+        _row(self, *cells)
+
 
 def _pt(ci: CI | dict | None) -> float | None:
     """The point estimate a CI cell shows (None for "—")."""

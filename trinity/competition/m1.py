@@ -388,18 +388,21 @@ def _div(a: float, b: float) -> float:
     return float(a / b) if b else 0.0
 
 
-def macro_f1(y_true: list[str], y_pred: list[str]) -> float:
-    labels = sorted(set(y_true) | set(y_pred))
-    if not labels:
-        return 0.0
-    f1s = []
-    for lab in labels:
+def domain_prf(y_true: list[str], y_pred: list[str]) -> dict[str, tuple[float, float, float]]:
+    """Per label (true or predicted): (precision, recall, F1), as their macro-F1 computes them."""
+    out: dict[str, tuple[float, float, float]] = {}
+    for lab in sorted(set(y_true) | set(y_pred)):
         tp = sum(1 for t, p in zip(y_true, y_pred) if t == lab and p == lab)
         fp = sum(1 for t, p in zip(y_true, y_pred) if t != lab and p == lab)
         fn = sum(1 for t, p in zip(y_true, y_pred) if t == lab and p != lab)
         prec, rec = _div(tp, tp + fp), _div(tp, tp + fn)
-        f1s.append(_div(2 * prec * rec, prec + rec) if (prec + rec) else 0.0)
-    return float(sum(f1s) / len(f1s))
+        out[lab] = (prec, rec, _div(2 * prec * rec, prec + rec) if (prec + rec) else 0.0)
+    return out
+
+
+def macro_f1(y_true: list[str], y_pred: list[str]) -> float:
+    f1s = [f for _, _, f in domain_prf(y_true, y_pred).values()]
+    return float(sum(f1s) / len(f1s)) if f1s else 0.0
 
 
 @dataclass(frozen=True)

@@ -164,11 +164,6 @@ def _resume(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fmt_ci(r: dict, key: str) -> str:
-    ci = r["ci"][key]
-    return f"{r[key]:.4f} [{ci['lo']:.4f}, {ci['hi']:.4f}]"
-
-
 def _eval(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -182,22 +177,11 @@ def _eval(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rep, indent=2))
         return 0
+    from trinity.analysis.render import print_view
+    from trinity.m1.render import eval_view
+
     print(f"{ev.rd.id} · {rep['m1_config']} · {rep['pool']} · {rep['n_test']} test prompts (95% bootstrap intervals)")
-    print(
-        f"{'system':<10} {'composite':<26} {'domain acc':<26} {'diff exact':<26} {'±1':>6} {'macro-F1':>9} {'joint':>6}"
-    )
-    for name, r in rep["systems"].items():
-        print(
-            f"{name:<10} {_fmt_ci(r, 'composite'):<26} {_fmt_ci(r, 'domain_accuracy'):<26} "
-            f"{_fmt_ci(r, 'difficulty_exact'):<26} {r['difficulty_within_1']:>6.3f} {r['domain_macro_f1']:>9.3f} "
-            f"{r['joint_accuracy']:>6.3f}"
-        )
-    conf = rep["confusion"]
-    w = max(len(x) for x in conf["labels"]) + 1
-    print("\nconfusion (rows: true domain, columns: predicted)")
-    print(" " * w + " ".join(f"{x[:6]:>6}" for x in conf["labels"]))
-    for lab, row in zip(conf["labels"], conf["rows_true_cols_pred"]):
-        print(f"{lab:<{w}}" + " ".join(f"{v:>6}" for v in row))
+    print_view(eval_view(rep))
     return 0
 
 

@@ -102,6 +102,30 @@ def confusion(rows: list[M1Row], p: Preds, config: str) -> dict[str, Any]:
     return {"labels": names, "rows_true_cols_pred": M.tolist()}
 
 
+def per_domain(rows: list[M1Row], p: Preds, config: str) -> list[dict[str, Any]]:
+    """Per domain of the config, in its order: test prompts (n), prompts predicted as it, accuracy
+    on its prompts (the score's per-domain accuracy; None where it has none), precision and F1
+    (as the competition's macro-F1 computes them)."""
+    y = [r.domain for r in rows]
+    acc = m1.score(y, [r.difficulty for r in rows], p.domain, p.difficulty).per_domain_accuracy
+    prf = m1.domain_prf(y, p.domain)
+    out = []
+    for d in m1.domains_of(config):
+        prec, _, f1 = prf.get(d, (0.0, 0.0, 0.0))
+        n = y.count(d)
+        out.append(
+            {
+                "domain": d,
+                "n": n,
+                "predicted": p.domain.count(d),
+                "accuracy": acc.get(d) if n else None,
+                "precision": prec if p.domain.count(d) else None,
+                "f1": f1 if d in prf else None,
+            }
+        )
+    return out
+
+
 def clear_probability(
     chal: Preds, king: Preds, rows: list[M1Row], margin: float = m1.WIN_MARGIN, seed: int = 0
 ) -> float:
@@ -181,5 +205,6 @@ class RunEval:
             "pool": self.cfg["pool"],
             "n_test": len(self.test),
             "systems": {k: report(self.test, p, seed) for k, p in systems.items()},
+            "per_domain": per_domain(self.test, head, self.config),
             "confusion": confusion(self.test, head, self.config),
         }
