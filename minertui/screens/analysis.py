@@ -203,6 +203,7 @@ class AnalysisScreen(ModeScreen):
         for old in box.query(SortableTable):
             self._sorts[old.table_name] = (old.sort_col, old.sort_reverse)
         box.query(".report-part").remove()
+        box.display = r is not None  # a report not taken takes no lines
         if r is None:
             prose.update("")
             return
