@@ -9,7 +9,7 @@ import pytest
 from trinity.data.practice import practice_questions
 from trinity.pool.faults import RetryPolicy
 from trinity.pool.practice_server import Faults, start_practice_server
-from trinity.pool.providers import Timeouts, load_pool
+from trinity.pool.providers import Price, Timeouts, load_pool
 from trinity.benchmarks.prompts import system_prompt, user_message
 
 FAST_RETRY = RetryPolicy(max_retries=3, backoff_base_s=0.01, backoff_max_s=0.05, max_retry_after_s=2.0)
@@ -41,3 +41,30 @@ def questions(kind: str | None = None):
 
 
 __all__ = ["server", "practice_pool", "messages", "questions", "FAST_RETRY", "Faults", "replace"]
+
+
+# ---- the hostile stand-in's pool (tests/pool/hostile.py): two models at what it really charges ----
+def hostile_prices() -> dict[str, Price]:
+    from hostile import PRICE_IN, PRICE_OUT
+
+    return {"m-a": Price(PRICE_IN, PRICE_OUT), "m-b": Price(PRICE_IN, PRICE_OUT)}
+
+
+@pytest.fixture
+def hostile():
+    from hostile import HostileServer
+
+    h = HostileServer()
+    yield h
+    h.stop()
+
+
+def hostile_pool(h, **over):
+    over.setdefault("retry", FAST_RETRY)
+    over.setdefault("timeouts", Timeouts(connect_s=2, read_s=10, write_s=5))
+    over.setdefault("prices", hostile_prices())
+    return load_pool("local", base_url=h.base_url, models=["m-a", "m-b"], **over)
+
+
+def question_messages(i=0):
+    return [{"role": "user", "content": f"question {i}: what is 6 x 7?"}]

@@ -9,9 +9,10 @@ import json
 import re
 
 import pytest
-from hostile import PRICE_IN, PRICE_OUT, HostileServer
 
-from pool_helpers import FAST_RETRY
+from pool_helpers import FAST_RETRY, hostile, hostile_prices  # noqa: F401 (hostile: a fixture)
+from pool_helpers import hostile_pool as _pool
+from pool_helpers import question_messages as _msgs
 from trinity.errors import BudgetExceeded, ConfigError
 from trinity.pool.budget import Budget
 from trinity.pool.cache import ResponseCache
@@ -19,27 +20,9 @@ from trinity.errors import AbsurdCharge
 from trinity.pool.client import PoolClient
 from trinity.pool.journal import CallJournal
 from trinity.pool.ledger import Ledger, verify_ledger
-from trinity.pool.providers import Price, Timeouts, load_pool, price_overrides
+from trinity.pool.providers import load_pool, price_overrides
 
-PRICES = {"m-a": Price(PRICE_IN, PRICE_OUT), "m-b": Price(PRICE_IN, PRICE_OUT)}
-
-
-@pytest.fixture
-def hostile():
-    h = HostileServer()
-    yield h
-    h.stop()
-
-
-def _pool(h, **over):
-    over.setdefault("retry", FAST_RETRY)
-    over.setdefault("timeouts", Timeouts(connect_s=2, read_s=10, write_s=5))
-    over.setdefault("prices", PRICES)
-    return load_pool("local", base_url=h.base_url, models=["m-a", "m-b"], **over)
-
-
-def _msgs(i=0):
-    return [{"role": "user", "content": f"question {i}: what is 6 x 7?"}]
+PRICES = hostile_prices()
 
 
 async def _one(pool, tmp_path, **kw):

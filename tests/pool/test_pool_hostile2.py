@@ -13,37 +13,21 @@ from email.utils import formatdate
 from pathlib import Path
 
 import pytest
-from hostile import PRICE_IN, PRICE_OUT, HostileServer
+from hostile import PRICE_OUT
 
-from pool_helpers import FAST_RETRY
+from pool_helpers import FAST_RETRY, hostile, hostile_prices  # noqa: F401 (hostile: a fixture)
+from pool_helpers import hostile_pool as _pool
+from pool_helpers import question_messages as _msgs
 from trinity.errors import AbsurdCharge, BudgetExceeded, StopRequested, clear_stop, request_stop
 from trinity.pool.budget import SANE_MULTIPLE, SANE_SLACK_USD, Budget, to_micro
 from trinity.pool.cache import ResponseCache
 from trinity.pool.client import PoolClient
 from trinity.pool.faults import RetryPolicy
 from trinity.pool.ledger import Ledger, verify_ledger
-from trinity.pool.providers import Price, Timeouts, load_pool
+from trinity.pool.providers import Timeouts, load_pool
 
-PRICES = {"m-a": Price(PRICE_IN, PRICE_OUT), "m-b": Price(PRICE_IN, PRICE_OUT)}
+PRICES = hostile_prices()
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def hostile():
-    h = HostileServer()
-    yield h
-    h.stop()
-
-
-def _pool(h, **over):
-    over.setdefault("retry", FAST_RETRY)
-    over.setdefault("timeouts", Timeouts(connect_s=2, read_s=10, write_s=5))
-    over.setdefault("prices", PRICES)
-    return load_pool("local", base_url=h.base_url, models=["m-a", "m-b"], **over)
-
-
-def _msgs(i=0):
-    return [{"role": "user", "content": f"question {i}: what is 6 x 7?"}]
 
 
 def _bound_micro(reservation_usd: float) -> int:
