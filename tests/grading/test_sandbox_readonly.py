@@ -58,6 +58,8 @@ def test_a_world_writable_dir_outside_the_tmp_dirs_takes_no_file():
         assert outs and outs[0].decode().split() == ["refused", "30", "x"], outs  # 30: EROFS
         assert not os.path.exists(target)
         layers = {name: on for name, on, _ in describe_layers()}
-        assert layers.get("read-only mounts") is True
+        # where bubblewrap is installed, grading uses it (its own read-only view) and doctor names
+        # that layer; without it, doctor names the plain sandbox's read-only mounts
+        assert layers.get("bubblewrap") is True or layers.get("read-only mounts") is True, layers
     finally:
         shutil.rmtree(d, ignore_errors=True)
