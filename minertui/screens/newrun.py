@@ -282,6 +282,8 @@ class NewRunScreen(ModalScreen[Path | None]):
         box = self.query_one("#newrun-forecast", Static)
         box.update("\n".join(lines))
         box.set_class(any(line.startswith("over budget") for line in lines), "over")
+        if self.focused is not None:  # the field being typed in stays in view as the box grows
+            self.call_after_refresh(self.focused.scroll_visible, animate=False)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.app.unsaved["newrun"] = "the new-run form"
