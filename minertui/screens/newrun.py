@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -98,6 +99,59 @@ def input_errors(data: dict[str, Any]) -> dict[str, str]:
     return errors
 
 
+FORECAST_DEBOUNCE_S = 0.4  # after the last keystroke, the forecast is computed again
+
+
+def forecast_reason(data: dict[str, Any], errors: dict[str, str]) -> str | None:
+    """Why the form shows no computed forecast (one line), or None when it can compute one."""
+    if data.get("mode", "cached") != "live":
+        return "forecast: $0, replays the matrix (cached mode: no paid call)"
+    for name in ("config", "questions", "matrix", "pool", "budget_usd"):
+        if name in errors:
+            return f"forecast: needs a valid {name}: {errors[name]}"
+    if errors:
+        name, msg = next(iter(errors.items()))
+        return f"forecast: needs a valid {name}: {msg}"
+    if not data.get("pool"):
+        return "forecast: needs a pool (practice, openrouter …) for a live run"
+    return None
+
+
+def forecast_lines(f: dict[str, Any]) -> list[str]:
+    """The engine's forecast (`trinity plan`'s numbers) in the form's few lines."""
+    from trinity.optim.forecast import hms
+
+    u, w = f["usd"], f["wall_s"]
+    lines = [
+        f"forecast: ${u['median']:.4f}, 90% interval ${u['p05']:.4f} .. ${u['p95']:.4f}",
+        f"  wall time {hms(w['median'])}, 90% interval {hms(w['p05'])} .. {hms(w['p95'])}",
+        f"  {f['generations']} generations × {f['sessions_per_generation']} sessions on {f['pool']}, "
+        f"from {'a pilot' if f['pilot_calls'] else 'priors'}",
+    ]
+    if f.get("budget_usd") is not None:
+        g = f["generations_budget_buys"]
+        if f["over_budget"]:
+            lines.append(
+                f"over budget: upper bound ${u['p95']:.4f} > budget ${f['budget_usd']:g}, which buys "
+                f"about {g['median']} generations ({g['at_p95']} at the upper bound)"
+            )
+        else:
+            lines.append(f"  within the budget ${f['budget_usd']:g} at the upper bound")
+    return lines
+
+
+def compute_forecast(data: dict[str, Any]) -> list[str]:
+    """The form's forecast lines for a valid live config (`trinity plan`'s function); a one-line
+    reason when the engine cannot forecast it (no prices, a file it cannot read)."""
+    from trinity.config import validate_config
+    from trinity.optim.plan import forecast_for
+
+    try:
+        return forecast_lines(forecast_for(validate_config(data, "the new-run form")))
+    except (TrinityError, OSError, ValueError) as e:
+        return [f"forecast: cannot compute: {e}"]
+
+
 class NewRunScreen(ModalScreen[Path | None]):
     if TYPE_CHECKING:
         app: TypedApp  # the inherited property returns the MinerApp (typing only)
@@ -111,11 +165,15 @@ class NewRunScreen(ModalScreen[Path | None]):
     .row Input, .row Select { width: 1fr; }
     .err { color: $error; height: auto; padding-left: 20; margin-bottom: 1; display: none; }
     #newrun-buttons { height: 3; align-horizontal: right; }
+    #newrun-forecast { height: auto; max-height: 6; color: $text-muted; }
+    #newrun-forecast.over { color: $warning; }
     """
 
     def __init__(self, prefill: dict[str, str] | None = None) -> None:
         super().__init__()
         self.prefill = dict(prefill or {})
+        self._forecast_timer: Any = None
+        self._forecast_seq = 0  # a result for older fields than the latest is dropped
 
     def on_mount(self) -> None:
         values = self.prefill or dict(getattr(self.app, "drafts", {}).get("newrun") or {})
@@ -128,6 +186,7 @@ class NewRunScreen(ModalScreen[Path | None]):
             elif self.query(f"#f-{name}"):
                 self.query_one(f"#f-{name}", Input).value = value
         self._placeholders()
+        self._start_forecast()  # at once: the first line does not wait for the debounce
 
     def compose(self) -> ComposeResult:
         with Vertical(id="newrun"):
@@ -162,6 +221,7 @@ class NewRunScreen(ModalScreen[Path | None]):
                         yield Label(label)
                         yield Input(placeholder=ph, id=f"f-{name}", compact=True)
                     yield Static("", classes="err", id=f"e-{name}")
+            yield Static("forecast: …", id="newrun-forecast", markup=False)
             with Horizontal(id="newrun-buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Start", id="start", variant="primary")
@@ -191,8 +251,43 @@ class NewRunScreen(ModalScreen[Path | None]):
             shown = ph if v is None else ",".join(map(str, v)) if isinstance(v, list) else str(v)
             self.query_one(f"#f-{name}", Input).placeholder = shown
 
+    def _schedule_forecast(self) -> None:
+        """Recompute the forecast once the fields have been still for a moment."""
+        if self._forecast_timer is not None:
+            self._forecast_timer.stop()
+        self._forecast_timer = self.set_timer(FORECAST_DEBOUNCE_S, self._start_forecast)
+
+    def _start_forecast(self) -> None:
+        self._forecast_timer = None
+        self._forecast_seq += 1
+        data, errors = form_data(*self._values())
+        reason = forecast_reason(data, errors)
+        if reason is not None:
+            self._show_forecast(self._forecast_seq, [reason])
+            return
+        self.query_one("#newrun-forecast", Static).update("forecast: computing …")
+        self._forecast_worker(self._forecast_seq, data)
+
+    @work(thread=True, exclusive=True, group="newrun-forecast", exit_on_error=False)
+    def _forecast_worker(self, seq: int, data: dict[str, Any]) -> None:
+        try:
+            lines = compute_forecast(data)
+        except Exception as e:  # a preview: whatever goes wrong is a line in the form, never a crash
+            lines = [f"forecast: cannot compute: {type(e).__name__}: {e}"]
+        self.app.call_from_thread(self._show_forecast, seq, lines)
+
+    def _show_forecast(self, seq: int, lines: list[str]) -> None:
+        if seq != self._forecast_seq or not self.is_attached:
+            return
+        box = self.query_one("#newrun-forecast", Static)
+        box.update("\n".join(lines))
+        box.set_class(any(line.startswith("over budget") for line in lines), "over")
+        if self.focused is not None:  # the field being typed in stays in view as the box grows
+            self.call_after_refresh(self.focused.scroll_visible, animate=False)
+
     def on_input_changed(self, event: Input.Changed) -> None:
         self.app.unsaved["newrun"] = "the new-run form"
+        self._schedule_forecast()
         if event.input.id == "f-config":
             self._placeholders()
         if any(e.display for e in self.query(".err")):
@@ -200,6 +295,7 @@ class NewRunScreen(ModalScreen[Path | None]):
 
     def on_select_changed(self, event: Select.Changed) -> None:
         self._placeholders()
+        self._start_forecast()  # at once: the first line does not wait for the debounce
         if any(e.display for e in self.query(".err")):
             self.validate_form()
 

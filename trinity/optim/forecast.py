@@ -441,7 +441,7 @@ def describe(f: dict[str, Any]) -> str:
         f"({f['recipe']} recipe, popsize {f['popsize']}, m {f['m']}) on {f['pool']} ({', '.join(f['models'])})",
         f"  cost      ${u['median']:.4f}  (90% interval ${u['p05']:.4f} .. ${u['p95']:.4f}; "
         f"worst case ${f['worst_case_usd']:.4f})",
-        f"  wall time {_hms(w['median'])}  (90% interval {_hms(w['p05'])} .. {_hms(w['p95'])}; from {f['wall_from']})",
+        f"  wall time {hms(w['median'])}  (90% interval {hms(w['p05'])} .. {hms(w['p95'])}; from {f['wall_from']})",
         f"  from {f['measured_from']}: {f['expected_turns']:.2f} turns a session, {f['prompt_tokens_turn1']:.0f} "
         f"prompt tokens at turn 1, answers "
         + ", ".join(f"{m} {t:.0f}" for m, t in f["completion_tokens_per_call"].items())
@@ -460,7 +460,8 @@ def describe(f: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _hms(s: float) -> str:
+def hms(s: float) -> str:
+    """Seconds as 1h02m or 3m05s (the forecast's wall times)."""
     s = int(round(s))
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 

@@ -60,14 +60,22 @@ def run_forecast(cfg: Any, inputs: Any, pilot_path: str | None) -> dict[str, Any
     return out
 
 
+def forecast_for(cfg: Any, pilot_path: str | None = None) -> dict[str, Any]:
+    """The forecast of a live run of `cfg`: its questions and splits loaded as `trinity train`
+    loads them, then `run_forecast`. What `trinity plan` prints and what the app's new-run form
+    shows. Arithmetic on files on disk: no encoder, no call."""
+    from trinity.optim.runinputs import inputs_from_config
+
+    return run_forecast(cfg, inputs_from_config(cfg), pilot_path)
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from trinity.config import load_config
     from trinity.optim.forecast import describe
-    from trinity.optim.runinputs import inputs_from_config
 
     over = args.plan_overrides(args)
     over["mode"] = "live"
     cfg = load_config(args.config, over)
-    f = run_forecast(cfg, inputs_from_config(cfg), args.pilot)
+    f = forecast_for(cfg, args.pilot)
     print(json.dumps(f, indent=2) if args.json else describe(f) + f"\n  (forecast in {f['secs']:.2f} s)")
     return 0
