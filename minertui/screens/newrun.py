@@ -119,7 +119,7 @@ def forecast_reason(data: dict[str, Any], errors: dict[str, str]) -> str | None:
 
 def forecast_lines(f: dict[str, Any]) -> list[str]:
     """The engine's forecast (`trinity plan`'s numbers) in the form's few lines."""
-    from trinity.optim.forecast import hms
+    from trinity.optim.forecast import budget_verdict, hms
 
     u, w = f["usd"], f["wall_s"]
     lines = [
@@ -128,15 +128,9 @@ def forecast_lines(f: dict[str, Any]) -> list[str]:
         f"  {f['generations']} generations × {f['sessions_per_generation']} sessions on {f['pool']}, "
         f"from {'a pilot' if f['pilot_calls'] else 'priors'}",
     ]
-    if f.get("budget_usd") is not None:
-        g = f["generations_budget_buys"]
-        if f["over_budget"]:
-            lines.append(
-                f"over budget: upper bound ${u['p95']:.4f} > budget ${f['budget_usd']:g}, which buys "
-                f"about {g['median']} generations ({g['at_p95']} at the upper bound)"
-            )
-        else:
-            lines.append(f"  within the budget ${f['budget_usd']:g} at the upper bound")
+    verdict = budget_verdict(f)
+    if verdict is not None:
+        lines.append(f"over budget: {verdict}" if f["over_budget"] else f"  {verdict}")
     return lines
 
 

@@ -56,7 +56,7 @@ async def test_form_shows_the_engines_forecast_and_the_over_budget_line(tmp_path
         assert text.splitlines() == forecast_lines(f)
         g = f["generations_budget_buys"]
         over = text.splitlines()[-1]
-        assert over.startswith(f"over budget: upper bound ${u['p95']:.4f} > budget $0.0001")
+        assert over.startswith(f"over budget: the upper bound ${u['p95']:.4f} exceeds the budget $0.0001")
         assert f"buys about {g['median']} generations ({g['at_p95']} at the upper bound)" in over
         assert form.query_one("#newrun-forecast").has_class("over")
 

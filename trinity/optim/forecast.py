@@ -448,16 +448,24 @@ def describe(f: dict[str, Any]) -> str:
         + f" tokens; {f['paid_share']:.0%} of calls paid (cache on disk answers "
         f"{f['disk_cache_turn1_share']:.0%} of turn-1 requests)",
     ]
-    if f.get("budget_usd") is not None:
-        g = f["generations_budget_buys"]
-        if f["over_budget"]:
-            lines.append(
-                f"  OVER BUDGET: the upper bound ${u['p95']:.4f} exceeds --budget-usd {f['budget_usd']:g}; "
-                f"the budget buys about {g['median']} generations ({g['at_p95']} at the upper bound)"
-            )
-        else:
-            lines.append(f"  within --budget-usd {f['budget_usd']:g} at the upper bound")
+    verdict = budget_verdict(f)
+    if verdict is not None:
+        lines.append(f"  OVER BUDGET: {verdict}" if f["over_budget"] else f"  {verdict}")
     return "\n".join(lines)
+
+
+def budget_verdict(f: dict[str, Any]) -> str | None:
+    """The forecast against its budget, in one sentence (the CLI and the app's new-run form both
+    show it); None when no budget was given."""
+    if f.get("budget_usd") is None:
+        return None
+    if not f["over_budget"]:
+        return f"within the budget ${f['budget_usd']:g} at the upper bound"
+    g = f["generations_budget_buys"]
+    return (
+        f"the upper bound ${f['usd']['p95']:.4f} exceeds the budget ${f['budget_usd']:g}; "
+        f"the budget buys about {g['median']} generations ({g['at_p95']} at the upper bound)"
+    )
 
 
 def hms(s: float) -> str:
