@@ -27,7 +27,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 import numpy as np
 
@@ -84,7 +84,8 @@ def standin(pool: str, seed: int | None = None) -> Iterator[Any]:
         raise ValueError(f"unknown stand-in pool {pool!r}; use practice or lengthy")
     with start_practice_server(port=0, seed=seed) as handle:
         if pool == "lengthy":
-            handle.server.responder = LengthyResponder(handle.server.responder, LENGTHS)
+            # duck-typed: the server only calls reply() and reads what __getattr__ passes through
+            handle.server.responder = cast(Any, LengthyResponder(handle.server.responder, LENGTHS))
         yield handle
 
 
