@@ -613,9 +613,11 @@ def describe(f: dict[str, Any]) -> str:
         + f" tokens; {f['paid_share']:.0%} of calls paid (cache on disk answers "
         f"{f['disk_cache_turn1_share']:.0%} of turn-1 requests)",
     ]
-    if f.get("answer_lengths_from", "measured") != "measured":
+    src = f.get("answer_lengths_from", "measured")
+    if src != "measured":
+        what = "answer lengths and turns are" if src == "prior" else "turns and the model mix are"
         lines.append(
-            "  answer lengths and turns are not measured for this pool: for a narrower interval give "
+            f"  {what} not measured for this pool: for a narrower interval give "
             "--pilot a short live run directory, or a few budgeted answers (`trinity collect --n 8 --k 1 "
             "--budget-usd 0.05 --out pilot.json …`, then --pilot pilot.json)"
         )
