@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
+from train_argv import train_argv
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -17,3 +23,41 @@ def torch_one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """A finished 3-generation cached run (tiny-qwen3, configs/practice.yaml on the practice math
+    and multiple-choice questions: live sessions on code questions spend seconds per answer in the
+    grading sandbox), trained once per test session by the real `trinity train` and shared by the
+    run-status, analysis and serve tests, read-only (copy it to change it). Under xdist the
+    workers share it (the xdist-documented FileLock pattern: the first trains, the others wait)."""
+    from filelock import FileLock
+
+    from trinity.cli import main
+    from trinity.data.matrix import save_matrix
+    from trinity.data.practice import practice_matrix, practice_questions
+    from trinity.data.questions import save_questions
+
+    base = tmp_path_factory.getbasetemp()  # this session's own: never a run from an older session
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "tiny-run"
+    with FileLock(str(shared) + ".lock"):
+        if not (shared / "summary.json").exists():
+            inputs = shared.parent / "tiny-run-inputs"
+            inputs.mkdir(exist_ok=True)
+            qs = [q for q in practice_questions() if q.kind != "code"]
+            save_questions(inputs / "q.jsonl", qs)
+            save_matrix(inputs / "m.json", practice_matrix().subset([q.id for q in qs]))
+            argv = train_argv(
+                shared,
+                config=ROOT / "configs" / "practice.yaml",
+                mode=None,
+                encoder="tiny-qwen3",
+                questions=inputs / "q.jsonl",
+                matrix=inputs / "m.json",
+                generations=3,
+                popsize=4,
+                m=8,
+            )
+            assert main(argv) == 0 and (shared / "best_theta.npy").exists()
+    return shared

@@ -1,4 +1,4 @@
-"""Contracts between the parts (DESIGN §2)."""
+"""Contracts between the parts (docs/CONTRACTS.md, docs/ARCHITECTURE.md: Layers)."""
 
 import ast
 import subprocess

@@ -96,7 +96,7 @@ class Splits(BaseModel):
 
 
 class TrainConfig(BaseModel):
-    """Everything that defines a training run (DESIGN §4). Defaults = configs/trinity.yaml."""
+    """Everything that defines a training run (docs/CONTRACTS.md, Trainer). Defaults = configs/trinity.yaml."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 

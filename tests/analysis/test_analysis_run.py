@@ -9,50 +9,14 @@ import pytest
 
 from trinity.cli import main
 from trinity.data.practice import practice_matrix, practice_questions
-from trinity.data.matrix import save_matrix
-from trinity.data.questions import save_questions, split_ids
+from trinity.data.questions import split_ids
 from trinity.io import atomic_write_json, read_jsonl
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
-def trained_run(tmp_path_factory) -> Path:
-    """One trained run shared by the xdist workers (the xdist-documented FileLock pattern): whoever
-    comes first trains it, the others wait for it.
-    The run uses the practice math and multiple-choice questions (live sessions on code questions
-    spend seconds per answer in the grading sandbox)."""
-    from filelock import FileLock
-
-    shared = tmp_path_factory.getbasetemp().parent / "analysis-tiny-run"
-    with FileLock(str(shared) + ".lock"):
-        if not (shared / "best_theta.npy").exists():
-            inputs = shared.parent / "analysis-inputs"
-            inputs.mkdir(exist_ok=True)
-            qs = [q for q in practice_questions() if q.kind != "code"]
-            save_questions(inputs / "q.jsonl", qs)
-            save_matrix(inputs / "m.json", practice_matrix().subset([q.id for q in qs]))
-            rc = main(
-                [
-                    "train",
-                    "--config",
-                    str(ROOT / "configs" / "practice.yaml"),
-                    "--questions",
-                    str(inputs / "q.jsonl"),
-                    "--matrix",
-                    str(inputs / "m.json"),
-                    "--generations",
-                    "3",
-                    "--popsize",
-                    "4",
-                    "--m",
-                    "8",
-                    "--run-dir",
-                    str(shared),
-                ]
-            )
-            assert rc == 0 and (shared / "best_theta.npy").exists()
-    return shared
+def trained_run(tiny_run) -> Path:
+    """The session's trained tiny run (tests/conftest.py), shared with the run-status and serve tests."""
+    return tiny_run
 
 
 @pytest.fixture()

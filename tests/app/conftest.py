@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from filelock import FileLock
+from train_argv import train_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,27 +27,10 @@ def _isolated_settings(tmp_path, monkeypatch):
 
 
 def train_cmd(run_dir: Path, generations: int = 3, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "trinity",
-        "train",
-        "--config",
-        str(ROOT / "configs" / "practice.yaml"),
-        "--mode",
-        "cached",
-        "--encoder",
-        "tiny-qwen3",
-        "--generations",
-        str(generations),
-        "--popsize",
-        "4",
-        "--m",
-        "4",
-        "--run-dir",
-        str(run_dir),
-        *extra,
-    ]
+    argv = train_argv(
+        run_dir, *extra, config=ROOT / "configs" / "practice.yaml", generations=generations, popsize=4, m=4
+    )
+    return [sys.executable, "-m", "trinity", *argv]
 
 
 @pytest.fixture(scope="session")

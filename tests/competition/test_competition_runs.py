@@ -8,6 +8,7 @@ import types
 from pathlib import Path
 
 import pytest
+from train_argv import train_argv
 
 from trinity.competition.text import MINIROUTER, TINYROUTER, router_text
 from trinity.config import TrainConfig, load_config
@@ -19,24 +20,7 @@ def _train(capsys, run: Path, *extra: str) -> tuple[int, str]:
 
     capsys.readouterr()
     rc = main(
-        [
-            "train",
-            "--questions",
-            "practice",
-            "--matrix",
-            "practice",
-            "--encoder",
-            "tiny-qwen3",
-            "--generations",
-            "2",
-            "--popsize",
-            "4",
-            "--m",
-            "4",
-            "--run-dir",
-            str(run),
-            *extra,
-        ]
+        train_argv(run, *extra, questions="practice", matrix="practice", mode=None, generations=2, popsize=4, m=4)
     )
     out = capsys.readouterr()
     return rc, out.out + out.err

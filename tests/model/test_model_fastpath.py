@@ -1,4 +1,4 @@
-"""Fast batched population path == naive reference path (DESIGN §3), plus the cache."""
+"""Fast batched population path == naive reference path, plus the cache."""
 
 import numpy as np
 import pytest

@@ -5,34 +5,14 @@ import shutil
 
 import pytest
 from optim_helpers import standin_trainer, tree_digest, trinity, write_inputs
+from train_argv import train_argv
 
 from trinity.config import TrainConfig
 from trinity.runs.rundir import RunDir
 
 
 def _train(q, m, run_dir, *extra):
-    return trinity(
-        "train",
-        "--mode",
-        "cached",
-        "--questions",
-        str(q),
-        "--matrix",
-        str(m),
-        "--encoder",
-        "tiny-qwen3",
-        "--generations",
-        "2",
-        "--popsize",
-        "4",
-        "--m",
-        "4",
-        "--seed",
-        "0",
-        "--run-dir",
-        str(run_dir),
-        *extra,
-    )
+    return trinity(*train_argv(run_dir, *extra, questions=q, matrix=m, generations=2, popsize=4, m=4, seed=0))
 
 
 def _one_error_line(res, *needles):

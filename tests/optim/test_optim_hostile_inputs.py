@@ -4,6 +4,7 @@ start does not block a retry, and an append never glues onto a torn last line.""
 import json
 
 from optim_helpers import trinity, write_inputs
+from train_argv import train_argv
 
 from trinity.io import append_jsonl, read_jsonl
 from trinity.runs.rundir import RunDir
@@ -18,20 +19,7 @@ def _one_error_line(res, *needles):
 
 
 def _train(*args):
-    return trinity(
-        "train",
-        "--mode",
-        "cached",
-        "--encoder",
-        "tiny-qwen3",
-        "--generations",
-        "1",
-        "--popsize",
-        "2",
-        "--m",
-        "2",
-        *map(str, args),
-    )
+    return trinity(*train_argv(None, *args, generations=1, popsize=2, m=2))
 
 
 def test_non_utf8_and_directory_inputs_are_one_line_errors(tmp_path):

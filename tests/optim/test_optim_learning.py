@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 from optim_helpers import trinity_inproc, write_inputs
+from train_argv import train_argv
 
 from trinity.data.matrix import load_matrix
 from trinity.optim.routing import load_trained
@@ -17,28 +18,8 @@ def test_learns_to_route_three_categories(tmp_path, capsys):
     # on an argmax (piecewise-constant) fitness can stall in 15 generations; seed 0 does not.
     q, m = write_inputs(tmp_path, n_per_cat=40)
     run = tmp_path / "run"
-    rc, out, err = trinity_inproc(
-        capsys,
-        "train",
-        "--mode",
-        "cached",
-        "--questions",
-        str(q),
-        "--matrix",
-        str(m),
-        "--encoder",
-        "tiny-qwen3",
-        "--generations",
-        "15",
-        "--popsize",
-        "16",
-        "--m",
-        "16",
-        "--seed",
-        "0",
-        "--run-dir",
-        str(run),
-    )
+    argv = train_argv(run, questions=q, matrix=m, generations=15, popsize=16, m=16, seed=0)
+    rc, out, err = trinity_inproc(capsys, *argv)
     assert rc == 0, err
     assert sum(line.startswith("gen ") for line in out.splitlines()) == 15  # a line per generation
     # held-out accuracy, recomputed here from best_theta.npy through the routing API

@@ -15,6 +15,7 @@ import time
 import numpy as np
 import pytest
 from optim_helpers import ROOT, history_sans_secs, trinity_inproc, write_inputs
+from train_argv import train_argv
 
 from trinity.io import read_jsonl
 
@@ -22,27 +23,7 @@ GENS = 10
 
 
 def _args(q, m, run):
-    return [
-        "train",
-        "--mode",
-        "cached",
-        "--questions",
-        str(q),
-        "--matrix",
-        str(m),
-        "--encoder",
-        "tiny-qwen3",
-        "--generations",
-        str(GENS),
-        "--popsize",
-        "8",
-        "--m",
-        "8",
-        "--seed",
-        "3",
-        "--run-dir",
-        str(run),
-    ]
+    return train_argv(run, questions=q, matrix=m, generations=GENS, popsize=8, m=8, seed=3)
 
 
 def _n_gens(run) -> int:
@@ -156,25 +137,7 @@ def test_resume_uses_the_thread_count_the_run_started_with(tmp_path, capsys, mon
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        args = [
-            "train",
-            "--mode",
-            "cached",
-            "--questions",
-            str(q),
-            "--matrix",
-            str(m),
-            "--encoder",
-            "tiny-qwen3",
-            "--generations",
-            "1",
-            "--popsize",
-            "4",
-            "--m",
-            "4",
-            "--run-dir",
-            str(run),
-        ]
+        args = train_argv(run, questions=q, matrix=m, generations=1, popsize=4, m=4)
         rc, _, err = trinity_inproc(capsys, *args)
         assert rc == 0, err
         assert json.loads((run / "run.json").read_text())["torch_threads"] == 1

@@ -13,6 +13,7 @@ import zipfile
 import numpy as np
 import pytest
 from optim_helpers import tree_digest, trinity_inproc, write_inputs
+from train_argv import train_argv
 
 from trinity.optim import checkpoint as ckpt
 from trinity.runs.rundir import RunDir
@@ -24,8 +25,7 @@ def base_run(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("tamper")
     q, m = write_inputs(tmp, n_per_cat=8)
-    args = ["train", "--mode", "cached", "--questions", str(q), "--matrix", str(m), "--encoder", "tiny-qwen3"]
-    assert main([*args, "--generations", "2", "--popsize", "4", "--m", "4", "--run-dir", str(tmp / "a")]) == 0
+    assert main(train_argv(tmp / "a", questions=q, matrix=m, generations=2, popsize=4, m=4)) == 0
     run = RunDir(tmp / "a")
     meta = run.read_meta()
     meta["config"]["generations"] = 3

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 from optim_helpers import trinity_inproc
+from train_argv import train_argv
 
 from trinity.data.learningtask import TaskSpec, generate_task
 from trinity.data.matrix import save_matrix
@@ -23,29 +24,8 @@ def _inputs(tmp_path):
 
 
 def _train(capsys, q, m, run, *extra):
-    rc, out, err = trinity_inproc(
-        capsys,
-        "train",
-        "--mode",
-        "cached",
-        "--questions",
-        str(q),
-        "--matrix",
-        str(m),
-        "--encoder",
-        "tiny-qwen3",
-        "--generations",
-        "3",
-        "--popsize",
-        "8",
-        "--m",
-        "16",
-        "--seed",
-        "0",
-        "--run-dir",
-        str(run),
-        *extra,
-    )
+    argv = train_argv(run, *extra, questions=q, matrix=m, generations=3, popsize=8, m=16, seed=0)
+    rc, out, err = trinity_inproc(capsys, *argv)
     assert rc == 0, err
     return out, json.loads((run / "summary.json").read_text())
 

@@ -14,7 +14,9 @@ from trinity.optim.engine import start_run
 from trinity.optim.population import FAULT_ENV
 
 ray = pytest.importorskip("ray", reason="the [ray] extra (pip install -e '.[ray]') runs these tests")
-pytestmark = pytest.mark.usefixtures("torch_one_thread")
+# one xdist worker runs every Ray module (pyproject: --dist loadgroup): one Ray instance at a time,
+# and a module fixture (the in-process reference run) computed once, not once per worker
+pytestmark = [pytest.mark.usefixtures("torch_one_thread"), pytest.mark.xdist_group("ray")]
 ROOT = Path(__file__).resolve().parents[2]
 PRACTICE = ROOT / "configs" / "practice.yaml"
 
@@ -34,7 +36,7 @@ def _cfg(**over):
         PRACTICE,
         {
             "encoder": "tiny-qwen3",
-            "generations": 3,
+            "generations": 2,  # generation 2 starts from generation 1's update; the fault test kills in it
             "popsize": 8,
             "m": 16,
             "traces": "best",

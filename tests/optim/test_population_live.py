@@ -21,7 +21,9 @@ from trinity.pool.practice_server import start_practice_server
 from trinity.session.shards import LIVE_SHARDS, shards_of_pairs
 
 ray = pytest.importorskip("ray", reason="the [ray] extra (pip install -e '.[ray]') runs these tests")
-pytestmark = pytest.mark.usefixtures("torch_one_thread")
+# one xdist worker runs every Ray module (pyproject: --dist loadgroup): one Ray instance at a time,
+# and a module fixture (the in-process reference run) computed once, not once per worker
+pytestmark = [pytest.mark.usefixtures("torch_one_thread"), pytest.mark.xdist_group("ray")]
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from train_argv import train_argv
 
 from trinity.io import read_jsonl
 
@@ -14,8 +15,7 @@ def test_popsize_2_trains_and_resumes(tmp_path, capsys):
     from trinity.cli import main
 
     run = tmp_path / "p2"
-    args = ["train", "--questions", "practice", "--matrix", "practice", "--encoder", "tiny-qwen3"]
-    rc = main([*args, "--generations", "2", "--popsize", "2", "--m", "4", "--run-dir", str(run)])
+    rc = main(train_argv(run, questions="practice", matrix="practice", mode=None, generations=2, popsize=2, m=4))
     out = capsys.readouterr()
     assert rc == 0, out.out + out.err
     assert main(["resume", str(run), "--generations", "3"]) == 0

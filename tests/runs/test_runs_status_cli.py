@@ -2,43 +2,22 @@
 directories an engine is still writing (its files appended to as the engine does)."""
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 from trinity.cli import main
-from trinity.data.matrix import save_matrix
-from trinity.data.practice import practice_matrix, practice_questions
-from trinity.data.questions import save_questions
 from trinity.io import append_jsonl, atomic_write_json, read_json
 from trinity.runs.cli import sparkline, status_table, watch_screen
 from trinity.runs.rundir import RunDir
 from trinity.runs.status import RunWatcher, money
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="session")
-def real_run(tmp_path_factory) -> Path:
-    """A finished 3-generation cached run on the practice questions (tiny-qwen3)."""
-    from filelock import FileLock
-
-    base = tmp_path_factory.getbasetemp()  # shared by the xdist workers of this session only
-    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "status-tiny-run"
-    with FileLock(str(shared) + ".lock"):
-        if not (shared / "summary.json").exists():
-            inputs = shared.parent / "status-inputs"
-            inputs.mkdir(exist_ok=True)
-            qs = [q for q in practice_questions() if q.kind != "code"]
-            save_questions(inputs / "q.jsonl", qs)
-            save_matrix(inputs / "m.json", practice_matrix().subset([q.id for q in qs]))
-            args = ["train", "--config", str(ROOT / "configs" / "practice.yaml")]
-            args += ["--questions", str(inputs / "q.jsonl"), "--matrix", str(inputs / "m.json")]
-            args += ["--generations", "3", "--popsize", "4", "--m", "8", "--run-dir", str(shared)]
-            assert main(args) == 0
-    return shared
+def real_run(tiny_run) -> Path:
+    """A finished 3-generation cached run on the practice questions (tiny-qwen3; tests/conftest.py)."""
+    return tiny_run
 
 
 @pytest.fixture()

@@ -1,41 +1,16 @@
-"""A trained tiny run (tiny-qwen3, the practice math and multiple-choice questions) shared by the
-serve tests, and a served copy of it on 127.0.0.1 against the simulated practice pool."""
+"""The session's trained tiny run (tests/conftest.py: tiny-qwen3, the practice math and multiple-choice
+questions) for the serve tests, and a served copy of it on 127.0.0.1 against the simulated practice pool."""
 
 import shutil
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="session")
-def served_run(tmp_path_factory) -> Path:
-    from filelock import FileLock
-
-    from trinity.cli import main
-    from trinity.data.matrix import save_matrix
-    from trinity.data.practice import practice_matrix, practice_questions
-    from trinity.data.questions import save_questions
-
-    shared = tmp_path_factory.getbasetemp().parent / "serve-tiny-run"
-    with FileLock(str(shared) + ".lock"):
-        if not (shared / "best_theta.npy").exists():
-            inputs = shared.parent / "serve-inputs"
-            inputs.mkdir(exist_ok=True)
-            qs = [q for q in practice_questions() if q.kind != "code"]
-            save_questions(inputs / "q.jsonl", qs)
-            save_matrix(inputs / "m.json", practice_matrix().subset([q.id for q in qs]))
-            argv = [
-                "train",
-                "--config",
-                str(ROOT / "configs" / "practice.yaml"),
-                "--questions",
-                str(inputs / "q.jsonl"),
-            ]
-            argv += ["--matrix", str(inputs / "m.json"), "--generations", "1", "--popsize", "4", "--m", "4"]
-            assert main([*argv, "--run-dir", str(shared)]) == 0
-    return shared
+def served_run(tiny_run) -> Path:
+    """The session's trained tiny run (tests/conftest.py), shared with the run-status and analysis tests."""
+    return tiny_run
 
 
 @pytest.fixture()

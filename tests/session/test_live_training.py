@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from train_argv import train_argv
 
 from trinity.io import read_jsonl
 from trinity.pool.ledger import verify_ledger
@@ -42,34 +43,17 @@ def _env(server, cache_dir):
 
 
 def _train_cmd(questions_file, run_dir, gens, P, m, *extra):
-    return [
-        sys.executable,
-        "-m",
-        "trinity",
-        "train",
-        "--mode",
-        "live",
+    live = (
         "--pool",
         "practice",
-        "--questions",
-        str(questions_file),
-        "--encoder",
-        "tiny-qwen3",
-        "--generations",
-        str(gens),
-        "--popsize",
-        str(P),
-        "--m",
-        str(m),
-        "--seed",
-        "1",
-        "--run-dir",
-        str(run_dir),
         "--json",
         "--warm-start",
         "none",
-        *extra,
-    ]  # learning from a zero head (the role default: test_live_stop_penalty)
+    )  # learning from a zero head (the role default: test_live_stop_penalty)
+    argv = train_argv(
+        run_dir, *live, *extra, questions=questions_file, mode="live", generations=gens, popsize=P, m=m, seed=1
+    )
+    return [sys.executable, "-m", "trinity", *argv]
 
 
 def _gens(run_dir):

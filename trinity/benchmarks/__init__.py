@@ -1,4 +1,4 @@
-"""trinity.benchmarks — benchmark adapters (DESIGN §7): math500, mmlu, livecodebench, practice,
+"""trinity.benchmarks — benchmark adapters (docs/CONTRACTS.md, Benchmarks): math500, mmlu, livecodebench, practice,
 gpqa, aime, mmlu_pro, bbh, ifeval, bfcl_simple, humaneval.
 
     get_benchmark(name) -> Benchmark   (see trinity.benchmarks.base for the interface)

@@ -1,4 +1,4 @@
-"""Role system prompts, the question text and the user message of one turn (DESIGN §5).
+"""Role system prompts, the question text and the user message of one turn (docs/CONTRACTS.md, Pool and sessions).
 
 Below the pool and the session (the practice server and the session loop both render with it).
 

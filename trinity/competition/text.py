@@ -1,4 +1,4 @@
-"""What each competition's router reads: its encoder input, turn by turn (DESIGN §3).
+"""What each competition's router reads: its encoder input, turn by turn.
 
 A trained head is only as good as the text it was trained on, and the validator feeds its own.
 So the text is the competition's, not ours, and it lives here as data: one frozen `RouterText`

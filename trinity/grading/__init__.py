@@ -1,4 +1,4 @@
-"""trinity.grading — one entry point for every grader (DESIGN §6).
+"""trinity.grading — one entry point for every grader (docs/CONTRACTS.md, Grading).
 
     grade(kind, response, gold) -> Verdict        kind in math | mc | code | exact | ifeval | funcall
     grade_question(question, response) -> Verdict uses question.kind (and its choices for mc)

@@ -1,4 +1,4 @@
-"""The code grader for LiveCodeBench-style problems (DESIGN §6, issue 4 item 4).
+"""The code grader for LiveCodeBench-style problems (docs/CONTRACTS.md, Grading).
 
     extract_code(text) -> str            the last fenced python block, else the whole text
     grade_code(response, gold) -> Verdict

@@ -1,4 +1,4 @@
-"""Run untrusted code in a throw-away child process (DESIGN §6, issue 4 item 5).
+"""Run untrusted code in a throw-away child process (docs/CONTRACTS.md, Grading).
 
 The process that holds keys and the ledger never runs candidate code. Each problem gets:
 

@@ -1,4 +1,4 @@
-"""trinity.model — the router: frozen encoder, SVF on one layer, linear head (DESIGN §3).
+"""trinity.model — the router: frozen encoder, SVF on one layer, linear head (docs/CONTRACTS.md, Router model).
 
 Modules (import them directly; this package stays light so CLI modules may import it):
 - `encoder`  — `load_encoder(name_or_path, device, dtype, seed) -> Encoder` (HF or built-in)

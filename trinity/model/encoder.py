@@ -1,4 +1,4 @@
-"""The frozen encoder: an HF causal LM + its tokenizer (DESIGN §3).
+"""The frozen encoder: an HF causal LM + its tokenizer (docs/CONTRACTS.md, Router model).
 
 `load_encoder` takes a built-in name (`tiny-qwen3`, `qwen3-0.6b-random`, see `builtin`), an HF
 model id or a local directory. The model is in eval mode with `requires_grad=False`; by default

@@ -1,4 +1,5 @@
-"""Batched evaluation of many SVF candidates from cached SVF-layer inputs (DESIGN §3, hot path).
+"""Batched evaluation of many SVF candidates from cached SVF-layer inputs (the hot path:
+`Router.population_logits`, docs/CONTRACTS.md, Router model).
 
 Input: for each transcript, the input of the SVF layer L (= num_layers - 2) at positions
 0..n-1, where n-1 is "position -2" of the tokenised text (the EOS at -1 is dropped: attention is

@@ -1,5 +1,5 @@
 """The routing policy over the head's logits: one group of `n_models` model scores, one group of
-3 role scores (Thinker, Worker, Verifier). Argmax per group by default (DESIGN §3); sampling from
+3 role scores (Thinker, Worker, Verifier). Argmax per group by default; sampling from
 the per-group softmax with a temperature is the option."""
 
 from __future__ import annotations

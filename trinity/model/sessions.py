@@ -1,6 +1,6 @@
 """Incremental encoding of sessions: a turn reads only the tokens its transcript added.
 
-A live session re-reads its whole transcript every turn (DESIGN §3: the head input is the
+A live session re-reads its whole transcript every turn (trinity.competition.text: the head input is the
 question, every earlier turn, then `<Head Input>`), so a 5-turn session would read its first
 turn's tokens five times. Attention is causal: the K/V of a token depend only on the tokens before
 it. So for what a stream (one trajectory under one candidate θ) has already read, we keep:

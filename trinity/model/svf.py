@@ -1,4 +1,4 @@
-"""SVF on one decoder layer (DESIGN §3): each of its 7 linear maps `W = U diag(s) Vᵀ` becomes
+"""SVF on one decoder layer (docs/CONTRACTS.md, Router model): each of its 7 linear maps `W = U diag(s) Vᵀ` becomes
 `U diag(s ⊙ z) Vᵀ`, `z` the trainable scales (1.0 = the original model).
 
 The SVD is computed once, in float64, when a `SvfLayer` is built. `SvfLayer.applied(svf)` is the

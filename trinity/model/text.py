@@ -1,4 +1,4 @@
-"""The text the encoder reads for one turn of a session (DESIGN §3): the competition's format,
+"""The text the encoder reads for one turn of a session: the competition's format,
 which `trinity.competition.text` holds (TinyRouter by default)."""
 
 from __future__ import annotations

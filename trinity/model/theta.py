@@ -1,4 +1,4 @@
-"""θ layout and files (DESIGN §3).
+"""θ layout and files (docs/CONTRACTS.md, Router model).
 
 θ is one float64 vector `[head.flatten() (C order) | svf]`:
 - `head`: `(n_models + 3, hidden)`; rows `[:n_models]` score the models, the last 3 the roles

@@ -1,4 +1,4 @@
-"""trinity.optim — the sep-CMA-ES trainer (DESIGN §4) and everything around it.
+"""trinity.optim — the sep-CMA-ES trainer (docs/CONTRACTS.md, Trainer) and everything around it.
 
 - `trainer`    — `Trainer`: the generation loop, validation, best-θ rule, run-dir outputs
 - `fitness`    — the `Fitness` protocol and `CachedFitness` (turn-1 choice → recorded correctness)

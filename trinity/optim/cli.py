@@ -127,27 +127,12 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
+    from trinity.config import RESUMABLE_KEYS  # here, not at the top: pydantic would slow every CLI start
     from trinity.optim.engine import resume_run
 
     res = resume_run(
         args.run_dir,
-        _overrides(
-            args,
-            (
-                "generations",
-                "device",
-                "max_batch_tokens",
-                "budget_usd",
-                "base_url",
-                "cache_path",
-                "price_in",
-                "price_out",
-                "read_timeout_s",
-                "fail_threshold",
-                "workers",
-                "ray_address",
-            ),
-        ),
+        _overrides(args, RESUMABLE_KEYS),  # a key without a resume flag reads as None: unchanged
         on_event=_printer(args.json),
     )
     if res.exit_code and not args.json:

@@ -414,8 +414,7 @@ def resume_run(
 ) -> TrainResult:
     """Continue a run from its last checkpoint (from scratch when it has none yet).
 
-    `overrides` may change only keys that leave the checkpoint valid (trinity.config.RESUMABLE_KEYS:
-    generations, device, max_batch_tokens, budget_usd, base_url, cache_path)."""
+    `overrides` may change only keys that leave the checkpoint valid (trinity.config.RESUMABLE_KEYS)."""
     run = RunDir(run_dir)
     meta = run.read_meta()
     data = dict(meta.get("config") or {})

@@ -137,7 +137,7 @@ class Fitness(Protocol):
 
 
 def question_text(competition: str | None) -> Callable[[Question], str]:
-    """Turn-1 encoder input of a question in `competition`'s format (DESIGN §3): the query as
+    """Turn-1 encoder input of a question in `competition`'s format (trinity.competition.text): the query as
     its validator renders it (e.g. MMLU with lettered choices), with or without the marker."""
     from trinity.competition.text import router_text
 

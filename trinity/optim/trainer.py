@@ -1,4 +1,4 @@
-"""The sep-CMA-ES training loop (DESIGN §4), writing the run directory (DESIGN §8).
+"""The sep-CMA-ES training loop, writing the run directory (docs/CONTRACTS.md: Trainer, Run directory).
 
 One generation:
   1. draw the minibatch: m training ids, from the run's own RandomState (`batch_rng`);

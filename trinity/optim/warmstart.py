@@ -42,6 +42,8 @@ from trinity.model import ROLES
 from trinity.model.arrays import Float64Array, FloatArray, Int64Array
 
 if TYPE_CHECKING:
+    import torch
+
     from trinity.competition.text import RouterText
     from trinity.data.questions import Question
     from trinity.optim.fitness import RouterLike
@@ -116,8 +118,24 @@ def fit_logistic(X: npt.ArrayLike, Y: npt.ArrayLike, lam: float, W0: npt.ArrayLi
         else torch.as_tensor(np.asarray(W0, dtype=np.float64)).clone()
     )
     W.requires_grad_(True)
+
+    def loss(W: torch.Tensor) -> torch.Tensor:
+        Z = Xt @ W.T
+        return (
+            torch.nn.functional.binary_cross_entropy_with_logits(Z, Yt, reduction="sum") / n + 0.5 * lam * (W * W).sum()
+        )
+
+    return lbfgs_minimise(W, loss)
+
+
+def lbfgs_minimise(param: torch.Tensor, loss: Callable[[torch.Tensor], torch.Tensor]) -> Float64Array:
+    """`param` (float64, requires grad) moved in place to a minimum of `loss(param)` by the fits'
+    L-BFGS (strong Wolfe line search, at most `MAX_ITER` iterations; torch, one thread, CPU:
+    deterministic); returns a copy of it. A SIGTERM stops the fit between evaluations."""
+    import torch
+
     opt = torch.optim.LBFGS(
-        [W],
+        [param],
         lr=1.0,
         max_iter=MAX_ITER,
         tolerance_grad=1e-9,
@@ -129,12 +147,9 @@ def fit_logistic(X: npt.ArrayLike, Y: npt.ArrayLike, lam: float, W0: npt.ArrayLi
     def closure() -> torch.Tensor:
         check_stop()  # a SIGTERM stops the fit between evaluations
         opt.zero_grad()
-        Z = Xt @ W.T
-        loss = (
-            torch.nn.functional.binary_cross_entropy_with_logits(Z, Yt, reduction="sum") / n + 0.5 * lam * (W * W).sum()
-        )
-        torch.autograd.backward(loss)  # = loss.backward(), which torch leaves unannotated
-        return loss
+        value = loss(param)
+        torch.autograd.backward(value)  # = value.backward(), which torch leaves unannotated
+        return value
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny matmuls: extra threads only spin, and a busy box makes that slow
@@ -143,8 +158,8 @@ def fit_logistic(X: npt.ArrayLike, Y: npt.ArrayLike, lam: float, W0: npt.ArrayLi
             opt.step(closure)  # type: ignore[no-untyped-call]  # torch's LBFGS.step has no annotations
     finally:
         torch.set_num_threads(threads)
-    weights: Float64Array = W.detach().numpy().copy()
-    return weights
+    out: Float64Array = param.detach().numpy().copy()
+    return out
 
 
 def routed_accuracy(W: Float64Array, X: Float64Array, acc: Float64Array) -> float:
@@ -308,31 +323,11 @@ def fit_role_rows(
     # balanced classes: the one bare-query state weighs as much as the four later ones (a
     # Verifier at turn 1 wastes the session: no Worker answer follows it)
     cw = torch.as_tensor(np.where(counts > 0, counts.sum() / np.maximum(counts, 1), 0.0))
-    opt = torch.optim.LBFGS(
-        [R],
-        lr=1.0,
-        max_iter=MAX_ITER,
-        tolerance_grad=1e-9,
-        tolerance_change=1e-12,
-        history_size=20,
-        line_search_fn="strong_wolfe",
-    )
 
-    def closure() -> torch.Tensor:
-        check_stop()  # a SIGTERM stops the fit between evaluations
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(Xt @ R.T, yt, weight=cw) + 0.5 * ROLE_LAMBDA * (R * R).sum()
-        torch.autograd.backward(loss)  # = loss.backward(), which torch leaves unannotated
-        return loss
+    def loss(R: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(Xt @ R.T, yt, weight=cw) + 0.5 * ROLE_LAMBDA * (R * R).sum()
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with torch.enable_grad():
-            opt.step(closure)  # type: ignore[no-untyped-call]  # torch's LBFGS.step has no annotations
-    finally:
-        torch.set_num_threads(threads)
-    rows: Float64Array = R.detach().numpy().copy()
+    rows = lbfgs_minimise(R, loss)
     Z = X @ rows.T
     idx = np.arange(len(y))
     other = Z.copy()

@@ -1,4 +1,4 @@
-"""trinity.pool — every call to a model pool, and what it cost (DESIGN §5).
+"""trinity.pool — every call to a model pool, and what it cost (docs/CONTRACTS.md, Pool and sessions).
 
 | module              | what                                                                   |
 |---------------------|------------------------------------------------------------------------|

@@ -1,1 +1,2 @@
-"""trinity.session — see DESIGN §2."""
+"""trinity.session — the multi-turn Thinker/Worker/Verifier loop, live fitness, `collect`
+(docs/CONTRACTS.md, Pool and sessions)."""

@@ -1,4 +1,4 @@
-"""trinity.submission — from a trained head to a pull request (DESIGN §10).
+"""trinity.submission — from a trained head to a pull request (docs/CONTRACTS.md, Submission).
 
 Modules (import them directly; this package stays light):
 - `pack`        — `pack_run(run_dir, miner, fmt, out=None, force=False, history=None, competition=None) -> Bundle`

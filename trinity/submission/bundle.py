@@ -1,6 +1,6 @@
 """Submission bundles: read a bundle directory back, hash it, and split/join its θ.
 
-Two formats (DESIGN §10):
+Two formats (docs/CONTRACTS.md, Submission):
 - `minirouter`: `submissions/final_model/` — `best_theta.npy` (float64 `[head | svf]`),
   `summary.json`, `history.json`, `eval.json` (optional).
 - `tinyrouter`: `submissions/<miner>/<n>/` — `head_weights.npy` (n_models+3, hidden) float32,

@@ -1,4 +1,4 @@
-"""`trinity pack`, `trinity check`, `trinity submit` (DESIGN §10). Heavy imports stay inside the
+"""`trinity pack`, `trinity check`, `trinity submit` (docs/CONTRACTS.md, Submission). Heavy imports stay inside the
 commands so the CLI starts fast."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The submission gates (DESIGN §10), run locally before anything is pushed.
+"""The submission gates (docs/CONTRACTS.md, Submission), run locally before anything is pushed.
 
 `check_bundle(...) -> GateReport`: one `GateResult(name, status, reason, numbers)` per gate.
 Status is `pass`, `fail` or `warn`; `warn` never blocks — it marks a gate that does not apply to

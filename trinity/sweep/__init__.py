@@ -1,4 +1,5 @@
-"""Sweeps on Ray (DESIGN §2: scale-out is an optional extra; a run directory stays the unit of state).
+"""Sweeps on Ray (docs/CONTRACTS.md, Sweeps and population evaluation): scale-out is an optional
+extra; a run directory stays the unit of state.
 
 `spec` expands a sweep spec (grid and/or random draws over TrainConfig keys × seeds) into trials;
 `runner` runs each trial as an ordinary run directory under the sweep directory, on a local Ray

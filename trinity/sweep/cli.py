@@ -151,18 +151,9 @@ def route_trial_resume(sub: Any) -> None:
     resume.set_defaults(func=lambda a: resume_in_sweep(a, plain))
 
 
-# what `trinity resume RUN`'s flags may change on a trial resumed through its sweep
-TRIAL_RESUME_KEYS = (
-    "generations",
-    "device",
-    "max_batch_tokens",
-    "budget_usd",
-    "base_url",
-    "price_in",
-    "price_out",
-    "read_timeout_s",
-    "fail_threshold",
-)
+# of the resumable keys (trinity.config.RESUMABLE_KEYS), those `trinity resume RUN`'s flags may not
+# change on a trial resumed through its sweep: its cache and its placement (workers, ray_address: refused)
+SWEEP_HELD_KEYS = ("cache_path", "workers", "ray_address")
 
 
 def resume_in_sweep(args: argparse.Namespace, plain: Any) -> int:
@@ -170,6 +161,7 @@ def resume_in_sweep(args: argparse.Namespace, plain: Any) -> int:
     one budget holder with the spend of all its trials' ledgers); any other run as before."""
     import sys
 
+    from trinity.config import RESUMABLE_KEYS  # here, not at the top: pydantic would slow every CLI start
     from trinity.sweep.runner import run_sweep, sweep_of_trial, trial_resume_command
 
     found = sweep_of_trial(args.run_dir)
@@ -182,7 +174,8 @@ def resume_in_sweep(args: argparse.Namespace, plain: Any) -> int:
             f"{', '.join('--' + k.replace('_', '-') for k in other)}: not for a trial resumed "
             f"through its sweep; use `{trial_resume_command(sd, tid)}`"
         )
-    over = {k: getattr(args, k) for k in TRIAL_RESUME_KEYS if getattr(args, k, None) is not None}
+    keys = [k for k in RESUMABLE_KEYS if k not in SWEEP_HELD_KEYS]
+    over = {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
     print(
         f"{Path(args.run_dir).name} is trial {tid} of sweep {sd.path.name}, which has one budget for its "
         f"trials (${doc['budget_usd']:.4f}): resuming it under that budget, as `{trial_resume_command(sd, tid)}`",
