@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import tempfile
 import time
@@ -39,6 +40,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--load-latency-ms", type=int, default=50)
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1, help="the server's torch threads (default 1)")
+    p.add_argument(
+        "--run",
+        metavar="RUN_DIR",
+        help="serve this trained run (one --encoder: its own) instead of training one here; not changed",
+    )
+    p.add_argument(
+        "--sessions",
+        type=int,
+        default=None,
+        help="requests per concurrency level (default: the level, at least 4)",
+    )
     p.add_argument(
         "--direct",
         action="store_true",
@@ -69,6 +81,24 @@ def train_run(encoder: str, root: Path, device: str) -> Path:
         tail = (out.stderr.strip().splitlines() or ["no message"])[-1]
         raise TrinityError(f"bench serve: training the router with {encoder} failed: {tail}")
     return run
+
+
+def run_encoder(run: Path, asked: list[str] | None) -> str:
+    """The encoder a trained run (`--run`) was trained with; one line when it is no run or `--encoder`
+    names another."""
+    from trinity.errors import InputError
+    from trinity.runs.rundir import RunDir
+
+    rd = RunDir(run)
+    if not rd.run_json.exists():
+        raise InputError(f"bench serve: {run} is not a run directory (no run.json)")
+    meta = rd.read_meta()
+    enc = str(meta.get("encoder") or (meta.get("config") or {}).get("encoder") or "")
+    if not enc:
+        raise InputError(f"bench serve: {run}/run.json names no encoder")
+    if asked and asked != [enc]:
+        raise InputError(f"bench serve: {run} was trained with {enc}, not {', '.join(asked)}")
+    return enc
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -173,6 +203,12 @@ def measure(
         "encoder_calls": enc["calls"],
         "mean_batch": round(enc["texts"] / enc["calls"], 2) if enc["calls"] else 0.0,
         "encode_ms_mean": round(1000 * enc["seconds"] / enc["calls"], 2) if enc["calls"] else 0.0,
+        "encode_cpu_ms_mean": round(1000 * enc.get("cpu_seconds", 0.0) / enc["calls"], 2) if enc["calls"] else 0.0,
+        "max_batch": enc.get("max_batch"),
+        "max_encode_ms": enc.get("max_call_ms"),
+        "wait_ms_p50": enc.get("wait_ms_p50"),
+        "wait_ms_p99": enc.get("wait_ms_p99"),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "wall_s": round(wall, 2),
         "ledger_usd": sum(r["cost_micro_usd"] for r in ledger) / 1e6,
         "ledger_calls": len(ledger),
@@ -281,6 +317,8 @@ def cmd_bench_serve(args: argparse.Namespace) -> int:
     from trinity.bench.server import spawn_practice_server
 
     encoders = args.encoder or ["tiny-qwen3"]
+    if args.run:
+        encoders = [run_encoder(Path(args.run), args.encoder)]
     levels = [int(x) for x in str(args.concurrency).split(",") if x.strip()]
     out: dict[str, Any] = {"latency_ms": args.latency_ms, "encoders": {}, "load": None}
     runs: dict[str, Path] = {}
@@ -290,14 +328,14 @@ def cmd_bench_serve(args: argparse.Namespace) -> int:
         try:
             for enc in encoders:
                 t0 = time.perf_counter()
-                run = runs[enc] = train_run(enc, root, args.device)
+                run = runs[enc] = Path(args.run) if args.run else train_run(enc, root, args.device)
                 rows = []
                 for c in levels:
                     row = measure(
                         run,
                         base,
                         concurrency=c,
-                        sessions=max(c, 4),
+                        sessions=args.sessions if args.sessions else max(c, 4),
                         budget_usd=100.0,
                         max_sessions=max(c, 1),
                         threads=args.threads,
@@ -307,7 +345,9 @@ def cmd_bench_serve(args: argparse.Namespace) -> int:
                     print(
                         f"{enc:>20} c={c:<3} route p50 {row['route_ms_p50']:8.2f} ms  p99 {row['route_ms_p99']:8.2f} ms "
                         f"({100 * row['p99_share_of_turn']:.1f}% of a {args.latency_ms} ms turn)  "
-                        f"mean batch {row['mean_batch']}  {row['turns']} turns",
+                        f"mean batch {row['mean_batch']}  wait p99 {row['wait_ms_p99']} ms  encoder call "
+                        f"{row['encode_ms_mean']} ms ({row['encode_cpu_ms_mean']} ms CPU)  {row['turns']} turns  "
+                        f"load {row['load_average'][0]}",
                         file=sys.stderr,
                     )
                 out["encoders"][enc] = {"levels": rows, "setup_s": round(time.perf_counter() - t0, 1)}

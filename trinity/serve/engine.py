@@ -328,11 +328,19 @@ class ServeEngine:
             )
             await self.client.__aenter__()
             self.encoder = StreamKeepingEncoder(self.trained.router, self.trained.theta[None, :])
+            await asyncio.to_thread(self._warm_up, self.encoder)
             self.batcher = EncoderBatcher(self.encoder.logits, end_fn=self.encoder.end)
             self.batcher.start()
         except BaseException:
             await self.close()
             raise
+
+    def _warm_up(self, encoder: StreamKeepingEncoder) -> None:
+        """One encoder call before the first request: its one-time costs (the tokenizer's and
+        torch's first calls, the rotary tables) are not the first session's route time."""
+        stream = ("warm-up",)
+        encoder.logits([self.text.encoder_input("warm-up")], np.zeros(1, dtype=np.int64), [stream])
+        encoder.end(stream)
 
     async def close(self) -> None:
         """Finish the sessions in flight, then close the batcher, client, files and server."""
@@ -357,11 +365,23 @@ class ServeEngine:
     # ---- one session ----
 
     def encoder_stats(self) -> dict[str, Any]:
-        """The batcher's encoder calls so far: how many, texts in all, seconds in all."""
+        """The batcher's encoder calls so far: how many, texts in all, wall and CPU seconds in all,
+        the largest call, and how long texts waited for their call to start (p50 / p99, ms)."""
         st = self.batcher.stats if self.batcher is not None else None
         if st is None:
-            return {"calls": 0, "texts": 0, "seconds": 0.0}
-        return {"calls": st.calls, "texts": st.texts, "seconds": round(sum(st.seconds), 4)}
+            return {"calls": 0, "texts": 0, "seconds": 0.0, "cpu_seconds": 0.0}
+        out: dict[str, Any] = {
+            "calls": st.calls,
+            "texts": st.texts,
+            "seconds": round(sum(st.seconds), 4),
+            "cpu_seconds": round(sum(st.cpu_seconds), 4),
+            "max_batch": max(st.sizes, default=0),
+            "max_call_ms": round(1000 * max(st.seconds, default=0.0), 2),
+        }
+        if st.waits:
+            out["wait_ms_p50"] = round(1000 * float(np.percentile(st.waits, 50)), 2)
+            out["wait_ms_p99"] = round(1000 * float(np.percentile(st.waits, 99)), 2)
+        return out
 
     @property
     def spent_usd(self) -> float:
