@@ -66,6 +66,7 @@ class _Ask:
     stream: Hashable
     future: asyncio.Future[np.ndarray]
     at: float = field(default_factory=time.perf_counter)  # when it was asked
+    done_at: float = 0.0  # when its batch handed the row over
 
 
 @dataclass
@@ -123,12 +124,21 @@ class EncoderBatcher:
 
     async def logits(self, text: str, stream: Hashable) -> np.ndarray:
         """This text's logits row `(n_models + 3,)`, computed in the next batch."""
+        row, _ = await self.logits_at(text, stream)
+        return row
+
+    async def logits_at(self, text: str, stream: Hashable) -> tuple[np.ndarray, float]:
+        """`logits`, and when its batch handed it over (`time.perf_counter()`): the asking
+        coroutine resumes later when the loop is busy (the other sessions of the batch run their
+        next steps first)."""
         self.start()
         fut: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Ask(text, stream, fut))
+        ask = _Ask(text, stream, fut)
+        self._queue.append(ask)
         assert self._wake is not None
         self._wake.set()
-        return await fut
+        row = await fut
+        return row, ask.done_at
 
     def end(self, stream: Hashable) -> None:
         """The session of `stream` is over; its state is freed before the next batch runs (the
@@ -185,8 +195,10 @@ class EncoderBatcher:
         self.stats.seconds.append(secs)
         self.stats.cpu_seconds.append(cpu)
         self.stats.waits.extend(start - a.at for a in batch)
+        done = time.perf_counter()
         for a, row in zip(batch, out):
             if not a.future.done():
+                a.done_at = done
                 a.future.set_result(row)
         return len(batch)
 

@@ -218,6 +218,7 @@ class ServeEngine:
         self.active: set[asyncio.Task[Any]] = set()
         self.sessions_served = 0
         self.closing = False
+        self.resume_waits: list[float] = []  # s from a turn's row handed over to its session running again
 
     # ---- loading ----
 
@@ -366,7 +367,8 @@ class ServeEngine:
 
     def encoder_stats(self) -> dict[str, Any]:
         """The batcher's encoder calls so far: how many, texts in all, wall and CPU seconds in all,
-        the largest call, and how long texts waited for their call to start (p50 / p99, ms)."""
+        the largest call, how long texts waited for their call to start, and how long a session
+        waited for the loop once its row was there (p50 / p99, ms)."""
         st = self.batcher.stats if self.batcher is not None else None
         if st is None:
             return {"calls": 0, "texts": 0, "seconds": 0.0, "cpu_seconds": 0.0}
@@ -378,9 +380,10 @@ class ServeEngine:
             "max_batch": max(st.sizes, default=0),
             "max_call_ms": round(1000 * max(st.seconds, default=0.0), 2),
         }
-        if st.waits:
-            out["wait_ms_p50"] = round(1000 * float(np.percentile(st.waits, 50)), 2)
-            out["wait_ms_p99"] = round(1000 * float(np.percentile(st.waits, 99)), 2)
+        for name, xs in (("wait", st.waits), ("resume", self.resume_waits)):
+            if xs:
+                out[f"{name}_ms_p50"] = round(1000 * float(np.percentile(xs, 50)), 2)
+                out[f"{name}_ms_p99"] = round(1000 * float(np.percentile(xs, 99)), 2)
         return out
 
     @property
@@ -440,11 +443,18 @@ class ServeEngine:
                     out.stopped = "cancelled"
                     break
                 t0 = time.perf_counter()
-                row = await self.batcher.logits(self.text.encoder_input(query, traj.encoder_turns()), stream)
+                row, done_at = await self.batcher.logits_at(
+                    self.text.encoder_input(query, traj.encoder_turns()), stream
+                )
+                t1 = time.perf_counter()
                 logits = np.asarray(row, dtype=np.float64)[None, :]
                 mp, rp = policy.group_probs(logits, n)
                 mi, ri = policy.choose(logits, n)
-                route_ms = (time.perf_counter() - t0) * 1000
+                # the router's time: batcher queue + encoder + head; not the wait for this
+                # coroutine's turn on the loop once the row is there (the batch's other sessions
+                # starting their pool calls), which is kept apart in `resume_waits`
+                route_ms = (done_at - t0 + time.perf_counter() - t1) * 1000
+                self.resume_waits.append(t1 - done_at)
                 model, role = self.models[int(mi[0])], ROLES[int(ri[0])]
                 await runner._one_turn(question, pool_query, traj, model, role, mp[0], rp[0], turn)
                 t: Turn = traj.turns[-1]
