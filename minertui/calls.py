@@ -126,24 +126,24 @@ def join_calls(ledger: list[dict[str, Any]], journal: list[dict[str, Any]]) -> l
     for j, line in enumerate(lines):
         res = line["result"]
         cached = bool(res.get("cache_hit"))
-        rec = times.get(j)
-        if rec is None and not cached:
+        billed = times.get(j)
+        if billed is None and not cached:
             continue  # not billed (a failed call, or one replayed from the journal)
         model = str(res.get("model") or "?")
         role, turn, session, _ = _key_parts(line["key"], model)
         rows.append(
             CallRow(
-                time=_time(rec.get("time")) if rec is not None else math.nan,
+                time=_time(billed.get("time")) if billed is not None else math.nan,
                 model=model,
                 role=role,
                 turn=turn,
                 session=session,
-                run_id=str(rec.get("run_id", "")) if rec is not None else "",
+                run_id=str(billed.get("run_id", "")) if billed is not None else "",
                 prompt_tokens=int(_num(res.get("prompt_tokens"), 0)),
                 completion_tokens=int(_num(res.get("completion_tokens"), 0)),
-                cost_micro=int(_num(rec.get("cost_micro_usd"), 0)) if rec is not None else 0,
+                cost_micro=int(_num(billed.get("cost_micro_usd"), 0)) if billed is not None else 0,
                 cached=cached,
-                estimated=rec is not None and rec.get("cost_source") == "estimated",
+                estimated=billed is not None and billed.get("cost_source") == "estimated",
             )
         )
     for rec in unmatched:
