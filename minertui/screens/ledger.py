@@ -25,6 +25,14 @@ from minertui.widgets.tables import ClickRecorder, FilterBar, header_miss
 
 PAGE = 100
 CALL_COLUMNS = ("time (UTC)", "model", "purpose", "tokens in/out", "cost", "source")
+# the Playground's and a served run's calls: each with its role and turn, the cache's answers too
+SERVED_COLUMNS = ("time (UTC)", "model", "role", "turn", "tokens in/out", "cost", "cached")
+SOURCES = ("run", "serve", "playground")  # s cycles through those that have calls
+SOURCE_TITLES = {
+    "run": "the run's ledger",
+    "serve": "the run's served calls (trinity serve)",
+    "playground": "the Playground's calls (all runs)",
+}
 LEDGER_SORT = {"time (UTC)": None, "tokens in/out": "tokens", "cost": "cost"}  # header -> ledger_rows' sort
 
 
@@ -135,6 +143,7 @@ class LedgerScreen(ModeScreen):
         Binding("e", "export", "Export", id="ledger.export"),
         Binding("slash", "filter", "Filter", id="ledger.filter"),
         Binding("o", "sort", "Sort", id="ledger.sort"),
+        Binding("s", "source", "Source", id="ledger.source"),
     ]
     VERIFY_EVERY_S = 5.0
 
@@ -148,6 +157,8 @@ class LedgerScreen(ModeScreen):
         self._table_key: tuple | None = None
         self.sort_col: str | None = None
         self.rows = np.zeros(0, dtype=np.int64)
+        self.source = "run"  # whose calls: the run's ledger, its served calls, the Playground's
+        self._columns: tuple[str, ...] = CALL_COLUMNS
 
     def compose_body(self) -> ComposeResult:
         yield Static(id="ledger-head")
@@ -160,17 +171,131 @@ class LedgerScreen(ModeScreen):
         yield table
         yield FilterBar("filter: model, purpose or day (2026-01-01), e.g. scholar train")
 
+    # ---- whose calls ----
+
+    def source_dir(self, s: RunSnapshot | None, source: str | None = None) -> Path | None:
+        """The folder of `source` (default: the shown one): the run, its serve/, the Playground's."""
+        from minertui.calls import PLAYGROUND_DIR, SERVE_DIR
+
+        source = source or self.source
+        if source == "playground":
+            return Path(self.app.runs_root) / PLAYGROUND_DIR
+        if s is None:
+            return None
+        return s.path / SERVE_DIR if source == "serve" else s.path
+
+    def sources(self, s: RunSnapshot | None) -> list[str]:
+        """The sources with calls to show (the run's ledger always)."""
+        out = ["run"]
+        for src in SOURCES[1:]:
+            d = self.source_dir(s, src)
+            if d is not None and ((d / "ledger.jsonl").exists() or (d / "journal.jsonl").exists()):
+                out.append(src)
+        return out
+
+    def action_source(self) -> None:
+        have = self.sources(self.app.current)
+        if len(have) == 1:
+            self.notify("no Playground or served calls yet: the run's ledger is all there is", timeout=4)
+            self.source = "run"
+        else:
+            self.source = have[(have.index(self.source) + 1) % len(have)] if self.source in have else "run"
+            self.notify(f"showing {SOURCE_TITLES[self.source]}", timeout=3)
+        self.page = 0
+        self._table_key = None
+        if self.app.latest is not None:
+            self.show(self.app.latest)
+
+    def _set_columns(self, columns: tuple[str, ...]) -> None:
+        if columns == self._columns:
+            return
+        self._columns = columns
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        for c in columns:
+            label = c + (" ▼" if self.sort_col is not None and LEDGER_SORT.get(c) == self.sort_col else "")
+            table.add_column(label, key=c)
+        self._table_key = None
+
     def update_body(self, poll: Poll) -> None:
         s = poll.current
-        if s is None:
+        if s is None and self.source != "playground":
             self.query_one("#ledger-head", Static).update(Text("No run selected.", style="dim"))
             return
+        if self.source != "run":
+            self._update_calls(s)
+            return
+        self._set_columns(CALL_COLUMNS)
+        assert s is not None
         lv = s.ledger
         self._maybe_verify(s)
         self.query_one("#ledger-head", Static).update(self._head(s))
         self.query_one("#ledger-totals", Static).update(totals_table(lv))
         self.query_one(SpendPlot).set_data(lv, (str(s.path), len(lv)))
         self._fill_table(s)
+
+    def _update_calls(self, s: RunSnapshot | None) -> None:
+        """The Playground's or the served run's calls: chain, totals, plot and every call."""
+        from minertui.calls import load_calls
+
+        self._set_columns(SERVED_COLUMNS)
+        folder = self.source_dir(s)
+        view = load_calls(folder) if folder is not None else None
+        head = Text()
+        if view is None:
+            head.append(f"{SOURCE_TITLES[self.source]}: no calls yet", style="dim")
+            self.query_one("#ledger-head", Static).update(head)
+            self._table_key = None
+            self.rows = np.zeros(0, dtype=np.int64)
+            self.query_one(DataTable).clear()
+            return
+        lv = view.ledger
+        if (view.path / "ledger.jsonl").exists():
+            self._maybe_verify_dir(view.path, len(lv))
+            head.append_text(chain_text(self._report, self._report_error))
+            rep = self._report
+            if rep is not None and rep.ok and rep.n_records != len(lv):
+                head.append_text(chain_lag(rep.n_records, len(lv), self.VERIFY_EVERY_S))
+            head.append("\n")
+        head.append(f"{SOURCE_TITLES[self.source]} · {len(lv):,} paid · {usd(lv.total_usd, 6)}")
+        if view.cached:
+            head.append(f" · {view.cached:,} cached ($0)", style="dim")
+        head.append(f"\n{view.path} · s: source", style="dim")
+        self.query_one("#ledger-head", Static).update(head)
+        self.query_one("#ledger-totals", Static).update(totals_table(lv))
+        self.query_one(SpendPlot).set_data(lv, (str(view.path), len(lv)))
+        self._fill_calls(view)
+
+    def _fill_calls(self, view) -> None:
+        from minertui.calls import call_rows
+
+        text = self.query_one(FilterBar).value.strip()
+        idx = call_rows(view.rows, text, self.sort_col)
+        n = len(idx)
+        pages = max(1, -(-n // PAGE))
+        self.page = min(self.page, pages - 1)
+        key = (self.source, str(view.path), len(view.rows), self.page, text, self.sort_col)
+        if key == self._table_key:
+            return
+        self._table_key = key
+        self.rows = np.asarray(idx, dtype=np.int64)
+        table = self.query_one(DataTable)
+        table.clear()
+        lo, hi = self.page * PAGE, min(n, (self.page + 1) * PAGE)
+        for i in idx[lo:hi]:
+            r = view.rows[i]
+            table.add_row(
+                utc(r.time, "%m-%d %H:%M:%S") if np.isfinite(r.time) else Text("–", style="dim"),
+                r.model.split("/")[-1],
+                r.role,
+                "" if r.turn is None else str(r.turn),
+                f"{r.prompt_tokens:,}/{r.completion_tokens:,}",
+                Text(usd(r.cost_micro / 1e6, 6), style="yellow" if r.estimated else ""),
+                Text("cached", style="green") if r.cached else "",
+            )
+        order = "newest first" if self.sort_col is None else f"by {self.sort_col}, largest first"
+        shown = f" matching '{text}' (of {len(view.rows):,})" if text else ""
+        table.border_title = f"calls {lo + 1 if n else 0}–{hi} of {n:,}{shown} ({order}) · [ ] page · s source"
 
     def _head(self, s: RunSnapshot) -> Text:
         lv = s.ledger
@@ -204,7 +329,7 @@ class LedgerScreen(ModeScreen):
 
         played = playground_spend(self.app.runs_root)
         if played is not None:  # the Playground's live sessions, outside every run
-            t.append(f"\nplayground (all runs): {played[0]:,} calls · {usd(played[1], 6)} · playground/ledger.jsonl")
+            t.append(f"\nplayground (all runs): {played[0]:,} calls · {usd(played[1], 6)} · s: list them")
         return t
 
     def _fill_table(self, s: RunSnapshot) -> None:
@@ -252,7 +377,7 @@ class LedgerScreen(ModeScreen):
         """A click on a header sorts by it: time (newest first), cost or tokens (largest first)."""
         if header_miss(event.data_table):
             return
-        col = CALL_COLUMNS[event.column_index]
+        col = self._columns[event.column_index]
         by = LEDGER_SORT.get(col, "?")
         if by == "?":
             self.notify("calls sort by time, cost or tokens", severity="warning", timeout=3)
@@ -262,7 +387,7 @@ class LedgerScreen(ModeScreen):
     def _sort_by(self, by: str | None) -> None:
         self.sort_col = by
         table = self.query_one(DataTable)
-        for c in CALL_COLUMNS:
+        for c in self._columns:
             table.columns[ColumnKey(c)].label = Text(c + (" ▼" if by is not None and LEDGER_SORT.get(c) == by else ""))
         table.refresh()
         self.page = 0
@@ -277,22 +402,31 @@ class LedgerScreen(ModeScreen):
 
     def action_verify(self) -> None:
         s = self.app.current
-        if s is None:
+        folder = self.source_dir(s)
+        if folder is None:
             self.notify("no run selected", severity="warning")
             return
-        if not (s.path / "ledger.jsonl").exists():
-            self.notify("this run has no ledger.jsonl (no paid calls): nothing to verify", severity="warning")
+        if not (folder / "ledger.jsonl").exists():
+            self.notify(
+                f"{SOURCE_TITLES[self.source]}: no ledger.jsonl (no paid calls), nothing to verify", severity="warning"
+            )
             return
         self._verified = None
         self._verified_at = 0.0
         self._report, self._report_error = None, None  # the head says "verifying…" until it is done
         self._asked = True
         self.notify("verifying the ledger's hash chain…", timeout=3)
-        self._maybe_verify(s)
+        if self.source == "run" and s is not None:
+            self._maybe_verify(s)
+        else:
+            self._maybe_verify_dir(folder, -1)
         self.show(self.app.latest) if self.app.latest is not None else None
 
     def _maybe_verify(self, s: RunSnapshot) -> None:
-        key = (str(s.path), len(s.ledger))
+        self._maybe_verify_dir(s.path, len(s.ledger))
+
+    def _maybe_verify_dir(self, path: Path, n: int) -> None:
+        key = (str(path), n)
         if key == self._verified:
             return
         if (
@@ -304,7 +438,7 @@ class LedgerScreen(ModeScreen):
         if self._verified is None or self._verified[0] != key[0]:
             self._report, self._report_error = None, None
         self._verified, self._verified_at = key, time.monotonic()
-        self._verify(s.path)
+        self._verify(path)
 
     @work(thread=True, exclusive=True, group="ledger-verify", exit_on_error=False)
     def _verify(self, run_dir: Path) -> None:
@@ -333,6 +467,9 @@ class LedgerScreen(ModeScreen):
         from minertui.widgets.tables import export_table
 
         s = self.app.current
+        if self.source != "run":
+            self._export_calls(s)
+            return
         if s is None:
             self.notify("no run selected", severity="warning")
             return
@@ -350,6 +487,36 @@ class LedgerScreen(ModeScreen):
         ]
         try:
             csv_path, json_path = export_table("ledger", CALL_COLUMNS, rows)
+        except OSError as e:
+            self.notify(f"export failed: {e}", severity="error")
+            return
+        self.notify(f"{len(rows):,} calls exported: {csv_path} and {json_path.name}", timeout=8)
+
+    def _export_calls(self, s: RunSnapshot | None) -> None:
+        from minertui.calls import call_rows, load_calls
+        from minertui.widgets.tables import export_table
+
+        folder = self.source_dir(s)
+        view = load_calls(folder) if folder is not None else None
+        if view is None:
+            self.notify(f"{SOURCE_TITLES[self.source]}: no calls to export", severity="warning")
+            return
+        rows = [
+            (
+                utc(r.time, "%Y-%m-%d %H:%M:%S") if np.isfinite(r.time) else "",
+                r.model,
+                r.role,
+                "" if r.turn is None else r.turn,
+                f"{r.prompt_tokens}/{r.completion_tokens}",
+                r.cost_micro / 1e6,
+                "cached" if r.cached else ("estimated" if r.estimated else "reported"),
+            )
+            for r in (
+                view.rows[i] for i in call_rows(view.rows, self.query_one(FilterBar).value.strip(), self.sort_col)
+            )
+        ]
+        try:
+            csv_path, json_path = export_table(f"ledger-{self.source}", SERVED_COLUMNS, rows)
         except OSError as e:
             self.notify(f"export failed: {e}", severity="error")
             return

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 from rich.text import Text
-from textual.widgets import Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from minertui.app import MinerApp
+from minertui.screens.ledger import CALL_COLUMNS, SERVED_COLUMNS
 from trinity.io import read_jsonl
 
 SIZE = (80, 24)
@@ -95,6 +96,28 @@ async def test_playground_routes_steps_and_runs_a_session_live(playground_env):
         await app.refresh_now()
         await pilot.pause()
         assert f"playground (all runs): {s['n_turns']} calls" in text_of(app, "#ledger-head")
+        # s: the Playground's own calls, one row each (newest first), with role, turn and cost
+        await pilot.press("s")
+        await app.refresh_now()
+        await pilot.pause()
+        ledger_screen = app.screen
+        assert ledger_screen.source == "playground"
+        assert "the Playground's calls" in text_of(app, "#ledger-head")
+        table = ledger_screen.query_one(DataTable)
+        assert [str(c.label) for c in table.columns.values()] == list(SERVED_COLUMNS)
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        paid = [t for t in s["turns"] if not t["cache_hit"]]
+        assert len(rows) == len(s["turns"])
+        for row, t in zip(rows, reversed(s["turns"])):
+            _, model, role, turn, tokens, cost, cached = row
+            assert (model, role, turn) == (t["model"].split("/")[-1], t["role"], str(t["turn"]))
+            assert tokens == f"{t['prompt_tokens']:,}/{t['completion_tokens']:,}"
+            assert (cached == "cached") == t["cache_hit"]
+        assert len(paid) == sum(not r[-1] for r in rows)
+        await pilot.press("s")  # back to the run's own ledger
+        await app.refresh_now()
+        assert ledger_screen.source == "run"
+        assert [str(c.label) for c in table.columns.values()] == list(CALL_COLUMNS)
     ledger = read_jsonl(runs_root / "playground" / "ledger.jsonl")
     assert len(ledger) == s["n_turns"] and {r["purpose"] for r in ledger} == {"playground"}
     assert sum(r["cost_micro_usd"] for r in ledger) / 1e6 == pytest.approx(s["cost_usd"], abs=0.5e-6 * len(ledger))

@@ -2,6 +2,7 @@
 worker wakes is one encoder call; the stream-keeping encoder keeps a waiting session's state."""
 
 import asyncio
+import time
 
 import numpy as np
 import pytest
@@ -37,6 +38,21 @@ def test_what_is_queued_is_one_encoder_call():
     assert len(rec.calls) == 1 and rec.calls[0][1] == [f"s{k}" for k in range(5)]
     assert [r[0] for r in rows] == [1.0, 2.0, 3.0, 4.0, 5.0]  # each caller gets its own row
     assert b.stats.sizes == [5] and b.stats.calls == 1
+    assert len(b.stats.waits) == 5 and min(b.stats.waits) >= 0  # each text's wait for its call
+    assert len(b.stats.cpu_seconds) == 1 and b.stats.cpu_seconds[0] >= 0
+
+
+def test_logits_at_says_when_the_row_was_handed_over():
+    async def go():
+        b = EncoderBatcher(Recorder(), run_in_thread=False)
+        t0 = time.perf_counter()
+        row, done_at = await b.logits_at("abc", "s")
+        t1 = time.perf_counter()
+        await b.stop()
+        return row, t0, done_at, t1
+
+    row, t0, done_at, t1 = asyncio.run(go())
+    assert row[0] == 3.0 and t0 <= done_at <= t1
 
 
 def test_a_second_ask_of_a_stream_waits_for_the_next_batch_and_max_batch_splits():

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import tempfile
 import time
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from trinity.errors import TrinityError
+from trinity.errors import InputError, TrinityError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,6 +40,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--load-latency-ms", type=int, default=50)
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1, help="the server's torch threads (default 1)")
+    p.add_argument(
+        "--run",
+        metavar="RUN_DIR",
+        help="serve this trained run (one --encoder: its own) instead of training one here; not changed",
+    )
+    p.add_argument(
+        "--random-theta",
+        action="store_true",
+        help="with --run and --encoder: serve the run's pool and text with that encoder and a random θ of its shape "
+        "(no training: the routing time does not depend on θ's values)",
+    )
+    p.add_argument(
+        "--sessions",
+        type=int,
+        default=None,
+        help="requests per concurrency level (default: the level, at least 4)",
+    )
     p.add_argument(
         "--direct",
         action="store_true",
@@ -69,6 +87,47 @@ def train_run(encoder: str, root: Path, device: str) -> Path:
         tail = (out.stderr.strip().splitlines() or ["no message"])[-1]
         raise TrinityError(f"bench serve: training the router with {encoder} failed: {tail}")
     return run
+
+
+def random_theta_run(template: Path, encoder: str, root: Path, device: str) -> Path:
+    """A copy of the trained run `template` whose router is `encoder` with the router's initial θ
+    plus N(0, 0.05) noise: serves like a trained run of that encoder (the same pool, text and
+    protocol), made in seconds instead of a training run."""
+    import shutil
+
+    from trinity.io import atomic_write_json
+    from trinity.model.theta import save_theta
+    from trinity.optim.fitness import build_router
+    from trinity.runs.rundir import RunDir
+    from trinity.config import validate_config
+
+    src = RunDir(template)
+    meta = src.read_meta()
+    config = {**(meta.get("config") or {}), "encoder": encoder, "device": device}
+    router = build_router(validate_config(config, where="bench serve"), len(meta.get("models") or []))
+    theta = router.initial_mean() + np.random.default_rng(0).normal(0, 0.05, router.n_params)
+    run = root / f"run-{encoder.replace('/', '_')}-random"
+    shutil.copytree(template, run, ignore=shutil.ignore_patterns("serve", "*.lock", "ledger.jsonl", "journal*"))
+    atomic_write_json(RunDir(run).run_json, {**meta, "config": config, "encoder": encoder, "n_params": router.n_params})
+    save_theta(RunDir(run).best_theta, theta)
+    return run
+
+
+def run_encoder(run: Path, asked: list[str] | None) -> str:
+    """The encoder a trained run (`--run`) was trained with; one line when it is no run or `--encoder`
+    names another."""
+    from trinity.runs.rundir import RunDir
+
+    rd = RunDir(run)
+    if not rd.run_json.exists():
+        raise InputError(f"bench serve: {run} is not a run directory (no run.json)")
+    meta = rd.read_meta()
+    enc = str(meta.get("encoder") or (meta.get("config") or {}).get("encoder") or "")
+    if not enc:
+        raise InputError(f"bench serve: {run}/run.json names no encoder")
+    if asked and asked != [enc]:
+        raise InputError(f"bench serve: {run} was trained with {enc}, not {', '.join(asked)}")
+    return enc
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -173,6 +232,14 @@ def measure(
         "encoder_calls": enc["calls"],
         "mean_batch": round(enc["texts"] / enc["calls"], 2) if enc["calls"] else 0.0,
         "encode_ms_mean": round(1000 * enc["seconds"] / enc["calls"], 2) if enc["calls"] else 0.0,
+        "encode_cpu_ms_mean": round(1000 * enc.get("cpu_seconds", 0.0) / enc["calls"], 2) if enc["calls"] else 0.0,
+        "max_batch": enc.get("max_batch"),
+        "max_encode_ms": enc.get("max_call_ms"),
+        "wait_ms_p50": enc.get("wait_ms_p50"),
+        "wait_ms_p99": enc.get("wait_ms_p99"),
+        "resume_ms_p50": enc.get("resume_ms_p50"),
+        "resume_ms_p99": enc.get("resume_ms_p99"),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "wall_s": round(wall, 2),
         "ledger_usd": sum(r["cost_micro_usd"] for r in ledger) / 1e6,
         "ledger_calls": len(ledger),
@@ -251,9 +318,9 @@ def direct_overhead(encoder: str, sizes: list[int], device: str, threads: int = 
         times = []
         for texts in (t1, t2):
             read = enc.tokens_read
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             enc.logits(texts, np.zeros(b, dtype=np.int64), streams)
-            times.append((time.perf_counter() - t0, enc.tokens_read - read))
+            times.append((time.perf_counter() - t0, enc.tokens_read - read, time.thread_time() - c0))
         rows.append(
             {
                 "batch": b,
@@ -261,11 +328,15 @@ def direct_overhead(encoder: str, sizes: list[int], device: str, threads: int = 
                 "turn1_tokens": times[0][1],
                 "turn2_ms": round(1000 * times[1][0], 1),
                 "turn2_new_tokens": times[1][1],
+                "turn1_cpu_ms": round(1000 * times[0][2], 1),
+                "turn2_cpu_ms": round(1000 * times[1][2], 1),
+                "load_average": round(os.getloadavg()[0], 2),
             }
         )
         print(
             f"{encoder:>20} batch {b:<3} turn 1 {rows[-1]['turn1_ms']:9.1f} ms ({times[0][1]} tokens)  "
-            f"turn 2 {rows[-1]['turn2_ms']:9.1f} ms ({times[1][1]} new tokens)",
+            f"turn 2 {rows[-1]['turn2_ms']:9.1f} ms ({times[1][1]} new tokens)  CPU {rows[-1]['turn1_cpu_ms']} / "
+            f"{rows[-1]['turn2_cpu_ms']} ms",
             file=sys.stderr,
         )
     return rows
@@ -281,6 +352,10 @@ def cmd_bench_serve(args: argparse.Namespace) -> int:
     from trinity.bench.server import spawn_practice_server
 
     encoders = args.encoder or ["tiny-qwen3"]
+    if args.random_theta and not (args.run and args.encoder and len(args.encoder) == 1):
+        raise InputError("bench serve: --random-theta needs --run (a trained run to copy) and one --encoder")
+    if args.run and not args.random_theta:
+        encoders = [run_encoder(Path(args.run), args.encoder)]
     levels = [int(x) for x in str(args.concurrency).split(",") if x.strip()]
     out: dict[str, Any] = {"latency_ms": args.latency_ms, "encoders": {}, "load": None}
     runs: dict[str, Path] = {}
@@ -290,14 +365,18 @@ def cmd_bench_serve(args: argparse.Namespace) -> int:
         try:
             for enc in encoders:
                 t0 = time.perf_counter()
-                run = runs[enc] = train_run(enc, root, args.device)
+                if args.random_theta:
+                    run = random_theta_run(Path(args.run), enc, root, args.device)
+                else:
+                    run = Path(args.run) if args.run else train_run(enc, root, args.device)
+                runs[enc] = run
                 rows = []
                 for c in levels:
                     row = measure(
                         run,
                         base,
                         concurrency=c,
-                        sessions=max(c, 4),
+                        sessions=args.sessions if args.sessions else max(c, 4),
                         budget_usd=100.0,
                         max_sessions=max(c, 1),
                         threads=args.threads,
@@ -307,7 +386,9 @@ def cmd_bench_serve(args: argparse.Namespace) -> int:
                     print(
                         f"{enc:>20} c={c:<3} route p50 {row['route_ms_p50']:8.2f} ms  p99 {row['route_ms_p99']:8.2f} ms "
                         f"({100 * row['p99_share_of_turn']:.1f}% of a {args.latency_ms} ms turn)  "
-                        f"mean batch {row['mean_batch']}  {row['turns']} turns",
+                        f"mean batch {row['mean_batch']}  wait p99 {row['wait_ms_p99']} ms  encoder call "
+                        f"{row['encode_ms_mean']} ms ({row['encode_cpu_ms_mean']} ms CPU)  {row['turns']} turns  "
+                        f"load {row['load_average'][0]}",
                         file=sys.stderr,
                     )
                 out["encoders"][enc] = {"levels": rows, "setup_s": round(time.perf_counter() - t0, 1)}

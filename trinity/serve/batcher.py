@@ -15,6 +15,7 @@ current batch, and must keep its state until its session ends (`end(stream)`).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -64,6 +65,8 @@ class _Ask:
     text: str
     stream: Hashable
     future: asyncio.Future[np.ndarray]
+    at: float = field(default_factory=time.perf_counter)  # when it was asked
+    done_at: float = 0.0  # when its batch handed the row over
 
 
 @dataclass
@@ -72,6 +75,8 @@ class BatchStats:
     texts: int = 0
     sizes: list[int] = field(default_factory=list)  # texts per encoder call, in order
     seconds: list[float] = field(default_factory=list)  # wall seconds per encoder call
+    cpu_seconds: list[float] = field(default_factory=list)  # CPU seconds of the encoder thread per call
+    waits: list[float] = field(default_factory=list)  # seconds each text waited for its call to start
 
 
 class EncoderBatcher:
@@ -119,12 +124,21 @@ class EncoderBatcher:
 
     async def logits(self, text: str, stream: Hashable) -> np.ndarray:
         """This text's logits row `(n_models + 3,)`, computed in the next batch."""
+        row, _ = await self.logits_at(text, stream)
+        return row
+
+    async def logits_at(self, text: str, stream: Hashable) -> tuple[np.ndarray, float]:
+        """`logits`, and when its batch handed it over (`time.perf_counter()`): the asking
+        coroutine resumes later when the loop is busy (the other sessions of the batch run their
+        next steps first)."""
         self.start()
         fut: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Ask(text, stream, fut))
+        ask = _Ask(text, stream, fut)
+        self._queue.append(ask)
         assert self._wake is not None
         self._wake.set()
-        return await fut
+        row = await fut
+        return row, ask.done_at
 
     def end(self, stream: Hashable) -> None:
         """The session of `stream` is over; its state is freed before the next batch runs (the
@@ -148,16 +162,14 @@ class EncoderBatcher:
         self._queue = rest
         return batch
 
-    def _run(self, texts: list[str], streams: list[Hashable]) -> tuple[np.ndarray, float]:
-        import time
-
-        t0 = time.perf_counter()
+    def _run(self, texts: list[str], streams: list[Hashable]) -> tuple[np.ndarray, float, float]:
+        t0, c0 = time.perf_counter(), time.thread_time()
         if self.end_fn is not None:
             ended, self._ended = self._ended, []
             for s in ended:
                 self.end_fn(s)
         out = np.asarray(self.logits_fn(texts, np.zeros(len(texts), dtype=np.int64), streams))
-        return out, time.perf_counter() - t0
+        return out, time.perf_counter() - t0, time.thread_time() - c0
 
     async def run_once(self) -> int:
         """Serve one batch of what is queued now; returns its size (0: nothing queued)."""
@@ -166,11 +178,12 @@ class EncoderBatcher:
             return 0
         texts = [a.text for a in batch]
         streams = [a.stream for a in batch]
+        start = time.perf_counter()
         try:
             if self.run_in_thread:
-                out, secs = await asyncio.to_thread(self._run, texts, streams)
+                out, secs, cpu = await asyncio.to_thread(self._run, texts, streams)
             else:
-                out, secs = self._run(texts, streams)
+                out, secs, cpu = self._run(texts, streams)
         except Exception as e:  # every caller of the batch gets the error, the worker goes on
             for a in batch:
                 if not a.future.done():
@@ -180,8 +193,12 @@ class EncoderBatcher:
         self.stats.texts += len(batch)
         self.stats.sizes.append(len(batch))
         self.stats.seconds.append(secs)
+        self.stats.cpu_seconds.append(cpu)
+        self.stats.waits.extend(start - a.at for a in batch)
+        done = time.perf_counter()
         for a, row in zip(batch, out):
             if not a.future.done():
+                a.done_at = done
                 a.future.set_result(row)
         return len(batch)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+SWITCH_INTERVAL_S = 0.0005  # the GIL switch interval of the serving process (see cmd_serve)
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -89,6 +91,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from trinity.serve.server import bind, uvicorn_server
 
     keys = KeyStore.load(args.keys) if args.keys else None
+    # The encoder runs in a worker thread while the event loop serves HTTP and the pool: each of
+    # the encoder's torch ops gives the GIL up and must get it back, and a busy loop holds it for
+    # up to the switch interval (5 ms by default) each time. 0.5 ms keeps the encoder's calls
+    # close to their CPU time when the loop is busy.
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     if args.threads is not None:
         import torch
 

@@ -218,6 +218,7 @@ class ServeEngine:
         self.active: set[asyncio.Task[Any]] = set()
         self.sessions_served = 0
         self.closing = False
+        self.resume_waits: list[float] = []  # s from a turn's row handed over to its session running again
 
     # ---- loading ----
 
@@ -328,11 +329,19 @@ class ServeEngine:
             )
             await self.client.__aenter__()
             self.encoder = StreamKeepingEncoder(self.trained.router, self.trained.theta[None, :])
+            await asyncio.to_thread(self._warm_up, self.encoder)
             self.batcher = EncoderBatcher(self.encoder.logits, end_fn=self.encoder.end)
             self.batcher.start()
         except BaseException:
             await self.close()
             raise
+
+    def _warm_up(self, encoder: StreamKeepingEncoder) -> None:
+        """One encoder call before the first request: its one-time costs (the tokenizer's and
+        torch's first calls, the rotary tables) are not the first session's route time."""
+        stream = ("warm-up",)
+        encoder.logits([self.text.encoder_input("warm-up")], np.zeros(1, dtype=np.int64), [stream])
+        encoder.end(stream)
 
     async def close(self) -> None:
         """Finish the sessions in flight, then close the batcher, client, files and server."""
@@ -357,11 +366,25 @@ class ServeEngine:
     # ---- one session ----
 
     def encoder_stats(self) -> dict[str, Any]:
-        """The batcher's encoder calls so far: how many, texts in all, seconds in all."""
+        """The batcher's encoder calls so far: how many, texts in all, wall and CPU seconds in all,
+        the largest call, how long texts waited for their call to start, and how long a session
+        waited for the loop once its row was there (p50 / p99, ms)."""
         st = self.batcher.stats if self.batcher is not None else None
         if st is None:
-            return {"calls": 0, "texts": 0, "seconds": 0.0}
-        return {"calls": st.calls, "texts": st.texts, "seconds": round(sum(st.seconds), 4)}
+            return {"calls": 0, "texts": 0, "seconds": 0.0, "cpu_seconds": 0.0}
+        out: dict[str, Any] = {
+            "calls": st.calls,
+            "texts": st.texts,
+            "seconds": round(sum(st.seconds), 4),
+            "cpu_seconds": round(sum(st.cpu_seconds), 4),
+            "max_batch": max(st.sizes, default=0),
+            "max_call_ms": round(1000 * max(st.seconds, default=0.0), 2),
+        }
+        for name, xs in (("wait", st.waits), ("resume", self.resume_waits)):
+            if xs:
+                out[f"{name}_ms_p50"] = round(1000 * float(np.percentile(xs, 50)), 2)
+                out[f"{name}_ms_p99"] = round(1000 * float(np.percentile(xs, 99)), 2)
+        return out
 
     @property
     def spent_usd(self) -> float:
@@ -420,11 +443,18 @@ class ServeEngine:
                     out.stopped = "cancelled"
                     break
                 t0 = time.perf_counter()
-                row = await self.batcher.logits(self.text.encoder_input(query, traj.encoder_turns()), stream)
+                row, done_at = await self.batcher.logits_at(
+                    self.text.encoder_input(query, traj.encoder_turns()), stream
+                )
+                t1 = time.perf_counter()
                 logits = np.asarray(row, dtype=np.float64)[None, :]
                 mp, rp = policy.group_probs(logits, n)
                 mi, ri = policy.choose(logits, n)
-                route_ms = (time.perf_counter() - t0) * 1000
+                # the router's time: batcher queue + encoder + head; not the wait for this
+                # coroutine's turn on the loop once the row is there (the batch's other sessions
+                # starting their pool calls), which is kept apart in `resume_waits`
+                route_ms = (done_at - t0 + time.perf_counter() - t1) * 1000
+                self.resume_waits.append(t1 - done_at)
                 model, role = self.models[int(mi[0])], ROLES[int(ri[0])]
                 await runner._one_turn(question, pool_query, traj, model, role, mp[0], rp[0], turn)
                 t: Turn = traj.turns[-1]

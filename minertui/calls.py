@@ -1,0 +1,221 @@
+"""The calls of a ledger outside a run's own: the Playground's (`<runs root>/playground/`) and a
+served run's (`RUN/serve/`, `trinity serve`).
+
+Each such folder holds a hash-chained `ledger.jsonl` (the paid calls: time, model, tokens, cost)
+and a call journal `journal.jsonl` (every call, paid or answered from the response cache, keyed
+`<purpose>/<key>/<session>/c<candidate>/<question>/t<turn>/<model>/<role>`). `load_calls` joins
+them: each paid call gets its role, turn and session from its journal line, and the cache's
+answers (no ledger record: they cost nothing) are listed too, without a time. The money is the
+ledger's: a paid call missing from the journal is listed with role "?".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from minertui.runmodel import LedgerView, _num, _time
+from minertui.widgets.format import utc
+from trinity.pool.budget import to_micro
+
+SERVE_DIR = "serve"  # RUN/serve/: `trinity serve`'s ledger and journal (trinity.serve.engine.SERVE_DIR)
+PLAYGROUND_DIR = "playground"  # <runs root>/playground/ (minertui.jobs.playground.PLAYGROUND_DIR)
+MATCH_WINDOW = 512  # journal lines a ledger record's twin is looked for ahead of the last match
+
+
+@dataclass(frozen=True)
+class CallRow:
+    time: float  # unix seconds; nan for an answer from the cache (not in the ledger)
+    model: str
+    role: str  # "?" for a paid call the journal does not have
+    turn: int | None
+    session: str
+    run_id: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_micro: int
+    cached: bool
+    estimated: bool
+
+
+@dataclass(frozen=True)
+class CallsView:
+    ledger: LedgerView  # the paid calls, as a run's ledger reads (totals, spend plot)
+    rows: list[CallRow]  # every call, oldest first
+    path: Path  # the folder
+
+    @property
+    def cached(self) -> int:
+        return sum(r.cached for r in self.rows)
+
+
+def _key_parts(key: str, model: str) -> tuple[str, int | None, str, str]:
+    """(role, turn, session, key name) of a journal key (a model name may hold '/')."""
+    parts = key.split("/")
+    role = parts[-1] if len(parts) > 1 else "?"
+    head = key[: -(len(model) + len(role) + 2)] if model and key.endswith(f"/{model}/{role}") else "/".join(parts[:-2])
+    last = head.rsplit("/", 1)[-1]
+    turn = int(last[1:]) if last[:1] == "t" and last[1:].isdigit() else None
+    hp = head.split("/")
+    return role, turn, hp[2] if len(hp) > 2 else "", hp[1] if len(hp) > 1 else ""
+
+
+def _ledger_view(records: list[dict[str, Any]]) -> LedgerView:
+    models: list[str] = []
+    purposes: list[str] = []
+
+    def code(names: list[str], name: str) -> int:
+        if name not in names:
+            names.append(name)
+        return names.index(name)
+
+    return LedgerView(
+        time=np.array([_time(r.get("time")) for r in records], dtype=np.float64),
+        model=np.array([code(models, str(r.get("model", "?"))) for r in records], dtype=np.int16),
+        purpose=np.array([code(purposes, str(r.get("purpose", "?"))) for r in records], dtype=np.int8),
+        prompt_tokens=np.array([int(_num(r.get("prompt_tokens"), 0)) for r in records], dtype=np.int64),
+        completion_tokens=np.array([int(_num(r.get("completion_tokens"), 0)) for r in records], dtype=np.int64),
+        cost_micro=np.array([int(_num(r.get("cost_micro_usd"), 0)) for r in records], dtype=np.int64),
+        estimated=np.array([r.get("cost_source") == "estimated" for r in records], dtype=np.bool_),
+        model_names=models,
+        purpose_names=purposes,
+    )
+
+
+def join_calls(ledger: list[dict[str, Any]], journal: list[dict[str, Any]]) -> list[CallRow]:
+    """Every call, oldest first: the journal's lines in order, a paid one with the time of its
+    ledger record (matched in order by model, tokens and cost), then any ledger record the
+    journal does not have."""
+    lines = [
+        j
+        for j in journal
+        if isinstance(j, dict) and isinstance(j.get("key"), str) and isinstance(j.get("result"), dict)
+    ]
+    times: dict[int, dict[str, Any]] = {}  # journal line -> its ledger record
+    unmatched: list[dict[str, Any]] = []
+    start = 0
+    for rec in ledger:
+        want = (
+            str(rec.get("model", "")),
+            int(_num(rec.get("prompt_tokens"), 0)),
+            int(_num(rec.get("completion_tokens"), 0)),
+            int(_num(rec.get("cost_micro_usd"), 0)),
+        )
+        for j in range(start, min(len(lines), start + MATCH_WINDOW)):
+            res = lines[j]["result"]
+            if j in times or res.get("cache_hit") or res.get("journal_hit"):
+                continue
+            got = (
+                str(res.get("model", "")),
+                int(_num(res.get("prompt_tokens"), 0)),
+                int(_num(res.get("completion_tokens"), 0)),
+                to_micro(_num(res.get("cost_usd"), 0.0)),
+            )
+            if got == want:
+                times[j] = rec
+                while start in times or (start < len(lines) and lines[start]["result"].get("cache_hit")):
+                    start += 1
+                break
+        else:
+            unmatched.append(rec)
+    rows: list[CallRow] = []
+    for j, line in enumerate(lines):
+        res = line["result"]
+        cached = bool(res.get("cache_hit"))
+        billed = times.get(j)
+        if billed is None and not cached:
+            continue  # not billed (a failed call, or one replayed from the journal)
+        model = str(res.get("model") or "?")
+        role, turn, session, _ = _key_parts(line["key"], model)
+        rows.append(
+            CallRow(
+                time=_time(billed.get("time")) if billed is not None else math.nan,
+                model=model,
+                role=role,
+                turn=turn,
+                session=session,
+                run_id=str(billed.get("run_id", "")) if billed is not None else "",
+                prompt_tokens=int(_num(res.get("prompt_tokens"), 0)),
+                completion_tokens=int(_num(res.get("completion_tokens"), 0)),
+                cost_micro=int(_num(billed.get("cost_micro_usd"), 0)) if billed is not None else 0,
+                cached=cached,
+                estimated=billed is not None and billed.get("cost_source") == "estimated",
+            )
+        )
+    for rec in unmatched:
+        rows.append(
+            CallRow(
+                time=_time(rec.get("time")),
+                model=str(rec.get("model", "?")),
+                role="?",
+                turn=None,
+                session="",
+                run_id=str(rec.get("run_id", "")),
+                prompt_tokens=int(_num(rec.get("prompt_tokens"), 0)),
+                completion_tokens=int(_num(rec.get("completion_tokens"), 0)),
+                cost_micro=int(_num(rec.get("cost_micro_usd"), 0)),
+                cached=False,
+                estimated=rec.get("cost_source") == "estimated",
+            )
+        )
+    return rows
+
+
+_CACHE: dict[str, tuple[tuple, CallsView]] = {}
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def load_calls(folder: Path) -> CallsView | None:
+    """The calls of `folder` (a `playground/` or `RUN/serve/`); None when it has no ledger or
+    journal. Read again only when a file changed (Ledger asks on every refresh)."""
+    from trinity.io import iter_jsonl
+
+    folder = Path(folder)
+    lpath, jpath = folder / "ledger.jsonl", folder / "journal.jsonl"
+    stamp = (_stamp(lpath), _stamp(jpath))
+    if stamp == (None, None):
+        return None
+    hit = _CACHE.get(str(folder))
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+
+    def read(path: Path) -> list[dict[str, Any]]:
+        try:  # a torn last line (a write in progress) is skipped by the reader
+            return [o for _, o in iter_jsonl(path) if isinstance(o, dict)] if path.exists() else []
+        except OSError:
+            return []
+
+    ledger = read(lpath)
+    view = CallsView(_ledger_view(ledger), join_calls(ledger, read(jpath)), folder)
+    _CACHE[str(folder)] = (stamp, view)
+    return view
+
+
+def call_rows(rows: list[CallRow], text: str = "", sort: str | None = None) -> list[int]:
+    """Indices of the calls whose model, role, session, run or UTC day contains every word of
+    `text`, newest first (or by cost / tokens, largest first)."""
+    idx = list(range(len(rows) - 1, -1, -1))
+    words = text.lower().split()
+    if words:
+
+        def hay(r: CallRow) -> str:
+            day = utc(r.time, "%Y-%m-%d") if math.isfinite(r.time) else ""
+            return " ".join((r.model, r.role, r.session, r.run_id, day, "cached" if r.cached else "paid")).lower()
+
+        idx = [i for i in idx if all(w in hay(rows[i]) for w in words)]
+    if sort == "cost":
+        idx.sort(key=lambda i: -rows[i].cost_micro)
+    elif sort == "tokens":
+        idx.sort(key=lambda i: -(rows[i].prompt_tokens + rows[i].completion_tokens))
+    return idx
