@@ -59,6 +59,7 @@ class Settings(BaseModel):
     submit_miner: str | None = None
     submit_repo: str | None = None
     export_dir: str | None = None
+    system_pane: bool | None = None  # Train's system pane open (remembered from the last session)
 
     def get(self, key: str, default: Any = None) -> Any:
         """A setting by name (a named field, or a key this model does not name yet)."""

@@ -196,7 +196,7 @@ class TrainScreen(EngineActions, ModeScreen):
         self.view = View(smoothing=float(getattr(self.app, "smoothing", 0.6)))
         from minertui.settings import load_settings
 
-        if load_settings().get("system_pane") is True:  # remembered from the last session
+        if load_settings().system_pane is True:  # remembered from the last session
             self.system = True
             self.app.reader.want_system = True
         super().on_mount()

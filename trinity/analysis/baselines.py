@@ -14,11 +14,12 @@ single-turn random router would get at temperature 0 through the response cache.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from trinity.analysis.stats import CI, accuracy_ci, seed_interval
+from trinity.data.matrix import OutcomeMatrix
 from trinity.errors import InputError
 
 Progress = Callable[[int, int, str], None]
@@ -43,7 +44,7 @@ class SystemResult:
         n_correct = self.accuracy.point * self.n_questions
         return self.cost_usd / n_correct if n_correct > 0 else None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "accuracy": self.accuracy.to_json(),
@@ -71,7 +72,7 @@ class BaselineReport:
     notes: list[str] = field(default_factory=list)
     features: list[SystemResult] = field(default_factory=list)  # kNN / centroid on frozen features (CV)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["always"] = [s.to_json() for s in self.always]
         d["features"] = [s.to_json() for s in self.features]
@@ -154,7 +155,7 @@ def baselines_from_outcomes(
 
 
 def cached_baselines(
-    matrix,
+    matrix: OutcomeMatrix,
     ids: list[str] | None = None,
     *,
     split: str = "all",

@@ -8,9 +8,27 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from trinity.competition import m1
 from trinity.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from rich.console import RenderableType
+
+    from trinity.analysis.baselines import BaselineReport
+    from trinity.analysis.oracle import OracleReport
+    from trinity.data.matrix import OutcomeMatrix
+
+
+class _Report(Protocol):
+    def to_json(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=_Report)
+Progress = Callable[[int, int, str], None]
 
 SPLITS = ("train", "val", "test", "all")
 
@@ -28,7 +46,9 @@ def _positive(name: str, value: int, least: int = 1) -> None:
         raise InputError(f"{name} must be >= {least}, got {value}")
 
 
-def _emit(args, report, view_fn, plot_fn=None) -> None:
+def _emit(
+    args: argparse.Namespace, report: R, view_fn: Callable[[R], RenderableType], plot_fn: str | None = None
+) -> None:
     if getattr(args, "plot", None) and plot_fn is not None:
         from trinity.analysis import plots
 
@@ -43,7 +63,7 @@ def _emit(args, report, view_fn, plot_fn=None) -> None:
             print(f"plot: {args.plot}")
 
 
-def _progress_printer(args):
+def _progress_printer(args: argparse.Namespace) -> Progress | None:
     if args.json:
         return None
     import sys
@@ -58,7 +78,7 @@ def _progress_printer(args):
 # ---- oracle ---------------------------------------------------------------------------------
 
 
-def cmd_oracle(args) -> int:
+def cmd_oracle(args: argparse.Namespace) -> int:
     from trinity.analysis.inputs import resolve_matrix, select_ids
     from trinity.analysis.oracle import oracle_ceiling
     from trinity.analysis.render import oracle_view
@@ -92,7 +112,7 @@ def cmd_oracle(args) -> int:
     return 0
 
 
-def _feature_inputs(args, matrix):
+def _feature_inputs(args: argparse.Namespace, matrix: OutcomeMatrix) -> tuple[np.ndarray, np.ndarray]:
     """(X, acc) for the matrix's rows: frozen features of their questions and recorded correctness."""
     from trinity.analysis.learnable import encoder_router, matrix_questions, question_features
 
@@ -109,7 +129,7 @@ def _feature_inputs(args, matrix):
     return question_features(router, questions), matrix.solves.mean(axis=2)
 
 
-def _learnable(args, report, matrix) -> None:
+def _learnable(args: argparse.Namespace, report: OracleReport, matrix: OutcomeMatrix) -> None:
     """oracle --learnable: cross-validated kNN / centroid gains beside the cross-fit ceiling."""
     from trinity.analysis.learnable import KNN_K, METHODS, learnable_gain, learnable_verdict
 
@@ -130,7 +150,7 @@ def _learnable(args, report, matrix) -> None:
 # ---- baselines --------------------------------------------------------------------------------
 
 
-def cmd_baselines(args) -> int:
+def cmd_baselines(args: argparse.Namespace) -> int:
     from trinity.analysis.render import baselines_view
 
     _positive("--seeds", args.seeds)
@@ -193,7 +213,7 @@ def cmd_baselines(args) -> int:
     return 0
 
 
-def _feature_baselines(args, report, matrix) -> None:
+def _feature_baselines(args: argparse.Namespace, report: BaselineReport, matrix: OutcomeMatrix) -> None:
     """baselines --features: kNN and nearest centroid on the frozen features, cross-validated."""
     from trinity.analysis.baselines import SystemResult
     from trinity.analysis.learnable import FOLDS, KNN_K, feature_systems
@@ -217,7 +237,7 @@ def _feature_baselines(args, report, matrix) -> None:
 # ---- eval -----------------------------------------------------------------------------------
 
 
-def cmd_eval(args) -> int:
+def cmd_eval(args: argparse.Namespace) -> int:
     from trinity.analysis.evaluate import evaluate_run
     from trinity.analysis.render import eval_view
 
@@ -246,7 +266,7 @@ def cmd_eval(args) -> int:
 # ---- score ----------------------------------------------------------------------------------
 
 
-def cmd_score(args) -> int:
+def cmd_score(args: argparse.Namespace) -> int:
     from trinity.analysis.render import score_view
     from trinity.analysis.score import score_estimate
 
@@ -264,7 +284,7 @@ def cmd_score(args) -> int:
     return 0
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "oracle",
         help="oracle ceiling of a pool from an outcome matrix",
@@ -399,7 +419,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_score)
 
 
-def _feature_flags(p, flag: str, text: str, questions: bool = True) -> None:
+def _feature_flags(p: argparse.ArgumentParser, flag: str, text: str, questions: bool = True) -> None:
     p.add_argument(flag, action="store_true", help=text)
     if questions:
         p.add_argument("--questions", metavar="FILE", help="questions JSONL (or 'practice') of the matrix's rows")
@@ -409,7 +429,7 @@ def _feature_flags(p, flag: str, text: str, questions: bool = True) -> None:
     p.add_argument("--device", help="encoder device (default: cuda when available)")
 
 
-def _oracle_defaults(args) -> int:
+def _oracle_defaults(args: argparse.Namespace) -> int:
     if args.split is None:
         args.split = "test" if args.run else "all"
     return cmd_oracle(args)

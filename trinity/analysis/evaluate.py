@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -24,6 +24,13 @@ from trinity.analysis.stats import CI, McNemar, accuracy_ci, is_binary, mcnemar_
 from trinity.errors import InputError
 from trinity.model import ROLES
 from trinity.runs.records import EvalEntry
+
+if TYPE_CHECKING:
+    from trinity.analysis.oracle import OracleReport
+    from trinity.data.matrix import OutcomeMatrix
+    from trinity.data.questions import Question
+    from trinity.optim.routing import Routing
+    from trinity.optim.runinputs import RunInputs
 
 Progress = Callable[[int, int, str], None]
 
@@ -48,7 +55,7 @@ class Comparison:
             return "worse"
         return "within noise" if self.diff.lo <= 0 <= self.diff.hi else "not significant"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "baseline": self.baseline,
             "baseline_accuracy": self.baseline_accuracy,
@@ -75,15 +82,15 @@ class EvalReport:
     best_single: str
     comparisons: list[Comparison]
     claim: str
-    per_benchmark: dict[str, dict]
-    per_question: list[dict] = field(default_factory=list)
+    per_benchmark: dict[str, dict[str, Any]]
+    per_question: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     samples: int = 1
 
     def comparison(self, baseline: str) -> Comparison:
         return next(c for c in self.comparisons if c.baseline == baseline)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["router"] = self.router.to_json()
         d["singles"] = [s.to_json() for s in self.singles]
@@ -194,7 +201,7 @@ def compare_router(
         if role_idx is not None
         else {}
     )
-    per_bench: dict[str, dict] = {}
+    per_bench: dict[str, dict[str, Any]] = {}
     for b in sorted(set(benchmarks)):
         rows = np.array([x == b for x in benchmarks])
         per_bench[b] = {
@@ -247,7 +254,9 @@ def compare_router(
 # ---- run-based evaluation ---------------------------------------------------------------------
 
 
-def cached_run_outcomes(run_dir: str | Path, split: str, progress: Progress | None = None):
+def cached_run_outcomes(
+    run_dir: str | Path, split: str, progress: Progress | None = None
+) -> tuple[RunInputs, list[Question], OutcomeMatrix, Routing]:
     """(inputs, test questions, matrix subset, Routing) for a run's `split` in cached mode."""
     from trinity.optim.runinputs import load_run_inputs
 
@@ -365,7 +374,7 @@ def evaluate_run(
     if write:
         from trinity.runs.records import EVAL_FORMAT, read_eval_file
 
-        evals: dict[str, dict] = {}
+        evals: dict[str, dict[str, Any]] = {}
         if run.eval_json.exists():
             try:  # earlier results of other modes/splits are kept; an unreadable file is replaced
                 evals = {k: v.to_json() for k, v in read_eval_file(run.eval_json).evaluations.items()}
@@ -416,7 +425,7 @@ def read_eval(run_dir: str | Path, mode: str, split: str) -> EvalEntry | None:
     return doc.evaluations.get(f"{mode}/{split}")
 
 
-def router_correctness(run_dir: str | Path, matrix, progress: Progress | None = None) -> np.ndarray:
+def router_correctness(run_dir: str | Path, matrix: OutcomeMatrix, progress: Progress | None = None) -> np.ndarray:
     """(Q,) expected correctness of the run's router on the rows of `matrix` (turn 1, cached):
     each question is routed by the trained router and scored on the chosen model's recorded answers."""
     from trinity.analysis.oracle import validate_solves
@@ -439,19 +448,20 @@ def router_correctness(run_dir: str | Path, matrix, progress: Progress | None = 
 
     routing = load_trained(run_dir).route([by_id[i] for i in matrix.ids])
     p = validate_solves(matrix.solves).mean(axis=2)  # (Q, M)
-    return p[np.arange(len(matrix.ids)), np.asarray(routing.model_idx, dtype=np.int64)]
+    correct: np.ndarray = p[np.arange(len(matrix.ids)), np.asarray(routing.model_idx, dtype=np.int64)]
+    return correct
 
 
 def oracle_for_run(
     run_dir: str | Path,
     split: str = "test",
-    matrix=None,
+    matrix: OutcomeMatrix | None = None,
     benchmark: str | None = None,
     seed: int = 0,
     splits: int = 200,
     bootstrap: int = 2000,
     progress: Progress | None = None,
-):
+) -> OracleReport:
     """The oracle ceiling on a run's `split` (its own matrix unless `matrix` is given), with the
     trained router's accuracy and the share of the headroom it captures."""
     from trinity.analysis.inputs import select_ids

@@ -23,12 +23,25 @@ router on these features can reach, as the cross-fit oracle is an upper bound of
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 from dataclasses import dataclass
 
 import numpy as np
 
 from trinity.analysis.stats import CI, paired_bootstrap_ci
 from trinity.errors import InputError
+
+if TYPE_CHECKING:
+    import os
+
+    from trinity.data.matrix import OutcomeMatrix
+    from trinity.data.questions import Question
+    from trinity.model.router import Router
+    from trinity.optim.fitness import RouterLike
+    from trinity.optim.warmstart import TextFeatureRouter
+    from trinity.runs.rundir import RunDir
 
 KNN_K = 15
 FOLDS = 5
@@ -37,7 +50,8 @@ METHODS = ("knn", "centroid")
 
 def _normalise(X: np.ndarray) -> np.ndarray:
     X = np.asarray(X, dtype=np.float64)
-    return X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+    out: np.ndarray = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+    return out
 
 
 def _model_order(acc_train: np.ndarray) -> np.ndarray:
@@ -53,7 +67,8 @@ def _argmax_tiebreak(scores: np.ndarray, rank: np.ndarray) -> np.ndarray:
     """Row-wise argmax of scores (N, M); exact ties go to the lower `rank`."""
     best = scores.max(axis=1, keepdims=True)
     tied = np.isclose(scores, best, rtol=0.0, atol=1e-12)
-    return np.argmin(np.where(tied, rank[None, :], np.inf), axis=1)
+    choice: np.ndarray = np.argmin(np.where(tied, rank[None, :], np.inf), axis=1)
+    return choice
 
 
 def knn_route(X_train: np.ndarray, acc_train: np.ndarray, X_query: np.ndarray, k: int = KNN_K) -> np.ndarray:
@@ -84,7 +99,8 @@ def centroid_route(X_train: np.ndarray, acc_train: np.ndarray, X_query: np.ndarr
         return np.full(len(Xq), int(np.argmin(rank)))
     cents = np.stack([Xt[unique_best & (label == j)].mean(axis=0) for j in models])
     sims = Xq @ _normalise(cents).T  # (n_query, n_centroids)
-    return np.asarray(models)[np.argmax(sims, axis=1)]
+    chosen: np.ndarray = np.asarray(models)[np.argmax(sims, axis=1)]
+    return chosen
 
 
 def route(method: str, X_train: np.ndarray, acc_train: np.ndarray, X_query: np.ndarray, k: int = KNN_K) -> np.ndarray:
@@ -125,7 +141,7 @@ class LearnableGain:
     def significant(self) -> bool:
         return self.gain.lo > 0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "method": self.method,
             "accuracy": self.accuracy,
@@ -195,7 +211,7 @@ def learnable_verdict(ceiling_verdict: str, ceiling_ci: CI | None, gain: Learnab
 # ---- a run's frozen features (eval, oracle --learnable) ------------------------------------------
 
 
-def question_features(router, questions) -> np.ndarray:
+def question_features(router: RouterLike | TextFeatureRouter, questions: Sequence[Question]) -> np.ndarray:
     """(N, H) frozen features of `questions` (turn-1 encoder input) under `router` (SVF 1.0)."""
     from trinity.model.text import encoder_input
     from trinity.optim.warmstart import frozen_features
@@ -203,7 +219,9 @@ def question_features(router, questions) -> np.ndarray:
     return frozen_features(router, [encoder_input(q.question) for q in questions])
 
 
-def run_feature_routes(run_dir, split: str, methods=METHODS, k: int = KNN_K) -> dict[str, np.ndarray]:
+def run_feature_routes(
+    run_dir: str | os.PathLike[str] | RunDir, split: str, methods: Sequence[str] = METHODS, k: int = KNN_K
+) -> dict[str, np.ndarray]:
     """{method: (n_split,) model index}: each feature router fitted on the run's training split
     (its frozen features and recorded correctness), routing the run's `split` questions."""
     from trinity.optim.routing import load_trained
@@ -222,7 +240,7 @@ def run_feature_routes(run_dir, split: str, methods=METHODS, k: int = KNN_K) -> 
     return {m: route(m, X_train, a_train, X_query, k) for m in methods}
 
 
-def encoder_router(encoder: str, device: str | None = None, encoder_seed: int = 0):
+def encoder_router(encoder: str, device: str | None = None, encoder_seed: int = 0) -> Router:
     """A router over `encoder` for feature extraction only (the head is never used)."""
     from trinity.config import TrainConfig
     from trinity.optim.fitness import build_router
@@ -231,7 +249,9 @@ def encoder_router(encoder: str, device: str | None = None, encoder_seed: int = 
     return build_router(cfg, 1)
 
 
-def matrix_questions(matrix, questions_spec: str | None, run_dir=None):
+def matrix_questions(
+    matrix: OutcomeMatrix, questions_spec: str | None, run_dir: str | os.PathLike[str] | RunDir | None = None
+) -> list[Question]:
     """The questions of the matrix's rows, in row order: from --questions, or the run's inputs."""
     if run_dir is not None:
         from trinity.optim.runinputs import load_run_inputs
@@ -253,7 +273,9 @@ def matrix_questions(matrix, questions_spec: str | None, run_dir=None):
     return [by_id[i] for i in matrix.ids]
 
 
-def feature_systems(X: np.ndarray, acc: np.ndarray, folds: int = FOLDS, seed: int = 0, k: int = KNN_K):
+def feature_systems(
+    X: np.ndarray, acc: np.ndarray, folds: int = FOLDS, seed: int = 0, k: int = KNN_K
+) -> dict[str, np.ndarray]:
     """{method: (N,) cross-validated routed correctness} for the `trinity baselines` table."""
     acc = np.asarray(acc, dtype=np.float64)
     rows = np.arange(len(acc))

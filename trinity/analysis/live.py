@@ -14,15 +14,21 @@ a single-turn random router asks exactly those requests, which the response cach
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+import numpy.typing as npt
 
 from trinity.config import TrainConfig, validate_config
 from trinity.data.questions import Question
 from trinity.errors import InputError, TrinityError
 from trinity.model import ROLES
 from trinity.runs.rundir import RunDir
+
+if TYPE_CHECKING:
+    from trinity.analysis.baselines import BaselineReport
+    from trinity.session.fitness import LiveRouter
+    from trinity.session.transcript import Trajectory
 
 Progress = Callable[[int, int, str], None]
 WORKER = ROLES.index("Worker")
@@ -36,12 +42,19 @@ class FixedPolicy:
         self.row[model] = 1.0
         self.row[n_models + role] = 1.0
 
-    def paired_logits(self, thetas, texts, candidate_of_text):  # (N, n_models + 3)
+    def paired_logits(
+        self, thetas: npt.ArrayLike, texts: list[str], candidate_of_text: npt.ArrayLike
+    ) -> np.ndarray:  # (N, n_models + 3)
         return np.tile(self.row, (len(texts), 1))
 
 
 def session_config(
-    base: dict, *, pool: str | None, base_url: str | None, max_turns: int | None = None, budget_usd: float | None = None
+    base: dict[str, Any],
+    *,
+    pool: str | None,
+    base_url: str | None,
+    max_turns: int | None = None,
+    budget_usd: float | None = None,
 ) -> TrainConfig:
     """The run's resolved config (`base`; TrainConfig's defaults for what it lacks) made live, with
     these overrides; `policy` is always argmax (evaluation is argmax per group)."""
@@ -63,7 +76,7 @@ def session_config(
     return validate_config(cfg, where="the run's config")
 
 
-def _outcomes(trajs: list, n_questions: int, repeats: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _outcomes(trajs: list[Trajectory], n_questions: int, repeats: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Trajectories in (repeat, question) order → per-question mean correctness, turns, summed cost."""
     if len(trajs) != n_questions * repeats:
         raise TrinityError(
@@ -78,7 +91,7 @@ def _outcomes(trajs: list, n_questions: int, repeats: int) -> tuple[np.ndarray, 
 def run_system(
     cfg: TrainConfig,
     run: RunDir,
-    policy: Any,
+    policy: LiveRouter,
     theta: np.ndarray,
     models: list[str],
     questions: list[Question],
@@ -86,7 +99,7 @@ def run_system(
     key_prefix: str,
     progress: Progress | None = None,
     what: str = "sessions",
-):
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[Trajectory]]:
     """Run `repeats` sessions per question for one system; returns (correct, turns, cost, trajectories)."""
     from trinity.session.fitness import LiveFitness
 
@@ -114,7 +127,7 @@ def run_system(
     return correct, turns, cost, trajs
 
 
-def failure_note(what: str, trajs: list) -> list[str]:
+def failure_note(what: str, trajs: list[Trajectory]) -> list[str]:
     """A note when sessions had failed calls (they count as wrong answers, so say so)."""
     failed = [t for t in trajs if getattr(t, "failed", False)]
     if not failed:
@@ -125,7 +138,7 @@ def failure_note(what: str, trajs: list) -> list[str]:
     ]
 
 
-def cache_note(systems: list[tuple[str, list]]) -> list[str]:
+def cache_note(systems: list[tuple[str, list[Trajectory]]]) -> list[str]:
     """One note when response-cache hits ($0) make the cost column smaller than a cold run's."""
     parts = []
     for what, trajs in systems:
@@ -150,14 +163,14 @@ def always_model_live(
     key_prefix: str,
     repeats: int = 1,
     progress: Progress | None = None,
-):
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """(Q, M) correctness, turns and costs of each single model answering as a one-turn Worker,
     and notes on failed calls."""
     one_turn = cfg.model_copy(update={"max_turns": 1})
     q, m = len(questions), len(models)
     correct, turns, costs = np.zeros((q, m)), np.zeros((q, m)), np.zeros((q, m))
     notes: list[str] = []
-    cached: list[tuple[str, list]] = []
+    cached: list[tuple[str, list[Trajectory]]] = []
     for j, name in enumerate(models):
         correct[:, j], turns[:, j], costs[:, j], trajs = run_system(
             one_turn,
@@ -190,7 +203,7 @@ def live_baselines(
     bootstrap: int = 2000,
     budget_usd: float | None = None,
     progress: Progress | None = None,
-):
+) -> BaselineReport:
     """Live always-model-X and random routing on `questions`; calls are recorded in `run_dir`
     (its ledger, journal and the response cache) — an existing run or a new folder."""
     from trinity.analysis.baselines import baselines_from_outcomes

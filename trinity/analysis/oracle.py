@@ -18,9 +18,10 @@ From a solves tensor S[q, m, k] (0/1: did model m solve question q on recorded s
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
+import numpy.typing as npt
 
 from trinity.analysis.stats import CI, bootstrap_ci, mcnemar_exact, solved
 from trinity.data.matrix import OutcomeMatrix
@@ -66,7 +67,8 @@ def _tie_break_bonus(sel_mean_by_model: np.ndarray, n_a: int) -> np.ndarray:
     # rank 0 = best overall on A; stable argsort keeps lower index first among equals
     order = np.argsort(-sel_mean_by_model, axis=-1, kind="stable")
     rank = np.argsort(order, axis=-1, kind="stable")
-    return (m - 1 - rank) / (2.0 * m * n_a)
+    bonus: np.ndarray = (m - 1 - rank) / (2.0 * m * n_a)
+    return bonus
 
 
 def cross_fit(solves: np.ndarray, splits: int = 200, seed: int = 0, progress: Progress | None = None) -> CrossFit:
@@ -162,15 +164,15 @@ class OracleReport:
     best_single_acc: float
     naive_oracle: float  # mean_q max_m p̂ — biased upward
     disagreement_rate: float  # questions where the models' majority verdicts differ
-    crossfit: dict | None = None  # oracle, best_single, headroom (+ CI), splits, half, McNemar
-    router: dict | None = None  # accuracy, headroom captured
+    crossfit: dict[str, Any] | None = None  # oracle, best_single, headroom (+ CI), splits, half, McNemar
+    router: dict[str, Any] | None = None  # accuracy, headroom captured
     verdict: str = "INCONCLUSIVE"
     verdict_reason: str = ""
     notes: list[str] = field(default_factory=list)
     seed: int = 0
     bootstrap: int = 2000
-    per_benchmark: dict[str, dict] = field(default_factory=dict)  # merged matrices: each benchmark alone
-    learnable: dict | None = None  # oracle --learnable: cross-validated feature-router gains + verdict
+    per_benchmark: dict[str, dict[str, Any]] = field(default_factory=dict)  # merged matrices: each benchmark alone
+    learnable: dict[str, Any] | None = None  # oracle --learnable: cross-validated feature-router gains + verdict
 
     @property
     def headroom_ci(self) -> CI | None:
@@ -178,7 +180,7 @@ class OracleReport:
             return None
         return CI(**self.crossfit["headroom_ci"])
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["per_model"] = [{"model": m, **ci.to_json()} for m, ci in zip(self.models, self.per_model)]
         d["naive_oracle_label"] = "naive oracle (in-sample max over models; biased upward)"
@@ -195,7 +197,7 @@ def oracle_ceiling(
     seed: int = 0,
     splits: int = 200,
     bootstrap: int = 2000,
-    router_correct=None,
+    router_correct: npt.ArrayLike | None = None,
     progress: Progress | None = None,
 ) -> OracleReport:
     """The full oracle-ceiling report. `router_correct` (Q,), aligned with `matrix.ids`, is the

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from trinity.analysis.stats import CI
 from trinity.errors import InputError
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from trinity.analysis.baselines import BaselineReport
+    from trinity.analysis.evaluate import EvalReport
+    from trinity.analysis.oracle import OracleReport
 
 ROUTER = "#1f77b4"
 SINGLE = "#8c8c8c"
@@ -14,7 +24,7 @@ RANDOM = "#ff7f0e"
 ORACLE = "#9467bd"
 
 
-def _pyplot():
+def _pyplot() -> ModuleType:
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -32,17 +42,24 @@ def _check_path(path: str | Path) -> Path:
     return path
 
 
-def _ci(c: CI | dict) -> CI:
+def _ci(c: CI | dict[str, Any]) -> CI:
     return CI(**c) if isinstance(c, dict) else c
 
 
-def _bars(ax, labels, cis, colors, title, xlabel="accuracy"):
+def _bars(
+    ax: Axes,
+    labels: list[str],
+    cis: Sequence[CI | dict[str, Any]],
+    colors: list[str],
+    title: str,
+    xlabel: str = "accuracy",
+) -> None:
     """Horizontal bars with 95% interval whiskers and the value printed at the bar end."""
-    cis = [_ci(c) for c in cis]
+    bars = [_ci(c) for c in cis]
     ys = list(range(len(labels)))[::-1]
-    vals = [c.point for c in cis]
+    vals = [c.point for c in bars]
     ax.barh(ys, vals, color=colors, height=0.6)
-    for y, c in zip(ys, cis):
+    for y, c in zip(ys, bars):
         if c.hi > c.lo:  # points without an interval get no whisker
             ax.errorbar(
                 c.point,
@@ -52,7 +69,7 @@ def _bars(ax, labels, cis, colors, title, xlabel="accuracy"):
                 capsize=4,
                 lw=1.2,
             )
-    for y, c in zip(ys, cis):
+    for y, c in zip(ys, bars):
         ax.text(min(c.hi, 1.0) + 0.01, y, f"{c.point:.3f}", va="center", fontsize=9)
     ax.set_yticks(ys, labels)
     ax.set_xlim(0, 1.12)
@@ -61,10 +78,16 @@ def _bars(ax, labels, cis, colors, title, xlabel="accuracy"):
     ax.grid(axis="x", alpha=0.3)
 
 
-def _diff_panel(ax, labels, cis, title, bands=()):
-    cis = [_ci(c) for c in cis]
+def _diff_panel(
+    ax: Axes,
+    labels: list[str],
+    cis: Sequence[CI | dict[str, Any]],
+    title: str,
+    bands: Sequence[tuple[float, str]] = (),
+) -> None:
+    diffs = [_ci(c) for c in cis]
     ys = list(range(len(labels)))[::-1]
-    for y, c in zip(ys, cis):
+    for y, c in zip(ys, diffs):
         color = "#2ca02c" if c.lo > 0 else ("#d62728" if c.hi < 0 else "#7f7f7f")
         ax.errorbar(
             c.point, y, xerr=[[c.point - c.lo], [c.hi - c.point]], fmt="o", color=color, capsize=5, markersize=7, lw=2
@@ -83,13 +106,13 @@ def _diff_panel(ax, labels, cis, title, bands=()):
         ax.text(x, ys[0] + 0.45 if ys else 0.45, label, fontsize=8, color="#777777", ha="left")
     ax.set_yticks(ys, labels)
     ax.set_ylim(-0.7, len(labels) - 0.2)
-    span = max([abs(c.lo) for c in cis] + [abs(c.hi) for c in cis] + [0.05])
+    span = max([abs(c.lo) for c in diffs] + [abs(c.hi) for c in diffs] + [0.05])
     ax.set_xlim(-span * 1.3, span * 1.3)
     ax.set_title(title, fontsize=11, loc="left")
     ax.grid(axis="x", alpha=0.3)
 
 
-def plot_oracle(rep, path: str | Path) -> Path:
+def plot_oracle(rep: OracleReport, path: str | Path) -> Path:
     path = _check_path(path)
     plt = _pyplot()
     labels = [m for m in rep.models]
@@ -134,7 +157,7 @@ def plot_oracle(rep, path: str | Path) -> Path:
     return path
 
 
-def plot_baselines(rep, path: str | Path) -> Path:
+def plot_baselines(rep: BaselineReport, path: str | Path) -> Path:
     path = _check_path(path)
     plt = _pyplot()
     labels = [s.name for s in rep.always] + [f"random routing ({rep.random_seeds} seeds)"]
@@ -148,7 +171,7 @@ def plot_baselines(rep, path: str | Path) -> Path:
     return path
 
 
-def plot_eval(rep, path: str | Path) -> Path:
+def plot_eval(rep: EvalReport, path: str | Path) -> Path:
     path = _check_path(path)
     plt = _pyplot()
     labels = ["trained router"] + [s.name for s in rep.singles] + [f"random routing ({rep.random_seeds} seeds)"]

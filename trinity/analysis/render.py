@@ -8,7 +8,8 @@ hands another front end (the app's sortable tables) the same tables with numbers
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Union
 
 from rich.console import Console, Group, JustifyMethod, RenderableType
 from rich.markup import escape
@@ -17,6 +18,15 @@ from rich.text import Text
 
 from trinity.analysis.score import OVERFIT_FACTOR, OVERFIT_PENALISE, OVERFIT_REJECT, RULES_DOC_OVERFIT
 from trinity.analysis.stats import CI
+
+if TYPE_CHECKING:
+    from trinity.analysis.baselines import BaselineReport, SystemResult
+    from trinity.analysis.evaluate import EvalReport
+    from trinity.analysis.oracle import OracleReport
+    from trinity.analysis.score import ScoreReport
+
+# a cell: what it shows, or (what it shows, the value it sorts by)
+Cell = Union[RenderableType, tuple[RenderableType, object]]
 
 VERDICT_STYLE = {"POOL_BOUND": "yellow", "ROUTER_BOUND": "cyan", "NEAR_CEILING": "green", "INCONCLUSIVE": "magenta"}
 # the columns of a table of systems (the router, each model alone, random routing)
@@ -38,7 +48,7 @@ def escape_title(s: str) -> str:
     return escape(s)
 
 
-def ci_text(ci: CI | dict | None, signed: bool = False) -> str:
+def ci_text(ci: CI | dict[str, Any] | None, signed: bool = False) -> str:
     if ci is None:
         return "—"
     if isinstance(ci, dict):
@@ -52,24 +62,25 @@ class ValueTable(Table):
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
-        self.row_values: list[tuple] = []
+        self.row_values: list[tuple[object, ...]] = []
 
-    def add_value_row(self, *cells: Any) -> None:
+    def add_value_row(self, *cells: Cell) -> None:
         """A row whose cells are `(shown, value)` pairs or plain cells (see `_row`)."""
         _row(self, *cells)
 
 
-def _pt(ci: CI | dict | None) -> float | None:
+def _pt(ci: CI | dict[str, Any] | None) -> float | None:
     """The point estimate a CI cell shows (None for "—")."""
     if ci is None:
         return None
     return float(ci["point"] if isinstance(ci, dict) else ci.point)
 
 
-def _row(t: Table, *cells) -> None:
+def _row(t: Table, *cells: Cell) -> None:
     """Add a row whose plain strings are shown literally (model names and labels may hold '[…]').
     A cell `(shown, value)` shows `shown` and sorts by `value`; any other cell's value is its text."""
-    shown, values = [], []
+    shown: list[RenderableType] = []
+    values: list[object] = []
     for c in cells:
         if isinstance(c, tuple):
             c, v = c
@@ -82,17 +93,17 @@ def _row(t: Table, *cells) -> None:
         t.row_values.append(tuple(values))
 
 
-def _plain_value(v: Any) -> Any:
+def _plain_value(v: object) -> str | int | float | None:
     if isinstance(v, float) and not math.isfinite(v):
         return None
     return v if v is None or isinstance(v, (str, int, float)) else str(v)
 
 
-def table_data(view: Any) -> list[dict]:
+def table_data(view: RenderableType) -> list[dict[str, Any]]:
     """The tables of a view (`oracle_view` etc.) as plain data, in order: {"title", "caption",
     "columns": [{"name", "justify", "style"}], "rows": [[{"text": Rich markup, "value"}]]}.
     Values are numbers where the cell shows one (None where it shows "—"), else the cell's text."""
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     parts = list(view.renderables) if isinstance(view, Group) else [view]
     for t in parts:
         if not isinstance(t, Table):
@@ -128,7 +139,7 @@ def table_data(view: Any) -> list[dict]:
     return out
 
 
-def prose_of(view: Any) -> Group:
+def prose_of(view: RenderableType) -> Group:
     """A view without its tables: the findings written out (verdict, claim, notes)."""
     parts = list(view.renderables) if isinstance(view, Group) else [view]
     return Group(*(p for p in parts if not isinstance(p, Table)))
@@ -138,7 +149,7 @@ def _notes(notes: list[str]) -> Text:
     return Text("\n".join(f"note: {n}" for n in notes), style="dim")
 
 
-def oracle_view(rep) -> Group:
+def oracle_view(rep: OracleReport) -> Group:
     t = ValueTable(
         title=escape_title(
             f"Oracle ceiling — {rep.benchmark}: {rep.n_questions} questions, {len(rep.models)} models, k={rep.k}"
@@ -255,7 +266,7 @@ def oracle_view(rep) -> Group:
     return Group(*parts, _notes(rep.notes))
 
 
-def _system_rows(t: Table, systems, random_ci, seeds: int) -> None:
+def _system_rows(t: Table, systems: Sequence[SystemResult], random_ci: CI, seeds: int) -> None:
     for s in systems:
         cpc = s.cost_per_correct
         _row(
@@ -269,7 +280,7 @@ def _system_rows(t: Table, systems, random_ci, seeds: int) -> None:
     _row(t, f"random routing ({seeds} seeds)", (ci_text(random_ci), _pt(random_ci)), ("", None), ("", None), ("", None))
 
 
-def baselines_view(rep) -> Group:
+def baselines_view(rep: BaselineReport) -> Group:
     t = ValueTable(
         title=escape_title(f"Baselines — {rep.benchmark}, {rep.mode}, {rep.n_questions} questions ({rep.source})"),
         title_justify="left",
@@ -289,7 +300,7 @@ def baselines_view(rep) -> Group:
     return Group(t, Text(f"best single: {rep.best_single}"), _notes(rep.notes))
 
 
-def eval_view(rep) -> Group:
+def eval_view(rep: EvalReport) -> Group:
     t = ValueTable(
         title=escape_title(f"Evaluation — {rep.split}, {rep.mode}, {rep.n_questions} questions"), title_justify="left"
     )
@@ -329,7 +340,7 @@ def eval_view(rep) -> Group:
     return Group(t, c, *lines, _notes(rep.notes))
 
 
-def score_view(rep) -> Group:
+def score_view(rep: ScoreReport) -> Group:
     out: list[RenderableType] = []
     for b in rep.benchmarks:
         i = b.inputs
@@ -361,19 +372,19 @@ def score_view(rep) -> Group:
         for s in b.scenarios:
             _row(t, f"score [{s.name}]", f"{s.score:.4f}", f"efficiency {s.efficiency:.3f} at {s.avg_turns:.2f} turns")
         out.append(t)
-    comp = Table(title="Composite (mean over benchmarks)", title_justify="left", min_width=48)
-    comp.add_column("scenario")
-    comp.add_column("composite", justify="right")
+    composite = Table(title="Composite (mean over benchmarks)", title_justify="left", min_width=48)
+    composite.add_column("scenario")
+    composite.add_column("composite", justify="right")
     if rep.king:
-        comp.add_column("king estimate", justify="right")
-        comp.add_column("margin", justify="right")
+        composite.add_column("king estimate", justify="right")
+        composite.add_column("margin", justify="right")
     for n, v in rep.composite.items():
         row = [n, f"{v:.4f}"]
         if rep.king:
             k, m = rep.king["composite"].get(n), rep.king["margin"].get(n)
             row += [f"{k:.4f}" if k is not None else "—", f"{m:+.4f}" if m is not None else "see below"]
-        _row(comp, *row)
-    out += [comp, Text(rep.dethrone, style="bold red" if rep.rejected else "")]
+        _row(composite, *row)
+    out += [composite, Text(rep.dethrone, style="bold red" if rep.rejected else "")]
     if rep.promotion:
         pr = rep.promotion
         king = "none (threshold)" if pr["king"] is None else f"{pr['king']:.4f}"
@@ -389,5 +400,5 @@ def score_view(rep) -> Group:
     return Group(*out)
 
 
-def print_view(view) -> None:
+def print_view(view: RenderableType) -> None:
     Console().print(view)

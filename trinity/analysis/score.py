@@ -25,11 +25,19 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from trinity.errors import InputError
+
+if TYPE_CHECKING:
+    from trinity.competition.profiles import Profile
+    from trinity.data.matrix import OutcomeMatrix
+    from trinity.data.questions import Question
+    from trinity.optim.runinputs import RunInputs
+    from trinity.runs.rundir import RunDir
 
 Progress = Callable[[int, int, str], None]
 
@@ -108,7 +116,7 @@ class BenchScore:
     scenarios: list[Scenario]
     novelty_used: float = NOVELTY_NO_KING
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             **asdict(self.inputs),
             "penalty": self.penalty,
@@ -126,7 +134,7 @@ def novelty_used(b: BenchInputs, first: bool) -> float:
     return b.novelty.value if b.novelty.value is not None else NOVELTY_NO_KING
 
 
-def summary_avg_turns(run) -> float | None:
+def summary_avg_turns(run: RunDir) -> float | None:
     """The average turns a live run measured while training (summary.json `avg_turns`, the best
     θ's generation), or None (cached runs, no summary yet, or a value that is not a number)."""
     from trinity.runs.records import read_summary
@@ -169,14 +177,14 @@ class ScoreReport:
     run: str | None
     benchmarks: list[BenchScore]
     composite: dict[str, float]  # scenario name → mean over benchmarks
-    king: dict | None  # the king's estimate under the same assumptions, and the margins
+    king: dict[str, Any] | None  # the king's estimate under the same assumptions, and the margins
     dethrone: str  # in words
     notes: list[str] = field(default_factory=list)
     rejected: str | None = None  # pr_eval's reason when the whole submission is rejected
-    promotion: dict | None = None  # MiniRouter's promotion estimate, when the run has math500 items
+    promotion: dict[str, Any] | None = None  # MiniRouter's promotion estimate, when the run has math500 items
     competition: str = TINYROUTER_PROFILE.name
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "run": self.run,
             "competition": self.competition,
@@ -293,7 +301,7 @@ def load_king_theta(spec: str | Path) -> tuple[np.ndarray, str]:
     return load_theta(path), f"theta {path}"
 
 
-def _bench_order(questions) -> list[str]:
+def _bench_order(questions: Sequence[Question]) -> list[str]:
     seen: list[str] = []
     for q in questions:
         if q.benchmark not in seen:
@@ -301,7 +309,7 @@ def _bench_order(questions) -> list[str]:
     return seen
 
 
-def protocol_warning(trained_under: str, prof) -> str:
+def protocol_warning(trained_under: str, prof: Profile) -> str:
     """The warning for a run whose sessions ran under another protocol than the competition's."""
     return (
         f"warning: this run was trained under the {trained_under} session protocol, not {prof.title}'s "
@@ -310,7 +318,7 @@ def protocol_warning(trained_under: str, prof) -> str:
     )
 
 
-def _cached_matrix(run, meta: dict, inputs, path: str | Path):
+def _cached_matrix(run: RunDir, meta: dict[str, Any], inputs: RunInputs, path: str | Path) -> OutcomeMatrix:
     """An outcome matrix given to `trinity score --matrix` for a run that has none: the run's
     models in the run's order, and every question of the run."""
     from trinity.data.matrix import load_matrix
@@ -328,7 +336,7 @@ def _cached_matrix(run, meta: dict, inputs, path: str | Path):
     return mat
 
 
-def promotion_items(questions, p=MINIROUTER_PROFILE):
+def promotion_items(questions: Sequence[Question], p: Profile = MINIROUTER_PROFILE) -> tuple[list[Question], int]:
     """MiniRouter's evaluation items: the benchmark's questions (in input order) shuffled by
     `random.Random(seed)`, the first `n_items` (its `load_tasks(..., max_items=20, seed=0)`)."""
     import random
@@ -339,7 +347,7 @@ def promotion_items(questions, p=MINIROUTER_PROFILE):
     return items[: sc.n_items], len([q for q in questions if q.benchmark == sc.benchmark])
 
 
-def promotion(score: float, king: float | None, p=MINIROUTER_PROFILE) -> bool:
+def promotion(score: float, king: float | None, p: Profile = MINIROUTER_PROFILE) -> bool:
     """MiniRouter's validator: promote iff score ≥ threshold and > the king (the threshold without one)."""
     thr = p.scoring.threshold
     return score >= thr and score > (thr if king is None else king)

@@ -11,8 +11,10 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from trinity.errors import InputError
 
@@ -34,7 +36,7 @@ class CI:
     def contains(self, x: float) -> bool:
         return self.lo <= x <= self.hi
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -50,11 +52,11 @@ class McNemar:
     def discordant(self) -> int:
         return self.a_only + self.b_only
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "discordant": self.discordant, "method": "exact binomial (two-sided)"}
 
 
-def _as_vector(values, what: str) -> np.ndarray:
+def _as_vector(values: npt.ArrayLike, what: str) -> np.ndarray:
     v = np.asarray(values, dtype=np.float64)
     if v.ndim != 1:
         raise InputError(f"{what}: expected one value per question, got shape {v.shape}")
@@ -65,7 +67,7 @@ def _as_vector(values, what: str) -> np.ndarray:
     return v
 
 
-def is_binary(values) -> bool:
+def is_binary(values: npt.ArrayLike) -> bool:
     v = np.asarray(values)
     return bool(np.all((v == 0) | (v == 1)))
 
@@ -86,7 +88,7 @@ def wilson_ci(successes: int, n: int, level: float = LEVEL) -> tuple[float, floa
     return lo, hi
 
 
-def bootstrap_means(values, n_resamples: int = 2000, seed: int = 0) -> np.ndarray:
+def bootstrap_means(values: npt.ArrayLike, n_resamples: int = 2000, seed: int = 0) -> np.ndarray:
     """(n_resamples,) means of `values` over questions resampled with replacement."""
     v = _as_vector(values, "bootstrap")
     if n_resamples < 1:
@@ -108,14 +110,16 @@ def _percentiles(draws: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def bootstrap_ci(values, n_resamples: int = 2000, seed: int = 0, level: float = LEVEL) -> CI:
+def bootstrap_ci(values: npt.ArrayLike, n_resamples: int = 2000, seed: int = 0, level: float = LEVEL) -> CI:
     """Percentile bootstrap CI of the mean over questions."""
     v = _as_vector(values, "bootstrap_ci")
     lo, hi = _percentiles(bootstrap_means(v, n_resamples, seed), level)
     return CI(float(v.mean()), lo, hi, f"percentile bootstrap over {v.size} questions, {n_resamples} resamples", level)
 
 
-def paired_bootstrap_ci(a, b, n_resamples: int = 2000, seed: int = 0, level: float = LEVEL) -> CI:
+def paired_bootstrap_ci(
+    a: npt.ArrayLike, b: npt.ArrayLike, n_resamples: int = 2000, seed: int = 0, level: float = LEVEL
+) -> CI:
     """CI of mean(a) − mean(b) where a[i], b[i] belong to the same question (resampled together)."""
     va, vb = _as_vector(a, "paired_bootstrap_ci (a)"), _as_vector(b, "paired_bootstrap_ci (b)")
     if va.shape != vb.shape:
@@ -127,7 +131,7 @@ def paired_bootstrap_ci(a, b, n_resamples: int = 2000, seed: int = 0, level: flo
     )
 
 
-def accuracy_ci(values, n_resamples: int = 2000, seed: int = 0, level: float = LEVEL) -> CI:
+def accuracy_ci(values: npt.ArrayLike, n_resamples: int = 2000, seed: int = 0, level: float = LEVEL) -> CI:
     """CI of an accuracy: Wilson when every value is 0/1, else a bootstrap over questions."""
     v = _as_vector(values, "accuracy")
     if is_binary(v):
@@ -150,7 +154,7 @@ def binomial_two_sided_p(k: int, n: int) -> float:
     return min(1.0, 2 * tail / (1 << n))
 
 
-def mcnemar_exact(a_correct, b_correct) -> McNemar:
+def mcnemar_exact(a_correct: npt.ArrayLike, b_correct: npt.ArrayLike) -> McNemar:
     """Exact McNemar test on two paired 0/1 vectors (the same questions, two systems)."""
     a = _as_vector(a_correct, "mcnemar (a)")
     b = _as_vector(b_correct, "mcnemar (b)")
@@ -163,12 +167,12 @@ def mcnemar_exact(a_correct, b_correct) -> McNemar:
     return McNemar(a_only, b_only, binomial_two_sided_p(a_only, a_only + b_only))
 
 
-def solved(expected_correct) -> np.ndarray:
+def solved(expected_correct: npt.ArrayLike) -> np.ndarray:
     """Binarise per-question expected correctness for McNemar: solved = right in ≥ half the samples."""
     return (np.asarray(expected_correct, dtype=np.float64) >= 0.5).astype(np.float64)
 
 
-def seed_interval(values, level: float = LEVEL) -> CI:
+def seed_interval(values: npt.ArrayLike, level: float = LEVEL) -> CI:
     """Mean and central interval of a statistic across independent seeds (not a CI of the mean)."""
     v = _as_vector(values, "seed interval")
     lo, hi = _percentiles(v, level)

@@ -10,6 +10,7 @@ a challenger is promoted at a score ≥ 0.8 and above the king.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 
 from trinity.competition.profiles import MINIROUTER_PROFILE
 
@@ -30,7 +31,7 @@ def minirouter_eval_ids(
     return ids[:n_items]
 
 
-def eval_items_in_training(train_ids, n_rows: int = MINIROUTER_EVAL_ROWS) -> list[str]:
+def eval_items_in_training(train_ids: Iterable[str], n_rows: int = MINIROUTER_EVAL_ROWS) -> list[str]:
     """Which of MiniRouter's scored items are among `train_ids` (its order)."""
     train = set(train_ids)
     return [i for i in minirouter_eval_ids(n_rows) if i in train]

@@ -299,7 +299,7 @@ def attempts_path(root: str | Path) -> Path:
     return Path(root) / "submissions" / ATTEMPTS_FILE
 
 
-def _ts_epoch(ts: Any) -> int | None:
+def _ts_epoch(ts: object) -> int | None:
     """Their `YYYY-MM-DDTHH:MM:SSZ` parse; None where theirs skips the row."""
     try:
         day, clock = str(ts or "").rstrip("Z").split("T")
@@ -339,7 +339,9 @@ def recent_attempts(miner: str, root: str | Path, now: float | None = None) -> i
     return n
 
 
-def append_attempt(root: str | Path, miner: str, submission: str, ok: bool, metrics: dict | None = None) -> Path:
+def append_attempt(
+    root: str | Path, miner: str, submission: str, ok: bool, metrics: dict[str, Any] | None = None
+) -> Path:
     """One attempt row in their format (the validator writes these; a dry run never does)."""
     path = attempts_path(root)
     path.parent.mkdir(parents=True, exist_ok=True)

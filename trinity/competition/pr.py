@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from trinity.competition.profiles import MINIROUTER, TINYROUTER, Profile
+from trinity.competition.profiles import Profile
+from trinity.competition.text import MINIROUTER, TINYROUTER
 
 
-def _f(v: Any, spec: str = ".4f", none: str = "n/a") -> str:
+def _f(v: object, spec: str = ".4f", none: str = "n/a") -> str:
     return format(v, spec) if isinstance(v, (int, float)) and not isinstance(v, bool) else none
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from trinity.errors import TrinityError
 
@@ -32,13 +33,14 @@ from trinity.competition.text import (  # one source: the router-input side owns
     ROUTER_TEXTS,
     TINYROUTER,
     TINYROUTER_NAMES,
+    RouterText,
     resolve_competition,
     theta_length,
 )
 from trinity.competition.text import run_competition as _run_competition_name
 
 
-def _frozen(d: Mapping) -> Mapping:
+def _frozen(d: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(d))
 
 
@@ -157,7 +159,7 @@ class Profile:
 
     # -- router input: `trinity.competition.text` owns it -----------------------------------
     @property
-    def router_text(self):
+    def router_text(self) -> RouterText:
         return ROUTER_TEXTS[self.name]
 
     @property
@@ -195,7 +197,7 @@ class Profile:
     def gate(self, name: str) -> GateSpec | None:
         return next((g for g in self.gates if g.name == name), None)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "title": self.title,
@@ -341,7 +343,7 @@ def competition_for_pool(pool: str | None) -> str:
     return resolve_competition(None, pool)
 
 
-def run_competition(meta: dict, override: str | None = None) -> Profile:
+def run_competition(meta: dict[str, Any], override: str | None = None) -> Profile:
     """The profile of a run: `override` (a --competition flag), else run.json's `competition`,
     else the default of the run's pool."""
     if override:

@@ -46,9 +46,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
-from trinity.competition.text import MINIROUTER, ROUTER_TEXTS, TINYROUTER, RouterText
+from trinity.competition.text import MINIROUTER, ROUTER_TEXTS, TINYROUTER, QuestionLike, RouterText
 from trinity.errors import ConfigError
 
 OPEN = "open"
@@ -114,6 +114,23 @@ def _open_verdict(text: str | None) -> str | None:
     return found
 
 
+class TurnLike(Protocol):
+    """What the protocol reads of an earlier turn: `TurnView`, or the session's `Turn` (which
+    also has `ok`, read where present)."""
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def output(self) -> str: ...
+
+    @property
+    def verdict(self) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class TurnView:
     """What the protocol needs of one earlier turn (the session's `Turn` has these fields)."""
@@ -161,7 +178,7 @@ class SessionProtocol:
     def is_open(self) -> bool:
         return self.name == OPEN
 
-    def render_question(self, question: Any) -> str:
+    def render_question(self, question: QuestionLike) -> str:
         """The query text the pool sees under a competition's protocol (the router's text too).
         The open protocol's is the benchmark adapter's (`trinity.benchmarks.prompts`)."""
         return self.text.render_question(question)
@@ -179,7 +196,7 @@ class SessionProtocol:
         """The verdict of a Verifier's raw output: "ACCEPT", "REVISE" or None (none found)."""
         return self.verdict_parser(raw)
 
-    def render_transcript(self, turns: Sequence[Any]) -> str:
+    def render_transcript(self, turns: Sequence[TurnLike]) -> str:
         if self.is_open:
             return "".join(
                 f"[Turn {k} | {t.role} | {t.model}]\n{t.output}\n\n" for k, t in enumerate(turns, start=1)
@@ -195,7 +212,7 @@ class SessionProtocol:
             blocks.append(f"{header}\n{body}")
         return self.block_separator.join(blocks)
 
-    def user_message(self, query: str, turns: Sequence[Any]) -> str:
+    def user_message(self, query: str, turns: Sequence[TurnLike]) -> str:
         transcript = self.render_transcript(turns)
         if not turns:
             transcript = self.empty_transcript
@@ -224,12 +241,12 @@ class SessionProtocol:
 
     # ---- the rules ----
 
-    def has_worker(self, turns: Sequence[Any]) -> bool:
+    def has_worker(self, turns: Sequence[TurnLike]) -> bool:
         if self.worker_turn_counts_empty:
             return any(t.role == "Worker" and getattr(t, "ok", True) for t in turns)
         return any(t.role == "Worker" and getattr(t, "ok", True) and (t.output or "").strip() for t in turns)
 
-    def stops(self, turns: Sequence[Any]) -> bool:
+    def stops(self, turns: Sequence[TurnLike]) -> bool:
         """Whether the session ends after its newest turn (a Verifier ACCEPT with a Worker turn
         before it)."""
         if not turns:
@@ -238,7 +255,7 @@ class SessionProtocol:
         return last.role == "Verifier" and last.verdict == "ACCEPT" and self.has_worker(turns[:-1])
 
     @staticmethod
-    def final_answer(turns: Sequence[Any]) -> str:
+    def final_answer(turns: Sequence[TurnLike]) -> str:
         """O_τ: the last Worker output, else the last non-Verifier output, else the last output."""
         for t in reversed(turns):
             if t.role == "Worker":
@@ -248,7 +265,7 @@ class SessionProtocol:
                 return t.output
         return turns[-1].output if turns else ""
 
-    def committed_answer(self, turns: Sequence[Any], has_answer: Callable[[str], bool]) -> str:
+    def committed_answer(self, turns: Sequence[TurnLike], has_answer: Callable[[str], bool]) -> str:
         """The text scored: the final answer when it has an extractable answer, else the newest
         Worker output that has one, else the newest non-Verifier output that has one, else the
         final answer."""

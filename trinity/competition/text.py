@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from trinity.errors import ConfigError
 
@@ -74,6 +74,17 @@ POOL_COMPETITION = {
 DEFAULT_COMPETITION = TINYROUTER  # any other pool (practice, local, a matrix without a pool)
 
 
+class QuestionLike(Protocol):
+    """What the router text reads of a question (`trinity.data.questions.Question`, a layer
+    above this one; its `extra` mapping is read where present, for the choices)."""
+
+    @property
+    def benchmark(self) -> str: ...
+
+    @property
+    def question(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class RouterText:
     """One competition's router input. `name` is the competition; the rest is its format."""
@@ -114,7 +125,7 @@ class RouterText:
         head = budget // 2
         return f"{text[:head]}{ELISION_MARKER}{text[len(text) - (budget - head) :]}"
 
-    def render_question(self, question: Any) -> str:
+    def render_question(self, question: QuestionLike) -> str:
         """The query text their coordinator reads for a `trinity.data.questions.Question`."""
         choices = (getattr(question, "extra", None) or {}).get("choices")
         if question.benchmark in self.mcq_benchmarks and choices:
@@ -137,7 +148,7 @@ class RouterText:
         """The string the encoder tokenises (EOS is appended by tokenisation, not here)."""
         return self.transcript(query, turns) + self.head_marker
 
-    def question_input(self, question: Any, turns: Iterable[tuple[str, str, str]] = ()) -> str:
+    def question_input(self, question: QuestionLike, turns: Iterable[tuple[str, str, str]] = ()) -> str:
         return self.encoder_input(self.render_question(question), turns)
 
 

@@ -109,6 +109,11 @@ class RouterLike(Protocol):
 
     def layer_inputs(self, texts: list[str]) -> object: ...  # fills the encoder's feature cache
 
+    # (N, n_models + 3) logits of texts each under its candidate's θ (live sessions' fallback path)
+    def paired_logits(
+        self, thetas: npt.ArrayLike, texts: list[str], candidate_of_text: npt.ArrayLike
+    ) -> FloatArray: ...
+
 
 class Fitness(Protocol):
     mode: str

@@ -136,7 +136,7 @@ def system_line(sys_: dict[str, Any]) -> str:
     return "  ".join(parts) or "—"
 
 
-def _gib(b: Any) -> str:
+def _gib(b: object) -> str:
     if not isinstance(b, (int, float)):
         return "—"
     g = b / 2**30
@@ -211,7 +211,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         return 0
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "status",
         help="one line per run under a runs directory: state, generation, best val, spend, ETA, last event",

@@ -91,7 +91,7 @@ class RunLock:
 
 
 class RunDir:
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
 
     # ---- paths -----------------------------------------------------------------------------
@@ -231,7 +231,7 @@ def check_no_links(path: str | os.PathLike[str], depth: int = 2) -> None:
         walk(path, depth)
 
 
-def list_runs(root: str | os.PathLike) -> list[RunDir]:
+def list_runs(root: str | os.PathLike[str]) -> list[RunDir]:
     """Every run directory directly under `root` (those with a run.json), newest first."""
     root = Path(root)
     if not root.is_dir():

@@ -82,7 +82,7 @@ class RunStatus:
         return d
 
 
-def _num(v: Any) -> float | None:
+def _num(v: object) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     f = float(v)
@@ -113,7 +113,7 @@ def _event_text(ev: dict[str, Any]) -> str:
 class RunWatcher:
     """Incremental reader of one run directory; `poll()` → `RunStatus`. One poller at a time."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike[str]):
         self.run = RunDir(path)
         self._events = JsonlTail(self.run.events)
         self._ledger = JsonlTail(self.run.ledger)
@@ -264,7 +264,7 @@ class RunWatcher:
         )
 
 
-def run_status(path: str | os.PathLike) -> RunStatus:
+def run_status(path: str | os.PathLike[str]) -> RunStatus:
     return RunWatcher(path).poll()
 
 

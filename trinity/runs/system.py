@@ -17,14 +17,17 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 NO_NVML = "no GPU: nvidia-ml-py is not installed (pip install nvidia-ml-py)"
 
 
 class SystemSampler:
-    def __init__(self, disk_path: str | os.PathLike | None = None):
+    def __init__(self, disk_path: str | os.PathLike[str] | None = None):
         self.disk_path = Path(disk_path) if disk_path is not None else None
         self._nvml: Any = None
         self._handles: list[Any] = []
@@ -97,7 +100,7 @@ class SystemSampler:
         return s
 
 
-def _try(fn: Any, *args: Any) -> Any:
+def _try(fn: Callable[..., T], *args: object) -> T | None:
     try:
         return fn(*args)
     except Exception:  # noqa: BLE001 — NVMLError_NotSupported and the like: that field is unknown
@@ -122,7 +125,7 @@ def _gpu_reading(nv: Any, i: int, h: Any) -> dict[str, Any]:
     }
 
 
-def _text(v: Any) -> str:
+def _text(v: object) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
@@ -155,7 +158,7 @@ def rss_of(pid: int) -> int | None:
 _ENGINE_SAMPLER: SystemSampler | None = None
 
 
-def engine_sample(runs_dir: str | os.PathLike) -> dict[str, Any]:
+def engine_sample(runs_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The engine's per-generation sample (its own RSS; the free disk where its run lives)."""
     global _ENGINE_SAMPLER
     if _ENGINE_SAMPLER is None or _ENGINE_SAMPLER.disk_path != Path(runs_dir):

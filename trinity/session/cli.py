@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+
 import json
 from pathlib import Path
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "collect",
         help="ask every pool model each question k times; write an oracle matrix",
@@ -79,7 +81,7 @@ def collect_protocol(name: str | None, pool: str) -> str:
     return name or default_protocol(resolve_competition(None, pool), False, pool)
 
 
-def run_collect(args) -> int:
+def run_collect(args: argparse.Namespace) -> int:
     from trinity.benchmarks import get_benchmark
     from trinity.errors import InputError
     from trinity.pool.providers import load_pool, pool_prices, price_overrides

@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from trinity.data.questions import Question
 from trinity.errors import BudgetExceeded, InputError, OutOfCredit
 from trinity.io import append_jsonl, read_jsonl
 from trinity.benchmarks.prompts import cached_messages
+
+if TYPE_CHECKING:
+    from trinity.pool.providers import PoolConfig
 
 
 @dataclass
@@ -40,6 +43,18 @@ class CollectResult:
 
     def to_json(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
+
+
+@dataclass
+class _Tally:
+    """What a collect run has counted so far."""
+
+    done: int
+    failed: int = 0
+    new_calls: int = 0
+    last: float = 0.0  # when progress was last reported (monotonic seconds)
+    last_error: str | None = None
+    stop: str | None = None  # why the run stops early (a failing provider)
 
 
 def sibling(out: Path, suffix: str) -> Path:
@@ -89,7 +104,7 @@ def _matrix_from_answers(
 
 def collect(
     questions: list[Question],
-    pool: Any,
+    pool: PoolConfig,
     out: Path,
     k: int,
     *,
@@ -97,7 +112,7 @@ def collect(
     budget_usd: float | None = None,
     env_file: str | None = None,
     cache_path: str | None = None,
-    progress: Callable[[dict], None] | None = None,
+    progress: Callable[[dict[str, float]], None] | None = None,
     fail_threshold: float | None = None,
     protocol: str | None = None,
 ) -> CollectResult:
@@ -140,26 +155,19 @@ def collect(
     # k samples of one model at temperature 0 would be one sample k times: sample when k > 1.
     decoding = {} if temperature is None and k == 1 else {"temperature": 0.7 if temperature is None else temperature}
     decoding = {**proto.cached_kwargs(), **decoding}
-    state: dict[str, Any] = {
-        "done": total - len(cells),
-        "failed": 0,
-        "new_calls": 0,
-        "last": 0.0,
-        "last_error": None,
-        "stop": None,
-    }
+    state = _Tally(done=total - len(cells))
     threshold = DEFAULT_FAIL_THRESHOLD if fail_threshold is None else fail_threshold
     grade_slots = asyncio.Semaphore(2)  # code grading runs sandboxed children: bound them
 
     def report(force: bool = False) -> None:
         now = time.monotonic()
-        if progress and (force or now - state["last"] > 1.0):
-            state["last"] = now
+        if progress and (force or now - state.last > 1.0):
+            state.last = now
             progress(
                 {
-                    "done": state["done"],
+                    "done": state.done,
                     "total": total,
-                    "failed": state["failed"],
+                    "failed": state.failed,
                     "cost_usd": ledger.total_usd - spent0,
                 }
             )
@@ -169,23 +177,23 @@ def collect(
 
         messages = cached_messages(proto, q)
         async with slots:  # as many waiting as the pool serves at once: a stop leaves the rest unasked
-            if state["stop"] is not None:
+            if state.stop is not None:
                 return
             res = await client.chat(
                 model, messages, purpose="collect", seed=s, journal_key=f"collect/{q.id}/{model}/{s}{tag}", **decoding
             )
         if not getattr(res, "journal_hit", False) and not res.cache_hit and res.cost_source != "none":
-            state["new_calls"] += 1
+            state.new_calls += 1
         if not res.ok:
-            state["failed"] += 1  # not an answer: a re-run asks again
-            state["last_error"] = f"{model}: {res.error or f'HTTP {res.status}'}"
+            state.failed += 1  # not an answer: a re-run asks again
+            state.last_error = f"{model}: {res.error or f'HTTP {res.status}'}"
             failing = client.failing(
                 threshold,
                 then="the answers so far are kept — check the provider, "
                 "then re-run the same command to ask for the rest",
             )
-            if failing is not None and state["stop"] is None:
-                state["stop"] = f"stopped: {failing}"
+            if failing is not None and state.stop is None:
+                state.stop = f"stopped: {failing}"
             report()
             return
         async with grade_slots:
@@ -208,7 +216,7 @@ def collect(
             fsync=True,
         )
         answers[(q.id, model, s)] = bool(v.correct)
-        state["done"] += 1
+        state.done += 1
         report()
 
     async def main() -> str | None:
@@ -224,7 +232,7 @@ def collect(
                 return f"stopped: budget reached ({e})"
         if errors:
             raise errors[0]
-        return state["stop"]
+        return state.stop
 
     with live:
         stopped = live.run(main())
@@ -237,17 +245,17 @@ def collect(
         out,
         len(questions),
         n_complete,
-        state["done"],
+        state.done,
         total,
-        state["new_calls"],
-        state["failed"],
+        state.new_calls,
+        state.failed,
         ledger.total_usd - spent0,
         stopped,
-        state["last_error"],
+        state.last_error,
     )
 
 
-def print_progress(p: dict) -> None:
+def print_progress(p: dict[str, float]) -> None:
     print(
         f"collect: {p['done']}/{p['total']} answers  failed {p['failed']}  spent ${p['cost_usd']:.4f}",
         file=sys.stderr,

@@ -6,7 +6,7 @@ trinity.optim return the same types (trinity.optim.fitness re-exports them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -15,7 +15,7 @@ import numpy as np
 class GenerationHooks:
     progress: Callable[[int, int], None]
     choices: Callable[[np.ndarray, np.ndarray], None]
-    trace: Callable[[dict], None]
+    trace: Callable[[dict[str, Any]], None]  # one traces.jsonl record
 
 
 @dataclass(frozen=True)

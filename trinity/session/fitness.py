@@ -10,15 +10,33 @@ behind the same client.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from trinity.config import TrainConfig
 from trinity.data.questions import Question
 from trinity.model import ROLES
 from trinity.session.evaluation import Evaluation, GenerationHooks, GenerationStats, LogFn
 from trinity.session.loop import SessionRunner, SessionSpec, trace_record
+from trinity.session.racing import Incumbent
+from trinity.session.shards import LogitsFn, has_session_encoder
+from trinity.session.transcript import Trajectory
+
+if TYPE_CHECKING:
+    from trinity.runs.rundir import RunDir
+
+
+class LiveRouter(Protocol):
+    """What live sessions need of a router: `trinity.model.router.Router` (whose
+    `session_encoder` they use when it has one, `trinity.session.shards`), or a fixed-policy
+    stand-in with only `paired_logits` (`trinity.analysis.live.FixedPolicy`)."""
+
+    def paired_logits(
+        self, thetas: npt.ArrayLike, texts: list[str], candidate_of_text: npt.ArrayLike
+    ) -> np.ndarray: ...
 
 
 def live_reward(correct: float, turns: int, cost_usd: float, lambda_turns: float, lambda_cost: float) -> float:
@@ -36,7 +54,7 @@ class LiveFitness:
 
     mode = "live"
 
-    def __init__(self, cfg: TrainConfig, run: Any, router: Any, models: list[str]):
+    def __init__(self, cfg: TrainConfig, run: RunDir, router: LiveRouter, models: list[str]) -> None:
         from trinity.competition.text import resolve_competition, router_text
         from trinity.session.live import open_live_run
 
@@ -66,7 +84,7 @@ class LiveFitness:
             )
         self._reported = (0, 0)  # (lost mid-body, billed above reservation) already logged
         # the race recipe's best candidate so far, re-evaluated every generation (trinity.session.racing)
-        self.incumbent: dict[str, Any] | None = None
+        self.incumbent: Incumbent | None = None
 
     # The run's spend is what its ledger says: journal replays after a resume cost nothing new.
     @property
@@ -77,7 +95,7 @@ class LiveFitness:
     def calls(self) -> int:
         return self.ledger.n_records
 
-    def _reward(self, traj) -> float:
+    def _reward(self, traj: Trajectory) -> float:
         r = 1.0 if traj.correct else 0.0
         # turn- and cost-aware reward (issue 14): trinity.session.fitness.live_reward
         r = live_reward(r, len(traj.turns), traj.cost_usd, self.cfg.lambda_turns, self.cfg.lambda_cost)
@@ -86,16 +104,17 @@ class LiveFitness:
             r -= self.cfg.turn_penalty * max(0, len(traj.turns) - 1)
         return r
 
-    def _logits_fn(self, thetas: np.ndarray, pairs: list[tuple[int, Question]]):
+    def _logits_fn(self, thetas: np.ndarray, pairs: list[tuple[int, Question]]) -> LogitsFn:
         """The router's incremental session encoder for this population (a turn reads only its new
         tokens), shard by shard as `--workers N` cuts them (`trinity.session.shards`), or its
         paired path when it has none (a fixed-policy stand-in)."""
-        if getattr(self.router, "session_encoder", None) is not None:
+        router = self.router
+        if has_session_encoder(router):
             from trinity.session.shards import ShardedLogits, shards_of_pairs
 
             shard_of, n = shards_of_pairs(pairs)
-            return ShardedLogits(self.router, thetas, shard_of, n)
-        return lambda texts, cands, streams: self.router.paired_logits(thetas, texts, cands)
+            return ShardedLogits(router, thetas, shard_of, n)
+        return lambda texts, cands, streams: router.paired_logits(thetas, texts, cands)
 
     def run_sessions(
         self,
@@ -103,8 +122,8 @@ class LiveFitness:
         pairs: list[tuple[int, Question]],
         key_prefix: str,
         purpose: str = "train",
-        on_step=None,
-    ):
+        on_step: Callable[[int, int], None] | None = None,
+    ) -> list[Trajectory]:
         spec = SessionSpec(
             self.models,
             purpose=purpose,
@@ -203,7 +222,7 @@ class LiveFitness:
             v = await asyncio.to_thread(grade_question, q, res.text or "")
             return q.id, model, bool(v.correct), True
 
-        async def ask_all():
+        async def ask_all() -> list[tuple[str, str, bool, bool]]:
             return await asyncio.gather(*(ask(q, mdl) for q, mdl in need.values()))
 
         for qid, model, correct, ok in self.live.run(ask_all()) if need else []:
@@ -212,7 +231,7 @@ class LiveFitness:
         return {(q.id, model): self._cached.get((q.id, model), False) for q, model in items}
 
     def competition_rewards(
-        self, trajs: list, questions: list[Question], P: int, m: int
+        self, trajs: list[Trajectory], questions: list[Question], P: int, m: int
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """(P, m) rewards whose row means are each candidate's competition score on the minibatch,
         and the score's parts per candidate. TinyRouter (pr_eval): 0.70 × the cached accuracy of
@@ -298,11 +317,15 @@ class LiveFitness:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         inc = state.get("incumbent") if isinstance(state, dict) else None
-        self.incumbent = dict(inc) if inc else None
+        self.incumbent = cast(Incumbent, dict(inc)) if inc else None
 
     def close(self) -> None:
         self.live.close()
 
 
-def make_live_fitness(cfg: TrainConfig, run: Any, router: Any, inputs: Any, models: list[str]) -> LiveFitness:
+def make_live_fitness(
+    cfg: TrainConfig, run: RunDir, router: LiveRouter, inputs: object, models: list[str]
+) -> LiveFitness:
+    """The live fitness of a run (`inputs`, the run's `trinity.optim.inputs.RunInputs`, is not
+    read: live sessions take their questions from the trainer)."""
     return LiveFitness(cfg, run, router, models)

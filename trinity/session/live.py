@@ -20,18 +20,36 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Any, Coroutine, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Coroutine, Literal, Protocol, TypeVar
 
 from trinity.config import TrainConfig
+
+if TYPE_CHECKING:
+    from trinity.pool.budget import Budget, BudgetLike
+    from trinity.pool.cache import ResponseCache
+    from trinity.pool.client import PoolClient
+    from trinity.pool.journal import CallJournal
+    from trinity.pool.ledger import Ledger
+    from trinity.pool.providers import PoolConfig
+    from trinity.runs.rundir import RunDir
 
 T = TypeVar("T")
 BudgetKind = Literal["run", "local", "none"]
 
 
+class LocalServer(Protocol):
+    """An in-process pool server a run started (the simulated practice pool); stopped on close."""
+
+    @property
+    def base_url(self) -> str: ...
+
+    def stop(self) -> None: ...
+
+
 BASE_URL_ENV = "TRINITY_POOL_BASE_URL"
 
 
-def resolve_pool(cfg: TrainConfig, run: Any | None = None) -> tuple[Any, Any]:
+def resolve_pool(cfg: TrainConfig, run: RunDir | None = None) -> tuple[PoolConfig, LocalServer | None]:
     """The run's pool config; for the practice pool with no base URL, start a simulated server
     in this process (returned as the second value so the caller can stop it)."""
     from trinity.errors import ConfigError
@@ -40,19 +58,19 @@ def resolve_pool(cfg: TrainConfig, run: Any | None = None) -> tuple[Any, Any]:
     if not cfg.pool:
         raise ConfigError("live mode needs a pool: pass --pool practice|openrouter|chutes|<name>")
     base_url = cfg.base_url or os.environ.get(BASE_URL_ENV) or None
-    server = None
+    server: LocalServer | None = None
     namespace = None
     if base_url is None and cfg.pool == "practice":
         import hashlib
 
         from trinity.pool.practice_server import start_practice_server
 
-        server = start_practice_server(port=0)
-        base_url = server.base_url
+        practice = start_practice_server(port=0)
+        server, base_url = practice, practice.base_url
         # The in-process server gets a new port each time; its answers depend only on the practice
         # setup. Key the response cache on that setup, not the port: otherwise an answer that was a
         # cache hit the first time (so never journaled) is bought again by every later evaluation.
-        setup = server.server.responder.setup
+        setup = practice.server.responder.setup
         namespace = (
             "practice@simulated/"
             + hashlib.sha256(repr((setup.seed, setup.question_spread, setup.models)).encode()).hexdigest()[:16]
@@ -76,19 +94,19 @@ class LiveRun:
 
     def __init__(
         self,
-        pool: Any,
+        pool: PoolConfig,
         *,
         run_id: str,
-        ledger_path: str | os.PathLike,
-        journal_path: str | os.PathLike,
+        ledger_path: str | os.PathLike[str],
+        journal_path: str | os.PathLike[str],
         cache: bool = True,
         cache_path: str | None = None,
         budget_usd: float | None = None,
         budget: BudgetKind = "run",
         seed: int | None = None,
         env_file: str | None = None,
-        server: Any = None,
-    ):
+        server: LocalServer | None = None,
+    ) -> None:
         from trinity.pool.budget import Budget, run_budget
         from trinity.pool.cache import ResponseCache
         from trinity.pool.client import PoolClient
@@ -97,18 +115,19 @@ class LiveRun:
 
         self.pool = pool
         self.server = server  # an in-process practice server this run started (stopped on close)
-        self.ledger: Any = None
-        self.journal: Any = None
-        self.cache: Any = None
+        self._ledger: Ledger | None = None
+        self._journal: CallJournal | None = None
+        self.cache: ResponseCache | None = None
+        self.budget: Budget | BudgetLike | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.client: Any = None
+        self._client: PoolClient | None = None
         self._entered = False
         self._closed = False
         try:
-            self.ledger = Ledger(Path(ledger_path), run_id)
-            self.journal = CallJournal(Path(journal_path))
+            self._ledger = Ledger(Path(ledger_path), run_id)
+            self._journal = CallJournal(Path(journal_path))
             self.cache = ResponseCache(cache_path or None) if cache else None
-            spent = self.ledger.total_usd
+            spent = self._ledger.total_usd
             self.spent_at_open = spent
             self.budget = (
                 run_budget(budget_usd, spent_usd=spent)
@@ -118,21 +137,39 @@ class LiveRun:
                 else None
             )
             self.loop = asyncio.new_event_loop()
-            self.client = PoolClient(
+            self._client = PoolClient(
                 pool,
                 run_id=run_id,
-                ledger=self.ledger,
+                ledger=self._ledger,
                 cache=self.cache,
                 budget=self.budget,
-                journal=self.journal,
+                journal=self._journal,
                 env_file=env_file,
                 seed=seed,
             )
-            self.loop.run_until_complete(self.client.__aenter__())
+            self.loop.run_until_complete(self._client.__aenter__())
             self._entered = True
         except BaseException:
             self.close()
             raise
+
+    @property
+    def client(self) -> PoolClient:
+        """The pool client (open from construction until `close()`)."""
+        assert self._client is not None, "LiveRun did not open"
+        return self._client
+
+    @property
+    def ledger(self) -> Ledger:
+        """The run's hash-chained ledger."""
+        assert self._ledger is not None, "LiveRun did not open"
+        return self._ledger
+
+    @property
+    def journal(self) -> CallJournal:
+        """The run's call journal (+ journal.sent)."""
+        assert self._journal is not None, "LiveRun did not open"
+        return self._journal
 
     @property
     def in_flight_at_open(self) -> list[str]:
@@ -153,15 +190,15 @@ class LiveRun:
         try:
             if loop is not None:
                 try:
-                    if self._entered:
-                        loop.run_until_complete(self.client.aclose())
+                    if self._entered and self._client is not None:
+                        loop.run_until_complete(self._client.aclose())
                     loop.run_until_complete(loop.shutdown_asyncgens())
                     loop.run_until_complete(loop.shutdown_default_executor())
                 finally:
                     loop.close()
         finally:
             self._entered = False
-            for part in (self.ledger, self.journal, self.cache):
+            for part in (self._ledger, self._journal, self.cache):
                 if part is not None:
                     part.close()
             if self.server is not None:
@@ -175,7 +212,7 @@ class LiveRun:
         self.close()
 
 
-def open_live_run(cfg: TrainConfig, run: Any, models: list[str] | None = None) -> LiveRun:
+def open_live_run(cfg: TrainConfig, run: RunDir, models: list[str] | None = None) -> LiveRun:
     """A training (or live analysis) run's stack: the pool of `cfg` (the simulated practice
     server started in-process when it has no URL), priced (no call whose worst case cannot be
     reserved) and in `models`' order (θ's rows), checked before any file is opened; its ledger

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -25,7 +25,14 @@ from trinity.benchmarks.prompts import pool_question, turn_messages
 from trinity.data.kinds import WORKER_ANSWER_KINDS
 from trinity.data.questions import Question
 from trinity.model import ROLES, policy
+from trinity.model.arrays import Float64Array, IndexArray
+from trinity.session.shards import LogitsFn
 from trinity.session.transcript import Trajectory, Turn
+
+if TYPE_CHECKING:
+    from trinity.competition.protocol import SessionProtocol
+    from trinity.grading.verdict import Verdict
+    from trinity.pool.client import ChatResult
 
 MAX_TURNS = 5
 CODE_GRADING_SLOTS = 2  # sandboxed grading children at once (2 cores)
@@ -58,7 +65,7 @@ def extract_answer(kind: str, text: str) -> str | None:
     return code
 
 
-def grade_answer(question: Question, text: str):
+def grade_answer(question: Question, text: str) -> Verdict:
     from trinity.grading import grade_question
 
     return grade_question(question, text)
@@ -82,6 +89,24 @@ class SessionSpec:
     crn: bool = False  # common random numbers: every candidate's sampling draws are the same
 
 
+class ChatClient(Protocol):
+    """What a session needs of its pool client: `trinity.pool.client.PoolClient.chat` (the
+    serving engine wraps it with a per-key budget; tests script the replies)."""
+
+    async def chat(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        *,
+        purpose: str,
+        journal_key: str | None = None,
+        **decoding: Any,
+    ) -> ChatResult: ...
+
+
+Decision = tuple[IndexArray, IndexArray, Float64Array, Float64Array]  # model, role; their probabilities
+
+
 def _stable_seed(*parts: object) -> int:
     """A seed that is the same in every process (Python's hash() of str is salted)."""
     import hashlib
@@ -94,17 +119,17 @@ class SessionRunner:
 
     `logits_fn(texts, candidate_of_text, stream_of_text) -> (N, n_models + 3)` wraps the router
     (`SessionEncoder.logits`: a turn reads only the tokens its transcript added; the stream id of a
-    text is its trajectory's index, stable over the turns of this `run`); `client` is a `trinity.pool.client.PoolClient` (or anything with the same
-    `chat`). `on_turn` is called after each turn step with the number of finished trajectories.
+    text is its trajectory's index, stable over the turns of this `run`); `client` is a
+    `trinity.pool.client.PoolClient` (or anything with the same `chat`: `ChatClient`). `on_turn` is called after each turn step with the number of finished trajectories.
     """
 
     def __init__(
         self,
-        client: Any,
-        logits_fn: Callable[[list[str], np.ndarray, list[int]], np.ndarray],
+        client: ChatClient,
+        logits_fn: LogitsFn,
         spec: SessionSpec,
         on_step: Callable[[int, int], None] | None = None,
-    ):
+    ) -> None:
         self.client = client
         self.logits_fn = logits_fn
         self.spec = spec
@@ -114,8 +139,9 @@ class SessionRunner:
 
         self.text = router_text(spec.competition)
         self.protocol = get_protocol(spec.protocol)
+        self.pipeline_stats: dict[str, float] | None = None  # the pipelined schedule's counters
 
-    def _decide(self, logits: np.ndarray, trajs: list[Trajectory], turn: int):
+    def _decide(self, logits: np.ndarray, trajs: list[Trajectory], turn: int) -> Decision:
         """(model_idx, role_idx, model_probs, role_probs) per trajectory, by `trinity.model.policy`
         (the cached fitness's policy too). `sample` draws each trajectory's turn from its own
         RandomState seeded by (seed, key_prefix, candidate, question, turn), so a resumed run
@@ -124,7 +150,8 @@ class SessionRunner:
         n_models = len(self.spec.models)
         model_probs, role_probs = policy.group_probs(logits.astype(np.float64), n_models)
         if self.spec.policy == "sample":
-            mi, ri = [], []
+            mi: list[int] = []
+            ri: list[int] = []
             for k, tr in enumerate(trajs):
                 rng = np.random.RandomState(
                     _stable_seed(
@@ -134,7 +161,7 @@ class SessionRunner:
                 m, r = policy.sample(logits[k], n_models, rng, self.spec.temperature)
                 mi.append(int(m))
                 ri.append(int(r))
-            return np.array(mi), np.array(ri), model_probs, role_probs
+            return np.array(mi, dtype=np.intp), np.array(ri, dtype=np.intp), model_probs, role_probs
         model_idx, role_idx = policy.choose(logits, n_models)
         return model_idx, role_idx, model_probs, role_probs
 
@@ -232,7 +259,7 @@ class SessionRunner:
         for q, t in zip(questions, trajs):
             if self._pick_answer(q, t, self.protocol) and t.answer_text is not None:  # picked: the text is set
                 to_grade.setdefault((q.id, t.answer_text), (q, []))[1].append(t)
-        verdicts: dict[tuple[str, str], Any] = {}
+        verdicts: dict[tuple[str, str], Verdict] = {}
         slots = asyncio.Semaphore(CODE_GRADING_SLOTS)
 
         async def grade_code(key: tuple[str, str], q: Question) -> None:
@@ -247,7 +274,7 @@ class SessionRunner:
         return trajs
 
     @staticmethod
-    def _pick_answer(q: Question, traj: Trajectory, protocol: Any = None) -> bool:
+    def _pick_answer(q: Question, traj: Trajectory, protocol: SessionProtocol | None = None) -> bool:
         """Find the scored answer. Under a competition's protocol: its committed answer (the last
         Worker output when it has an extractable answer, else the newest Worker, then
         non-Verifier, turn that has one). Under ours: the newest non-Verifier turn with an
@@ -277,7 +304,7 @@ class SessionRunner:
         return False
 
 
-def trace_record(traj: Trajectory, q: Question, gen: int | None, mode: str = "live") -> dict:
+def trace_record(traj: Trajectory, q: Question, gen: int | None, mode: str = "live") -> dict[str, Any]:
     """The `traces.jsonl` line of one trajectory (docs/CONTRACTS.md)."""
     import time
 

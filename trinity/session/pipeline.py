@@ -23,25 +23,83 @@ the barrier schedule.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 import numpy as np
 
 from trinity.data.questions import Question
 from trinity.model import ROLES
+from trinity.model.arrays import Float64Array, IndexArray
 from trinity.session.transcript import Trajectory
+
+if TYPE_CHECKING:
+    from trinity.competition.text import RouterText
 
 SCHEDULES = ("pipelined", "barrier")
 DEFAULT_WAIT_S = 0.005  # how long ready sessions wait for more to share their encoder batch
 
 
-def can_pipeline(logits_fn: Any) -> bool:
+class StreamLogits(Protocol):
+    """A logits function that can be told which streams ended (`trinity.session.shards.ShardedLogits`)."""
+
+    keep_absent: bool
+
+    def __call__(self, texts: list[str], cands: np.ndarray, streams: list[int]) -> np.ndarray: ...
+
+    def end_streams(self, streams: Sequence[int]) -> None: ...
+
+
+class PipelineSpec(Protocol):
+    """What the schedule reads of `trinity.session.loop.SessionSpec`."""
+
+    @property
+    def models(self) -> Sequence[str]: ...
+
+    @property
+    def max_turns(self) -> int: ...
+
+
+class PipelinedRunner(Protocol):
+    """What the schedule needs of its `trinity.session.loop.SessionRunner` (a protocol: the
+    runner's module imports this one)."""
+
+    @property
+    def spec(self) -> PipelineSpec: ...
+
+    @property
+    def logits_fn(self) -> Callable[[list[str], np.ndarray, list[int]], np.ndarray]: ...
+
+    @property
+    def text(self) -> RouterText: ...
+
+    @property
+    def on_step(self) -> Callable[[int, int], None] | None: ...
+
+    def _decide(
+        self, logits: np.ndarray, trajs: list[Trajectory], turn: int
+    ) -> tuple[IndexArray, IndexArray, Float64Array, Float64Array]: ...
+
+    def _one_turn(
+        self,
+        q: Question,
+        query: str,
+        traj: Trajectory,
+        model: str,
+        role: str,
+        mprobs: np.ndarray,
+        rprobs: np.ndarray,
+        turn: int,
+    ) -> Coroutine[Any, Any, None]: ...
+
+
+def can_pipeline(logits_fn: object) -> TypeGuard[StreamLogits]:
     """Whether `logits_fn` keeps a stream's state across calls that do not carry it."""
     return callable(getattr(logits_fn, "end_streams", None))
 
 
 async def run_turns_pipelined(
-    runner: Any,
+    runner: PipelinedRunner,
     trajs: list[Trajectory],
     questions: list[Question],
     queries: list[str],
@@ -55,7 +113,9 @@ async def run_turns_pipelined(
     does). Returns counters: encoder batches and the mean texts per batch."""
     spec = runner.spec
     logits_fn = runner.logits_fn
-    logits_fn.keep_absent = True
+    assert can_pipeline(logits_fn), "a logits function that cannot end streams runs the barrier schedule"
+    streams = logits_fn
+    streams.keep_absent = True
     n = len(trajs)
     turn_of = [0] * n
     ready = list(range(n))
@@ -75,11 +135,11 @@ async def run_turns_pipelined(
             for i in stop:
                 trajs[i].done = True
             if stop:
-                logits_fn.end_streams(stop)
+                streams.end_streams(stop)
             if go:
                 texts = [runner.text.encoder_input(queries[i], trajs[i].encoder_turns()) for i in go]
                 cands = np.array([trajs[i].candidate for i in go], dtype=np.int64)
-                logits = np.asarray(logits_fn(texts, cands, go))
+                logits = np.asarray(streams(texts, cands, go))
                 batches += 1
                 texts_total += len(go)
                 # `_decide` seeds sampling by turn: one call per turn present in the batch
@@ -111,8 +171,9 @@ async def run_turns_pipelined(
                 finished |= more
             for t in finished:
                 i = inflight.pop(t)
-                if t.exception() is not None:
-                    errors.append(t.exception())  # type: ignore[arg-type]
+                exc = t.exception()
+                if exc is not None:
+                    errors.append(exc)
                     trajs[i].done = True
                 ready.append(i)
             ready.sort()  # the batch's order does not depend on which call came back first

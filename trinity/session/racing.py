@@ -11,12 +11,18 @@ the candidates (never below 2), the last stage ends at m. At P 32 × m 16: 32 on
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 import numpy as np
 
+from trinity.config import TrainConfig
 from trinity.data.questions import Question
-from trinity.session.evaluation import Evaluation, GenerationStats
+from trinity.session.evaluation import Evaluation, GenerationHooks, GenerationStats
+from trinity.session.transcript import Trajectory
+
+if TYPE_CHECKING:
+    from trinity.pool.client import PoolClient
 
 
 def race_plan(popsize: int, m: int) -> list[tuple[int, int]]:
@@ -47,13 +53,66 @@ def _ranking(rewards: np.ndarray, level: np.ndarray) -> np.ndarray:
     met (those of the stages up to it)."""
     seen = np.isfinite(rewards)
     mean = np.where(seen, rewards, 0).sum(axis=1) / np.maximum(seen.sum(axis=1), 1)
-    return level.astype(np.float64) * RANK_STEP + mean
+    ranking: np.ndarray = level.astype(np.float64) * RANK_STEP + mean
+    return ranking
 
 
 RANK_STEP = 1000.0  # far above any reward's range: the stage reached decides first
 
 
-def race_evaluate(fit: Any, gen: int, thetas: np.ndarray, questions: list[Question], hooks: Any) -> Evaluation:
+class Incumbent(TypedDict):
+    """The best candidate so far (kept by the fitness, in its checkpointed state as this mapping)."""
+
+    theta: np.ndarray  # (D,) float64
+    gen: int  # the generation it won
+    sum: float  # its rewards summed over every evaluation
+    n: int  # how many rewards that sum holds
+
+
+class RaceFitness(Protocol):
+    """What a race needs of its fitness, `trinity.session.fitness.LiveFitness` (a protocol: that
+    module imports this one)."""
+
+    @property
+    def cfg(self) -> TrainConfig: ...
+
+    @property
+    def client(self) -> PoolClient: ...
+
+    @property
+    def models(self) -> list[str]: ...
+
+    @property
+    def objective(self) -> str: ...
+
+    @property
+    def incumbent(self) -> Incumbent | None: ...
+
+    def run_sessions(
+        self,
+        thetas: np.ndarray,
+        pairs: list[tuple[int, Question]],
+        key_prefix: str,
+        purpose: str = "train",
+        on_step: Callable[[int, int], None] | None = None,
+    ) -> list[Trajectory]: ...
+
+    def _report_spend_risks(self) -> None: ...
+
+    def _reward(self, traj: Trajectory) -> float: ...
+
+    def competition_rewards(
+        self, trajs: list[Trajectory], questions: list[Question], P: int, m: int
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]: ...
+
+    def update_incumbent(
+        self, gen: int, theta: np.ndarray, winner: np.ndarray, again: np.ndarray | None
+    ) -> dict[str, float]: ...
+
+
+def race_evaluate(
+    fit: RaceFitness, gen: int, thetas: np.ndarray, questions: list[Question], hooks: GenerationHooks
+) -> Evaluation:
     """One raced live generation (`fit`: a `trinity.session.fitness.LiveFitness`).
 
     Every candidate meets the generation's questions in the same order with the same sampling
@@ -76,9 +135,9 @@ def race_evaluate(fit: Any, gen: int, thetas: np.ndarray, questions: list[Questi
     cand_turns, cand_n = np.zeros(P), np.zeros(P)  # turns of each candidate's own sessions
     first_model: list[int] = []
     first_role: list[int] = []
-    trajs_all: list[Any] = []
-    met: dict[int, dict[int, Any]] = {}  # row -> question index -> its session (rows: candidates, P = incumbent)
-    competition = getattr(fit, "objective", "reward") == "competition"
+    trajs_all: list[Trajectory] = []
+    met: dict[int, dict[int, Trajectory]] = {}  # row -> question index -> its session (rows: candidates, P = incumbent)
+    competition = fit.objective == "competition"
     parts_of: dict[int, dict[str, float]] = {}  # --objective competition: each row's score parts so far
     total = sum(n * (s - b) for (n, s), b in zip(plan, [0] + [s for _, s in plan[:-1]])) + (m if inc else 0)
     done_before = 0

@@ -18,19 +18,42 @@ encoder's memory budget, wherever it runs.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypeGuard
 
 import numpy as np
+import numpy.typing as npt
+
+from trinity.data.questions import Question
+
+if TYPE_CHECKING:
+    from trinity.model.encoder import Encoder
+    from trinity.model.sessions import SessionEncoder
 
 LIVE_SHARDS = 4
+# (texts, candidate of each text, stream of each text) -> logits (N, n_models + 3)
 LogitsFn = Callable[[list[str], np.ndarray, list[int]], np.ndarray]
+
+
+class ShardRouter(Protocol):
+    """What the shards need of their router (`trinity.model.router.Router`): its encoder's
+    device and one incremental `SessionEncoder` per shard."""
+
+    @property
+    def encoder(self) -> Encoder: ...
+
+    def session_encoder(self, thetas: npt.ArrayLike, budget_mb: float | None = None) -> SessionEncoder: ...
+
+
+def has_session_encoder(router: object) -> TypeGuard[ShardRouter]:
+    """Whether `router` encodes sessions incrementally (a fixed-policy stand-in does not)."""
+    return getattr(router, "session_encoder", None) is not None
 
 
 def shard_count(n_questions: int, workers: int = 1) -> int:
     return max(1, min(max(LIVE_SHARDS, int(workers)), int(n_questions)))
 
 
-def shards_of_pairs(pairs: Sequence[tuple[int, Any]], workers: int = 1) -> tuple[list[int], int]:
+def shards_of_pairs(pairs: Sequence[tuple[int, Question]], workers: int = 1) -> tuple[list[int], int]:
     """(shard of each (candidate, question) pair, number of shards): contiguous blocks of the
     distinct questions in their first-appearance order, cut as `np.linspace` cuts them."""
     order: dict[str, int] = {}
@@ -42,7 +65,7 @@ def shards_of_pairs(pairs: Sequence[tuple[int, Any]], workers: int = 1) -> tuple
     return [int(shard_of_q[order[q.id]]) for _, q in pairs], n
 
 
-def shard_budget_mb(router: Any, n_shards: int) -> float:
+def shard_budget_mb(router: ShardRouter, n_shards: int) -> float:
     """One shard encoder's part of the session encoder's default memory budget."""
     from trinity.model.sessions import default_budget_mb
 
@@ -67,11 +90,11 @@ class ShardedLogits:
 
     keep_absent = False
 
-    def __init__(self, router: Any, thetas: np.ndarray, shard_of_stream: Sequence[int], n_shards: int):
+    def __init__(self, router: ShardRouter, thetas: np.ndarray, shard_of_stream: Sequence[int], n_shards: int) -> None:
         self.router, self.thetas = router, thetas
         self.shard_of_stream = list(shard_of_stream)
         self.budget_mb = shard_budget_mb(router, n_shards)
-        self.encoders: dict[int, Any] = {}
+        self.encoders: dict[int, SessionEncoder] = {}
 
     def __call__(self, texts: list[str], cands: np.ndarray, streams: list[int]) -> np.ndarray:
         parts = split_by_shard(self.shard_of_stream, streams)

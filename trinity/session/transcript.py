@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 TRIM_CHARS = 8000
 
@@ -39,7 +40,7 @@ class Turn:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
-    def to_trace(self, excerpt: int = 2000) -> dict:
+    def to_trace(self, excerpt: int = 2000) -> dict[str, Any]:
         d = asdict(self)
         d["output"] = trim_output(self.output, excerpt)
         return d

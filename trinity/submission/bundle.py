@@ -42,7 +42,7 @@ def hidden_from_size(size: int, n_models: int) -> int | None:
     return size // per if size > 0 and size % per == 0 else None
 
 
-def detect_format(path: str | os.PathLike) -> str:
+def detect_format(path: str | os.PathLike[str]) -> str:
     path = Path(path)
     if not path.is_dir():
         raise InputError(f"bundle directory not found: {path}")
@@ -56,7 +56,7 @@ def detect_format(path: str | os.PathLike) -> str:
     )
 
 
-def bundle_files(path: str | os.PathLike) -> list[Path]:
+def bundle_files(path: str | os.PathLike[str]) -> list[Path]:
     """Regular files of the bundle, sorted by relative path (hidden files included)."""
     root = Path(path)
     return sorted(
@@ -64,7 +64,7 @@ def bundle_files(path: str | os.PathLike) -> list[Path]:
     )
 
 
-def bundle_hash(path: str | os.PathLike) -> str:
+def bundle_hash(path: str | os.PathLike[str]) -> str:
     """sha256 over (relative path, sha256 of content) of every file: the bundle's identity."""
     root = Path(path)
     outer = hashlib.sha256()
@@ -138,14 +138,15 @@ class LoadedBundle:
 
     @property
     def miner(self) -> str | None:
-        if self.receipt and isinstance(self.receipt.get("miner"), str):
-            return self.receipt["miner"]
+        miner = self.receipt.get("miner") if self.receipt else None
+        if isinstance(miner, str):
+            return miner
         if self.format == TINYROUTER and self.path.parent.name:
             return self.path.parent.name  # submissions/<miner>/<n>/
         return None
 
 
-def _minirouter_layout(theta: np.ndarray, summary: Any, problems: list[str]) -> tuple[int, int] | None:
+def _minirouter_layout(theta: np.ndarray, summary: object, problems: list[str]) -> tuple[int, int] | None:
     """(n_models, hidden) of a minirouter θ: from summary.json when it says, else hidden 1024."""
     n_models = hidden = None
     if isinstance(summary, dict):
@@ -174,7 +175,7 @@ def _minirouter_layout(theta: np.ndarray, summary: Any, problems: list[str]) -> 
     return n_models, hidden
 
 
-def load_bundle(path: str | os.PathLike) -> LoadedBundle:
+def load_bundle(path: str | os.PathLike[str]) -> LoadedBundle:
     path = Path(path)
     fmt = detect_format(path)
     lb = LoadedBundle(path=path, format=fmt, hash=bundle_hash(path))
@@ -205,7 +206,7 @@ def load_bundle(path: str | os.PathLike) -> LoadedBundle:
     return lb
 
 
-def find_bundles(root: str | os.PathLike) -> list[Path]:
+def find_bundles(root: str | os.PathLike[str]) -> list[Path]:
     """Bundle directories under `root` (itself included): dirs holding a head or a θ file.
     Hidden directories (a pack in progress, `.git`) are skipped."""
     root = Path(root)

@@ -44,7 +44,7 @@ def _gate_args(p: argparse.ArgumentParser) -> None:
     _history_arg(p)
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("pack", help="pack a finished run into a submission bundle")
     p.add_argument("run_dir", metavar="RUN_DIR", help="the finished run directory to pack")
     p.add_argument("--miner", required=True, help="your miner (GitHub user) name")
@@ -116,7 +116,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_submit)
 
 
-def _default_against(args, bundle_dir: str) -> None:
+def _default_against(args: argparse.Namespace, bundle_dir: str) -> None:
     """Without --against, the prior bundles are those of the competition checkout the bundle
     sits in (its `submissions/` folder): the duplicate gate then compares against real priors
     instead of warning that it had nothing to compare."""
@@ -130,11 +130,11 @@ def _default_against(args, bundle_dir: str) -> None:
             return
 
 
-def _pool(args) -> list[str] | None:
+def _pool(args: argparse.Namespace) -> list[str] | None:
     return [m.strip() for m in args.pool_models.split(",") if m.strip()] if args.pool_models else None
 
 
-def cmd_pack(args) -> int:
+def cmd_pack(args: argparse.Namespace) -> int:
     from trinity.submission.pack import pack_run
 
     m1.refuse_m1(args.run_dir, "pack", force=args.fmt == "tinyrouter-m1")
@@ -152,7 +152,7 @@ def cmd_pack(args) -> int:
     return 0
 
 
-def cmd_check(args) -> int:
+def cmd_check(args: argparse.Namespace) -> int:
     from trinity.submission.gates import check_bundle
 
     m1.refuse_m1(args.bundle_dir, "check")
@@ -174,7 +174,7 @@ def cmd_check(args) -> int:
     return 0 if rep.ok else 1
 
 
-def cmd_submit(args) -> int:
+def cmd_submit(args: argparse.Namespace) -> int:
     from trinity.submission.gitsubmit import StepResult, SubmitRefused, execute_plan, plan_submission
 
     m1.refuse_m1(args.bundle_dir, "submit")

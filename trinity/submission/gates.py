@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -80,7 +80,7 @@ class GateReport:
     def ok(self) -> bool:
         return all(r.status != FAIL for r in self.results)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[GateResult]:
         return iter(self.results)
 
     def __len__(self) -> int:
@@ -191,7 +191,7 @@ def _repo_root(b: LoadedBundle) -> Path | None:
 def _find_run(
     b: LoadedBundle,
     history: SubmissionHistory,
-    run_dir: str | os.PathLike | None,
+    run_dir: str | os.PathLike[str] | None,
 ) -> tuple[RunDir | None, str]:
     if run_dir is not None:
         run = RunDir(run_dir)
@@ -551,7 +551,7 @@ RECEIPT_FIELDS: dict[str, tuple[type, ...]] = {
 HISTORY_FIELDS = ("generation", "mean_fitness", "max_fitness", "best_fitness")
 
 
-def _typed(v: Any, types: tuple[type, ...]) -> bool:
+def _typed(v: object, types: tuple[type, ...]) -> bool:
     return isinstance(v, types) and not isinstance(v, bool)
 
 
@@ -682,7 +682,7 @@ def gate_ledger(c: _Ctx) -> GateResult:
 
 
 def _check_export(
-    c: _Ctx, run: RunDir, export: Any, receipt_usd: float, n_records: int, nums: dict[str, Any]
+    c: _Ctx, run: RunDir, export: object, receipt_usd: float, n_records: int, nums: dict[str, Any]
 ) -> list[str]:
     """The ledger exported in the competition's format (what a maintainer passes as
     TRINITY_COST_LEDGER): present, chain intact, one line per record, and its total at the
@@ -1049,13 +1049,13 @@ def _configured_pool(
 
 
 def check_bundle(
-    bundle_dir: str | os.PathLike,
-    against: Sequence[str | os.PathLike] | str | os.PathLike | None = None,
-    king: str | os.PathLike | None = None,
-    history: SubmissionHistory | str | os.PathLike | None = None,
+    bundle_dir: str | os.PathLike[str],
+    against: Sequence[str | os.PathLike[str]] | str | os.PathLike[str] | None = None,
+    king: str | os.PathLike[str] | None = None,
+    history: SubmissionHistory | str | os.PathLike[str] | None = None,
     *,
     miner: str | None = None,
-    run_dir: str | os.PathLike | None = None,
+    run_dir: str | os.PathLike[str] | None = None,
     pool_models: list[str] | None = None,
     now: float | None = None,
     competition: str | None = None,

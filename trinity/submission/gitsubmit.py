@@ -25,7 +25,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Callable
 
 from trinity.errors import InputError, TrinityError
 from trinity.submission import github
@@ -34,6 +35,14 @@ from trinity.submission.gates import GateReport, check_bundle
 from trinity.submission.history import SubmissionHistory
 from trinity.submission.pool_config import key_values
 from trinity.submission.scan import scan_files
+
+# prior bundles the novelty gate compares against: one directory or several (`check_bundle`)
+Against = Sequence[str | os.PathLike[str]] | str | os.PathLike[str] | None
+
+if TYPE_CHECKING:
+    from git import Repo
+
+    from trinity.competition.profiles import Profile
 
 ZERO_OID = "0" * 40
 _URL_CREDENTIALS = re.compile(r"(://)[^/@\s]+@")
@@ -164,7 +173,7 @@ class SubmitResult:
 # ---- small git helpers --------------------------------------------------------------------------
 
 
-def _open_repo(path: str | os.PathLike):
+def _open_repo(path: str | os.PathLike[str]) -> Repo:
     import git
 
     try:
@@ -180,24 +189,24 @@ def _open_repo(path: str | os.PathLike):
     return repo
 
 
-def _git(repo, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+def _git(repo: Repo, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     status, out, err = repo.git.execute(
         ["git", *args], with_extended_output=True, with_exceptions=False, env=env, strip_newline_in_stdout=True
     )
     return int(status), str(out), str(err)
 
 
-def _rev(repo, ref: str) -> str | None:
+def _rev(repo: Repo, ref: str) -> str | None:
     code, out, _ = _git(repo, "rev-parse", "--verify", "--quiet", ref + "^{commit}")
     return out.strip() if code == 0 and out.strip() else None
 
 
-def _config(repo, key: str) -> str | None:
+def _config(repo: Repo, key: str) -> str | None:
     code, out, _ = _git(repo, "config", "--get", key)
     return out.strip() if code == 0 else None
 
 
-def _changed_paths(repo, commit: str) -> list[str]:
+def _changed_paths(repo: Repo, commit: str) -> list[str]:
     _, out, _ = _git(repo, "diff-tree", "--no-commit-id", "--name-only", "-r", "--root", commit)
     return [ln for ln in out.splitlines() if ln]
 
@@ -206,7 +215,7 @@ def _under(path: str, area: str) -> bool:
     return path == area or path.startswith(area.rstrip("/") + "/")
 
 
-def _porcelain(repo) -> list[tuple[str, str]]:
+def _porcelain(repo: Repo) -> list[tuple[str, str]]:
     """(XY status, path) for every change in the working tree and index, untracked included."""
     _, out, _ = _git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all")
     entries, parts, i = [], out.split("\0"), 0
@@ -234,11 +243,11 @@ class _BranchState:
     diverged: str | None = None  # why local and remote branch cannot be reconciled
 
 
-def _is_ancestor(repo, a: str, b: str) -> bool:
+def _is_ancestor(repo: Repo, a: str, b: str) -> bool:
     return _git(repo, "merge-base", "--is-ancestor", a, b)[0] == 0
 
 
-def _branch_state(repo, branch: str, base_ref: str, area: str, remote_ref: str | None = None) -> _BranchState:
+def _branch_state(repo: Repo, branch: str, base_ref: str, area: str, remote_ref: str | None = None) -> _BranchState:
     """Where the submission commit goes. The branch continues from whichever of the local branch
     and the fork's branch (`remote_ref`) contains the other; from the base when neither exists
     or when everything on it is already in the base."""
@@ -284,7 +293,7 @@ def _branch_state(repo, branch: str, base_ref: str, area: str, remote_ref: str |
     )
 
 
-def _has_path(repo, commit: str, rel: str) -> bool:
+def _has_path(repo: Repo, commit: str, rel: str) -> bool:
     _, out, _ = _git(repo, "ls-tree", "--full-tree", "--name-only", commit, "--", rel)
     return bool(out.strip())
 
@@ -302,7 +311,7 @@ def _rel_files(p: "SubmitPlan") -> list[str]:
     return [f[len(prefix) :] for f in p.files if f.startswith(prefix)]
 
 
-def _holds_bundle(repo, commit: str, rel: str, files: list[Path], root: Path) -> bool:
+def _holds_bundle(repo: Repo, commit: str, rel: str, files: list[Path], root: Path) -> bool:
     """True when `commit` has exactly these files (same content) under `rel`. Writes nothing:
     blob ids come from `git hash-object` without -w (same filters as `git add`)."""
     _, listing, _ = _git(repo, "ls-tree", "-r", "--full-tree", commit, "--", rel)
@@ -361,9 +370,16 @@ def _rerun_command(
     return shlex.join(argv)
 
 
-def _gate_args(against: Any, king: Any, run_dir: Any, pool_models: list[str] | None) -> list[str]:
+def _gate_args(
+    against: Against,
+    king: str | os.PathLike[str] | None,
+    run_dir: str | os.PathLike[str] | None,
+    pool_models: list[str] | None,
+) -> list[str]:
     out: list[str] = []
-    roots = [] if against is None else [against] if isinstance(against, (str, os.PathLike)) else list(against)
+    roots: list[str | os.PathLike[str]] = (
+        [] if against is None else [against] if isinstance(against, (str, os.PathLike)) else list(against)
+    )
     for a in roots:
         out += ["--against", str(Path(a).resolve())]
     out += ["--king", str(Path(king).resolve())] if king else []
@@ -390,7 +406,13 @@ def _commit_message(
 
 
 def _pr_text(
-    prof, miner: str, rel: str, info: dict[str, Any], report: GateReport | None, skip_gates: bool, extra: dict[str, Any]
+    prof: Profile,
+    miner: str,
+    rel: str,
+    info: dict[str, Any],
+    report: GateReport | None,
+    skip_gates: bool,
+    extra: dict[str, Any],
 ) -> tuple[str, str]:
     """Title and body in the competition's form (`trinity.competition.pr`)."""
     from trinity.competition.pr import pr_body, pr_title
@@ -421,8 +443,8 @@ def _pr_text(
 
 
 def plan_submission(
-    bundle_dir: str | os.PathLike,
-    repo: str | os.PathLike,
+    bundle_dir: str | os.PathLike[str],
+    repo: str | os.PathLike[str],
     miner: str,
     *,
     base: str = "main",
@@ -433,10 +455,10 @@ def plan_submission(
     dry_run: bool = False,
     skip_gates: bool = False,
     api_url: str | None = None,
-    history: SubmissionHistory | str | os.PathLike | None = None,
-    against: Any = None,
-    king: str | os.PathLike | None = None,
-    run_dir: str | os.PathLike | None = None,
+    history: SubmissionHistory | str | os.PathLike[str] | None = None,
+    against: Against = None,
+    king: str | os.PathLike[str] | None = None,
+    run_dir: str | os.PathLike[str] | None = None,
     pool_models: list[str] | None = None,
     competition: str | None = None,
     owner_id: str | None = None,
@@ -448,6 +470,7 @@ def plan_submission(
 
     check_miner(miner)
     r = _open_repo(repo)
+    assert r.working_tree_dir is not None, "a bare repository was refused"
     root = Path(r.working_tree_dir).resolve()
     bundle = Path(bundle_dir).resolve()
     fmt = detect_format(bundle)

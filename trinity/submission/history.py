@@ -30,7 +30,7 @@ from trinity.io import append_jsonl, read_jsonl
 HISTORY_FILE = "submissions.jsonl"
 
 
-def default_history_path(explicit: str | os.PathLike | None = None) -> Path:
+def default_history_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     if explicit:
         return Path(explicit).expanduser()
     data_dir = os.environ.get("MINERTUI_DATA_DIR")
@@ -46,7 +46,7 @@ class SubmissionHistory:
     path: Path
 
     @classmethod
-    def open(cls, explicit: str | os.PathLike | None = None) -> "SubmissionHistory":
+    def open(cls, explicit: str | os.PathLike[str] | None = None) -> "SubmissionHistory":
         return cls(default_history_path(explicit))
 
     def records(self) -> list[dict[str, Any]]:
@@ -83,7 +83,7 @@ class SubmissionHistory:
 
     def pack_record(self, bundle_hash: str) -> dict[str, Any] | None:
         """The newest `pack` record of a bundle with this content hash."""
-        for r in reversed(self.records()):
+        for r in self.records()[::-1]:
             if r.get("kind") == "pack" and r.get("bundle_hash") == bundle_hash:
                 return r
         return None

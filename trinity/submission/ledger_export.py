@@ -16,6 +16,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from trinity.competition.profiles import Profile
 from trinity.errors import InputError
@@ -38,7 +39,7 @@ class LedgerExport:
     total_usd_at_their_prices: float
     unpriced_models: list[str]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "file": self.path.name,
             "format": "mpc-chain",
@@ -64,7 +65,7 @@ def their_price(p: Profile, model: str, prompt_tokens: int, completion_tokens: i
     return prompt_tokens / 1e6 * pin + completion_tokens / 1e6 * pout, priced
 
 
-def export_ledger(p: Profile, ledger: str | os.PathLike, out: str | os.PathLike) -> LedgerExport:
+def export_ledger(p: Profile, ledger: str | os.PathLike[str], out: str | os.PathLike[str]) -> LedgerExport:
     """Verify our ledger, then write it in the profile's format to `out`."""
     if p.ledger_format != "mpc-chain":
         raise InputError(f"{p.title} has no ledger format to export to")
@@ -86,7 +87,7 @@ def export_ledger(p: Profile, ledger: str | os.PathLike, out: str | os.PathLike)
     return LedgerExport(Path(out), len(lines), prev, total, sorted(unpriced))
 
 
-def verify_mpc_chain(path: str | os.PathLike) -> tuple[bool, int, str]:
+def verify_mpc_chain(path: str | os.PathLike[str]) -> tuple[bool, int, str]:
     """(valid, records, problem) of an exported ledger, checked the way TinyRouter checks it."""
     prev, n = "", 0
     for i, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):

@@ -31,7 +31,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 
 from trinity import __version__
@@ -58,6 +58,11 @@ from trinity.submission.bundle import (
     hidden_from_size,
 )
 from trinity.submission.history import SubmissionHistory
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from trinity.submission.ledger_export import LedgerExport
 
 MINER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,38}$")
 
@@ -341,12 +346,12 @@ def pack_profile(meta: dict[str, Any], fmt: str | None, competition: str | None 
 
 
 def pack_run(
-    run_dir: str | os.PathLike,
+    run_dir: str | os.PathLike[str],
     miner: str,
     fmt: str | None,
-    out: str | os.PathLike | None = None,
+    out: str | os.PathLike[str] | None = None,
     force: bool = False,
-    history: SubmissionHistory | str | os.PathLike | None = None,
+    history: SubmissionHistory | str | os.PathLike[str] | None = None,
     competition: str | None = None,
 ) -> Bundle:
     """Pack `run_dir` as a `fmt` bundle under `<out>/submissions/`; see the module doc."""
@@ -469,7 +474,7 @@ def pack_run(
     return bundle
 
 
-def _export_ledger(prof: Profile, run: RunDir, ledger: LedgerTotals):
+def _export_ledger(prof: Profile, run: RunDir, ledger: LedgerTotals) -> LedgerExport | None:
     """The run's ledger in the competition's format, next to it in the run directory (what a
     maintainer passes as TRINITY_COST_LEDGER); None when the competition has no ledger format."""
     if not prof.ledger_format or not ledger.present:
@@ -483,7 +488,7 @@ def export_path(prof: Profile, run: RunDir) -> Path:
     return run.path / f"cost_ledger.{prof.name}.jsonl"
 
 
-def _summary(prof: Profile, meta: RunMeta, summary: Summary, theta: Any, models: list[str]) -> dict[str, Any]:
+def _summary(prof: Profile, meta: RunMeta, summary: Summary, theta: np.ndarray, models: list[str]) -> dict[str, Any]:
     """The run's summary.json plus the keys the competition's validator recommends
     (`benchmark`, `n_total`, `best_fitness`, `pool` in the competition's model names)."""
     out = summary.to_json()
@@ -503,7 +508,7 @@ def _receipt(
     run: RunDir,
     meta: RunMeta,
     miner: str,
-    theta: Any,
+    theta: np.ndarray,
     n_models: int,
     hidden: int,
     ledger: LedgerTotals,
