@@ -39,6 +39,8 @@ import numpy as np
 from trinity.config import TrainConfig
 from trinity.data.questions import Question
 from trinity.errors import InputError
+from trinity.runs.records import GenerationEvent, try_event
+from trinity.runs.rundir import RunDir
 
 FORECAST_FILE = "forecast.json"
 DRAWS = 4000
@@ -95,8 +97,8 @@ def load_pilot(path: str | Path) -> Pilot:
         pilot = _from_traces(traces)
         _add_generation_times(pilot, p / "events.jsonl")
         try:
-            pilot.popsize = int(json.loads((p / "run.json").read_text(encoding="utf-8"))["config"]["popsize"])
-        except (OSError, ValueError, KeyError, TypeError):
+            pilot.popsize = int(RunDir(p).meta().config["popsize"])
+        except (InputError, ValueError, KeyError, TypeError):
             pilot.popsize = None
         return pilot
     if p.suffix == ".json" and not p.name.endswith(".answers.jsonl"):
@@ -166,8 +168,8 @@ def _from_answers(path: Path) -> Pilot:
 def _add_generation_times(pilot: Pilot, events: Path) -> None:
     if not events.exists():
         return
-    gens = [r for r in _rows(events) if r.get("type") == "generation" and isinstance(r.get("secs"), (int, float))]
-    pilot.gen_secs = [float(r["secs"]) for r in gens]
+    gens = [ev for r in _rows(events) if isinstance(ev := try_event(r), GenerationEvent)]
+    pilot.gen_secs = [float(ev.secs) for ev in gens if ev.secs is not None]
     if gens:
         per_gen: dict[Any, int] = {}
         for c in pilot.sessions.values():
