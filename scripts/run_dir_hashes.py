@@ -14,10 +14,18 @@ are one fixed string. The live run talks to the practice server over loopback HT
 (its clock fixed too: the journal keeps its Server-Timing), one session at a time
 (`concurrency: 1`: with parallel sessions the ledger's order is the order calls come back in).
 
-Files not compared byte for byte (said in the output): `.lock` (the engine's pid),
-`engine.log` (absent in these runs); in run.json the fields `pid` and `git_sha` (this process,
-this checkout) and in events.jsonl the `system` sample of each generation event (the box's CPU,
-memory and disk at that moment) are dropped before hashing.
+What is not compared byte for byte (`_norm`): `.lock` (the engine's pid) is skipped; run.json
+without `pid` and `git_sha` (this process, this checkout); events.jsonl without the `system`
+sample of each generation event (the box's CPU, memory, disk) and with the seconds quoted in log
+lines masked (the warm start's encoder progress, timed inside a function). In the live run the
+sessions of one generation run concurrently, so the order in which paid calls come back varies
+from run to run of the same code: ledger.jsonl is compared as its set of records without their
+chain fields (`seq`, `prev_h`, `h`), the journals as their set of lines, and the ledger head in the
+checkpoint manifest and summary.json is masked. Everything else — the checkpoint's state files,
+history.json, traces.jsonl, best_theta.npy, summary.json, forecast.json, the manifests — is
+hashed as written.
+
+    python scripts/run_dir_hashes.py --hash RUN_DIR    # only hash an existing run directory
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,20 +100,38 @@ def _child(argv: list[str]) -> int:
     return main(argv)
 
 
+_DURATION = re.compile(r", \d+(\.\d+)? s\)")  # "…, 2.4 s)": a log line quoting how long a step took
+_CHAIN = ("seq", "prev_h", "h")  # a ledger record's place in the hash chain
+
+
 def _norm(path: Path) -> bytes:
+    """The bytes compared: the file's own, but for the parts that cannot be fixed (module doc)."""
     data = path.read_bytes()
     if path.name == "run.json":
         meta = json.loads(data)
         for k in ("pid", "git_sha"):
             meta.pop(k, None)
-        return json.dumps(meta, sort_keys=False).encode()
+        return json.dumps(meta).encode()
     if path.name == "events.jsonl":
         out = []
         for line in data.decode().splitlines():
             ev = json.loads(line)
             ev.pop("system", None)
+            if ev.get("type") == "log":
+                ev["message"] = _DURATION.sub(", _ s)", ev["message"])
             out.append(json.dumps(ev))
         return "\n".join(out).encode()
+    if path.name == "ledger.jsonl":  # the records, in any order, without their chain
+        recs = [json.loads(x) for x in data.decode().splitlines()]
+        return "\n".join(sorted(json.dumps({k: v for k, v in r.items() if k not in _CHAIN}) for r in recs)).encode()
+    if path.name.startswith("journal") and path.suffix == ".jsonl":  # the lines, in any order
+        return b"\n".join(sorted(data.splitlines()))
+    if path.name in ("manifest.json", "summary.json"):
+        doc = json.loads(data)
+        if doc.get("ledger_head") is None:
+            return data
+        doc["ledger_head"] = "(the ledger's head: order of the calls)"
+        return json.dumps(doc).encode()
     return data
 
 
@@ -177,6 +204,10 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--hash":
+        for rel, digest in hashes(Path(sys.argv[2])).items():
+            print(f"{rel} {digest}")
+        sys.exit(0)
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         sys.exit(_child(sys.argv[2:]))
     sys.exit(main())
