@@ -32,6 +32,7 @@ class AccCost:
     lo: np.ndarray  # (G,) bootstrap interval
     hi: np.ndarray
     n_val: int  # 0: unknown (no interval)
+    source: str = "validation"  # or "training": a live run without validation, its graded sessions
 
     def __len__(self) -> int:
         return len(self.acc)
@@ -59,12 +60,22 @@ def interval(acc: np.ndarray, n: int, b: int = BOOTSTRAP, seed: int = 0) -> tupl
 
 
 def acc_cost(s: RunSnapshot, b: int = BOOTSTRAP) -> AccCost:
+    """Validation accuracy against spend; a live run that validates nothing (no outcome matrix)
+    falls back to the graded accuracy of each generation's own sessions (source "training"), its
+    interval over the sessions that generation graded."""
     g = s.gens
     ok = np.isfinite(g.val_acc) & np.isfinite(g.cost_usd)
-    spend, acc = g.cost_usd[ok][-MAX_POINTS:], g.val_acc[ok][-MAX_POINTS:]
-    n = n_val_of(s)
+    if ok.any() or not (np.isfinite(g.accuracy) & np.isfinite(g.cost_usd)).any():
+        spend, acc = g.cost_usd[ok][-MAX_POINTS:], g.val_acc[ok][-MAX_POINTS:]
+        n = n_val_of(s)
+        lo, hi = interval(acc, n, b)
+        return AccCost(s.id, spend, acc, lo, hi, n)
+    ok = np.isfinite(g.accuracy) & np.isfinite(g.cost_usd)
+    sessions = np.diff(np.concatenate([[0.0], np.nan_to_num(g.evals)]))[ok][-MAX_POINTS:]
+    spend, acc = g.cost_usd[ok][-MAX_POINTS:], g.accuracy[ok][-MAX_POINTS:]
+    n = int(sessions.min()) if len(sessions) and sessions.min() > 0 else 0
     lo, hi = interval(acc, n, b)
-    return AccCost(s.id, spend, acc, lo, hi, n)
+    return AccCost(s.id, spend, acc, lo, hi, n, "training")
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:

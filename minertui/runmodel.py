@@ -54,6 +54,7 @@ class Generations:
     secs: np.ndarray
     val_acc: np.ndarray  # NaN where validation did not run
     avg_turns: np.ndarray  # live mode: turns per session (NaN in cached mode)
+    accuracy: np.ndarray  # live mode: graded accuracy of the generation's own sessions (NaN in cached mode)
     cost_per_correct: np.ndarray  # live mode: USD per right answer in the generation (NaN: none right / cached)
     competition_score: np.ndarray  # --objective competition: the best candidate's score (NaN: not scored so)
     gpu_util: np.ndarray  # mean GPU utilisation % the engine sampled at the generation's end (NaN: none)
@@ -296,6 +297,7 @@ class RunModel:
                 "secs",
                 "val_acc",
                 "avg_turns",
+                "accuracy",
                 "cost_per_correct",
                 "competition_score",
                 "gpu_util",

@@ -66,6 +66,7 @@ LEGACY_VALUES: dict[str, Any] = {
     "objective": None,
     "live_schedule": "barrier",
     "live_recipe": "plain",
+    "es_mirrors": 0.0,
 }
 
 
@@ -141,6 +142,14 @@ class TrainConfig(BaseModel):
     generations: int = Field(60, ge=1, le=100_000)
     m: int = Field(16, ge=1, description="training questions per candidate per generation")
     sigma0: float = Field(0.1, gt=0, le=10)
+    es_mirrors: float = Field(
+        0.0,
+        ge=0,
+        le=0.5,
+        description="mirrored sampling in the ES: this fraction of each generation's candidates are "
+        "mirror images of others (pycma CMA_mirrors, selective with delay); 0 = pycma's default "
+        "(mirrors only below 6 candidates)",
+    )
     seed: int = Field(0, ge=0, le=2**32 - 2)  # numpy seeds are 32-bit (the batch RNG takes seed + 1)
     split_seed: int | None = Field(
         None,

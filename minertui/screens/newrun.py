@@ -117,6 +117,14 @@ def forecast_reason(data: dict[str, Any], errors: dict[str, str]) -> str | None:
     return None
 
 
+FORECAST_SOURCE = {  # the forecast's `answer_lengths_from`, in the form's words
+    "measured": "a measured run",
+    "cached": "cached answers",
+    "cached+prior": "cached answers and priors",
+    "prior": "priors only (wide: nothing measured yet)",
+}
+
+
 def forecast_lines(f: dict[str, Any]) -> list[str]:
     """The engine's forecast (`trinity plan`'s numbers) in the form's few lines."""
     from trinity.optim.forecast import budget_verdict, hms
@@ -126,7 +134,7 @@ def forecast_lines(f: dict[str, Any]) -> list[str]:
         f"forecast: ${u['median']:.4f}, 90% interval ${u['p05']:.4f} .. ${u['p95']:.4f}",
         f"  wall time {hms(w['median'])}, 90% interval {hms(w['p05'])} .. {hms(w['p95'])}",
         f"  {f['generations']} generations × {f['sessions_per_generation']} sessions on {f['pool']}, "
-        f"from {'a pilot' if f['pilot_calls'] else 'priors'}",
+        f"from {FORECAST_SOURCE.get(f.get('answer_lengths_from', ''), 'priors')}",
     ]
     verdict = budget_verdict(f)
     if verdict is not None:
@@ -134,14 +142,15 @@ def forecast_lines(f: dict[str, Any]) -> list[str]:
     return lines
 
 
-def compute_forecast(data: dict[str, Any]) -> list[str]:
-    """The form's forecast lines for a valid live config (`trinity plan`'s function); a one-line
-    reason when the engine cannot forecast it (no prices, a file it cannot read)."""
+def compute_forecast(data: dict[str, Any], runs_root: Path | None = None) -> list[str]:
+    """The form's forecast lines for a valid live config (`trinity plan`'s function; an earlier
+    run of the same pool under `runs_root` measures it); a one-line reason when the engine cannot
+    forecast it (no prices, a file it cannot read)."""
     from trinity.config import validate_config
     from trinity.optim.plan import forecast_for
 
     try:
-        return forecast_lines(forecast_for(validate_config(data, "the new-run form")))
+        return forecast_lines(forecast_for(validate_config(data, "the new-run form"), runs_root=runs_root))
     except (TrinityError, OSError, ValueError) as e:
         return [f"forecast: cannot compute: {e}"]
 
@@ -265,7 +274,7 @@ class NewRunScreen(ModalScreen[Path | None]):
     @work(thread=True, exclusive=True, group="newrun-forecast", exit_on_error=False)
     def _forecast_worker(self, seq: int, data: dict[str, Any]) -> None:
         try:
-            lines = compute_forecast(data)
+            lines = compute_forecast(data, getattr(self.app, "runs_root", None))
         except Exception as e:  # a preview: whatever goes wrong is a line in the form, never a crash
             lines = [f"forecast: cannot compute: {type(e).__name__}: {e}"]
         self.app.call_from_thread(self._show_forecast, seq, lines)

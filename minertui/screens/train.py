@@ -301,7 +301,15 @@ class TrainScreen(EngineActions, ModeScreen):
         front = [points[i] for i in pareto_front([(p[0], p[1]) for p in points])] if len(runs) > 1 else []
         n = {d.n_val for d in data}
         bands = len(runs) <= 2
-        title = "validation accuracy vs $" + (f" · {len(runs)} runs compared" if len(runs) > 1 else "")
+        sources = {d.source for d in data if len(d)}
+        what = (
+            "training-session accuracy vs $ (no validation split scored)"
+            if sources == {"training"}
+            else "accuracy vs $ (validation; graded training sessions where none)"
+            if len(sources) > 1
+            else "validation accuracy vs $"
+        )
+        title = what + (f" · {len(runs)} runs compared" if len(runs) > 1 else "")
         key = (tuple((r.id, r.version) for r in runs), bands)
         self.query_one(AccCostPlot).set_curves(curves, key, title, [(p[0], p[1]) for p in front], bands)
         t = Text(no_wrap=True, overflow="ellipsis")

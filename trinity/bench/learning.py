@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from trinity.bench import learning_live
 from trinity.data.learningtask import TaskSpec
 from trinity.runs.records import GenerationEvent, WarmStartEvent, read_summary
 from trinity.runs.rundir import RunDir
@@ -41,18 +42,26 @@ def register(sub) -> None:
     p = sub.add_parser("learning", help="default recipe vs warm start only vs ES only vs kNN on generated tasks")
     p.add_argument("--tasks", default=",".join(TASKS), help=f"comma-separated tasks (default all: {', '.join(TASKS)})")
     p.add_argument("--encoder", default="tiny-qwen3", help="encoder (default tiny-qwen3)")
-    p.add_argument("--generations", type=int, default=30, help="ES generations per run (default 30)")
-    p.add_argument("--popsize", type=int, default=16, help="ES population (default 16)")
-    p.add_argument("--m", type=int, default=32, help="questions per candidate per generation (default 32)")
+    p.add_argument("--generations", type=int, default=None, help="ES generations per run (default 30; --live 4)")
+    p.add_argument("--popsize", type=int, default=None, help="ES population (default 16; --live 6)")
+    p.add_argument("--m", type=int, default=None, help="questions per candidate per generation (default 32; --live 6)")
     p.add_argument("--device", default="cpu", help="encoder device (default cpu)")
     p.add_argument(
         "--live",
+        action="store_true",
+        help="instead: the old and the new live recipe side by side against a skilled stand-in pool over "
+        "loopback (held-out accuracy against the $ the server billed; small sizes unless given)",
+    )
+    p.add_argument(
+        "--live-lambdas",
         default=None,
         metavar="LAMBDAS",
         help="instead: live training on the practice pool with always-right Verifiers, one run per "
         "comma-separated lambda_turns (e.g. 0,0.1,0.3), scored by live eval on the test split",
     )
+    p.add_argument("--budget-usd", type=float, default=20.0, help="live: the cap of each run (default 20)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    learning_live.register_args(p)
     p.set_defaults(func=run)
 
 
@@ -228,11 +237,19 @@ def live_figures(lambdas: list[float], args, work: Path) -> list[dict]:
 def run(args) -> int:
     from trinity.errors import InputError
 
-    if args.live is not None:
+    small = args.live
+    for key, cached, live in (("generations", 30, 4), ("popsize", 16, 6), ("m", 32, 6)):
+        if getattr(args, key) is None:
+            setattr(args, key, live if small else cached)
+    if args.live:
+        return learning_live.run_live(args)
+    if args.live_lambdas is not None:
         try:
-            lambdas = [float(x) for x in args.live.split(",") if x.strip()]
+            lambdas = [float(x) for x in args.live_lambdas.split(",") if x.strip()]
         except ValueError:
-            raise InputError(f"--live {args.live!r}: give comma-separated numbers, e.g. 0,0.1,0.3") from None
+            raise InputError(
+                f"--live-lambdas {args.live_lambdas!r}: give comma-separated numbers, e.g. 0,0.1,0.3"
+            ) from None
         with tempfile.TemporaryDirectory(prefix="trinity-bench-learning-live-") as tmp:
             rows = live_figures(lambdas, args, Path(tmp))
         if args.json:

@@ -22,6 +22,7 @@ TRAIN_FLAGS = (
     "popsize",
     "m",
     "sigma0",
+    "es_mirrors",
     "seed",
     "budget_usd",
     "max_batch_tokens",
@@ -231,6 +232,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--popsize", type=int, help="candidates per generation (default 32)")
     p.add_argument("--m", type=int, help="questions per candidate per generation")
     p.add_argument("--sigma0", type=float, help="initial ES step size (default 0.1)")
+    p.add_argument(
+        "--es-mirrors",
+        type=float,
+        dest="es_mirrors",
+        metavar="FRACTION",
+        help="mirrored sampling: this fraction (0..0.5) of each generation's candidates mirror others "
+        "(default 0: pycma's own choice)",
+    )
     p.add_argument("--seed", type=int, help="seed of the splits, the ES and the minibatches (default 0)")
     p.add_argument(
         "--budget-usd",

@@ -273,7 +273,7 @@ def _write_forecast(trainer: Trainer, run: RunDir, cfg: TrainConfig, inputs: Run
     from trinity.optim.plan import run_forecast
 
     try:
-        f = run_forecast(cfg, inputs, pilot)
+        f = run_forecast(cfg, inputs, pilot, runs_root=run.path.parent, exclude=run.path)
     except (TrinityError, OSError, ValueError) as e:
         trainer.event("log", level="warning", message=f"no cost forecast: {e}")
         return

@@ -14,12 +14,23 @@ same request another candidate already has in flight). The forecast builds that 
 - the transcript that grows each turn (every earlier output, capped as post-processing caps it);
 - the expected turns per session, the model mix, the completion tokens per model, and the
   paid-call share: measured when a pilot exists (a run directory's traces.jsonl, or a collected
-  matrix's answers file), else wide priors;
+  matrix's answers file). Without one given, what is on disk stands in: the latest earlier live
+  run of the same pool and models under the runs root (its traces: every call's model, role and
+  tokens), else the response cache's answers of the pool's models (completion tokens per model;
+  turns and mix stay priors). Only when nothing is measured do all of them come from priors, and
+  those are wide on purpose (answers 25 .. 2,500 tokens at 90 %, turns anywhere from 1 to the
+  cap): a real pool's answers run from a one-line verdict to pages of reasoning, and an interval
+  that excludes either is not honest. The forecast says which of these it used;
 - the response cache on disk: the share of turn-1 requests of the run's training questions it
-  already answers (those are free).
+  already answers (those are free), and the share of training questions an earlier run went
+  through, whose sessions may repeat that run's requests anywhere from not at all to entirely
+  (the policies start alike).
 
 The 90 % interval comes from Monte Carlo over what is uncertain (bootstrap of the pilot's
-sessions and calls, a drift of the policy over training, the priors without a pilot). Wall time
+sessions and calls, a drift of the policy over training — wider for the model mix when the pilot
+ran with another seed, hence another starting router —, the priors without a pilot, and the
+sessions of one question going together: the sum wanders by n_sessions / sqrt(distinct
+questions) sessions' worth). Wall time
 per generation: the pilot's measured generation times when it has them, else the calls' latency
 (the practice pool's profile, a prior for real providers) times the turns of the slowest session.
 
@@ -47,11 +58,18 @@ DRAWS = 4000
 CHARS_PER_TOKEN = 4
 OUTPUT_CAP_TOKENS = 2000  # post-processing keeps 8000 characters of an output in the transcript
 TURN_FRAMING_TOKENS = 12  # the "[Turn k — Role]" header a transcript block adds
-PRIOR_COMPLETION_MEDIAN = 300.0  # tokens of an answer when nothing was measured
-PRIOR_COMPLETION_LOG_SD = 1.0  # 90 %: 58 .. 1,550 tokens
+PRIOR_COMPLETION_MEDIAN = 250.0  # tokens of an answer when nothing was measured
+PRIOR_COMPLETION_LOG_SD = 1.4  # shared by the pool's models; 90 %: 25 .. 2,500 tokens
+PRIOR_MODEL_LOG_SD = 0.5  # how far one model's answers may differ from the pool's
+CACHE_DRIFT_LOG_SD = 0.3  # cached answers measure the models, not the roles a run will ask for
+CACHE_MIN_ROWS = 3  # cached answers of a model before they replace its prior
+CACHE_MAX_ROWS = 20000  # the newest cached answers read (the forecast stays < 1 s)
+EARLIER_RUNS_SCANNED = 50  # newest run directories looked at for an earlier run of the same pool
 PRIOR_LATENCY_S = (4.0, 0.8)  # a real provider's call: lognormal median 4 s, log-sd 0.8
 DRIFT_LOG_SD = 0.15  # how far training may move a pilot's turns and answer lengths
 MIX_CONCENTRATION = 20.0  # how far training may move a pilot's model mix
+# a pilot run with another seed (or none known) started from another router: its mix says little
+OTHER_SEED_MIX_CONCENTRATION = 3.0
 
 
 @dataclass
@@ -72,6 +90,10 @@ class Pilot:
     gen_secs: list[float]  # measured wall time of its generations (a run's events), if any
     gen_sessions: int = 0  # sessions per generation in that run (to scale its wall time)
     popsize: int | None = None  # that run's candidates per generation (how many could share a request)
+    seed: int | None = None  # that run's seed (the same seed starts from the same router)
+    # False for a collected matrix's answers: one single-turn answer per model and question, so
+    # they measure answer lengths only, not turns, the router's model mix or the paid share
+    sessions_known: bool = True
 
     @property
     def sessions(self) -> dict[str, list[PilotCall]]:
@@ -97,9 +119,11 @@ def load_pilot(path: str | Path) -> Pilot:
         pilot = _from_traces(traces)
         _add_generation_times(pilot, p / "events.jsonl")
         try:
-            pilot.popsize = int(RunDir(p).meta().config["popsize"])
+            conf = RunDir(p).meta().config
+            pilot.popsize = int(conf["popsize"])
+            pilot.seed = int(conf["seed"])
         except (InputError, ValueError, KeyError, TypeError):
-            pilot.popsize = None
+            pass
         return pilot
     if p.suffix == ".json" and not p.name.endswith(".answers.jsonl"):
         p = p.with_name(p.stem + ".answers.jsonl")
@@ -162,7 +186,7 @@ def _from_answers(path: Path) -> Pilot:
     ]
     if not calls:
         raise InputError(f"pilot {path} holds no answers; run `trinity collect` first or give a run directory")
-    return Pilot(str(path), calls, [])
+    return Pilot(str(path), calls, [], sessions_known=False)
 
 
 def _add_generation_times(pilot: Pilot, events: Path) -> None:
@@ -176,6 +200,74 @@ def _add_generation_times(pilot: Pilot, events: Path) -> None:
             g = c[0].session.split("/", 1)[0]
             per_gen[g] = per_gen.get(g, 0) + 1
         pilot.gen_sessions = int(round(float(np.mean(list(per_gen.values()))))) if per_gen else 0
+
+
+def earlier_run(cfg: TrainConfig, runs_root: str | Path | None, exclude: str | Path | None = None) -> Path | None:
+    """The newest live run directory under `runs_root` (not `exclude`) that ran on the same pool
+    with the same models and left live traces: a pilot nobody had to name."""
+    if runs_root is None:
+        return None
+    root = Path(runs_root)
+    if not root.is_dir():
+        return None
+    skip = Path(exclude).resolve() if exclude else None
+    try:
+        dirs = sorted(
+            (d for d in root.iterdir() if d.is_dir() and (d / "traces.jsonl").is_file()),
+            key=lambda d: (d / "traces.jsonl").stat().st_mtime,
+            reverse=True,
+        )[:EARLIER_RUNS_SCANNED]
+    except OSError:
+        return None
+    for d in dirs:
+        if skip is not None and d.resolve() == skip:
+            continue
+        try:
+            conf = RunDir(d).meta().config
+        except (InputError, OSError):
+            continue
+        if conf.get("mode") != "live" or conf.get("pool") != cfg.pool:
+            continue
+        if (conf.get("pool_models") or None) != (cfg.pool_models or None):
+            continue
+        if (d / "traces.jsonl").stat().st_size > 0:
+            return d
+    return None
+
+
+def cached_completion_tokens(pool: Any, cache_path: str | None) -> dict[str, np.ndarray]:
+    """Completion tokens of the answers the response cache on disk holds, per model of `pool`
+    (the newest `CACHE_MAX_ROWS`)."""
+    from trinity.pool.cache import default_cache_path
+
+    path = Path(cache_path) if cache_path else default_cache_path()
+    out: dict[str, list[int]] = {}
+    if not path.exists():
+        return {}
+    import sqlite3
+
+    models = list(pool.models)
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            marks = ",".join("?" * len(models))
+            rows = db.execute(
+                f"SELECT model, result FROM responses WHERE provider = ? AND model IN ({marks}) "
+                "ORDER BY created DESC LIMIT ?",
+                [pool.name, *models, CACHE_MAX_ROWS],
+            ).fetchall()
+        finally:
+            db.close()
+    except sqlite3.DatabaseError:
+        return {}
+    for model, blob in rows:
+        try:
+            ct = json.loads(blob).get("completion_tokens")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(ct, int) and ct >= 0:
+            out.setdefault(model, []).append(ct)
+    return {m: np.asarray(v, dtype=np.float64) for m, v in out.items()}
 
 
 def base_prompt_tokens(questions: list[Question]) -> np.ndarray:
@@ -194,20 +286,30 @@ def base_prompt_tokens(questions: list[Question]) -> np.ndarray:
 def turn1_cache_share(pool: Any, questions: list[Question], cache_path: str | None) -> float:
     """Share of the training questions' turn-1 requests (every model × role) the response cache
     on disk already answers. 0 when there is no cache file."""
+    return turn1_cache(pool, questions, cache_path)[0]
+
+
+def turn1_cache(pool: Any, questions: list[Question], cache_path: str | None) -> tuple[float, float]:
+    """(share of the training questions' turn-1 requests, every model × role, the response cache
+    on disk already answers; share of the training questions with at least one of them cached:
+    questions an earlier run went through, whose later turns may be cached too). (0, 0) when
+    there is no cache file."""
     from trinity.benchmarks.prompts import render_question, system_prompt, user_message
     from trinity.model import ROLES
     from trinity.pool.cache import cache_key, default_cache_path
 
     path = Path(cache_path) if cache_path else default_cache_path()
     if not path.exists() or not questions:
-        return 0.0
+        return 0.0, 0.0
     import sqlite3
 
+    touched: set[int] = set()
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
         try:
             keys = []
-            for q in questions:
+            owner: dict[str, int] = {}
+            for qi, q in enumerate(questions):
                 user = user_message(render_question(q), "")
                 for model in pool.models:
                     for role in ROLES:
@@ -215,17 +317,21 @@ def turn1_cache_share(pool: Any, questions: list[Question], cache_path: str | No
                             {"role": "system", "content": system_prompt(role, q)},
                             {"role": "user", "content": user},
                         ]
-                        keys.append(cache_key(pool.cache_namespace, model, msgs, dict(pool.decoding)))
+                        key = cache_key(pool.cache_namespace, model, msgs, dict(pool.decoding))
+                        keys.append(key)
+                        owner[key] = qi
             hits = 0
             for i in range(0, len(keys), 500):
                 part = keys[i : i + 500]
                 marks = ",".join("?" * len(part))
-                hits += int(db.execute(f"SELECT COUNT(*) FROM responses WHERE key IN ({marks})", part).fetchone()[0])
+                for (key,) in db.execute(f"SELECT key FROM responses WHERE key IN ({marks})", part):
+                    hits += 1
+                    touched.add(owner[key])
         finally:
             db.close()
     except sqlite3.DatabaseError:
-        return 0.0
-    return hits / len(keys) if keys else 0.0
+        return 0.0, 0.0
+    return (hits / len(keys) if keys else 0.0), len(touched) / len(questions)
 
 
 def _pool_for(cfg: TrainConfig) -> tuple[Any, float | None]:
@@ -284,9 +390,23 @@ def forecast(
     pilot: Pilot | None = None,
     generations: int | None = None,
     seed: int = 0,
+    runs_root: str | Path | None = None,
+    exclude: str | Path | None = None,
 ) -> dict[str, Any]:
-    """The forecast of a live run of `cfg` over the training `questions` (see the module doc)."""
+    """The forecast of a live run of `cfg` over the training `questions` (see the module doc).
+    Without a `pilot`, the newest earlier live run of the same pool under `runs_root` (not the
+    run directory `exclude`) is the pilot, else the response cache's answers measure the models'
+    answer lengths, else priors."""
     pool, practice_latency = _pool_for(cfg)
+    pilot_from = f"pilot {pilot.source}" if pilot is not None else ""
+    if pilot is None:
+        earlier = earlier_run(cfg, runs_root, exclude)
+        if earlier is not None:
+            try:
+                pilot = load_pilot(earlier)
+                pilot_from = f"the earlier run {earlier} of this pool"
+            except InputError:
+                pilot = None
     pool.require_prices()
     models = list(pool.models)
     G = int(generations or cfg.generations)
@@ -308,10 +428,18 @@ def forecast(
         lens = np.array([len(s) for s in sessions], dtype=np.float64)
         boot = rng.integers(0, len(lens), size=(D, len(lens)))
         drift = np.exp(rng.normal(0, DRIFT_LOG_SD, size=D))
-        tau = np.clip(lens[boot].mean(axis=1) * drift, 1.0, T)
-        pair_extra = np.clip((lens * (lens - 1) / 2)[boot].mean(axis=1) * drift**2, 0, T * (T - 1) / 2)
-        counts = np.array([sum(c.model == mm for c in pilot.calls) for mm in models], dtype=np.float64)
-        mix = rng.dirichlet(MIX_CONCENTRATION * counts / max(counts.sum(), 1) + 0.5, size=D)
+        if pilot.sessions_known:
+            tau = np.clip(lens[boot].mean(axis=1) * drift, 1.0, T)
+            pair_extra = np.clip((lens * (lens - 1) / 2)[boot].mean(axis=1) * drift**2, 0, T * (T - 1) / 2)
+            counts = np.array([sum(c.model == mm for c in pilot.calls) for mm in models], dtype=np.float64)
+            conc = (
+                MIX_CONCENTRATION if pilot.seed is not None and pilot.seed == cfg.seed else OTHER_SEED_MIX_CONCENTRATION
+            )
+            mix = rng.dirichlet(conc * counts / max(counts.sum(), 1) + 0.5, size=D)
+        else:  # answers only: turns and the mix as without a pilot
+            tau = rng.uniform(1.0, T, size=D)
+            pair_extra = tau * (tau - 1) / 2 + (T - 1) ** 2 / 24
+            mix = rng.dirichlet(np.ones(len(models)), size=D)
         comp = np.array([c.completion_tokens for c in pilot.calls], dtype=np.float64)
         mu = np.empty((D, len(models)))
         for j, mm in enumerate(models):
@@ -327,29 +455,62 @@ def forecast(
             ratio = rng.uniform(0.85, 1.25, size=D)
         paid_n = sum(c.paid for c in pilot.calls)
         paid = rng.beta(paid_n + 1, len(pilot.calls) - paid_n + 1, size=D)
-        if pilot.popsize and pilot.popsize != cfg.popsize:
+        if not pilot.sessions_known:
+            paid = rng.uniform(min(1.0, 1.5 / cfg.popsize), 1.0, size=D)
+        elif pilot.popsize and pilot.popsize != cfg.popsize:
             # more candidates share more requests (the cache, one call for the same request in
             # flight): how the paid share scales with P is not measured, so anywhere from not at
             # all to 1/P
             ratio_p = pilot.popsize / cfg.popsize
             paid = np.clip(paid * ratio_p ** rng.uniform(0, 1, size=D), 0, 1)
-        measured = "pilot"
+        measured = pilot_from
+        answers_from = "measured"
     else:
         tau = rng.uniform(1.0, T, size=D)
         pair_extra = tau * (tau - 1) / 2 + (T - 1) ** 2 / 24
         mix = rng.dirichlet(np.ones(len(models)), size=D)
-        mu = np.exp(rng.normal(math.log(PRIOR_COMPLETION_MEDIAN), PRIOR_COMPLETION_LOG_SD, size=(D, len(models))))
+        # answer lengths: the response cache's answers of each model where it holds some, else a
+        # wide prior shared by the pool's models (one pool's answers tend to be long or short together)
+        cached = cached_completion_tokens(pool, cfg.cache_path)
+        common = rng.normal(math.log(PRIOR_COMPLETION_MEDIAN), PRIOR_COMPLETION_LOG_SD, size=D)
+        mu = np.empty((D, len(models)))
+        n_cached = 0
+        for j, mm in enumerate(models):
+            rows = cached.get(mm)
+            if rows is not None and len(rows) >= CACHE_MIN_ROWS:
+                n_cached += 1
+                means = rows[rng.integers(0, len(rows), size=(D, min(len(rows), 500)))].mean(axis=1)
+                mu[:, j] = means * np.exp(rng.normal(0, CACHE_DRIFT_LOG_SD, D))
+            else:
+                mu[:, j] = np.exp(common + rng.normal(0, PRIOR_MODEL_LOG_SD, D))
         ratio = rng.uniform(0.85, 1.25, size=D)
         # candidates near each other often send the very same request: one of them pays
         paid = rng.uniform(min(1.0, 1.5 / cfg.popsize), 1.0, size=D)
-        measured = "prior"
+        if n_cached:
+            answers_from = "cached" if n_cached == len(models) else "cached+prior"
+            measured = (
+                f"the response cache's answers of {n_cached} of {len(models)} models "
+                f"({sum(len(v) for v in cached.values())} answers); turns and model mix from priors"
+            )
+        else:
+            answers_from = "prior"
+            measured = (
+                "priors only: nothing measured on disk (no pilot, no earlier run of this pool, no cached "
+                "answers), so the interval is wide"
+            )
     mu = np.minimum(mu, max_tokens)
     # the same question comes back in later generations; a repeated request is a cache hit
     distinct = n_train * (1 - (1 - 1 / max(n_train, 1)) ** (min(cfg.m, n_train) * G)) if n_train else 0
     reuse = 1 - distinct / max(min(cfg.m, n_train) * G, 1)
     paid = paid * (1 - reuse * rng.uniform(0, 1, size=D))
-    disk = turn1_cache_share(pool, questions, cfg.cache_path)
-    paid = paid * (1 - disk / np.maximum(tau, 1.0))
+    disk, touched = turn1_cache(pool, questions, cfg.cache_path)
+    # the cached turn-1 requests are free; on a question an earlier run went through, a session
+    # may repeat that run's requests (the policies start alike: the same first call, the same
+    # transcripts after it), anywhere from none of them to all of them
+    alike = rng.uniform(0, 1, size=D)
+    turn1_free = disk + max(touched - disk, 0.0) * alike
+    later = np.maximum(tau - 1, 0) / np.maximum(tau, 1.0)
+    paid = np.clip(paid * (1 - turn1_free / np.maximum(tau, 1.0) - later * touched * alike), 0, 1)
 
     # --- the cost of one session, then of the run ---
     carried = np.minimum(mu, OUTPUT_CAP_TOKENS) + TURN_FRAMING_TOKENS  # (D, models)
@@ -359,8 +520,10 @@ def forecast(
     prompt_total = base_mean * ratio * tau + carried_mean * pair_extra  # prompt tokens of a session
     per_session = mean_in * prompt_total + call_out * tau
     mean_total = n_sessions * paid * per_session
-    # sessions differ: the sum of N of them wanders by about sqrt(N) sessions' worth
-    total = np.maximum(mean_total + rng.normal(0, 1, D) * np.sqrt(max(n_sessions, 1)) * per_session * paid, 0)
+    # sessions differ, and the sessions of one question go together (the same prompt, the same
+    # cached answers): the sum wanders by about n_sessions / sqrt(distinct questions) sessions' worth
+    clumps = np.sqrt(max(distinct, 1.0))
+    total = np.maximum(mean_total + rng.normal(0, 1, D) * (n_sessions / clumps) * per_session * paid, 0)
     worst_call = float(max((p_in * (base.max() if len(base) else 0) * 2 + p_out * max_tokens).max(), 0.0))
     worst = n_sessions * T * (worst_call + float(p_in.max()) * T * (OUTPUT_CAP_TOKENS + TURN_FRAMING_TOKENS))
 
@@ -397,13 +560,15 @@ def forecast(
         "train_questions": n_train,
         "sessions": n_sessions,
         "sessions_per_generation": per_gen,
-        "measured_from": measured if pilot is None else f"pilot {pilot.source}",
+        "measured_from": measured,
+        "answer_lengths_from": answers_from,  # measured | cached | cached+prior | prior
         "pilot_calls": len(pilot.calls) if pilot is not None else 0,
         "expected_turns": round(float(np.median(tau)), 3),
         "prompt_tokens_turn1": round(base_mean, 1),
         "completion_tokens_per_call": {mm: round(float(np.median(mu[:, j])), 1) for j, mm in enumerate(models)},
         "paid_share": round(float(np.median(paid)), 4),
         "disk_cache_turn1_share": round(disk, 4),
+        "disk_cache_questions_share": round(touched, 4),
         "usd": {
             "p05": round(lo, 6),
             "median": round(mid, 6),
@@ -450,6 +615,14 @@ def describe(f: dict[str, Any]) -> str:
         + f" tokens; {f['paid_share']:.0%} of calls paid (cache on disk answers "
         f"{f['disk_cache_turn1_share']:.0%} of turn-1 requests)",
     ]
+    src = f.get("answer_lengths_from", "measured")
+    if src != "measured":
+        what = "answer lengths and turns are" if src == "prior" else "turns and the model mix are"
+        lines.append(
+            f"  {what} not measured for this pool: for a narrower interval give "
+            "--pilot a short live run directory, or a few budgeted answers (`trinity collect --n 8 --k 1 "
+            "--budget-usd 0.05 --out pilot.json …`, then --pilot pilot.json)"
+        )
     verdict = budget_verdict(f)
     if verdict is not None:
         lines.append(f"  OVER BUDGET: {verdict}" if f["over_budget"] else f"  {verdict}")

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-SKIP = {"help", "seeds", "run_dir", "runs_root", "json"}
+SKIP = {"help", "seeds", "run_dir", "json"}
 
 
 def register_plan(
@@ -48,25 +48,33 @@ def default_pilot(cfg: Any) -> str | None:
     return str(answers) if answers.exists() else None
 
 
-def run_forecast(cfg: Any, inputs: Any, pilot_path: str | None) -> dict[str, Any]:
+def run_forecast(
+    cfg: Any,
+    inputs: Any,
+    pilot_path: str | None,
+    runs_root: str | Path | None = None,
+    exclude: str | Path | None = None,
+) -> dict[str, Any]:
+    """The forecast; without a pilot named or beside the matrix, the newest earlier live run of
+    the same pool under `runs_root` (not `exclude`) stands in for one."""
     from trinity.optim.forecast import forecast, load_pilot
 
     t0 = time.perf_counter()
     train = set(inputs.splits["train"])
     questions = [q for q in inputs.questions if q.id in train]
     path = pilot_path or default_pilot(cfg)
-    out = forecast(cfg, questions, load_pilot(path) if path else None)
+    out = forecast(cfg, questions, load_pilot(path) if path else None, runs_root=runs_root, exclude=exclude)
     out["secs"] = round(time.perf_counter() - t0, 3)
     return out
 
 
-def forecast_for(cfg: Any, pilot_path: str | None = None) -> dict[str, Any]:
+def forecast_for(cfg: Any, pilot_path: str | None = None, runs_root: str | Path | None = None) -> dict[str, Any]:
     """The forecast of a live run of `cfg`: its questions and splits loaded as `trinity train`
     loads them, then `run_forecast`. What `trinity plan` prints and what the app's new-run form
     shows. Arithmetic on files on disk: no encoder, no call."""
     from trinity.optim.runinputs import inputs_from_config
 
-    return run_forecast(cfg, inputs_from_config(cfg), pilot_path)
+    return run_forecast(cfg, inputs_from_config(cfg), pilot_path, runs_root)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -76,6 +84,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     over = args.plan_overrides(args)
     over["mode"] = "live"
     cfg = load_config(args.config, over)
-    f = forecast_for(cfg, args.pilot)
+    f = forecast_for(cfg, args.pilot, args.runs_root)
     print(json.dumps(f, indent=2) if args.json else describe(f) + f"\n  (forecast in {f['secs']:.2f} s)")
     return 0

@@ -87,8 +87,12 @@ class EvolutionStrategy(Protocol):
     def tell(self, solutions: list[Float64Array], function_values: list[float]) -> None: ...
 
 
-def make_es(x0: Float64Array, sigma0: float, popsize: int, rng: np.random.RandomState) -> EvolutionStrategy:
-    """Separable CMA-ES that samples from `rng` only and never stops on its own."""
+def make_es(
+    x0: Float64Array, sigma0: float, popsize: int, rng: np.random.RandomState, mirrored: float = 0.0
+) -> EvolutionStrategy:
+    """Separable CMA-ES that samples from `rng` only and never stops on its own. `mirrored` > 0:
+    pycma's mirrored sampling (`CMA_mirrors`, that fraction of the population; selective with
+    delay); 0 keeps pycma's default for the population size."""
     import cma
 
     opts = {
@@ -116,6 +120,8 @@ def make_es(x0: Float64Array, sigma0: float, popsize: int, rng: np.random.Random
         # direction/solutions" at generation 2); cumulative step-size adaptation needs none.
         # Larger populations keep the default, so their runs and resumes are unchanged.
         opts["AdaptSigma"] = cma.sigma_adaptation.CMAAdaptSigmaCSA
+    if mirrored > 0:
+        opts["CMA_mirrors"] = float(mirrored)
     es: EvolutionStrategy = cma.CMAEvolutionStrategy(x0, sigma0, opts)
     return es
 
@@ -292,7 +298,8 @@ class Trainer:
         """A fresh ES at mean `x0` with its own randn source seeded by the run, the source, and
         `x0` (kept so that a data-only checkpoint can rebuild the same ES: `_replay_es`)."""
         es_rng = np.random.RandomState(self.cfg.seed)
-        return make_es(x0, self.cfg.sigma0, self.cfg.popsize, es_rng), es_rng, np.array(x0, dtype=np.float64)
+        es = make_es(x0, self.cfg.sigma0, self.cfg.popsize, es_rng, mirrored=self.cfg.es_mirrors)
+        return es, es_rng, np.array(x0, dtype=np.float64)
 
     def _start_es_at(self, x0: Float64Array) -> None:
         st = self.state

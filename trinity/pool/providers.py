@@ -7,6 +7,9 @@ a `practice` pool needs the practice server's base_url (`start_practice_server()
 
 from __future__ import annotations
 
+import copy
+import hashlib
+
 import math
 import os
 from dataclasses import dataclass, field, replace
@@ -109,17 +112,28 @@ class PoolConfig:
         }
 
 
+_MODELS_YAML: dict[tuple[str, str], dict[str, Any]] = {}  # (path, sha256 of its text) → parsed file
+
+
 def read_models_yaml(path: Path) -> dict[str, Any]:
-    """configs/models.yaml (or another models file) parsed and checked for its 'providers' section."""
+    """configs/models.yaml (or another models file) parsed and checked for its 'providers' section.
+    Parsed once per content of the file (pure-Python YAML takes ~0.3 s for it; a forecast reads
+    it several times); every caller gets its own copy."""
     if not path.exists():
         raise ConfigError(f"models config not found: {path}")
-    try:
-        doc = safe_yaml(path.read_text(encoding="utf-8"), path) or {}
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML ({e})") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("providers"), dict):
-        raise ConfigError(f"{path}: missing 'providers' section")
-    return doc
+    text = path.read_text(encoding="utf-8")
+    key = (str(path.resolve()), hashlib.sha256(text.encode("utf-8")).hexdigest())
+    if key not in _MODELS_YAML:
+        try:
+            doc = safe_yaml(text, path) or {}
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path}: not valid YAML ({e})") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("providers"), dict):
+            raise ConfigError(f"{path}: missing 'providers' section")
+        if len(_MODELS_YAML) > 16:
+            _MODELS_YAML.clear()
+        _MODELS_YAML[key] = doc
+    return copy.deepcopy(_MODELS_YAML[key])
 
 
 def section_mapping(value: Any, where: str) -> dict[str, Any]:

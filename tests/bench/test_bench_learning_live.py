@@ -1,0 +1,114 @@
+"""`trinity bench learning --live` end to end at minimal sizes (tiny-qwen3, the stand-in pool over
+loopback): both curves, $ that only grows, the server's count equal to the run directories'
+ledgers, and Train's accuracy-vs-$ chart on the live runs it leaves behind."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from trinity.bench import learning
+from trinity.bench.learning_live import ledger_usd
+
+# two small live trainings, each stopped twice for a live evaluation, plus a collect: about a minute
+# of CPU (minutes on a loaded box)
+pytestmark = pytest.mark.timeout(1200)
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    keep = tmp_path_factory.mktemp("live-bench")
+    parser = argparse.ArgumentParser()
+    learning.register(parser.add_subparsers())
+    args = parser.parse_args(
+        [
+            "learning",
+            "--live",
+            "--topics",
+            "math,mc",
+            "--per-topic",
+            "4",
+            "--generations",
+            "2",
+            "--popsize",
+            "2",
+            "--m",
+            "2",
+            "--eval-every",
+            "1",
+            "--collect-k",
+            "1",
+            "--keep",
+            str(keep),
+            "--json",
+        ]
+    )
+    return args, keep
+
+
+def test_live_bench_json_curves_and_ledgers(bench, capsys):
+    args, keep = bench
+    assert learning.run(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    (keep / "out.json").write_text(json.dumps(out))
+    recipes = out["recipes"]
+    assert set(recipes) == {"old", "new"}
+    for name, r in recipes.items():
+        pts = r["points"]
+        assert [p["gen"] for p in pts] == [1, 2]
+        usd = [p["usd"] for p in pts]
+        assert usd[0] > 0 and all(b >= a for a, b in zip(usd, usd[1:])), usd  # cumulative $ only grows
+        assert all(0.0 <= p["acc"] <= 1.0 and p["avg_turns"] >= 1 for p in pts)
+        run = Path(r["run_dir"])
+        calls = sum(v["calls"] for v in r["server_by_model"].values())
+        tol = calls * 1e-6  # the ledger keeps whole micro-dollars per call
+        # the curve's $ (the server's count, evaluation calls left out) is the ledgers' training + collect $
+        assert pts[-1]["ledger_usd"] == pytest.approx(pts[-1]["usd"], abs=tol)
+        # and everything the server billed is in the run's ledger (evaluation too) and collect's
+        collect = keep / "new-matrix.ledger.jsonl"
+        whole = ledger_usd(run / "ledger.jsonl", skip_eval=False) + (ledger_usd(collect) if name == "new" else 0.0)
+        assert whole == pytest.approx(r["server_total_usd"], abs=tol)
+        assert r["server_eval_usd"] > 0
+    assert recipes["new"]["collect_usd"] > 0 and recipes["old"]["collect_usd"] == 0
+    s = out["summary"]
+    assert s["old_final_acc"] == recipes["old"]["points"][-1]["acc"]
+    assert 0 < s["per_topic_ceiling"] <= 1 and s["best_single"].startswith("standin/")
+    assert s["usd_to_old_final"]["old"] is not None  # the old recipe reaches its own final accuracy
+    for key in ("ci_new_minus_old", "ci_new_minus_best_single"):
+        assert s[key]["lo"] <= s[key]["point"] <= s[key]["hi"]
+    run_json = json.loads((Path(recipes["old"]["run_dir"]) / "run.json").read_text())
+    assert run_json["config"]["live_recipe"] == "plain"
+    run_json = json.loads((Path(recipes["new"]["run_dir"]) / "run.json").read_text())
+    assert run_json["config"]["live_recipe"] == "race" and run_json["config"]["warm_start"] == "labels"
+
+
+async def test_train_shows_accuracy_against_dollars_for_the_live_runs(bench):
+    """Run after the bench: its run directories are two live runs, one without validation
+    (the graded training sessions are the curve) and one validated on the collected matrix."""
+    from minertui.accuracy import acc_cost
+    from minertui.app import MinerApp
+    from minertui.reader import Reader
+
+    _, keep = bench
+    if not (keep / "out.json").exists():
+        pytest.skip("the bench test did not run")
+    out = json.loads((keep / "out.json").read_text())
+    for name, source in (("old", "training"), ("new", "validation")):
+        path = Path(out["recipes"][name]["run_dir"]).resolve()
+        s = Reader(path.parent).model(path)
+        s.poll()
+        d = acc_cost(s.snapshot())
+        assert d.source == source and len(d) == 2 and d.spend[-1] > 0 and d.spend[0] <= d.spend[-1]
+    old = Path(out["recipes"]["old"]["run_dir"]).resolve()
+    app = MinerApp(runs_root=old.parent, open_run=old, start_mode="train", poll=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.refresh_now()
+        await pilot.press("a")
+        await app.refresh_now()
+        await pilot.pause()
+        assert app.screen.query_one("#train-acc-cost").display
+        legend = str(app.screen.query_one("#train-legend").render())
+        assert "run-old" in legend and "no validated generation yet" not in legend and "$0 spent" not in legend
