@@ -28,6 +28,7 @@ from trinity.runs.records import (
     LogEvent,
     ProgressEvent,
     StatusEvent,
+    RunMeta,
     WarmStartEvent,
     read_run_meta,
     try_event,
@@ -142,7 +143,7 @@ class RunSnapshot:
     path: Path
     id: str
     version: int
-    meta: dict[str, Any]
+    meta: dict[str, Any]  # run.json as written (its record's to_json), for the screens' display
     status: str  # run.json status, or "interrupted" (says running, no engine holds it)
     locked: bool  # an engine process holds the run right now
     gens: Generations
@@ -154,6 +155,7 @@ class RunSnapshot:
     traces: TraceView | None  # None until someone asked for traces
     catching_up: bool  # more bytes on disk than read so far
     error: str = ""  # run.json unreadable etc.
+    record: RunMeta | None = None  # run.json as its record (None until it was read)
     phase: str = ""  # what this app asked of the engine, while it catches up: pausing…, paused, resuming…
 
     @property
@@ -163,7 +165,7 @@ class RunSnapshot:
     # ---- derived figures (all from the files) --------------------------------------------
     @property
     def generations_total(self) -> int | None:
-        g = (self.meta.get("config") or {}).get("generations")
+        g = self.record.config.get("generations") if self.record else None  # the resolved TrainConfig
         return int(g) if isinstance(g, (int, float)) else None
 
     @property
@@ -176,7 +178,10 @@ class RunSnapshot:
 
     @property
     def budget_usd(self) -> float | None:
-        b = self.meta.get("budget_usd", (self.meta.get("config") or {}).get("budget_usd"))
+        r = self.record
+        if r is None:
+            return None
+        b = r.budget_usd if "budget_usd" in r.model_fields_set else r.config.get("budget_usd")
         return float(b) if isinstance(b, (int, float)) else None
 
     @property
@@ -250,7 +255,7 @@ class RunSnapshot:
 
     @property
     def started(self) -> str:
-        return str(self.meta.get("created", ""))
+        return (self.record.created or "") if self.record else ""
 
 
 class RunModel:
@@ -264,7 +269,8 @@ class RunModel:
         self.run = RunDir(path)
         self.want_traces = want_traces
         self.version = 0
-        self._meta: dict[str, Any] = {}
+        self._meta: RunMeta | None = None
+        self._meta_json: dict[str, Any] = {}  # its to_json, once per change of run.json
         self._meta_mtime = -1.0
         self._error = ""
         self._events = JsonlTail(self.run.events)
@@ -383,11 +389,11 @@ class RunModel:
         if mtime == self._meta_mtime:
             return False
         try:
-            meta = read_run_meta(self.run.path).to_json()
+            meta = read_run_meta(self.run.path)
         except InputError as e:  # mid-replace on an odd filesystem, or a broken file: one line
             self._error = str(e)
             return True
-        self._meta, self._meta_mtime, self._error = meta, mtime, ""
+        self._meta, self._meta_json, self._meta_mtime, self._error = meta, meta.to_json(), mtime, ""
         return True
 
     def _on_event(self, raw: dict[str, Any]) -> None:
@@ -446,7 +452,7 @@ class RunModel:
         if tr is None:  # not a trajectory this reader can type: skipped
             return
         c = self._t
-        pool = self._meta.get("models") or []
+        pool = self._meta.models if self._meta else []
         steps, mask = [], 0
         for turn in tr.turns:
             m = turn.model
@@ -473,7 +479,7 @@ class RunModel:
         if self._snapshot is not None:
             return self._snapshot
         locked = self.run.is_locked()
-        status = str(self._meta.get("status") or ("running" if locked else "created"))
+        status = self._meta.status if self._meta else ("running" if locked else "created")
         if status in ("running", "created") and not locked and self._meta:
             # no engine holds it: it died (a created one before its first generation)
             status = "interrupted"
@@ -494,9 +500,10 @@ class RunModel:
         )
         self._snapshot = RunSnapshot(
             path=self.run.path,
-            id=str(self._meta.get("id") or self.run.id),
+            id=self._meta.id if self._meta else self.run.id,
             version=self.version,
-            meta=self._meta,
+            meta=self._meta_json,
+            record=self._meta,
             status=status,
             locked=locked,
             gens=Generations(**g),

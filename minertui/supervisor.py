@@ -27,6 +27,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from trinity.errors import TrinityError
+from trinity.runs.records import read_run_meta
 from trinity.runs.rundir import RunDir, new_run_id
 
 
@@ -159,7 +160,7 @@ class Supervisor:
         """A demo run talks to a practice server that the app started for it and that stopped
         with its engine; resuming against the dead port would fail every call. Start it again
         on the recorded port, for this run, the way the demo did."""
-        cfg = run.read_meta().get("config") or {}
+        cfg = read_run_meta(run.path).config  # the resolved TrainConfig, as run.json holds it
         url = urlsplit(str(cfg.get("base_url") or ""))
         if cfg.get("pool") != "practice" or url.hostname not in ("127.0.0.1", "localhost") or not url.port:
             return
@@ -216,7 +217,7 @@ class Supervisor:
         try:
             pid = int((run.path / ".lock").read_text().split()[0])
         except (OSError, ValueError, IndexError):
-            pid = run.read_meta().get("pid")
+            pid = read_run_meta(run.path).pid
         return pid if isinstance(pid, int) and pid > 0 else None
 
     def pause(self, run_dir: str | os.PathLike) -> int:

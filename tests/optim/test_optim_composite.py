@@ -31,7 +31,7 @@ def test_every_minibatch_holds_every_benchmark(tmp_path):
     cfg = TrainConfig(questions=q, matrix=m, popsize=4, generations=6, m=8, seed=1, select_on="benchmark_mean")
     t = standin_trainer(tmp_path / "run", cfg)
     assert {x.benchmark for x in t.train_q} == {"big", "small"}
-    rng = t.fresh_state()["batch_rng"]
+    rng = t.fresh_state().batch_rng
     for _ in range(20):
         pick = t._minibatch(rng, 8)
         batch = [t.train_q[i] for i in pick]

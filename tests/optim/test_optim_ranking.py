@@ -42,10 +42,10 @@ def test_the_es_is_told_the_ranking_and_the_incumbent_is_the_runs_theta(tmp_path
     Raced.told = []
     t.train()
     st = t.state
-    assert len(st["es_tells"]) == 2
-    for told, ranking in zip(st["es_tells"], Raced.told):
+    assert len(st.es_tells) == 2
+    for told, ranking in zip(st.es_tells, Raced.told):
         assert np.array_equal(np.asarray(told), -ranking)  # pycma minimises: −ranking
-    assert st["evals"] == 2 * (8 * 6 - 4 * 3)  # the NaN cells are not evaluations
+    assert st.evals == 2 * (8 * 6 - 4 * 3)  # the NaN cells are not evaluations
     gens = [e for e in RunDir(tmp_path / "run").read_events() if e["type"] == "generation"]
     assert all(np.isfinite(g["mean"]) and np.isfinite(g["max"]) for g in gens)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())

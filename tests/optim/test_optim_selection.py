@@ -8,7 +8,7 @@ import pytest
 from optim_helpers import standin_trainer, write_inputs
 
 from trinity.config import TrainConfig
-from trinity.optim.trainer import VAL_MARGIN_Z
+from trinity.optim.trainer import VAL_MARGIN_Z, Incumbent
 
 
 @pytest.fixture()
@@ -22,13 +22,7 @@ def test_a_lucky_question_or_a_tie_does_not_replace_the_incumbent(tmp_path, cfg)
     t.state = t.fresh_state()
     n = len(t.val_q)
     inc = (np.arange(n) % 3 != 0).astype(float)  # 2/3 right
-    t.state["best"] = {
-        "theta": np.zeros(3),
-        "val_acc": float(inc.mean()),
-        "gen": 0,
-        "which": "warm_start",
-        "val_vec": inc,
-    }
+    t.state.best = Incumbent(theta=np.zeros(3), val_acc=float(inc.mean()), gen=0, which="warm_start", val_vec=inc)
     assert not t._beats(inc.copy())  # a tie keeps the incumbent (the old rule gave it to the later θ)
     one = inc.copy()
     one[0] = 1.0  # one more right val question: noise

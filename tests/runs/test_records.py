@@ -96,7 +96,34 @@ def _every_file_reads_back(run: Path) -> dict[str, int]:
     assert meta.to_json() == json.loads((run / R.RUN_JSON).read_text())
     assert [h.to_json() for h in history] == json.loads((run / R.HISTORY_FILE).read_text())
     assert summary.to_json() == json.loads((run / R.SUMMARY_FILE).read_text())
+    _same_bytes_again(run)
     return {"events": len(events), "kinds": len(kinds), "traces": len(traces)}
+
+
+def _json_file(obj: object) -> bytes:  # as trinity.io.atomic_write_json writes it
+    return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def _json_lines(objs: list) -> bytes:  # as trinity.io.append_jsonl and the trainer's traces write them
+    return "".join(json.dumps(o, ensure_ascii=False, allow_nan=False) + "\n" for o in objs).encode()
+
+
+def _same_bytes_again(run: Path) -> None:
+    """Every record file of a real run, read through its record and written back with its
+    `to_json`, is the very bytes the engine wrote: field order, number types and the fields left
+    out all survive (the writers write through the same records)."""
+    raw = {p: (run / p).read_bytes() for p in (R.RUN_JSON, R.HISTORY_FILE, R.SUMMARY_FILE)}
+    assert _json_file(R.read_run_meta(run).to_json()) == raw[R.RUN_JSON]
+    assert _json_file([h.to_json() for h in R.read_history(run / R.HISTORY_FILE)]) == raw[R.HISTORY_FILE]
+    assert _json_file(R.read_summary(run / R.SUMMARY_FILE).to_json()) == raw[R.SUMMARY_FILE]
+    events = (run / R.EVENTS_FILE).read_bytes()
+    assert _json_lines([R.parse_event(e).to_json() for e in read_jsonl(run / R.EVENTS_FILE)]) == events
+    traces = (run / R.TRACES_FILE).read_bytes()
+    assert _json_lines([R.parse_trace(t).to_json() for t in read_jsonl(run / R.TRACES_FILE)]) == traces
+    mpath = run / R.CHECKPOINT_DIR / R.CHECKPOINT_MANIFEST
+    assert _json_file(R.parse_manifest(json.loads(mpath.read_text())).to_json()) == mpath.read_bytes()
+    if (run / R.EVAL_FILE).exists():
+        assert _json_file(R.read_eval_file(run / R.EVAL_FILE).to_json()) == (run / R.EVAL_FILE).read_bytes()
 
 
 def test_every_file_of_a_real_cached_run_reads_through_its_record(cached_run):
@@ -170,8 +197,9 @@ def test_closed_records_refuse_unknown_fields_open_ones_keep_them():
         }
     )
     assert g.extra("new") == 2 and g.to_json()["new"] == 2 and g.best == 1.0
-    meta = R.parse_run_meta({"id": "r", "status": "running", "protocol": "open"})
-    assert meta.extra("protocol") == "open" and meta.format == 1  # no format: a run from before the field
+    meta = R.parse_run_meta({"id": "r", "status": "running", "protocol": "open", "added_later": [1]})
+    assert meta.protocol == "open" and meta.extra("added_later") == [1]
+    assert meta.format == 1  # no format: a run from before the field
 
 
 def test_a_newer_run_or_eval_format_is_one_line_asking_for_a_newer_trinity(tmp_path):
@@ -184,6 +212,128 @@ def test_a_newer_run_or_eval_format_is_one_line_asking_for_a_newer_trinity(tmp_p
         R.read_eval_file(tmp_path / "eval.json")
     with pytest.raises(InputError, match="field format must be a positive integer"):
         R.parse_run_meta({"format": "1", "id": "r"})
+
+
+def test_an_older_format_is_one_line_too(tmp_path):
+    with pytest.raises(R.RecordError) as e:
+        R.parse_run_meta({"format": 0, "id": "r"}, "runs/r/run.json")
+    assert "runs/r/run.json: field format must be a positive integer, got 0" in str(e.value)
+    assert "\n" not in str(e.value)
+    with pytest.raises(
+        R.RecordError, match="field format: Value error, 'trinity-checkpoint/1' is not trinity-checkpoint/2"
+    ):
+        R.parse_manifest(
+            {
+                "format": "trinity-checkpoint/1",
+                "run_id": "r",
+                "config_hash": "h",
+                "generation": 1,
+                "file": "f",
+                "sha256": "x",
+            }
+        )
+
+
+def _every_record() -> list[tuple[object, object]]:
+    """(record, parser) pairs: one of every record type the run directory holds."""
+    gen = R.GenerationRecord.given(
+        gen=2, best=0.5, mean=0.25, max=0.5, min=0.0, sigma=0.1, evals=16, cost_usd=0.0, calls=0,
+        val_acc=0.75, val_acc_mean=0.5, best_val_acc=0.75, model_mix={"a": 3, "b": 1}, secs=0.5,
+    )  # fmt: skip
+    return [
+        (
+            R.RunMeta(
+                format=R.RUN_FORMAT,
+                id="r",
+                created="2026-01-01T00:00:00+00:00",
+                status="created",
+                mode="cached",
+                config={"seed": 3},
+                models=["a", "b"],
+                splits={"train": ["q1"], "val": [], "test": []},
+                n_params=20,
+                budget_usd=None,
+            ),
+            R.parse_run_meta,
+        ),  # fmt: skip
+        (gen, lambda d: R.parse_history([d])[0]),
+        (R.GenerationEvent(type="generation", time=1.5, **gen.to_json(), system={"cpu": 3.0}), R.parse_event),
+        (R.WarmStartEvent(type="warm_start", time=1.0, gen=0, method="labels", **{"lambda": 0.1}), R.parse_event),
+        (R.ProgressEvent(type="progress", time=1.0, gen=1, done=2, total=8), R.parse_event),
+        (R.StatusEvent(type="status", time=1.0, status="running", message=""), R.parse_event),
+        (R.LogEvent(type="log", time=1.0, level="info", message="hello"), R.parse_event),
+        (
+            R.TraceRecord(
+                gen=1,
+                candidate=0,
+                qid="q1",
+                benchmark="b",
+                mode="cached",
+                reward=1.0,
+                correct=True,
+                turns=[R.TraceTurn(model="a", role="Worker", model_probs=[0.5, 0.5], output="4")],
+            ),
+            R.parse_trace,
+        ),  # fmt: skip
+        (
+            R.Summary(
+                run_id="r",
+                mode="cached",
+                models=["a", "b"],
+                n_params=20,
+                generations=2,
+                best_fitness=None,
+                best_theta=R.BestTheta(gen=2, which="es_mean", val_acc=None, rule="..."),
+                val_acc=0.75,
+                ledger_head=None,
+                ledger_records=0,
+            ),
+            R.parse_summary,
+        ),  # fmt: skip
+        (
+            R.CheckpointManifest(
+                format=R.CHECKPOINT_FORMAT,
+                run_id="r",
+                config_hash="h",
+                generation=2,
+                file="state-000002.npz",
+                sha256="0" * 64,
+                bytes=10,
+                ledger_head=None,
+                ledger_records=0,
+                time="2026-01-01T00:00:00+00:00",
+            ),
+            R.parse_manifest,
+        ),  # fmt: skip
+        (
+            R.EvalFile(
+                format=R.EVAL_FORMAT,
+                run="r",
+                evaluations={
+                    "cached/test": R.EvalEntry(
+                        per_benchmark={"b": R.BenchmarkResult(accuracy=0.5, n=4)}, split="test", mode="cached"
+                    )
+                },
+            ),
+            R.parse_eval,
+        ),  # fmt: skip
+    ]
+
+
+@pytest.mark.parametrize("i", range(11))
+def test_every_record_type_written_reads_back_the_same(i):
+    record, parse = _every_record()[i]
+    data = json.loads(json.dumps(record.to_json()))  # through the bytes a writer puts in the file
+    back = parse(data)
+    assert back == record and type(back) is type(record)
+    assert json.dumps(back.to_json()) == json.dumps(record.to_json())  # the same bytes, field order included
+
+
+def test_records_keep_the_writers_field_order_and_leave_out_what_was_not_given():
+    r = R.GenerationRecord.given(secs=1.0, gen=1, best=0.5, mean=0.5, max=0.5, evals=4, val_acc=None)
+    assert list(r.to_json()) == ["secs", "gen", "best", "mean", "max", "evals"]  # val_acc None: left out
+    s = R.Summary(run_id="r", n_params=1, generations=0, best_fitness=None)
+    assert s.to_json() == {"run_id": "r", "n_params": 1, "generations": 0, "best_fitness": None}  # given None: kept
 
 
 def test_broken_files_are_one_line_each(tmp_path):
@@ -213,8 +363,14 @@ def test_broken_files_are_one_line_each(tmp_path):
 
 
 def test_one_home_of_the_theta_layout():
+    from trinity import layout
+    from trinity.competition import text
     from trinity.model import svf, theta
     from trinity.submission import bundle
+
+    assert R.HEAD_FILE is layout.HEAD_FILE and R.SVF_MATRICES is layout.SVF_MATRICES
+    assert text.HEAD_ROWS_EXTRA == layout.N_ROLES and text.SVF_PARAMS == layout.N_SVF_MATRICES * text.HIDDEN
+    assert text.theta_length(3) == 13_312  # (3 + 3) × 1024 + 7 × 1024: TinyRouter's gates
 
     assert theta.HEAD_FILE is R.HEAD_FILE and theta.SVF_FILE is R.SVF_FILE and theta.N_ROLES is R.N_ROLES
     assert bundle.HEAD_FILE is R.HEAD_FILE and bundle.THETA_FILE is R.THETA_FILE

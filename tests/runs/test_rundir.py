@@ -12,7 +12,7 @@ def test_meta_events_and_status(tmp_path):
     rd.path.mkdir()
     rd.write_meta({"id": "r1", "status": "created"})
     rd.set_status("running")
-    rd.append_event("generation", gen=0, best=0.5)
+    rd.append_event("generation", gen=0, best=0.5, mean=0.5, max=0.5, evals=4)
     rd.set_status("finished", "done")
     meta = rd.read_meta()
     assert meta["status"] == "finished" and meta["status_message"] == "done"
@@ -74,7 +74,7 @@ def test_events_tolerate_a_torn_last_line(tmp_path):
     rd = RunDir(tmp_path / "r")
     assert rd.read_events() == []  # no folder, no events file yet
     rd.path.mkdir()
-    rd.append_event("generation", gen=0, best=0.25)
+    rd.append_event("generation", gen=0, best=0.25, mean=0.25, max=0.25, evals=4)
     rd.log("hello", level="warning")
     with open(rd.events, "ab") as f:
         f.write(b'{"type": "generation", "gen": 1, "be')  # the engine mid-append
@@ -118,3 +118,15 @@ def test_lock_records_the_pid_and_can_be_taken_again_after_release(tmp_path):
     with rd.lock():
         pass
     assert not rd.is_locked()
+
+
+def test_an_event_that_does_not_fit_its_record_is_refused_before_it_is_written(tmp_path):
+    from trinity.runs.records import RecordError
+
+    rd = RunDir(tmp_path / "r")
+    rd.path.mkdir()
+    with pytest.raises(RecordError, match="generation event: field mean is missing"):
+        rd.append_event("generation", gen=1, best=0.5)
+    with pytest.raises(RecordError, match="field total is missing"):
+        rd.append_event("progress", gen=1, done=2)
+    assert rd.read_events() == []  # nothing half-typed reached the file

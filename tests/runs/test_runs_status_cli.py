@@ -86,7 +86,9 @@ def test_a_live_run_read_as_the_engine_appends(tmp_path):
         s = w.poll()
         assert s.state == "running" and s.gen == 0 and s.eta_secs is None and s.spend_usd == 0.0
         for g in (1, 2, 3):
-            rd.append_event("generation", gen=g, best=0.1 * g, mean=0.0, max=0.1 * g, secs=10.0, cost_usd=0.002 * g)
+            rd.append_event(
+                "generation", gen=g, best=0.1 * g, mean=0.0, max=0.1 * g, evals=4 * g, secs=10.0, cost_usd=0.002 * g
+            )
             append_jsonl(rd.ledger, {"cost_micro_usd": 2000, "model": "m"})
         rd.append_event("progress", gen=4, done=5, total=10)
         s = w.poll()
@@ -96,7 +98,7 @@ def test_a_live_run_read_as_the_engine_appends(tmp_path):
         # the budget runs out first: (0.025 - 0.020) / 0.002 = 2.5 generations left
         for _ in range(4, 11):
             append_jsonl(rd.ledger, {"cost_micro_usd": 2000, "model": "m"})
-        rd.append_event("generation", gen=4, best=0.4, mean=0, max=0.4, secs=10.0, cost_usd=0.020)
+        rd.append_event("generation", gen=4, best=0.4, mean=0, max=0.4, evals=16, secs=10.0, cost_usd=0.020)
         s = w.poll()
         assert s.spend_usd == pytest.approx(0.020)
         assert s.eta_limit == "budget"

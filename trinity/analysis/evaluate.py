@@ -372,16 +372,16 @@ def evaluate_run(
     else:
         raise InputError(f"unknown --mode {mode!r}; use cached or live")
     if write:
-        from trinity.runs.records import EVAL_FORMAT, read_eval_file
+        from trinity.runs.records import EVAL_FORMAT, EvalFile, parse_eval_entry, read_eval_file
 
-        evals: dict[str, dict[str, Any]] = {}
+        evals: dict[str, EvalEntry] = {}
         if run.eval_json.exists():
             try:  # earlier results of other modes/splits are kept; an unreadable file is replaced
-                evals = {k: v.to_json() for k, v in read_eval_file(run.eval_json).evaluations.items()}
+                evals = dict(read_eval_file(run.eval_json).evaluations)
             except InputError:
                 evals = {}
-        evals[f"{mode}/{split}"] = report.to_json()
-        atomic_write_json(run.eval_json, {"format": EVAL_FORMAT, "run": run.id, "evaluations": evals})
+        evals[f"{mode}/{split}"] = parse_eval_entry(report.to_json(), f"{run.eval_json} {mode}/{split}")
+        atomic_write_json(run.eval_json, EvalFile(format=EVAL_FORMAT, run=run.id, evaluations=evals).to_json())
     return report
 
 

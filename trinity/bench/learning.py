@@ -24,6 +24,8 @@ from pathlib import Path
 
 from trinity.bench import learning_live
 from trinity.data.learningtask import TaskSpec
+from trinity.runs.records import GenerationEvent, WarmStartEvent, read_summary
+from trinity.runs.rundir import RunDir
 
 TASKS = {
     "t3-easy": TaskSpec("t3-easy", topics=3, models=3, k=4, edge=0.35, n_per_topic=40, seed=0),
@@ -64,14 +66,12 @@ def register(sub) -> None:
 
 
 def plateau_gen(run_dir: Path) -> int | None:
-    from trinity.io import read_jsonl
-
-    points = []
-    for ev in read_jsonl(run_dir / "events.jsonl"):
-        if ev.get("type") == "warm_start" and "val_acc" in ev:
-            points.append((0, ev["val_acc"]))
-        elif ev.get("type") == "generation" and "best_val_acc" in ev:
-            points.append((ev["gen"], ev["best_val_acc"]))
+    points: list[tuple[int, float]] = []
+    for ev in RunDir(run_dir).read_typed_events():
+        if isinstance(ev, WarmStartEvent) and ev.val_acc is not None:
+            points.append((0, ev.val_acc))
+        elif isinstance(ev, GenerationEvent) and ev.best_val_acc is not None:
+            points.append((ev.gen, ev.best_val_acc))
     if not points:
         return None
     final = max(v for _, v in points)
@@ -94,7 +94,6 @@ def task_figures(spec: TaskSpec, args, work: Path) -> dict:
         routed_accuracy,
         warm_start_theta,
     )
-    from trinity.runs.rundir import RunDir
 
     qs, mat, _ = generate_task(spec)
     qf, mf = work / f"{spec.name}.jsonl", work / f"{spec.name}.json"
@@ -148,10 +147,10 @@ def task_figures(spec: TaskSpec, args, work: Path) -> dict:
         rd = work / f"{spec.name}-{name}"
         t1 = time.monotonic()
         res = start_run(load_config(None, {**over, "warm_start": ws}), run_dir=rd)
-        summary = json.loads(RunDir(rd).summary.read_text())
-        out[name] = summary.get("test_acc")
+        summary = read_summary(RunDir(rd).summary)
+        out[name] = summary.test_acc
         out[f"{name}_plateau_gen"] = plateau_gen(rd)
-        out[f"{name}_best_from"] = summary["best_theta"].get("which")
+        out[f"{name}_best_from"] = summary.best_theta.which if summary.best_theta else None
         out[f"{name}_secs"] = round(time.monotonic() - t1, 1)
         if res.status != "finished":
             out[f"{name}_status"] = res.message
@@ -207,7 +206,7 @@ def live_figures(lambdas: list[float], args, work: Path) -> list[dict]:
             )
             start_run(cfg, run_dir=rd)
             rep = evaluate_run(rd, split="test", mode="live", seeds=100, bootstrap=500, write=False)
-            summary = json.loads((rd / "summary.json").read_text())
+            summary = read_summary(RunDir(rd).summary)
             rows.append(
                 {
                     "lambda_turns": lam,
@@ -216,7 +215,7 @@ def live_figures(lambdas: list[float], args, work: Path) -> list[dict]:
                     "test_n": rep.n_questions,
                     "best_single": rep.best_single,
                     "best_single_acc": max(x.accuracy.point for x in rep.singles),
-                    "train_avg_turns": summary.get("avg_turns"),
+                    "train_avg_turns": summary.avg_turns,
                     "secs": round(time.monotonic() - t0, 1),
                 }
             )

@@ -31,6 +31,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from trinity.errors import ConfigError
+from trinity.layout import COMPETITION_HIDDEN, COMPETITION_SVF_PARAMS, N_ROLES
 
 TINYROUTER = "tinyrouter"
 MINIROUTER = "minirouter"
@@ -188,9 +189,9 @@ def run_competition(meta: Mapping[str, Any]) -> str:
 
 # ---- θ length ----
 
-HEAD_ROWS_EXTRA = 3  # role rows (Thinker, Worker, Verifier)
-HIDDEN = 1024  # Qwen3-0.6B
-SVF_PARAMS = 7 * 1024
+HEAD_ROWS_EXTRA = N_ROLES  # role rows (Thinker, Worker, Verifier)
+HIDDEN = COMPETITION_HIDDEN  # Qwen3-0.6B
+SVF_PARAMS = COMPETITION_SVF_PARAMS  # 7 × 1024
 TINYROUTER_N_MODELS = 3  # TinyRouter's gates want head (6, 1024), 13,312 values in all
 # The pools MiniRouter's validator runs: models.chutes.yaml (3), models.minibridge.light.yaml (4).
 MINIROUTER_POOL_SIZES = MappingProxyType({3: "the 3-model Chutes pool", 4: "the 4-model MiniBridge light pool"})

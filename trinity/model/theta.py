@@ -9,7 +9,7 @@
 
 Files: `best_theta.npy` (float64, the whole vector) and the TinyRouter bundle's
 `head_weights.npy` `(n_models + 3, hidden)` float32 + `svf_scales.npy` `(svf_size,)` float32.
-The names and the layout constants are defined once, in `trinity.runs.records`.
+The names and the layout constants are defined once, in `trinity.layout`.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import numpy.typing as npt
 from trinity.errors import InputError
 from trinity.io import atomic_write_bytes
 from trinity.model.arrays import Float64Array, FloatArray
-from trinity.runs.records import HEAD_FILE as HEAD_FILE  # the θ layout and names: defined once there
-from trinity.runs.records import N_ROLES as N_ROLES
-from trinity.runs.records import SVF_FILE as SVF_FILE
-from trinity.runs.records import THETA_FILE as THETA_FILE
+from trinity.layout import HEAD_FILE as HEAD_FILE  # the θ layout and names: defined once there
+from trinity.layout import N_ROLES as N_ROLES
+from trinity.layout import SVF_FILE as SVF_FILE
+from trinity.layout import THETA_FILE as THETA_FILE
 
 _F = TypeVar("_F", bound=np.floating[Any])
 

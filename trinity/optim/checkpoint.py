@@ -37,7 +37,13 @@ import numpy as np
 
 from trinity.errors import CheckpointError
 from trinity.io import atomic_write_bytes, atomic_write_json
-from trinity.runs.records import CHECKPOINT_FORMAT, CHECKPOINT_MANIFEST  # the manifest's record: runs.records
+from trinity.runs.records import (  # the manifest's record
+    CHECKPOINT_FORMAT,
+    CHECKPOINT_MANIFEST,
+    CheckpointManifest,
+    RecordError,
+    parse_manifest,
+)
 from trinity.runs.rundir import RunDir, utc_now_iso
 
 FORMAT = CHECKPOINT_FORMAT
@@ -209,7 +215,7 @@ def validate_state(state: dict[str, Any], *, n_params: int, popsize: int, where:
 
 
 # ---- files ------------------------------------------------------------------------------------
-def write_checkpoint(run: RunDir, state: dict[str, Any], *, run_id: str, config_hash: str) -> dict[str, Any]:
+def write_checkpoint(run: RunDir, state: dict[str, Any], *, run_id: str, config_hash: str) -> CheckpointManifest:
     ckdir = run.checkpoint_dir
     ckdir.mkdir(parents=True, exist_ok=True)
     gen = int(state["gen"])
@@ -217,19 +223,19 @@ def write_checkpoint(run: RunDir, state: dict[str, Any], *, run_id: str, config_
     name = f"state-{gen:06d}.npz"
     atomic_write_bytes(ckdir / name, blob)
     head, n_records = ledger_anchor(run)
-    manifest = {
-        "format": FORMAT,
-        "run_id": run_id,
-        "config_hash": config_hash,
-        "generation": gen,
-        "file": name,
-        "sha256": hashlib.sha256(blob).hexdigest(),
-        "bytes": len(blob),
-        "ledger_head": head,
-        "ledger_records": n_records,
-        "time": utc_now_iso(),
-    }
-    atomic_write_json(ckdir / MANIFEST, manifest)
+    manifest = CheckpointManifest(
+        format=FORMAT,
+        run_id=run_id,
+        config_hash=config_hash,
+        generation=gen,
+        file=name,
+        sha256=hashlib.sha256(blob).hexdigest(),
+        bytes=len(blob),
+        ledger_head=head,
+        ledger_records=n_records,
+        time=utc_now_iso(),
+    )
+    atomic_write_json(ckdir / MANIFEST, manifest.to_json())
     for old in [*ckdir.glob("state-*.npz"), *ckdir.glob("state-*.pkl")]:
         if old.name != name:
             old.unlink(missing_ok=True)
@@ -262,42 +268,43 @@ def check_ledger_against(run: RunDir, head: object, n_records: object, what: str
         )
 
 
-def read_checkpoint(run: RunDir, *, run_id: str, config_hash: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def read_checkpoint(run: RunDir, *, run_id: str, config_hash: str) -> tuple[CheckpointManifest, dict[str, Any]]:
     """(manifest, state) after every check; CheckpointError naming the problem otherwise."""
     ckdir = run.checkpoint_dir
     mpath = ckdir / MANIFEST
     hint = "start a new run (trinity train) or restore the run directory from a copy"
     try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+        data = json.loads(mpath.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CheckpointError(f"{run.path}: no checkpoint ({mpath} missing)") from None
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise CheckpointError(f"checkpoint {mpath} is corrupt (not JSON); {hint}") from None
     except IsADirectoryError:
         raise CheckpointError(f"checkpoint {mpath} is a directory, not a manifest; {hint}") from None
-    if isinstance(manifest, dict) and manifest.get("format") == OLD_PICKLE_FORMAT:
+    if isinstance(data, dict) and data.get("format") == OLD_PICKLE_FORMAT:
         raise CheckpointError(
             f"checkpoint {mpath} is in the old pickle format ({OLD_PICKLE_FORMAT}), which is "
             "never loaded because a pickle can run code; start a new run (trinity train)"
         )
-    keys = ("format", "run_id", "config_hash", "generation", "file", "sha256")
-    if not isinstance(manifest, dict) or any(k not in manifest for k in keys) or manifest["format"] != FORMAT:
-        raise CheckpointError(f"checkpoint {mpath} is not a {FORMAT} manifest; {hint}")
-    if manifest["run_id"] != run_id:
+    try:
+        manifest = parse_manifest(data, str(mpath))
+    except RecordError:
+        raise CheckpointError(f"checkpoint {mpath} is not a {FORMAT} manifest; {hint}") from None
+    if manifest.run_id != run_id:
         raise CheckpointError(
-            f"checkpoint in {ckdir} belongs to run {manifest['run_id']!r}, not {run_id!r} (foreign checkpoint); {hint}"
+            f"checkpoint in {ckdir} belongs to run {manifest.run_id!r}, not {run_id!r} (foreign checkpoint); {hint}"
         )
-    if manifest["config_hash"] != config_hash:
+    if manifest.config_hash != config_hash:
         raise CheckpointError(
             f"checkpoint in {ckdir} was written with another config (hash "
-            f"{manifest['config_hash']} != {config_hash}); {hint}"
+            f"{manifest.config_hash} != {config_hash}); {hint}"
         )
-    spath = ckdir / Path(str(manifest["file"])).name
+    spath = ckdir / Path(manifest.file).name
     try:
         blob = spath.read_bytes()
     except (FileNotFoundError, IsADirectoryError):
         raise CheckpointError(f"checkpoint state {spath} is missing; {hint}") from None
-    if hashlib.sha256(blob).hexdigest() != manifest["sha256"]:
+    if hashlib.sha256(blob).hexdigest() != manifest.sha256:
         raise CheckpointError(f"checkpoint state {spath} is corrupt (checksum mismatch); {hint}")
     try:
         state = decode_state(blob)
@@ -317,7 +324,7 @@ def read_checkpoint(run: RunDir, *, run_id: str, config_hash: str) -> tuple[dict
         raise CheckpointError(
             f"checkpoint state {spath} is not a data-only {FORMAT} state ({type(e).__name__}: {str(e)[:120]}); {hint}"
         ) from None
-    if state.get("gen") != manifest["generation"]:
+    if state.get("gen") != manifest.generation:
         raise CheckpointError(f"checkpoint state {spath} does not match its manifest; {hint}")
-    check_ledger_against(run, manifest.get("ledger_head"), manifest.get("ledger_records"), f"checkpoint {mpath}")
+    check_ledger_against(run, manifest.ledger_head, manifest.ledger_records, f"checkpoint {mpath}")
     return manifest, state

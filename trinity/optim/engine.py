@@ -19,7 +19,7 @@ from trinity.optim.fitness import CachedFitness, Fitness, RouterLike, build_rout
 from trinity.optim.runinputs import RunInputs, inputs_digest, inputs_from_config, load_run_inputs
 from trinity.optim.trainer import Trainer, TrainResult
 from trinity.runs.rundir import RunDir, new_run_id, utc_now_iso
-from trinity.runs.records import RUN_FORMAT
+from trinity.runs.records import RUN_FORMAT, RunMeta
 
 if TYPE_CHECKING:
     from trinity.model.router import Router
@@ -183,32 +183,32 @@ def start_run(
     except OSError as e:
         raise InputError(f"cannot create the run directory {run.path}: {e.strerror}; pick another --run-dir") from None
     with run.lock():
-        meta = {
-            "format": RUN_FORMAT,  # trinity.runs.records: the run directory's format
-            "id": run.id,
-            "created": utc_now_iso(),
-            "status": "created",
-            "status_message": "",
-            "mode": cfg.mode,
-            "competition": competition,
-            "protocol": protocol,
-            "objective": objective,
-            "config": cfg.resolved(),
-            "config_hash": cfg.hash(),
-            "models": models,
-            "pool": cfg.pool or (inputs.matrix.benchmark if inputs.matrix is not None else None),
-            "benchmarks": sorted({q.benchmark for q in inputs.questions}),
-            "encoder": cfg.encoder,
-            "n_params": int(router.n_params),
-            "splits": inputs.splits,
-            "inputs_digest": inputs_digest(inputs),
-            "git_sha": _git_sha(),
-            "versions": _versions(),
-            "pid": os.getpid(),
-            "budget_usd": cfg.budget_usd,
-            "argv": argv or [],
-            "torch_threads": _torch_threads(),
-        }
+        meta = RunMeta(
+            format=RUN_FORMAT,  # trinity.runs.records: the run directory's format
+            id=run.id,
+            created=utc_now_iso(),
+            status="created",
+            status_message="",
+            mode=cfg.mode,
+            competition=competition,
+            protocol=protocol,
+            objective=objective,
+            config=cfg.resolved(),
+            config_hash=cfg.hash(),
+            models=models,
+            pool=cfg.pool or (inputs.matrix.benchmark if inputs.matrix is not None else None),
+            benchmarks=sorted({q.benchmark for q in inputs.questions}),
+            encoder=cfg.encoder,
+            n_params=int(router.n_params),
+            splits=inputs.splits,
+            inputs_digest=inputs_digest(inputs),
+            git_sha=_git_sha(),
+            versions=_versions(),
+            pid=os.getpid(),
+            budget_usd=cfg.budget_usd,
+            argv=argv or [],
+            torch_threads=_torch_threads(),
+        )
         run.write_meta(meta)
         try:
             fitness = make_fitness(cfg, run, router, inputs, models)
@@ -311,7 +311,7 @@ def _failed_at_start(run: RunDir) -> bool:
     """A run directory whose engine failed before its first call: status created/failed, no
     checkpoint, no history, nothing in its ledger or journal, and no engine holding it."""
     try:
-        status = run.read_meta().get("status")
+        status = run.meta().status
     except InputError:
         return False
     if status not in ("created", "failed") or run.is_locked() or ckpt.has_checkpoint(run) or run.history.exists():
@@ -416,8 +416,8 @@ def resume_run(
 
     `overrides` may change only keys that leave the checkpoint valid (trinity.config.RESUMABLE_KEYS)."""
     run = RunDir(run_dir)
-    meta = run.read_meta()
-    data = dict(meta.get("config") or {})
+    meta = run.meta()
+    data = dict(meta.config)
     from trinity.config import LEGACY_VALUES
 
     for key, legacy in LEGACY_VALUES.items():  # a run made before the key existed ran at this value
@@ -430,10 +430,10 @@ def resume_run(
     with run.lock():  # a second engine is refused here, before anything is read or written
         state = None
         if ckpt.has_checkpoint(run):
-            _, state = ckpt.read_checkpoint(run, run_id=meta.get("id", run.id), config_hash=cfg.hash())
-            if state["gen"] >= cfg.generations and meta.get("status") == "finished":
+            manifest, state = ckpt.read_checkpoint(run, run_id=meta.id, config_hash=cfg.hash())
+            if manifest.generation >= cfg.generations and meta.status == "finished":
                 raise InputError(
-                    f"{run.path} already ran {state['gen']} of {cfg.generations} generations; "
+                    f"{run.path} already ran {manifest.generation} of {cfg.generations} generations; "
                     "nothing to resume (pass --generations N to extend it)"
                 )
         elif run.history.exists() or run.best_theta.exists():
@@ -445,9 +445,9 @@ def resume_run(
                 "from a copy, or start a new run (trinity train)"
             )
         inputs = load_run_inputs(run)
-        models = list(meta.get("models") or pool_models(cfg, inputs))
+        models = list(meta.models or pool_models(cfg, inputs))
         router = build_router(cfg, len(models))
-        threads_note = _match_threads(meta.get("torch_threads"), router)
+        threads_note = _match_threads(meta.torch_threads, router)
         fitness = make_fitness(cfg, run, router, inputs, models)
         try:
             trainer = Trainer(
@@ -457,7 +457,7 @@ def resume_run(
                 router,
                 fitness,
                 models,
-                run_id=meta.get("id", run.id),
+                run_id=meta.id,
                 on_event=on_event,
                 validator=make_validator(cfg, router, inputs, models),
                 warm_up=True,

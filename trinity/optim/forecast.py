@@ -50,6 +50,8 @@ import numpy as np
 from trinity.config import TrainConfig
 from trinity.data.questions import Question
 from trinity.errors import InputError
+from trinity.runs.records import GenerationEvent, try_event
+from trinity.runs.rundir import RunDir
 
 FORECAST_FILE = "forecast.json"
 DRAWS = 4000
@@ -117,10 +119,10 @@ def load_pilot(path: str | Path) -> Pilot:
         pilot = _from_traces(traces)
         _add_generation_times(pilot, p / "events.jsonl")
         try:
-            conf = json.loads((p / "run.json").read_text(encoding="utf-8"))["config"]
+            conf = RunDir(p).meta().config
             pilot.popsize = int(conf["popsize"])
             pilot.seed = int(conf["seed"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (InputError, ValueError, KeyError, TypeError):
             pass
         return pilot
     if p.suffix == ".json" and not p.name.endswith(".answers.jsonl"):
@@ -190,8 +192,8 @@ def _from_answers(path: Path) -> Pilot:
 def _add_generation_times(pilot: Pilot, events: Path) -> None:
     if not events.exists():
         return
-    gens = [r for r in _rows(events) if r.get("type") == "generation" and isinstance(r.get("secs"), (int, float))]
-    pilot.gen_secs = [float(r["secs"]) for r in gens]
+    gens = [ev for r in _rows(events) if isinstance(ev := try_event(r), GenerationEvent)]
+    pilot.gen_secs = [float(ev.secs) for ev in gens if ev.secs is not None]
     if gens:
         per_gen: dict[Any, int] = {}
         for c in pilot.sessions.values():
@@ -221,10 +223,10 @@ def earlier_run(cfg: TrainConfig, runs_root: str | Path | None, exclude: str | P
         if skip is not None and d.resolve() == skip:
             continue
         try:
-            conf = json.loads((d / "run.json").read_text(encoding="utf-8"))["config"]
-        except (OSError, ValueError, KeyError, TypeError):
+            conf = RunDir(d).meta().config
+        except (InputError, OSError):
             continue
-        if not isinstance(conf, dict) or conf.get("mode") != "live" or conf.get("pool") != cfg.pool:
+        if conf.get("mode") != "live" or conf.get("pool") != cfg.pool:
             continue
         if (conf.get("pool_models") or None) != (cfg.pool_models or None):
             continue

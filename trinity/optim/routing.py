@@ -96,19 +96,19 @@ def load_trained(
     from trinity.optim.fitness import build_router
 
     run = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
-    meta = run.read_meta()
-    data = dict(meta.get("config") or {})
+    meta = run.meta()
+    data = dict(meta.config)
     if device is not None:
         data["device"] = device
     cfg = validate_config(data, where=f"{run.run_json} config")
-    models = meta.get("models")
+    models = meta.models
     if not models:
         raise InputError(f"{run.run_json} names no models; was the run started?")
     path = Path(theta_path) if theta_path else run.best_theta
     if not path.exists():
         raise InputError(f"{path} not found; the run has no trained θ yet (wait for its first generation)")
-    theta = load_theta(path, meta.get("n_params"))
+    theta = load_theta(path, meta.n_params)
     router = build_router(cfg, len(models))
     from trinity.competition.text import run_competition
 
-    return TrainedRouter(router, theta, list(models), meta.get("id", run.id), competition=run_competition(meta))
+    return TrainedRouter(router, theta, list(models), meta.id, competition=run_competition(meta.to_json()))

@@ -161,10 +161,10 @@ def load_run_inputs(source: str | os.PathLike[str] | RunDir | TrainConfig) -> Ru
     if isinstance(source, TrainConfig):
         return inputs_from_config(source)
     run = source if isinstance(source, RunDir) else RunDir(Path(source))
-    meta = run.read_meta()
-    cfg = validate_config(meta.get("config") or {}, where=f"{run.run_json} config")
+    meta = run.meta()
+    cfg = validate_config(meta.config, where=f"{run.run_json} config")
     inputs = inputs_from_config(cfg)
-    recorded = meta.get("splits")
+    recorded = meta.splits
     if recorded:
         have = {q.id for q in inputs.questions}
         gone = [i for part in recorded.values() for i in part if i not in have]
@@ -174,13 +174,13 @@ def load_run_inputs(source: str | os.PathLike[str] | RunDir | TrainConfig) -> Ru
                 f"{len(gone)} recorded id(s) are gone: {_ids_line(gone)}"
             )
         inputs = RunInputs(inputs.questions, inputs.matrix, {k: list(v) for k, v in recorded.items()})
-    recorded_digest = meta.get("inputs_digest")
+    recorded_digest = meta.inputs_digest
     if recorded_digest and inputs_digest(inputs) != recorded_digest:
         raise InputError(
             f"{run.path}: the questions or matrix files changed since the run was started "
             f"({cfg.questions}, {cfg.matrix}); restore them, or start a new run"
         )
-    models = meta.get("models")
+    models = meta.models
     if models and inputs.matrix is not None and list(models) != inputs.matrix.models:
         raise InputError(
             f"{run.path}: the matrix's models {inputs.matrix.models} differ from the run's "

@@ -19,7 +19,8 @@ import numpy as np
 
 from trinity.config import TrainConfig
 from trinity.errors import InputError
-from trinity.io import atomic_write_json, read_json
+from trinity.io import atomic_write_json
+from trinity.runs.records import BestTheta, read_summary
 
 if TYPE_CHECKING:
     from trinity.optim.trainer import TrainResult
@@ -60,13 +61,14 @@ def seeds_summary(dirs: dict[int, Path], results: dict[int, TrainResult]) -> dic
             row["status"] = results[s].status
         sp = d / "summary.json"
         if sp.exists():
-            summ = read_json(sp, "summary.json")
+            summ = read_summary(sp)
+            bt = summ.best_theta or BestTheta()
             row.update(
                 {
-                    "val_acc": (summ.get("best_theta") or {}).get("val_acc"),
-                    "test_acc": summ.get("test_acc"),
-                    "best_from": (summ.get("best_theta") or {}).get("which"),
-                    "generations": summ.get("generations"),
+                    "val_acc": bt.val_acc,
+                    "test_acc": summ.test_acc,
+                    "best_from": bt.which,
+                    "generations": summ.generations,
                 }
             )
         rows.append(row)

@@ -26,11 +26,12 @@ Without a validation split: the ES mean after the last generation.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 import numpy as np
@@ -45,8 +46,9 @@ from trinity.model.theta import save_theta
 from trinity.optim import checkpoint as ckpt
 from trinity.optim.fitness import Fitness, GenerationHooks, RouterLike, StopRequested
 from trinity.optim.runinputs import RunInputs
-from trinity.runs.system import engine_sample
+from trinity.runs.records import BestTheta, GenerationEvent, GenerationRecord, Summary, parse_trace
 from trinity.runs.rundir import RunDir
+from trinity.runs.system import engine_sample
 
 VAL_MARGIN_Z = 2.0  # standard errors of the paired val difference a challenger must win by
 INCUMBENT_RULE = (
@@ -129,6 +131,104 @@ def _mix(names: list[str] | tuple[str, ...], idx: IndexArray) -> dict[str, int]:
     return {n: int(c) for n, c in zip(names, counts)}
 
 
+@dataclass
+class Incumbent:
+    """The best θ so far under the best-θ rule, with what it scored on val."""
+
+    theta: Float64Array
+    val_acc: float
+    gen: int
+    which: str  # warm_start | es_mean | best_candidate
+    val_vec: Float64Array | None = None  # per-question val accuracies (None: a checkpoint of a run before the rule)
+
+    def to_checkpoint(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"theta": self.theta, "val_acc": self.val_acc, "gen": self.gen, "which": self.which}
+        if self.val_vec is not None:
+            out["val_vec"] = self.val_vec
+        return out
+
+    @classmethod
+    def from_checkpoint(cls, d: dict[str, Any]) -> Incumbent:
+        vec = d.get("val_vec")
+        return cls(
+            theta=np.asarray(d["theta"], dtype=np.float64),
+            val_acc=float(d["val_acc"]),
+            gen=int(d["gen"]),
+            which=str(d["which"]),
+            val_vec=None if vec is None else np.asarray(vec, dtype=np.float64),
+        )
+
+
+@dataclass
+class TrainerState:
+    """Everything a resume needs (checkpointed, data only: `trinity.optim.checkpoint`) plus the
+    live ES, which is not stored but rebuilt by replaying `es_tells` (`Trainer._replay_es`)."""
+
+    gen: int
+    es_rng: np.random.RandomState  # the ES's randn source (its position is checked after a replay)
+    es_x0: Float64Array | None  # the ES's starting mean (None: a checkpoint made before it was kept)
+    batch_rng: np.random.RandomState  # the minibatch draws
+    fitness: dict[str, Any]  # the fitness' own state_dict()
+    es_tells: list[Float64Array] = field(default_factory=list)  # per generation, the values given to es.tell
+    history: list[GenerationRecord] = field(default_factory=list)
+    best: Incumbent | None = None
+    traces_bytes: int = 0
+    evals: int = 0
+    warm_start: dict[str, Any] | None = None  # what warm_start() fitted, set before generation 1
+    es: EvolutionStrategy | None = None  # never checkpointed
+
+    @property
+    def strategy(self) -> EvolutionStrategy:
+        assert self.es is not None, "the ES is built (fresh_state) or replayed (load_state) before it is used"
+        return self.es
+
+    def to_checkpoint(self) -> dict[str, Any]:
+        """The checkpoint's data (its keys in the order the checkpoint format has always had)."""
+        return {
+            "gen": self.gen,
+            "es_rng": self.es_rng,
+            "es_x0": self.es_x0,
+            "es_tells": self.es_tells,
+            "batch_rng": self.batch_rng,
+            "fitness": self.fitness,
+            "history": [r.to_json() for r in self.history],
+            "best": None if self.best is None else self.best.to_checkpoint(),
+            "traces_bytes": self.traces_bytes,
+            "evals": self.evals,
+            "warm_start": self.warm_start,
+        }
+
+    @classmethod
+    def from_checkpoint(cls, d: dict[str, Any]) -> TrainerState:
+        """From a checkpoint's data that `validate_state` accepted."""
+        x0 = d.get("es_x0")
+        best = d.get("best")
+        return cls(
+            gen=int(d["gen"]),
+            es_rng=d.get("es_rng") or np.random.RandomState(),
+            es_x0=None if x0 is None else np.asarray(x0, dtype=np.float64),
+            batch_rng=d["batch_rng"],
+            fitness=d["fitness"],
+            es_tells=list(d.get("es_tells") or []),
+            history=[GenerationRecord.model_validate(h) for h in d["history"]],
+            best=None if best is None else Incumbent.from_checkpoint(best),
+            traces_bytes=int(d.get("traces_bytes", 0)),
+            evals=int(d.get("evals", 0)),
+            warm_start=d.get("warm_start"),
+        )
+
+
+@dataclass(frozen=True)
+class Validation:
+    """A generation's validation: the fields it adds to the generation record."""
+
+    val_acc: float
+    val_acc_mean: float
+    best_val_acc: float
+    val_per_benchmark: dict[str, float] | None = None
+    val_benchmark_mean: float | None = None
+
+
 class Trainer:
     def __init__(
         self,
@@ -170,64 +270,65 @@ class Trainer:
             )
         self._stop_signal: str | None = None
         self._last_progress = 0.0
-        self.state: dict[str, Any] = {}
+        self._state: TrainerState | None = None
 
     # ---- state --------------------------------------------------------------------------------
-    def fresh_state(self) -> dict[str, Any]:
+    @property
+    def state(self) -> TrainerState:
+        assert self._state is not None, "the state is set by train() (fresh) or load_state() (a checkpoint)"
+        return self._state
+
+    @state.setter
+    def state(self, state: TrainerState) -> None:
+        self._state = state
+
+    def fresh_state(self) -> TrainerState:
         x0 = np.asarray(self.router.initial_mean(), dtype=np.float64)
-        return {
-            "gen": 0,
-            **self._new_es(x0),
-            "es_tells": [],  # per generation, the values given to es.tell (−fitness, (P,))
-            "batch_rng": np.random.RandomState(self.cfg.seed + 1),
-            "fitness": self.fitness.state_dict(),
-            "history": [],
-            "best": None,  # {"theta", "val_acc", "gen", "which"}
-            "traces_bytes": 0,
-            "evals": 0,
-            "warm_start": None,  # what warm_start() fitted (issue 14), set before generation 1
-        }
-
-    def _new_es(self, x0: Float64Array) -> dict[str, Any]:
-        """A fresh ES at mean `x0` with its own randn source seeded by the run; `es_x0` is kept so
-        that a data-only checkpoint can rebuild the same ES (`_replay_es`)."""
-        es_rng = np.random.RandomState(self.cfg.seed)
-        return {
-            "es": make_es(x0, self.cfg.sigma0, self.cfg.popsize, es_rng, mirrored=self.cfg.es_mirrors),
-            "es_rng": es_rng,  # the ES's randn source (its position is checked after a replay)
-            "es_x0": np.array(x0, dtype=np.float64),
-        }
-
-    def load_state(self, state: dict[str, Any]) -> None:
-        from trinity.optim.checkpoint import validate_state
-
-        validate_state(
-            state, n_params=int(self.router.n_params), popsize=self.cfg.popsize, where=str(self.run.checkpoint_dir)
+        es, es_rng, es_x0 = self._new_es(x0)
+        return TrainerState(
+            gen=0,
+            es=es,
+            es_rng=es_rng,
+            es_x0=es_x0,
+            batch_rng=np.random.RandomState(self.cfg.seed + 1),
+            fitness=self.fitness.state_dict(),
         )
-        if "es" not in state:  # from a data-only checkpoint: rebuild the ES by replaying it
-            state = {**state, **self._replay_es(state)}
-        self.state = state
-        self.fitness.load_state_dict(state["fitness"])
 
-    def _replay_es(self, state: dict[str, Any]) -> dict[str, Any]:
+    def _new_es(self, x0: Float64Array) -> tuple[EvolutionStrategy, np.random.RandomState, Float64Array]:
+        """A fresh ES at mean `x0` with its own randn source seeded by the run, the source, and
+        `x0` (kept so that a data-only checkpoint can rebuild the same ES: `_replay_es`)."""
+        es_rng = np.random.RandomState(self.cfg.seed)
+        es = make_es(x0, self.cfg.sigma0, self.cfg.popsize, es_rng, mirrored=self.cfg.es_mirrors)
+        return es, es_rng, np.array(x0, dtype=np.float64)
+
+    def _start_es_at(self, x0: Float64Array) -> None:
+        st = self.state
+        st.es, st.es_rng, st.es_x0 = self._new_es(x0)
+
+    def load_state(self, data: dict[str, Any]) -> None:
+        """The state from a checkpoint's data (`read_checkpoint`): checked, then the ES replayed."""
+        ckpt.validate_state(
+            data, n_params=int(self.router.n_params), popsize=self.cfg.popsize, where=str(self.run.checkpoint_dir)
+        )
+        state = TrainerState.from_checkpoint(data)
+        self._replay_es(state, data.get("es_rng"))
+        self._state = state
+        self.fitness.load_state_dict(state.fitness)
+
+    def _replay_es(self, state: TrainerState, saved: object) -> None:
         """A fresh ES from the run's seed told the recorded fitness values, generation by
         generation: the same ES (mean, σ, covariance, RNG position) the checkpoint was cut from."""
-        x0 = state.get("es_x0")  # the ES's starting mean (the warm start's fit, or the router's)
-        fresh = self._new_es(
-            np.asarray(x0, dtype=np.float64)
-            if x0 is not None
-            else np.asarray(self.router.initial_mean(), dtype=np.float64)
+        x0 = state.es_x0  # the ES's starting mean (the warm start's fit, or the router's)
+        es, rng, es_x0 = self._new_es(
+            x0 if x0 is not None else np.asarray(self.router.initial_mean(), dtype=np.float64)
         )
-        es, rng = fresh["es"], fresh["es_rng"]
-        tells = state.get("es_tells")
-        if not isinstance(tells, list) or len(tells) != state.get("gen"):
+        if len(state.es_tells) != state.gen:
             raise CheckpointError(
                 f"checkpoint in {self.run.checkpoint_dir} does not record the ES's "
                 "generations; start a new run (trinity train)"
             )
-        for told in tells:
+        for told in state.es_tells:
             es.tell(es.ask(), list(np.asarray(told, dtype=np.float64)))
-        saved = state.get("es_rng")
         if not isinstance(saved, np.random.RandomState) or not all(
             np.array_equal(a, b) for a, b in zip(saved.get_state(), rng.get_state())
         ):
@@ -235,7 +336,7 @@ class Trainer:
                 f"checkpoint in {self.run.checkpoint_dir} does not replay to the ES it "
                 "recorded (another version of cma/numpy?); start a new run (trinity train)"
             )
-        return {"es": es, "es_rng": rng, "es_x0": fresh["es_x0"]}
+        state.es, state.es_rng, state.es_x0 = es, rng, es_x0
 
     # ---- events -------------------------------------------------------------------------------
     def event(self, type_: str, **fields: Any) -> dict[str, Any]:
@@ -279,8 +380,8 @@ class Trainer:
 
         SIGINT/SIGTERM are ours until the run's final status is written, so a signal that comes
         while the summary is written cannot leave a finished run marked "running"."""
-        if not self.state:
-            self.state = self.fresh_state()
+        if self._state is None:
+            self._state = self.fresh_state()
         # ours before the outputs are restored too: restoring may write the `generation` events a
         # killed process missed, and a signal sent on seeing one must stop this run, not kill it
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -295,12 +396,12 @@ class Trainer:
 
     def _train(self, resume: bool) -> TrainResult:
         try:
-            self.set_status("running", f"resumed at generation {self.state['gen']}" if resume else "")
-            if self.warm_up_fitness and self.state["gen"] < self.cfg.generations:
+            self.set_status("running", f"resumed at generation {self.state.gen}" if resume else "")
+            if self.warm_up_fitness and self.state.gen < self.cfg.generations:
                 self.fitness.warm_up(self.train_q + self.val_q, self._log)
-            if self.state["gen"] == 0 and self.state.get("warm_start") is None:
+            if self.state.gen == 0 and self.state.warm_start is None:
                 self.warm_start()
-            while self.state["gen"] < self.cfg.generations:
+            while self.state.gen < self.cfg.generations:
                 if self._stop_signal:
                     raise StopRequested(self._stop_signal)
                 self.generation()
@@ -318,9 +419,9 @@ class Trainer:
         self._stop_signal = self._stop_signal or "done"  # from here on a signal only sets the flag
         clear_stop()
         self.write_summary()
-        msg = f"finished {self.state['gen']} generations"
+        msg = f"finished {self.state.gen} generations"
         self.set_status("finished", msg)
-        return TrainResult("finished", msg, 0, self.state["gen"])
+        return TrainResult("finished", msg, 0, self.state.gen)
 
     def warm_start_mode(self) -> str:
         mode: str = self.cfg.warm_start
@@ -353,7 +454,7 @@ class Trainer:
         st = self.state
         mode = self.warm_start_mode()
         if mode == "none":
-            st["warm_start"] = {"method": "none"}
+            st.warm_start = {"method": "none"}
             return
         from trinity.optim.warmstart import set_role_rows, warm_start_theta
 
@@ -376,7 +477,7 @@ class Trainer:
                 seed=self.cfg.seed,
                 roles=self._role_rows(),
             )
-        st.update(self._new_es(theta))  # the ES starts at the fit (es_x0: a replay starts it there too)
+        self._start_es_at(theta)  # the ES starts at the fit (es_x0: a replay starts it there too)
         if self.val_q and self.cfg.val_every:
             va = self._accuracy(theta[None, :], self.val_q)
             if va is not None:
@@ -386,15 +487,15 @@ class Trainer:
                 if per:
                     info["val_per_benchmark"] = {b: v[0] for b, v in per.items()}
                 vec = np.asarray(va, dtype=np.float64).reshape(-1)
-                st["best"] = {
-                    "theta": theta.copy(),
-                    "val_acc": float(self._val_weights() @ vec),
-                    "gen": 0,
-                    "which": "warm_start",
-                    "val_vec": vec,
-                }
+                st.best = Incumbent(
+                    theta=theta.copy(),
+                    val_acc=float(self._val_weights() @ vec),
+                    gen=0,
+                    which="warm_start",
+                    val_vec=vec,
+                )
         info["secs"] = round(time.monotonic() - t0, 4)
-        st["warm_start"] = info
+        st.warm_start = info
         self.run.update_meta(warm_start=info)
         self.event("warm_start", gen=0, **info)
 
@@ -402,16 +503,17 @@ class Trainer:
         clear_stop()  # the stop is being carried out: the summary's own compute must run
         self.write_summary()
         self.set_status("stopped", message)
-        return TrainResult("stopped", message, code, self.state["gen"])
+        return TrainResult("stopped", message, code, self.state.gen)
 
     def generation(self) -> None:
         st, cfg = self.state, self.cfg
-        gen = st["gen"] + 1
+        gen = st.gen + 1
         t0 = time.monotonic()
         n_batch = min(cfg.m, len(self.train_q))
-        pick = self._minibatch(st["batch_rng"], n_batch)
+        pick = self._minibatch(st.batch_rng, n_batch)
         batch = [self.train_q[i] for i in pick]
-        thetas = np.asarray(st["es"].ask(), dtype=np.float64)  # (P, D)
+        es = st.strategy
+        thetas = np.asarray(es.ask(), dtype=np.float64)  # (P, D)
         mix: dict[str, dict[str, int]] = {}
         traces: list[dict[str, Any]] = []
 
@@ -428,72 +530,89 @@ class Trainer:
         seen = np.isfinite(rewards)  # a race leaves the questions an eliminated candidate did not meet NaN
         fit = np.where(seen, rewards, 0).sum(axis=1) / np.maximum(seen.sum(axis=1), 1)  # (P,)
         rank = fit if evaluation.ranking is None else np.asarray(evaluation.ranking, dtype=np.float64)
-        st["es"].tell(list(thetas), list(-rank))
-        st["es_tells"].append(-rank)
-        st["evals"] += int(seen.sum())
+        es.tell(list(thetas), list(-rank))
+        st.es_tells.append(-rank)
+        st.evals += int(seen.sum())
         top = int(np.argmax(rank))
-        record: dict[str, Any] = {
-            "gen": gen,
-            "best": float(max(fit[top], st["history"][-1]["best"] if st["history"] else -np.inf)),
-            "mean": float(fit.mean()),
-            "max": float(fit[top]),
-            "min": float(fit.min()),
-            "sigma": float(st["es"].sigma),
-            "evals": st["evals"],
-            "cost_usd": float(self.fitness.cost_usd),
-            "calls": int(self.fitness.calls),
-        }
+        fit_per_benchmark: dict[str, float] | None = None
         benches = sorted({q.benchmark for q in batch})
         if len(benches) > 1:  # composite: the best candidate's minibatch fitness per benchmark
             best_row = rewards[top]
-            record["fitness_per_benchmark"] = {
+            fit_per_benchmark = {
                 b: float(np.mean([r for r, q in zip(best_row, batch) if q.benchmark == b])) for b in benches
             }
-        self._validate(gen, thetas[top], record)
-        if mix:
-            record["model_mix"], record["role_mix"] = mix["model"], mix["role"]
-        # live mode: turns per session (all, the best candidate's), graded accuracy, USD per right answer
-        record.update(evaluation.stats.record(top))
-        record["secs"] = round(time.monotonic() - t0, 4)
-        st["history"].append(record)
-        st["gen"] = gen
-        st["fitness"] = self.fitness.state_dict()
-        if traces:
-            st["traces_bytes"] = _append_lines(self.run.traces, traces)
-        ckpt.write_checkpoint(
-            self.run, {k: v for k, v in st.items() if k != "es"}, run_id=self.run_id, config_hash=self.config_hash
+        val = self._validate(gen, thetas[top])
+        record = GenerationRecord.given(  # the fields in the order history.json has always had
+            gen=gen,
+            best=float(max(fit[top], st.history[-1].best if st.history else -np.inf)),
+            mean=float(fit.mean()),
+            max=float(fit[top]),
+            min=float(fit.min()),
+            sigma=float(es.sigma),
+            evals=st.evals,
+            cost_usd=float(self.fitness.cost_usd),
+            calls=int(self.fitness.calls),
+            fitness_per_benchmark=fit_per_benchmark,
+            val_acc=val.val_acc if val else None,
+            val_acc_mean=val.val_acc_mean if val else None,
+            val_per_benchmark=val.val_per_benchmark if val else None,
+            val_benchmark_mean=val.val_benchmark_mean if val else None,
+            best_val_acc=val.best_val_acc if val else None,
+            model_mix=mix.get("model"),
+            role_mix=mix.get("role"),
+            # live mode: turns per session (all, the best candidate's), graded accuracy, USD per right answer
+            **evaluation.stats.record(top),
+            secs=round(time.monotonic() - t0, 4),
         )
+        st.history.append(record)
+        st.gen = gen
+        st.fitness = self.fitness.state_dict()
+        if traces:
+            where = str(self.run.traces)
+            st.traces_bytes = _append_lines(self.run.traces, [parse_trace(t, where).to_json() for t in traces])
+        ckpt.write_checkpoint(self.run, st.to_checkpoint(), run_id=self.run_id, config_hash=self.config_hash)
         self._write_artifacts()
         # the box's state beside the generation (GPU, CPU, RAM, this process, free disk): events
         # only, never the checkpointed history (a resumed run stays bit-identical)
-        self.event("generation", **record, system=engine_sample(self.run.path.parent))
+        self.event("generation", **record.to_json(), system=engine_sample(self.run.path.parent))
 
-    def _validate(self, gen: int, best_cand: Float64Array, record: dict[str, Any]) -> None:
+    def _validate(self, gen: int, best_cand: Float64Array) -> Validation | None:
+        """Validation of the generation's ES mean and best candidate (None when it does not run
+        this generation); the best-θ rule may take either as the new incumbent."""
         cfg, st = self.cfg, self.state
         if not self.val_q or not cfg.val_every or gen % cfg.val_every:
-            return
-        mean = np.asarray(st["es"].mean, dtype=np.float64)
+            return None
+        mean = np.asarray(st.strategy.mean, dtype=np.float64)
         acc = self._accuracy(np.stack([mean, best_cand]), self.val_q)  # (2, n_val)
         if acc is None:
-            return
+            return None
         val_mean, val_best = (float(a) for a in np.asarray(acc).mean(axis=1))
-        record["val_acc"], record["val_acc_mean"] = val_best, val_mean
+        plain_mean, plain_best = val_mean, val_best  # the record's val_acc_mean / val_acc
         per = self._per_benchmark(np.asarray(acc), self.val_q)  # {benchmark: (mean θ, best θ)}
+        per_best: dict[str, float] | None = None
+        bench_mean: float | None = None
         if per:
-            record["val_per_benchmark"] = {b: v[1] for b, v in per.items()}
-            record["val_benchmark_mean"] = float(np.mean([v[1] for v in per.values()]))
+            per_best = {b: v[1] for b, v in per.items()}
+            bench_mean = float(np.mean([v[1] for v in per.values()]))
             if cfg.select_on == "benchmark_mean":  # TinyRouter's composite: each benchmark weighs the same
                 val_mean = float(np.mean([v[0] for v in per.values()]))
-                val_best = record["val_benchmark_mean"]
+                val_best = bench_mean
         # the mean first, then the best candidate: each must beat the incumbent by the noise margin
         acc = np.asarray(acc, dtype=np.float64)
         for which, theta, v, vec in (
             ("es_mean", mean, val_mean, acc[0]),
             ("best_candidate", best_cand, val_best, acc[1]),
         ):
-            if st["best"] is None or self._beats(vec):
-                st["best"] = {"theta": theta.copy(), "val_acc": v, "gen": gen, "which": which, "val_vec": vec.copy()}
-        record["best_val_acc"] = st["best"]["val_acc"]
+            if st.best is None or self._beats(vec):
+                st.best = Incumbent(theta=theta.copy(), val_acc=v, gen=gen, which=which, val_vec=vec.copy())
+        assert st.best is not None
+        return Validation(
+            val_acc=plain_best,
+            val_acc_mean=plain_mean,
+            best_val_acc=st.best.val_acc,
+            val_per_benchmark=per_best,
+            val_benchmark_mean=bench_mean,
+        )
 
     def _val_weights(self) -> Float64Array:
         """(n_val,) weights of the selection figure: 1/n each, or with `select_on: benchmark_mean`
@@ -510,11 +629,12 @@ class Trainer:
     def _beats(self, vec: Float64Array) -> bool:
         """Whether per-question val accuracies `vec` beat the incumbent's by more than
         VAL_MARGIN_Z standard errors of the (weighted, per-benchmark stratified) paired difference."""
-        best = self.state["best"]
-        inc = best.get("val_vec")
+        best = self.state.best
+        assert best is not None
+        inc = best.val_vec
         if inc is None or np.shape(inc) != np.shape(vec):  # a checkpoint of a run made before the rule
-            got = self._accuracy(np.asarray(best["theta"], dtype=np.float64)[None, :], self.val_q)
-            inc = best["val_vec"] = np.asarray(got, dtype=np.float64).reshape(-1)
+            got = self._accuracy(np.asarray(best.theta, dtype=np.float64)[None, :], self.val_q)
+            inc = best.val_vec = np.asarray(got, dtype=np.float64).reshape(-1)
         d = np.asarray(vec, dtype=np.float64) - np.asarray(inc, dtype=np.float64)
         w = self._val_weights()
         gain = float(w @ d)
@@ -564,74 +684,82 @@ class Trainer:
         return acc
 
     # ---- outputs ------------------------------------------------------------------------------
-    def best_theta(self) -> tuple[Float64Array, dict[str, Any]]:
+    def best_theta(self) -> tuple[Float64Array, BestTheta]:
+        """The run's best θ and which it is (summary.json's `best_theta`, without its rule)."""
         st = self.state
-        if st["best"] is not None:
-            b = st["best"]
-            return b["theta"], {"gen": b["gen"], "which": b["which"], "val_acc": b["val_acc"]}
+        if st.best is not None:
+            b = st.best
+            return b.theta, BestTheta(gen=b.gen, which=b.which, val_acc=b.val_acc)
         incumbent = getattr(self.fitness, "incumbent", None)  # live racing: the re-evaluated best candidate
         if incumbent is not None:
-            return np.asarray(incumbent["theta"], dtype=np.float64).copy(), {
-                "gen": incumbent["gen"],
-                "which": "incumbent",
-                "val_acc": None,
-            }
-        return np.asarray(st["es"].mean, dtype=np.float64).copy(), {
-            "gen": st["gen"],
-            "which": "es_mean",
-            "val_acc": None,
-        }
+            theta = np.asarray(incumbent["theta"], dtype=np.float64).copy()
+            return theta, BestTheta(gen=int(incumbent["gen"]), which="incumbent", val_acc=None)
+        return np.asarray(st.strategy.mean, dtype=np.float64).copy(), BestTheta(
+            gen=st.gen, which="es_mean", val_acc=None
+        )
 
     def _write_artifacts(self) -> None:
         theta, _ = self.best_theta()
         save_theta(self.run.best_theta, theta)
-        atomic_write_json(self.run.history, self.state["history"])
+        atomic_write_json(self.run.history, [r.to_json() for r in self.state.history])
 
     def _restore_outputs(self) -> None:
         """Bring the run's files in line with the state: cut traces of a half-done generation,
         rewrite artifacts, and emit `generation` events the killed process did not get to write."""
         st = self.state
         tr = self.run.traces
-        if tr.exists() and tr.stat().st_size > st["traces_bytes"]:
+        if tr.exists() and tr.stat().st_size > st.traces_bytes:
             with open(tr, "r+b") as f:
-                f.truncate(st["traces_bytes"])
-        if not st["history"]:
+                f.truncate(st.traces_bytes)
+        if not st.history:
             return
         self._write_artifacts()
-        seen = {ev.get("gen") for ev in self.run.read_events() if ev.get("type") == "generation"}
-        for rec in st["history"]:
-            if rec["gen"] not in seen:
-                self.event("generation", **rec)
+        seen = {ev.gen for ev in self.run.read_typed_events() if isinstance(ev, GenerationEvent)}
+        for rec in st.history:
+            if rec.gen not in seen:
+                self.event("generation", **rec.to_json())
 
     def write_summary(self) -> None:
         st = self.state
         theta, info = self.best_theta()
-        hist = st["history"]
-        summary: dict[str, Any] = {
-            "run_id": self.run_id,
-            "mode": self.cfg.mode,
-            "encoder": self.cfg.encoder,
-            "models": self.models,
-            "n_params": int(theta.shape[0]),
-            "generations": st["gen"],
-            "generations_planned": self.cfg.generations,
-            "popsize": self.cfg.popsize,
-            "m": self.cfg.m,
-            "sigma0": self.cfg.sigma0,
-            "seed": self.cfg.seed,
-            "final_sigma": float(st["es"].sigma),
-            "best_fitness": hist[-1]["best"] if hist else None,
-            "final_mean_fitness": hist[-1]["mean"] if hist else None,
-            "best_theta": {**info, "rule": INCUMBENT_RULE if info["which"] == "incumbent" else BEST_RULE},
-            "evals": st["evals"],
-            "cost_usd": float(self.fitness.cost_usd),
-            "calls": int(self.fitness.calls),
-            "config_hash": self.config_hash,
-            "held_out_accuracy": (
+        hist = st.history
+        turns = self._measured_turns(info)
+        head, n_records = ckpt.ledger_anchor(self.run)
+        excess_micro, excess_calls = None, None
+        if self.run.ledger.exists():  # what the provider billed above the reserved worst case (issue 12)
+            from trinity.pool.ledger import excess_totals
+
+            excess_micro, excess_calls = excess_totals(self.run.ledger)
+        summary = Summary(  # the fields in the order summary.json has always had
+            run_id=self.run_id,
+            mode=self.cfg.mode,
+            encoder=self.cfg.encoder,
+            models=self.models,
+            n_params=int(theta.shape[0]),
+            generations=st.gen,
+            generations_planned=self.cfg.generations,
+            popsize=self.cfg.popsize,
+            m=self.cfg.m,
+            sigma0=self.cfg.sigma0,
+            seed=self.cfg.seed,
+            final_sigma=float(st.strategy.sigma),
+            best_fitness=hist[-1].best if hist else None,
+            final_mean_fitness=hist[-1].mean if hist else None,
+            best_theta=BestTheta(
+                gen=info.gen,
+                which=info.which,
+                val_acc=info.val_acc,
+                rule=INCUMBENT_RULE if info.which == "incumbent" else BEST_RULE,
+            ),
+            evals=st.evals,
+            cost_usd=float(self.fitness.cost_usd),
+            calls=int(self.fitness.calls),
+            config_hash=self.config_hash,
+            held_out_accuracy=(
                 "val/test accuracies below: argmax turn-1 routing scored by the outcome "
                 "matrix (cached, mean of k samples)"
             ),
-            "fitness_definition": (
+            fitness_definition=(
                 "cached: turn-1 model choice scored by that model's mean recorded "
                 "correctness over its k samples; candidate fitness = mean over the "
                 "generation's m-question minibatch; evals = candidate x question "
@@ -641,40 +769,36 @@ class Trainer:
                 f"lambda_turns x (turns - 1)/4 (lambda_turns={self.cfg.lambda_turns:g}) and "
                 f"lambda_cost x cost_usd (lambda_cost={self.cfg.lambda_cost:g})"
             ),
-            "lambda_turns": self.cfg.lambda_turns,
-            "lambda_cost": self.cfg.lambda_cost,
-        }
-        if st.get("warm_start") is not None:
-            summary["warm_start"] = st["warm_start"]
-        summary.update(self._measured_turns(info))
-        summary.update(self._held_out(theta))
-        summary["ledger_head"], summary["ledger_records"] = ckpt.ledger_anchor(self.run)
-        if self.run.ledger.exists():  # what the provider billed above the reserved worst case (issue 12)
-            from trinity.pool.ledger import excess_totals
+            lambda_turns=self.cfg.lambda_turns,
+            lambda_cost=self.cfg.lambda_cost,
+            **_given(warm_start=st.warm_start),
+            **_given(avg_turns=turns[0] if turns else None, avg_turns_source=turns[1] if turns else None),
+            **self._held_out(theta),  # <split>_acc, <split>_single, … for the splits scored
+            ledger_head=head,
+            ledger_records=n_records,
+            **_given(excess_calls=excess_calls, excess_billed_usd=None if excess_micro is None else excess_micro / 1e6),
+        )
+        atomic_write_json(self.run.summary, summary.to_json())
 
-            ex_micro, summary["excess_calls"] = excess_totals(self.run.ledger)
-            summary["excess_billed_usd"] = ex_micro / 1e6
-        atomic_write_json(self.run.summary, summary)
-
-    def _measured_turns(self, info: dict[str, Any]) -> dict[str, Any]:
-        """Live mode: the avg turns per session measured in training for the best θ (issue 14;
-        the score estimate reads `summary["avg_turns"]`). Cached mode runs no sessions: nothing."""
+    def _measured_turns(self, info: BestTheta) -> tuple[float, str] | None:
+        """Live mode: the avg turns per session measured in training for the best θ and where it
+        comes from (the score estimate reads summary.json's `avg_turns`). Cached mode runs no
+        sessions: None."""
         if self.cfg.mode == "cached":
-            return {}  # no session was run: a live evaluation (trinity eval --mode live) measures turns
-        by_gen = {r["gen"]: r for r in self.state["history"]}
-        rec = by_gen.get(info.get("gen")) or (self.state["history"][-1] if self.state["history"] else None)
-        if rec is None or "avg_turns" not in rec:
-            return {}
-        if info.get("which") == "best_candidate" and "best_avg_turns" in rec:
-            return {
-                "avg_turns": rec["best_avg_turns"],
-                "avg_turns_source": f"training: the best candidate's sessions in generation {rec['gen']}",
-            }
-        return {
-            "avg_turns": rec["avg_turns"],
-            "avg_turns_source": f"training: the population's sessions in generation {rec['gen']} "
+            return None  # no session was run: a live evaluation (trinity eval --mode live) measures turns
+        hist = self.state.history
+        by_gen = {r.gen: r for r in hist}
+        rec = by_gen.get(info.gen) if info.gen is not None else None
+        rec = rec or (hist[-1] if hist else None)
+        if rec is None or rec.avg_turns is None:
+            return None
+        if info.which == "best_candidate" and rec.best_avg_turns is not None:
+            return rec.best_avg_turns, f"training: the best candidate's sessions in generation {rec.gen}"
+        return (
+            rec.avg_turns,
+            f"training: the population's sessions in generation {rec.gen} "
             "(the best θ is an ES mean, which was not run itself)",
-        }
+        )
 
     def _held_out(self, theta: Float64Array) -> dict[str, Any]:
         """Cached accuracy of best θ on val/test and the single-model baselines there."""
@@ -715,10 +839,13 @@ class Trainer:
         return out
 
 
+def _given(**fields: Any) -> dict[str, Any]:
+    """The keyword arguments that are not None: fields a record leaves out rather than writes as null."""
+    return {k: v for k, v in fields.items() if v is not None}
+
+
 def _append_lines(path: str | os.PathLike[str], records: list[dict[str, Any]]) -> int:
     """Append records as JSON lines in one write; returns the file size after it."""
-    import json
-
     data = "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records).encode()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:

@@ -13,7 +13,7 @@ raw dict:
 | summary.json               | `Summary`                                                       |
 | checkpoint/manifest.json   | `CheckpointManifest`                                            |
 | eval.json                  | `EvalFile` (its entries `EvalEntry`)                            |
-| best_theta.npy, bundles    | the θ file names and layout constants (`THETA_FILE`, …)         |
+| best_theta.npy, bundles    | the θ file names and layout constants (`trinity.layout`)        |
 
 The ledger and journal records are typed where they are written (`trinity.pool.ledger`,
 `trinity.pool.journal`).
@@ -35,7 +35,7 @@ The closed records (progress / status / log events, the checkpoint manifest, eva
 refuse unknown fields. When the set of writers settles, the open records can be closed one by one.
 
 This module is below everything that writes or reads a run directory (layer `trinity.runs`), so
-it imports only pydantic, `trinity.errors` and `trinity.io`.
+it imports only pydantic, `trinity.errors`, `trinity.io` and `trinity.layout`.
 """
 
 from __future__ import annotations
@@ -45,10 +45,31 @@ import os
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from trinity.errors import InputError
 from trinity.io import read_json
+from trinity.layout import (  # the θ file names and layout, re-exported for the run directory's readers
+    HEAD_FILE as HEAD_FILE,
+    N_ROLES as N_ROLES,
+    N_SVF_MATRICES as N_SVF_MATRICES,
+    RECEIPT_FILE as RECEIPT_FILE,
+    SVF_FILE as SVF_FILE,
+    SVF_MATRICES as SVF_MATRICES,
+    THETA_FILE as THETA_FILE,
+)
 
 # ---- versions --------------------------------------------------------------------------------
 RUN_FORMAT = 1  # run.json `format`: versions run.json, events, history, traces and summary.json
@@ -65,23 +86,14 @@ EVAL_FILE = "eval.json"
 CHECKPOINT_DIR = "checkpoint"
 CHECKPOINT_MANIFEST = "manifest.json"
 
-# ---- θ: the one home of its layout and file names --------------------------------------------
-# θ = `[head (n_models + N_ROLES, hidden) C-order | svf]`, float64 in `best_theta.npy`; the
-# TinyRouter bundle splits it into `head_weights.npy` + `svf_scales.npy` (float32).
-N_ROLES = 3  # the head's role rows: Thinker, Worker, Verifier
-# the SVF layer's matrices in θ order: attention q, k, v, o, then MLP gate, up, down
-SVF_MATRICES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-N_SVF_MATRICES = len(SVF_MATRICES)
-THETA_FILE = "best_theta.npy"
-HEAD_FILE = "head_weights.npy"
-SVF_FILE = "svf_scales.npy"
-RECEIPT_FILE = "receipt.json"
-
 RUN_STATUSES = ("created", "running", "finished", "stopped", "failed")
 
 
 class RecordError(InputError):
     """A run-directory file that does not fit its record: one line naming the file and field."""
+
+
+_R = TypeVar("_R", bound=BaseModel)
 
 
 # ---- bases -----------------------------------------------------------------------------------
@@ -92,9 +104,38 @@ class _Record(BaseModel):
     # frame imports this module; a run's records are first read in the poller's thread)
     model_config = ConfigDict(frozen=True, strict=True, extra="forbid", populate_by_name=True, defer_build=True)
 
+    # the order its fields were given in (read from a file, or passed by a writer): `to_json`
+    # writes them in that order, so a file read and written again keeps its bytes, and a writer
+    # decides the order of the lines it writes (not this module's declaration order)
+    _order: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_order(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        record = handler(data)
+        if isinstance(data, dict) and isinstance(record, _Record):
+            record._order = tuple(data)
+        return record
+
+    @model_serializer(mode="wrap")
+    def _ordered(self, handler: SerializerFunctionWrapHandler) -> Any:
+        d = handler(self)
+        if not self._order or not isinstance(d, dict):
+            return d
+        out = {k: d.pop(k) for k in self._order if k in d}
+        out.update(d)
+        return out
+
     def to_json(self) -> dict[str, Any]:
-        """The record as the JSON object it was read from (extra fields included)."""
-        return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
+        """The record as the JSON object it was read from or built with: the fields given, in
+        the order given (extra fields included), none of the defaults it was not given."""
+        out: dict[str, Any] = self.model_dump(mode="json", exclude_unset=True, by_alias=True)
+        return out
+
+    @classmethod
+    def given(cls: type[_R], **fields: Any) -> _R:
+        """The record built from the fields that are not None (a field left out is not written)."""
+        return cls(**{k: v for k, v in fields.items() if v is not None})
 
 
 class _OpenRecord(_Record):
@@ -108,7 +149,6 @@ class _OpenRecord(_Record):
 
 
 Num = float  # strict float accepts JSON integers too (never booleans or strings)
-_R = TypeVar("_R", bound=BaseModel)
 
 
 def _first_problem(e: ValidationError) -> str:
@@ -156,6 +196,8 @@ class RunMeta(_OpenRecord):
     status_message: str = ""
     mode: str | None = None  # cached | live
     competition: str | None = None
+    protocol: str | None = None  # the run's protocol (None: open)
+    objective: str | None = None  # what its fitness optimises (None: reward)
     config: dict[str, Any] = Field(default_factory=dict)
     config_hash: str | None = None
     models: list[str] = Field(default_factory=list)  # pool model ids in θ order
@@ -336,6 +378,8 @@ class Summary(_OpenRecord):
     cost_usd: Num = 0.0
     calls: int = 0
     config_hash: str | None = None
+    held_out_accuracy: str | None = None  # how the held-out figures below were measured (prose)
+    fitness_definition: str | None = None  # what the fitness is in this run's mode (prose)
     lambda_turns: Num | None = None
     lambda_cost: Num | None = None
     warm_start: dict[str, Any] | None = None
@@ -484,6 +528,11 @@ def parse_eval(data: Any, where: str = EVAL_FILE) -> EvalFile:
     if isinstance(data, dict) and "format" in data:
         _check_format(data["format"], EVAL_FORMAT, where)
     return _validate(EvalFile, data, where, "delete it and run trinity eval again")
+
+
+def parse_eval_entry(data: Any, where: str = EVAL_FILE) -> EvalEntry:
+    """One evaluation (a `trinity eval` report) as eval.json holds it."""
+    return _validate(EvalEntry, data, where, "it was not written by trinity")
 
 
 def read_eval_file(path: str | os.PathLike[str]) -> EvalFile:

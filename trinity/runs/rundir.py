@@ -34,8 +34,25 @@ from typing import Any
 
 from trinity.errors import InputError, RunLockedError
 from trinity.io import append_jsonl, atomic_write_json, read_json, read_jsonl
+from trinity.runs.records import (
+    CHECKPOINT_DIR,
+    EVAL_FILE,
+    EVENTS_FILE,
+    HISTORY_FILE,
+    RUN_JSON,
+    RUN_STATUSES,
+    SUMMARY_FILE,
+    THETA_FILE,
+    TRACES_FILE,
+    Event,
+    RunMeta,
+    parse_event,
+    parse_run_meta,
+    read_run_meta,
+    try_event,
+)
 
-STATUSES = ("created", "running", "finished", "stopped", "failed")
+STATUSES = RUN_STATUSES
 
 
 def new_run_id(prefix: str = "run") -> str:
@@ -97,15 +114,15 @@ class RunDir:
     # ---- paths -----------------------------------------------------------------------------
     @property
     def run_json(self) -> Path:
-        return self.path / "run.json"
+        return self.path / RUN_JSON
 
     @property
     def events(self) -> Path:
-        return self.path / "events.jsonl"
+        return self.path / EVENTS_FILE
 
     @property
     def traces(self) -> Path:
-        return self.path / "traces.jsonl"
+        return self.path / TRACES_FILE
 
     @property
     def ledger(self) -> Path:
@@ -117,23 +134,23 @@ class RunDir:
 
     @property
     def checkpoint_dir(self) -> Path:
-        return self.path / "checkpoint"
+        return self.path / CHECKPOINT_DIR
 
     @property
     def best_theta(self) -> Path:
-        return self.path / "best_theta.npy"
+        return self.path / THETA_FILE
 
     @property
     def history(self) -> Path:
-        return self.path / "history.json"
+        return self.path / HISTORY_FILE
 
     @property
     def summary(self) -> Path:
-        return self.path / "summary.json"
+        return self.path / SUMMARY_FILE
 
     @property
     def eval_json(self) -> Path:
-        return self.path / "eval.json"
+        return self.path / EVAL_FILE
 
     @property
     def engine_log(self) -> Path:
@@ -155,10 +172,15 @@ class RunDir:
             raise InputError(f"{self.run_json} is not a JSON object")
         return meta
 
-    def write_meta(self, meta: dict[str, Any]) -> None:
-        meta = dict(meta)
-        meta["updated"] = utc_now_iso()
-        atomic_write_json(self.run_json, meta)
+    def meta(self) -> RunMeta:
+        """run.json as its record (`trinity.runs.records.RunMeta`)."""
+        return read_run_meta(self.path)
+
+    def write_meta(self, meta: RunMeta | dict[str, Any]) -> None:
+        """Write run.json (atomically) through its record, `updated` set to now."""
+        data = meta.to_json() if isinstance(meta, RunMeta) else dict(meta)
+        data["updated"] = utc_now_iso()
+        atomic_write_json(self.run_json, parse_run_meta(data, str(self.run_json)).to_json())
 
     def update_meta(self, **changes: Any) -> dict[str, Any]:
         meta = self.read_meta()
@@ -168,7 +190,9 @@ class RunDir:
 
     # ---- events ----------------------------------------------------------------------------
     def append_event(self, type_: str, **fields: Any) -> dict[str, Any]:
-        ev = {"type": type_, "time": round(time.time(), 3), **fields}
+        """Append one event, typed by its record (`trinity.runs.records`: a RecordError for a field
+        the event does not hold); returns the line written."""
+        ev = parse_event({"type": type_, "time": round(time.time(), 3), **fields}, str(self.events)).to_json()
         append_jsonl(self.events, ev, fsync=type_ in ("generation", "status"))
         return ev
 
@@ -183,6 +207,10 @@ class RunDir:
 
     def read_events(self) -> list[dict[str, Any]]:
         return read_jsonl(self.events) if self.events.exists() else []
+
+    def read_typed_events(self) -> list[Event]:
+        """The events as records; a line this version cannot type (a newer engine's) is skipped."""
+        return [ev for d in self.read_events() if (ev := try_event(d)) is not None]
 
     def lock(self) -> RunLock:
         return RunLock(self)

@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 
 from trinity.errors import InputError
-from trinity.runs.records import HEAD_FILE as HEAD_FILE  # the θ layout and names: defined once there
-from trinity.runs.records import N_ROLES as N_ROLES
-from trinity.runs.records import N_SVF_MATRICES as N_SVF_MATRICES
-from trinity.runs.records import RECEIPT_FILE as RECEIPT_FILE
-from trinity.runs.records import SVF_FILE as SVF_FILE
-from trinity.runs.records import THETA_FILE as THETA_FILE
+from trinity.layout import HEAD_FILE as HEAD_FILE  # the θ layout and names: defined once there
+from trinity.layout import N_ROLES as N_ROLES
+from trinity.layout import N_SVF_MATRICES as N_SVF_MATRICES
+from trinity.layout import RECEIPT_FILE as RECEIPT_FILE
+from trinity.layout import SVF_FILE as SVF_FILE
+from trinity.layout import THETA_FILE as THETA_FILE
 
 TINYROUTER = "tinyrouter"
 MINIROUTER = "minirouter"
