@@ -479,7 +479,8 @@ class RunModel:
         if self._snapshot is not None:
             return self._snapshot
         locked = self.run.is_locked()
-        status = self._meta.status if self._meta else ("running" if locked else "created")
+        # "interrupted" is the app's reading, not a value run.json holds
+        status: str = self._meta.status if self._meta else ("running" if locked else "created")
         if status in ("running", "created") and not locked and self._meta:
             # no engine holds it: it died (a created one before its first generation)
             status = "interrupted"
