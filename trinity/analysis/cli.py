@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
+from trinity.analysis import plots
+from trinity.analysis.stats import accuracy_ci
 from trinity.competition import m1
+from trinity.competition.cliargs import competition_arg
 from trinity.errors import InputError
 
 SPLITS = ("train", "val", "test", "all")
@@ -30,13 +34,11 @@ def _positive(name: str, value: int, least: int = 1) -> None:
 
 def _emit(args, report, view_fn, plot_fn=None) -> None:
     if getattr(args, "plot", None) and plot_fn is not None:
-        from trinity.analysis import plots
-
         getattr(plots, plot_fn)(report, args.plot)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False, allow_nan=False))
     else:
-        from trinity.analysis.render import print_view
+        from trinity.analysis.render import print_view  # lazy: pydantic + PyYAML kept off the CLI start
 
         print_view(view_fn(report))
         if getattr(args, "plot", None):
@@ -46,7 +48,6 @@ def _emit(args, report, view_fn, plot_fn=None) -> None:
 def _progress_printer(args):
     if args.json:
         return None
-    import sys
 
     def progress(done: int, total: int, what: str) -> None:
         if sys.stderr.isatty():
@@ -59,16 +60,16 @@ def _progress_printer(args):
 
 
 def cmd_oracle(args) -> int:
-    from trinity.analysis.inputs import resolve_matrix, select_ids
+    from trinity.analysis.inputs import resolve_matrix, select_ids  # lazy: pydantic + PyYAML kept off the CLI start
     from trinity.analysis.oracle import oracle_ceiling
-    from trinity.analysis.render import oracle_view
+    from trinity.analysis.render import oracle_view  # lazy: pydantic + PyYAML kept off the CLI start
 
     _positive("--splits", args.splits)
     _positive("--bootstrap", args.bootstrap)
     matrix = resolve_matrix(args.matrix)
     progress = _progress_printer(args)
     if args.run:
-        from trinity.analysis.evaluate import oracle_for_run
+        from trinity.analysis.evaluate import oracle_for_run  # lazy: pydantic + PyYAML kept off the CLI start
 
         report = oracle_for_run(
             args.run,
@@ -94,12 +95,13 @@ def cmd_oracle(args) -> int:
 
 def _feature_inputs(args, matrix):
     """(X, acc) for the matrix's rows: frozen features of their questions and recorded correctness."""
+    # lazy: pydantic + PyYAML kept off the CLI start
     from trinity.analysis.learnable import encoder_router, matrix_questions, question_features
 
     run = getattr(args, "run", None)
     questions = matrix_questions(matrix, args.questions, None if args.questions else run)
     if run and not args.encoder:
-        from trinity.optim.routing import load_trained
+        from trinity.optim.routing import load_trained  # lazy: pydantic + PyYAML kept off the CLI start
 
         router = load_trained(run).router
     else:
@@ -111,6 +113,7 @@ def _feature_inputs(args, matrix):
 
 def _learnable(args, report, matrix) -> None:
     """oracle --learnable: cross-validated kNN / centroid gains beside the cross-fit ceiling."""
+    # lazy: pydantic + PyYAML kept off the CLI start
     from trinity.analysis.learnable import KNN_K, METHODS, learnable_gain, learnable_verdict
 
     X, acc = _feature_inputs(args, matrix)
@@ -131,14 +134,14 @@ def _learnable(args, report, matrix) -> None:
 
 
 def cmd_baselines(args) -> int:
-    from trinity.analysis.render import baselines_view
+    from trinity.analysis.render import baselines_view  # lazy: pydantic + PyYAML kept off the CLI start
 
     _positive("--seeds", args.seeds)
     _positive("--samples", args.samples)
     if bool(args.matrix) == bool(args.pool):
         raise InputError("give exactly one of --matrix FILE.json (cached, free) or --pool NAME (live)")
     if args.matrix:
-        from trinity.analysis.baselines import cached_baselines
+        from trinity.analysis.baselines import cached_baselines  # lazy: PyYAML kept off the CLI start
         from trinity.analysis.inputs import resolve_matrix, select_ids
 
         matrix = resolve_matrix(args.matrix)
@@ -158,9 +161,9 @@ def cmd_baselines(args) -> int:
         if args.features:
             _feature_baselines(args, report, matrix.subset(sel.ids))
     else:
-        from trinity.analysis.inputs import resolve_questions
+        from trinity.analysis.inputs import resolve_questions  # lazy: pydantic + PyYAML kept off the CLI start
         from trinity.analysis.live import live_baselines
-        from trinity.benchmarks import split_questions
+        from trinity.benchmarks import split_questions  # lazy: PyYAML kept off the CLI start
 
         if not args.questions or not args.run:
             raise InputError(
@@ -195,9 +198,8 @@ def cmd_baselines(args) -> int:
 
 def _feature_baselines(args, report, matrix) -> None:
     """baselines --features: kNN and nearest centroid on the frozen features, cross-validated."""
-    from trinity.analysis.baselines import SystemResult
+    from trinity.analysis.baselines import SystemResult  # lazy: PyYAML kept off the CLI start
     from trinity.analysis.learnable import FOLDS, KNN_K, feature_systems
-    from trinity.analysis.stats import accuracy_ci
 
     X, acc = _feature_inputs(args, matrix)
     names = {
@@ -218,7 +220,7 @@ def _feature_baselines(args, report, matrix) -> None:
 
 
 def cmd_eval(args) -> int:
-    from trinity.analysis.evaluate import evaluate_run
+    from trinity.analysis.evaluate import evaluate_run  # lazy: pydantic + PyYAML kept off the CLI start
     from trinity.analysis.render import eval_view
 
     m1.refuse_m1(args.run_dir, "eval")
@@ -247,7 +249,7 @@ def cmd_eval(args) -> int:
 
 
 def cmd_score(args) -> int:
-    from trinity.analysis.render import score_view
+    from trinity.analysis.render import score_view  # lazy: pydantic + PyYAML kept off the CLI start
     from trinity.analysis.score import score_estimate
 
     m1.refuse_m1(args.run_dir, "score")
@@ -392,7 +394,6 @@ def register(subparsers) -> None:
         help="outcome matrix for the cached part when the run has none (a live run): `trinity collect` "
         "on the run's questions",
     )
-    from trinity.competition.cliargs import competition_arg
 
     competition_arg(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")

@@ -15,10 +15,10 @@ ORACLE = "#9467bd"
 
 
 def _pyplot():
-    import matplotlib
+    import matplotlib  # lazy: matplotlib loaded only when used
 
     matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib loaded only when used
 
     return plt
 

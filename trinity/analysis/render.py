@@ -17,6 +17,7 @@ from rich.text import Text
 
 from trinity.analysis.score import OVERFIT_FACTOR, OVERFIT_PENALISE, OVERFIT_REJECT, RULES_DOC_OVERFIT
 from trinity.analysis.stats import CI
+from trinity.competition.notice import rewards_notice
 
 VERDICT_STYLE = {"POOL_BOUND": "yellow", "ROUTER_BOUND": "cyan", "NEAR_CEILING": "green", "INCONCLUSIVE": "magenta"}
 # the columns of a table of systems (the router, each model alone, random routing)
@@ -383,7 +384,6 @@ def score_view(rep) -> Group:
                 f"{'PROMOTES' if pr['promotes'] else 'not promoted'} ({pr['rule']}; {pr['source']})"
             )
         )
-    from trinity.competition.notice import rewards_notice
 
     out += [Text("rewards: " + rewards_notice().line(), style="yellow"), _notes(rep.notes)]
     return Group(*out)
