@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from trinity.errors import InputError
+from trinity.model.theta import join_theta, split_theta
 from trinity.runs.records import HEAD_FILE as HEAD_FILE  # the θ layout and names: defined once there
 from trinity.runs.records import N_ROLES as N_ROLES
 from trinity.runs.records import N_SVF_MATRICES as N_SVF_MATRICES
@@ -129,7 +130,6 @@ class LoadedBundle:
         """θ as the trainer stores it, float64 `[head.flatten() | svf]`, or None if unreadable."""
         if self.head is None or self.svf is None or self.head.ndim != 2 or self.svf.ndim != 1:
             return None
-        from trinity.model.theta import join_theta
 
         try:
             return join_theta(self.head, self.svf)
@@ -198,8 +198,6 @@ def load_bundle(path: str | os.PathLike) -> LoadedBundle:
         else:
             layout = _minirouter_layout(lb.theta, lb.summary, lb.problems)
             if layout:
-                from trinity.model.theta import split_theta
-
                 # head (n_models+3, hidden), svf (D - head.size,)
                 lb.head, lb.svf = split_theta(lb.theta, *layout)
     return lb
