@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from trinity.errors import ConfigError
+from trinity.optim.raysupport import require_ray
 
 USAGE = (
     "trinity sweep SPEC.yaml --run-dir DIR [--address HOST:PORT] [--budget-usd X]\n"
@@ -60,8 +62,7 @@ def print_status(doc: dict[str, Any], as_json: bool) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from trinity.optim.raysupport import require_ray
-    from trinity.sweep.runner import new_sweep, run_sweep, sweep_status
+    from trinity.sweep.runner import new_sweep, run_sweep, sweep_status  # lazy: numpy + pydantic kept off the CLI start
 
     target = list(args.target)
     verb = target[0]
@@ -168,8 +169,7 @@ TRIAL_RESUME_KEYS = (
 def resume_in_sweep(args: argparse.Namespace, plain: Any) -> int:
     """`trinity resume RUN`: a trial of a sweep with a budget is resumed by the sweep (one driver,
     one budget holder with the spend of all its trials' ledgers); any other run as before."""
-    import sys
-
+    # lazy: numpy + pydantic kept off the CLI start
     from trinity.sweep.runner import run_sweep, sweep_of_trial, trial_resume_command
 
     found = sweep_of_trial(args.run_dir)
@@ -189,7 +189,6 @@ def resume_in_sweep(args: argparse.Namespace, plain: Any) -> int:
         file=sys.stderr,
         flush=True,
     )
-    from trinity.optim.raysupport import require_ray
 
     require_ray()
     out = run_sweep(

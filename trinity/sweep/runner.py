@@ -24,8 +24,13 @@ from typing import Any
 from trinity.config import validate_config
 from trinity.errors import ConfigError, InputError, RunLockedError, TrinityError
 from trinity.io import atomic_write_json, read_json
+from trinity.optim.engine import resume_run, start_run
+from trinity.optim.raysupport import connect
+from trinity.pool import budget as pool_budget
+from trinity.pool.ledger import verify_ledger
 from trinity.runs.records import read_history, read_run_meta
 from trinity.runs.rundir import RunDir, utc_now_iso
+from trinity.sweep.budget import SharedBudget, make_holder, spent_micro_of
 from trinity.sweep.spec import SweepSpec, describe, load_spec
 
 SWEEP_JSON = "sweep.json"
@@ -62,8 +67,6 @@ def trial_state(run_path: Path) -> dict[str, Any]:
         vals = [h.best_val_acc for h in hist if h.best_val_acc is not None]
         out["best_val_acc"] = vals[-1] if vals else None
     if run.ledger.exists():  # the spend is what the ledger says (calls of an unfinished generation too)
-        from trinity.pool.ledger import verify_ledger
-
         out["cost_usd"] = verify_ledger(run.ledger).total_usd
     return out
 
@@ -139,13 +142,8 @@ def run_trial(
     """Start or resume one trial in this process. Returns {state, error?}; never raises for a
     trial's own failure (a failing trial must not stop the others). `overrides`: resumable keys
     for its resume (`trinity sweep resume DIR --trial ID --generations N`)."""
-    from trinity.optim.engine import resume_run, start_run
-    from trinity.pool import budget as pool_budget
-
     run = RunDir(run_path)
     if budget_actor is not None:
-        from trinity.sweep.budget import SharedBudget
-
         pool_budget.set_budget_wrapper(lambda local: SharedBudget(local, budget_actor))
     try:
         cfg = validate_config(config, where=f"{run_path} trial config")
@@ -327,8 +325,6 @@ def _run_sweep(
     trials: list[str] | None,
     overrides: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    from trinity.optim.raysupport import connect
-
     spec = SweepSpec.from_json(doc["spec"])
     if budget_usd is not None:
         doc["budget_usd"] = spec.budget_usd = budget_usd
@@ -351,8 +347,6 @@ def _run_sweep(
         else:
             todo = [t for t in doc["trials"] if trial_state(sd.trial_path(t["id"]))["state"] not in DONE_STATES]
         if doc.get("budget_usd") is not None:
-            from trinity.sweep.budget import make_holder, spent_micro_of
-
             spent = spent_micro_of([sd.trial_path(t["id"]) for t in doc["trials"]])
             holder = make_holder(ray, doc["budget_usd"], spent)
             emit(
