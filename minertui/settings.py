@@ -124,7 +124,7 @@ def theme_files() -> list[Path]:
 
 def parse_theme(path: Path):
     """A `textual.theme.Theme` from a TOML file; ConfigError naming the file and the key."""
-    from textual.color import Color, ColorParseError
+    from textual.color import Color, ColorParseError  # lazy: textual kept off the app's first frame
     from textual.theme import Theme
 
     try:
