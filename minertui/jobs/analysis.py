@@ -49,7 +49,7 @@ def findings(view):
     """The view's prose without its tables, and without the oracle's verdict and the router's
     claim, which the app's verdict line above every report already shows."""
     from rich.console import Group  # lazy: rich loaded only when used
-    from rich.text import Text
+    from rich.text import Text  # lazy: rich loaded only when used
 
     from trinity.analysis.render import prose_of  # lazy: numpy + pydantic loaded only when used
 
@@ -64,7 +64,7 @@ def findings(view):
 
 def run_oracle(run_dir: str, split: str):
     from trinity.analysis.evaluate import oracle_for_run  # lazy: numpy + pydantic loaded only when used
-    from trinity.analysis.render import oracle_view
+    from trinity.analysis.render import oracle_view  # lazy: numpy + pydantic loaded only when used
 
     rep = oracle_for_run(run_dir, split, progress=progress)  # what `trinity oracle --run` reports
     return rep, oracle_view(rep)
@@ -72,9 +72,9 @@ def run_oracle(run_dir: str, split: str):
 
 def run_baselines(run_dir: str, split: str):
     from trinity.analysis.baselines import cached_baselines  # lazy: numpy + PyYAML loaded only when used
-    from trinity.analysis.inputs import select_ids
+    from trinity.analysis.inputs import select_ids  # lazy: numpy + pydantic loaded only when used
     from trinity.analysis.render import baselines_view  # lazy: numpy + pydantic loaded only when used
-    from trinity.optim.runinputs import load_run_inputs
+    from trinity.optim.runinputs import load_run_inputs  # lazy: numpy + pydantic loaded only when used
 
     inputs = load_run_inputs(run_dir)
     if inputs.matrix is None:
@@ -86,7 +86,7 @@ def run_baselines(run_dir: str, split: str):
 
 def run_eval(run_dir: str, split: str):
     from trinity.analysis.evaluate import evaluate_run  # lazy: numpy + pydantic loaded only when used
-    from trinity.analysis.render import eval_view
+    from trinity.analysis.render import eval_view  # lazy: numpy + pydantic loaded only when used
 
     rep = evaluate_run(run_dir, split=split, mode="cached", progress=progress)
     return rep, eval_view(rep)
@@ -101,7 +101,7 @@ def run_m1(run_dir: str, split: str):
     """A Milestone-1 run: what `trinity m1 eval` computes (`RunEval.evaluate`) on the run's own
     files, and the same view (systems, per-domain figures, domain confusion)."""
     from trinity.m1.evaluate import RunEval  # lazy: torch + numpy loaded only when used
-    from trinity.m1.render import eval_view
+    from trinity.m1.render import eval_view  # lazy: numpy + pydantic loaded only when used
 
     progress(0, 2, "features of the test split")
     ev = RunEval(run_dir, split=split)

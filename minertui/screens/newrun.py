@@ -83,7 +83,7 @@ def input_errors(data: dict[str, Any]) -> dict[str, str]:
     there, a pool that configs/models.yaml does not name. Paths are relative to this directory,
     which is the engine's working directory too."""
     from trinity.config import PRACTICE  # lazy: pydantic + PyYAML loaded only when used
-    from trinity.pool.providers import MODELS_YAML, known_pools, read_models_yaml
+    from trinity.pool.providers import MODELS_YAML, known_pools, read_models_yaml  # lazy: PyYAML loaded only when used
 
     errors: dict[str, str] = {}
     for name in ("questions", "matrix"):
@@ -311,7 +311,7 @@ class NewRunScreen(ModalScreen[Path | None]):
         import yaml  # lazy: PyYAML loaded only when used
 
         from minertui.supervisor import EngineError  # lazy: PyYAML loaded only when used
-        from trinity.io import atomic_write_text
+        from trinity.io import atomic_write_text  # lazy: PyYAML loaded only when used
         from trinity.runs.rundir import new_run_id  # lazy: PyYAML loaded only when used
 
         run_id = new_run_id()

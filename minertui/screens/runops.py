@@ -48,7 +48,7 @@ def clone_config(s: RunSnapshot, runs_root: Path) -> tuple[Path, dict[str, str]]
     import yaml  # lazy: PyYAML loaded only when used
 
     from minertui.screens.newrun import FIELDS  # lazy: PyYAML loaded only when used
-    from trinity.io import atomic_write_text
+    from trinity.io import atomic_write_text  # lazy: PyYAML loaded only when used
 
     cfg = dict(s.meta.get("config") or {})
     path = (Path(runs_root) / ".configs" / f"clone-{s.id}.yaml").resolve()

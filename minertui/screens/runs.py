@@ -617,7 +617,7 @@ class RunsScreen(EngineActions, ModeScreen):
             self.notify("no run selected", severity="warning")
             return
         from minertui.screens.newrun import NewRunScreen  # lazy: PyYAML kept off the app's first frame
-        from minertui.screens.runops import clone_config
+        from minertui.screens.runops import clone_config  # lazy: PyYAML + attrs kept off the app's first frame
 
         try:
             cfg_file, fields = clone_config(s, self.app.runs_root)

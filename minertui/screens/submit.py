@@ -553,7 +553,7 @@ class SubmitScreen(ModeScreen):
     @work(thread=True, group="submit", exit_on_error=False)
     def _execute(self, plan) -> None:
         from trinity.submission import github  # lazy: httpx loaded only when used
-        from trinity.submission.gitsubmit import execute_plan
+        from trinity.submission.gitsubmit import execute_plan  # lazy: httpx loaded only when used
 
         token = os.environ.get(github.TOKEN_ENV) or None  # stays in this thread; never displayed
         try:

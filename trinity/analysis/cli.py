@@ -61,7 +61,7 @@ def _progress_printer(args):
 
 def cmd_oracle(args) -> int:
     from trinity.analysis.inputs import resolve_matrix, select_ids  # lazy: pydantic + PyYAML kept off the CLI start
-    from trinity.analysis.oracle import oracle_ceiling
+    from trinity.analysis.oracle import oracle_ceiling  # lazy: PyYAML kept off the CLI start
     from trinity.analysis.render import oracle_view  # lazy: pydantic + PyYAML kept off the CLI start
 
     _positive("--splits", args.splits)
@@ -142,7 +142,7 @@ def cmd_baselines(args) -> int:
         raise InputError("give exactly one of --matrix FILE.json (cached, free) or --pool NAME (live)")
     if args.matrix:
         from trinity.analysis.baselines import cached_baselines  # lazy: PyYAML kept off the CLI start
-        from trinity.analysis.inputs import resolve_matrix, select_ids
+        from trinity.analysis.inputs import resolve_matrix, select_ids  # lazy: pydantic + PyYAML kept off the CLI start
 
         matrix = resolve_matrix(args.matrix)
         sel = select_ids(
@@ -162,7 +162,7 @@ def cmd_baselines(args) -> int:
             _feature_baselines(args, report, matrix.subset(sel.ids))
     else:
         from trinity.analysis.inputs import resolve_questions  # lazy: pydantic + PyYAML kept off the CLI start
-        from trinity.analysis.live import live_baselines
+        from trinity.analysis.live import live_baselines  # lazy: pydantic + PyYAML kept off the CLI start
         from trinity.benchmarks import split_questions  # lazy: PyYAML kept off the CLI start
 
         if not args.questions or not args.run:
@@ -199,6 +199,8 @@ def cmd_baselines(args) -> int:
 def _feature_baselines(args, report, matrix) -> None:
     """baselines --features: kNN and nearest centroid on the frozen features, cross-validated."""
     from trinity.analysis.baselines import SystemResult  # lazy: PyYAML kept off the CLI start
+
+    # lazy: pydantic + PyYAML kept off the CLI start
     from trinity.analysis.learnable import FOLDS, KNN_K, feature_systems
 
     X, acc = _feature_inputs(args, matrix)
@@ -221,7 +223,7 @@ def _feature_baselines(args, report, matrix) -> None:
 
 def cmd_eval(args) -> int:
     from trinity.analysis.evaluate import evaluate_run  # lazy: pydantic + PyYAML kept off the CLI start
-    from trinity.analysis.render import eval_view
+    from trinity.analysis.render import eval_view  # lazy: pydantic + PyYAML kept off the CLI start
 
     m1.refuse_m1(args.run_dir, "eval")
     _positive("--samples", args.samples)
@@ -250,7 +252,7 @@ def cmd_eval(args) -> int:
 
 def cmd_score(args) -> int:
     from trinity.analysis.render import score_view  # lazy: pydantic + PyYAML kept off the CLI start
-    from trinity.analysis.score import score_estimate
+    from trinity.analysis.score import score_estimate  # lazy: pydantic + PyYAML kept off the CLI start
 
     m1.refuse_m1(args.run_dir, "score")
     report = score_estimate(

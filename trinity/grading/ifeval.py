@@ -46,6 +46,8 @@ def registry() -> dict[str, Any]:
     """instruction id -> checker class (imports if-verifiable on first use)."""
     try:
         import langdetect  # lazy: a missing module is reported, not raised at import
+
+        # lazy: a missing module is reported, not raised at import
         from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
     except ImportError as e:
         raise TrinityError(

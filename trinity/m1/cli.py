@@ -159,7 +159,7 @@ def _train(args: argparse.Namespace) -> int:
 
 def _resume(args: argparse.Namespace) -> int:
     from trinity.m1.run import run_training  # lazy: torch + pydantic kept off the CLI start
-    from trinity.runs.rundir import RunDir
+    from trinity.runs.rundir import RunDir  # lazy: PyYAML kept off the CLI start
 
     summary = run_training(RunDir(args.run), resume=True)
     _print(summary, args.json, f"{args.run}: {summary['message']}")
@@ -178,7 +178,7 @@ def _eval(args: argparse.Namespace) -> int:
         print(json.dumps(rep, indent=2))
         return 0
     from trinity.analysis.render import print_view  # lazy: pydantic + PyYAML kept off the CLI start
-    from trinity.m1.render import eval_view
+    from trinity.m1.render import eval_view  # lazy: pydantic + PyYAML kept off the CLI start
 
     print(f"{ev.rd.id} · {rep['m1_config']} · {rep['pool']} · {rep['n_test']} test prompts (95% bootstrap intervals)")
     print_view(eval_view(rep))
@@ -212,7 +212,7 @@ def _score(args: argparse.Namespace) -> int:
 
 def _pack(args: argparse.Namespace) -> int:
     from trinity.m1.run import pack_of_run  # lazy: torch + pydantic kept off the CLI start
-    from trinity.runs.rundir import RunDir
+    from trinity.runs.rundir import RunDir  # lazy: PyYAML kept off the CLI start
 
     pack = pack_of_run(RunDir(args.run), args.miner)
     out = Path(args.out) if args.out else m1.submission_dir(args.root, args.miner)

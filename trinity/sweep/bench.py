@@ -68,10 +68,10 @@ def _load() -> float:
 
 def bench_sweep(trials: int, generations: int, cpus: int | None) -> dict[str, Any]:
     import ray  # lazy: optional extra 'ray'
-    import yaml
+    import yaml  # lazy: PyYAML kept off the CLI start
 
     from trinity.config import load_config  # lazy: pydantic + PyYAML kept off the CLI start
-    from trinity.optim.engine import start_run
+    from trinity.optim.engine import start_run  # lazy: numpy + pydantic kept off the CLI start
     from trinity.sweep.runner import new_sweep, run_sweep  # lazy: numpy + pydantic kept off the CLI start
 
     base = {"encoder": "tiny-qwen3", "generations": generations, "popsize": 8, "m": 16, "traces": "none"}
@@ -145,15 +145,17 @@ def bench_workers(
     encoder: str, popsize: int, m: int, workers: int, repeats: int, extra_texts: bool = True
 ) -> dict[str, Any]:
     import numpy as np  # lazy: numpy kept off the CLI start
-    import ray
+    import ray  # lazy: optional extra 'ray'
     import torch  # lazy: torch kept off the CLI start
 
     from trinity.config import load_config  # lazy: pydantic + PyYAML kept off the CLI start
+
+    # lazy: numpy + pydantic kept off the CLI start
     from trinity.optim.fitness import WARM_CHUNK, CachedFitness, build_router
     from trinity.optim.population import PopulationFitness  # lazy: numpy + pydantic kept off the CLI start
-    from trinity.optim.runinputs import inputs_from_config
+    from trinity.optim.runinputs import inputs_from_config  # lazy: numpy + pydantic kept off the CLI start
     from trinity.optim.trainer import make_es  # lazy: numpy + pydantic kept off the CLI start
-    from trinity.sweep.livebench import quiet_hooks
+    from trinity.sweep.livebench import quiet_hooks  # lazy: numpy + pydantic kept off the CLI start
 
     cfg = load_config(PRACTICE, {"encoder": encoder, "device": "cpu", "popsize": popsize, "m": m, "traces": "none"})
     inputs = inputs_from_config(cfg)
