@@ -23,7 +23,6 @@ from trinity.errors import InputError, TrinityError
 from trinity.grading.choice import LETTERS, extract_choice, grade_choice, normalize_gold_letter
 from trinity.grading.exact import FORMS, final_segment, grade_exact
 from trinity.grading.funcall import extract_calls, grade_funcall
-from trinity.grading.humaneval import grade_check
 from trinity.grading.ifeval import grade_ifeval
 from trinity.grading.mathgrade import extract_math_answer, grade_math
 from trinity.grading.verdict import Verdict
@@ -32,6 +31,9 @@ __all__ = ["KINDS", "Verdict", "grade", "grade_question", "extract_answer", "ext
 
 
 def _grade_code(response: str, gold: Any) -> Verdict:
+    # lazy: brings the code sandbox (+0.7 s import under load), kept off the CLI start
+    from trinity.grading.humaneval import grade_check
+
     if not isinstance(gold, dict):
         raise InputError(
             'code gold must be {"tests": [{"input", "output", "testtype"}, ...], '
@@ -40,7 +42,8 @@ def _grade_code(response: str, gold: Any) -> Verdict:
     if "entry_point" in gold:  # HumanEval: its own check(candidate) tests
         return grade_check(response, gold)
     try:
-        from trinity.grading.code import grade_code  # lazy: a missing module is reported, not raised at import
+        # lazy: a missing module is reported, not raised at import
+        from trinity.grading.code import grade_code
     except ModuleNotFoundError as e:
         if e.name == "trinity.grading.code":
             raise TrinityError(

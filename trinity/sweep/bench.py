@@ -24,9 +24,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trinity.optim.raysupport import connect, require_ray
-from trinity.pool.budget import Budget
-
 PRACTICE = Path(__file__).resolve().parents[2] / "configs" / "practice.yaml"
 
 
@@ -72,6 +69,7 @@ def bench_sweep(trials: int, generations: int, cpus: int | None) -> dict[str, An
 
     from trinity.config import load_config  # lazy: pydantic + PyYAML kept off the CLI start
     from trinity.optim.engine import start_run  # lazy: numpy + pydantic kept off the CLI start
+    from trinity.optim.raysupport import connect  # lazy: kept off the CLI start
     from trinity.sweep.runner import new_sweep, run_sweep  # lazy: numpy + pydantic kept off the CLI start
 
     base = {"encoder": "tiny-qwen3", "generations": generations, "popsize": 8, "m": 16, "traces": "none"}
@@ -153,6 +151,7 @@ def bench_workers(
     # lazy: numpy + pydantic kept off the CLI start
     from trinity.optim.fitness import WARM_CHUNK, CachedFitness, build_router
     from trinity.optim.population import PopulationFitness  # lazy: numpy + pydantic kept off the CLI start
+    from trinity.optim.raysupport import connect  # lazy: kept off the CLI start
     from trinity.optim.runinputs import inputs_from_config  # lazy: numpy + pydantic kept off the CLI start
     from trinity.optim.trainer import make_es  # lazy: numpy + pydantic kept off the CLI start
     from trinity.sweep.livebench import quiet_hooks  # lazy: numpy + pydantic kept off the CLI start
@@ -236,6 +235,8 @@ def bench_workers(
 def bench_budget(n: int = 2000) -> dict[str, Any]:
     import ray  # lazy: optional extra 'ray'
 
+    from trinity.optim.raysupport import connect  # lazy: kept off the CLI start
+    from trinity.pool.budget import Budget  # lazy: kept off the CLI start (the pool budget module)
     from trinity.sweep.budget import SharedBudget, make_holder  # lazy: PyYAML kept off the CLI start
 
     connect()
@@ -262,6 +263,8 @@ def bench_budget(n: int = 2000) -> dict[str, Any]:
 
 
 def run(args) -> int:
+    from trinity.optim.raysupport import require_ray  # lazy: kept off the CLI start
+
     require_ray()
     res: dict[str, Any] = {}
     if args.part in ("sweep", "both"):

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from trinity.errors import ConfigError
-from trinity.optim.raysupport import require_ray
 
 USAGE = (
     "trinity sweep SPEC.yaml --run-dir DIR [--address HOST:PORT] [--budget-usd X]\n"
@@ -62,6 +61,8 @@ def print_status(doc: dict[str, Any], as_json: bool) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    # lazy: brings trinity.optim and the pool budget, kept off the CLI start
+    from trinity.optim.raysupport import require_ray
     from trinity.sweep.runner import new_sweep, run_sweep, sweep_status  # lazy: numpy + pydantic kept off the CLI start
 
     target = list(args.target)
@@ -170,6 +171,8 @@ def resume_in_sweep(args: argparse.Namespace, plain: Any) -> int:
     """`trinity resume RUN`: a trial of a sweep with a budget is resumed by the sweep (one driver,
     one budget holder with the spend of all its trials' ledgers); any other run as before."""
     # lazy: numpy + pydantic kept off the CLI start
+    # lazy: brings trinity.optim and the pool budget, kept off the CLI start
+    from trinity.optim.raysupport import require_ray
     from trinity.sweep.runner import run_sweep, sweep_of_trial, trial_resume_command
 
     found = sweep_of_trial(args.run_dir)
