@@ -24,13 +24,8 @@ from typing import Any
 from trinity.config import validate_config
 from trinity.errors import ConfigError, InputError, RunLockedError, TrinityError
 from trinity.io import atomic_write_json, read_json
-from trinity.optim.engine import resume_run, start_run
-from trinity.optim.raysupport import connect
-from trinity.pool import budget as pool_budget
-from trinity.pool.ledger import verify_ledger
 from trinity.runs.records import read_history, read_run_meta
 from trinity.runs.rundir import RunDir, utc_now_iso
-from trinity.sweep.budget import SharedBudget, make_holder, spent_micro_of
 from trinity.sweep.spec import SweepSpec, describe, load_spec
 
 SWEEP_JSON = "sweep.json"
@@ -43,6 +38,10 @@ LOCK_WAIT_S = 60.0  # a trial of a killed driver may take a moment to die and fr
 def trial_state(run_path: Path) -> dict[str, Any]:
     """A trial's state from its run directory: pending (no run.json yet), or run.json's status
     (created, running, finished, stopped, failed); plus best validation accuracy, generations, spend."""
+    from trinity.pool.ledger import (
+        verify_ledger,
+    )  # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+
     run = RunDir(run_path)
     out: dict[str, Any] = {"state": "pending", "generations": 0, "best_val_acc": None, "cost_usd": 0.0}
     if not run.exists():
@@ -142,6 +141,17 @@ def run_trial(
     """Start or resume one trial in this process. Returns {state, error?}; never raises for a
     trial's own failure (a failing trial must not stop the others). `overrides`: resumable keys
     for its resume (`trinity sweep resume DIR --trial ID --generations N`)."""
+    from trinity.sweep.budget import (
+        SharedBudget,
+    )  # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+    from trinity.pool import (
+        budget as pool_budget,
+    )  # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+    from trinity.optim.engine import (
+        resume_run,
+        start_run,
+    )  # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+
     run = RunDir(run_path)
     if budget_actor is not None:
         pool_budget.set_budget_wrapper(lambda local: SharedBudget(local, budget_actor))
@@ -325,6 +335,14 @@ def _run_sweep(
     trials: list[str] | None,
     overrides: dict[str, Any] | None,
 ) -> dict[str, Any]:
+    from trinity.sweep.budget import (
+        make_holder,
+        spent_micro_of,
+    )  # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+    from trinity.optim.raysupport import (
+        connect,
+    )  # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+
     spec = SweepSpec.from_json(doc["spec"])
     if budget_usd is not None:
         doc["budget_usd"] = spec.budget_usd = budget_usd
