@@ -38,9 +38,8 @@ LOCK_WAIT_S = 60.0  # a trial of a killed driver may take a moment to die and fr
 def trial_state(run_path: Path) -> dict[str, Any]:
     """A trial's state from its run directory: pending (no run.json yet), or run.json's status
     (created, running, finished, stopped, failed); plus best validation accuracy, generations, spend."""
-    from trinity.pool.ledger import (
-        verify_ledger,
-    )  # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+    # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+    from trinity.pool.ledger import verify_ledger
 
     run = RunDir(run_path)
     out: dict[str, Any] = {"state": "pending", "generations": 0, "best_val_acc": None, "cost_usd": 0.0}
@@ -141,16 +140,14 @@ def run_trial(
     """Start or resume one trial in this process. Returns {state, error?}; never raises for a
     trial's own failure (a failing trial must not stop the others). `overrides`: resumable keys
     for its resume (`trinity sweep resume DIR --trial ID --generations N`)."""
-    from trinity.sweep.budget import (
-        SharedBudget,
-    )  # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
-    from trinity.pool import (
-        budget as pool_budget,
-    )  # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
-    from trinity.optim.engine import (
-        resume_run,
-        start_run,
-    )  # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+    # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+    from trinity.sweep.budget import SharedBudget
+
+    # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+    from trinity.pool import budget as pool_budget
+
+    # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+    from trinity.optim.engine import resume_run, start_run
 
     run = RunDir(run_path)
     if budget_actor is not None:
@@ -335,13 +332,11 @@ def _run_sweep(
     trials: list[str] | None,
     overrides: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    from trinity.sweep.budget import (
-        make_holder,
-        spent_micro_of,
-    )  # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
-    from trinity.optim.raysupport import (
-        connect,
-    )  # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+    # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+    from trinity.sweep.budget import make_holder, spent_micro_of
+
+    # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+    from trinity.optim.raysupport import connect
 
     spec = SweepSpec.from_json(doc["spec"])
     if budget_usd is not None:
