@@ -7,6 +7,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from minertui.hangup import HangupGuard
+from trinity.errors import TrinityError
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -35,13 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "bench":
-        from minertui.bench import run
+        from minertui.bench import run  # lazy: numpy + PyYAML kept off the app's first frame
 
         return run(args)
-    from trinity.errors import TrinityError
 
     try:
-        from minertui.app import MinerApp
+        from minertui.app import MinerApp  # lazy: textual + pydantic kept off the app's first frame
 
         if args.command == "open":
             run_dir = Path(args.run_dir)
@@ -49,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise TrinityError(f"{run_dir} is not a run directory (no run.json); give a directory under runs/")
             app = MinerApp(runs_root=run_dir.resolve().parent, theme=args.theme, open_run=run_dir, start_mode="train")
         elif args.command == "demo":
-            from minertui.demo import demo_runs_dir
+            from minertui.demo import demo_runs_dir  # lazy: numpy + PyYAML kept off the app's first frame
 
             app = MinerApp(runs_root=demo_runs_dir(args.demo_runs_dir), theme=args.theme, start_mode="train", demo=True)
         else:
@@ -60,8 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                     "your runs (default ./runs)"
                 )
             app = MinerApp(runs_root=root, theme=args.theme)
-        from minertui.demo import stop_demo_servers
-        from minertui.hangup import HangupGuard
+        from minertui.demo import stop_demo_servers  # lazy: numpy + PyYAML kept off the app's first frame
 
         app.hangup_guard = HangupGuard(app, cleanup=lambda: stop_demo_servers(app)).install()
         app.run()

@@ -7,24 +7,31 @@ latest and asks only the visible screen to redraw (inside `batch_update`).
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from rich.console import Console
 from textual import work
 from textual.app import App, ScreenStackError
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from minertui.modes import MODE_KEYS
+from minertui.keymap import load_keymap, palette_commands
 from minertui.messages import BaselinePinned, CompareChanged, FormDraft, RunsUpdated
+from minertui.modes import MODE_KEYS
+from minertui.notify import EndWatcher, Notifier, parse_settings
 from minertui.screens.common import AppState, ModeScreen
 from minertui.screens.help import ConfirmScreen, HelpScreen
 from minertui.settings import DEFAULT_THEME, load_themes, read_settings, save_settings
 from minertui.supervisor import Supervisor
+from minertui.widgets.tables import export_dir
+from trinity.errors import TrinityError
 
 if TYPE_CHECKING:
     from minertui.notify import EndWatcher, Notifier
@@ -105,7 +112,6 @@ class MinerApp(App):
         self.theme_changed_signal.subscribe(self, lambda t: save_settings(theme=t.name))
         if settings.smoothing is not None:
             self.smoothing = settings.smoothing
-        from minertui.keymap import load_keymap
 
         keymap, errors = load_keymap(settings.keymap, type(self))
         self._theme_errors.extend(errors)
@@ -122,7 +128,7 @@ class MinerApp(App):
             self.set_interval(self.POLL_S, self.poll_soon)
             self.call_after_refresh(self.poll_soon)
         if self.demo:
-            from minertui.demo import start_demo
+            from minertui.demo import start_demo  # lazy: numpy + PyYAML kept off the app's first frame
 
             start_demo(self)
 
@@ -130,8 +136,6 @@ class MinerApp(App):
         """SIGHUP (SSH dropped, terminal closed) and SIGTERM end the app cleanly; the engines
         live in their own sessions and keep running. The `minertui` command installs its
         HangupGuard instead (it also ends an app whose terminal died mid-write)."""
-        import asyncio
-
         if self.hangup_guard is not None:
             return
 
@@ -143,8 +147,6 @@ class MinerApp(App):
             pass
 
     def _setup_notifications(self, raw: object) -> None:
-        from minertui.notify import EndWatcher, Notifier, parse_settings
-
         ns, errors = parse_settings(raw)
         for err in errors:
             self.notify(err, title="settings", severity="warning", timeout=8)
@@ -174,7 +176,7 @@ class MinerApp(App):
     def reader(self) -> Reader:
         """Made on first use (it brings numpy), i.e. in the first poll, after the first frame."""
         if self._reader is None:
-            from minertui.reader import Reader
+            from minertui.reader import Reader  # lazy: numpy + PyYAML kept off the app's first frame
 
             reader = Reader(self.runs_root, self.supervisor)
             if self._open_run is not None:
@@ -198,8 +200,6 @@ class MinerApp(App):
 
     async def refresh_now(self) -> Poll:
         """Poll synchronously (tests, after an action) and redraw."""
-        import asyncio
-
         poll = await asyncio.to_thread(self.reader.poll, True)
         self._apply(poll, force=True)
         return poll
@@ -294,8 +294,6 @@ class MinerApp(App):
         self.baseline = message.path
 
     def get_system_commands(self, screen):
-        from minertui.keymap import palette_commands
-
         yield from super().get_system_commands(screen)
         yield from palette_commands(self, screen)
 
@@ -304,8 +302,6 @@ class MinerApp(App):
     ) -> str | None:
         """Screenshots go to the export folder (made when missing), not a ~/Downloads that a
         rented box does not have; the toast says where."""
-        from minertui.widgets.tables import export_dir
-
         where = Path(path) if path else export_dir()
         try:
             where.mkdir(parents=True, exist_ok=True)
@@ -327,7 +323,7 @@ class MinerApp(App):
             )
 
     def on_unmount(self) -> None:
-        from minertui.demo import stop_demo_servers
+        from minertui.demo import stop_demo_servers  # lazy: numpy + PyYAML kept off the app's first frame
 
         stop_demo_servers(self)
 
@@ -336,12 +332,9 @@ class MinerApp(App):
         and the terminal gets one line (the CLI contract: `error: …`)."""
         if not self._exit_renderables:
             return
-        import sys
-        import time as _time
-        from rich.console import Console
-        from minertui.settings import state_dir
+        from minertui.settings import state_dir  # lazy: PyYAML kept off the app's first frame
 
-        path = state_dir() / f"crash-{_time.strftime('%Y%m%d-%H%M%S')}.log"
+        path = state_dir() / f"crash-{time.strftime('%Y%m%d-%H%M%S')}.log"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with open(path, "w", encoding="utf-8") as f:
@@ -358,8 +351,6 @@ class MinerApp(App):
 
 
 def _is_user_error(err: BaseException) -> bool:
-    from trinity.errors import TrinityError
-
     return isinstance(err, TrinityError)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import fcntl
 import json
 import os
 import platform
@@ -27,11 +28,23 @@ import pty
 import select
 import shutil
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 from pathlib import Path
+
+import numpy as np
+import plotext
+from textual.widgets import Input
+
+from minertui.app import MinerApp
+from minertui.runmodel import filter_traces
+from minertui.synth import SynthRun, make_run
+from minertui.widgets.curves import RUN_COLOURS, Series, View, draw_lines
+from trinity.runs.system import SystemSampler
 
 GENS, TRACES = 10_000, 100_000
 
@@ -51,9 +64,6 @@ def first_frame_s(
     out = []
     for _ in range(repeats):
         master, slave = pty.openpty()
-        import fcntl
-        import struct
-        import termios
 
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
         cfg = config or runs_root.parent / "config"
@@ -93,9 +103,6 @@ def first_frame_s(
 
 
 async def refresh_costs(run_dir: Path, samples: int = 20) -> dict:
-    from minertui.app import MinerApp
-    from minertui.synth import SynthRun
-
     rss0 = rss_mb()
     app = MinerApp(runs_root=run_dir.parent, poll=False, start_mode="traces")
     result: dict = {}
@@ -142,7 +149,6 @@ async def refresh_costs(run_dir: Path, samples: int = 20) -> dict:
             }
         # the Traces mode's filter as the miner uses it: type in the search field, wait for the
         # filtered first page on screen (filter over every trace + the page's rows)
-        from textual.widgets import Input
 
         times, cpu = [], []
         for text in ("1", "12", "", "3", ""):
@@ -161,8 +167,6 @@ async def refresh_costs(run_dir: Path, samples: int = 20) -> dict:
 
 def system_sample_ms(repeats: int = 20) -> dict:
     """One sample of the box (NVML when present, /proc, disk) as the reader thread takes it."""
-    from trinity.runs.system import SystemSampler
-
     sm = SystemSampler(Path.cwd())
     sm.sample(os.getpid())  # NVML's start-up is paid once
     times = []
@@ -176,8 +180,6 @@ def system_sample_ms(repeats: int = 20) -> dict:
 def filter_ms(tv, repeats: int = 5) -> dict:
     """The Traces filters over every trace: benchmark + right/wrong + model + a question-id
     search (CPU ms of one full filter, median of `repeats`)."""
-    from minertui.runmodel import filter_traces
-
     cpu = []
     for _ in range(repeats):
         c = time.process_time()
@@ -189,11 +191,6 @@ def filter_ms(tv, repeats: int = 5) -> dict:
 def overlay_ms(runs: int = 8, gens: int = GENS, repeats: int = 5) -> dict:
     """Compare mode's redraw: `runs` runs × `gens` generations overlaid, EMA-smoothed with the
     raw series faint, reduced and built into a 120×30 plotext canvas (CPU ms, median)."""
-    import numpy as np
-    import plotext
-
-    from minertui.widgets.curves import RUN_COLOURS, Series, View, draw_lines
-
     rng = np.random.default_rng(0)
     x = np.arange(1, gens + 1, dtype=np.float64)
     series = [
@@ -213,8 +210,6 @@ def overlay_ms(runs: int = 8, gens: int = GENS, repeats: int = 5) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """`minertui bench` (its flags are parsed by `minertui.__main__`)."""
-    from minertui.synth import make_run
-
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="minertui-bench-"))
     try:
         small = base / "small" / "runs"

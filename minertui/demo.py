@@ -7,6 +7,8 @@ engine's last log line) and shows that run; there is no stand-in run. Everything
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -14,8 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from minertui.supervisor import log_tail
 from trinity.data.practice import config_path
-from trinity.runs.rundir import RunDir, new_run_id
+from trinity.runs.rundir import RunDir, list_runs, new_run_id
 
 # the practice setup the engine itself reads (trinity.data.practice: $MINERTUI_PRACTICE_CONFIG,
 # else its shipped file), so the demo and the engine never disagree on where it lives
@@ -29,7 +32,7 @@ KEEP_RUNS = 3  # the newest demo runs kept in the demo dir; older ones (not runn
 def default_demo_dir() -> Path:
     """Where `minertui demo` keeps its runs: `$XDG_STATE_HOME/minertui/demo` (default
     ~/.local/state/minertui/demo). Open them later with `minertui --runs-dir <that dir>`."""
-    from minertui.settings import state_dir
+    from minertui.settings import state_dir  # lazy: pydantic loaded only when used
 
     return state_dir() / "demo"
 
@@ -45,8 +48,6 @@ def demo_runs_dir(explicit: str | None = None) -> Path:
 
 def running_demo(root: Path) -> Path | None:
     """A demo run an engine still trains in `root` (a second `minertui demo` re-attaches to it)."""
-    from trinity.runs.rundir import list_runs
-
     for r in list_runs(root):
         if r.id.startswith("demo-") and r.is_locked():
             return r.path
@@ -55,9 +56,6 @@ def running_demo(root: Path) -> Path | None:
 
 def prune_demo_runs(root: Path, keep: int = KEEP_RUNS) -> list[Path]:
     """Remove all but the newest `keep` demo runs that no engine holds (each is a few MB)."""
-    import shutil
-    from trinity.runs.rundir import list_runs
-
     runs = sorted(
         (r for r in list_runs(root) if r.id.startswith("demo-")),
         key=lambda r: str(r.read_meta().get("created", "")),
@@ -74,10 +72,6 @@ def prune_demo_runs(root: Path, keep: int = KEEP_RUNS) -> list[Path]:
 def prune_old_temp_dirs() -> None:
     """Earlier versions put each demo in a fresh `/tmp/minertui-demo-*` and never removed it:
     remove those of this user that no engine holds."""
-    import os
-    import shutil
-    from trinity.runs.rundir import RunDir
-
     base = Path(tempfile.gettempdir())
     for d in base.glob("minertui-demo-*"):
         try:
@@ -118,8 +112,6 @@ def live_args(port: int) -> list[str]:
 def make_throwaway_repo(base: Path) -> Path:
     """A local stand-in for the competition repository (a clone with a bare `origin`), so the
     demo's Submit mode can pack, plan, commit and push without touching anything real."""
-    import subprocess
-
     origin, repo = base / "competition-origin.git", base / "competition-repo"
     if (repo / ".git").is_dir():
         return repo
@@ -198,7 +190,6 @@ def _demo(app) -> None:
         time.sleep(0.25)
     else:
         return  # still starting after the grace period, no error: leave it running
-    from minertui.supervisor import log_tail
 
     why = (log_tail(sup.log_of(run_dir), 1) or "the live engine exited").strip()
     sup.stop_servers()

@@ -5,9 +5,10 @@ screen (Ctrl+A) user loses."""
 from __future__ import annotations
 
 import importlib
-from typing import Any
 from collections.abc import Iterator
+from typing import Any
 
+from textual.app import SystemCommand
 from textual.binding import Binding
 
 from minertui.keys import keys_of
@@ -20,7 +21,7 @@ def screen_class(mode: str):
 
 def all_bindings(app_cls: type) -> dict[str, Binding]:
     """Every binding with an id (the keymap's names), the app's (`app_cls`) and every mode's."""
-    from minertui.screens.common import ModeScreen
+    from minertui.screens.common import ModeScreen  # lazy: PyYAML + platformdirs loaded only when used
 
     out: dict[str, Binding] = {}
     for cls in (app_cls, ModeScreen, *(screen_class(m) for m in MODE_MODULES)):
@@ -51,8 +52,6 @@ def load_keymap(raw: dict[str, Any] | None, app_cls: type) -> tuple[dict[str, st
 
 def palette_commands(app, screen) -> Iterator:
     """SystemCommands for every mode switch and every described action of every mode."""
-    from textual.app import SystemCommand
-
     for key, mode, label in MODE_KEYS:
         yield SystemCommand(
             f"Mode: {label}", f"Switch to the {label} mode (key {key})", lambda m=mode: app.action_mode(m)
@@ -72,7 +71,7 @@ def palette_commands(app, screen) -> Iterator:
 
 def run_in_mode(app, mode: str, action: str) -> None:
     """Switch to `mode` (unless there) and run `action` on its screen once it is shown."""
-    from minertui.screens.common import ModeScreen
+    from minertui.screens.common import ModeScreen  # lazy: PyYAML + platformdirs loaded only when used
 
     scr = app.screen
     if isinstance(scr, ModeScreen) and scr.MODE.lower() == mode:

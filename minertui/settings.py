@@ -125,8 +125,8 @@ def theme_files() -> list[Path]:
 
 def parse_theme(path: Path):
     """A `textual.theme.Theme` from a TOML file; ConfigError naming the file and the key."""
-    from textual.color import Color, ColorParseError
-    from textual.theme import Theme
+    from textual.color import Color, ColorParseError  # lazy: textual kept off the app's first frame
+    from textual.theme import Theme  # lazy: textual kept off the app's first frame
 
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

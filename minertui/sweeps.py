@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from trinity.errors import TrinityError
 from trinity.sweep.runner import SWEEP_JSON, SweepDir
 
@@ -166,8 +168,6 @@ class SweepModel:
 
 
 def best_val(s: RunSnapshot) -> float | None:
-    import numpy as np
-
     v = s.gens.val_acc
     return float(np.nanmax(v)) if len(v) and np.isfinite(v).any() else None
 

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import random
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ _EXAMPLES: dict[str, tuple[str, str | None, Any]] = {
 @functools.cache
 def _benchmark_of(kind: str) -> str:
     """The first registered benchmark whose questions are of `kind` (what a trace names)."""
-    from trinity.benchmarks import list_benchmarks
+    from trinity.benchmarks import list_benchmarks  # lazy: numpy + PyYAML loaded only when used
 
     return next((b.name for b in list_benchmarks() if getattr(b, "kind", None) == kind), "practice")
 
@@ -180,7 +181,7 @@ class SynthRun:
         self.event({"type": "log", "level": level, "message": message})
 
     def _ledger_line(self) -> tuple[str, float]:
-        from trinity.pool.ledger import record_hash
+        from trinity.pool.ledger import record_hash  # lazy: PyYAML loaded only when used
 
         r = self.rng
         pt, ct = r.randint(200, 2000), r.randint(50, 800)
@@ -276,8 +277,6 @@ def system_sample(g: int, t: float) -> dict[str, Any]:
 
 
 def _iso(t: float) -> str:
-    from datetime import datetime, timezone
-
     return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -316,7 +315,7 @@ def make_sweep(
     """A sweep directory as `trinity sweep` lays it out (sweep.json + `trials/<id>/` run dirs, in
     trinity.sweep.runner's format), one trial per entry of `states` ("pending": no run dir yet).
     Each trial is a `make_run` with its own seed, so their curves differ."""
-    from trinity.sweep.runner import FORMAT, SWEEP_JSON, TRIALS_DIR
+    from trinity.sweep.runner import FORMAT, SWEEP_JSON, TRIALS_DIR  # lazy: numpy + pydantic loaded only when used
 
     root = Path(path)
     trials = []

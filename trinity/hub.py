@@ -18,8 +18,8 @@ def offline_vars_set() -> list[str]:
 
 def hub_reachable(timeout_s: float = PROBE_TIMEOUT_S) -> tuple[bool, str]:
     """One quick request to the Hub, so an offline machine fails in seconds, not minutes."""
-    import httpx
-    from huggingface_hub import constants
+    import httpx  # lazy: httpx loaded only when used
+    from huggingface_hub import constants  # lazy: huggingface_hub loaded only when used
 
     url = constants.ENDPOINT.rstrip("/") + "/api/datasets?limit=1"
     try:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from trinity.errors import InputError
+from trinity.errors import ConfigError, InputError
 
 
 def canonical_json(obj: Any) -> str:
@@ -218,9 +218,7 @@ def read_line_at(path: str | os.PathLike, offset: int) -> Any:
 def safe_yaml(text: str, where: object) -> Any:
     """`yaml.safe_load` of a user's file, refusing aliases (`*name`): a few hundred bytes of
     aliases nested in aliases expand to gigabytes once anything walks the document."""
-    import yaml
-
-    from trinity.errors import ConfigError
+    import yaml  # lazy: PyYAML kept off the CLI start
 
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         if isinstance(event, yaml.AliasEvent):

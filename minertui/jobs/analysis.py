@@ -19,6 +19,8 @@ import json
 import sys
 from typing import Any
 
+from trinity.errors import InputError, TrinityError
+
 KINDS = ("oracle", "baselines", "eval", "m1")
 
 
@@ -32,7 +34,7 @@ def progress(done: int, total: int, what: str) -> None:
 
 
 def _render(view, width: int) -> str:
-    from rich.console import Console
+    from rich.console import Console  # lazy: rich loaded only when used
 
     console = Console(
         width=width, record=True, file=open("/dev/null", "w"), color_system="truecolor", force_terminal=True
@@ -46,9 +48,10 @@ def _render(view, width: int) -> str:
 def findings(view):
     """The view's prose without its tables, and without the oracle's verdict and the router's
     claim, which the app's verdict line above every report already shows."""
-    from rich.console import Group
-    from rich.text import Text
-    from trinity.analysis.render import prose_of
+    from rich.console import Group  # lazy: rich loaded only when used
+    from rich.text import Text  # lazy: rich loaded only when used
+
+    from trinity.analysis.render import prose_of  # lazy: numpy + pydantic loaded only when used
 
     return Group(
         *(
@@ -60,19 +63,18 @@ def findings(view):
 
 
 def run_oracle(run_dir: str, split: str):
-    from trinity.analysis.evaluate import oracle_for_run
-    from trinity.analysis.render import oracle_view
+    from trinity.analysis.evaluate import oracle_for_run  # lazy: numpy + pydantic loaded only when used
+    from trinity.analysis.render import oracle_view  # lazy: numpy + pydantic loaded only when used
 
     rep = oracle_for_run(run_dir, split, progress=progress)  # what `trinity oracle --run` reports
     return rep, oracle_view(rep)
 
 
 def run_baselines(run_dir: str, split: str):
-    from trinity.analysis.baselines import cached_baselines
-    from trinity.analysis.inputs import select_ids
-    from trinity.analysis.render import baselines_view
-    from trinity.errors import InputError
-    from trinity.optim.runinputs import load_run_inputs
+    from trinity.analysis.baselines import cached_baselines  # lazy: numpy + PyYAML loaded only when used
+    from trinity.analysis.inputs import select_ids  # lazy: numpy + pydantic loaded only when used
+    from trinity.analysis.render import baselines_view  # lazy: numpy + pydantic loaded only when used
+    from trinity.optim.runinputs import load_run_inputs  # lazy: numpy + pydantic loaded only when used
 
     inputs = load_run_inputs(run_dir)
     if inputs.matrix is None:
@@ -83,8 +85,8 @@ def run_baselines(run_dir: str, split: str):
 
 
 def run_eval(run_dir: str, split: str):
-    from trinity.analysis.evaluate import evaluate_run
-    from trinity.analysis.render import eval_view
+    from trinity.analysis.evaluate import evaluate_run  # lazy: numpy + pydantic loaded only when used
+    from trinity.analysis.render import eval_view  # lazy: numpy + pydantic loaded only when used
 
     rep = evaluate_run(run_dir, split=split, mode="cached", progress=progress)
     return rep, eval_view(rep)
@@ -98,8 +100,8 @@ class _M1Report(dict):
 def run_m1(run_dir: str, split: str):
     """A Milestone-1 run: what `trinity m1 eval` computes (`RunEval.evaluate`) on the run's own
     files, and the same view (systems, per-domain figures, domain confusion)."""
-    from trinity.m1.evaluate import RunEval
-    from trinity.m1.render import eval_view
+    from trinity.m1.evaluate import RunEval  # lazy: torch + numpy loaded only when used
+    from trinity.m1.render import eval_view  # lazy: numpy + pydantic loaded only when used
 
     progress(0, 2, "features of the test split")
     ev = RunEval(run_dir, split=split)
@@ -116,12 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", default="test")
     ap.add_argument("--width", type=int, default=100)
     args = ap.parse_args(argv)
-    from trinity.errors import TrinityError
 
     try:
         fn = {"oracle": run_oracle, "baselines": run_baselines, "eval": run_eval, "m1": run_m1}[args.kind]
         rep, view = fn(args.run_dir, args.split)
-        from trinity.analysis.render import table_data
+        from trinity.analysis.render import table_data  # lazy: numpy + pydantic loaded only when used
 
         _say(
             {

@@ -27,7 +27,7 @@ from textual.widgets import ProgressBar, Static
 from minertui.reader import Poll
 from minertui.screens.common import ModeScreen
 from minertui.widgets.curves import CachedPlot
-from minertui.widgets.tables import FilterBar, SortableTable
+from minertui.widgets.tables import FilterBar, SortableTable, export_table
 
 VERDICT_WORDS = {
     "POOL_BOUND": ("the pool is the limit", "yellow"),
@@ -356,8 +356,6 @@ class AnalysisScreen(ModeScreen):
     def action_export(self) -> None:
         """Every table as shown (filtered, sorted) to CSV and JSON, the chart's accuracies
         (CSV and JSON) and each report in full (JSON), for this run."""
-        from minertui.widgets.tables import export_table
-
         s = self.app.current
         res = self.results.get(str(s.path), {}) if s else {}
         done = {k: r["report"] for k, r in res.items() if "report" in r}

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
+from typing import TYPE_CHECKING, Any, Protocol
+
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.screen import Screen
-
-from typing import TYPE_CHECKING, Any, Protocol
-
-from textual.app import App
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -18,6 +16,7 @@ if TYPE_CHECKING:
     from minertui.supervisor import Supervisor
 from minertui.widgets.keybar import KeyBar
 from minertui.widgets.runbar import RunBar
+from trinity.errors import TrinityError
 
 
 class AppState(Protocol):
@@ -112,8 +111,6 @@ class EngineActions(_EngineHost):
         raise NotImplementedError
 
     def _engine(self, what: str) -> None:
-        from trinity.errors import TrinityError
-
         path = self.engine_target()
         if path is None:
             return

@@ -10,6 +10,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from minertui.keys import keys_of
+
 MODES_TEXT = {
     "Runs": "every run: status, generation, best, smoothed validation (val~), spend, ETA; Enter open, "
     "n new, p/s/r pause/stop/resume, R resume with a budget or more generations, space mark, "
@@ -33,8 +35,6 @@ MODES_TEXT = {
 def bindings_table(app) -> Table:
     """Every key of the app and of the mode below this dialog, as a person reads it ('/', 'Esc'),
     with the user's keymap applied, and each binding's id (the keymap's name for it)."""
-    from minertui.keys import keys_of
-
     t = Table(box=None, expand=True, show_header=True)
     t.add_column("key", style="bold", no_wrap=True)
     t.add_column("what")

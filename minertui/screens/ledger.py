@@ -19,9 +19,10 @@ from textual.widgets.data_table import ColumnKey
 from minertui.reader import Poll
 from minertui.runmodel import LedgerView, RunSnapshot
 from minertui.screens.common import ModeScreen
+from minertui.screens.playground import playground_spend
 from minertui.widgets.curves import CachedPlot, reduce
 from minertui.widgets.format import bar, money, usd, utc
-from minertui.widgets.tables import ClickRecorder, FilterBar, header_miss
+from minertui.widgets.tables import ClickRecorder, FilterBar, export_table, header_miss
 
 PAGE = 100
 CALL_COLUMNS = ("time (UTC)", "model", "purpose", "tokens in/out", "cost", "source")
@@ -325,7 +326,6 @@ class LedgerScreen(ModeScreen):
             t.append(f" · budget {money(budget)} ")
             t.append(bar(frac, 20), style="red" if frac > 0.9 else "green")
             t.append(f" {frac:.1%}")
-        from minertui.screens.playground import playground_spend
 
         played = playground_spend(self.app.runs_root)
         if played is not None:  # the Playground's live sessions, outside every run
@@ -443,6 +443,7 @@ class LedgerScreen(ModeScreen):
     @work(thread=True, exclusive=True, group="ledger-verify", exit_on_error=False)
     def _verify(self, run_dir: Path) -> None:
         try:  # the same verdict as `trinity ledger verify RUN_DIR` (heads of summary + checkpoint)
+            # lazy: a missing module is reported, not raised at import
             from trinity.pool.ledger import verify_run_ledger
 
             report, error = verify_run_ledger(run_dir), None
@@ -464,8 +465,6 @@ class LedgerScreen(ModeScreen):
 
     def action_export(self) -> None:
         """Every call of the ledger (newest first), to CSV and JSON."""
-        from minertui.widgets.tables import export_table
-
         s = self.app.current
         if self.source != "run":
             self._export_calls(s)

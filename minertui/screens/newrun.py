@@ -15,6 +15,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from minertui.messages import FormDraft
 from trinity.errors import TrinityError
+from trinity.optim.plan import forecast_for
 
 if TYPE_CHECKING:
     from minertui.screens.common import TypedApp
@@ -38,6 +39,7 @@ FIELDS: list[tuple[str, str, str, type]] = [
 def form_data(config_path: str, mode: str | None, values: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     """(TrainConfig data, per-field errors): the config file's keys, overridden by the fields
     that are filled in; validated by TrainConfig."""
+    # lazy: pydantic + PyYAML loaded only when used
     from trinity.config import DEFAULT_CONFIG, PRACTICE, absolute_paths, field_errors, read_config_file
 
     errors: dict[str, str] = {}
@@ -80,8 +82,8 @@ def input_errors(data: dict[str, Any]) -> dict[str, str]:
     """What the engine would only find after it started: a questions/matrix file that is not
     there, a pool that configs/models.yaml does not name. Paths are relative to this directory,
     which is the engine's working directory too."""
-    from trinity.config import PRACTICE
-    from trinity.pool.providers import MODELS_YAML, known_pools, read_models_yaml
+    from trinity.config import PRACTICE  # lazy: pydantic + PyYAML loaded only when used
+    from trinity.pool.providers import MODELS_YAML, known_pools, read_models_yaml  # lazy: PyYAML loaded only when used
 
     errors: dict[str, str] = {}
     for name in ("questions", "matrix"):
@@ -127,7 +129,7 @@ FORECAST_SOURCE = {  # the forecast's `answer_lengths_from`, in the form's words
 
 def forecast_lines(f: dict[str, Any]) -> list[str]:
     """The engine's forecast (`trinity plan`'s numbers) in the form's few lines."""
-    from trinity.optim.forecast import budget_verdict, hms
+    from trinity.optim.forecast import budget_verdict, hms  # lazy: numpy + pydantic loaded only when used
 
     u, w = f["usd"], f["wall_s"]
     lines = [
@@ -146,8 +148,7 @@ def compute_forecast(data: dict[str, Any], runs_root: Path | None = None) -> lis
     """The form's forecast lines for a valid live config (`trinity plan`'s function; an earlier
     run of the same pool under `runs_root` measures it); a one-line reason when the engine cannot
     forecast it (no prices, a file it cannot read)."""
-    from trinity.config import validate_config
-    from trinity.optim.plan import forecast_for
+    from trinity.config import validate_config  # lazy: pydantic + PyYAML loaded only when used
 
     try:
         return forecast_lines(forecast_for(validate_config(data, "the new-run form"), runs_root=runs_root))
@@ -316,10 +317,11 @@ class NewRunScreen(ModalScreen[Path | None]):
         if errors:
             self.notify("fix the fields marked in red", severity="error")
             return
-        from minertui.supervisor import EngineError
-        from trinity.io import atomic_write_text
-        from trinity.runs.rundir import new_run_id
-        import yaml
+        import yaml  # lazy: PyYAML loaded only when used
+
+        from minertui.supervisor import EngineError  # lazy: PyYAML loaded only when used
+        from trinity.io import atomic_write_text  # lazy: PyYAML loaded only when used
+        from trinity.runs.rundir import new_run_id  # lazy: PyYAML loaded only when used
 
         run_id = new_run_id()
         cfg_file = (self.app.runs_root / ".configs" / f"{run_id}.yaml").resolve()  # the run dir must start empty

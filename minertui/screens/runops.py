@@ -3,6 +3,7 @@ and the file operations behind archive, delete and clone."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RichLog, Static
 
 from minertui.widgets.format import money
+from trinity.errors import TrinityError
 
 if TYPE_CHECKING:
     from minertui.runmodel import RunSnapshot
@@ -33,7 +35,7 @@ def archive_run(run_dir: Path, runs_root: Path) -> Path:
 
 
 def delete_run(run_dir: Path) -> None:
-    from trinity.runs.rundir import RunDir
+    from trinity.runs.rundir import RunDir  # lazy: PyYAML loaded only when used
 
     if not RunDir(run_dir).exists():  # never rmtree something that is not a run
         raise OSError(f"{run_dir} is not a run directory (no run.json)")
@@ -43,10 +45,10 @@ def delete_run(run_dir: Path) -> None:
 def clone_config(s: RunSnapshot, runs_root: Path) -> tuple[Path, dict[str, str]]:
     """The run's resolved config written to `<root>/.configs/clone-<id>.yaml` (the whole config,
     practice settings and all), and the form fields it fills in."""
-    import yaml
+    import yaml  # lazy: PyYAML loaded only when used
 
-    from trinity.io import atomic_write_text
-    from minertui.screens.newrun import FIELDS
+    from minertui.screens.newrun import FIELDS  # lazy: PyYAML loaded only when used
+    from trinity.io import atomic_write_text  # lazy: PyYAML loaded only when used
 
     cfg = dict(s.meta.get("config") or {})
     path = (Path(runs_root) / ".configs" / f"clone-{s.id}.yaml").resolve()
@@ -162,8 +164,6 @@ class ResumeScreen(ModalScreen[None]):
         self.dismiss(None)
 
     def go(self) -> None:
-        from trinity.errors import TrinityError
-
         s = self.snap
         args, err = resume_args(
             self.query_one("#r-budget", Input).value,
@@ -223,8 +223,6 @@ class LogScreen(ModalScreen[None]):
         log.write(text)
 
     def _read(self) -> str:
-        import os
-
         if self.path is None or not self.path.exists():
             return f"no log at {self.path} (runs started outside the app log to their terminal)"
         with open(self.path, "rb") as f:

@@ -9,6 +9,7 @@ are ordinary runs (open, pause, stop, resume); space on it marks all its trials,
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -16,10 +17,9 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Static
 from textual.widgets.data_table import ColumnKey
 
-from typing import TYPE_CHECKING
-
 from minertui.messages import BaselinePinned, CompareChanged
 from minertui.screens.common import EngineActions, ModeScreen
+from minertui.screens.help import ConfirmScreen
 from minertui.widgets.format import fmt_duration, iso_short, num, spend_of, status_text
 from minertui.widgets.tables import ClickRecorder, FilterBar, export_table, filter_rows, header, header_miss, sort_rows
 
@@ -36,7 +36,7 @@ STARTED = COLUMNS.index("started (UTC)")
 
 def run_values(s: RunSnapshot, smoothing: float = 0.6) -> tuple:
     """The sortable values of a row (numbers where the column is a number)."""
-    from minertui.runmodel import ema, last_finite
+    from minertui.runmodel import ema, last_finite  # lazy: numpy + pydantic kept off the app's first frame
 
     val = last_finite(ema(s.gens.val_acc, smoothing)) if len(s.gens) else None
     pool = str(s.meta.get("pool") or (s.meta.get("config") or {}).get("pool") or "—")
@@ -349,7 +349,7 @@ class RunsScreen(EngineActions, ModeScreen):
         elif s.meta.get("status_message"):
             t.append(f"\n{s.meta['status_message']}", style="italic")
         elif s.status == "interrupted" and not len(s.gens):
-            from minertui.supervisor import log_tail
+            from minertui.supervisor import log_tail  # lazy: PyYAML kept off the app's first frame
 
             tail = log_tail(self.app.supervisor.log_of(s.path), 1)
             t.append(
@@ -477,7 +477,7 @@ class RunsScreen(EngineActions, ModeScreen):
             self.app.action_mode("train")
 
     def action_new_run(self) -> None:
-        from minertui.screens.newrun import NewRunScreen
+        from minertui.screens.newrun import NewRunScreen  # lazy: PyYAML kept off the app's first frame
 
         self.app.push_screen(NewRunScreen())
 
@@ -500,7 +500,7 @@ class RunsScreen(EngineActions, ModeScreen):
         if s is None:
             self.notify("no run selected", severity="warning")
             return
-        from minertui.screens.runops import ResumeScreen
+        from minertui.screens.runops import ResumeScreen  # lazy: PyYAML + attrs kept off the app's first frame
 
         self.app.push_screen(ResumeScreen(s))
 
@@ -607,7 +607,7 @@ class RunsScreen(EngineActions, ModeScreen):
     def action_engine_log(self) -> None:
         path = self._run_path()
         if path is not None:
-            from minertui.screens.runops import LogScreen
+            from minertui.screens.runops import LogScreen  # lazy: PyYAML + attrs kept off the app's first frame
 
             self.app.push_screen(LogScreen(self.app.supervisor.log_of(path), f"engine log — {path.name}"))
 
@@ -616,8 +616,8 @@ class RunsScreen(EngineActions, ModeScreen):
         if s is None:
             self.notify("no run selected", severity="warning")
             return
-        from minertui.screens.newrun import NewRunScreen
-        from minertui.screens.runops import clone_config
+        from minertui.screens.newrun import NewRunScreen  # lazy: PyYAML kept off the app's first frame
+        from minertui.screens.runops import clone_config  # lazy: PyYAML + attrs kept off the app's first frame
 
         try:
             cfg_file, fields = clone_config(s, self.app.runs_root)
@@ -640,7 +640,7 @@ class RunsScreen(EngineActions, ModeScreen):
         if s.locked:
             self.notify(f"{s.id} is running: pause or stop it first", severity="error")
             return
-        from minertui.screens.help import ConfirmScreen
+        # lazy: PyYAML + attrs kept off the app's first frame
         from minertui.screens.runops import archive_run, delete_run
 
         q = (

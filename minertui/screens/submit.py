@@ -15,6 +15,7 @@ command that puts the pack on its branch (c copies it)."""
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,19 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Checkbox, Input, RichLog, Select, Static
 
-from minertui.widgets.forms import FormCheckbox
-
+from minertui.accuracy import best_val, king_odds, n_val_of
 from minertui.reader import Poll
 from minertui.screens.common import ModeScreen
+from minertui.settings import load_settings, save_settings
+from minertui.widgets.forms import FormCheckbox
+from minertui.widgets.runbar import shorten_middle
+from trinity.competition import m1
+from trinity.competition.notice import rewards_notice
+from trinity.competition.profiles import get_profile
+from trinity.errors import TrinityError
+from trinity.runs.rundir import RunDir
+from trinity.submission.gates import check_bundle
+from trinity.submission.pack import pack_run
 
 STATUS_STYLE = {
     "pass": "green",
@@ -66,8 +76,6 @@ def gates_table(report) -> Table:
 
 def m1_gates_table(gates, pack_dir: Path, n_params: int, king: dict | None) -> Table:
     """A Milestone-1 pack's gates (`trinity.competition.m1.run_gates`), in their order."""
-    from trinity.competition import m1
-
     t = Table(
         title=f"gates — {m1.TITLE} (pack {pack_dir.name}/ of {pack_dir.parent.name}, {n_params:,} params)",
         title_justify="left",
@@ -89,8 +97,6 @@ def m1_gates_table(gates, pack_dir: Path, n_params: int, king: dict | None) -> T
 
 
 def m1_submit_command(pack_dir: Path, miner: str, repo: str) -> str:
-    import shlex
-
     return f"trinity m1 submit {shlex.quote(str(pack_dir))} --miner {shlex.quote(miner)} --repo {shlex.quote(repo)}"
 
 
@@ -109,9 +115,6 @@ def _shown_path(p: Path) -> str:
 def odds_text(s, fmt: str, king: float | None) -> Text:
     """The odds that the bundle's true score clears the king by the competition's margin, from a
     bootstrap of its best validation accuracy over the run's validation questions."""
-    from minertui.accuracy import best_val, king_odds, n_val_of
-    from trinity.competition.profiles import get_profile
-
     t = Text()
     est, n = best_val(s), n_val_of(s)
     if est is None:
@@ -233,7 +236,6 @@ class SubmitScreen(ModeScreen):
     def on_mount(self) -> None:
         # the demo's throwaway repo, else what this miner used last time (settings)
         defaults = getattr(self.app, "submit_defaults", None) or {}
-        from minertui.settings import load_settings
 
         remembered = None if defaults else load_settings()
         for key, kept in (
@@ -250,7 +252,6 @@ class SubmitScreen(ModeScreen):
     def _remember(self, f: dict[str, Any]) -> None:
         if getattr(self.app, "submit_defaults", None):
             return  # the demo's throwaway values are not the miner's
-        from minertui.settings import save_settings
 
         save_settings(submit_miner=f["miner"], submit_repo=f["repo"])
 
@@ -291,13 +292,9 @@ class SubmitScreen(ModeScreen):
                     style="yellow",
                 )
             if self.bundle:  # its own line, shortened in the middle: both ends of a path matter
-                from minertui.widgets.runbar import shorten_middle
-
                 t.append("\nbundle " + shorten_middle(_shown_path(self.bundle), max(20, self.size.width - 9)))
             t.append("\n")
             if _is_m1(s):
-                from trinity.competition import m1
-
                 t.append(
                     f"{m1.TITLE}: k packs submissions/<miner>/m1/ in the clone · gates "
                     f"{', '.join(n for n, _ in m1.GATES)} · merges at composite ≥ king + {m1.WIN_MARGIN} · "
@@ -309,7 +306,6 @@ class SubmitScreen(ModeScreen):
         if self.busy:
             t.append(f" · {self.busy}…", style="bold cyan")
         t.append("\n" + KEYS_HINT, style="dim")
-        from trinity.competition.notice import rewards_notice
 
         t.append("\nrewards: " + rewards_notice().line(), style="yellow")
         self.query_one("#submit-help", Static).update(t)
@@ -392,10 +388,7 @@ class SubmitScreen(ModeScreen):
 
     @work(thread=True, group="submit", exit_on_error=False)
     def _pack_m1(self, run_dir: Path, f: dict[str, Any]) -> None:
-        from trinity.competition import m1
-        from trinity.errors import TrinityError
-        from trinity.m1.run import pack_of_run
-        from trinity.runs.rundir import RunDir
+        from trinity.m1.run import pack_of_run  # lazy: torch loaded only when used
 
         try:
             pack = pack_of_run(RunDir(run_dir), f["miner"])  # what `trinity m1 pack` writes
@@ -414,9 +407,6 @@ class SubmitScreen(ModeScreen):
 
     @work(thread=True, group="submit", exit_on_error=False)
     def _pack(self, run_dir: Path, f: dict[str, Any], force: bool) -> None:
-        from trinity.errors import TrinityError
-        from trinity.submission.pack import pack_run
-
         try:
             b = pack_run(
                 run_dir, f["miner"], f["fmt"], out=Path(f["repo"]).expanduser(), force=force, history=self._history()
@@ -452,9 +442,6 @@ class SubmitScreen(ModeScreen):
 
     @work(thread=True, group="submit", exit_on_error=False)
     def _gates_m1(self, pack_dir: Path, miner: str, repo: Path) -> None:
-        from trinity.competition import m1
-        from trinity.errors import TrinityError
-
         try:
             if not miner:
                 raise TrinityError("fill in the miner field first: the rate limit is per miner")
@@ -472,9 +459,6 @@ class SubmitScreen(ModeScreen):
 
     @work(thread=True, group="submit", exit_on_error=False)
     def _gates(self, bundle: Path, miner: str | None, run_dir: Path | None) -> None:
-        from trinity.errors import TrinityError
-        from trinity.submission.gates import check_bundle
-
         try:
             rep = check_bundle(bundle, prior_bundles(bundle), history=self._history(), miner=miner, run_dir=run_dir)
             self.app.call_from_thread(self._gated, rep)
@@ -500,9 +484,6 @@ class SubmitScreen(ModeScreen):
     def _plan_m1(self, pack_dir: Path, f: dict[str, Any]) -> None:
         """A Milestone-1 pack goes on its branch with `trinity m1 submit` (gates again, then a
         commit in the clone); the plan is that command, its branch and its PR title."""
-        from trinity.competition import m1
-        from trinity.errors import TrinityError
-
         try:
             pack = m1.load_pack(pack_dir)
         except TrinityError as e:
@@ -524,8 +505,7 @@ class SubmitScreen(ModeScreen):
 
     @work(thread=True, group="submit", exit_on_error=False)
     def _plan(self, bundle: Path, f: dict[str, Any], run_dir: Path | None) -> None:
-        from trinity.errors import TrinityError
-        from trinity.submission.gitsubmit import plan_submission
+        from trinity.submission.gitsubmit import plan_submission  # lazy: httpx loaded only when used
 
         try:
             plan = plan_submission(
@@ -572,9 +552,8 @@ class SubmitScreen(ModeScreen):
 
     @work(thread=True, group="submit", exit_on_error=False)
     def _execute(self, plan) -> None:
-        from trinity.errors import TrinityError
-        from trinity.submission import github
-        from trinity.submission.gitsubmit import execute_plan
+        from trinity.submission import github  # lazy: httpx loaded only when used
+        from trinity.submission.gitsubmit import execute_plan  # lazy: httpx loaded only when used
 
         token = os.environ.get(github.TOKEN_ENV) or None  # stays in this thread; never displayed
         try:

@@ -5,12 +5,13 @@ file (run.json config), loaded once per file."""
 
 from __future__ import annotations
 
+import io
 import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from rich.console import Group
+from rich.console import Console, Group
 from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.text import Text
@@ -21,8 +22,9 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from minertui.runmodel import RunSnapshot, model_letter
-from minertui.widgets.keybar import KeyBar
 from minertui.widgets.format import bar, usd
+from minertui.widgets.keybar import KeyBar
+from trinity.grading import describe_gold
 from trinity.io import read_line_at
 from trinity.model import ROLES
 
@@ -36,14 +38,12 @@ def answer_text(value) -> str:
 
 def gold_text(kind, gold) -> str:
     """The gold by its kind (BBH target, IFEval instructions, BFCL call …), cut at 400 characters."""
-    from trinity.grading import describe_gold
-
     return describe_gold(kind, gold)[:400]
 
 
 @lru_cache(maxsize=4)
 def _questions(path: str) -> dict[str, Any]:
-    from trinity.data.questions import load_questions
+    from trinity.data.questions import load_questions  # lazy: PyYAML loaded only when used
 
     return {q.id: q for q in load_questions(path)}
 
@@ -55,7 +55,7 @@ def question_for(meta: dict[str, Any], qid: str) -> tuple[str | None, str]:
         return None, "the run's config names no questions file"
     shown = src
     if src == "practice":
-        from trinity.data.practice import QUESTIONS_FILE
+        from trinity.data.practice import QUESTIONS_FILE  # lazy: PyYAML loaded only when used
 
         src, shown = str(QUESTIONS_FILE), "the shipped practice set"
     if not Path(src).is_file():
@@ -153,10 +153,6 @@ def render_trace(tr: dict[str, Any], meta: dict[str, Any]) -> list[Any]:
 
 
 def trace_plain_text(tr: dict[str, Any], meta: dict[str, Any]) -> str:
-    import io
-
-    from rich.console import Console
-
     console = Console(width=100, record=True, file=io.StringIO(), color_system=None)
     for part in render_trace(tr, meta):
         console.print(part)

@@ -16,7 +16,7 @@ from minertui.reader import Poll
 from minertui.runmodel import TRACE_SORT, TraceView, filter_traces, model_letter, sort_traces
 from minertui.screens.common import ModeScreen
 from minertui.widgets.format import usd
-from minertui.widgets.tables import ClickRecorder, header, header_miss
+from minertui.widgets.tables import ClickRecorder, export_table, header, header_miss
 
 PAGE = 100
 COLUMNS = ("gen", "cand", "question", "correct", "benchmark", "turns", "cost", "path")  # the long path last
@@ -215,14 +215,12 @@ class TracesScreen(ModeScreen):
         if s is None or self._tv is None or event.row_key.value is None:
             return
         i = int(event.row_key.value)
-        from minertui.screens.trace_detail import TraceDetailScreen
+        from minertui.screens.trace_detail import TraceDetailScreen  # lazy: markdown-it loaded only when used
 
         self.app.push_screen(TraceDetailScreen(s, int(self._tv.offset[i])))
 
     def action_export(self) -> None:
         """Every trace that passes the filters (not only this page), to CSV and JSON."""
-        from minertui.widgets.tables import export_table
-
         tv = self._tv
         if tv is None:
             self.notify("no traces loaded", severity="warning")

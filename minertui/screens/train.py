@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Static
 
+from minertui.accuracy import acc_cost, pareto_front
+from minertui.messages import BaselinePinned
 from minertui.reader import Poll
 from minertui.runmodel import RunSnapshot, model_letter
 from minertui.screens.common import EngineActions, ModeScreen
+from minertui.settings import load_settings, save_settings
 from minertui.widgets.curves import (
     RICH_COLOUR,
     RUN_COLOURS,
@@ -26,6 +30,7 @@ from minertui.widgets.curves import (
     legend_text,
 )
 from minertui.widgets.format import bar, fmt_duration, money, num, usd, utc
+from minertui.widgets.system import system_text
 
 LOG_STYLE = {"error": "red", "warning": "yellow", "status": "bold"}
 
@@ -88,8 +93,6 @@ def stats_text(s: RunSnapshot, baseline: tuple[str, float] | None = None) -> Tex
 
 
 def _isnan(a):
-    import numpy as np
-
     return np.isnan(a)
 
 
@@ -194,7 +197,6 @@ class TrainScreen(EngineActions, ModeScreen):
 
     def on_mount(self) -> None:
         self.view = View(smoothing=float(getattr(self.app, "smoothing", 0.6)))
-        from minertui.settings import load_settings
 
         if load_settings().system_pane is True:  # remembered from the last session
             self.system = True
@@ -244,8 +246,6 @@ class TrainScreen(EngineActions, ModeScreen):
         self._draw_curves(s, compared, base)
         self.query_one("#train-stats", Static).update(stats_text(s, base))
         if self.system:
-            from minertui.widgets.system import system_text
-
             side = self.query_one("#train-side")
             self.query_one("#train-mix", Static).update(system_text(poll.system, s, side.size.width or 34))
         else:
@@ -270,8 +270,6 @@ class TrainScreen(EngineActions, ModeScreen):
         return (b.id, v) if v is not None else None
 
     def _acc(self, s: RunSnapshot):
-        from minertui.accuracy import acc_cost
-
         key = (str(s.path), s.version)
         got = self._acc_cache.get(key)
         if got is None:
@@ -283,10 +281,6 @@ class TrainScreen(EngineActions, ModeScreen):
     def _draw_acc_cost(self, s: RunSnapshot, compared: list[RunSnapshot]) -> None:
         """Validation accuracy against cumulative spend, 95% bootstrap intervals; across the
         compared runs, the Pareto front (the most accurate for the money) marked."""
-        import numpy as np
-
-        from minertui.accuracy import pareto_front
-
         runs = compared or [s]
         live = {c.id for c in runs}
         data = [self._acc(r) for r in runs]
@@ -413,7 +407,6 @@ class TrainScreen(EngineActions, ModeScreen):
         sm = round(min(0.95, max(0.0, self.view.smoothing + delta)), 2)
         self.view = View(sm, self.view.window, self.view.fixed01)
         self.app.smoothing = sm
-        from minertui.settings import save_settings
 
         save_settings(smoothing=sm)
         self.notify(f"smoothing (EMA) {sm:.2f}" + (" (raw)" if sm == 0 else ""), timeout=2)
@@ -444,8 +437,6 @@ class TrainScreen(EngineActions, ModeScreen):
         self._redraw()
 
     def action_system(self) -> None:
-        from minertui.settings import save_settings
-
         self.system = not self.system
         self.app.reader.want_system = self.system
         save_settings(system_pane=self.system)
@@ -460,8 +451,7 @@ class TrainScreen(EngineActions, ModeScreen):
     def action_baseline_score(self) -> None:
         """Pin a number as the baseline (the king's bundle score); a run pinned in Runs (b) is
         the other kind of baseline."""
-        from minertui.messages import BaselinePinned
-        from minertui.screens.runops import ScoreScreen
+        from minertui.screens.runops import ScoreScreen  # lazy: attrs kept off the app's first frame
 
         def pin(value: float | None) -> None:
             self.app.post_message(BaselinePinned(value))
@@ -474,7 +464,7 @@ class TrainScreen(EngineActions, ModeScreen):
         s = self.app.current
         if s is None:
             return
-        from minertui.screens.runops import LogScreen
+        from minertui.screens.runops import LogScreen  # lazy: attrs kept off the app's first frame
 
         text = "\n".join(f"{utc(l.time, '%Y-%m-%d %H:%M:%S')} [{l.level}] {l.message}" for l in s.logs)
         self.app.push_screen(
@@ -483,12 +473,8 @@ class TrainScreen(EngineActions, ModeScreen):
 
 
 def _nanmax(a):
-    import numpy as np
-
     return np.nanmax(a)
 
 
 def _isfinite(a):
-    import numpy as np
-
     return np.isfinite(a)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from rich.text import Text
 from textual_plotext import PlotextPlot
-
 
 MAX_POINTS = 240
 
@@ -97,7 +97,7 @@ class Series:
 
 def draw_lines(plt, series: list[Series], view: View, title: str, baseline: float | None = None) -> None:
     """Each series raw (faint) and EMA-smoothed, in the view's window, ≤ MAX_POINTS a line."""
-    from minertui.runmodel import ema
+    from minertui.runmodel import ema  # lazy: pydantic + PyYAML kept off the app's first frame
 
     plt.clear_data()
     plt.clear_figure()
@@ -137,9 +137,7 @@ def draw_lines(plt, series: list[Series], view: View, title: str, baseline: floa
 def legend_text(series: list[Series], view: View, baseline_label: str | None = None, width: int | None = None):
     """The legend as a line of text under the plot (never over the data). With `width`, long
     labels (compared runs' ids) are shortened in the middle so that every run keeps its entry."""
-    from rich.text import Text
-
-    from minertui.widgets.runbar import shorten_middle
+    from minertui.widgets.runbar import shorten_middle  # lazy: PyYAML kept off the app's first frame
 
     labels = [s.label for s in series]
     tight = bool(width and series and sum(len(x) + 2 for x in labels) > width - 18)

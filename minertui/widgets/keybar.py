@@ -13,6 +13,8 @@ from rich.text import Text
 from textual import events
 from textual.widget import Widget
 
+from minertui.keys import key_display
+
 
 @dataclass(frozen=True)
 class Item:
@@ -47,8 +49,6 @@ class KeyBar(Widget):
 
     def items(self) -> tuple[list[Item], list[Item], bool]:
         """(this screen's shown keys, the always-shown ones, whether mode keys are active)."""
-        from minertui.keys import key_display
-
         app = self.app
         mine: dict[str, list] = {}
         always: dict[str, list] = {}

@@ -11,9 +11,9 @@ import csv
 import json
 import math
 import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Iterable, Sequence
 
 from rich.text import Text
 from textual.binding import Binding
@@ -24,7 +24,7 @@ from textual.widgets.data_table import ColumnKey
 def export_dir() -> Path:
     """Where exports and screenshots go: settings `export_dir`, else
     `$XDG_STATE_HOME/minertui/exports` (always creatable, unlike ~/Downloads on a rented box)."""
-    from minertui.settings import load_settings, state_dir
+    from minertui.settings import load_settings, state_dir  # lazy: pydantic + PyYAML kept off the app's first frame
 
     explicit = load_settings().export_dir
     return Path(explicit).expanduser() if explicit else state_dir() / "exports"

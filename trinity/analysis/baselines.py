@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from trinity.analysis.oracle import validate_solves
 from trinity.analysis.stats import CI, accuracy_ci, seed_interval
 from trinity.data.matrix import OutcomeMatrix
 from trinity.errors import InputError
@@ -166,8 +167,6 @@ def cached_baselines(
     progress: Progress | None = None,
 ) -> BaselineReport:
     """Cached-mode baselines on `ids` (default: every matrix row)."""
-    from trinity.analysis.oracle import validate_solves
-
     sub = matrix.subset(ids) if ids is not None else matrix
     s = validate_solves(sub.solves, f"matrix {matrix.benchmark!r}")
     rep = baselines_from_outcomes(

@@ -20,10 +20,18 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from trinity.analysis.baselines import MIN_RANDOM_SEEDS, SystemResult, baselines_from_outcomes
+from trinity.analysis.inputs import select_ids
+from trinity.analysis.learnable import KNN_K, run_feature_routes
+from trinity.analysis.live import evaluate_live
+from trinity.analysis.oracle import oracle_ceiling, validate_solves
 from trinity.analysis.stats import CI, McNemar, accuracy_ci, is_binary, mcnemar_exact, paired_bootstrap_ci, solved
 from trinity.errors import InputError
+from trinity.io import atomic_write_json
 from trinity.model import ROLES
-from trinity.runs.records import EvalEntry
+from trinity.optim.routing import load_trained
+from trinity.optim.runinputs import load_run_inputs
+from trinity.runs.records import EVAL_FORMAT, EvalEntry, EvalFile, parse_eval_entry, read_eval_file
+from trinity.runs.rundir import RunDir
 
 if TYPE_CHECKING:
     from trinity.analysis.oracle import OracleReport
@@ -258,8 +266,6 @@ def cached_run_outcomes(
     run_dir: str | Path, split: str, progress: Progress | None = None
 ) -> tuple[RunInputs, list[Question], OutcomeMatrix, Routing]:
     """(inputs, test questions, matrix subset, Routing) for a run's `split` in cached mode."""
-    from trinity.optim.runinputs import load_run_inputs
-
     inputs = load_run_inputs(run_dir)
     if inputs.matrix is None:
         raise InputError(f"{run_dir}: the run has no outcome matrix; use --mode live")
@@ -272,7 +278,6 @@ def cached_run_outcomes(
     questions = [by_id[i] for i in ids]
     if progress:
         progress(0, 1, f"routing {len(questions)} {split} questions")
-    from trinity.optim.routing import load_trained
 
     routing = load_trained(run_dir).route(questions)
     if progress:
@@ -298,17 +303,11 @@ def evaluate_run(
     """Evaluate a trained run on one of its splits; writes `eval.json` into the run when `write`.
     Cached mode also compares the router with kNN / nearest-centroid routers on the same frozen
     features, fitted on the run's training split (`feature_baselines`, issue 14)."""
-    from trinity.analysis.oracle import validate_solves
-    from trinity.io import atomic_write_json
-    from trinity.runs.rundir import RunDir
-
     run = RunDir(run_dir)
     run.read_meta()  # a clear error when it is not a run directory
     if samples < 1:
         raise InputError(f"--samples must be >= 1, got {samples}")
     if mode == "live":
-        from trinity.analysis.live import evaluate_live
-
         live = evaluate_live(
             run, split=split, samples=samples, pool=pool, base_url=base_url, budget_usd=budget_usd, progress=progress
         )
@@ -372,8 +371,6 @@ def evaluate_run(
     else:
         raise InputError(f"unknown --mode {mode!r}; use cached or live")
     if write:
-        from trinity.runs.records import EVAL_FORMAT, EvalFile, parse_eval_entry, read_eval_file
-
         evals: dict[str, EvalEntry] = {}
         if run.eval_json.exists():
             try:  # earlier results of other modes/splits are kept; an unreadable file is replaced
@@ -389,8 +386,6 @@ def _add_feature_baselines(
     report: EvalReport, run_dir: Path, split: str, router_q: np.ndarray, p: np.ndarray, seed: int, bootstrap: int
 ) -> None:
     """Comparisons router − {kNN, centroid} on the frozen features (paired, same questions)."""
-    from trinity.analysis.learnable import KNN_K, run_feature_routes
-
     names = {
         "knn": f"kNN on frozen features (k={KNN_K}, fit on train)",
         "centroid": "nearest centroid on frozen features (fit on train)",
@@ -415,9 +410,6 @@ def _add_feature_baselines(
 
 def read_eval(run_dir: str | Path, mode: str, split: str) -> EvalEntry | None:
     """A stored evaluation from `eval.json` (`trinity.runs.records.EvalFile`), or None."""
-    from trinity.runs.records import read_eval_file
-    from trinity.runs.rundir import RunDir
-
     path = RunDir(run_dir).eval_json
     if not path.exists():
         return None
@@ -428,9 +420,6 @@ def read_eval(run_dir: str | Path, mode: str, split: str) -> EvalEntry | None:
 def router_correctness(run_dir: str | Path, matrix: OutcomeMatrix, progress: Progress | None = None) -> np.ndarray:
     """(Q,) expected correctness of the run's router on the rows of `matrix` (turn 1, cached):
     each question is routed by the trained router and scored on the chosen model's recorded answers."""
-    from trinity.analysis.oracle import validate_solves
-    from trinity.optim.runinputs import load_run_inputs
-
     inputs = load_run_inputs(run_dir)
     by_id = {q.id: q for q in inputs.questions}
     missing = [i for i in matrix.ids if i not in by_id]
@@ -444,7 +433,6 @@ def router_correctness(run_dir: str | Path, matrix: OutcomeMatrix, progress: Pro
         raise InputError(f"the matrix's models {matrix.models} differ from the run's {run_models}")
     if progress:
         progress(0, 1, f"routing {len(matrix.ids)} questions with the trained router")
-    from trinity.optim.routing import load_trained
 
     routing = load_trained(run_dir).route([by_id[i] for i in matrix.ids])
     p = validate_solves(matrix.solves).mean(axis=2)  # (Q, M)
@@ -464,10 +452,6 @@ def oracle_for_run(
 ) -> OracleReport:
     """The oracle ceiling on a run's `split` (its own matrix unless `matrix` is given), with the
     trained router's accuracy and the share of the headroom it captures."""
-    from trinity.analysis.inputs import select_ids
-    from trinity.analysis.oracle import oracle_ceiling
-    from trinity.optim.runinputs import load_run_inputs
-
     if matrix is None:
         matrix = load_run_inputs(run_dir).matrix
         if matrix is None:

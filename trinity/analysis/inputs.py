@@ -15,6 +15,7 @@ from pathlib import Path
 from trinity.benchmarks import split_questions
 from trinity.config import PRACTICE
 from trinity.data.matrix import OutcomeMatrix, load_matrix
+from trinity.data.practice import practice_matrix, practice_questions
 from trinity.data.questions import SPLITS, Question, load_questions
 from trinity.errors import InputError
 from trinity.runs.records import read_run_meta
@@ -26,8 +27,6 @@ def resolve_matrix(spec: str) -> OutcomeMatrix:
     """A matrix file (ragged sample counts are truncated to the smallest k, with a note) or
     `practice`."""
     if spec == PRACTICE:
-        from trinity.data.practice import practice_matrix
-
         return practice_matrix()
     path = Path(spec)
     if path.is_dir():
@@ -37,8 +36,6 @@ def resolve_matrix(spec: str) -> OutcomeMatrix:
 
 def resolve_questions(spec: str) -> list[Question]:
     if spec == PRACTICE:
-        from trinity.data.practice import practice_questions
-
         return practice_questions()
     return load_questions(spec)
 

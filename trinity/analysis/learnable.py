@@ -30,8 +30,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trinity.analysis.inputs import resolve_questions
 from trinity.analysis.stats import CI, paired_bootstrap_ci
+from trinity.config import TrainConfig
 from trinity.errors import InputError
+from trinity.model.text import encoder_input
+from trinity.optim.fitness import build_router
+from trinity.optim.routing import load_trained
+from trinity.optim.runinputs import load_run_inputs
+from trinity.optim.warmstart import frozen_features
 
 if TYPE_CHECKING:
     import os
@@ -213,9 +220,6 @@ def learnable_verdict(ceiling_verdict: str, ceiling_ci: CI | None, gain: Learnab
 
 def question_features(router: RouterLike | TextFeatureRouter, questions: Sequence[Question]) -> np.ndarray:
     """(N, H) frozen features of `questions` (turn-1 encoder input) under `router` (SVF 1.0)."""
-    from trinity.model.text import encoder_input
-    from trinity.optim.warmstart import frozen_features
-
     return frozen_features(router, [encoder_input(q.question) for q in questions])
 
 
@@ -224,9 +228,6 @@ def run_feature_routes(
 ) -> dict[str, np.ndarray]:
     """{method: (n_split,) model index}: each feature router fitted on the run's training split
     (its frozen features and recorded correctness), routing the run's `split` questions."""
-    from trinity.optim.routing import load_trained
-    from trinity.optim.runinputs import load_run_inputs
-
     inputs = load_run_inputs(run_dir)
     if inputs.matrix is None:
         raise InputError(f"{run_dir}: the run has no outcome matrix; feature baselines need its labels")
@@ -242,9 +243,6 @@ def run_feature_routes(
 
 def encoder_router(encoder: str, device: str | None = None, encoder_seed: int = 0) -> Router:
     """A router over `encoder` for feature extraction only (the head is never used)."""
-    from trinity.config import TrainConfig
-    from trinity.optim.fitness import build_router
-
     cfg = TrainConfig.model_validate({"encoder": encoder, "device": device, "encoder_seed": encoder_seed})
     return build_router(cfg, 1)
 
@@ -254,12 +252,8 @@ def matrix_questions(
 ) -> list[Question]:
     """The questions of the matrix's rows, in row order: from --questions, or the run's inputs."""
     if run_dir is not None:
-        from trinity.optim.runinputs import load_run_inputs
-
         qs = load_run_inputs(run_dir).questions
     elif questions_spec:
-        from trinity.analysis.inputs import resolve_questions
-
         qs = resolve_questions(questions_spec)
     else:
         raise InputError("feature routers read the questions' text: pass --questions FILE.jsonl (or a --run)")

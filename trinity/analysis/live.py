@@ -19,11 +19,18 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 import numpy.typing as npt
 
+from trinity.analysis.baselines import baselines_from_outcomes
+from trinity.competition.protocol import run_protocol
+from trinity.competition.text import run_competition
 from trinity.config import TrainConfig, validate_config
 from trinity.data.questions import Question
 from trinity.errors import InputError, TrinityError
 from trinity.model import ROLES
+from trinity.optim.routing import load_trained
+from trinity.optim.runinputs import load_run_inputs
 from trinity.runs.rundir import RunDir
+from trinity.session.fitness import LiveFitness
+from trinity.session.live import resolve_pool
 
 if TYPE_CHECKING:
     from trinity.analysis.baselines import BaselineReport
@@ -101,8 +108,6 @@ def run_system(
     what: str = "sessions",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[Trajectory]]:
     """Run `repeats` sessions per question for one system; returns (correct, turns, cost, trajectories)."""
-    from trinity.session.fitness import LiveFitness
-
     fit = LiveFitness(cfg, run, policy, list(models))
     try:
         thetas = np.tile(np.asarray(theta, dtype=np.float64), (repeats, 1))  # (R, D): one row per repeat
@@ -206,8 +211,6 @@ def live_baselines(
 ) -> BaselineReport:
     """Live always-model-X and random routing on `questions`; calls are recorded in `run_dir`
     (its ledger, journal and the response cache) — an existing run or a new folder."""
-    from trinity.analysis.baselines import baselines_from_outcomes
-
     run = RunDir(run_dir)
     run.path.mkdir(parents=True, exist_ok=True)
     base = run.read_meta().get("config", {}) if run.exists() else {}
@@ -242,8 +245,6 @@ def live_baselines(
 def _pool_models(cfg: TrainConfig) -> list[str]:
     """The pool's model ids in θ order (the session package resolves the pool, starting the
     simulated practice server when needed; it is stopped again here)."""
-    from trinity.session.live import resolve_pool
-
     pool, server = resolve_pool(cfg)
     if server is not None:
         server.stop()
@@ -280,9 +281,6 @@ def evaluate_live(
 ) -> LiveEval:
     """Router sessions (up to the run's max_turns) and single-model baselines, `samples` each.
     The run's budget cap (or `budget_usd`) covers the run's whole ledger, training included."""
-    from trinity.optim.routing import load_trained
-    from trinity.optim.runinputs import load_run_inputs
-
     meta = run.read_meta()
     inputs = load_run_inputs(run)
     if split not in inputs.splits or not inputs.splits[split]:
@@ -293,8 +291,6 @@ def evaluate_live(
     if not models:
         raise InputError(f"{run.run_json} lists no models; it is not a trained run")
     cfg = session_config(meta.get("config") or {}, pool=pool, base_url=base_url, budget_usd=budget_usd)
-    from trinity.competition.protocol import run_protocol
-    from trinity.competition.text import run_competition
 
     proto = run_protocol(meta).name  # the protocol its sessions ran under (older runs: open)
     cfg = cfg.model_copy(

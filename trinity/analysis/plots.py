@@ -25,10 +25,10 @@ ORACLE = "#9467bd"
 
 
 def _pyplot() -> ModuleType:
-    import matplotlib
+    import matplotlib  # lazy: matplotlib loaded only when used
 
     matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib loaded only when used
 
     return plt
 

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from trinity.analysis.score import OVERFIT_FACTOR, OVERFIT_PENALISE, OVERFIT_REJECT, RULES_DOC_OVERFIT
 from trinity.analysis.stats import CI
+from trinity.competition.notice import rewards_notice
 
 if TYPE_CHECKING:
     from trinity.analysis.baselines import BaselineReport, SystemResult
@@ -394,7 +395,6 @@ def score_view(rep: ScoreReport) -> Group:
                 f"{'PROMOTES' if pr['promotes'] else 'not promoted'} ({pr['rule']}; {pr['source']})"
             )
         )
-    from trinity.competition.notice import rewards_notice
 
     out += [Text("rewards: " + rewards_notice().line(), style="yellow"), _notes(rep.notes)]
     return Group(*out)

@@ -23,6 +23,7 @@ bound) and with live = 0 (a pessimistic bound) — never with an invented live n
 
 from __future__ import annotations
 
+import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from collections.abc import Sequence
@@ -30,7 +31,17 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from trinity.analysis.evaluate import read_eval
+from trinity.analysis.oracle import validate_solves
+from trinity.competition.profiles import MINIROUTER_PROFILE, TINYROUTER_PROFILE, run_competition
+from trinity.competition.protocol import run_protocol
+from trinity.data.matrix import load_matrix
 from trinity.errors import InputError
+from trinity.model.theta import HEAD_FILE, load_bundle_weights, load_theta
+from trinity.optim.routing import TrainedRouter, load_trained
+from trinity.optim.runinputs import load_run_inputs
+from trinity.runs.records import read_summary
+from trinity.runs.rundir import RunDir
 
 if TYPE_CHECKING:
     from trinity.competition.profiles import Profile
@@ -40,8 +51,6 @@ if TYPE_CHECKING:
     from trinity.runs.rundir import RunDir
 
 Progress = Callable[[int, int, str], None]
-
-from trinity.competition.profiles import MINIROUTER_PROFILE, TINYROUTER_PROFILE  # noqa: E402
 
 _TR = TINYROUTER_PROFILE.scoring
 W_CACHED, W_LIVE, W_EFFICIENCY, W_NOVELTY = _TR.w_cached, _TR.w_live, _TR.w_efficiency, _TR.w_novelty
@@ -137,8 +146,6 @@ def novelty_used(b: BenchInputs, first: bool) -> float:
 def summary_avg_turns(run: RunDir) -> float | None:
     """The average turns a live run measured while training (summary.json `avg_turns`, the best
     θ's generation), or None (cached runs, no summary yet, or a value that is not a number)."""
-    from trinity.runs.records import read_summary
-
     if not run.summary.exists():
         return None
     try:
@@ -289,8 +296,6 @@ def score_from_inputs(
 def load_king_theta(spec: str | Path) -> tuple[np.ndarray, str]:
     """θ from a `.npy` file, a TinyRouter bundle directory (head_weights.npy + svf_scales.npy), or a
     folder holding `best_theta.npy` (a MiniRouter bundle or a run directory)."""
-    from trinity.model.theta import HEAD_FILE, load_bundle_weights, load_theta
-
     path = Path(spec)
     if path.is_dir():
         if not (path / HEAD_FILE).exists() and (path / "best_theta.npy").exists():
@@ -321,8 +326,6 @@ def protocol_warning(trained_under: str, prof: Profile) -> str:
 def _cached_matrix(run: RunDir, meta: dict[str, Any], inputs: RunInputs, path: str | Path) -> OutcomeMatrix:
     """An outcome matrix given to `trinity score --matrix` for a run that has none: the run's
     models in the run's order, and every question of the run."""
-    from trinity.data.matrix import load_matrix
-
     mat = load_matrix(path)
     models = list(meta.get("models") or [])
     if models and list(mat.models) != models:
@@ -339,8 +342,6 @@ def _cached_matrix(run: RunDir, meta: dict[str, Any], inputs: RunInputs, path: s
 def promotion_items(questions: Sequence[Question], p: Profile = MINIROUTER_PROFILE) -> tuple[list[Question], int]:
     """MiniRouter's evaluation items: the benchmark's questions (in input order) shuffled by
     `random.Random(seed)`, the first `n_items` (its `load_tasks(..., max_items=20, seed=0)`)."""
-    import random
-
     sc = p.scoring
     items = [q for q in questions if q.benchmark == sc.benchmark]
     random.Random(sc.shuffle_seed).shuffle(items)
@@ -367,13 +368,6 @@ def score_estimate(
     The overfit gap: with --eval-split/--audit-split, those splits (stand-ins, labelled); else the
     run's `audit` split when it has one (cached test − audit, as pr_eval's hidden − audit); else
     unknown (the penalty is not applied, and the report says so)."""
-    from trinity.analysis.evaluate import read_eval
-    from trinity.analysis.oracle import validate_solves
-    from trinity.competition.profiles import run_competition
-    from trinity.optim.routing import load_trained
-    from trinity.optim.runinputs import load_run_inputs
-    from trinity.runs.rundir import RunDir
-
     run = RunDir(run_dir)
     meta = run.read_meta()
     prof = run_competition(meta, competition)
@@ -430,7 +424,6 @@ def score_estimate(
             "overfit gap: audit accuracy unknown — the run has no audit split (pass --eval-split/--audit-split "
             "to use stand-ins); no penalty applied here, pr_eval would apply it"
         )
-    from trinity.competition.protocol import run_protocol
 
     trained_under = run_protocol(meta)
     notes = [
@@ -446,8 +439,6 @@ def score_estimate(
         notes.insert(0, protocol_warning(trained_under.name, prof))
     king_router = None
     if king is not None:
-        from trinity.optim.routing import TrainedRouter
-
         theta, label = load_king_theta(king)
         if theta.shape != (ours.router.n_params,):  # say which file, not the run's best_theta.npy
             raise InputError(

@@ -52,7 +52,7 @@ def split_questions(
     (test = problems released after the training release, so test ⊄ train); every other question
     by seed with `fractions`, exactly as `trinity.data.questions.split_ids` (its stratified groups
     are independent, so splitting them apart is the same as splitting them together)."""
-    from trinity.data.questions import split_ids
+    from trinity.data.questions import split_ids  # lazy: numpy + PyYAML kept off the CLI start
 
     lcb = [q for q in questions if q.benchmark == "livecodebench" and "lcb_split" in q.extra]
     rest = [q for q in questions if not (q.benchmark == "livecodebench" and "lcb_split" in q.extra)]

@@ -21,6 +21,7 @@ from trinity.benchmarks.base import Benchmark
 from trinity.benchmarks.sources import download_hub_file, read_rows_file
 from trinity.data.questions import Question
 from trinity.errors import InputError
+from trinity.grading.funcall import check_gold
 
 REPO = "gorilla-llm/Berkeley-Function-Calling-Leaderboard"
 HUB_FILE = "BFCL_v3_simple.json"
@@ -85,8 +86,6 @@ class BFCLSimple(Benchmark):
         return rows
 
     def to_questions(self, rows, where, **opts):
-        from trinity.grading.funcall import check_gold
-
         out, seen = [], set()
         for i, row in enumerate(rows):
             self.check_fields(row, i, where)

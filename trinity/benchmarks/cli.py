@@ -14,7 +14,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+
+from trinity.errors import InputError
 
 
 def _adapter_opts(args) -> dict:
@@ -30,7 +33,7 @@ def _adapter_opts(args) -> dict:
 
 
 def _load(args):
-    from trinity.benchmarks import get_benchmark
+    from trinity.benchmarks import get_benchmark  # lazy: numpy + PyYAML kept off the CLI start
 
     bench = get_benchmark(args.benchmark)
     qs = bench.load(data=args.data, limit=None, **_adapter_opts(args))
@@ -38,9 +41,7 @@ def _load(args):
 
 
 def _cmd_list(args) -> int:
-    import json
-
-    from trinity.benchmarks import list_benchmarks
+    from trinity.benchmarks import list_benchmarks  # lazy: numpy + PyYAML kept off the CLI start
 
     rows = [b.describe() for b in list_benchmarks()]
     if args.json:
@@ -64,8 +65,7 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_export(args) -> int:
-    from trinity.data.questions import save_questions
-    from trinity.errors import InputError
+    from trinity.data.questions import save_questions  # lazy: numpy + PyYAML kept off the CLI start
 
     bench, qs = _load(args)
     if args.split != "all":
@@ -85,8 +85,6 @@ def _cmd_export(args) -> int:
 
 
 def _cmd_show(args) -> int:
-    from trinity.errors import InputError
-
     bench, qs = _load(args)
     if args.id:
         match = [q for q in qs if q.id == args.id]
@@ -110,9 +108,7 @@ def _cmd_show(args) -> int:
 
 
 def _cmd_selfcheck(args) -> int:
-    import json
-
-    from trinity.benchmarks.selfcheck import selfcheck
+    from trinity.benchmarks.selfcheck import selfcheck  # lazy: numpy + PyYAML kept off the CLI start
 
     res = selfcheck(args.benchmark, data=args.data, workers=args.workers)
     if args.json:
@@ -131,7 +127,7 @@ def _cmd_selfcheck(args) -> int:
 
 
 def _add_source_args(p: argparse.ArgumentParser) -> None:
-    from trinity.benchmarks import BENCHMARK_NAMES
+    from trinity.benchmarks import BENCHMARK_NAMES  # lazy: numpy + PyYAML kept off the CLI start
 
     p.add_argument("benchmark", metavar="NAME", help=" | ".join(BENCHMARK_NAMES))
     p.add_argument(

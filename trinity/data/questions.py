@@ -111,7 +111,7 @@ def load_questions(path: str | Path) -> list[Question]:
 
 
 def save_questions(path: str | Path, questions: Iterable[Question]) -> None:
-    from trinity.io import atomic_write_text
+    from trinity.io import atomic_write_text  # lazy: PyYAML kept off the CLI start
 
     atomic_write_text(path, "".join(json.dumps(q.to_json(), ensure_ascii=False) + "\n" for q in questions))
 

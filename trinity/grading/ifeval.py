@@ -45,7 +45,9 @@ PUNKT_HINT = (
 def registry() -> dict[str, Any]:
     """instruction id -> checker class (imports if-verifiable on first use)."""
     try:
-        import langdetect
+        import langdetect  # lazy: a missing module is reported, not raised at import
+
+        # lazy: a missing module is reported, not raised at import
         from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
     except ImportError as e:
         raise TrinityError(
@@ -60,7 +62,7 @@ def registry() -> dict[str, Any]:
 def punkt_available() -> bool:
     """Whether NLTK's punkt_tab tokenizer data is installed (the two sentence/word checkers)."""
     try:
-        import nltk
+        import nltk  # lazy: a missing module is reported, not raised at import
 
         nltk.data.find(NLTK_RESOURCE)
     except (LookupError, ImportError):

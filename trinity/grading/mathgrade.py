@@ -224,7 +224,8 @@ class _Deadline(BaseException):
 
 
 def _symbolic_equal_unguarded(gold: str, pred: str) -> bool:
-    from math_verify import grader, parser, parse, verify
+    # lazy: math-verify (sympy, antlr) loaded only when a symbolic check is needed
+    from math_verify import grader, parse, parser, verify
 
     # We guard the call ourselves (see module doc): silence the "timeout disabled" warning.
     parser.TIMEOUT_WARNING_SHOWN = grader.TIMEOUT_WARNING_SHOWN = True

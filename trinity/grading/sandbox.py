@@ -26,6 +26,8 @@ what that leaves open (`trinity doctor` prints it).
 from __future__ import annotations
 
 import functools
+import importlib
+import json
 import marshal
 import os
 import re
@@ -44,6 +46,7 @@ from pathlib import Path
 from typing import Callable
 
 from trinity.errors import InputError, TrinityError
+from trinity.grading import _harness
 
 HARNESS = Path(__file__).with_name("_harness.py")
 SANDBOX_DIR = "/sandbox"  # the work dir's path inside bubblewrap
@@ -234,10 +237,6 @@ def bwrap_status() -> tuple[bool, str]:
 def prelude_map() -> dict[str, tuple[str, str | None]]:
     """name -> (module, attribute or None for the module itself) that LiveCodeBench's import
     prelude (`_harness.PRELUDE`) binds last; builtins are left to the builtins."""
-    import importlib
-
-    from trinity.grading import _harness
-
     bound: dict[str, tuple[str, str | None]] = {}
     for line in _harness.PRELUDE.splitlines():
         words = line.replace(",", " ").split()
@@ -547,8 +546,6 @@ def _wait_readable(fd: int, timeout_s: float) -> bool:
 
 def _pump(proc, fd: int, nonce: str, n_tests: int, limits: Limits, on_result, run: SandboxRun, t0: float) -> None:
     """Read messages until every test has reported, a deadline passes, or the child is gone."""
-    import json
-
     problem_deadline = t0 + limits.problem_timeout
     test_deadline = problem_deadline
     current: int | None = None

@@ -12,6 +12,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from trinity.competition import m1
 from trinity.errors import InputError
 
@@ -109,7 +111,7 @@ def _print(obj: Any, as_json: bool, text: str) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from trinity.m1.run import TrainConfig, create_run, run_training
+    from trinity.m1.run import TrainConfig, create_run, run_training  # lazy: torch + pydantic kept off the CLI start
 
     seeds = [args.seed]
     if args.seeds:
@@ -156,8 +158,8 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from trinity.m1.run import run_training
-    from trinity.runs.rundir import RunDir
+    from trinity.m1.run import run_training  # lazy: torch + pydantic kept off the CLI start
+    from trinity.runs.rundir import RunDir  # lazy: PyYAML kept off the CLI start
 
     summary = run_training(RunDir(args.run), resume=True)
     _print(summary, args.json, f"{args.run}: {summary['message']}")
@@ -165,9 +167,7 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from trinity.m1.evaluate import RunEval
+    from trinity.m1.evaluate import RunEval  # lazy: torch + pydantic kept off the CLI start
 
     ev = RunEval(args.run, args.test_data)
     rep = ev.evaluate()
@@ -177,8 +177,8 @@ def _eval(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rep, indent=2))
         return 0
-    from trinity.analysis.render import print_view
-    from trinity.m1.render import eval_view
+    from trinity.analysis.render import print_view  # lazy: pydantic + PyYAML kept off the CLI start
+    from trinity.m1.render import eval_view  # lazy: pydantic + PyYAML kept off the CLI start
 
     print(f"{ev.rd.id} · {rep['m1_config']} · {rep['pool']} · {rep['n_test']} test prompts (95% bootstrap intervals)")
     print_view(eval_view(rep))
@@ -186,7 +186,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from trinity.m1.evaluate import RunEval, clear_probability
+    from trinity.m1.evaluate import RunEval, clear_probability  # lazy: torch + pydantic kept off the CLI start
 
     ev = RunEval(args.run, args.test_data)
     chal = ev.head_preds(m1.load_pack(args.challenger) if args.challenger else None)
@@ -211,8 +211,8 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _pack(args: argparse.Namespace) -> int:
-    from trinity.m1.run import pack_of_run
-    from trinity.runs.rundir import RunDir
+    from trinity.m1.run import pack_of_run  # lazy: torch + pydantic kept off the CLI start
+    from trinity.runs.rundir import RunDir  # lazy: PyYAML kept off the CLI start
 
     pack = pack_of_run(RunDir(args.run), args.miner)
     out = Path(args.out) if args.out else m1.submission_dir(args.root, args.miner)

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from trinity.competition import m1
-
+from trinity.optim.trainer import make_es
 
 SMALL_PROBLEM = 4_000_000  # rows × feature width under which the fit runs on one thread
 
@@ -213,8 +213,6 @@ def cma_epoch_step(
     separable CMA-ES of `trinity.optim` for `generations` generations on the training loss, from
     the current weights; the mean is the epoch's weights. Penultimate heads only. Each epoch's
     sampler is seeded by (seed, epoch), so a resumed run takes the same steps."""
-    from trinity.optim.trainer import make_es
-
     assert train.X is not None and val.X is not None, "sep-CMA-ES fits penultimate heads"
     cur = state.current
     n_dom = cur.W_domain.shape[0]

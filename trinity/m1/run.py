@@ -90,7 +90,7 @@ def labels(rows: list[M1Row], config: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_encoder_for(cfg: dict[str, Any]) -> Any:
-    from trinity.model.encoder import load_encoder
+    from trinity.model.encoder import load_encoder  # lazy: transformers + huggingface_hub loaded only when used
 
     return load_encoder(cfg["encoder"], cfg.get("device"), cfg.get("dtype"), seed=int(cfg.get("encoder_seed", 0)))
 

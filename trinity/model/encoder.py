@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from trinity.errors import ConfigError, ModelLoadError
 from trinity.hub import hub_reachable, offline_vars_set
@@ -98,8 +99,6 @@ def _first_line(err: BaseException) -> str:
 
 
 def _load_hf(name_or_path: str, dtype: torch.dtype) -> tuple[HFCausalLM, PreTrainedTokenizerBase]:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     def load(local_only: bool) -> tuple[HFCausalLM, PreTrainedTokenizerBase]:
         tok = AutoTokenizer.from_pretrained(name_or_path, local_files_only=local_only)
         model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype, local_files_only=local_only)

@@ -20,6 +20,7 @@ from trinity.model.arrays import Float32Array, Float64Array
 from trinity.model.batching import batches, token_key
 from trinity.model.encoder import Encoder
 from trinity.model.fastpath import FastLayers, plan_texts
+from trinity.model.sessions import SessionEncoder
 from trinity.model.svf import SvfLayer
 from trinity.model.theta import N_ROLES, split_theta, theta_size
 
@@ -288,8 +289,6 @@ class Router:
     def session_encoder(self, thetas: npt.ArrayLike, budget_mb: float | None = None) -> SessionEncoder:
         """A `SessionEncoder` for population `thetas`: logits of growing session transcripts, each
         turn reading only the tokens it added (see `trinity.model.sessions`)."""
-        from trinity.model.sessions import SessionEncoder
-
         return SessionEncoder(self, thetas, budget_mb)
 
     # ---- naive reference path ----

@@ -29,6 +29,7 @@ from trinity.layout import N_SVF_MATRICES as N_SVF_MATRICES
 from trinity.layout import RECEIPT_FILE as RECEIPT_FILE
 from trinity.layout import SVF_FILE as SVF_FILE
 from trinity.layout import THETA_FILE as THETA_FILE
+from trinity.model.theta import join_theta, split_theta
 
 TINYROUTER = "tinyrouter"
 MINIROUTER = "minirouter"
@@ -129,7 +130,6 @@ class LoadedBundle:
         """θ as the trainer stores it, float64 `[head.flatten() | svf]`, or None if unreadable."""
         if self.head is None or self.svf is None or self.head.ndim != 2 or self.svf.ndim != 1:
             return None
-        from trinity.model.theta import join_theta
 
         try:
             return join_theta(self.head, self.svf)
@@ -199,8 +199,6 @@ def load_bundle(path: str | os.PathLike[str]) -> LoadedBundle:
         else:
             layout = _minirouter_layout(lb.theta, lb.summary, lb.problems)
             if layout:
-                from trinity.model.theta import split_theta
-
                 # head (n_models+3, hidden), svf (D - head.size,)
                 lb.head, lb.svf = split_theta(lb.theta, *layout)
     return lb

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from trinity.competition import m1
 from trinity.competition.cliargs import competition_arg
@@ -122,7 +123,6 @@ def _default_against(args: argparse.Namespace, bundle_dir: str) -> None:
     instead of warning that it had nothing to compare."""
     if args.against:
         return
-    from pathlib import Path
 
     for parent in Path(bundle_dir).resolve().parents:
         if parent.name == "submissions" and parent.is_dir():
@@ -135,7 +135,7 @@ def _pool(args: argparse.Namespace) -> list[str] | None:
 
 
 def cmd_pack(args: argparse.Namespace) -> int:
-    from trinity.submission.pack import pack_run
+    from trinity.submission.pack import pack_run  # lazy: pydantic + PyYAML kept off the CLI start
 
     m1.refuse_m1(args.run_dir, "pack", force=args.fmt == "tinyrouter-m1")
     b = pack_run(
@@ -153,7 +153,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from trinity.submission.gates import check_bundle
+    from trinity.submission.gates import check_bundle  # lazy: pydantic + PyYAML kept off the CLI start
 
     m1.refuse_m1(args.bundle_dir, "check")
     _default_against(args, args.bundle_dir)
@@ -175,6 +175,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
+    # lazy: httpx + pydantic kept off the CLI start
     from trinity.submission.gitsubmit import StepResult, SubmitRefused, execute_plan, plan_submission
 
     m1.refuse_m1(args.bundle_dir, "submit")

@@ -17,8 +17,10 @@ head_routing_diversity) are `GateReport.advisories`: they warn and never block.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
+import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -28,7 +30,10 @@ from typing import Any, Callable, TypeGuard
 
 import numpy as np
 
-from trinity.competition.profiles import Profile, get_profile
+from trinity.competition.profiles import Profile, get_profile, run_competition
+from trinity.competition.protocol import run_protocol
+from trinity.competition.text import HIDDEN
+from trinity.competition.text import SVF_PARAMS as N_SVF
 from trinity.errors import InputError, TrinityError
 from trinity.io import read_json, read_jsonl
 from trinity.runs.records import read_run_meta
@@ -42,6 +47,9 @@ from trinity.submission.bundle import (
     load_bundle,
 )
 from trinity.submission.history import SubmissionHistory
+from trinity.submission.ledger_export import their_price, verify_mpc_chain
+from trinity.submission.pack import verified_ledger
+from trinity.submission.pool_config import pool_models_for
 
 PASS, FAIL, WARN = "pass", "fail", "warn"
 RATE_WINDOW_S = 24 * 3600  # the defaults when a profile says nothing else
@@ -171,9 +179,6 @@ def _expected_layout(c: _Ctx) -> tuple[int, int, int, str]:
     """(n_models, hidden, svf size, where from): the pool the competition's validator runs —
     TinyRouter: always its 3-model pool; MiniRouter: the pool summary.json names (a known
     validator pool, or as many models as it lists), else its 3-model Chutes pool. Hidden 1024."""
-    from trinity.competition.text import HIDDEN
-    from trinity.competition.text import SVF_PARAMS as N_SVF
-
     names = _pool_names(c.b) if c.b.format == MINIROUTER else None  # a receipt's pool is checked by schema
     n = c.prof.expected_n_models(names)
     src = f"{c.prof.title}'s validator pool" if not names else f"the {len(names)}-model pool summary.json names"
@@ -226,7 +231,7 @@ def repo_submissions(
     a MiniRouter bundle: its own folder) — so a push made by hand, or from another machine and
     fetched here, counts against the rate limit too. ([{commit, unix, bundle_hash|None}], repo)."""
     try:
-        import git
+        import git  # lazy: GitPython loaded only when used
 
         repo = git.Repo(bundle.path.resolve(), search_parent_directories=True)
         if repo.working_tree_dir is None:  # a bare repository: no submission area to read
@@ -635,7 +640,6 @@ def gate_ledger(c: _Ctx) -> GateResult:
         return GateResult(name, FAIL, "receipt has no numeric total_cost_usd", {})
     if c.run is None:
         return GateResult(name, FAIL, f"cannot verify the receipt: {c.run_note}", {"receipt_usd": receipt_total})
-    from trinity.submission.pack import verified_ledger
 
     try:
         totals = verified_ledger(c.run)
@@ -691,7 +695,6 @@ def _check_export(
         return []
     if not isinstance(export, dict) or not isinstance(export.get("file"), str):
         return [f"the receipt names no {c.prof.title}-format ledger export (pack it again)"]
-    from trinity.submission.ledger_export import their_price, verify_mpc_chain
 
     path = run.path / Path(export["file"]).name
     if not path.is_file():
@@ -846,8 +849,6 @@ def gate_theta_roundtrip(c: _Ctx) -> GateResult:
 
 
 def _git_lines(root: Path, *args: str) -> list[str] | None:
-    import subprocess
-
     try:
         out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
@@ -859,8 +860,6 @@ def gate_frozen_files(c: _Ctx) -> GateResult:
     """Files COMPETITION_RULES.md freezes must not change in a submission PR: the checkout's
     commits since the base (`upstream/main`, else `origin/main`, else `main`) and its uncommitted
     changes are compared with the frozen list."""
-    import fnmatch
-
     name, p = "frozen_files", c.prof
     if not p.frozen_files:
         return GateResult(name, WARN, f"{p.title} lists no frozen files", {})
@@ -1007,8 +1006,6 @@ def _run_advisories(c: _Ctx) -> list[GateResult]:
         why = ADVISORY_FUNCS[name](c)
         out.append(GateResult(name, WARN, why, {}, name) if why else GateResult(name, PASS, "consistent", {}, name))
     if c.run is not None:  # ours, report-only: which session protocol the head was trained under
-        from trinity.competition.protocol import run_protocol
-
         trained = run_protocol(c.run.read_meta()).name
         if trained != c.prof.name:
             why = (
@@ -1033,7 +1030,6 @@ def _configured_pool(
 ) -> tuple[list[str] | None, str]:
     if explicit:
         return list(explicit), "given"
-    from trinity.submission.pool_config import pool_models_for
 
     name = (b.receipt or b.summary or {}).get("pool")  # the bundle's own record (the competition's schema)
     meta = read_run_meta(run.path) if run is not None else None
@@ -1106,8 +1102,6 @@ def check_bundle(
 def bundle_profile(b: LoadedBundle, run: RunDir | None, competition: str | None = None) -> Profile:
     """The competition a bundle is checked for: --competition, else the bundle's own record
     (receipt / summary `competition`), else its run's, else the one whose layout it has."""
-    from trinity.competition.profiles import run_competition
-
     if competition:
         prof = get_profile(competition)
     else:

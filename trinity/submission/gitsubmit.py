@@ -28,11 +28,16 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Callable
 
+from trinity.competition.notice import rewards_notice
+from trinity.competition.pr import pr_body, pr_missing, pr_title
+from trinity.competition.profiles import get_profile
 from trinity.errors import InputError, TrinityError
+from trinity.runs.records import EVAL_FILE, read_eval_file
 from trinity.submission import github
 from trinity.submission.bundle import MINIROUTER, bundle_files, detect_format, load_bundle
 from trinity.submission.gates import GateReport, check_bundle
 from trinity.submission.history import SubmissionHistory
+from trinity.submission.pack import check_miner
 from trinity.submission.pool_config import key_values
 from trinity.submission.scan import scan_files
 
@@ -174,7 +179,7 @@ class SubmitResult:
 
 
 def _open_repo(path: str | os.PathLike[str]) -> Repo:
-    import git
+    import git  # lazy: GitPython loaded only when used
 
     try:
         repo = git.Repo(path)
@@ -415,8 +420,6 @@ def _pr_text(
     extra: dict[str, Any],
 ) -> tuple[str, str]:
     """Title and body in the competition's form (`trinity.competition.pr`)."""
-    from trinity.competition.pr import pr_body, pr_title
-
     parts = rel.split("/")
     n = int(parts[-1]) if parts[-1].isdigit() else None
     data = {
@@ -466,8 +469,6 @@ def plan_submission(
     branch: str | None = None,
 ) -> SubmitPlan:
     """Everything `execute_plan` will do, checked locally (no network); see `SubmitPlan.describe`."""
-    from trinity.submission.pack import check_miner
-
     check_miner(miner)
     r = _open_repo(repo)
     assert r.working_tree_dir is not None, "a bare repository was refused"
@@ -497,7 +498,6 @@ def plan_submission(
     upstream = upstream or ("upstream" if "upstream" in remotes else remote)
     if upstream not in remotes:
         raise InputError(f"remote {upstream!r} not found in {root}; pass --upstream")
-    from trinity.competition.profiles import get_profile
 
     lb0 = load_bundle(bundle)
     prof = get_profile(competition or (lb0.receipt or lb0.summary or {}).get("competition") or fmt)
@@ -561,10 +561,8 @@ def plan_submission(
     head_owner = fork.owner if fork else (target.owner if target and upstream == remote else None)
     cmp_url = github.compare_url(target, base, head_owner, branch) if target and head_owner else None
     extra = {"owner_id": owner_id, "key_id": key_id, **_local_score(report)}
-    from trinity.competition.pr import pr_missing
 
     refusals += pr_missing(prof, {**info, **extra})
-    from trinity.competition.notice import rewards_notice
 
     notes.append("rewards: " + rewards_notice().line())
     title, body = _pr_text(prof, miner, rel, info, report, skip_gates, extra)
@@ -625,7 +623,6 @@ def _local_score(report: GateReport | None) -> dict[str, Any]:
     the router's accuracy on the test split (live when measured, else cached)."""
     if report is None or not report.run_dir:
         return {}
-    from trinity.runs.records import EVAL_FILE, read_eval_file
 
     path = Path(report.run_dir) / EVAL_FILE
     try:
@@ -646,7 +643,7 @@ def _local_score(report: GateReport | None) -> dict[str, Any]:
 
 class _Runner:
     def __init__(self, plan: SubmitPlan, on_step: Callable[[StepResult], None] | None):
-        import git
+        import git  # lazy: GitPython loaded only when used
 
         self.plan = plan
         self.repo = git.Repo(plan.repo)

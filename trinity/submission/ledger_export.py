@@ -21,6 +21,7 @@ from typing import Any
 from trinity.competition.profiles import Profile
 from trinity.errors import InputError
 from trinity.io import atomic_write_text, read_jsonl
+from trinity.pool.ledger import verify_ledger
 
 
 def _short(model: str) -> str:
@@ -69,7 +70,6 @@ def export_ledger(p: Profile, ledger: str | os.PathLike[str], out: str | os.Path
     """Verify our ledger, then write it in the profile's format to `out`."""
     if p.ledger_format != "mpc-chain":
         raise InputError(f"{p.title} has no ledger format to export to")
-    from trinity.pool.ledger import verify_ledger
 
     rep = verify_ledger(ledger)
     if not rep.ok:

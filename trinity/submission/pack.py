@@ -33,11 +33,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-
 from trinity import __version__
-from trinity.competition.profiles import Profile
+from trinity.competition.profiles import Profile, get_profile, run_competition
 from trinity.errors import InputError
 from trinity.io import atomic_write_json, atomic_write_text, read_json
+from trinity.model.theta import load_theta, save_bundle_weights
+from trinity.pool.ledger import verify_run_ledger
 from trinity.runs.records import (
     SUMMARY_FILE,
     GenerationRecord,
@@ -58,6 +59,7 @@ from trinity.submission.bundle import (
     hidden_from_size,
 )
 from trinity.submission.history import SubmissionHistory
+from trinity.submission.ledger_export import export_ledger
 
 if TYPE_CHECKING:
     import numpy as np
@@ -116,8 +118,6 @@ def verified_ledger(run: RunDir) -> LedgerTotals:
     """Totals of the run's ledger after verifying its hash chain against every head the run
     recorded (summary.json, the checkpoint: `trinity ledger verify RUN_DIR`), so a ledger cut at
     the end, re-chained or deleted is refused; InputError when it is broken or torn."""
-    from trinity.pool.ledger import verify_run_ledger
-
     rep = verify_run_ledger(run.path)
     if rep.ok and rep.torn_tail:
         rep.ok, rep.first_bad_line = False, rep.n_records + 1
@@ -330,8 +330,6 @@ def pack_profile(meta: dict[str, Any], fmt: str | None, competition: str | None 
     """The competition a pack is for: `competition` (the --competition flag), else run.json's
     `competition`, else the bundle format's competition, else the default of the run's pool. A
     format that is not that competition's layout is refused."""
-    from trinity.competition.profiles import get_profile, run_competition
-
     if competition or meta.get("competition") or not fmt:
         prof = run_competition(meta, competition)
     else:
@@ -371,7 +369,6 @@ def pack_run(
         raise InputError(
             f"run {run.id} has no best_theta.npy (no generation finished yet); train it further before packing"
         )
-    from trinity.model.theta import load_theta
 
     theta = load_theta(run.best_theta)  # (D,) float64; InputError when corrupt or not finite
     models = meta.models
@@ -428,7 +425,6 @@ def pack_run(
                     f"({export.n_records} records, ${export.total_usd_at_their_prices:.4f} at "
                     f"{prof.title}'s prices, receipt ${receipt['total_cost_usd']:.4f})"
                 )
-            from trinity.model.theta import save_bundle_weights
 
             # head_weights.npy (n_models+3, hidden) float32, svf_scales.npy (svf_size,) float32
             save_bundle_weights(tmp, theta, len(models), hidden)
@@ -479,7 +475,6 @@ def _export_ledger(prof: Profile, run: RunDir, ledger: LedgerTotals) -> LedgerEx
     maintainer passes as TRINITY_COST_LEDGER); None when the competition has no ledger format."""
     if not prof.ledger_format or not ledger.present:
         return None
-    from trinity.submission.ledger_export import export_ledger
 
     return export_ledger(prof, run.ledger, export_path(prof, run))
 

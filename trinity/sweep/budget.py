@@ -16,6 +16,7 @@ from typing import Any
 
 from trinity.errors import BudgetExceeded
 from trinity.pool.budget import MICRO, Budget, Reservation, to_micro
+from trinity.pool.ledger import verify_ledger
 
 RESERVE_TIMEOUT_S = 60.0
 
@@ -73,8 +74,6 @@ def make_holder(ray: Any, cap_usd: float, spent_micro: int) -> Any:
 
 def spent_micro_of(run_paths: list[Path]) -> int:
     """What the trials' ledgers say was spent (the good records of each chain)."""
-    from trinity.pool.ledger import verify_ledger
-
     total = 0
     for p in run_paths:
         led = Path(p) / "ledger.jsonl"
@@ -87,7 +86,7 @@ class SharedBudget:
     """A trial's budget: its own `Budget`, within the sweep's holder (a Ray actor handle)."""
 
     def __init__(self, local: Budget, holder: Any):
-        import ray
+        import ray  # lazy: optional extra 'ray'
 
         self._ray = ray
         self.local = local

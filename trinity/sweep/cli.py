@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +61,9 @@ def print_status(doc: dict[str, Any], as_json: bool) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    # lazy: brings trinity.optim and the pool budget, kept off the CLI start
     from trinity.optim.raysupport import require_ray
-    from trinity.sweep.runner import new_sweep, run_sweep, sweep_status
+    from trinity.sweep.runner import new_sweep, run_sweep, sweep_status  # lazy: numpy + pydantic kept off the CLI start
 
     target = list(args.target)
     verb = target[0]
@@ -159,9 +161,12 @@ SWEEP_HELD_KEYS = ("cache_path", "workers", "ray_address")
 def resume_in_sweep(args: argparse.Namespace, plain: Any) -> int:
     """`trinity resume RUN`: a trial of a sweep with a budget is resumed by the sweep (one driver,
     one budget holder with the spend of all its trials' ledgers); any other run as before."""
-    import sys
+    # lazy: brings trinity.optim and the pool budget, kept off the CLI start
+    from trinity.optim.raysupport import require_ray
 
-    from trinity.config import RESUMABLE_KEYS  # here, not at the top: pydantic would slow every CLI start
+    from trinity.config import RESUMABLE_KEYS  # lazy: pydantic would slow every CLI start
+
+    # lazy: numpy + pydantic kept off the CLI start
     from trinity.sweep.runner import run_sweep, sweep_of_trial, trial_resume_command
 
     found = sweep_of_trial(args.run_dir)
@@ -182,7 +187,6 @@ def resume_in_sweep(args: argparse.Namespace, plain: Any) -> int:
         file=sys.stderr,
         flush=True,
     )
-    from trinity.optim.raysupport import require_ray
 
     require_ray()
     out = run_sweep(

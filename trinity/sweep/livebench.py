@@ -22,19 +22,23 @@ from typing import Any
 
 import numpy as np
 
+from trinity.config import load_config
+from trinity.data.practice import practice_questions
+from trinity.optim.fitness import GenerationHooks, build_router
+from trinity.optim.livepopulation import LivePopulationFitness
+from trinity.optim.raysupport import connect
+from trinity.optim.trainer import make_es
+from trinity.pool.providers import pool_model_ids
+from trinity.runs.rundir import RunDir
+from trinity.session.fitness import LiveFitness
+
 
 def quiet_hooks() -> Any:
     """Generation hooks that record nothing (a benchmark's generation)."""
-    from trinity.optim.fitness import GenerationHooks
-
     return GenerationHooks(lambda done, total: None, lambda models, roles: None, lambda record: None)
 
 
 def _fitness(cfg: Any, tmp: Path, name: str, router: Any, models: list[str]) -> Any:
-    from trinity.optim.livepopulation import LivePopulationFitness
-    from trinity.runs.rundir import RunDir
-    from trinity.session.fitness import LiveFitness
-
     run = RunDir(tmp / name)
     run.path.mkdir(parents=True)
     cfg = cfg.model_copy(update={"cache_path": str(tmp / name / "responses.sqlite")})
@@ -46,14 +50,7 @@ def _fitness(cfg: Any, tmp: Path, name: str, router: Any, models: list[str]) -> 
 def bench_live_workers(
     encoder: str, popsize: int, m: int, workers: int, max_turns: int, repeats: int = 1
 ) -> dict[str, Any]:
-    import torch
-
-    from trinity.config import load_config
-    from trinity.data.practice import practice_questions
-    from trinity.optim.fitness import build_router
-    from trinity.optim.raysupport import connect
-    from trinity.optim.trainer import make_es
-    from trinity.pool.providers import pool_model_ids
+    import torch  # lazy: torch loaded only when used
 
     cfg = load_config(
         None,

@@ -38,6 +38,9 @@ LOCK_WAIT_S = 60.0  # a trial of a killed driver may take a moment to die and fr
 def trial_state(run_path: Path) -> dict[str, Any]:
     """A trial's state from its run directory: pending (no run.json yet), or run.json's status
     (created, running, finished, stopped, failed); plus best validation accuracy, generations, spend."""
+    # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+    from trinity.pool.ledger import verify_ledger
+
     run = RunDir(run_path)
     out: dict[str, Any] = {"state": "pending", "generations": 0, "best_val_acc": None, "cost_usd": 0.0}
     if not run.exists():
@@ -62,8 +65,6 @@ def trial_state(run_path: Path) -> dict[str, Any]:
         vals = [h.best_val_acc for h in hist if h.best_val_acc is not None]
         out["best_val_acc"] = vals[-1] if vals else None
     if run.ledger.exists():  # the spend is what the ledger says (calls of an unfinished generation too)
-        from trinity.pool.ledger import verify_ledger
-
         out["cost_usd"] = verify_ledger(run.ledger).total_usd
     return out
 
@@ -139,13 +140,17 @@ def run_trial(
     """Start or resume one trial in this process. Returns {state, error?}; never raises for a
     trial's own failure (a failing trial must not stop the others). `overrides`: resumable keys
     for its resume (`trinity sweep resume DIR --trial ID --generations N`)."""
-    from trinity.optim.engine import resume_run, start_run
+    # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+    from trinity.sweep.budget import SharedBudget
+
+    # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
     from trinity.pool import budget as pool_budget
+
+    # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+    from trinity.optim.engine import resume_run, start_run
 
     run = RunDir(run_path)
     if budget_actor is not None:
-        from trinity.sweep.budget import SharedBudget
-
         pool_budget.set_budget_wrapper(lambda local: SharedBudget(local, budget_actor))
     try:
         cfg = validate_config(config, where=f"{run_path} trial config")
@@ -327,6 +332,10 @@ def _run_sweep(
     trials: list[str] | None,
     overrides: dict[str, Any] | None,
 ) -> dict[str, Any]:
+    # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+    from trinity.sweep.budget import make_holder, spent_micro_of
+
+    # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
     from trinity.optim.raysupport import connect
 
     spec = SweepSpec.from_json(doc["spec"])
@@ -351,8 +360,6 @@ def _run_sweep(
         else:
             todo = [t for t in doc["trials"] if trial_state(sd.trial_path(t["id"]))["state"] not in DONE_STATES]
         if doc.get("budget_usd") is not None:
-            from trinity.sweep.budget import make_holder, spent_micro_of
-
             spent = spent_micro_of([sd.trial_path(t["id"]) for t in doc["trials"]])
             holder = make_holder(ray, doc["budget_usd"], spent)
             emit(
