@@ -175,7 +175,7 @@ def test_router_correctness_must_match_the_questions():
 
 
 def test_practice_matrix_finds_real_headroom():
-    from trinity.data.practice import practice_matrix
+    from trinity.practice.simulation import practice_matrix
 
     rep = oracle_ceiling(practice_matrix(), splits=100, bootstrap=1000)
     # the simulated specialists (math / mc / code) leave room a per-question router can use

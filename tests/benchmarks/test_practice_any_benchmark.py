@@ -15,7 +15,7 @@ from trinity.benchmarks import get_benchmark
 from trinity.cli import main
 from trinity.data.kinds import KINDS
 from trinity.data.matrix import load_matrix
-from trinity.data.practice import practice_setup, simulate_correct
+from trinity.practice.simulation import practice_setup, simulate_correct
 from trinity.grading import grade_question
 from trinity.io import read_jsonl
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from trinity.io import read_jsonl
-from trinity.pool.practice_server import start_practice_server
+from trinity.practice.server import start_practice_server
 
 FIX = Path(__file__).parents[1] / "fixtures" / "protocol"
 
@@ -33,7 +33,7 @@ def test_tinyrouter_objective_is_pr_eval_on_the_minibatch(tmp_path, capsys, monk
     last stage."""
     from trinity.cli import main
     from trinity.competition.text import router_text
-    from trinity.data.practice import practice_questions
+    from trinity.practice.simulation import practice_questions
     from trinity.grading import grade_question
 
     h = start_practice_server(port=0)

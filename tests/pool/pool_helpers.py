@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from trinity.data.practice import practice_questions
+from trinity.practice.simulation import practice_questions
 from trinity.pool.faults import RetryPolicy
-from trinity.pool.practice_server import Faults, start_practice_server
+from trinity.practice.server import Faults, start_practice_server
 from trinity.pool.providers import Price, Timeouts, load_pool
 from trinity.benchmarks.prompts import system_prompt, user_message
 

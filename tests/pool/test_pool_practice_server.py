@@ -15,11 +15,11 @@ import httpx
 import pytest
 
 from pool_helpers import messages, practice_pool, questions, server  # noqa: F401
-from trinity.data.practice import practice_matrix, simulate_correct, verifier_is_right
+from trinity.practice.simulation import practice_matrix, simulate_correct, verifier_is_right
 from trinity.errors import ProviderError
 from trinity.grading import extract_choice, extract_math_answer, grade
 from trinity.pool.client import PoolClient
-from trinity.pool.practice_replies import PracticeResponder
+from trinity.practice.replies import PracticeResponder
 from trinity.session.transcript import parse_verdict
 
 ROOT = Path(__file__).resolve().parents[2]

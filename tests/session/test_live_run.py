@@ -7,11 +7,11 @@ import httpx
 import pytest
 
 from trinity.benchmarks.prompts import render_question, system_prompt, user_message
-from trinity.data.practice import practice_questions
+from trinity.practice.simulation import practice_questions
 from trinity.errors import ConfigError
 from trinity.pool import budget as budget_mod
 from trinity.pool.budget import Budget
-from trinity.pool.practice_server import start_practice_server
+from trinity.practice.server import start_practice_server
 from trinity.pool.providers import load_pool
 from trinity.session.live import LiveRun
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from trinity.config import TrainConfig
-from trinity.data.practice import practice_questions
-from trinity.pool.practice_server import start_practice_server
+from trinity.practice.simulation import practice_questions
+from trinity.practice.server import start_practice_server
 from trinity.runs.rundir import RunDir
 from trinity.session.evaluation import GenerationHooks
 from trinity.session.fitness import LiveFitness

@@ -26,7 +26,7 @@ def resolve_matrix(spec: str) -> OutcomeMatrix:
     """A matrix file (ragged sample counts are truncated to the smallest k, with a note) or
     `practice`."""
     if spec == PRACTICE:
-        from trinity.data.practice import practice_matrix
+        from trinity.practice.simulation import practice_matrix
 
         return practice_matrix()
     path = Path(spec)
@@ -37,7 +37,7 @@ def resolve_matrix(spec: str) -> OutcomeMatrix:
 
 def resolve_questions(spec: str) -> list[Question]:
     if spec == PRACTICE:
-        from trinity.data.practice import practice_questions
+        from trinity.practice.simulation import practice_questions
 
         return practice_questions()
     return load_questions(spec)

@@ -161,7 +161,7 @@ def live_figures(lambdas: list[float], args, work: Path) -> list[dict]:
 
     from trinity.analysis.evaluate import evaluate_run
     from trinity.config import load_config
-    from trinity.data.practice import REPO_CONFIG, practice_questions
+    from trinity.practice.simulation import REPO_CONFIG, practice_questions
     from trinity.optim.engine import start_run
 
     doc = yaml.safe_load(Path(REPO_CONFIG).read_text(encoding="utf-8"))

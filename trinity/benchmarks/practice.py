@@ -1,5 +1,5 @@
 """The practice benchmark: the small shipped set of math / multiple-choice / code questions
-(`trinity.data.practice.practice_questions`), for the offline demo and the tests. Its pool is
+(`trinity.practice.simulation.practice_questions`), for the offline demo and the tests. Its pool is
 SIMULATED; the questions themselves are ordinary and graded by the real graders."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class Practice(Benchmark):
         if data:
             qs = load_questions(data)  # our Questions JSONL
         else:
-            from trinity.data.practice import practice_questions
+            from trinity.practice.simulation import practice_questions
 
             qs = practice_questions()
         return qs[:limit] if limit else qs

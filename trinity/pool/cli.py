@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from trinity.pool.ledger import Bucket, LedgerReport
-    from trinity.pool.practice_server import Faults, PracticeServer
+    from trinity.practice.server import Faults, PracticeServer
 
 
 def _rate(text: str) -> float:
@@ -139,7 +139,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _faults(args: argparse.Namespace) -> Faults:
     from trinity.errors import ConfigError
-    from trinity.pool.practice_server import Faults
+    from trinity.practice.server import Faults
 
     try:
         return Faults(
@@ -162,7 +162,7 @@ def cmd_serve_practice(args: argparse.Namespace) -> int:
     import signal
 
     from trinity.errors import ConfigError
-    from trinity.pool.practice_server import serve_forever
+    from trinity.practice.server import serve_forever
 
     faults = _faults(args)
     questions = []

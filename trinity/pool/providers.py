@@ -159,7 +159,7 @@ def _int(v: Any, what: str, least: int = 1, most: int = 1_000_000) -> int:
 
 
 def _practice_models() -> tuple[tuple[str, ...], dict[str, Price]]:
-    from trinity.data.practice import practice_models
+    from trinity.practice.simulation import practice_models
 
     profiles = practice_models()
     return tuple(profiles), {m: Price(p.price_in, p.price_out) for m, p in profiles.items()}

@@ -45,7 +45,7 @@ def resolve_pool(cfg: TrainConfig, run: Any | None = None) -> tuple[Any, Any]:
     if base_url is None and cfg.pool == "practice":
         import hashlib
 
-        from trinity.pool.practice_server import start_practice_server
+        from trinity.practice.server import start_practice_server
 
         server = start_practice_server(port=0)
         base_url = server.base_url

@@ -44,7 +44,7 @@ def pool_models_for(name: str) -> tuple[list[str] | None, str]:
         if not isinstance(sec, dict):
             continue
         if sec.get("models_from") == "practice":
-            from trinity.data.practice import practice_models
+            from trinity.practice.simulation import practice_models
 
             return list(practice_models()), f"{path} providers.{pname} (practice.yaml models)"
         models = sec.get("models")

@@ -26,7 +26,7 @@ from trinity.data.questions import Question, load_questions
 from trinity.errors import ConfigError
 from trinity.io import safe_yaml
 
-QUESTIONS_FILE = Path(__file__).with_name("practice_questions.jsonl")
+QUESTIONS_FILE = Path(__file__).parents[1] / "data" / "practice_questions.jsonl"
 REPO_CONFIG = Path(__file__).with_name("practice.yaml")  # configs/practice.yaml links here
 SIMULATED_LABEL = "practice (simulated pool)"
 
