@@ -33,7 +33,7 @@ from trinity.competition.text import (
     TINYROUTER,
     router_text,
 )
-from trinity.practice.simulation import practice_questions
+from trinity.benchmarks.practice import practice_questions
 from trinity.data.questions import Question
 from trinity.model.encoder import load_encoder
 from trinity.model.router import Router

@@ -13,7 +13,7 @@ import torch
 from trinity.model.encoder import load_encoder
 from trinity.model.router import Router
 from trinity.model.text import encoder_input
-from trinity.practice.simulation import practice_questions
+from trinity.benchmarks.practice import practice_questions
 
 router = Router(load_encoder("qwen3-0.6b-random", device="cpu", dtype="float32"), 3)
 rng = np.random.RandomState(0)

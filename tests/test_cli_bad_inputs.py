@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from trinity.cli import main
-from trinity.practice.simulation import practice_questions
+from trinity.benchmarks.practice import practice_questions
 
 ROOT = Path(__file__).resolve().parents[1]
 MATH = ROOT / "tests" / "fixtures" / "benchmarks" / "math500_test.jsonl"

@@ -55,7 +55,7 @@ def question_for(meta: dict[str, Any], qid: str) -> tuple[str | None, str]:
         return None, "the run's config names no questions file"
     shown = src
     if src == "practice":
-        from trinity.practice.simulation import QUESTIONS_FILE
+        from trinity.benchmarks.practice import QUESTIONS_FILE
 
         src, shown = str(QUESTIONS_FILE), "the shipped practice set"
     if not Path(src).is_file():

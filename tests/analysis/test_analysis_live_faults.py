@@ -5,7 +5,7 @@ import json
 import pytest
 
 from trinity.cli import main
-from trinity.practice.simulation import practice_questions
+from trinity.benchmarks.practice import practice_questions
 from trinity.data.questions import save_questions
 from trinity.io import read_jsonl
 from trinity.practice.server import Faults, start_practice_server

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from trinity.cli import main
-from trinity.practice.simulation import practice_matrix, practice_questions
+from trinity.practice.simulation import practice_matrix
+from trinity.benchmarks.practice import practice_questions
 from trinity.data.matrix import save_matrix
 from trinity.data.questions import save_questions, split_ids
 from trinity.io import atomic_write_json, read_jsonl

@@ -159,7 +159,7 @@ async def test_trace_detail_shows_question_and_gold(runs_root):
     for part in render_trace(tr, meta):
         console.print(part)
     out = console.export_text()
-    from trinity.practice.simulation import practice_questions
+    from trinity.benchmarks.practice import practice_questions
 
     q = next(q for q in practice_questions() if q.id == tr["qid"])
     assert q.question.splitlines()[0][:40] in out

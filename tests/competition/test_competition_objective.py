@@ -33,7 +33,7 @@ def test_tinyrouter_objective_is_pr_eval_on_the_minibatch(tmp_path, capsys, monk
     last stage."""
     from trinity.cli import main
     from trinity.competition.text import router_text
-    from trinity.practice.simulation import practice_questions
+    from trinity.benchmarks.practice import practice_questions
     from trinity.grading import grade_question
 
     h = start_practice_server(port=0)

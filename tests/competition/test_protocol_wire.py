@@ -57,7 +57,7 @@ def _their_body(comp: str, system: dict[str, str], model: str, query: str, turns
 def test_live_run_sends_what_their_sessions_send(tmp_path, capsys, monkeypatch, comp):
     from trinity.cli import main
     from trinity.competition.text import router_text
-    from trinity.practice.simulation import practice_questions
+    from trinity.benchmarks.practice import practice_questions
 
     h = start_practice_server(port=0)
     h.server.recent = collections.deque(maxlen=10_000)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from trinity.config import load_config
-from trinity.practice.simulation import practice_questions
+from trinity.benchmarks.practice import practice_questions
 from trinity.io import read_jsonl
 from trinity.optim.engine import start_run
 from trinity.optim.population import FAULT_ENV

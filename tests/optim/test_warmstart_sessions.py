@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from trinity.competition.text import router_text
-from trinity.practice.simulation import practice_questions
+from trinity.benchmarks.practice import practice_questions
 from trinity.optim.warmstart import frozen_features, role_features, role_transcripts
 
 MODELS = ["simulated/mathlete", "simulated/scholar", "simulated/coder"]

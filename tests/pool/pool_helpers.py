@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from trinity.practice.simulation import practice_questions
+from trinity.benchmarks.practice import practice_questions
 from trinity.pool.faults import RetryPolicy
 from trinity.practice.server import Faults, start_practice_server
 from trinity.pool.providers import Price, Timeouts, load_pool

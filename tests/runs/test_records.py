@@ -41,7 +41,7 @@ def cached_run(tmp_path_factory) -> Path:
 def live_run(tmp_path_factory) -> Path:
     """A real tiny live run against the practice server on loopback: live traces, ledger, turns."""
     from trinity.config import load_config
-    from trinity.practice.simulation import practice_questions
+    from trinity.benchmarks.practice import practice_questions
     from trinity.optim.engine import start_run
     from trinity.practice.server import start_practice_server
 

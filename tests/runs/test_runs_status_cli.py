@@ -10,7 +10,8 @@ import pytest
 
 from trinity.cli import main
 from trinity.data.matrix import save_matrix
-from trinity.practice.simulation import practice_matrix, practice_questions
+from trinity.practice.simulation import practice_matrix
+from trinity.benchmarks.practice import practice_questions
 from trinity.data.questions import save_questions
 from trinity.io import append_jsonl, atomic_write_json, read_json
 from trinity.runs.cli import sparkline, status_table, watch_screen

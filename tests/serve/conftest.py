@@ -15,7 +15,8 @@ def served_run(tmp_path_factory) -> Path:
 
     from trinity.cli import main
     from trinity.data.matrix import save_matrix
-    from trinity.practice.simulation import practice_matrix, practice_questions
+    from trinity.practice.simulation import practice_matrix
+    from trinity.benchmarks.practice import practice_questions
     from trinity.data.questions import save_questions
 
     shared = tmp_path_factory.getbasetemp().parent / "serve-tiny-run"

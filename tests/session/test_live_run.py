@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from trinity.benchmarks.prompts import render_question, system_prompt, user_message
-from trinity.practice.simulation import practice_questions
+from trinity.benchmarks.practice import practice_questions
 from trinity.errors import ConfigError
 from trinity.pool import budget as budget_mod
 from trinity.pool.budget import Budget

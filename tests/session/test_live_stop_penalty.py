@@ -14,7 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "optim"))
 from optim_standin import LinearRouter
 
 from trinity.config import DEFAULT_CONFIG, TrainConfig
-from trinity.practice.simulation import REPO_CONFIG, practice_questions
+from trinity.practice.simulation import REPO_CONFIG
+from trinity.benchmarks.practice import practice_questions
 from trinity.optim.runinputs import inputs_from_config
 from trinity.optim.trainer import Trainer
 from trinity.practice.server import start_practice_server

@@ -8,7 +8,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from trinity.practice.simulation import practice_questions
+from trinity.benchmarks.practice import practice_questions
 from trinity.data.questions import Question
 from trinity.model import ROLES
 from trinity.pool.client import ChatResult

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from trinity.config import TrainConfig
-from trinity.practice.simulation import practice_questions
+from trinity.benchmarks.practice import practice_questions
 from trinity.practice.server import start_practice_server
 from trinity.runs.rundir import RunDir
 from trinity.session.evaluation import GenerationHooks

@@ -209,7 +209,7 @@ def practice_server():
 
 def test_one_budget_across_two_live_trials(ray_local, practice_server, tmp_path, capsys):
     from trinity.cli import main
-    from trinity.practice.simulation import practice_questions
+    from trinity.benchmarks.practice import practice_questions
 
     qfile = tmp_path / "mathmc.jsonl"
     qfile.write_text("".join(json.dumps(q.to_json()) + "\n" for q in practice_questions() if q.kind != "code"))

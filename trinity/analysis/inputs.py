@@ -37,7 +37,7 @@ def resolve_matrix(spec: str) -> OutcomeMatrix:
 
 def resolve_questions(spec: str) -> list[Question]:
     if spec == PRACTICE:
-        from trinity.practice.simulation import practice_questions
+        from trinity.benchmarks.practice import practice_questions
 
         return practice_questions()
     return load_questions(spec)

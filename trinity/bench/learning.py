@@ -161,7 +161,8 @@ def live_figures(lambdas: list[float], args, work: Path) -> list[dict]:
 
     from trinity.analysis.evaluate import evaluate_run
     from trinity.config import load_config
-    from trinity.practice.simulation import REPO_CONFIG, practice_questions
+    from trinity.practice.simulation import REPO_CONFIG
+    from trinity.benchmarks.practice import practice_questions
     from trinity.optim.engine import start_run
 
     doc = yaml.safe_load(Path(REPO_CONFIG).read_text(encoding="utf-8"))

@@ -93,7 +93,7 @@ def _pct(xs: list[float], q: float) -> float:
 async def _measure(base_url: str, seconds: float, concurrency: int, ledger_dir: Path | None) -> dict[str, Any]:
     import asyncio
 
-    from trinity.practice.simulation import practice_questions
+    from trinity.benchmarks.practice import practice_questions
     from trinity.pool.client import PoolClient
     from trinity.pool.ledger import Ledger
     from trinity.pool.providers import load_pool

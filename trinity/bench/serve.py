@@ -54,7 +54,8 @@ def train_run(encoder: str, root: Path, device: str) -> Path:
     import subprocess
 
     from trinity.data.matrix import save_matrix
-    from trinity.practice.simulation import practice_matrix, practice_questions
+    from trinity.practice.simulation import practice_matrix
+    from trinity.benchmarks.practice import practice_questions
     from trinity.data.questions import save_questions
 
     qs = [q for q in practice_questions() if q.kind != "code"]
@@ -142,7 +143,7 @@ def measure(
 
     import httpx
 
-    from trinity.practice.simulation import practice_questions
+    from trinity.benchmarks.practice import practice_questions
     from trinity.io import read_jsonl
 
     questions = [q for q in practice_questions() if q.kind != "code"]
@@ -227,7 +228,7 @@ def direct_overhead(encoder: str, sizes: list[int], device: str, threads: int = 
     import torch
 
     from trinity.competition.text import router_text
-    from trinity.practice.simulation import practice_questions
+    from trinity.benchmarks.practice import practice_questions
     from trinity.model.encoder import load_encoder
     from trinity.model.router import Router
     from trinity.serve.batcher import StreamKeepingEncoder

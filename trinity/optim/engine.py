@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+import trinity.practice  # noqa: F401  the practice pool's models (`models_from: practice`), for pool_models
 from trinity.config import TrainConfig, validate_config
 from trinity.errors import CheckpointError, ConfigError, InputError
 from trinity.optim import checkpoint as ckpt

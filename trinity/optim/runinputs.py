@@ -74,7 +74,7 @@ def _load_questions(cfg: TrainConfig) -> list[Question]:
     if cfg.questions is None:
         raise InputError("no questions given; pass --questions FILE.jsonl (or 'practice')")
     if cfg.questions == PRACTICE:
-        from trinity.practice.simulation import practice_questions
+        from trinity.benchmarks.practice import practice_questions
 
         return practice_questions()
     if "," in cfg.questions:  # one file per benchmark (composite training)

@@ -11,7 +11,7 @@
 | `cache`             | `ResponseCache` (SQLite WAL)                                           |
 | `journal`           | `CallJournal`: completed paid calls by key, so a resume never pays twice |
 | `appender`          | the fsync'd group-commit writer under the ledger and the journal       |
-| `cli`               | `trinity pool serve-practice|list`, `trinity ledger verify|report`     |
+| `cli`               | `trinity pool list`, `trinity ledger verify|report`                    |
 
 Importing this package imports nothing heavy; httpx loads with `client`.
 """

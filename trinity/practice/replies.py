@@ -27,16 +27,11 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
+from trinity.benchmarks.practice import practice_questions
 from trinity.benchmarks.prompts import render_question
 from trinity.competition.text import ROUTER_TEXTS, TINYROUTER
-from trinity.practice.simulation import (
-    PracticeSetup,
-    practice_questions,
-    practice_setup,
-    simulate_correct,
-    verifier_is_right,
-)
 from trinity.data.questions import Question
+from trinity.practice.simulation import PracticeSetup, practice_setup, simulate_correct, verifier_is_right
 
 # The role from either protocol's system prompt: ours ("You are the Thinker …") or the
 # competitions' role contracts ("You are the THINKER. …"), trinity.competition.protocol.

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Coroutine, Literal, TypeVar
 
 from trinity.config import TrainConfig
+from trinity.practice.server import start_practice_server  # (also gives the pool the practice models)
 
 T = TypeVar("T")
 BudgetKind = Literal["run", "local", "none"]
@@ -44,8 +45,6 @@ def resolve_pool(cfg: TrainConfig, run: Any | None = None) -> tuple[Any, Any]:
     namespace = None
     if base_url is None and cfg.pool == "practice":
         import hashlib
-
-        from trinity.practice.server import start_practice_server
 
         server = start_practice_server(port=0)
         base_url = server.base_url

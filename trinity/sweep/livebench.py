@@ -49,7 +49,7 @@ def bench_live_workers(
     import torch
 
     from trinity.config import load_config
-    from trinity.practice.simulation import practice_questions
+    from trinity.benchmarks.practice import practice_questions
     from trinity.optim.fitness import build_router
     from trinity.optim.raysupport import connect
     from trinity.optim.trainer import make_es
