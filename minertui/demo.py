@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 from minertui.supervisor import log_tail
-from trinity.data.practice import config_path
+from trinity.practice.simulation import config_path
 from trinity.runs.rundir import RunDir, list_runs, new_run_id
 
-# the practice setup the engine itself reads (trinity.data.practice: $MINERTUI_PRACTICE_CONFIG,
+# the practice setup the engine itself reads (trinity.practice.simulation: $MINERTUI_PRACTICE_CONFIG,
 # else its shipped file), so the demo and the engine never disagree on where it lives
 PRACTICE_CONFIG = config_path()
 LIVE_GRACE_S = 25.0  # a live engine that has not written a generation by then and exited = failed

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from textual.message import Message
-
 from typing import TYPE_CHECKING
+
+from textual.message import Message
 
 if TYPE_CHECKING:
     from minertui.reader import Poll

@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from minertui.runmodel import RunModel, RunSnapshot
-from minertui.sweeps import SweepModel, SweepSnapshot, list_sweeps
 from minertui.supervisor import Supervisor, log_tail
+from minertui.sweeps import SweepModel, SweepSnapshot, list_sweeps
 from trinity.runs.rundir import RunDir, list_runs
 from trinity.runs.system import SystemSampler
 

@@ -27,13 +27,13 @@ sys.path.insert(0, str(ROOT / "tests" / "competition"))
 from reference_coordinator import ReferenceCoordinator
 
 from trinity.benchmarks import get_benchmark
+from trinity.benchmarks.practice import practice_questions
 from trinity.competition.text import (
     HEAD_INPUT_MARKER,
     MINIROUTER,
     TINYROUTER,
     router_text,
 )
-from trinity.data.practice import practice_questions
 from trinity.data.questions import Question
 from trinity.model.encoder import load_encoder
 from trinity.model.router import Router

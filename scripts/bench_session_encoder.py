@@ -10,10 +10,10 @@ import time
 import numpy as np
 import torch
 
+from trinity.benchmarks.practice import practice_questions
 from trinity.model.encoder import load_encoder
 from trinity.model.router import Router
 from trinity.model.text import encoder_input
-from trinity.data.practice import practice_questions
 
 router = Router(load_encoder("qwen3-0.6b-random", device="cpu", dtype="float32"), 3)
 rng = np.random.RandomState(0)

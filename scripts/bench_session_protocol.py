@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from trinity.pool.practice_replies import PracticeResponder
-from trinity.pool.practice_server import start_practice_server
+from trinity.practice.replies import PracticeResponder
+from trinity.practice.server import start_practice_server
 
 
 class ProtocolTunedResponder(PracticeResponder):

@@ -3,7 +3,7 @@
 through TinyRouter's own `scripts/preflight_submission.py`; a MiniRouter bundle through MiniRouter's
 `utility/validate_submission.py`. Their code runs from clones the caller made (never vendored).
 
-The provider is a loopback stand-in: the practice server's simulation (trinity.pool.practice_replies)
+The provider is a loopback stand-in: the practice server's simulation (trinity.practice.replies)
 serving TinyRouter's three OpenRouter model ids over real HTTP (fake key), answering the composite
 fixture questions (MATH-500 and MMLU in their real schemas), priced at TinyRouter's own table so the
 ledger's reported cost is what their ledger check recomputes.
@@ -49,12 +49,13 @@ def composite_questions(out: Path) -> Path:
 
 def stand_in(questions: Path):
     """The practice server, its simulated profiles under TinyRouter's model ids, on the composite questions."""
-    from trinity.competition.profiles import TINYROUTER_PROFILE as TR
-    from trinity.data.practice import ModelProfile, practice_setup
-    from trinity.data.questions import load_questions
-    from trinity.pool.practice_replies import PracticeResponder
-    from trinity.pool.practice_server import start_practice_server
     from trinity.session.prompts import render_question
+
+    from trinity.competition.profiles import TINYROUTER_PROFILE as TR
+    from trinity.data.questions import load_questions
+    from trinity.practice.replies import PracticeResponder
+    from trinity.practice.server import start_practice_server
+    from trinity.practice.simulation import ModelProfile, practice_setup
 
     base = practice_setup()
     ids = list(TR.model_names)  # our openrouter ids, router order

@@ -128,7 +128,7 @@ def main(case):
         if case == "sigterm":  # a live run in a 429 cool-down (Retry-After 100000), SIGTERM
             h.mode, h.retry_after = "retry_after", "100000"
             q = Path(d) / "q.jsonl"
-            from trinity.data.practice import practice_questions
+            from trinity.benchmarks.practice import practice_questions
 
             q.write_text("".join(json.dumps(x.to_json()) + "\n" for x in practice_questions() if x.kind == "math"))
             env = {**os.environ, "OMP_NUM_THREADS": "1", "XDG_CACHE_HOME": f"{d}/xdg"}

@@ -9,14 +9,15 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "pool"))
-from hostile import HostileServer, PRICE_IN, PRICE_OUT
+from hostile import PRICE_IN, PRICE_OUT, HostileServer
+
 from trinity.pool.budget import Budget
 from trinity.pool.cache import ResponseCache
 from trinity.pool.client import PoolClient
+from trinity.pool.faults import RetryPolicy
 from trinity.pool.journal import CallJournal
 from trinity.pool.ledger import Ledger, verify_ledger
 from trinity.pool.providers import Price, load_pool
-from trinity.pool.faults import RetryPolicy
 
 P = {"m-a": Price(PRICE_IN, PRICE_OUT), "m-b": Price(PRICE_IN, PRICE_OUT)}
 

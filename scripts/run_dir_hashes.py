@@ -71,7 +71,7 @@ MEASURING = (
     "trinity.optim.warmstart",
     "trinity.optim.plan",
     "trinity.pool.client",
-    "trinity.pool.practice_server",
+    "trinity.practice.server",
 )
 
 
@@ -161,10 +161,10 @@ def main() -> int:
     sys.path[:0] = [str(Path.cwd()), str(Path.cwd() / "tests" / "optim")]
     from optim_standin import synthetic_task
 
+    from trinity.benchmarks.practice import practice_questions
     from trinity.data.matrix import save_matrix
-    from trinity.data.practice import practice_questions
     from trinity.data.questions import save_questions
-    from trinity.pool.practice_server import start_practice_server
+    from trinity.practice.server import start_practice_server
 
     env = {**os.environ, "OMP_NUM_THREADS": "1", "XDG_CACHE_HOME": str(out / "cache"), "PYTHONHASHSEED": "0"}
     qs, mat = synthetic_task(n_per_cat=10, seed=0)
@@ -186,7 +186,7 @@ def main() -> int:
     import importlib
 
     # the server's Server-Timing header ends up in the journal
-    importlib.import_module("trinity.pool.practice_server").time = _FixedClock()  # type: ignore[attr-defined]
+    importlib.import_module("trinity.practice.server").time = _FixedClock()  # type: ignore[attr-defined]
     h = start_practice_server(port=0)
     try:
         _train(

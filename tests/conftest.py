@@ -34,10 +34,11 @@ def tiny_run(tmp_path_factory) -> Path:
     workers share it (the xdist-documented FileLock pattern: the first trains, the others wait)."""
     from filelock import FileLock
 
+    from trinity.benchmarks.practice import practice_questions
     from trinity.cli import main
     from trinity.data.matrix import save_matrix
-    from trinity.data.practice import practice_matrix, practice_questions
     from trinity.data.questions import save_questions
+    from trinity.practice.simulation import practice_matrix
 
     base = tmp_path_factory.getbasetemp()  # this session's own: never a run from an older session
     shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "tiny-run"

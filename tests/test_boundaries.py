@@ -89,3 +89,16 @@ def test_the_engine_does_not_start_the_app_benchmark(capsys):
     assert (args.command, args.json, args.keep) == ("bench", True, "/tmp/x")
     src = (ROOT / "trinity" / "bench" / "app.py").read_text(encoding="utf-8")
     assert "minertui.bench" not in src and "subprocess" not in src
+
+
+def test_the_pool_loads_without_graders_datasets_or_the_simulator():
+    """Every module of trinity.pool (the money path) imports; none of benchmarks, grading, data,
+    model or practice comes with it (the contract in pyproject.toml says so of the source)."""
+    code = (
+        "import pkgutil, importlib, sys, trinity.pool as p\n"
+        "for m in pkgutil.iter_modules(p.__path__): importlib.import_module('trinity.pool.' + m.name)\n"
+        "bad = ('trinity.benchmarks', 'trinity.grading', 'trinity.data', 'trinity.model', 'trinity.practice')\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith(bad))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "", f"trinity.pool pulled in: {out.stdout.strip()}"

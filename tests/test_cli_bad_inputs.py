@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from trinity.benchmarks.practice import practice_questions
 from trinity.cli import main
-from trinity.data.practice import practice_questions
 
 ROOT = Path(__file__).resolve().parents[1]
 MATH = ROOT / "tests" / "fixtures" / "benchmarks" / "math500_test.jsonl"
@@ -33,10 +33,10 @@ def _live(tmp: Path, *extra: str) -> list[str]:
 
 
 def _cached(tmp: Path, *extra: str, run_dir: str | None = None) -> list[str]:
+    import sys
+
     from trinity.data.matrix import save_matrix
     from trinity.data.questions import save_questions
-
-    import sys
 
     sys.path.insert(0, str(ROOT / "tests" / "optim"))
     from optim_standin import synthetic_task

@@ -22,6 +22,7 @@ from trinity.grading import cli as grading_cli
 from trinity.m1 import cli as m1_cli
 from trinity.optim import cli as optim_cli
 from trinity.pool import cli as pool_cli
+from trinity.practice import cli as practice_cli
 from trinity.runs import cli as runs_cli
 from trinity.serve import cli as serve_cli
 from trinity.session import cli as session_cli
@@ -53,7 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in COMMAND_MODULES:
-        module.register(sub)
+        if module is pool_cli:  # + `pool serve-practice`: the simulator sits above the pool it serves
+            pool_cli.register(sub, pool_commands=[practice_cli.register])
+        else:
+            module.register(sub)
     sweep_cli.route_trial_resume(sub)  # a sweep's trial resumes under the sweep's budget
     return parser
 

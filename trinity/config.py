@@ -2,7 +2,7 @@
 
 A config file is YAML with the keys of `TrainConfig`; unknown keys are errors, except a
 top-level `practice:` section (the simulated pool of `configs/practice.yaml`, read by
-`trinity.data.practice`). Flags override file values. `questions: practice` / `matrix: practice`
+`trinity.practice.simulation`). Flags override file values. `questions: practice` / `matrix: practice`
 mean the built-in practice set.
 
 Relative paths (questions, matrix, cache_path) in a config file are taken from the file's own

@@ -55,7 +55,7 @@ def question_for(meta: dict[str, Any], qid: str) -> tuple[str | None, str]:
         return None, "the run's config names no questions file"
     shown = src
     if src == "practice":
-        from trinity.data.practice import QUESTIONS_FILE  # lazy: PyYAML loaded only when used
+        from trinity.benchmarks.practice import QUESTIONS_FILE  # lazy: PyYAML loaded only when used
 
         src, shown = str(QUESTIONS_FILE), "the shipped practice set"
     if not Path(src).is_file():

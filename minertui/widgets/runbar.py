@@ -3,15 +3,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.widgets import Static
-
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from minertui.runmodel import RunSnapshot
 from minertui.widgets.format import STATUS_RICH
-
 
 # = trinity.config.PRACTICE (a test holds them equal): importing trinity.config here would bring
 # pydantic onto the UI thread in the middle of a redraw (0.7 s on a shared box)

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
+from trinity.benchmarks.practice import practice_questions
 from trinity.cli import main
-from trinity.data.practice import practice_questions
 from trinity.data.questions import save_questions
 from trinity.io import read_jsonl
-from trinity.pool.practice_server import Faults, start_practice_server
+from trinity.practice.server import Faults, start_practice_server
 
 
 @pytest.fixture()

@@ -175,7 +175,7 @@ def test_router_correctness_must_match_the_questions():
 
 
 def test_practice_matrix_finds_real_headroom():
-    from trinity.data.practice import practice_matrix
+    from trinity.practice.simulation import practice_matrix
 
     rep = oracle_ceiling(practice_matrix(), splits=100, bootstrap=1000)
     # the simulated specialists (math / mc / code) leave room a per-question router can use
@@ -202,10 +202,11 @@ def test_merged_matrix_is_also_reported_per_benchmark():
     for name, best in (("math500", 0.5), ("mmlu", 1.0)):
         r = rep.per_benchmark[name]
         assert r["crossfit_best_single"] == pytest.approx(best) and r["crossfit_oracle"] == pytest.approx(1.0)
-    from trinity.analysis.render import oracle_view
+    import io
+
     from rich.console import Console
 
-    import io
+    from trinity.analysis.render import oracle_view
 
     console = Console(width=100, record=True, file=io.StringIO())
     console.print(oracle_view(rep))

@@ -7,10 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from trinity.benchmarks.practice import practice_questions
 from trinity.cli import main
-from trinity.data.practice import practice_matrix, practice_questions
 from trinity.data.questions import split_ids
 from trinity.io import atomic_write_json, read_jsonl
+from trinity.practice.simulation import practice_matrix
 
 
 @pytest.fixture(scope="session")
@@ -80,7 +81,7 @@ def test_eval_live_against_the_simulated_pool(run_dir, capsys, tmp_path, monkeyp
     """Live sessions through the practice server (started in-process): each single model's live
     accuracy must equal the simulation's ground truth for a seed-0 Worker answer."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # a response cache of its own
-    from trinity.data.practice import simulate_correct
+    from trinity.practice.simulation import simulate_correct
 
     rc, out, err = cli(["eval", str(run_dir), "--mode", "live", "--json", "--bootstrap", "300"], capsys)
     assert rc == 0, err
@@ -113,7 +114,7 @@ def test_eval_live_against_the_simulated_pool(run_dir, capsys, tmp_path, monkeyp
 
 
 def test_live_baselines_match_the_simulation(run_dir, tmp_path, capsys):
-    from trinity.data.practice import simulate_correct
+    from trinity.practice.simulation import simulate_correct
 
     qfile = json.loads((run_dir / "run.json").read_text())["config"]["questions"]  # the run's questions
     rc, out, err = cli(

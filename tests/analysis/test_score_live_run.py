@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from trinity.pool.practice_server import start_practice_server
+from trinity.practice.server import start_practice_server
 
 
 @pytest.mark.slow

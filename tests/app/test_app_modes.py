@@ -8,11 +8,10 @@ import os
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 from rich.text import Text
 from textual.widgets import DataTable, Static
-
-import numpy as np
 
 from minertui.app import MinerApp
 from minertui.runmodel import ema
@@ -149,8 +148,9 @@ async def test_traces_mode_counts_filters_and_drill_down(runs_root):
 
 
 async def test_trace_detail_shows_question_and_gold(runs_root):
-    from minertui.screens.trace_detail import render_trace
     from rich.console import Console
+
+    from minertui.screens.trace_detail import render_trace
 
     run = runs_root / "run-real"
     tr = read_jsonl(run / "traces.jsonl")[0]
@@ -159,7 +159,7 @@ async def test_trace_detail_shows_question_and_gold(runs_root):
     for part in render_trace(tr, meta):
         console.print(part)
     out = console.export_text()
-    from trinity.data.practice import practice_questions
+    from trinity.benchmarks.practice import practice_questions
 
     q = next(q for q in practice_questions() if q.id == tr["qid"])
     assert q.question.splitlines()[0][:40] in out

@@ -4,7 +4,6 @@ pool shows its turns and grade and is recorded in <runs root>/playground/ledger.
 
 from __future__ import annotations
 
-
 import pytest
 from rich.text import Text
 from textual.widgets import DataTable, Input, Static

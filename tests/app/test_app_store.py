@@ -11,10 +11,9 @@ import pytest
 from minertui.runmodel import RunModel, filter_traces
 from minertui.settings import Settings, load_settings, load_themes, parse_theme, save_settings
 from minertui.store import Column
-from trinity.io import JsonlTail, read_line_at
 from minertui.synth import make_run
 from trinity.errors import ConfigError
-from trinity.io import read_jsonl
+from trinity.io import JsonlTail, read_jsonl, read_line_at
 
 
 def test_column_views_stay_valid_after_growth():

@@ -84,7 +84,6 @@ async def test_a_click_between_keys_does_nothing(tmp_path):
 # ---- Analysis: the report tables sort, filter and export what they show ------------------------
 async def test_a_sortable_table_sorts_numbers_as_numbers_missing_last():
     from textual.app import App
-
     from textual.widgets.data_table import ColumnKey
 
     from minertui.widgets.tables import SortableTable

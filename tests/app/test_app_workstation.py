@@ -579,6 +579,7 @@ def test_ledger_filter_by_model_purpose_and_day(tmp_path):
 @pytest.mark.parametrize("s", [0.0001, 0.3, 0.6, 0.95, 0.99])
 def test_ema_matches_the_recurrence(s):
     import math
+
     from minertui.runmodel import ema
 
     rng = np.random.default_rng(int(s * 100))
@@ -598,6 +599,7 @@ def test_ema_matches_the_recurrence(s):
 
 def test_every_run_colour_draws_in_the_legend_and_the_plot():
     from rich.console import Console
+
     from minertui.widgets.curves import RUN_COLOURS, Series, View, legend_text
 
     x = np.arange(3.0)
@@ -619,9 +621,10 @@ while True:
 def test_quitting_the_demo_stops_its_engine_and_says_where_the_run_is(tmp_path):
     """An engine stand-in holds a demo run the way `trinity train` does (the run's flock, its pid in
     .lock); quitting the demo app signals it, and the note for the terminal names the runs dir."""
+    import time as _time
+
     from minertui.demo import stop_demo_servers
     from minertui.supervisor import Launched, Supervisor
-    import time as _time
 
     root = tmp_path / "demo"
     run = make_run(root / "demo-live-x", generations=2, planned=9, status="running", seed=1).path

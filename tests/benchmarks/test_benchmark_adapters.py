@@ -230,7 +230,7 @@ def test_livecodebench_without_split_tags_refuses_to_split():
 
 
 def test_practice_wraps_the_shipped_questions():
-    from trinity.data.practice import practice_questions
+    from trinity.benchmarks.practice import practice_questions
 
     b = get_benchmark("practice")
     qs = b.load()

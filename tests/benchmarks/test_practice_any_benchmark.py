@@ -15,9 +15,9 @@ from trinity.benchmarks import get_benchmark
 from trinity.cli import main
 from trinity.data.kinds import KINDS
 from trinity.data.matrix import load_matrix
-from trinity.data.practice import practice_setup, simulate_correct
 from trinity.grading import grade_question
 from trinity.io import read_jsonl
+from trinity.practice.simulation import practice_setup, simulate_correct
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "benchmarks"
 

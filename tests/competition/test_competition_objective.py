@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from trinity.io import read_jsonl
-from trinity.pool.practice_server import start_practice_server
+from trinity.practice.server import start_practice_server
 
 FIX = Path(__file__).parents[1] / "fixtures" / "protocol"
 
@@ -31,9 +31,9 @@ def test_tinyrouter_objective_is_pr_eval_on_the_minibatch(tmp_path, capsys, monk
     """Plain: every candidate on every question. Race: each candidate is scored over its own
     sessions (an eliminated one over fewer), and the winner is the best of those that ran to the
     last stage."""
+    from trinity.benchmarks.practice import practice_questions
     from trinity.cli import main
     from trinity.competition.text import router_text
-    from trinity.data.practice import practice_questions
     from trinity.grading import grade_question
 
     h = start_practice_server(port=0)

@@ -34,7 +34,7 @@ def test_competition_recorded_and_used_by_resume_and_routing(tmp_path, capsys):
     meta = json.loads((run / "run.json").read_text())
     assert meta["competition"] == MINIROUTER and meta["config"]["competition"] == MINIROUTER
 
-    from trinity.data.practice import practice_questions
+    from trinity.benchmarks.practice import practice_questions
     from trinity.optim.routing import load_trained
 
     tr = load_trained(run)

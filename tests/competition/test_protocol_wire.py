@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from trinity.io import read_jsonl
-from trinity.pool.practice_server import start_practice_server
+from trinity.practice.server import start_practice_server
 
 FIX = Path(__file__).parents[1] / "fixtures" / "protocol"
 
@@ -55,9 +55,9 @@ def _their_body(comp: str, system: dict[str, str], model: str, query: str, turns
 @pytest.mark.slow
 @pytest.mark.parametrize("comp", ["tinyrouter", "minirouter"])
 def test_live_run_sends_what_their_sessions_send(tmp_path, capsys, monkeypatch, comp):
+    from trinity.benchmarks.practice import practice_questions
     from trinity.cli import main
     from trinity.competition.text import router_text
-    from trinity.data.practice import practice_questions
 
     h = start_practice_server(port=0)
     h.server.recent = collections.deque(maxlen=10_000)

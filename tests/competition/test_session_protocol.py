@@ -192,8 +192,8 @@ def test_new_runs_pick_their_protocol_and_objective():
 
 @pytest.mark.parametrize("proto", [TINYROUTER_PROTOCOL, MINIROUTER_PROTOCOL, OPEN_PROTOCOL])
 def test_the_practice_server_reads_either_protocol(proto):
-    from trinity.data.practice import practice_questions
-    from trinity.pool.practice_replies import PracticeResponder
+    from trinity.benchmarks.practice import practice_questions
+    from trinity.practice.replies import PracticeResponder
 
     r = PracticeResponder()
     mc = next(q for q in practice_questions() if q.kind == "mc")

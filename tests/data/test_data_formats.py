@@ -4,11 +4,12 @@ import os
 import numpy as np
 import pytest
 
+from trinity.benchmarks.practice import practice_questions
 from trinity.data.matrix import load_matrix, matrix_from_json, merge_matrices, save_matrix
-from trinity.data.practice import practice_matrix, practice_questions, practice_setup, simulate_correct
 from trinity.data.questions import Question, load_questions, split_ids
 from trinity.errors import InputError
 from trinity.io import JsonlTail, append_jsonl, atomic_write_json, read_jsonl
+from trinity.practice.simulation import practice_matrix, practice_setup, simulate_correct
 
 
 def _matrix(tasks, k=2):

@@ -88,9 +88,9 @@ def test_logistic_fit_routes_separable_labels_exactly():
 def test_role_rows_default_reads_whether_a_session_has_turns():
     # fitted on half the practice questions' synthesised transcripts, checked on the other half's
     # transcripts in the practice pool's own phrasing (tiny-qwen3; measured 0.90 / 0.91)
+    from trinity.benchmarks.practice import practice_questions
     from trinity.competition.text import router_text
     from trinity.config import load_config
-    from trinity.data.practice import practice_questions
     from trinity.model import ROLES
     from trinity.optim.engine import build_router
     from trinity.optim.warmstart import fit_role_rows, frozen_features

@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from trinity.benchmarks.practice import practice_questions
 from trinity.config import load_config
-from trinity.data.practice import practice_questions
 from trinity.io import read_jsonl
 from trinity.optim.engine import start_run
 from trinity.optim.population import FAULT_ENV
 from trinity.pool.ledger import verify_ledger
-from trinity.pool.practice_server import start_practice_server
+from trinity.practice.server import start_practice_server
 from trinity.session.shards import LIVE_SHARDS, shards_of_pairs
 
 ray = pytest.importorskip("ray", reason="the [ray] extra (pip install -e '.[ray]') runs these tests")

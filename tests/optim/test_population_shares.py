@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from trinity.data.practice import practice_questions
+from trinity.benchmarks.practice import practice_questions
 from trinity.model.batching import token_key
 from trinity.model.encoder import load_encoder
 from trinity.model.router import Router

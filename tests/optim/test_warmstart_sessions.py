@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from trinity.benchmarks.practice import practice_questions
 from trinity.competition.text import router_text
-from trinity.data.practice import practice_questions
 from trinity.optim.warmstart import frozen_features, role_features, role_transcripts
 
 MODELS = ["simulated/mathlete", "simulated/scholar", "simulated/coder"]

@@ -6,11 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from trinity.data.practice import practice_questions
-from trinity.pool.faults import RetryPolicy
-from trinity.pool.practice_server import Faults, start_practice_server
-from trinity.pool.providers import Price, Timeouts, load_pool
+from trinity.benchmarks.practice import practice_questions
 from trinity.benchmarks.prompts import system_prompt, user_message
+from trinity.pool.faults import RetryPolicy
+from trinity.pool.providers import Price, Timeouts, load_pool
+from trinity.practice.server import Faults, start_practice_server
 
 FAST_RETRY = RetryPolicy(max_retries=3, backoff_base_s=0.01, backoff_max_s=0.05, max_retry_after_s=2.0)
 

@@ -8,8 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
 from pool_helpers import messages, practice_pool, questions, server  # noqa: F401
+
 from trinity.errors import ConfigError
 from trinity.pool.budget import Budget
 from trinity.pool.cache import ResponseCache

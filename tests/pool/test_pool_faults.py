@@ -7,8 +7,8 @@ import socket
 import time
 
 import pytest
-
 from pool_helpers import FAST_RETRY, Faults, messages, practice_pool, questions, server  # noqa: F401
+
 from trinity.errors import BudgetExceeded, OutOfCredit, ProviderError
 from trinity.pool.budget import Budget
 from trinity.pool.client import PoolClient
@@ -296,7 +296,7 @@ async def test_request_bodies_follow_each_providers_conventions(server, monkeypa
 async def test_calls_that_cannot_connect_make_the_pool_unreachable_until_one_connects():
     from trinity.errors import PoolUnreachable
     from trinity.pool.client import UNREACHABLE_AFTER
-    from trinity.pool.practice_server import start_practice_server
+    from trinity.practice.server import start_practice_server
 
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

@@ -9,14 +9,13 @@ import json
 import re
 
 import pytest
-
 from pool_helpers import FAST_RETRY, hostile, hostile_prices  # noqa: F401 (hostile: a fixture)
 from pool_helpers import hostile_pool as _pool
 from pool_helpers import question_messages as _msgs
-from trinity.errors import BudgetExceeded, ConfigError
+
+from trinity.errors import AbsurdCharge, BudgetExceeded, ConfigError
 from trinity.pool.budget import Budget
 from trinity.pool.cache import ResponseCache
-from trinity.errors import AbsurdCharge
 from trinity.pool.client import PoolClient
 from trinity.pool.journal import CallJournal
 from trinity.pool.ledger import Ledger, verify_ledger

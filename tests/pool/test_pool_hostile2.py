@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 from hostile import PRICE_OUT
-
 from pool_helpers import FAST_RETRY, hostile, hostile_prices  # noqa: F401 (hostile: a fixture)
 from pool_helpers import hostile_pool as _pool
 from pool_helpers import question_messages as _msgs
+
 from trinity.errors import AbsurdCharge, BudgetExceeded, StopRequested, clear_stop, request_stop
 from trinity.pool.budget import SANE_MULTIPLE, SANE_SLACK_USD, Budget, to_micro
 from trinity.pool.cache import ResponseCache

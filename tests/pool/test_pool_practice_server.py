@@ -13,13 +13,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from pool_helpers import messages, practice_pool, questions, server  # noqa: F401
-from trinity.data.practice import practice_matrix, simulate_correct, verifier_is_right
+
 from trinity.errors import ProviderError
 from trinity.grading import extract_choice, extract_math_answer, grade
 from trinity.pool.client import PoolClient
-from trinity.pool.practice_replies import PracticeResponder
+from trinity.practice.replies import PracticeResponder
+from trinity.practice.simulation import practice_matrix, simulate_correct, verifier_is_right
 from trinity.session.transcript import parse_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -295,3 +295,27 @@ def test_serve_practice_rejects_a_bad_port_without_a_traceback(port, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert "argument --port:" in err and "Traceback" not in err
+
+
+def test_the_practice_pool_takes_its_models_and_prices_from_the_simulator(server):
+    """`models_from: practice`: the ids (in pool order) and prices of the practice setup, read
+    through the source the simulator registers with the pool."""
+    from trinity.practice.simulation import practice_models
+
+    pool = practice_pool(server.base_url)
+    profiles = practice_models()
+    assert pool.models == tuple(profiles) and pool.simulated
+    assert {m: (p.input_per_1m, p.output_per_1m) for m, p in pool.prices.items()} == {
+        m: (p.price_in, p.price_out) for m, p in profiles.items()
+    }
+
+
+def test_a_models_from_source_nobody_registered_is_a_one_line_error(tmp_path):
+    from trinity.errors import ConfigError
+    from trinity.pool.providers import load_pool
+
+    f = tmp_path / "models.yaml"
+    f.write_text("providers:\n  elsewhere:\n    base_url: http://127.0.0.1:1\n    models_from: nowhere\n")
+    with pytest.raises(ConfigError) as e:
+        load_pool("elsewhere", f)
+    assert "models_from" in str(e.value) and "'nowhere'" in str(e.value) and "\n" not in str(e.value)

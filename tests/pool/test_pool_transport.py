@@ -12,8 +12,8 @@ import ssl
 
 import httpx
 import pytest
-
 from pool_helpers import Faults, messages, practice_pool, questions, server  # noqa: F401
+
 from trinity.pool.client import PoolClient
 from trinity.pool.faults import RetryPolicy
 from trinity.pool.providers import Timeouts

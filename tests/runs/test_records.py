@@ -40,10 +40,10 @@ def cached_run(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def live_run(tmp_path_factory) -> Path:
     """A real tiny live run against the practice server on loopback: live traces, ledger, turns."""
+    from trinity.benchmarks.practice import practice_questions
     from trinity.config import load_config
-    from trinity.data.practice import practice_questions
     from trinity.optim.engine import start_run
-    from trinity.pool.practice_server import start_practice_server
+    from trinity.practice.server import start_practice_server
 
     tmp = tmp_path_factory.mktemp("live")
     qf = tmp / "q.jsonl"

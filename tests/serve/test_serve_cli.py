@@ -68,7 +68,7 @@ def test_trinity_serve_runs_answers_and_stops_on_sigterm(run_copy):
 
     import openai
 
-    from trinity.data.practice import practice_questions
+    from trinity.benchmarks.practice import practice_questions
 
     argv = [sys.executable, "-m", "trinity", "serve", str(run_copy), "--no-auth", "--port", "0", "--budget-usd", "1"]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

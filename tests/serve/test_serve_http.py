@@ -11,7 +11,7 @@ import httpx
 import openai
 import pytest
 
-from trinity.data.practice import practice_questions
+from trinity.benchmarks.practice import practice_questions
 from trinity.io import read_jsonl
 from trinity.serve.app import ServeApp
 from trinity.serve.engine import ServeEngine

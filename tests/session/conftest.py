@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from trinity.data.practice import practice_questions
+from trinity.benchmarks.practice import practice_questions
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from trinity.cli import main
 from trinity.config import load_config
 from trinity.optim.forecast import forecast, load_pilot
 from trinity.optim.runinputs import inputs_from_config
-from trinity.pool.practice_server import start_practice_server
+from trinity.practice.server import start_practice_server
 
 
 def _cfg(questions_file, **over):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from trinity.data.practice import practice_questions
+from trinity.benchmarks.practice import practice_questions
 from trinity.pool.ledger import verify_ledger
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pool"))

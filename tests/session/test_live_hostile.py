@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from trinity.io import read_jsonl
-from trinity.pool.practice_server import start_practice_server
+from trinity.practice.server import start_practice_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pool"))
 from hostile import HostileServer  # noqa: E402

@@ -6,13 +6,13 @@ only, a failure while opening closes what was opened, and close() is final and i
 import httpx
 import pytest
 
+from trinity.benchmarks.practice import practice_questions
 from trinity.benchmarks.prompts import render_question, system_prompt, user_message
-from trinity.data.practice import practice_questions
 from trinity.errors import ConfigError
 from trinity.pool import budget as budget_mod
 from trinity.pool.budget import Budget
-from trinity.pool.practice_server import start_practice_server
 from trinity.pool.providers import load_pool
+from trinity.practice.server import start_practice_server
 from trinity.session.live import LiveRun
 
 Q = next(q for q in practice_questions() if q.kind != "code")

@@ -13,11 +13,12 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "optim"))
 from optim_standin import LinearRouter
 
+from trinity.benchmarks.practice import practice_questions
 from trinity.config import DEFAULT_CONFIG, TrainConfig
-from trinity.data.practice import REPO_CONFIG, practice_questions
 from trinity.optim.runinputs import inputs_from_config
 from trinity.optim.trainer import Trainer
-from trinity.pool.practice_server import start_practice_server
+from trinity.practice.server import start_practice_server
+from trinity.practice.simulation import REPO_CONFIG
 from trinity.runs.rundir import RunDir
 from trinity.session.fitness import LiveFitness, live_reward
 

@@ -19,7 +19,7 @@ from train_argv import train_argv
 
 from trinity.io import read_jsonl
 from trinity.pool.ledger import verify_ledger
-from trinity.pool.practice_server import Faults, start_practice_server
+from trinity.practice.server import Faults, start_practice_server
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,11 +8,11 @@ import asyncio
 import numpy as np
 import pytest
 
-from trinity.data.practice import practice_questions
+from trinity.benchmarks.practice import practice_questions
 from trinity.data.questions import Question
 from trinity.model import ROLES
 from trinity.pool.client import ChatResult
-from trinity.pool.practice_server import lognormal_ms
+from trinity.practice.server import lognormal_ms
 from trinity.session.loop import SessionRunner, SessionSpec
 
 RIGHT = "The final answer is $\\boxed{391}$."
@@ -131,7 +131,7 @@ def test_pipelined_gives_the_barrier_results_on_a_fixed_seed(tmp_path):
 
     from trinity.model.encoder import load_encoder
     from trinity.model.router import Router
-    from trinity.pool.practice_server import start_practice_server
+    from trinity.practice.server import start_practice_server
 
     torch.set_num_threads(1)
     router = Router(load_encoder("tiny-qwen3", device="cpu"), 3)

@@ -10,9 +10,9 @@ import zlib
 import numpy as np
 import pytest
 
+from trinity.benchmarks.practice import practice_questions
 from trinity.config import TrainConfig
-from trinity.data.practice import practice_questions
-from trinity.pool.practice_server import start_practice_server
+from trinity.practice.server import start_practice_server
 from trinity.runs.rundir import RunDir
 from trinity.session.evaluation import GenerationHooks
 from trinity.session.fitness import LiveFitness

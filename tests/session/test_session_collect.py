@@ -9,8 +9,8 @@ import pytest
 
 from trinity.cli import main
 from trinity.data.matrix import load_matrix
-from trinity.data.practice import practice_matrix
-from trinity.pool.practice_server import start_practice_server
+from trinity.practice.server import start_practice_server
+from trinity.practice.simulation import practice_matrix
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 import pytest
-
 from submission_helpers import MODELS, isolated_env, make_run  # noqa: F401 (autouse fixture)
+
 from trinity.cli import main
 from trinity.errors import InputError
 from trinity.submission.gates import check_bundle, head_cosine
@@ -276,7 +276,8 @@ def test_check_finds_the_run_under_runs_of_the_current_directory(tmp_path, monke
     assert _gates(rep)["theta_roundtrip"].status == "pass"
 
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 
 @settings(max_examples=40, deadline=None)

@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 import pytest
-
 from submission_helpers import git, isolated_env, make_repo, make_run, repo_snapshot  # noqa: F401
+
 from trinity.cli import main
 from trinity.submission.gitsubmit import SubmitRefused, execute_plan, plan_submission
 from trinity.submission.history import SubmissionHistory

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from submission_helpers import isolated_env, make_run  # noqa: F401 (autouse fixture)
+
 from trinity.cli import main
 from trinity.errors import InputError
 from trinity.pool.ledger import GENESIS, record_hash, verify_ledger

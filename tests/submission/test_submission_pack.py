@@ -8,8 +8,8 @@ import subprocess
 
 import numpy as np
 import pytest
-
 from submission_helpers import MODELS, SHORT, isolated_env, make_run  # noqa: F401 (autouse fixture)
+
 from trinity.cli import main
 from trinity.errors import InputError
 from trinity.pool.ledger import verify_ledger

@@ -8,8 +8,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
 from submission_helpers import git, isolated_env, make_repo, make_run  # noqa: F401
+
 from trinity.cli import main
 from trinity.submission.github import GitHubRepo, compare_url, parse_remote_url
 from trinity.submission.gitsubmit import execute_plan, plan_submission

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from submission_helpers import git, isolated_env, make_repo  # noqa: F401 (autouse fixture)
+
 from trinity.cli import main
 from trinity.errors import InputError
 from trinity.pool.ledger import Ledger

@@ -200,7 +200,7 @@ def test_killed_driver_then_resume_equals_uninterrupted(reference, tmp_path):
 
 @pytest.fixture
 def practice_server():
-    from trinity.pool.practice_server import start_practice_server
+    from trinity.practice.server import start_practice_server
 
     h = start_practice_server(port=0)
     yield h
@@ -208,8 +208,8 @@ def practice_server():
 
 
 def test_one_budget_across_two_live_trials(ray_local, practice_server, tmp_path, capsys):
+    from trinity.benchmarks.practice import practice_questions
     from trinity.cli import main
-    from trinity.data.practice import practice_questions
 
     qfile = tmp_path / "mathmc.jsonl"
     qfile.write_text("".join(json.dumps(q.to_json()) + "\n" for q in practice_questions() if q.kind != "code"))

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trinity.benchmarks import split_questions
+from trinity.benchmarks.practice import practice_questions
 from trinity.config import PRACTICE
 from trinity.data.matrix import OutcomeMatrix, load_matrix
-from trinity.data.practice import practice_matrix, practice_questions
 from trinity.data.questions import SPLITS, Question, load_questions
 from trinity.errors import InputError
+from trinity.practice.simulation import practice_matrix
 from trinity.runs.records import read_run_meta
 
 SPLIT_CHOICES = (*SPLITS, "all")

@@ -24,9 +24,8 @@ router on these features can reach, as the cross-fit oracle is an upper bound of
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

@@ -78,7 +78,7 @@ class LengthyResponder:
 @contextmanager
 def standin(pool: str, seed: int | None = None) -> Iterator[Any]:
     """A loopback server for `pool` (practice | lengthy); yields its handle."""
-    from trinity.pool.practice_server import start_practice_server
+    from trinity.practice.server import start_practice_server
 
     if pool not in ("practice", "lengthy"):
         raise ValueError(f"unknown stand-in pool {pool!r}; use practice or lengthy")
@@ -131,8 +131,8 @@ def check(
     same runs root and cache) on the stand-in `pool`."""
     import torch
 
+    from trinity.benchmarks.practice import practice_questions
     from trinity.config import load_config
-    from trinity.data.practice import practice_questions
 
     torch.set_num_threads(1)
     rows = []

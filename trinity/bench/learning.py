@@ -168,9 +168,10 @@ def live_figures(lambdas: list[float], args, work: Path) -> list[dict]:
     import yaml
 
     from trinity.analysis.evaluate import evaluate_run
+    from trinity.benchmarks.practice import practice_questions
     from trinity.config import load_config
-    from trinity.data.practice import REPO_CONFIG, practice_questions
     from trinity.optim.engine import start_run
+    from trinity.practice.simulation import REPO_CONFIG
 
     doc = yaml.safe_load(Path(REPO_CONFIG).read_text(encoding="utf-8"))
     for prof in doc["practice"]["models"].values():

@@ -49,7 +49,7 @@ def register_args(p) -> None:
 
 
 def _questions(topics: list[str], per_topic: int | None = None):
-    from trinity.data.practice import practice_questions
+    from trinity.benchmarks.practice import practice_questions
 
     out = []
     for t in topics:

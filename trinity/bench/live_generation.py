@@ -33,7 +33,7 @@ def live_generation(
     The first schedule's figures are the top-level keys; with two, `schedules` holds each and
     `pipelined_vs_barrier` the ratio of their wall times."""
     from trinity.bench.server import spawn_practice_server
-    from trinity.data.practice import practice_questions
+    from trinity.benchmarks.practice import practice_questions
     from trinity.model.encoder import load_encoder
     from trinity.model.router import Router
     from trinity.pool.providers import pool_model_ids

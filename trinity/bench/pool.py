@@ -93,11 +93,11 @@ def _pct(xs: list[float], q: float) -> float:
 async def _measure(base_url: str, seconds: float, concurrency: int, ledger_dir: Path | None) -> dict[str, Any]:
     import asyncio
 
-    from trinity.data.practice import practice_questions
+    from trinity.benchmarks.practice import practice_questions
+    from trinity.benchmarks.prompts import system_prompt, user_message
     from trinity.pool.client import PoolClient
     from trinity.pool.ledger import Ledger
     from trinity.pool.providers import load_pool
-    from trinity.benchmarks.prompts import system_prompt, user_message
 
     pool = load_pool("practice", base_url=base_url, max_concurrency=concurrency)
     qs = [q for q in practice_questions() if q.kind in ("math", "mc")]  # no grading work in the server

@@ -71,9 +71,10 @@ def train_run(encoder: str, root: Path, device: str) -> Path:
     real trainer, in a child process)."""
     import subprocess
 
+    from trinity.benchmarks.practice import practice_questions
     from trinity.data.matrix import save_matrix
-    from trinity.data.practice import practice_matrix, practice_questions
     from trinity.data.questions import save_questions
+    from trinity.practice.simulation import practice_matrix
 
     qs = [q for q in practice_questions() if q.kind != "code"]
     save_questions(root / "q.jsonl", qs)
@@ -95,11 +96,11 @@ def random_theta_run(template: Path, encoder: str, root: Path, device: str) -> P
     protocol), made in seconds instead of a training run."""
     import shutil
 
+    from trinity.config import validate_config
     from trinity.io import atomic_write_json
     from trinity.model.theta import save_theta
     from trinity.optim.fitness import build_router
     from trinity.runs.rundir import RunDir
-    from trinity.config import validate_config
 
     src = RunDir(template)
     meta = src.read_meta()
@@ -201,7 +202,7 @@ def measure(
 
     import httpx
 
-    from trinity.data.practice import practice_questions
+    from trinity.benchmarks.practice import practice_questions
     from trinity.io import read_jsonl
 
     questions = [q for q in practice_questions() if q.kind != "code"]
@@ -293,8 +294,8 @@ def direct_overhead(encoder: str, sizes: list[int], device: str, threads: int = 
     read), with the serve encoder (`StreamKeepingEncoder`) and a random θ of the right shape."""
     import torch
 
+    from trinity.benchmarks.practice import practice_questions
     from trinity.competition.text import router_text
-    from trinity.data.practice import practice_questions
     from trinity.model.encoder import load_encoder
     from trinity.model.router import Router
     from trinity.serve.batcher import StreamKeepingEncoder

@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from trinity.errors import TrinityError
-
 from trinity.competition.text import (  # one source: the router-input side owns names and θ rule
     MINIROUTER,
     MINIROUTER_BRIDGE_NAMES,
@@ -38,6 +36,7 @@ from trinity.competition.text import (  # one source: the router-input side owns
     theta_length,
 )
 from trinity.competition.text import run_competition as _run_competition_name
+from trinity.errors import TrinityError
 
 
 def _frozen(d: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -15,10 +15,10 @@ of the token lengths the real one would, so attention cost is not inflated ~7x.
 
 from __future__ import annotations
 
-import torch
 from pathlib import Path
 from typing import Any
 
+import torch
 from tokenizers import Tokenizer
 from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 

@@ -25,7 +25,6 @@ import torch.nn.functional as F
 from trinity.model.hftypes import HFDecoder, HFLayer
 from trinity.model.svf import SvfLayer
 
-
 # SDPA repeats KV heads itself (no expanded copies) from torch 2.5 on.
 _SDPA_GQA = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)
 

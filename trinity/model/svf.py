@@ -16,9 +16,9 @@ import numpy as np
 import torch
 
 from trinity.errors import ModelLoadError
+from trinity.layout import SVF_MATRICES as SVF_MATRICES  # θ order: attention q, k, v, o, then MLP gate, up, down
 from trinity.model.arrays import FloatArray
 from trinity.model.hftypes import HFDecoder
-from trinity.layout import SVF_MATRICES as SVF_MATRICES  # θ order: attention q, k, v, o, then MLP gate, up, down
 
 
 @dataclass

@@ -24,11 +24,11 @@ import numpy.typing as npt
 
 from trinity.errors import InputError
 from trinity.io import atomic_write_bytes
-from trinity.model.arrays import Float64Array, FloatArray
 from trinity.layout import HEAD_FILE as HEAD_FILE  # the θ layout and names: defined once there
 from trinity.layout import N_ROLES as N_ROLES
 from trinity.layout import SVF_FILE as SVF_FILE
 from trinity.layout import THETA_FILE as THETA_FILE
+from trinity.model.arrays import Float64Array, FloatArray
 
 _F = TypeVar("_F", bound=np.floating[Any])
 

@@ -12,14 +12,15 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+import trinity.practice  # noqa: F401  the practice pool's models (`models_from: practice`), for pool_models
 from trinity.config import TrainConfig, validate_config
 from trinity.errors import CheckpointError, ConfigError, InputError
 from trinity.optim import checkpoint as ckpt
 from trinity.optim.fitness import CachedFitness, Fitness, RouterLike, build_router, question_text
 from trinity.optim.runinputs import RunInputs, inputs_digest, inputs_from_config, load_run_inputs
 from trinity.optim.trainer import Trainer, TrainResult
-from trinity.runs.rundir import RunDir, new_run_id, utc_now_iso
 from trinity.runs.records import RUN_FORMAT, RunMeta
+from trinity.runs.rundir import RunDir, new_run_id, utc_now_iso
 
 if TYPE_CHECKING:
     from trinity.model.router import Router

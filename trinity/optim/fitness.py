@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from trinity.errors import StopRequested
 from trinity.data.matrix import OutcomeMatrix
 from trinity.data.questions import Question
+from trinity.errors import StopRequested
 from trinity.model import ROLES, policy
 from trinity.model.arrays import Float64Array, FloatArray, IndexArray
 from trinity.session.evaluation import Evaluation, GenerationHooks, GenerationStats, LogFn

@@ -351,7 +351,7 @@ def _pool_for(cfg: TrainConfig) -> tuple[Any, float | None]:
     if cfg.pool == "practice" and not base_url:
         import hashlib
 
-        from trinity.data.practice import practice_setup
+        from trinity.practice.simulation import practice_setup
 
         setup = practice_setup()
         namespace = (

@@ -15,9 +15,9 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from trinity.benchmarks import split_questions
 import numpy as np
 
+from trinity.benchmarks import split_questions
 from trinity.config import PRACTICE, TrainConfig, validate_config
 from trinity.data.matrix import OutcomeMatrix, load_matrix
 from trinity.data.questions import Question, load_questions
@@ -74,7 +74,7 @@ def _load_questions(cfg: TrainConfig) -> list[Question]:
     if cfg.questions is None:
         raise InputError("no questions given; pass --questions FILE.jsonl (or 'practice')")
     if cfg.questions == PRACTICE:
-        from trinity.data.practice import practice_questions
+        from trinity.benchmarks.practice import practice_questions
 
         return practice_questions()
     if "," in cfg.questions:  # one file per benchmark (composite training)
@@ -96,7 +96,7 @@ def _load_matrix(cfg: TrainConfig) -> OutcomeMatrix | None:
             raise InputError("cached mode needs an outcome matrix; pass --matrix FILE.json (or 'practice')")
         return None
     if cfg.matrix == PRACTICE:
-        from trinity.data.practice import practice_matrix, practice_setup
+        from trinity.practice.simulation import practice_matrix, practice_setup
 
         return practice_matrix(setup=practice_setup(cfg.practice_config))
     if "," in cfg.matrix:  # one matrix per benchmark (composite training): same pool, same k

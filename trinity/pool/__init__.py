@@ -11,9 +11,7 @@
 | `cache`             | `ResponseCache` (SQLite WAL)                                           |
 | `journal`           | `CallJournal`: completed paid calls by key, so a resume never pays twice |
 | `appender`          | the fsync'd group-commit writer under the ledger and the journal       |
-| `practice_server`   | the SIMULATED practice pool over real HTTP; `start_practice_server`    |
-| `practice_replies`  | what the simulated models say                                          |
-| `cli`               | `trinity pool serve-practice|list`, `trinity ledger verify|report`     |
+| `cli`               | `trinity pool list`, `trinity ledger verify|report`                    |
 
 Importing this package imports nothing heavy; httpx loads with `client`.
 """

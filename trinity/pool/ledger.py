@@ -29,10 +29,10 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from collections.abc import Callable, Mapping
 from typing import Any, NotRequired, TypedDict, TypeVar, Unpack
 
 from trinity.errors import InputError

@@ -3,15 +3,20 @@
 `load_pool(name)` accepts a provider name (`openrouter`, `chutes`, `local`, `practice`) or a pool
 alias (`tinyrouter`, `minirouter`). Overrides (base_url, models, concurrency, …) come from flags;
 a `practice` pool needs the practice server's base_url (`start_practice_server().base_url`).
+
+A provider with `models_from: NAME` takes its model ids and prices from the model source
+registered under NAME (`register_model_source`): the practice simulator (`trinity.practice`, a
+package above this one) registers `practice` when it is imported, so the pool imports nothing of
+the simulator, the graders or the datasets.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -172,11 +177,22 @@ def _int(v: Any, what: str, least: int = 1, most: int = 1_000_000) -> int:
     return v
 
 
-def _practice_models() -> tuple[tuple[str, ...], dict[str, Price]]:
-    from trinity.data.practice import practice_models
+# `models_from: NAME` -> the pool's model ids (router order) and their prices
+ModelSource = Callable[[], tuple[tuple[str, ...], dict[str, Price]]]
+_MODEL_SOURCES: dict[str, ModelSource] = {}
 
-    profiles = practice_models()
-    return tuple(profiles), {m: Price(p.price_in, p.price_out) for m, p in profiles.items()}
+
+def register_model_source(name: str, source: ModelSource) -> None:
+    """Let providers with `models_from: NAME` read their models and prices from `source`."""
+    _MODEL_SOURCES[name] = source
+
+
+def _models_from(name: Any, where: str) -> tuple[tuple[str, ...], dict[str, Price]]:
+    source = _MODEL_SOURCES.get(name) if isinstance(name, str) else None
+    if source is None:
+        known = ", ".join(sorted(_MODEL_SOURCES)) or "none is loaded"
+        raise ConfigError(f"{where}.models_from: no model source {str(name)[:40]!r} ({known})")
+    return source()
 
 
 def _provider_section(name: str, models_yaml: str | os.PathLike[str] | None) -> tuple[str, dict[str, Any], str, Path]:
@@ -195,8 +211,8 @@ def _provider_section(name: str, models_yaml: str | os.PathLike[str] | None) -> 
 
 
 def _models_and_prices(sec: dict[str, Any], where: str) -> tuple[tuple[str, ...], dict[str, Price]]:
-    if sec.get("models_from") == "practice":
-        return _practice_models()
+    if sec.get("models_from") is not None:
+        return _models_from(sec["models_from"], where)
     raw = sec.get("models") or {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}.models must be a mapping of model id -> prices")

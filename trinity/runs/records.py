@@ -63,11 +63,23 @@ from trinity.errors import InputError
 from trinity.io import read_json
 from trinity.layout import (  # the θ file names and layout, re-exported for the run directory's readers
     HEAD_FILE as HEAD_FILE,
+)
+from trinity.layout import (
     N_ROLES as N_ROLES,
+)
+from trinity.layout import (
     N_SVF_MATRICES as N_SVF_MATRICES,
+)
+from trinity.layout import (
     RECEIPT_FILE as RECEIPT_FILE,
+)
+from trinity.layout import (
     SVF_FILE as SVF_FILE,
+)
+from trinity.layout import (
     SVF_MATRICES as SVF_MATRICES,
+)
+from trinity.layout import (
     THETA_FILE as THETA_FILE,
 )
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-
 import json
 from pathlib import Path
 
@@ -104,7 +103,7 @@ def run_collect(args: argparse.Namespace) -> int:
         base_url = os.environ.get("TRINITY_POOL_BASE_URL")
     server = None
     if base_url is None and args.pool == "practice":
-        from trinity.pool.practice_server import start_practice_server
+        from trinity.practice.server import start_practice_server
 
         server = start_practice_server(port=0, questions=questions)  # simulated answers to these too
         base_url = server.base_url

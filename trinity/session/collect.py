@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from trinity.benchmarks.prompts import cached_messages
 from trinity.data.matrix import OutcomeMatrix, save_matrix
 from trinity.data.questions import Question
 from trinity.errors import BudgetExceeded, InputError, OutOfCredit
 from trinity.io import append_jsonl, read_jsonl
-from trinity.benchmarks.prompts import cached_messages
 
 if TYPE_CHECKING:
     from trinity.pool.providers import PoolConfig

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Coroutine, Literal, Protocol, TypeVar
 
 from trinity.config import TrainConfig
+from trinity.practice.server import start_practice_server  # (also gives the pool the practice models)
 
 if TYPE_CHECKING:
     from trinity.pool.budget import Budget, BudgetLike
@@ -62,8 +63,6 @@ def resolve_pool(cfg: TrainConfig, run: RunDir | None = None) -> tuple[PoolConfi
     namespace = None
     if base_url is None and cfg.pool == "practice":
         import hashlib
-
-        from trinity.pool.practice_server import start_practice_server
 
         practice = start_practice_server(port=0)
         server, base_url = practice, practice.base_url

@@ -23,9 +23,9 @@ import re
 import shlex
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Callable
 
 from trinity.competition.notice import rewards_notice

@@ -10,11 +10,11 @@ from typing import Any
 
 import yaml
 
-from trinity.data.practice import practice_models
 from trinity.errors import ConfigError, TrinityError
 from trinity.io import safe_yaml
 from trinity.pool.keys import default_env_file, read_env_file
 from trinity.pool.providers import MODELS_YAML
+from trinity.practice.simulation import practice_models
 
 DEFAULT_KEY_ENVS = ("OPENROUTER_API_KEY", "CHUTES_API_KEY", "GITHUB_TOKEN")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

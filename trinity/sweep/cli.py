@@ -162,9 +162,8 @@ def resume_in_sweep(args: argparse.Namespace, plain: Any) -> int:
     """`trinity resume RUN`: a trial of a sweep with a budget is resumed by the sweep (one driver,
     one budget holder with the spend of all its trials' ledgers); any other run as before."""
     # lazy: brings trinity.optim and the pool budget, kept off the CLI start
-    from trinity.optim.raysupport import require_ray
-
     from trinity.config import RESUMABLE_KEYS  # lazy: pydantic would slow every CLI start
+    from trinity.optim.raysupport import require_ray
 
     # lazy: numpy + pydantic kept off the CLI start
     from trinity.sweep.runner import run_sweep, sweep_of_trial, trial_resume_command

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from trinity.benchmarks.practice import practice_questions
 from trinity.config import load_config
-from trinity.data.practice import practice_questions
 from trinity.optim.fitness import GenerationHooks, build_router
 from trinity.optim.livepopulation import LivePopulationFitness
 from trinity.optim.raysupport import connect

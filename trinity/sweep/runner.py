@@ -141,13 +141,12 @@ def run_trial(
     trial's own failure (a failing trial must not stop the others). `overrides`: resumable keys
     for its resume (`trinity sweep resume DIR --trial ID --generations N`)."""
     # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
-    from trinity.sweep.budget import SharedBudget
+    # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
+    from trinity.optim.engine import resume_run, start_run
 
     # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
     from trinity.pool import budget as pool_budget
-
-    # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
-    from trinity.optim.engine import resume_run, start_run
+    from trinity.sweep.budget import SharedBudget
 
     run = RunDir(run_path)
     if budget_actor is not None:
@@ -333,10 +332,9 @@ def _run_sweep(
     overrides: dict[str, Any] | None,
 ) -> dict[str, Any]:
     # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
-    from trinity.sweep.budget import make_holder, spent_micro_of
-
     # lazy: the engine, Ray and the pool stay off the app's first frame (the Train screen reads sweeps)
     from trinity.optim.raysupport import connect
+    from trinity.sweep.budget import make_holder, spent_micro_of
 
     spec = SweepSpec.from_json(doc["spec"])
     if budget_usd is not None:

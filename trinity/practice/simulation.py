@@ -1,4 +1,5 @@
-"""The practice setup: a small shipped benchmark and three SIMULATED models.
+"""The practice setup: three SIMULATED models over the shipped practice benchmark
+(`trinity.benchmarks.practice`).
 
 Nothing here is a real model. The simulated models answer a practice question correctly with a
 probability given by their per-kind skill in `configs/practice.yaml`, varied per question by a
@@ -20,13 +21,12 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from trinity.benchmarks.practice import practice_questions
 from trinity.data.kinds import KINDS
 from trinity.data.matrix import OutcomeMatrix
-from trinity.data.questions import Question, load_questions
 from trinity.errors import ConfigError
 from trinity.io import safe_yaml
 
-QUESTIONS_FILE = Path(__file__).with_name("practice_questions.jsonl")
 REPO_CONFIG = Path(__file__).with_name("practice.yaml")  # configs/practice.yaml links here
 SIMULATED_LABEL = "practice (simulated pool)"
 
@@ -100,16 +100,6 @@ def practice_setup(path: str | Path | None = None) -> PracticeSetup:
 
 def practice_models(path: str | Path | None = None) -> dict[str, ModelProfile]:
     return practice_setup(path).models
-
-
-@lru_cache(maxsize=1)
-def _questions() -> tuple[Question, ...]:
-    return tuple(load_questions(QUESTIONS_FILE))
-
-
-def practice_questions() -> list[Question]:
-    """The 60 shipped practice questions (20 math, 20 multiple choice, 20 coding)."""
-    return list(_questions())
 
 
 def _uniform(*parts: object) -> float:

@@ -4,7 +4,7 @@ The request tells us everything: the question (exact text of the `QUERY:` block)
 first line of the system prompt, `You are the Thinker|Worker|Verifier …`), the transcript so far
 (`[Turn k | Role | model]` blocks, `trinity.session.transcript`), and the sample index (the
 request's `seed`, default 0). Whether a Worker is right comes only from
-`trinity.data.practice.simulate_correct`, so a collect against this server reproduces
+`trinity.practice.simulation.simulate_correct`, so a collect against this server reproduces
 `practice_matrix` exactly.
 
 - Worker: right → the gold answer in the kind's format; wrong → a plausible wrong one (a nearby
@@ -27,10 +27,11 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
+from trinity.benchmarks.practice import practice_questions
 from trinity.benchmarks.prompts import render_question
 from trinity.competition.text import ROUTER_TEXTS, TINYROUTER
-from trinity.data.practice import PracticeSetup, practice_questions, practice_setup, simulate_correct, verifier_is_right
 from trinity.data.questions import Question
+from trinity.practice.simulation import PracticeSetup, practice_setup, simulate_correct, verifier_is_right
 
 # The role from either protocol's system prompt: ours ("You are the Thinker …") or the
 # competitions' role contracts ("You are the THINKER. …"), trinity.competition.protocol.

@@ -5,7 +5,7 @@
     GET  /v1/stats              request counts per model / status (what tests and benches read)
 
 It is the offline default pool and the test fixture: answers come from
-`trinity.pool.practice_replies` (deterministic, `simulate_correct`), `usage` and `usage.cost` are
+`trinity.practice.replies` (deterministic, `simulate_correct`), `usage` and `usage.cost` are
 reported like a real provider, and faults can be injected: a fraction of 429s (with Retry-After in
 seconds or as an HTTP date), 500s, 200s carrying an error or no choices, slow replies, and 402
 after N calls.
@@ -35,7 +35,7 @@ from typing import Any, Literal, TypeAlias, cast
 
 from trinity.data.questions import Question
 from trinity.pool.faults import http_date
-from trinity.pool.practice_replies import BadRequest, PracticeResponder
+from trinity.practice.replies import BadRequest, PracticeResponder
 
 # `prepare_chat`'s verdict: answered already ("done", status, payload, headers), or to be answered
 # ("reply", model, messages, seed, request number, delay in seconds, fault).
