@@ -39,8 +39,7 @@ class AccCost:
 
 
 def n_val_of(s: RunSnapshot) -> int:
-    val = (s.meta.get("splits") or {}).get("val")
-    return len(val) if isinstance(val, list) else 0
+    return len(s.record.splits.get("val") or []) if s.record else 0
 
 
 def bootstrap_acc(acc: np.ndarray, n: int, b: int = BOOTSTRAP, seed: int = 0) -> np.ndarray:
@@ -117,8 +116,7 @@ def king_odds(
 def best_val(s: RunSnapshot) -> float | None:
     v = s.gens.val_acc
     v = v[np.isfinite(v)]
-    raw = s.meta.get("warm_start")
-    warm: dict = raw if isinstance(raw, dict) else {}
+    warm: dict = (s.record.warm_start if s.record else None) or {}  # the warm start event's fields
     cands = [float(v.max())] if len(v) else []
     if isinstance(warm.get("val_acc"), (int, float)):
         cands.append(float(warm["val_acc"]))

@@ -17,7 +17,9 @@ import time
 from pathlib import Path
 
 from minertui.supervisor import log_tail
+from trinity.errors import InputError
 from trinity.practice.simulation import config_path
+from trinity.runs.records import GenerationEvent
 from trinity.runs.rundir import RunDir, list_runs, new_run_id
 
 # the practice setup the engine itself reads (trinity.practice.simulation: $MINERTUI_PRACTICE_CONFIG,
@@ -54,11 +56,18 @@ def running_demo(root: Path) -> Path | None:
     return None
 
 
+def _created(run: RunDir) -> str:
+    try:
+        return run.meta().created or ""
+    except InputError:  # a run.json this version cannot read: oldest first in line for pruning
+        return ""
+
+
 def prune_demo_runs(root: Path, keep: int = KEEP_RUNS) -> list[Path]:
     """Remove all but the newest `keep` demo runs that no engine holds (each is a few MB)."""
     runs = sorted(
         (r for r in list_runs(root) if r.id.startswith("demo-")),
-        key=lambda r: str(r.read_meta().get("created", "")),
+        key=_created,
         reverse=True,
     )
     removed = []
@@ -177,11 +186,7 @@ def _demo(app) -> None:
     while time.monotonic() < deadline:
         launched = sup.launched.get(run_dir)
         code = launched.proc.poll() if launched else None
-        gens = (
-            [e for e in RunDir(run_dir).read_events() if e.get("type") == "generation"]
-            if RunDir(run_dir).events.exists()
-            else []
-        )
+        gens = [e for e in RunDir(run_dir).read_typed_events() if isinstance(e, GenerationEvent)]
         if gens:
             app.call_from_thread(_note, app, "practice (simulated pool): live run")
             return

@@ -137,7 +137,7 @@ class EndWatcher:
             was = self._live.get(key)
             self._live[key] = live
             if was and not live:
-                kind = classify(s.status, str(s.meta.get("status_message") or ""))
+                kind = classify(s.status, s.status_message)
                 if kind is not None:
                     ended.append(
                         RunEnded(
@@ -145,7 +145,7 @@ class EndWatcher:
                             str(s.id),
                             str(s.path),
                             s.status,
-                            str(s.meta.get("status_message") or ""),
+                            s.status_message,
                             int(s.generations_done),
                             float(s.spend_usd),
                         )

@@ -143,7 +143,6 @@ class RunSnapshot:
     path: Path
     id: str
     version: int
-    meta: dict[str, Any]  # run.json as written (its record's to_json), for the screens' display
     status: str  # run.json status, or "interrupted" (says running, no engine holds it)
     locked: bool  # an engine process holds the run right now
     gens: Generations
@@ -161,6 +160,26 @@ class RunSnapshot:
     @property
     def shown_status(self) -> str:
         return self.phase or self.status
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """run.json's `config` (the engine's resolved TrainConfig; {} until run.json was read)."""
+        return self.record.config if self.record else {}
+
+    @property
+    def models(self) -> list[str]:
+        """The pool's model ids in θ order ([] until run.json was read)."""
+        return list(self.record.models) if self.record else []
+
+    @property
+    def pool(self) -> str | None:
+        """The run's pool (older runs kept it only in the config)."""
+        p = (self.record.pool if self.record else None) or self.config.get("pool")
+        return p if isinstance(p, str) else None
+
+    @property
+    def status_message(self) -> str:
+        return self.record.status_message if self.record else ""
 
     # ---- derived figures (all from the files) --------------------------------------------
     @property
@@ -270,7 +289,6 @@ class RunModel:
         self.want_traces = want_traces
         self.version = 0
         self._meta: RunMeta | None = None
-        self._meta_json: dict[str, Any] = {}  # its to_json, once per change of run.json
         self._meta_mtime = -1.0
         self._error = ""
         self._events = JsonlTail(self.run.events)
@@ -393,7 +411,7 @@ class RunModel:
         except InputError as e:  # mid-replace on an odd filesystem, or a broken file: one line
             self._error = str(e)
             return True
-        self._meta, self._meta_json, self._meta_mtime, self._error = meta, meta.to_json(), mtime, ""
+        self._meta, self._meta_mtime, self._error = meta, mtime, ""
         return True
 
     def _on_event(self, raw: dict[str, Any]) -> None:
@@ -503,7 +521,6 @@ class RunModel:
             path=self.run.path,
             id=self._meta.id if self._meta else self.run.id,
             version=self.version,
-            meta=self._meta_json,
             record=self._meta,
             status=status,
             locked=locked,

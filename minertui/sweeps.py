@@ -126,10 +126,10 @@ class SweepModel:
         spent, best, alive = 0.0, None, False
         for i, (t, path) in enumerate(zip(doc.get("trials", ()), self.trial_paths)):
             s = runs.get(path)
-            state = s.status if s is not None and s.meta else "pending"
+            state = s.status if s is not None and s.record else "pending"
             # the driver's error is kept while the trial has not finished (SweepDir.refresh's rule)
             err = str(t.get("error") or "") if state in ("failed", "pending", "interrupted", "stopped") else ""
-            if s is not None and s.error and s.meta:
+            if s is not None and s.error and s.record:
                 err = s.error
             if state == "pending" and err:
                 state = "failed"

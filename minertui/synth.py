@@ -1,6 +1,8 @@
 """A deterministic run directory in the documented formats (docs/CONTRACTS.md), for the app's
 tests, snapshots and `minertui bench`: fixed times, seeded numbers, a valid hash-chained
-ledger (built with `trinity.pool.ledger.record_hash`, the verifier's own function).
+ledger (built with `trinity.pool.ledger.record_hash`, the verifier's own function). run.json,
+events and traces are built as their records (`trinity.runs.records`) and written with their
+`to_json`, so a synthetic run is valid by construction.
 
 It stands in for an engine where a real one would be too slow (100,000 traces) or not
 deterministic (snapshots). `append_*` let a test play an engine that writes while the app reads.
@@ -20,6 +22,18 @@ from typing import Any
 from trinity.data.kinds import KINDS
 from trinity.io import atomic_write_json, canonical_json
 from trinity.model import ROLES
+from trinity.runs.records import (
+    Event,
+    GenerationEvent,
+    LogEvent,
+    ProgressEvent,
+    RunMeta,
+    StatusEvent,
+    TraceRecord,
+    TraceTurn,
+    parse_run_meta,
+    read_run_meta,
+)
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z: fixed, so snapshots never show the wall clock
 MODELS = ["simulated/mathlete", "simulated/scholar", "simulated/coder"]
@@ -61,16 +75,16 @@ def meta(
     budget_usd: float | None = 5.0,
     popsize: int = 16,
     m: int = 8,
-) -> dict[str, Any]:
-    return {
-        "id": run_id,
-        "created": "2026-01-01T00:00:00+00:00",
-        "updated": "2026-01-01T00:10:00+00:00",
-        "status": status,
-        "status_message": "",
-        "mode": mode,
-        "pool": "practice",
-        "config": {
+) -> RunMeta:
+    return RunMeta(
+        id=run_id,
+        created="2026-01-01T00:00:00+00:00",
+        updated="2026-01-01T00:10:00+00:00",
+        status=status,  # type: ignore[arg-type]  # checked by the record
+        status_message="",
+        mode=mode,
+        pool="practice",
+        config={
             "mode": mode,
             "encoder": "tiny-qwen3",
             "questions": "practice",
@@ -83,16 +97,16 @@ def meta(
             "seed": 0,
             "budget_usd": budget_usd,
         },
-        "models": list(MODELS),
-        "benchmarks": ["practice"],
-        "encoder": "tiny-qwen3",
-        "n_params": 3 * 1024 + 7168,
-        "splits": {"train": [], "val": [], "test": []},
-        "git_sha": None,
-        "versions": {},
-        "pid": 0,
-        "budget_usd": budget_usd,
-    }
+        models=list(MODELS),
+        benchmarks=["practice"],
+        encoder="tiny-qwen3",
+        n_params=3 * 1024 + 7168,
+        splits={"train": [], "val": [], "test": []},
+        git_sha=None,
+        versions={},
+        pid=0,
+        budget_usd=budget_usd,
+    )
 
 
 class SynthRun:
@@ -109,24 +123,25 @@ class SynthRun:
 
     def create(self, **kw: Any) -> "SynthRun":
         self.path.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.path / "run.json", meta(self.path.name, **kw))
-        self.event({"type": "status", "status": "running", "message": ""})
+        atomic_write_json(self.path / "run.json", meta(self.path.name, **kw).to_json())
+        self.event(StatusEvent(type="status", time=self._now(), status="running", message=""))
         return self
 
     def set_status(self, status: str, message: str = "") -> None:
-        m = json.loads((self.path / "run.json").read_text())
-        m.update(status=status, status_message=message)
-        atomic_write_json(self.path / "run.json", m)
-        self.event({"type": "status", "status": status, "message": message})
+        m = read_run_meta(self.path).model_copy(update={"status": status, "status_message": message})
+        atomic_write_json(self.path / "run.json", parse_run_meta(m.to_json()).to_json())  # checks the status
+        self.event(StatusEvent(type="status", time=self._now(), status=status, message=message))  # type: ignore[arg-type]
 
     # ---- writers (one whole line per write, like append_jsonl) ---------------------------
     def _append(self, name: str, lines: list[str]) -> None:
         with open(self.path / name, "a", encoding="utf-8") as f:
             f.write("".join(lines))
 
-    def event(self, ev: dict[str, Any]) -> None:
-        ev.setdefault("time", round(self.t, 3))
-        self._append("events.jsonl", [json.dumps(ev) + "\n"])
+    def _now(self) -> float:
+        return round(self.t, 3)
+
+    def event(self, ev: Event) -> None:
+        self._append("events.jsonl", [json.dumps(ev.to_json()) + "\n"])
 
     def generations(self, n: int, traces_per_gen: int = 0, calls_per_gen: int = 0) -> None:
         ev_lines, tr_lines, led_lines = [], [], []
@@ -145,40 +160,36 @@ class SynthRun:
                 gen_cost += c
             self.cost += gen_cost
             for _k in range(traces_per_gen):
-                tr_lines.append(json.dumps(self._trace(g)) + "\n")
-            ev_lines.append(
-                json.dumps(
-                    {
-                        "type": "generation",
-                        "time": round(self.t, 3),
-                        "gen": g,
-                        "best": round(self.best, 4),
-                        "mean": round(mean, 4),
-                        "max": round(mx, 4),
-                        "min": round(mean - 0.1, 4),
-                        "sigma": round(0.1 * math.exp(-g / 40), 5),
-                        "evals": (g + 1) * 128,
-                        "cost_usd": round(self.cost, 6),
-                        "calls": (g + 1) * calls_per_gen,
-                        "secs": 20.0,
-                        "val_acc": round(mean + 0.02, 4),
-                        "model_mix": mix,
-                        "role_mix": {"Thinker": 10, "Worker": 80, "Verifier": 38},
-                        **({"system": system_sample(g, self.t)} if self.with_system else {}),
-                    }
-                )
-                + "\n"
+                tr_lines.append(json.dumps(self._trace(g).to_json()) + "\n")
+            ev = GenerationEvent.given(
+                type="generation",
+                time=self._now(),
+                gen=g,
+                best=round(self.best, 4),
+                mean=round(mean, 4),
+                max=round(mx, 4),
+                min=round(mean - 0.1, 4),
+                sigma=round(0.1 * math.exp(-g / 40), 5),
+                evals=(g + 1) * 128,
+                cost_usd=round(self.cost, 6),
+                calls=(g + 1) * calls_per_gen,
+                secs=20.0,
+                val_acc=round(mean + 0.02, 4),
+                model_mix=mix,
+                role_mix={"Thinker": 10, "Worker": 80, "Verifier": 38},
+                system=system_sample(g, self.t) if self.with_system else None,
             )
+            ev_lines.append(json.dumps(ev.to_json()) + "\n")
             self.gen += 1
         self._append("ledger.jsonl", led_lines) if led_lines else None
         self._append("traces.jsonl", tr_lines) if tr_lines else None
         self._append("events.jsonl", ev_lines)
 
     def progress(self, done: int, total: int) -> None:
-        self.event({"type": "progress", "gen": self.gen, "done": done, "total": total})
+        self.event(ProgressEvent(type="progress", time=self._now(), gen=self.gen, done=done, total=total))
 
     def log(self, message: str, level: str = "info") -> None:
-        self.event({"type": "log", "level": level, "message": message})
+        self.event(LogEvent(type="log", time=self._now(), level=level, message=message))
 
     def _ledger_line(self) -> tuple[str, float]:
         from trinity.pool.ledger import record_hash  # lazy: PyYAML loaded only when used
@@ -205,7 +216,7 @@ class SynthRun:
         self.seq += 1
         return canonical_json(rec) + "\n", micro / 1e6
 
-    def _trace(self, g: int) -> dict[str, Any]:
+    def _trace(self, g: int) -> TraceRecord:
         r = self.rng
         kind = KINDS[r.randrange(len(KINDS))]
         output, answer, gold = _EXAMPLES[kind]
@@ -221,33 +232,33 @@ class SynthRun:
             rp = [round(x / sum(rp), 4) for x in rp]
             role = ROLES[rp.index(max(rp))]
             turns.append(
-                {
-                    "model": MODELS[mp.index(max(mp))],
-                    "role": role,
-                    "model_probs": mp,
-                    "role_probs": rp,
-                    "output": output,
-                    "verdict": "ACCEPT" if role == "Verifier" else None,
-                    "cost_usd": 0.0001,
-                    "cache_hit": False,
-                }
+                TraceTurn(
+                    model=MODELS[mp.index(max(mp))],
+                    role=role,
+                    model_probs=mp,
+                    role_probs=rp,
+                    output=output,
+                    verdict="ACCEPT" if role == "Verifier" else None,
+                    cost_usd=0.0001,
+                    cache_hit=False,
+                )
             )
         correct = r.random() < 0.6
-        return {
-            "gen": g,
-            "candidate": r.randint(0, 15),
-            "qid": qid,
-            "benchmark": bench,
-            "kind": kind,
-            "mode": "live",
-            "turns": turns,
-            "answer": answer,
-            "gold": gold,
-            "correct": correct,
-            "reward": 1.0 if correct else 0.0,
-            "cost_usd": round(0.0001 * len(turns), 6),
-            "time": round(self.t, 3),
-        }
+        return TraceRecord(
+            gen=g,
+            candidate=r.randint(0, 15),
+            qid=qid,
+            benchmark=bench,
+            kind=kind,
+            mode="live",
+            turns=turns,
+            answer=answer,
+            gold=gold,
+            correct=correct,
+            reward=1.0 if correct else 0.0,
+            cost_usd=round(0.0001 * len(turns), 6),
+            time=self._now(),
+        )
 
 
 def system_sample(g: int, t: float) -> dict[str, Any]:

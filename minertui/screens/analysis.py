@@ -280,7 +280,7 @@ class AnalysisScreen(ModeScreen):
         if s is None:
             self.notify("no run selected: open one in Runs (1)", severity="warning")
             return
-        if s.meta.get("mode") == "m1":  # a triage head: no pool, so no oracle or pool baselines
+        if s.record is not None and s.record.mode == "m1":  # a triage head: no pool, so no oracle or pool baselines
             if "eval" not in kinds:
                 self.notify(
                     f"{s.id} is a Milestone-1 run: it has no pool to take an oracle or baselines of; "

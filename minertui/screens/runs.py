@@ -39,8 +39,8 @@ def run_values(s: RunSnapshot, smoothing: float = 0.6) -> tuple:
     from minertui.runmodel import ema, last_finite  # lazy: numpy + pydantic kept off the app's first frame
 
     val = last_finite(ema(s.gens.val_acc, smoothing)) if len(s.gens) else None
-    pool = str(s.meta.get("pool") or (s.meta.get("config") or {}).get("pool") or "—")
-    mode = str(s.meta.get("mode") or (s.meta.get("config") or {}).get("mode") or "—")
+    pool = s.pool or "—"
+    mode = str((s.record.mode if s.record else None) or s.config.get("mode") or "—")
     return (s.id, s.status, s.generations_done, s.best, val, s.spend_usd, s.eta_secs, mode, pool, s.started)
 
 
@@ -135,9 +135,7 @@ def sweep_detail(sw: SweepSnapshot) -> Text:
 
 def budget_stopped(s: RunSnapshot) -> bool:
     b = s.budget_usd
-    return s.status == "stopped" and (
-        (b is not None and s.spend_usd >= b * 0.999) or "budget" in str(s.meta.get("status_message", ""))
-    )
+    return s.status == "stopped" and ((b is not None and s.spend_usd >= b * 0.999) or "budget" in s.status_message)
 
 
 class RunsTable(ClickRecorder):
@@ -324,14 +322,14 @@ class RunsScreen(EngineActions, ModeScreen):
         self.refresh_bindings()  # pause/stop only for a run an engine holds
 
     def detail_text(self, s: RunSnapshot) -> Text:
-        cfg = s.meta.get("config") or {}
+        cfg = s.config
         t = Text()
         t.append(f"{s.path}\n", style="dim")
         v = run_values(s, self._smoothing())
         # the columns a narrow table leaves out (mode, pool, started) are always here
         t.append(f"{v[7]} · pool {v[8]} · started {iso_short(s.started)} UTC · ")
         t.append(
-            f"encoder {s.meta.get('encoder') or cfg.get('encoder') or '—'} · "
+            f"encoder {(s.record.encoder if s.record else None) or cfg.get('encoder') or '—'} · "
             f"popsize {cfg.get('popsize', '—')} · m {cfg.get('m', '—')} · "
             f"σ0 {cfg.get('sigma0', '—')} · seed {cfg.get('seed', '—')}"
         )
@@ -346,8 +344,8 @@ class RunsScreen(EngineActions, ModeScreen):
             t.append(f"\npaused at generation {s.generations_done}, checkpointed; r resumes it", style="italic")
         elif s.phase:
             t.append(f"\n{s.phase}", style="italic")
-        elif s.meta.get("status_message"):
-            t.append(f"\n{s.meta['status_message']}", style="italic")
+        elif s.status_message:
+            t.append(f"\n{s.status_message}", style="italic")
         elif s.status == "interrupted" and not len(s.gens):
             from minertui.supervisor import log_tail  # lazy: PyYAML kept off the app's first frame
 

@@ -101,7 +101,7 @@ def m1_submit_command(pack_dir: Path, miner: str, repo: str) -> str:
 
 
 def _is_m1(s) -> bool:
-    return s is not None and (s.meta or {}).get("mode") == "m1"
+    return s is not None and s.record is not None and s.record.mode == "m1"
 
 
 def _shown_path(p: Path) -> str:

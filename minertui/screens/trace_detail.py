@@ -27,6 +27,7 @@ from minertui.widgets.keybar import KeyBar
 from trinity.grading import describe_gold
 from trinity.io import read_line_at
 from trinity.model import ROLES
+from trinity.runs.records import RunMeta
 
 
 def answer_text(value) -> str:
@@ -48,9 +49,9 @@ def _questions(path: str) -> dict[str, Any]:
     return {q.id: q for q in load_questions(path)}
 
 
-def question_for(meta: dict[str, Any], qid: str) -> tuple[str | None, str]:
+def question_for(record: RunMeta | None, qid: str) -> tuple[str | None, str]:
     """(question text or None, where it came from / why it is missing)."""
-    src = (meta.get("config") or {}).get("questions")
+    src = record.config.get("questions") if record else None  # the engine's resolved config
     if not src:
         return None, "the run's config names no questions file"
     shown = src
@@ -82,8 +83,9 @@ def prob_bars(probs: Any, labels: list[str], chosen: str | None) -> Text:
     return t
 
 
-def render_trace(tr: dict[str, Any], meta: dict[str, Any]) -> list[Any]:
-    pool = list(meta.get("models") or [])
+def render_trace(tr: dict[str, Any], record: RunMeta | None) -> list[Any]:
+    """The trace `tr` as Rich renderables; `record`: the run's run.json (its pool and questions)."""
+    pool = list(record.models) if record else []
     labels = [f"{model_letter(i)} {m}" for i, m in enumerate(pool)]
     out: list[Any] = []
     c = tr.get("correct")
@@ -98,7 +100,7 @@ def render_trace(tr: dict[str, Any], meta: dict[str, Any]) -> list[Any]:
         style="bold green" if c is True else "bold red" if c is False else "dim",
     )
     out.append(head)
-    text, where = question_for(meta, str(tr.get("qid")))
+    text, where = question_for(record, str(tr.get("qid")))
     out.append(
         Panel(Text(text) if text is not None else Text(where, style="dim"), title="question", title_align="left")
     )
@@ -152,9 +154,9 @@ def render_trace(tr: dict[str, Any], meta: dict[str, Any]) -> list[Any]:
     return out
 
 
-def trace_plain_text(tr: dict[str, Any], meta: dict[str, Any]) -> str:
+def trace_plain_text(tr: dict[str, Any], record: RunMeta | None) -> str:
     console = Console(width=100, record=True, file=io.StringIO(), color_system=None)
-    for part in render_trace(tr, meta):
+    for part in render_trace(tr, record):
         console.print(part)
     return console.export_text(styles=False)
 
@@ -180,14 +182,14 @@ class TraceDetailScreen(Screen):
         except (OSError, ValueError) as e:
             self.notify(f"could not read the trace: {e}", severity="error")
             return
-        text = trace_plain_text(tr, self.snap.meta)
+        text = trace_plain_text(tr, self.snap.record)
         self.app.copy_to_clipboard(text)
         self.notify(f"trace copied ({len(text):,} characters, OSC 52)")
 
     def compose(self) -> ComposeResult:
         try:
             tr = read_line_at(self.snap.path / "traces.jsonl", self.trace_offset)
-            parts = render_trace(tr, self.snap.meta)
+            parts = render_trace(tr, self.snap.record)
         except (OSError, ValueError) as e:
             parts = [Text(f"could not read the trace at byte {self.trace_offset}: {e}", style="red")]
         with VerticalScroll(id="trace-detail"):

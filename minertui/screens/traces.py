@@ -93,7 +93,7 @@ class TracesScreen(ModeScreen):
             status.update(Text("No run selected." if s is None else "loading traces…", style="dim"))
             return
         tv = self._tv = s.traces
-        self._update_options(tv, s.meta.get("models") or [])
+        self._update_options(tv, s.models)
         fkey = (str(s.path), len(tv), *self._filters(), self.sort_col, self.sort_reverse)
         if fkey != self._filter_key:
             self._filter_key = fkey
@@ -107,7 +107,7 @@ class TracesScreen(ModeScreen):
         pkey = (str(s.path), lo, hi, fkey[2:], int(self.rows[hi - 1]) if hi else -1)
         if pkey != self._page_key:
             self._page_key = pkey
-            self._fill(tv, self.rows[lo:hi], s.meta.get("models") or [])
+            self._fill(tv, self.rows[lo:hi], s.models)
         more = " · reading…" if s.catching_up else ""
         right = int((tv.correct == 1).sum())
         status.update(

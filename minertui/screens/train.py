@@ -72,7 +72,7 @@ def stats_text(s: RunSnapshot, baseline: tuple[str, float] | None = None) -> Tex
     val = s.gens.val_acc[~_isnan(s.gens.val_acc)] if len(s.gens) else []
     t.append("val acc  ", style="dim")
     t.append(num(float(val[-1])) if len(val) else "—")
-    warm = s.meta.get("warm_start") if isinstance(s.meta.get("warm_start"), dict) else None
+    warm = s.record.warm_start if s.record else None  # the warm start event's fields
     if warm and isinstance(warm.get("val_acc"), (int, float)):  # generation 0: the label warm start
         t.append(f" · warm {num(float(warm['val_acc']))}", style="dim")  # generation 0's; fits 80 columns
     t.append("\n")
@@ -99,7 +99,7 @@ def _isnan(a):
 def mix_text(s: RunSnapshot, width: int = 10) -> Text:
     t = Text()
     last = int(s.gens.gen[-1]) if len(s.gens) else None
-    pool = list(s.meta.get("models") or [])
+    pool = s.models
     t.append(f"routing mix, gen {last if last is not None else '—'}\n", style="bold")
     for title, mix in (("model", s.model_mix), ("role", s.role_mix)):
         total = sum(mix.values())

@@ -22,8 +22,8 @@ def is_practice(snap: RunSnapshot | None) -> bool:
     (`--pool openrouter --questions practice`) are real calls, not a simulation."""
     if snap is None:
         return False
-    cfg = snap.meta.get("config") or {}
-    pool = snap.meta.get("pool") or cfg.get("pool")
+    cfg = snap.config
+    pool = snap.pool
     if pool is None:  # a cached run replays its matrix: simulated when that is the practice one
         return cfg.get("mode") == "cached" and cfg.get("matrix") == PRACTICE
     return pool == PRACTICE

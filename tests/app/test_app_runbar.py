@@ -18,7 +18,7 @@ def test_shorten_middle_keeps_both_ends():
 
 
 async def test_label_and_status_survive_80_columns():
-    snap = SimpleNamespace(id="demo-live-20261129-205609-eb00d3", status="running", meta={"pool": "practice"})
+    snap = SimpleNamespace(id="demo-live-20261129-205609-eb00d3", status="running", pool="practice", config={})
     snap.shown_status = snap.status
 
     class BarApp(App):

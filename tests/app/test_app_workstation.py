@@ -66,9 +66,9 @@ def test_practice_label_follows_the_pool_not_the_questions():
     from minertui.widgets.runbar import is_practice
 
     paid = SimpleNamespace(
-        meta={"pool": "openrouter", "config": {"pool": "openrouter", "questions": "practice", "matrix": "practice"}}
+        pool="openrouter", config={"pool": "openrouter", "questions": "practice", "matrix": "practice"}
     )
-    sim = SimpleNamespace(meta={"pool": "practice", "config": {"pool": "practice"}})
+    sim = SimpleNamespace(pool="practice", config={"pool": "practice"})
     assert not is_practice(paid) and is_practice(sim)
     from minertui.widgets import runbar
     from trinity.config import PRACTICE

@@ -29,7 +29,7 @@ def _cfg(**kw) -> TrainConfig:
 def test_train_writes_an_ordinary_run_and_resume_is_exact(tmp_path):
     a = create_run(_cfg(), tmp_path, tmp_path / "a")
     sa = run_training(a)
-    assert sa["status"] == "finished" and sa["epochs"] == 4 and not sa["features_cached"]
+    assert sa.status == "finished" and sa.epochs == 4 and not sa.features_cached
     meta = a.read_meta()
     assert meta["mode"] == "m1" and meta["status"] == "finished" and meta["config"]["generations"] == 4
     gens = [e for e in a.read_events() if e["type"] == "generation"]
@@ -41,9 +41,9 @@ def test_train_writes_an_ordinary_run_and_resume_is_exact(tmp_path):
 
     b = create_run(_cfg(), tmp_path, tmp_path / "b")
     sb = run_training(b, stop_after=2)
-    assert sb["status"] == "stopped" and b.read_meta()["status"] == "stopped"
+    assert sb.status == "stopped" and b.read_meta()["status"] == "stopped"
     sb = run_training(b, resume=True)
-    assert sb["epochs"] == 4 and sb["best_val_composite"] == sa["best_val_composite"]
+    assert sb.epochs == 4 and sb.best_val_composite == sa.best_val_composite
     with np.load(a.path / "head.npz") as ha, np.load(b.path / "head.npz") as hb:
         for k in ha.files:
             assert np.array_equal(ha[k], hb[k])
@@ -108,7 +108,7 @@ def test_pack_check_score_and_rate_limit(tmp_path, capsys):
 def test_attentive_variant_trains_and_packs(tmp_path):
     rd = create_run(_cfg(pool="attentive", epochs=2, iters=15, l2=1e-5), tmp_path, tmp_path / "att")
     s = run_training(rd)
-    assert s["n_params"] == 5 * 64 + 5 * 64 + 64
+    assert s.n_params == 5 * 64 + 5 * 64 + 64
     from trinity.m1.run import pack_of_run
 
     pack = pack_of_run(rd, "bob")
@@ -155,7 +155,7 @@ def test_sep_cma_es_option_trains_and_resumes_exactly(tmp_path):
     b = create_run(_cfg(**kw), tmp_path, tmp_path / "b")
     run_training(b, stop_after=1)
     sb = run_training(b, resume=True)
-    assert sa["epochs"] == sb["epochs"] == 3
+    assert sa.epochs == sb.epochs == 3
     with np.load(a.path / "head.npz") as ha, np.load(b.path / "head.npz") as hb:
         assert np.array_equal(ha["W_domain"], hb["W_domain"]) and np.any(ha["W_domain"] != 0)
     hist = json.loads(a.history.read_text())

@@ -317,10 +317,36 @@ def _every_record() -> list[tuple[object, object]]:
             ),
             R.parse_eval,
         ),  # fmt: skip
+        (
+            R.M1Summary(
+                mode="m1",
+                competition="tinyrouter-m1",
+                m1_config="5-domain",
+                pool="penultimate",
+                epochs=3,
+                best_epoch=2,
+                best_val_composite=0.8,
+                early_stopped=False,
+                n_train=48,
+                n_val=12,
+                d_h=64,
+                n_params=704,
+                feature_seconds=1.5,
+                features_cached=True,
+                fit_seconds=0.25,
+                status="finished",
+                message="best validation composite 0.8000 at epoch 2",
+            ),
+            R.parse_m1_summary,
+        ),  # fmt: skip
+        (
+            R.M1EpochRecord(epoch=1, loss=2.5, train_composite=0.5, val_composite=0.4, **{"val_domain_acc": 0.5}),
+            lambda d: R.parse_m1_history([d])[0],
+        ),
     ]
 
 
-@pytest.mark.parametrize("i", range(11))
+@pytest.mark.parametrize("i", range(13))
 def test_every_record_type_written_reads_back_the_same(i):
     record, parse = _every_record()[i]
     data = json.loads(json.dumps(record.to_json()))  # through the bytes a writer puts in the file

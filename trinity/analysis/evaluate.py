@@ -304,7 +304,7 @@ def evaluate_run(
     Cached mode also compares the router with kNN / nearest-centroid routers on the same frozen
     features, fitted on the run's training split (`feature_baselines`, issue 14)."""
     run = RunDir(run_dir)
-    run.read_meta()  # a clear error when it is not a run directory
+    run.meta()  # a clear error when it is not a run directory (or not a run.json)
     if samples < 1:
         raise InputError(f"--samples must be >= 1, got {samples}")
     if mode == "live":

@@ -213,7 +213,7 @@ def live_baselines(
     (its ledger, journal and the response cache) — an existing run or a new folder."""
     run = RunDir(run_dir)
     run.path.mkdir(parents=True, exist_ok=True)
-    base = run.read_meta().get("config", {}) if run.exists() else {}
+    base = run.meta().config if run.exists() else {}
     cfg = session_config(base, pool=pool, base_url=base_url, budget_usd=budget_usd)
     models = _pool_models(cfg)
     correct, turns, costs, failures = always_model_live(
@@ -281,20 +281,22 @@ def evaluate_live(
 ) -> LiveEval:
     """Router sessions (up to the run's max_turns) and single-model baselines, `samples` each.
     The run's budget cap (or `budget_usd`) covers the run's whole ledger, training included."""
-    meta = run.read_meta()
+    meta = run.meta()
     inputs = load_run_inputs(run)
     if split not in inputs.splits or not inputs.splits[split]:
         raise InputError(f"{run.path}: the {split} split is missing or empty")
     by_id = {qq.id: qq for qq in inputs.questions}
     questions = [by_id[i] for i in inputs.splits[split]]
-    models = list(meta.get("models") or [])
+    models = list(meta.models)
     if not models:
         raise InputError(f"{run.run_json} lists no models; it is not a trained run")
-    cfg = session_config(meta.get("config") or {}, pool=pool, base_url=base_url, budget_usd=budget_usd)
+    cfg = session_config(meta.config, pool=pool, base_url=base_url, budget_usd=budget_usd)
 
-    proto = run_protocol(meta).name  # the protocol its sessions ran under (older runs: open)
+    proto = run_protocol(
+        meta.to_json()
+    ).name  # the competition layer reads run.json's JSON  # the protocol its sessions ran under (older runs: open)
     cfg = cfg.model_copy(
-        update={"competition": run_competition(meta), "protocol": None if proto == "open" else proto}
+        update={"competition": run_competition(meta.to_json()), "protocol": None if proto == "open" else proto}
     )  # the text the head was trained on, whatever --pool says
     router = load_trained(run.path)
     correct_r, turns_r, cost_r, trajs = run_system(

@@ -40,7 +40,7 @@ from trinity.errors import InputError
 from trinity.model.theta import HEAD_FILE, load_bundle_weights, load_theta
 from trinity.optim.routing import TrainedRouter, load_trained
 from trinity.optim.runinputs import load_run_inputs
-from trinity.runs.records import read_summary
+from trinity.runs.records import RunMeta, read_summary
 from trinity.runs.rundir import RunDir
 
 if TYPE_CHECKING:
@@ -323,11 +323,11 @@ def protocol_warning(trained_under: str, prof: Profile) -> str:
     )
 
 
-def _cached_matrix(run: RunDir, meta: dict[str, Any], inputs: RunInputs, path: str | Path) -> OutcomeMatrix:
+def _cached_matrix(run: RunDir, meta: RunMeta, inputs: RunInputs, path: str | Path) -> OutcomeMatrix:
     """An outcome matrix given to `trinity score --matrix` for a run that has none: the run's
     models in the run's order, and every question of the run."""
     mat = load_matrix(path)
-    models = list(meta.get("models") or [])
+    models = list(meta.models)
     if models and list(mat.models) != models:
         raise InputError(f"{path}: the matrix's models {list(mat.models)} differ from the run's {models}")
     missing = [q.id for q in inputs.questions if q.id not in mat]
@@ -369,8 +369,8 @@ def score_estimate(
     run's `audit` split when it has one (cached test − audit, as pr_eval's hidden − audit); else
     unknown (the penalty is not applied, and the report says so)."""
     run = RunDir(run_dir)
-    meta = run.read_meta()
-    prof = run_competition(meta, competition)
+    meta = run.meta()
+    prof = run_competition(meta.to_json(), competition)  # the competition layer reads run.json's JSON
     train_turns = summary_avg_turns(run)
     stand_in = eval_split is not None or audit_split is not None
     scored: str
@@ -386,7 +386,7 @@ def score_estimate(
     if matrix is not None:
         inputs = inputs._replace(matrix=_cached_matrix(run, meta, inputs, matrix))
     if inputs.matrix is None:
-        pool = meta.get("pool") or (meta.get("config") or {}).get("pool") or "POOL"
+        pool = meta.pool or meta.config.get("pool") or "POOL"
         raise InputError(
             f"{run.path}: the run has no outcome matrix, so the cached part of the score (the turn-1 "
             f"model's cached answer to each question) is unknown; collect one for the run's questions "
@@ -425,7 +425,7 @@ def score_estimate(
             "to use stand-ins); no penalty applied here, pr_eval would apply it"
         )
 
-    trained_under = run_protocol(meta)
+    trained_under = run_protocol(meta.to_json())
     notes = [
         f"competition: {prof.title}",
         f"cached accuracy: {scored} split, turn 1, mean of the k={inputs.matrix.k} recorded answers",

@@ -535,6 +535,9 @@ def is_m1_path(path: str | Path) -> bool:
     p = Path(path)
     if (p / "W_domain.npy").is_file():
         return True
+    # a tolerant sniff of run.json's `mode`, not a read of the run: this layer sits below the run
+    # directory's records (trinity.runs.records), and a run.json it cannot read is simply not M1's
+    # (the command that goes on reads it through its record and says what is wrong)
     try:
         meta = json.loads((p / "run.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):

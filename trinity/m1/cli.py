@@ -147,10 +147,10 @@ def _train(args: argparse.Namespace) -> int:
         )
         rd = create_run(cfg, args.runs_root, args.run_dir)
         summary = run_training(rd)
-        out.append({"run": str(rd.path), **summary})
+        out.append({"run": str(rd.path), **summary.to_json()})
         if not args.json:
             print(
-                f"{rd.path}: {summary['message']} · fit {summary['fit_seconds']:.1f} s, features {summary['feature_seconds']:.1f} s"
+                f"{rd.path}: {summary.message} · fit {summary.fit_seconds:.1f} s, features {summary.feature_seconds:.1f} s"
             )
     if args.json:
         print(json.dumps(out if len(out) > 1 else out[0], indent=2))
@@ -162,7 +162,7 @@ def _resume(args: argparse.Namespace) -> int:
     from trinity.runs.rundir import RunDir  # lazy: PyYAML kept off the CLI start
 
     summary = run_training(RunDir(args.run), resume=True)
-    _print(summary, args.json, f"{args.run}: {summary['message']}")
+    _print(summary.to_json(), args.json, f"{args.run}: {summary.message}")
     return 0
 
 

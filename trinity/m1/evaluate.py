@@ -23,7 +23,7 @@ from trinity.benchmarks.tinyrouter_m1 import M1Row, load_m1
 from trinity.competition import m1
 from trinity.errors import InputError
 from trinity.m1.features import Features
-from trinity.m1.run import MODE, best_weights, load_encoder_for, split_features, split_indices
+from trinity.m1.run import TrainConfig, best_weights, load_encoder_for, split_features, split_indices
 from trinity.runs.rundir import RunDir
 
 KNN_K = 5
@@ -146,15 +146,12 @@ class RunEval:
 
     def __init__(self, run_dir: str | Path, test_data: str | None = None, split: str = "test"):
         self.rd = RunDir(run_dir)
-        meta = self.rd.read_meta()
-        if meta.get("mode") != MODE:
-            raise InputError(f"{self.rd.path} is not a Milestone-1 run (mode {meta.get('mode')!r})")
-        self.cfg = cfg = meta["config"]
-        self.config = cfg["m1_config"]
+        self.cfg = cfg = TrainConfig.of_run(self.rd.meta(), self.rd.path)
+        self.config = cfg.m1_config
         self.weights = best_weights(self.rd)
-        self.test = load_m1(self.config, split, test_data or cfg.get("test_data"))
-        rows = load_m1(self.config, "train", cfg.get("train_data"), cfg.get("limit"))
-        tr_idx, _ = split_indices(len(rows), int(cfg["seed"]), float(cfg["val_fraction"]))
+        self.test = load_m1(self.config, split, test_data or cfg.test_data)
+        rows = load_m1(self.config, "train", cfg.train_data, cfg.limit)
+        tr_idx, _ = split_indices(len(rows), cfg.seed, cfg.val_fraction)
         self.train = [rows[i] for i in tr_idx]
         self.encoder = load_encoder_for(cfg)
         self.f_test = split_features(self.rd, cfg, self.encoder, self.test)
@@ -165,7 +162,7 @@ class RunEval:
         if pack is None:
             pack = m1.M1Pack(
                 self.config,
-                self.cfg["pool"],
+                self.cfg.pool,
                 self.weights.W_domain.shape[1],
                 self.weights.W_domain,
                 self.weights.W_diff,
@@ -202,7 +199,7 @@ class RunEval:
         return {
             "run": self.rd.id,
             "m1_config": self.config,
-            "pool": self.cfg["pool"],
+            "pool": self.cfg.pool,
             "n_test": len(self.test),
             "systems": {k: report(self.test, p, seed) for k, p in systems.items()},
             "per_domain": per_domain(self.test, head, self.config),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from trinity.errors import CheckpointError, InputError
 from trinity.io import atomic_write_json
 from trinity.m1 import fit
 from trinity.m1.features import Features, features
+from trinity.runs.records import M1EpochRecord, M1Summary, RunMeta, parse_m1_history, read_m1_summary
 from trinity.runs.rundir import RunDir, new_run_id, utc_now_iso
 
 MODE = "m1"
@@ -72,6 +73,18 @@ class TrainConfig:
         if self.l2 < 0 or self.iters < 1 or self.epochs < 1 or self.patience < 1:
             raise InputError("--l2 must be >= 0 and --iters, --epochs, --patience >= 1")
 
+    @classmethod
+    def of_run(cls, meta: RunMeta, where: str | Path) -> TrainConfig:
+        """The config a Milestone-1 run was created with (run.json's `config`); InputError for a
+        run that is not a Milestone-1 run."""
+        if meta.mode != MODE:
+            raise InputError(f"{where} is not a Milestone-1 run (mode {meta.mode!r})")
+        names = {f.name for f in fields(cls)}
+        try:
+            return cls(**{k: v for k, v in meta.config.items() if k in names})
+        except TypeError as e:
+            raise InputError(f"{where}: run.json's config is not a Milestone-1 config ({e})") from None
+
 
 def split_indices(n: int, seed: int, val_fraction: float) -> tuple[list[int], list[int]]:
     """A seeded validation split of the train rows (the test split is never seen in training):
@@ -89,17 +102,15 @@ def labels(rows: list[M1Row], config: str) -> tuple[np.ndarray, np.ndarray]:
     return np.array([idx[r.domain] for r in rows]), np.array([r.difficulty - 1 for r in rows])
 
 
-def load_encoder_for(cfg: dict[str, Any]) -> Any:
+def load_encoder_for(cfg: TrainConfig) -> Any:
     from trinity.model.encoder import load_encoder  # lazy: transformers + huggingface_hub loaded only when used
 
-    return load_encoder(cfg["encoder"], cfg.get("device"), cfg.get("dtype"), seed=int(cfg.get("encoder_seed", 0)))
+    return load_encoder(cfg.encoder, cfg.device, cfg.dtype, seed=cfg.encoder_seed)
 
 
-def split_features(
-    rd: RunDir, cfg: dict[str, Any], encoder: Any, rows: list[M1Row], pool: str | None = None
-) -> Features:
-    cache = cfg.get("feature_cache") or rd.path / "features"
-    return features(encoder, int(cfg.get("encoder_seed", 0)), [r.prompt for r in rows], pool or cfg["pool"], cache)
+def split_features(rd: RunDir, cfg: TrainConfig, encoder: Any, rows: list[M1Row], pool: str | None = None) -> Features:
+    cache = cfg.feature_cache or rd.path / "features"
+    return features(encoder, cfg.encoder_seed, [r.prompt for r in rows], pool or cfg.pool, cache)
 
 
 # ---- checkpoint -------------------------------------------------------------------------------
@@ -154,27 +165,26 @@ def create_run(cfg: TrainConfig, runs_root: str | Path, run_dir: str | Path | No
     conf["m1_config"] = m1.canonical_config(cfg.m1_config)
     conf["generations"] = cfg.epochs  # the app's progress column
     rd.write_meta(
-        {
-            "id": rd.id,
-            "created": utc_now_iso(),
-            "status": "created",
-            "mode": MODE,
-            "competition": m1.NAME,
-            "benchmark": "tinyrouter_m1",
-            "pool": "offline",
-            "config": conf,
-        }
+        RunMeta.model_validate(
+            {
+                "id": rd.id,
+                "created": utc_now_iso(),
+                "status": "created",
+                "mode": MODE,
+                "competition": m1.NAME,
+                "benchmark": "tinyrouter_m1",  # an extra field of run.json (RunMeta names `benchmarks`)
+                "pool": "offline",
+                "config": conf,
+            }
+        )
     )
     return rd
 
 
-def run_training(rd: RunDir, resume: bool = False, stop_after: int | None = None) -> dict[str, Any]:
+def run_training(rd: RunDir, resume: bool = False, stop_after: int | None = None) -> M1Summary:
     """Train (or continue) the run in `rd`; returns the summary. `stop_after`: stop after that
     many epochs of this call (tests of resume)."""
-    meta = rd.read_meta()
-    if meta.get("mode") != MODE:
-        raise InputError(f"{rd.path} is not a Milestone-1 run (mode {meta.get('mode')!r})")
-    cfg = meta["config"]
+    cfg = TrainConfig.of_run(rd.meta(), rd.path)
     with rd.lock():
         rd.set_status("running", "resumed" if resume else "")
         try:
@@ -182,15 +192,15 @@ def run_training(rd: RunDir, resume: bool = False, stop_after: int | None = None
         except BaseException as e:
             rd.set_status("failed" if not isinstance(e, KeyboardInterrupt) else "stopped", str(e)[:200])
             raise
-        rd.set_status(summary["status"], summary["message"])
+        rd.set_status(summary.status, summary.message)
     return summary
 
 
-def _train(rd: RunDir, cfg: dict[str, Any], resume: bool, stop_after: int | None) -> dict[str, Any]:
-    torch.manual_seed(int(cfg["seed"]))
-    config = cfg["m1_config"]
-    rows = load_m1(config, "train", cfg.get("train_data"), cfg.get("limit"))
-    tr_idx, va_idx = split_indices(len(rows), int(cfg["seed"]), float(cfg["val_fraction"]))
+def _train(rd: RunDir, cfg: TrainConfig, resume: bool, stop_after: int | None) -> M1Summary:
+    torch.manual_seed(cfg.seed)
+    config = cfg.m1_config
+    rows = load_m1(config, "train", cfg.train_data, cfg.limit)
+    tr_idx, va_idx = split_indices(len(rows), cfg.seed, cfg.val_fraction)
     tr_rows, va_rows = [rows[i] for i in tr_idx], [rows[i] for i in va_idx]
     encoder = load_encoder_for(cfg)
     t0 = time.perf_counter()
@@ -207,29 +217,24 @@ def _train(rd: RunDir, cfg: dict[str, Any], resume: bool, stop_after: int | None
     d_h = encoder.hidden_size
     n_dom = len(m1.domains_of(config))
     cw_dom = cw_diff = None
-    if cfg.get("class_weights"):
+    if cfg.class_weights:
         cw_dom = fit.class_weights(train.y_dom.numpy(), n_dom)
         cw_diff = fit.class_weights(train.y_diff.numpy(), m1.N_DIFFICULTY)
     if resume and _ckpt(rd).exists():
         st = load_state(rd)
     else:
-        z = fit.zeros(n_dom, d_h, cfg["pool"] == "attentive")
+        z = fit.zeros(n_dom, d_h, cfg.pool == "attentive")
         st = fit.FitState(z, z)
     fit_secs = 0.0
     n_this = 0
-    while not st.done and st.epoch < int(cfg["epochs"]):
+    while not st.done and st.epoch < cfg.epochs:
         if stop_after is not None and n_this >= stop_after:
             break
         e0 = time.perf_counter()
-        if cfg.get("optimizer", "lbfgs") == "sep-cma-es":
-            ep = fit.cma_epoch_step(
-                st, train, val, float(cfg["l2"]), int(cfg["iters"]), int(cfg["patience"]),
-                int(cfg.get("popsize", 16)), float(cfg.get("sigma0", 0.5)), int(cfg["seed"]),
-            )  # fmt: skip
+        if cfg.optimizer == "sep-cma-es":
+            ep = fit.cma_epoch_step(st, train, val, cfg.l2, cfg.iters, cfg.patience, cfg.popsize, cfg.sigma0, cfg.seed)
         else:
-            ep = fit.epoch_step(
-                st, train, val, float(cfg["l2"]), int(cfg["iters"]), int(cfg["patience"]), cw_dom, cw_diff
-            )
+            ep = fit.epoch_step(st, train, val, cfg.l2, cfg.iters, cfg.patience, cw_dom, cw_diff)
         secs = time.perf_counter() - e0
         fit_secs += secs
         n_this += 1
@@ -255,36 +260,37 @@ def _train(rd: RunDir, cfg: dict[str, Any], resume: bool, stop_after: int | None
             f"{ep.train['difficulty_exact']:.3f} · val domain {ep.val['domain_acc']:.3f} difficulty "
             f"{ep.val['difficulty_exact']:.3f} · composite {ep.val['composite']:.4f}" + (" *" if ep.improved else "")
         )
-    finished = st.done or st.epoch >= int(cfg["epochs"])
+    finished = st.done or st.epoch >= cfg.epochs
     best = st.best
     np.savez(rd.path / "head.npz", **{k: v.astype(np.float32) for k, v in best.arrays().items()})  # type: ignore[arg-type]
-    atomic_write_json(rd.history, st.history)
-    prev = json.loads(rd.summary.read_text()) if resume and rd.summary.exists() else {}
-    summary = {
-        "mode": MODE,
-        "competition": m1.NAME,
-        "m1_config": config,
-        "pool": cfg["pool"],
-        "epochs": st.epoch,
-        "best_epoch": st.best_epoch,
-        "best_val_composite": st.best_val,
-        "early_stopped": st.done,
-        "n_train": len(tr_rows),
-        "n_val": len(va_rows),
-        "d_h": d_h,
-        "n_params": int(best.W_domain.size + best.W_diff.size + (best.query.size if best.query is not None else 0)),
-        "feature_seconds": round(feat_secs, 3),
-        "features_cached": cached,
-        "fit_seconds": round(fit_secs + float(prev.get("fit_seconds", 0.0)), 3),
-        "status": "finished" if finished else "stopped",
-        "message": (
+    history: list[M1EpochRecord] = parse_m1_history(st.history, str(rd.history))
+    atomic_write_json(rd.history, [r.to_json() for r in history])
+    prev_fit = read_m1_summary(rd.summary).fit_seconds if resume and rd.summary.exists() else 0.0
+    summary = M1Summary(
+        mode=MODE,
+        competition=m1.NAME,
+        m1_config=config,
+        pool=cfg.pool,
+        epochs=st.epoch,
+        best_epoch=st.best_epoch,
+        best_val_composite=st.best_val,
+        early_stopped=bool(st.done),
+        n_train=len(tr_rows),
+        n_val=len(va_rows),
+        d_h=d_h,
+        n_params=int(best.W_domain.size + best.W_diff.size + (best.query.size if best.query is not None else 0)),
+        feature_seconds=round(feat_secs, 3),
+        features_cached=cached,
+        fit_seconds=round(fit_secs + prev_fit, 3),
+        status="finished" if finished else "stopped",
+        message=(
             f"best validation composite {st.best_val:.4f} at epoch {st.best_epoch}"
             + (" (early stop)" if st.done else "")
             if finished
             else f"stopped after epoch {st.epoch}; continue with `trinity m1 resume {rd.path}`"
         ),
-    }
-    atomic_write_json(rd.summary, summary)
+    )
+    atomic_write_json(rd.summary, summary.to_json())
     return summary
 
 
@@ -298,17 +304,17 @@ def best_weights(rd: RunDir) -> fit.Weights:
 
 
 def pack_of_run(rd: RunDir, miner: str | None = None) -> m1.M1Pack:
-    meta = rd.read_meta()
-    if meta.get("mode") != MODE:
+    meta = rd.meta()
+    if meta.mode != MODE:
         raise InputError(f"{rd.path} is not a Milestone-1 run; `trinity m1 pack` packs `trinity m1 train` runs")
-    cfg = meta["config"]
+    cfg = TrainConfig.of_run(meta, rd.path)
     w = best_weights(rd)
-    info: dict[str, Any] = {"run": rd.id, "encoder": cfg["encoder"]}
+    info: dict[str, Any] = {"run": rd.id, "encoder": cfg.encoder}
     if miner:
         info["miner"] = miner
     return m1.M1Pack(
-        config=cfg["m1_config"],
-        pool=cfg["pool"],
+        config=cfg.m1_config,
+        pool=cfg.pool,
         d_h=int(w.W_domain.shape[1]),
         W_domain=w.W_domain.astype(np.float32),
         W_diff=w.W_diff.astype(np.float32),

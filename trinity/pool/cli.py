@@ -116,6 +116,8 @@ def _forecast_vs_actual(ledger_file: str, per_purpose: dict[str, Any]) -> dict[s
     except (OSError, ValueError, KeyError, TypeError):
         return None
     actual = float(per_purpose.get("train", {}).get("usd", 0.0))
+    # the pool sits below the run directory's records (trinity.runs.records), and this report also
+    # reads a ledger outside any run: a tolerant look at summary.json's `generations`, 0 when absent
     try:
         done = int(json.loads((run / "summary.json").read_text(encoding="utf-8")).get("generations") or 0)
     except (OSError, ValueError, AttributeError, TypeError):
@@ -151,6 +153,7 @@ def _summary_head(ledger_file: str) -> tuple[str | None, str]:
     from pathlib import Path
 
     summary = Path(ledger_file).with_name("summary.json")
+    # below trinity.runs.records (layers): one field, tolerantly, as `verify_run_ledger` reads it
     try:
         head = json.loads(summary.read_text(encoding="utf-8")).get("ledger_head")
     except (OSError, ValueError, AttributeError):

@@ -8,9 +8,9 @@ raw dict:
 |----------------------------|----------------------------------------------------------------|
 | run.json                   | `RunMeta`                                                       |
 | events.jsonl               | `Event` = `GenerationEvent` / `WarmStartEvent` / `ProgressEvent` / `StatusEvent` / `LogEvent` |
-| history.json               | `list[GenerationRecord]` (a `generation` event without type/time) |
+| history.json               | `list[GenerationRecord]` (a `generation` event without type/time; mode "m1": `list[M1EpochRecord]`) |
 | traces.jsonl               | `TraceRecord` (its turns `TraceTurn`)                           |
-| summary.json               | `Summary`                                                       |
+| summary.json               | `Summary` (a Milestone-1 run, mode "m1": `M1Summary`)           |
 | checkpoint/manifest.json   | `CheckpointManifest`                                            |
 | eval.json                  | `EvalFile` (its entries `EvalEntry`)                            |
 | best_theta.npy, bundles    | the θ file names and layout constants (`trinity.layout`)        |
@@ -408,6 +408,44 @@ class Summary(_OpenRecord):
     n_total: int | None = None
 
 
+# ---- Milestone-1 runs (`trinity m1 train`: mode "m1") ---------------------------------------
+class M1EpochRecord(_OpenRecord):
+    """One epoch of a Milestone-1 fit, as its history.json holds it (the train_* / val_* metrics
+    beside the named ones are the competition's score parts, kept as extra fields)."""
+
+    epoch: int
+    loss: Num
+    train_composite: Num | None = None
+    val_composite: Num | None = None
+
+
+class M1Summary(_OpenRecord):
+    """summary.json of a Milestone-1 run (its own shape: epochs of a head fit, not ES generations)."""
+
+    mode: str
+    competition: str
+    m1_config: str
+    pool: str
+    epochs: int
+    best_epoch: int
+    best_val_composite: Num
+    early_stopped: bool
+    n_train: int
+    n_val: int
+    d_h: int
+    n_params: int
+    feature_seconds: Num
+    features_cached: bool
+    fit_seconds: Num
+    status: Literal["created", "running", "finished", "stopped", "failed"]
+    message: str
+
+
+@functools.cache
+def _m1_history_adapter() -> TypeAdapter[list[M1EpochRecord]]:
+    return TypeAdapter(list[M1EpochRecord])
+
+
 # ---- checkpoint/manifest.json ----------------------------------------------------------------
 class CheckpointManifest(_Record):
     format: str  # CHECKPOINT_FORMAT, checked below
@@ -549,3 +587,22 @@ def parse_eval_entry(data: Any, where: str = EVAL_FILE) -> EvalEntry:
 
 def read_eval_file(path: str | os.PathLike[str]) -> EvalFile:
     return parse_eval(_load(Path(path), EVAL_FILE), str(path))
+
+
+def parse_m1_summary(data: Any, where: str = SUMMARY_FILE) -> M1Summary:
+    return _validate(M1Summary, data, where, "it was not written by trinity m1; resume the run to rewrite it")
+
+
+def read_m1_summary(path: str | os.PathLike[str]) -> M1Summary:
+    return parse_m1_summary(_load(Path(path), SUMMARY_FILE), str(path))
+
+
+def parse_m1_history(data: Any, where: str = HISTORY_FILE) -> list[M1EpochRecord]:
+    if not isinstance(data, list):
+        raise RecordError(f"{where} is not a JSON list of epoch records; it was not written by trinity m1")
+    try:
+        return _m1_history_adapter().validate_python(data)
+    except ValidationError as e:
+        raise RecordError(
+            f"{where}: record {_first_problem(e).removeprefix('field ')}; it was not written by trinity m1"
+        ) from None

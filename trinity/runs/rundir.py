@@ -165,6 +165,8 @@ class RunDir:
 
     # ---- run.json --------------------------------------------------------------------------
     def read_meta(self) -> dict[str, Any]:
+        """run.json as the raw JSON object: for `update_meta` and tests that write run.json by hand;
+        a reader of the run goes through `meta()` (its record)."""
         if not self.run_json.exists():
             raise InputError(f"{self.path} is not a run directory (no run.json)")
         meta = read_json(self.run_json, "run.json")
@@ -206,6 +208,8 @@ class RunDir:
         self.append_event("log", level=level, message=message)
 
     def read_events(self) -> list[dict[str, Any]]:
+        """events.jsonl's lines as raw JSON objects (tests, tools); a reader of the run goes through
+        `read_typed_events()` (their records)."""
         return read_jsonl(self.events) if self.events.exists() else []
 
     def read_typed_events(self) -> list[Event]:

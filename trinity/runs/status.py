@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from trinity.errors import InputError
-from trinity.io import JsonlTail, read_json
+from trinity.io import JsonlTail
+from trinity.runs.records import RunMeta, read_run_meta
 from trinity.runs.rundir import RunDir
 
 ETA_WINDOW = 20  # generations the ETA looks back over (the median of their times)
@@ -119,7 +120,7 @@ class RunWatcher:
         self._ledger = JsonlTail(self.run.ledger)
         self._reset_events()
         self._ledger_micro = 0
-        self._meta: dict[str, Any] = {}
+        self._meta: RunMeta | None = None
         self._meta_mtime = -1.0
 
     def _reset_events(self) -> None:
@@ -165,11 +166,9 @@ class RunWatcher:
             return f"{self.run.path} is not a run directory (no run.json)"
         if mtime != self._meta_mtime:
             try:
-                meta = read_json(self.run.run_json, "run.json")
-            except InputError as e:
+                meta = read_run_meta(self.run.path)
+            except InputError as e:  # not JSON, or not a run.json (RecordError): one line
                 return str(e)
-            if not isinstance(meta, dict):
-                return f"{self.run.run_json} is not a JSON object"
             self._meta, self._meta_mtime = meta, mtime
         return ""
 
@@ -197,14 +196,13 @@ class RunWatcher:
 
     def _status(self, error: str) -> RunStatus:
         meta = self._meta
-        raw_cfg = meta.get("config")
-        cfg: dict[str, Any] = raw_cfg if isinstance(raw_cfg, dict) else {}
+        cfg: dict[str, Any] = meta.config if meta else {}  # the engine's resolved TrainConfig
         locked = self.run.is_locked()
-        state = str(meta.get("status") or ("running" if locked else "created"))
+        state: str = meta.status if meta else ("running" if locked else "created")
         if state in ("running", "created") and not locked and meta:
             state = "interrupted"
         total = _num(cfg.get("generations"))
-        budget = _num(meta.get("budget_usd", cfg.get("budget_usd")))
+        budget = _num(meta.budget_usd if meta and "budget_usd" in meta.model_fields_set else cfg.get("budget_usd"))
         vals = [v for v in self._vals if not math.isnan(v)]
         best_val_all = [*vals, *([self._warm_val] if self._warm_val is not None else [])]
         bests = [b for b in self._best if not math.isnan(b)]
@@ -237,10 +235,10 @@ class RunWatcher:
         times = [_num(e.get("time")) for e in ([last] if last else [])]
         return RunStatus(
             path=str(self.run.path),
-            id=str(meta.get("id") or self.run.id),
+            id=meta.id if meta else self.run.id,
             state=state,
-            mode=str(meta.get("mode") or cfg.get("mode") or "?"),
-            pool=str(cfg.get("pool") or meta.get("pool") or ""),
+            mode=str((meta.mode if meta else None) or cfg.get("mode") or "?"),
+            pool=str(cfg.get("pool") or (meta.pool if meta else None) or ""),
             gen=done,
             generations=int(total) if total is not None else None,
             best_val=max(best_val_all) if best_val_all else None,
@@ -255,7 +253,7 @@ class RunWatcher:
             last_event=_event_text(last) if last else "",
             last_event_time=times[0] if times else None,
             updated=times[0] if times else None,
-            message=str(meta.get("status_message") or ""),
+            message=meta.status_message if meta else "",
             error=error,
             val_curve=tuple(vals),
             best_curve=tuple(bests),

@@ -250,11 +250,12 @@ class ServeEngine:
         run = RunDir(run_dir)
         if not run.run_json.exists():
             raise InputError(f"{run.path} is not a run directory (no run.json); pass a trained run's folder")
-        meta = run.read_meta()
+        meta = run.meta()
         trained = trained if trained is not None else load_trained(run, device=device)
-        cfg = session_config(meta.get("config") or {}, pool=pool, base_url=base_url, max_turns=max_turns)
+        cfg = session_config(meta.config, pool=pool, base_url=base_url, max_turns=max_turns)
         # the messages, decoding and stop rule the run was trained under (open for older runs)
-        cfg = cfg.model_copy(update={"competition": run_competition(meta), "protocol": run_protocol(meta).name})
+        run_json = meta.to_json()  # the competition layer (below the run directory's records) reads the JSON
+        cfg = cfg.model_copy(update={"competition": run_competition(run_json), "protocol": run_protocol(run_json).name})
         pool_cfg, server = resolve_pool(cfg)
         try:
             pool_cfg.require_prices()  # no call whose worst case cannot be reserved

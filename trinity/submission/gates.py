@@ -1006,7 +1006,7 @@ def _run_advisories(c: _Ctx) -> list[GateResult]:
         why = ADVISORY_FUNCS[name](c)
         out.append(GateResult(name, WARN, why, {}, name) if why else GateResult(name, PASS, "consistent", {}, name))
     if c.run is not None:  # ours, report-only: which session protocol the head was trained under
-        trained = run_protocol(c.run.read_meta()).name
+        trained = run_protocol(c.run.meta().to_json()).name
         if trained != c.prof.name:
             why = (
                 f"the run was trained under the {trained} session protocol, not {c.prof.title}'s (role prompts, "

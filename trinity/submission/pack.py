@@ -326,12 +326,12 @@ def _place(tmp: Path, final: Path, replace: bool) -> None:
         os.rename(tmp, final)  # fails if `final` appeared meanwhile
 
 
-def pack_profile(meta: dict[str, Any], fmt: str | None, competition: str | None = None) -> Profile:
+def pack_profile(meta: RunMeta, fmt: str | None, competition: str | None = None) -> Profile:
     """The competition a pack is for: `competition` (the --competition flag), else run.json's
     `competition`, else the bundle format's competition, else the default of the run's pool. A
     format that is not that competition's layout is refused."""
-    if competition or meta.get("competition") or not fmt:
-        prof = run_competition(meta, competition)
+    if competition or meta.competition or not fmt:
+        prof = run_competition(meta.to_json(), competition)  # the competition layer reads run.json's JSON
     else:
         prof = get_profile(fmt)
     if fmt and fmt != prof.bundle_format:
@@ -358,7 +358,7 @@ def pack_run(
     check_miner(miner)
     run = RunDir(run_dir)
     meta = read_run_meta(run.path)
-    prof = pack_profile(meta.to_json(), fmt, competition)
+    prof = pack_profile(meta, fmt, competition)
     fmt = prof.bundle_format
     status = meta.status
     if status != "finished" and not force:
