@@ -390,6 +390,11 @@ def run_live(args) -> int:
             f"training $ {s['total_usd'][name]:.5f}, $ to reach the old recipe's final accuracy "
             f"{usd(s['usd_to_old_final'][name])}"
         )
+    nr = result["recipes"]["new"]
+    print(
+        f"new recipe's collect: ${nr['collect_usd']:.5f} ({nr['collect_calls']} calls, k {result['collect_k']}, "
+        f"{nr['collect_questions']} questions: {'all' if result['collect_all'] else 'train + val'})"
+    )
     ratio = s["usd_ratio_new_over_old"]
     print(f"new / old $ to the old recipe's final accuracy: {'n/a' if ratio is None else f'{ratio:.2f}'}")
     for key, label in (("ci_new_minus_old", "new - old"), ("ci_new_minus_best_single", "new - best single")):
