@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from trinity.bench import learning
-from trinity.bench.learning_live import ledger_usd
+from trinity.bench.learning_live import ledger_usd, print_text
 
 # two small live trainings (6 questions: 2 train, 2 val, 2 test), each stopped twice for a live
 # evaluation, plus a collect of the 4 questions training reads
@@ -94,6 +94,11 @@ def test_live_bench_json_curves_and_ledgers(bench, capsys):
     assert s["usd_to_old_final"]["old"] is not None  # the old recipe reaches its own final accuracy
     for key in ("ci_new_minus_old", "ci_new_minus_best_single"):
         assert s[key]["lo"] <= s[key]["point"] <= s[key]["hi"]
+    # the text output of the same result names both recipes and the collect
+    print_text(out)
+    text = capsys.readouterr().out
+    assert "old recipe: final acc" in text and "new recipe: final acc" in text
+    assert f"({len(read) * 3} calls, k 1, {len(read)} questions: train + val)" in text
     run_json = json.loads((Path(recipes["old"]["run_dir"]) / "run.json").read_text())
     assert run_json["config"]["live_recipe"] == "plain"
     run_json = json.loads((Path(recipes["new"]["run_dir"]) / "run.json").read_text())

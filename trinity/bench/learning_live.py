@@ -375,6 +375,13 @@ def run_live(args) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
+    print_text(result, args.plot)
+    return 0
+
+
+def print_text(result: dict[str, Any], plot: str | None = None) -> None:
+    """The bench's text output of a result (`--json`'s document)."""
+    curves = {k: v["points"] for k, v in result["recipes"].items()}
     s = result["summary"]
     print(ascii_plot(curves))
 
@@ -400,6 +407,5 @@ def run_live(args) -> int:
     for key, label in (("ci_new_minus_old", "new - old"), ("ci_new_minus_best_single", "new - best single")):
         c = s[key]
         print(f"paired 95% CI {label}: {c['point']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]")
-    if args.plot:
-        print(f"plot: {args.plot}")
-    return 0
+    if plot:
+        print(f"plot: {plot}")
