@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from trinity.bench import learning
-from trinity.bench.learning_live import ledger_usd
+from trinity.bench.learning_live import ledger_usd, print_text
 
-# two small live trainings, each stopped twice for a live evaluation, plus a collect: about a minute
-# of CPU (minutes on a loaded box)
+# two small live trainings (6 questions: 2 train, 2 val, 2 test), each stopped twice for a live
+# evaluation, plus a collect of the 4 questions training reads
 pytestmark = pytest.mark.timeout(1200)
 
 
@@ -30,7 +30,9 @@ def bench(tmp_path_factory):
             "--topics",
             "math,mc",
             "--per-topic",
-            "4",
+            "3",
+            "--splits",
+            "0.4,0.3,0.3",
             "--generations",
             "2",
             "--popsize",
@@ -73,12 +75,30 @@ def test_live_bench_json_curves_and_ledgers(bench, capsys):
         assert whole == pytest.approx(r["server_total_usd"], abs=tol)
         assert r["server_eval_usd"] > 0
     assert recipes["new"]["collect_usd"] > 0 and recipes["old"]["collect_usd"] == 0
+    # the collect asked only about the questions training reads (train + val), once per model
+    splits = json.loads((Path(recipes["new"]["run_dir"]) / "run.json").read_text())["splits"]
+    matrix = json.loads((keep / "new-matrix.json").read_text())
+    read = set(splits["train"]) | set(splits["val"])
+    assert splits["test"] and {t["id"] for t in matrix["tasks"]} == read
+    assert recipes["new"]["collect_questions"] == len(read)
+    assert recipes["new"]["collect_calls"] == len(read) * len(recipes["new"]["server_by_model"])
+    # a cached evaluation of the test split says the matrix stops at val (a live one reads no matrix)
+    from trinity.analysis.evaluate import cached_run_outcomes
+    from trinity.errors import InputError
+
+    with pytest.raises(InputError, match="use --mode live"):
+        cached_run_outcomes(recipes["new"]["run_dir"], "test")
     s = out["summary"]
     assert s["old_final_acc"] == recipes["old"]["points"][-1]["acc"]
     assert 0 < s["per_topic_ceiling"] <= 1 and s["best_single"].startswith("standin/")
     assert s["usd_to_old_final"]["old"] is not None  # the old recipe reaches its own final accuracy
     for key in ("ci_new_minus_old", "ci_new_minus_best_single"):
         assert s[key]["lo"] <= s[key]["point"] <= s[key]["hi"]
+    # the text output of the same result names both recipes and the collect
+    print_text(out)
+    text = capsys.readouterr().out
+    assert "old recipe: final acc" in text and "new recipe: final acc" in text
+    assert f"({len(read) * 3} calls, k 1, {len(read)} questions: train + val)" in text
     run_json = json.loads((Path(recipes["old"]["run_dir"]) / "run.json").read_text())
     assert run_json["config"]["live_recipe"] == "plain"
     run_json = json.loads((Path(recipes["new"]["run_dir"]) / "run.json").read_text())

@@ -274,6 +274,11 @@ def cached_run_outcomes(
     ids = list(inputs.splits[split])
     if not ids:
         raise InputError(f"{run_dir}: the {split} split is empty; pick another split")
+    if any(i not in inputs.matrix for i in ids):  # a live run's matrix may cover train + val only
+        raise InputError(
+            f"{run_dir}: the run's outcome matrix has no rows for the {split} split (it was collected for "
+            "training only); use --mode live"
+        )
     by_id = {qq.id: qq for qq in inputs.questions}
     questions = [by_id[i] for i in ids]
     if progress:

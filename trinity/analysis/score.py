@@ -411,6 +411,13 @@ def score_estimate(
     promo_q, promo_n = promotion_items(inputs.questions)
     everything = audit_q + eval_q + promo_q
     routing = ours.route(everything)
+    missing = [q.id for q in everything if q.id not in inputs.matrix]
+    if missing:
+        raise InputError(
+            f"{run.path}: the run's outcome matrix has no row for {len(missing)} of the scored questions "
+            f"(e.g. {missing[0]}): it was collected for training only; collect the rest with `trinity collect "
+            f"--split all` and pass it: `trinity score {run.path} --matrix M.json`"
+        )
     rows = np.array([inputs.matrix.row(q.id) for q in everything], dtype=np.int64)
     correct = p[rows, np.asarray(routing.model_idx, dtype=np.int64)]  # (N,) expected correctness
     n_audit, n_eval = len(audit_q), len(eval_q)

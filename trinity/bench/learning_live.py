@@ -3,8 +3,8 @@ by side, against the skilled stand-in pool (`trinity.bench.standin`) over loopba
 
 - old: every candidate on every question (`--live-recipe plain`), the role-rows warm start, live
   validation — live training as it was;
-- new (the default recipe): collect k turn-1 answers per model and question (cheap, one call
-  each), warm-start the head from those labels, then race the ES (common random numbers,
+- new (the default recipe): collect k turn-1 answers per model for the questions training reads
+  (train + val; the test split is evaluated live), cheap, one call each; warm-start the head from those labels, then race the ES (common random numbers,
   successive halving, the incumbent re-evaluated); validation reads the collected matrix.
 
 Same questions, splits and seeds for both; each recipe gets its own stand-in server (the same seed:
@@ -31,7 +31,18 @@ import numpy as np
 def register_args(p) -> None:
     g = p.add_argument_group("live (--live): old vs new recipe against the stand-in pool")
     g.add_argument("--eval-every", type=int, default=2, help="live: evaluate held-out accuracy every N generations")
-    g.add_argument("--collect-k", type=int, default=2, help="live: turn-1 answers per model and question (new recipe)")
+    g.add_argument(
+        "--collect-k",
+        type=int,
+        default=1,
+        help="live: turn-1 answers per model and question the new recipe collects (default 1: the warm "
+        "start's labels average over the questions of a topic, so one draw each shows a model's edge)",
+    )
+    g.add_argument(
+        "--collect-all",
+        action="store_true",
+        help="live: the new recipe collects the test split too (default: only train + val, which training reads)",
+    )
     g.add_argument(
         "--topics",
         default="math,mc,code",
@@ -116,15 +127,22 @@ def run_recipe(name: str, args, qfile: Path, questions, work: Path) -> dict[str,
                 models=ov["pool_models"],
                 prices={m: Price(p["price_in"], p["price_out"]) for m, p in ov["prices"].items()},
             )
+            # only the questions training reads (train + val, the run's own splits): the test split is
+            # evaluated live, so its rows would be bought and never read
+            from trinity.optim.runinputs import inputs_from_config
+
+            splits = inputs_from_config(load_config(None, {**over, "generations": 1})).splits
+            read = set(splits["train"]) | set(splits["val"])
+            asked = [q for q in questions if q.id in read] if not args.collect_all else questions
             res = collect(
-                questions,
+                asked,
                 pool,
                 work / "new-matrix.json",
                 args.collect_k,
                 cache_path=over["cache_path"],
                 budget_usd=args.budget_usd,
             )
-            if res.stopped or res.complete_questions < len(questions):
+            if res.stopped or res.complete_questions < len(asked):
                 raise TrinityError(f"collect did not finish: {res.stopped or res.last_error}")
             st = srv.stats()
             collect_usd, collect_calls = st.billed_usd, st.calls
@@ -175,6 +193,7 @@ def run_recipe(name: str, args, qfile: Path, questions, work: Path) -> dict[str,
             "collect_usd": collect_usd,
             "collect_ledger_usd": collect_ledger,
             "collect_calls": collect_calls,
+            "collect_questions": len(asked) if name == "new" else 0,
             "points": points,
             "server_total_usd": final.billed_usd,
             "server_eval_usd": eval_usd,
@@ -325,6 +344,7 @@ def run_live(args) -> int:
             "m": args.m,
             "eval_every": args.eval_every,
             "collect_k": args.collect_k,
+            "collect_all": bool(args.collect_all),
             "topics": topics,
             "splits": args.split_shares,
             "n_questions": len(questions),
@@ -355,6 +375,13 @@ def run_live(args) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
+    print_text(result, args.plot)
+    return 0
+
+
+def print_text(result: dict[str, Any], plot: str | None = None) -> None:
+    """The bench's text output of a result (`--json`'s document)."""
+    curves = {k: v["points"] for k, v in result["recipes"].items()}
     s = result["summary"]
     print(ascii_plot(curves))
 
@@ -370,11 +397,15 @@ def run_live(args) -> int:
             f"training $ {s['total_usd'][name]:.5f}, $ to reach the old recipe's final accuracy "
             f"{usd(s['usd_to_old_final'][name])}"
         )
+    nr = result["recipes"]["new"]
+    print(
+        f"new recipe's collect: ${nr['collect_usd']:.5f} ({nr['collect_calls']} calls, k {result['collect_k']}, "
+        f"{nr['collect_questions']} questions: {'all' if result['collect_all'] else 'train + val'})"
+    )
     ratio = s["usd_ratio_new_over_old"]
     print(f"new / old $ to the old recipe's final accuracy: {'n/a' if ratio is None else f'{ratio:.2f}'}")
     for key, label in (("ci_new_minus_old", "new - old"), ("ci_new_minus_best_single", "new - best single")):
         c = s[key]
         print(f"paired 95% CI {label}: {c['point']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]")
-    if args.plot:
-        print(f"plot: {args.plot}")
-    return 0
+    if plot:
+        print(f"plot: {plot}")

@@ -29,6 +29,7 @@ from trinity.runs.rundir import RunDir
 class RunInputs(NamedTuple):
     questions: list[Question]  # in input order, after the benchmark filter
     matrix: OutcomeMatrix | None  # rows in the order of `questions`; None in live mode without one
+    # (a live run's matrix may lack the test split's rows: training reads only train and val)
     splits: dict[str, list[str]]  # {"train", "val", "test"} -> question ids
 
 
@@ -53,10 +54,13 @@ def _ids_line(ids: list[str]) -> str:
     return ", ".join(ids[:8]) + (f" (+{len(ids) - 8} more)" if len(ids) > 8 else "")
 
 
-def cross_check(questions: list[Question], matrix: OutcomeMatrix, qsrc: str, msrc: str) -> None:
-    """Every question has a matrix row and every row a question; else name the ids."""
+def cross_check(
+    questions: list[Question], matrix: OutcomeMatrix, qsrc: str, msrc: str, need: set[str] | None = None
+) -> None:
+    """Every question (of `need`, when given) has a matrix row and every row a question; else name
+    the ids."""
     qids = {q.id for q in questions}
-    no_row = [q.id for q in questions if q.id not in matrix]
+    no_row = [q.id for q in questions if q.id not in matrix and (need is None or q.id in need)]
     if no_row:
         raise InputError(
             f"{len(no_row)} question(s) of {qsrc} have no row in the matrix {msrc}: "
@@ -110,8 +114,12 @@ def inputs_from_config(cfg: TrainConfig) -> RunInputs:
     """Load, cross-check, filter by benchmark, and split by the config's seed."""
     questions = _load_questions(cfg)
     matrix = _load_matrix(cfg)
+    # A live run reads the matrix only for train and val (the warm start's labels, validation); its
+    # test split is evaluated live, so a matrix collected on train + val alone is enough: checked
+    # once the splits are known.
+    partial = cfg.mode == "live"
     if matrix is not None:
-        cross_check(questions, matrix, str(cfg.questions), str(cfg.matrix))
+        cross_check(questions, matrix, str(cfg.questions), str(cfg.matrix), need=set() if partial else None)
     if cfg.benchmarks:
         known = sorted({q.benchmark for q in questions})
         unknown = [b for b in cfg.benchmarks if b not in known]
@@ -122,7 +130,7 @@ def inputs_from_config(cfg: TrainConfig) -> RunInputs:
             )
         questions = [q for q in questions if q.benchmark in cfg.benchmarks]
     if matrix is not None:
-        matrix = matrix.subset([q.id for q in questions])
+        matrix = matrix.subset([q.id for q in questions if q.id in matrix])
     if cfg.mode == "live":  # a grader that cannot run on this machine fails before the first paid call
         from trinity.benchmarks import BENCHMARK_NAMES, get_benchmark
 
@@ -141,6 +149,8 @@ def inputs_from_config(cfg: TrainConfig) -> RunInputs:
         )
     if not splits["train"]:
         raise InputError(f"the train split is empty ({len(questions)} questions); add questions or raise splits.train")
+    if matrix is not None and partial:
+        cross_check(questions, matrix, str(cfg.questions), str(cfg.matrix), need=set(splits["train"] + splits["val"]))
     return RunInputs(questions, matrix, splits)
 
 

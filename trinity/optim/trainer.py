@@ -811,7 +811,7 @@ class Trainer:
         per_bench: dict[str, dict[str, float]] = {}
         for split in ("val", "test", "audit"):
             ids = self.inputs.splits.get(split) or []
-            if not ids:
+            if not ids or any(i not in matrix for i in ids):  # a live run's matrix may stop at val
                 continue
             qs = [by_id[i] for i in ids]
             acc = self._accuracy(theta[None, :], qs)
