@@ -67,7 +67,7 @@ def test_an_earlier_run_of_the_same_pool_is_found(questions_file, tmp_path):
     def fake_run(name, **conf):
         d = root / name
         d.mkdir(parents=True)
-        (d / "run.json").write_text(json.dumps({"config": {"mode": "live", "pool": "practice", **conf}}))
+        (d / "run.json").write_text(json.dumps({"id": name, "config": {"mode": "live", "pool": "practice", **conf}}))
         turn = {"model": "simulated/scholar", "role": "Worker", "prompt_tokens": 90, "completion_tokens": 40}
         (d / "traces.jsonl").write_text(json.dumps({"gen": 1, "candidate": 0, "qid": "q", "turns": [turn]}) + "\n")
         return d
