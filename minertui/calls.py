@@ -20,6 +20,7 @@ import numpy as np
 
 from minertui.runmodel import LedgerView, _num, _time
 from minertui.widgets.format import utc
+from trinity.io import iter_jsonl
 from trinity.pool.budget import to_micro
 
 SERVE_DIR = "serve"  # RUN/serve/: `trinity serve`'s ledger and journal (trinity.serve.engine.SERVE_DIR)
@@ -179,8 +180,6 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 def load_calls(folder: Path) -> CallsView | None:
     """The calls of `folder` (a `playground/` or `RUN/serve/`); None when it has no ledger or
     journal. Read again only when a file changed (Ledger asks on every refresh)."""
-    from trinity.io import iter_jsonl
-
     folder = Path(folder)
     lpath, jpath = folder / "ledger.jsonl", folder / "journal.jsonl"
     stamp = (_stamp(lpath), _stamp(jpath))

@@ -15,6 +15,7 @@ import os
 import time
 from collections import deque
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -592,8 +593,6 @@ def _time(v: Any) -> float:
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return float(v)
     if isinstance(v, str):
-        from datetime import datetime
-
         try:
             return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
         except ValueError:

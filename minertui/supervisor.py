@@ -142,6 +142,7 @@ class Supervisor:
         """A trial of a sweep with a budget: `trinity sweep resume SWEEP --trial ID` (`--budget-usd`
         then sets the sweep's budget); None for any other run. Refused while the sweep's driver
         runs: it holds the sweep's budget, and a second holder could spend it twice."""
+        # lazy: numpy + PyYAML kept off the app's first frame
         from trinity.sweep.runner import driver_pid, sweep_of_trial, trial_resume_command
 
         found = sweep_of_trial(run.path)

@@ -32,6 +32,8 @@ from textual.widgets import Input, Static
 from minertui.reader import Poll
 from minertui.screens.common import ModeScreen
 from minertui.widgets.format import bar, usd
+from trinity.io import read_jsonl
+from trinity.runs.rundir import list_runs
 
 KINDS = ("math", "mc", "code")
 BUDGETS = (0.01, 0.05, 0.25, 1.0)
@@ -44,8 +46,6 @@ _SPEND_CACHE: dict[str, tuple[tuple[int, int], tuple[int, float]]] = {}
 def playground_spend(runs_root: Path) -> tuple[int, float] | None:
     """(calls, USD) in `<runs root>/playground/ledger.jsonl`, the Playground's live sessions; None
     when it has none. Read again only when the file changed (Ledger calls it on every refresh)."""
-    from trinity.io import read_jsonl
-
     path = Path(runs_root) / "playground" / "ledger.jsonl"
     try:
         st = path.stat()
@@ -389,8 +389,6 @@ class PlaygroundScreen(ModeScreen):
         self.redraw()
 
     def action_second_run(self) -> None:
-        from trinity.runs.rundir import list_runs
-
         cur = self.app.current
         here = Path(cur.path) if cur is not None else None
         trained = [

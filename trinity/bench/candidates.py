@@ -16,6 +16,9 @@ from __future__ import annotations
 import json
 import time
 
+from trinity.errors import ConfigError
+from trinity.model.text import encoder_input
+
 WORDS = (
     "find the value of integer sum prime number triangle angle degrees probability that a "
     "random chosen point lies inside circle radius compute remainder when divided by how many "
@@ -41,9 +44,7 @@ def register(sub) -> None:
 
 def synthetic_texts(encoder, n: int, mean_tokens: int, seed: int) -> list[str]:
     """`n` encoder inputs whose token counts (with EOS) spread ±15% around `mean_tokens`."""
-    import numpy as np
-
-    from trinity.model.text import encoder_input
+    import numpy as np  # lazy: kept off the CLI start (adds numpy here)
 
     rng = np.random.RandomState(seed)
     texts = []
@@ -59,7 +60,7 @@ def synthetic_texts(encoder, n: int, mean_tokens: int, seed: int) -> list[str]:
 
 
 def _sync(device) -> None:
-    import torch
+    import torch  # lazy: kept off the CLI start (adds torch here)
 
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -68,7 +69,7 @@ def _sync(device) -> None:
 def matmul_window(device, dtype, seconds: float, n: int = 2048) -> tuple[float, float]:
     """Plain `n × n @ n × n` matmuls back to back for about `seconds` (the yardstick) →
     (sustained FLOP/s over the window, best single-matmul FLOP/s), after one warm-up."""
-    import torch
+    import torch  # lazy: kept off the CLI start (adds torch here)
 
     gen = torch.Generator(device="cpu").manual_seed(0)
     a = torch.randn(n, n, generator=gen).to(device, dtype)
@@ -87,11 +88,12 @@ def matmul_window(device, dtype, seconds: float, n: int = 2048) -> tuple[float, 
 
 
 def measure(args) -> dict:
-    import numpy as np
-    import torch
+    import numpy as np  # lazy: kept off the CLI start (adds numpy here)
+    import torch  # lazy: kept off the CLI start (adds torch here)
 
-    from trinity.errors import ConfigError
-    from trinity.model.encoder import load_encoder
+    from trinity.model.encoder import load_encoder  # lazy: kept off the CLI start (adds torch + transformers here)
+
+    # lazy: kept off the CLI start (adds torch + transformers here)
     from trinity.model.router import DEFAULT_MAX_BATCH_TOKENS, Router
 
     for name in ("popsize", "questions", "tokens", "ref_candidates", "warm_generations"):

@@ -31,6 +31,12 @@ from typing import Any, Iterator, cast
 
 import numpy as np
 
+from trinity.benchmarks.practice import practice_questions
+from trinity.config import load_config
+from trinity.optim.engine import start_run
+from trinity.optim.forecast import FORECAST_FILE
+from trinity.practice.server import start_practice_server
+
 # median completion tokens and log-sd per practice model: one reasons at length, one writes a
 # paragraph, one answers in a line (the practice answer itself adds ~20 tokens)
 LENGTHS: dict[str, tuple[float, float]] = {
@@ -78,8 +84,6 @@ class LengthyResponder:
 @contextmanager
 def standin(pool: str, seed: int | None = None) -> Iterator[Any]:
     """A loopback server for `pool` (practice | lengthy); yields its handle."""
-    from trinity.practice.server import start_practice_server
-
     if pool not in ("practice", "lengthy"):
         raise ValueError(f"unknown stand-in pool {pool!r}; use practice or lengthy")
     with start_practice_server(port=0, seed=seed) as handle:
@@ -91,9 +95,6 @@ def standin(pool: str, seed: int | None = None) -> Iterator[Any]:
 
 def run_and_compare(cfg: Any, run_dir: Path, handle: Any) -> dict[str, Any]:
     """One live run of `cfg` in `run_dir` against `handle`; its forecast beside what the server billed."""
-    from trinity.optim.engine import start_run
-    from trinity.optim.forecast import FORECAST_FILE
-
     billed0 = handle.stats.billed_usd
     t0 = time.perf_counter()
     res = start_run(cfg, run_dir=run_dir)
@@ -129,10 +130,7 @@ def check(
 ) -> dict[str, Any]:
     """`reps` × (a first run with nothing on disk, then a second run with another seed in the
     same runs root and cache) on the stand-in `pool`."""
-    import torch
-
-    from trinity.benchmarks.practice import practice_questions
-    from trinity.config import load_config
+    import torch  # lazy: torch loaded only when used
 
     torch.set_num_threads(1)
     rows = []

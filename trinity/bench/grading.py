@@ -24,6 +24,11 @@ import platform
 import resource
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
+
+from trinity.benchmarks import get_benchmark
+from trinity.errors import InputError
+from trinity.grading import grade
 
 # (response, gold, expected verdict): plain numbers, fractions, LaTeX forms, symbolic, wrong ones.
 MATH_CASES = [
@@ -203,7 +208,7 @@ def _p90(xs: list[float]) -> float:
 
 
 def _sandbox_figures(use_bwrap: bool, n_tests: int, repeats: int) -> dict:
-    from trinity.grading.code import grade_code_run
+    from trinity.grading.code import grade_code_run  # lazy: brings the code sandbox, kept off the CLI start
 
     gold = {"tests": [{"input": f"{k}\n", "output": f"{k}\n", "testtype": "stdin"} for k in range(n_tests)]}
     grade_code_run(ECHO, gold, use_bwrap=use_bwrap)  # warm the page cache
@@ -236,7 +241,7 @@ def _sandbox_figures(use_bwrap: bool, n_tests: int, repeats: int) -> dict:
 
 def _math_figures(passes: int) -> dict:
     try:
-        from trinity.grading import grade, mathgrade
+        from trinity.grading import grade, mathgrade  # lazy: a missing module is reported, not raised at import
     except ImportError as e:  # the math grader belongs to another part; say so, don't fail
         return {"available": False, "why": f"trinity.grading math grader not importable: {e}"}
     cache = getattr(mathgrade, "_symbolic_cached", None)
@@ -266,8 +271,6 @@ def _math_figures(passes: int) -> dict:
 
 
 def _benchmark_rates(passes: int) -> dict:
-    from trinity.grading import grade
-
     out = {}
     for name, (kind, cases) in BENCH_CASES.items():
 
@@ -298,15 +301,12 @@ def _benchmark_rates(passes: int) -> dict:
 
 
 def _humaneval_figures(n_problems: int, workers: int) -> dict:
-    from concurrent.futures import ThreadPoolExecutor
-
-    from trinity.benchmarks import get_benchmark
-    from trinity.grading.humaneval import grade_check_run
-
     qs = get_benchmark("humaneval").load()[:n_problems]
     jobs = [(q, q.extra["canonical_solution"], True) for q in qs] + [(q, q.question, False) for q in qs]
 
     def one(job):
+        from trinity.grading.humaneval import grade_check_run  # lazy: brings the code sandbox, kept off the CLI start
+
         return grade_check_run(job[1], job[0].answer)
 
     one(jobs[0])  # warm the page cache
@@ -336,8 +336,7 @@ def _humaneval_figures(n_problems: int, workers: int) -> dict:
 
 
 def run(args) -> int:
-    from trinity.errors import InputError
-    from trinity.grading.sandbox import bwrap_status
+    from trinity.grading.sandbox import bwrap_status  # lazy: the code sandbox, kept off the CLI start
 
     if args.tests < 1 or args.repeats < 1 or args.math_passes < 0:
         raise InputError("--tests and --repeats must be >= 1, --math-passes >= 0")

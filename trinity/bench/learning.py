@@ -18,12 +18,19 @@ Real runs through `start_run` (the engine `trinity train` uses), in a temporary 
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from trinity.bench import learning_live
-from trinity.data.learningtask import TaskSpec
+from trinity.benchmarks.practice import practice_questions
+from trinity.data.learningtask import TaskSpec, generate_task
+from trinity.data.matrix import save_matrix
+from trinity.data.questions import save_questions
+from trinity.errors import InputError
 from trinity.runs.records import GenerationEvent, WarmStartEvent, read_summary
 from trinity.runs.rundir import RunDir
 
@@ -79,21 +86,14 @@ def plateau_gen(run_dir: Path) -> int | None:
 
 
 def task_figures(spec: TaskSpec, args, work: Path) -> dict:
-    import numpy as np
+    from trinity.analysis.learnable import centroid_route, knn_route  # lazy: kept off the CLI start (adds PyYAML here)
+    from trinity.config import load_config  # lazy: kept off the CLI start (adds PyYAML here)
+    from trinity.optim.engine import start_run  # lazy: kept off the CLI start (adds PyYAML here)
+    from trinity.optim.fitness import build_router  # lazy: brings the session and pool modules, kept off the CLI start
+    from trinity.optim.runinputs import inputs_from_config  # lazy: kept off the CLI start (adds PyYAML here)
 
-    from trinity.analysis.learnable import centroid_route, knn_route
-    from trinity.config import load_config
-    from trinity.data.learningtask import generate_task
-    from trinity.data.matrix import save_matrix
-    from trinity.data.questions import save_questions
-    from trinity.optim.engine import start_run
-    from trinity.optim.fitness import build_router, default_text
-    from trinity.optim.runinputs import inputs_from_config
-    from trinity.optim.warmstart import (
-        frozen_features,
-        routed_accuracy,
-        warm_start_theta,
-    )
+    # lazy: kept off the CLI start
+    from trinity.optim.warmstart import frozen_features, routed_accuracy, warm_start_theta
 
     qs, mat, _ = generate_task(spec)
     qf, mf = work / f"{spec.name}.jsonl", work / f"{spec.name}.json"
@@ -117,6 +117,9 @@ def task_figures(spec: TaskSpec, args, work: Path) -> dict:
     acc = mat.accuracy()
 
     def part(name):
+        # lazy: brings the session and pool modules, kept off the CLI start
+        from trinity.optim.fitness import default_text
+
         ids = inputs.splits[name]
         return [default_text(by[i]) for i in ids], acc[[mat.row(i) for i in ids]]
 
@@ -163,15 +166,12 @@ def task_figures(spec: TaskSpec, args, work: Path) -> dict:
 def live_figures(lambdas: list[float], args, work: Path) -> list[dict]:
     """Live runs on the SIMULATED practice pool (math + multiple choice) whose Verifiers are always
     right, one per lambda_turns; held-out accuracy and turns from a live eval of the test split."""
-    import os
+    import yaml  # lazy: kept off the CLI start (adds PyYAML here)
 
-    import yaml
-
-    from trinity.analysis.evaluate import evaluate_run
-    from trinity.benchmarks.practice import practice_questions
-    from trinity.config import load_config
-    from trinity.optim.engine import start_run
-    from trinity.practice.simulation import REPO_CONFIG
+    from trinity.analysis.evaluate import evaluate_run  # lazy: kept off the CLI start (adds PyYAML here)
+    from trinity.config import load_config  # lazy: kept off the CLI start (adds PyYAML here)
+    from trinity.optim.engine import start_run  # lazy: kept off the CLI start (adds PyYAML here)
+    from trinity.practice.simulation import REPO_CONFIG  # lazy: kept off the CLI start (adds PyYAML here)
 
     doc = yaml.safe_load(Path(REPO_CONFIG).read_text(encoding="utf-8"))
     for prof in doc["practice"]["models"].values():
@@ -236,8 +236,6 @@ def live_figures(lambdas: list[float], args, work: Path) -> list[dict]:
 
 
 def run(args) -> int:
-    from trinity.errors import InputError
-
     small = args.live
     for key, cached, live in (("generations", 30, 4), ("popsize", 16, 6), ("m", 32, 6)):
         if getattr(args, key) is None:

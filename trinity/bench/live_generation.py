@@ -16,6 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
+from trinity.bench.server import proc_cpu_s, spawn_practice_server
+from trinity.benchmarks.practice import practice_questions
+from trinity.errors import ConfigError
+from trinity.pool.providers import load_pool, pool_model_ids
+from trinity.session.live import LiveRun
+from trinity.session.loop import SessionRunner, SessionSpec
+
 
 def live_generation(
     args=None,
@@ -32,25 +39,18 @@ def live_generation(
     questions; `p99_ms`: lognormal latency with median `latency_ms` and this 99th percentile.
     The first schedule's figures are the top-level keys; with two, `schedules` holds each and
     `pipelined_vs_barrier` the ratio of their wall times."""
-    from trinity.bench.server import spawn_practice_server
-    from trinity.benchmarks.practice import practice_questions
-    from trinity.model.encoder import load_encoder
-    from trinity.model.router import Router
-    from trinity.pool.providers import pool_model_ids
+    from trinity.model.encoder import load_encoder  # lazy: torch + transformers loaded only when used
+    from trinity.model.router import Router  # lazy: torch + transformers loaded only when used
 
     popsize = getattr(args, "popsize", None) or popsize
     m = getattr(args, "m", None) or m
     arg_latency = getattr(args, "latency_ms", None)
     latency_ms = arg_latency if arg_latency is not None else latency_ms
     if popsize < 1 or m < 1 or latency_ms < 0:
-        from trinity.errors import ConfigError
-
         raise ConfigError("bench pool: --lg-popsize and --lg-m must be >= 1, --lg-latency-ms >= 0")
     rng = np.random.RandomState(seed)
     qs = practice_questions()
     if m > len(qs):
-        from trinity.errors import ConfigError
-
         raise ConfigError(f"bench pool: --lg-m is at most {len(qs)} (the practice questions)")
     questions = [qs[i] for i in rng.choice(len(qs), size=m, replace=False)]
     t_enc = time.perf_counter()
@@ -66,8 +66,6 @@ def live_generation(
     if arg_sched:
         schedules = tuple(x.strip() for x in str(arg_sched).split(",") if x.strip())
     if not schedules or any(x not in ("pipelined", "barrier") for x in schedules):
-        from trinity.errors import ConfigError
-
         raise ConfigError("bench pool: --lg-schedules is a comma-separated list of pipelined, barrier")
     # A population as CMA-ES would sample it around the initial mean (σ = 0.1).
     thetas = router.initial_mean()[None, :] + 0.1 * rng.randn(popsize, router.n_params)
@@ -151,11 +149,6 @@ def _measure_generation(
     schedule="barrier",
     p99_ms=None,
 ) -> dict:
-    from trinity.bench.server import proc_cpu_s
-    from trinity.pool.providers import load_pool
-    from trinity.session.live import LiveRun
-    from trinity.session.loop import SessionRunner, SessionSpec
-
     pool = load_pool("practice", base_url=base_url, max_concurrency=concurrency)
     steps: list[dict] = []
     logits_fn = _BenchLogits(router, thetas, full_reencode, schedule == "pipelined")

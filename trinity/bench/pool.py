@@ -21,6 +21,7 @@ only (b).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import platform
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from trinity.bench.server import proc_cpu_s, spawn_practice_server
+from trinity.errors import ConfigError
 
 
 def register(sub) -> None:
@@ -91,13 +93,11 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 async def _measure(base_url: str, seconds: float, concurrency: int, ledger_dir: Path | None) -> dict[str, Any]:
-    import asyncio
-
-    from trinity.benchmarks.practice import practice_questions
-    from trinity.benchmarks.prompts import system_prompt, user_message
-    from trinity.pool.client import PoolClient
-    from trinity.pool.ledger import Ledger
-    from trinity.pool.providers import load_pool
+    from trinity.benchmarks.practice import practice_questions  # lazy: kept off the CLI start (adds numpy here)
+    from trinity.benchmarks.prompts import system_prompt, user_message  # lazy: kept off the CLI start (adds numpy here)
+    from trinity.pool.client import PoolClient  # lazy: kept off the CLI start (adds httpx + PyYAML here)
+    from trinity.pool.ledger import Ledger  # lazy: brings sqlite3 and the ledger, kept off the CLI start
+    from trinity.pool.providers import load_pool  # lazy: kept off the CLI start (adds PyYAML here)
 
     pool = load_pool("practice", base_url=base_url, max_concurrency=concurrency)
     qs = [q for q in practice_questions() if q.kind in ("math", "mc")]  # no grading work in the server
@@ -200,16 +200,12 @@ def _describe_live(r: dict) -> str:
 
 
 def _run_live_generation(args) -> dict:
-    from trinity.bench.live_generation import live_generation
+    from trinity.bench.live_generation import live_generation  # lazy: kept off the CLI start (adds numpy here)
 
     return live_generation(args)
 
 
 def _run_part_a(args) -> dict:
-    import asyncio
-
-    from trinity.errors import ConfigError
-
     try:
         latencies = [int(x) for x in args.latencies.split(",") if x.strip()]
         concurrencies = [int(x) for x in str(args.concurrency).split(",") if x.strip()]

@@ -18,15 +18,25 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from trinity.bench.server import spawn_practice_server
+from trinity.benchmarks.practice import practice_questions
+from trinity.competition.text import router_text
+from trinity.data.matrix import save_matrix
+from trinity.data.questions import save_questions
 from trinity.errors import InputError, TrinityError
+from trinity.io import atomic_write_json, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,12 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def train_run(encoder: str, root: Path, device: str) -> Path:
     """A router to serve: one cached generation on the practice questions with `encoder` (the
     real trainer, in a child process)."""
-    import subprocess
-
-    from trinity.benchmarks.practice import practice_questions
-    from trinity.data.matrix import save_matrix
-    from trinity.data.questions import save_questions
-    from trinity.practice.simulation import practice_matrix
+    from trinity.practice.simulation import practice_matrix  # lazy: kept off the CLI start (adds PyYAML here)
 
     qs = [q for q in practice_questions() if q.kind != "code"]
     save_questions(root / "q.jsonl", qs)
@@ -94,13 +99,10 @@ def random_theta_run(template: Path, encoder: str, root: Path, device: str) -> P
     """A copy of the trained run `template` whose router is `encoder` with the router's initial θ
     plus N(0, 0.05) noise: serves like a trained run of that encoder (the same pool, text and
     protocol), made in seconds instead of a training run."""
-    import shutil
-
-    from trinity.config import validate_config
-    from trinity.io import atomic_write_json
-    from trinity.model.theta import save_theta
-    from trinity.optim.fitness import build_router
-    from trinity.runs.rundir import RunDir
+    from trinity.config import validate_config  # lazy: kept off the CLI start (adds pydantic + PyYAML here)
+    from trinity.model.theta import save_theta  # lazy: kept off the CLI start
+    from trinity.optim.fitness import build_router  # lazy: brings the session and pool modules, kept off the CLI start
+    from trinity.runs.rundir import RunDir  # lazy: kept off the CLI start (adds pydantic here)
 
     src = RunDir(template)
     meta = src.read_meta()
@@ -117,7 +119,7 @@ def random_theta_run(template: Path, encoder: str, root: Path, device: str) -> P
 def run_encoder(run: Path, asked: list[str] | None) -> str:
     """The encoder a trained run (`--run`) was trained with; one line when it is no run or `--encoder`
     names another."""
-    from trinity.runs.rundir import RunDir
+    from trinity.runs.rundir import RunDir  # lazy: kept off the CLI start (adds pydantic here)
 
     rd = RunDir(run)
     if not rd.run_json.exists():
@@ -136,7 +138,7 @@ def pct(xs: list[float], q: float) -> float:
 
 
 async def fire(base_url: str, n: int, concurrency: int, questions: list[Any]) -> tuple[list[dict], list[int], float]:
-    import httpx
+    import httpx  # lazy: kept off the CLI start (adds httpx here)
 
     sem = asyncio.Semaphore(concurrency)
     bodies: list[dict] = []
@@ -165,8 +167,6 @@ async def fire(base_url: str, n: int, concurrency: int, questions: list[Any]) ->
 def start_server(run: Path, base_url: str, budget_usd: float, max_sessions: int, threads: int = 1) -> tuple[Any, str]:
     """`trinity serve RUN` in a process of its own (the load generator must not share its GIL),
     on a free port: (the process, its base URL)."""
-    import subprocess
-
     argv = [sys.executable, "-m", "trinity", "serve", str(run), "--no-auth", "--port", "0", "--pool", "practice"]
     argv += ["--base-url", base_url, "--budget-usd", str(budget_usd), "--max-sessions", str(max_sessions)]
     argv += ["--no-cache", "--threads", str(threads)]
@@ -181,7 +181,6 @@ def start_server(run: Path, base_url: str, budget_usd: float, max_sessions: int,
         proc.kill()
         raise TrinityError(f"bench serve: the server did not start: {line.strip() or proc.stderr.read()[-300:]}")
     url = line.split(" at ", 1)[1].split()[0]
-    import threading
 
     threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep its pipe drained
     return proc, url
@@ -197,13 +196,7 @@ def measure(
     max_sessions: int,
     threads: int = 1,
 ) -> dict[str, Any]:
-    import shutil
-    import signal
-
-    import httpx
-
-    from trinity.benchmarks.practice import practice_questions
-    from trinity.io import read_jsonl
+    import httpx  # lazy: kept off the CLI start (adds httpx here)
 
     questions = [q for q in practice_questions() if q.kind != "code"]
     served = run.parent / f"{run.name}-served-{concurrency}-{time.time_ns()}"
@@ -251,9 +244,7 @@ def load_test(run: Path, args: argparse.Namespace) -> dict[str, Any]:
     """`--load` sessions at once, twice: with room in the budget (every one answered 200, the
     ledger equal to the pool's bill), then under a cap of half that spend (every one answered,
     200 or 402, and the pool's bill under the cap)."""
-    from urllib.request import urlopen
-
-    from trinity.bench.server import spawn_practice_server
+    from urllib.request import urlopen  # lazy: urllib.request + http.client kept off the CLI start
 
     out: dict[str, Any] = {}
     cap = 100.0
@@ -292,12 +283,12 @@ def direct_overhead(encoder: str, sizes: list[int], device: str, threads: int = 
     """The encoder + head time of one turn step with `B` sessions in the batch, without a server:
     turn 1 (the question), then turn 2 (the question and a Worker turn: only the added tokens are
     read), with the serve encoder (`StreamKeepingEncoder`) and a random θ of the right shape."""
-    import torch
+    import torch  # lazy: kept off the CLI start (adds torch here)
 
-    from trinity.benchmarks.practice import practice_questions
-    from trinity.competition.text import router_text
-    from trinity.model.encoder import load_encoder
-    from trinity.model.router import Router
+    from trinity.model.encoder import load_encoder  # lazy: kept off the CLI start (adds torch + transformers here)
+    from trinity.model.router import Router  # lazy: kept off the CLI start (adds torch + transformers here)
+
+    # lazy: kept off the CLI start (adds torch + transformers here)
     from trinity.serve.batcher import StreamKeepingEncoder
 
     torch.manual_seed(0)
@@ -350,7 +341,6 @@ def cmd_bench_serve(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"direct": res}, indent=2))
         return 0
-    from trinity.bench.server import spawn_practice_server
 
     encoders = args.encoder or ["tiny-qwen3"]
     if args.random_theta and not (args.run and args.encoder and len(args.encoder) == 1):

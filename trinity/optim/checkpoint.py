@@ -37,6 +37,7 @@ import numpy as np
 
 from trinity.errors import CheckpointError
 from trinity.io import atomic_write_bytes, atomic_write_json
+from trinity.pool.ledger import verify_ledger
 from trinity.runs.records import (  # the manifest's record
     CHECKPOINT_FORMAT,
     CHECKPOINT_MANIFEST,
@@ -252,7 +253,6 @@ def check_ledger_against(run: RunDir, head: object, n_records: object, what: str
     if not isinstance(head, str):
         return
     n_records = n_records if isinstance(n_records, int) and not isinstance(n_records, bool) else "its"
-    from trinity.pool.ledger import verify_ledger
 
     fix = (
         "restore ledger.jsonl from a copy of the run directory, or start a new run; resuming would "

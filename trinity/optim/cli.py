@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any, Callable
+
+from trinity.optim.plan import add_pilot_flag, register_plan
 
 TRAIN_FLAGS = (
     "mode",
@@ -87,15 +90,14 @@ def _overrides(args: argparse.Namespace, keys: tuple[str, ...]) -> dict[str, Any
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from trinity.config import load_config
-    from trinity.optim.engine import start_run
+    from trinity.config import load_config  # lazy: kept off the CLI start (adds pydantic + PyYAML here)
+    from trinity.optim.engine import start_run  # lazy: kept off the CLI start (adds numpy + pydantic here)
 
     cfg = load_config(args.config, _overrides(args, TRAIN_FLAGS))
     if getattr(args, "seeds", None):
-        from pathlib import Path
-
+        # lazy: kept off the CLI start (adds numpy + pydantic here)
         from trinity.optim.seeds import parse_seeds, train_seeds
-        from trinity.runs.rundir import new_run_id
+        from trinity.runs.rundir import new_run_id  # lazy: kept off the CLI start (adds pydantic here)
 
         seeds = parse_seeds(args.seeds)
         base = Path(args.run_dir) if args.run_dir else Path(args.runs_root) / new_run_id()
@@ -127,8 +129,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
+    # lazy: kept off the CLI start (adds pydantic + PyYAML here)
     from trinity.config import RESUMABLE_KEYS  # here, not at the top: pydantic would slow every CLI start
-    from trinity.optim.engine import resume_run
+    from trinity.optim.engine import resume_run  # lazy: kept off the CLI start (adds numpy + pydantic here)
 
     res = resume_run(
         args.run_dir,
@@ -300,7 +303,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--runs-root", default="runs", help="where auto-named runs go (default ./runs)")
     p.add_argument("--json", action="store_true", help="print every event as one JSON object a line")
     p.set_defaults(func=cmd_train)
-    from trinity.optim.plan import add_pilot_flag, register_plan
 
     register_plan(sub, p, lambda a: _overrides(a, TRAIN_FLAGS))  # `trinity plan`: the train flags, forecast only
     add_pilot_flag(p)

@@ -9,18 +9,28 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import trinity.practice  # noqa: F401  the practice pool's models (`models_from: practice`), for pool_models
-from trinity.config import TrainConfig, validate_config
-from trinity.errors import CheckpointError, ConfigError, InputError
+from trinity.competition.evalset import MINIROUTER_EVAL_ITEMS, minirouter_eval_ids
+from trinity.competition.protocol import default_protocol, get_protocol
+from trinity.competition.text import resolve_competition, theta_problem
+from trinity.config import LEGACY_VALUES, TrainConfig, validate_config
+from trinity.errors import CheckpointError, ConfigError, InputError, TrinityError
 from trinity.optim import checkpoint as ckpt
 from trinity.optim.fitness import CachedFitness, Fitness, RouterLike, build_router, question_text
+from trinity.optim.forecast import write_forecast
+from trinity.optim.livepopulation import make_live_population_fitness
+from trinity.optim.plan import run_forecast
+from trinity.optim.population import check_population, make_population_fitness
 from trinity.optim.runinputs import RunInputs, inputs_digest, inputs_from_config, load_run_inputs
 from trinity.optim.trainer import Trainer, TrainResult
+from trinity.pool.providers import pool_model_ids, preflight
 from trinity.runs.records import RUN_FORMAT, RunMeta
 from trinity.runs.rundir import RunDir, new_run_id, utc_now_iso
+from trinity.session.fitness import make_live_fitness
 
 if TYPE_CHECKING:
     from trinity.model.router import Router
@@ -28,8 +38,6 @@ if TYPE_CHECKING:
 
 def run_competition_of(cfg: TrainConfig) -> str:
     """The competition whose router text a run with `cfg` trains on (trinity.competition.text)."""
-    from trinity.competition.text import resolve_competition
-
     return resolve_competition(cfg.competition, cfg.pool)
 
 
@@ -37,8 +45,6 @@ def run_protocol_of(cfg: TrainConfig, explicit_competition: bool) -> tuple[str, 
     """(protocol, objective) of a new run: `--protocol`, else the competition's protocol when the
     run names its competition or runs a competition's pool, else open; `--objective`, else
     competition for a live run under a competition's protocol, else reward."""
-    from trinity.competition.protocol import default_protocol, get_protocol
-
     if cfg.protocol:
         protocol = get_protocol(cfg.protocol).name
     else:
@@ -57,12 +63,8 @@ def run_protocol_of(cfg: TrainConfig, explicit_competition: bool) -> tuple[str, 
 
 def make_fitness(cfg: TrainConfig, run: RunDir, router: RouterLike, inputs: RunInputs, models: list[str]) -> Fitness:
     if (cfg.workers > 1 or cfg.ray_address) and cfg.mode == "live":
-        from trinity.optim.livepopulation import make_live_population_fitness
-
         return make_live_population_fitness(cfg, run, router, inputs, models)
     if cfg.workers > 1 or cfg.ray_address:
-        from trinity.optim.population import make_population_fitness
-
         return make_population_fitness(cfg, run, router, inputs, models)
     if cfg.mode == "cached":
         assert inputs.matrix is not None, "inputs_from_config requires a matrix in cached mode"
@@ -76,7 +78,6 @@ def make_fitness(cfg: TrainConfig, run: RunDir, router: RouterLike, inputs: RunI
             traces=cfg.traces,
             text=question_text(run_competition_of(cfg)),
         )
-    from trinity.session.fitness import make_live_fitness
 
     return make_live_fitness(cfg, run, router, inputs, models)
 
@@ -96,10 +97,8 @@ def pool_models(cfg: TrainConfig, inputs: RunInputs) -> list[str]:
         return list(inputs.matrix.models)
     if not cfg.pool:
         raise ConfigError("live mode needs a pool: pass --pool practice|openrouter|chutes|<name>")
-    from trinity.pool.providers import pool_model_ids
 
     ids = list(cfg.pool_models) if cfg.pool_models else list(pool_model_ids(cfg.pool))
-    from trinity.pool.providers import preflight
 
     preflight(cfg)  # unpriced models, a missing key: refused before the run directory exists
     if inputs.matrix is not None and ids != list(inputs.matrix.models):
@@ -126,8 +125,6 @@ def _git_sha() -> str | None:
 
 
 def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {"python": platform.python_version()}
     for pkg in ("minertui", "numpy", "cma", "torch", "transformers"):
         try:
@@ -148,8 +145,6 @@ def start_run(
     inputs = inputs_from_config(cfg)  # cross-checks: errors before anything is created
     models = pool_models(cfg, inputs)
     if cfg.workers > 1 or cfg.ray_address:
-        from trinity.optim.population import check_population
-
         check_population(cfg)
     if cfg.warm_start == "labels" and inputs.matrix is None:
         raise ConfigError(
@@ -269,10 +264,6 @@ def start_run(
 def _write_forecast(trainer: Trainer, run: RunDir, cfg: TrainConfig, inputs: RunInputs, pilot: str | None) -> None:
     """forecast.json before the first paid call (`trinity.optim.forecast`); a forecast that
     cannot be made is a warning, never a reason not to run."""
-    from trinity.errors import TrinityError
-    from trinity.optim.forecast import write_forecast
-    from trinity.optim.plan import run_forecast
-
     try:
         f = run_forecast(cfg, inputs, pilot, runs_root=run.path.parent, exclude=run.path)
     except (TrinityError, OSError, ValueError) as e:
@@ -331,8 +322,6 @@ def _clear_failed_start(run: RunDir) -> None:
 def _theta_check(competition: str, n_models: int, router: Router, explicit: bool) -> str | None:
     """θ must have the length `competition`'s validator reads for this pool. Asked for by name
     (--competition) and impossible: refused before the run exists; taken by default: a warning."""
-    from trinity.competition.text import theta_problem
-
     problem = theta_problem(competition, n_models, int(router.n_params), int(router.hidden))
     if problem is None:
         return None
@@ -345,8 +334,6 @@ def _eval_set_notes(competition: str, splits: dict[str, list[str]]) -> list[tupl
     """MiniRouter scores 20 MATH-500 test items (shuffled with seed 0): say where they are in
     this run's splits, and warn when training sees some (a local score on them is then not
     held out)."""
-    from trinity.competition.evalset import MINIROUTER_EVAL_ITEMS, minirouter_eval_ids
-
     ids = set(minirouter_eval_ids())
     where = {name: sorted(ids & set(splits.get(name, ()))) for name in ("train", "val", "test")}
     if competition != "minirouter" or not any(where.values()):
@@ -368,7 +355,7 @@ def _eval_set_notes(competition: str, splits: dict[str, list[str]]) -> list[tupl
 
 
 def _torch_threads() -> int:
-    import torch
+    import torch  # lazy: torch loaded only when used
 
     return int(torch.get_num_threads())
 
@@ -377,7 +364,7 @@ def _match_threads(recorded: object, router: Router) -> str | None:
     """On the CPU, a matmul split over another number of threads sums in another order: resume
     with the thread count the run started with (unless OMP_NUM_THREADS says otherwise), so the
     resumed generations equal the uninterrupted run's bit for bit. Returns a line for the log."""
-    import torch
+    import torch  # lazy: torch loaded only when used
 
     if not isinstance(recorded, int) or recorded < 1 or router.encoder.device.type != "cpu":
         return None
@@ -419,7 +406,6 @@ def resume_run(
     run = RunDir(run_dir)
     meta = run.meta()
     data = dict(meta.config)
-    from trinity.config import LEGACY_VALUES
 
     for key, legacy in LEGACY_VALUES.items():  # a run made before the key existed ran at this value
         data.setdefault(key, legacy)

@@ -31,11 +31,13 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from trinity.competition.text import router_text
 from trinity.data.matrix import OutcomeMatrix
 from trinity.data.questions import Question
 from trinity.errors import StopRequested
 from trinity.model import ROLES, policy
 from trinity.model.arrays import Float64Array, FloatArray, IndexArray
+from trinity.model.batching import token_key
 from trinity.session.evaluation import Evaluation, GenerationHooks, GenerationStats, LogFn
 
 if TYPE_CHECKING:
@@ -63,8 +65,8 @@ WARM_CHUNK = 64  # questions per feature-cache warm-up call (fixed: the batches 
 
 def build_router(cfg: TrainConfig, n_models: int) -> Router:
     """The run's router: its encoder (`cfg`: a TrainConfig) and a head for `n_models`."""
-    from trinity.model.encoder import load_encoder
-    from trinity.model.router import Router
+    from trinity.model.encoder import load_encoder  # lazy: torch + transformers loaded only when used
+    from trinity.model.router import Router  # lazy: torch + transformers loaded only when used
 
     enc = load_encoder(cfg.encoder, device=cfg.device, dtype=cfg.dtype, seed=cfg.encoder_seed)
     return Router(enc, n_models, max_batch_tokens=cfg.max_batch_tokens)
@@ -76,8 +78,6 @@ def warm_batches(router: Any, texts: list[str]) -> list[list[int]]:
     occurrence). A process that computes only some of them, each by one `router.layer_inputs`
     call on its texts in this order, holds for those texts exactly the bits one process's warm-up
     holds (the shares of the Ray workers, trinity.optim.population)."""
-    from trinity.model.batching import token_key
-
     ids = router.token_ids(texts)
     keys = [token_key(i) for i in ids]
     seen: set[str] = set()
@@ -144,8 +144,6 @@ class Fitness(Protocol):
 def question_text(competition: str | None) -> Callable[[Question], str]:
     """Turn-1 encoder input of a question in `competition`'s format (trinity.competition.text): the query as
     its validator renders it (e.g. MMLU with lettered choices), with or without the marker."""
-    from trinity.competition.text import router_text
-
     return router_text(competition).question_input
 
 

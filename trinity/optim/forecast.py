@@ -39,19 +39,29 @@ Everything here is arithmetic on files already on disk: no call, no encoder; < 1
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from trinity.benchmarks.prompts import render_question, system_prompt, user_message
 from trinity.config import TrainConfig
 from trinity.data.questions import Question
 from trinity.errors import InputError
+from trinity.model import ROLES
+from trinity.pool.cache import cache_key, default_cache_path
+from trinity.pool.providers import config_prices, load_pool
+from trinity.practice.simulation import practice_setup
 from trinity.runs.records import GenerationEvent, try_event
 from trinity.runs.rundir import RunDir
+from trinity.session.live import BASE_URL_ENV
+from trinity.session.racing import race_sessions
 
 FORECAST_FILE = "forecast.json"
 DRAWS = 4000
@@ -238,13 +248,10 @@ def earlier_run(cfg: TrainConfig, runs_root: str | Path | None, exclude: str | P
 def cached_completion_tokens(pool: Any, cache_path: str | None) -> dict[str, np.ndarray]:
     """Completion tokens of the answers the response cache on disk holds, per model of `pool`
     (the newest `CACHE_MAX_ROWS`)."""
-    from trinity.pool.cache import default_cache_path
-
     path = Path(cache_path) if cache_path else default_cache_path()
     out: dict[str, list[int]] = {}
     if not path.exists():
         return {}
-    import sqlite3
 
     models = list(pool.models)
     try:
@@ -273,9 +280,6 @@ def cached_completion_tokens(pool: Any, cache_path: str | None) -> dict[str, np.
 def base_prompt_tokens(questions: list[Question]) -> np.ndarray:
     """Turn-1 prompt tokens per question (mean over the three roles' system messages), as the
     session loop renders them."""
-    from trinity.benchmarks.prompts import render_question, system_prompt, user_message
-    from trinity.model import ROLES
-
     out = []
     for q in questions:
         user = len(user_message(render_question(q), ""))
@@ -294,14 +298,9 @@ def turn1_cache(pool: Any, questions: list[Question], cache_path: str | None) ->
     on disk already answers; share of the training questions with at least one of them cached:
     questions an earlier run went through, whose later turns may be cached too). (0, 0) when
     there is no cache file."""
-    from trinity.benchmarks.prompts import render_question, system_prompt, user_message
-    from trinity.model import ROLES
-    from trinity.pool.cache import cache_key, default_cache_path
-
     path = Path(cache_path) if cache_path else default_cache_path()
     if not path.exists() or not questions:
         return 0.0, 0.0
-    import sqlite3
 
     touched: set[int] = set()
     try:
@@ -337,22 +336,13 @@ def turn1_cache(pool: Any, questions: list[Question], cache_path: str | None) ->
 def _pool_for(cfg: TrainConfig) -> tuple[Any, float | None]:
     """The run's pool (prices, decoding, cache namespace) without starting anything, and the
     practice pool's mean profile latency in seconds (None for a real provider)."""
-    from trinity.pool.providers import config_prices, load_pool
-
     if not cfg.pool:
         raise InputError("a forecast needs a live pool: pass --pool practice|openrouter|chutes|<name>")
-    import os
-
-    from trinity.session.live import BASE_URL_ENV
 
     namespace = None
     latency = None
     base_url = cfg.base_url or os.environ.get(BASE_URL_ENV) or None
     if cfg.pool == "practice" and not base_url:
-        import hashlib
-
-        from trinity.practice.simulation import practice_setup
-
         setup = practice_setup()
         namespace = (
             "practice@simulated/"
@@ -374,8 +364,6 @@ def sessions_per_generation(cfg: TrainConfig, n_train: int) -> int:
     m = min(cfg.m, n_train)
     recipe = getattr(cfg, "live_recipe", "plain")
     if recipe == "race":
-        from trinity.session.racing import race_sessions
-
         return race_sessions(cfg.popsize, m) + m  # and the incumbent again on all m (from generation 2)
     return cfg.popsize * m
 

@@ -31,10 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from trinity.config import TrainConfig
+from trinity.config import TrainConfig, validate_config
 from trinity.data.questions import Question
 from trinity.errors import TrinityError
+from trinity.optim.fitness import build_router
 from trinity.optim.population import GATHER_TIMEOUT_S, MAX_RECOVERIES, check_population, injected_fault
+from trinity.optim.raysupport import cause_line, connect, replace_dead_actors, worker_placement
 from trinity.session.evaluation import Evaluation, GenerationHooks
 from trinity.session.fitness import LiveFitness
 from trinity.session.shards import LogitsFn, shard_budget_mb, shards_of_pairs, split_by_shard
@@ -47,10 +49,7 @@ class LiveWorker:
     """One actor: the encoder and the session-encoder states of its shards (plain class; Ray wraps it)."""
 
     def __init__(self, config: dict[str, Any], n_models: int, threads: int | None):
-        import torch
-
-        from trinity.config import validate_config
-        from trinity.optim.fitness import build_router
+        import torch  # lazy: torch loaded only when used
 
         if threads:
             torch.set_num_threads(int(threads))
@@ -125,8 +124,6 @@ class LivePopulationFitness(LiveFitness):
     """`LiveFitness` whose session encoder runs on Ray actors; the pool stack stays here."""
 
     def __init__(self, cfg: TrainConfig, run: Any, router: Any, models: list[str]):
-        from trinity.optim.raysupport import connect
-
         self.ray, self._started = connect(cfg.ray_address)
         try:
             super().__init__(cfg, run, router, models)
@@ -136,9 +133,7 @@ class LivePopulationFitness(LiveFitness):
             raise
 
     def _start_actors(self, cfg: TrainConfig, router: Any) -> None:
-        import torch
-
-        from trinity.optim.raysupport import worker_placement
+        import torch  # lazy: torch loaded only when used
 
         self.n_workers = int(cfg.workers)
         self._threads = int(torch.get_num_threads())
@@ -258,7 +253,6 @@ class LivePopulationFitness(LiveFitness):
 
     def _recover(self, cause: Exception, paid: int) -> None:
         t0 = time.monotonic()
-        from trinity.optim.raysupport import cause_line, replace_dead_actors
 
         dead = replace_dead_actors(self.ray, self.actors, self._new_actor)
         self._ready([self.actors[i] for i in dead])

@@ -20,7 +20,7 @@ def register_plan(
     """`plan` with `train`'s flags; `overrides(args)`: the config overrides `train` reads off them."""
     p = sub.add_parser(
         "plan",
-        help="forecast a live run's cost and wall time (90% interval) before spending",
+        help="forecast a live run's cost and wall time (90%% interval) before spending",
         description="Forecast what `trinity train` with the same flags would spend and how long it would take.",
     )
     for action in train._actions:
@@ -57,6 +57,7 @@ def run_forecast(
 ) -> dict[str, Any]:
     """The forecast; without a pilot named or beside the matrix, the newest earlier live run of
     the same pool under `runs_root` (not `exclude`) stands in for one."""
+    # lazy: brings the session and pool modules, kept off the CLI start
     from trinity.optim.forecast import forecast, load_pilot
 
     t0 = time.perf_counter()
@@ -72,14 +73,15 @@ def forecast_for(cfg: Any, pilot_path: str | None = None, runs_root: str | Path 
     """The forecast of a live run of `cfg`: its questions and splits loaded as `trinity train`
     loads them, then `run_forecast`. What `trinity plan` prints and what the app's new-run form
     shows. Arithmetic on files on disk: no encoder, no call."""
+    # lazy: brings trinity.config (pydantic models), kept off the CLI start
     from trinity.optim.runinputs import inputs_from_config
 
     return run_forecast(cfg, inputs_from_config(cfg), pilot_path, runs_root)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from trinity.config import load_config
-    from trinity.optim.forecast import describe
+    from trinity.config import load_config  # lazy: brings trinity.config (pydantic models), kept off the CLI start
+    from trinity.optim.forecast import describe  # lazy: brings the session and pool modules, kept off the CLI start
 
     over = args.plan_overrides(args)
     over["mode"] = "live"

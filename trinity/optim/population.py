@@ -43,9 +43,21 @@ from typing import Any
 
 import numpy as np
 
-from trinity.config import TrainConfig
+from trinity.competition.text import resolve_competition
+from trinity.config import TrainConfig, validate_config
 from trinity.errors import ConfigError, TrinityError
-from trinity.optim.fitness import CachedFitness, Evaluation, GenerationHooks, RouterLike, warm_batches
+from trinity.model import policy
+from trinity.model.batching import token_key
+from trinity.optim.fitness import (
+    CachedFitness,
+    Evaluation,
+    GenerationHooks,
+    RouterLike,
+    build_router,
+    question_text,
+    warm_batches,
+)
+from trinity.optim.raysupport import cause_line, connect, replace_dead_actors, require_ray, worker_placement
 
 FAULT_ENV = "TRINITY_FAULT_KILL_WORKER"
 MAX_RECOVERIES = 3  # per generation: a worker that dies again and again is a real problem
@@ -57,10 +69,7 @@ class PopulationWorker:
     """One actor: the encoder and its share of the layer-input cache (a plain class; Ray wraps it)."""
 
     def __init__(self, config: dict[str, Any], n_models: int, threads: int | None):
-        import torch
-
-        from trinity.config import validate_config
-        from trinity.optim.fitness import build_router
+        import torch  # lazy: torch loaded only when used
 
         if threads:
             torch.set_num_threads(int(threads))
@@ -137,8 +146,6 @@ class PopulationFitness(CachedFitness):
         warm_texts: list[str],
         text: Any = None,
     ):
-        from trinity.optim.raysupport import connect, worker_placement
-
         extra = {"text": text} if text is not None else {}
         super().__init__(
             router,
@@ -154,7 +161,7 @@ class PopulationFitness(CachedFitness):
         self.run = run
         self.n_workers = cfg.workers
         self.ray, self._started = connect(cfg.ray_address)
-        import torch
+        import torch  # lazy: torch loaded only when used
 
         self._threads = int(torch.get_num_threads())
         try:
@@ -188,8 +195,6 @@ class PopulationFitness(CachedFitness):
     # ---- shares: which actor holds which texts' layer inputs ----
 
     def _plan_shares(self, texts: list[str]) -> None:
-        from trinity.model.batching import token_key
-
         r: Any = self.router
         ids = r.token_ids(texts) if texts else []
         self._key: dict[str, tuple[str, int]] = {t: (token_key(i), len(i) - 1) for t, i in zip(texts, ids)}
@@ -204,8 +209,6 @@ class PopulationFitness(CachedFitness):
                 self.share_tokens[w] += self._key[texts[j]][1]
 
     def _keys(self, texts: list[str]) -> list[tuple[str, int]]:
-        from trinity.model.batching import token_key
-
         new = [t for t in dict.fromkeys(texts) if t not in self._key]
         if new:  # not a train/val text (not expected): keyed here, computed by whichever actor gets it
             r: Any = self.router
@@ -317,7 +320,6 @@ class PopulationFitness(CachedFitness):
 
     def _recover(self, cause: Exception, what: str = "") -> None:
         t0 = time.monotonic()
-        from trinity.optim.raysupport import cause_line, replace_dead_actors
 
         dead = replace_dead_actors(self.ray, self.actors, self._new_actor)
         stats = self._ready(dead)
@@ -341,8 +343,6 @@ class PopulationFitness(CachedFitness):
         return super().evaluate(gen, thetas, questions, hooks)
 
     def validate(self, thetas: np.ndarray, questions: list[Any]) -> np.ndarray:
-        from trinity.model import policy
-
         lg = self.population_logits_one(thetas, self.texts(questions))
         model_idx, _ = policy.choose(lg, len(self.models))
         return self.rewards_for(questions, model_idx)
@@ -382,8 +382,6 @@ def injected_fault() -> tuple[int, int] | None:
 
 def check_population(cfg: TrainConfig) -> None:
     """What --workers needs, checked before a run directory is created."""
-    from trinity.optim.raysupport import require_ray
-
     require_ray()  # live mode too: trinity.optim.livepopulation
 
 
@@ -395,8 +393,6 @@ def make_population_fitness(
     qs = [by_id[i] for i in inputs.splits["train"]] + [by_id[i] for i in inputs.splits["val"]]
     # the same texts (the competition's router text), in the same order, as the single-process
     # warm-up (CachedFitness.warm_up)
-    from trinity.competition.text import resolve_competition  # as engine.run_competition_of
-    from trinity.optim.fitness import question_text
 
     text = question_text(resolve_competition(cfg.competition, cfg.pool))
     probe = CachedFitness(router, inputs.matrix, models, text=text)

@@ -12,7 +12,7 @@ RAY_EXTRA = 'pip install -e ".[ray]"'
 
 def require_ray() -> Any:
     try:
-        import ray
+        import ray  # lazy: a missing module is reported, not raised at import
     except ModuleNotFoundError as e:
         if e.name and e.name.split(".")[0] == "ray":
             raise ConfigError(f"Ray is not installed; sweeps and --workers need it: {RAY_EXTRA}") from None

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
+from trinity.competition.text import router_text, run_competition
 from trinity.config import validate_config
 from trinity.data.questions import Question
 from trinity.errors import InputError
 from trinity.model import policy
 from trinity.model.arrays import Float64Array, IndexArray
 from trinity.model.theta import load_theta
+from trinity.optim.fitness import build_router
 from trinity.runs.rundir import RunDir
 
 if TYPE_CHECKING:
@@ -59,7 +61,6 @@ class TrainedRouter:
         self.models = list(models)
         self.run_id = run_id
         self._text_fn = text_fn
-        from trinity.competition.text import router_text
 
         self.text = router_text(competition)  # the text format the head was trained on
         self.competition = self.text.name
@@ -93,8 +94,6 @@ def load_trained(
     device: str | None = None,
 ) -> TrainedRouter:
     """The run's router with its best θ (or `theta_path`), on `device` (default: the run's)."""
-    from trinity.optim.fitness import build_router
-
     run = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
     meta = run.meta()
     data = dict(meta.config)
@@ -109,6 +108,5 @@ def load_trained(
         raise InputError(f"{path} not found; the run has no trained θ yet (wait for its first generation)")
     theta = load_theta(path, meta.n_params)
     router = build_router(cfg, len(models))
-    from trinity.competition.text import run_competition
 
     return TrainedRouter(router, theta, list(models), meta.id, competition=run_competition(meta.to_json()))

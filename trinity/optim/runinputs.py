@@ -17,12 +17,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from trinity.benchmarks import split_questions
+from trinity.benchmarks import BENCHMARK_NAMES, get_benchmark, split_questions
+from trinity.benchmarks.practice import practice_questions
 from trinity.config import PRACTICE, TrainConfig, validate_config
-from trinity.data.matrix import OutcomeMatrix, load_matrix
+from trinity.data.matrix import OutcomeMatrix, load_matrix, merge_matrices
 from trinity.data.questions import Question, load_questions
 from trinity.errors import InputError
 from trinity.io import canonical_json
+from trinity.practice.simulation import practice_matrix, practice_setup
 from trinity.runs.rundir import RunDir
 
 
@@ -78,8 +80,6 @@ def _load_questions(cfg: TrainConfig) -> list[Question]:
     if cfg.questions is None:
         raise InputError("no questions given; pass --questions FILE.jsonl (or 'practice')")
     if cfg.questions == PRACTICE:
-        from trinity.benchmarks.practice import practice_questions
-
         return practice_questions()
     if "," in cfg.questions:  # one file per benchmark (composite training)
         qs = [q for part in cfg.questions.split(",") if part for q in load_questions(part)]
@@ -100,12 +100,8 @@ def _load_matrix(cfg: TrainConfig) -> OutcomeMatrix | None:
             raise InputError("cached mode needs an outcome matrix; pass --matrix FILE.json (or 'practice')")
         return None
     if cfg.matrix == PRACTICE:
-        from trinity.practice.simulation import practice_matrix, practice_setup
-
         return practice_matrix(setup=practice_setup(cfg.practice_config))
     if "," in cfg.matrix:  # one matrix per benchmark (composite training): same pool, same k
-        from trinity.data.matrix import merge_matrices
-
         return merge_matrices([load_matrix(part) for part in cfg.matrix.split(",") if part])
     return load_matrix(cfg.matrix)
 
@@ -132,8 +128,6 @@ def inputs_from_config(cfg: TrainConfig) -> RunInputs:
     if matrix is not None:
         matrix = matrix.subset([q.id for q in questions if q.id in matrix])
     if cfg.mode == "live":  # a grader that cannot run on this machine fails before the first paid call
-        from trinity.benchmarks import BENCHMARK_NAMES, get_benchmark
-
         for name in sorted({q.benchmark for q in questions} & set(BENCHMARK_NAMES)):
             get_benchmark(name).preflight([q for q in questions if q.benchmark == name])
     chosen = getattr(cfg, "split_seed", None)

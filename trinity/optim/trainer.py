@@ -36,6 +36,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from trinity.competition.text import router_text
 from trinity.config import TrainConfig
 from trinity.data.questions import Question
 from trinity.errors import BudgetExceeded, CheckpointError, InputError, OutOfCredit, PoolStop, clear_stop, request_stop
@@ -44,8 +45,11 @@ from trinity.model import ROLES
 from trinity.model.arrays import Float64Array, IndexArray
 from trinity.model.theta import save_theta
 from trinity.optim import checkpoint as ckpt
+from trinity.optim.audit import overfit_report
 from trinity.optim.fitness import Fitness, GenerationHooks, RouterLike, StopRequested
 from trinity.optim.runinputs import RunInputs
+from trinity.optim.warmstart import fit_role_rows, set_role_rows, warm_start_theta
+from trinity.pool.ledger import excess_totals
 from trinity.runs.records import BestTheta, GenerationEvent, GenerationRecord, Summary, parse_trace
 from trinity.runs.rundir import RunDir
 from trinity.runs.system import engine_sample
@@ -93,7 +97,7 @@ def make_es(
     """Separable CMA-ES that samples from `rng` only and never stops on its own. `mirrored` > 0:
     pycma's mirrored sampling (`CMA_mirrors`, that fraction of the population; selective with
     delay); 0 keeps pycma's default for the population size."""
-    import cma
+    import cma  # lazy: cma loaded only when used
 
     opts = {
         "CMA_diagonal": True,
@@ -433,9 +437,6 @@ class Trainer:
         return mode
 
     def _role_rows(self) -> tuple[np.ndarray, dict[str, Any]]:
-        from trinity.competition.text import router_text
-        from trinity.optim.warmstart import fit_role_rows
-
         return fit_role_rows(
             self.router,
             router_text(self.cfg.competition),
@@ -456,7 +457,6 @@ class Trainer:
         if mode == "none":
             st.warm_start = {"method": "none"}
             return
-        from trinity.optim.warmstart import set_role_rows, warm_start_theta
 
         t0 = time.monotonic()
         if mode == "roles":  # live without labels: model rows stay 0, the role rows get their default
@@ -727,8 +727,6 @@ class Trainer:
         head, n_records = ckpt.ledger_anchor(self.run)
         excess_micro, excess_calls = None, None
         if self.run.ledger.exists():  # what the provider billed above the reserved worst case (issue 12)
-            from trinity.pool.ledger import excess_totals
-
             excess_micro, excess_calls = excess_totals(self.run.ledger)
         summary = Summary(  # the fields in the order summary.json has always had
             run_id=self.run_id,
@@ -833,8 +831,6 @@ class Trainer:
                 out[f"{split}_per_benchmark"] = {b: v for b, v in per_bench[split].items() if b != "all"}
                 out[f"{split}_composite"] = float(np.mean(list(out[f"{split}_per_benchmark"].values())))
         if "audit" in per_bench:
-            from trinity.optim.audit import overfit_report
-
             out["overfit"] = overfit_report(per_bench)
         return out
 

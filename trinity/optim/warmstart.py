@@ -32,6 +32,7 @@ accuracy under lambda_turns. The ES mean starts at this θ; the trainer records 
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import numpy as np
@@ -107,7 +108,7 @@ def frozen_features(router: RouterLike | TextFeatureRouter, texts: list[str]) ->
 def fit_logistic(X: npt.ArrayLike, Y: npt.ArrayLike, lam: float, W0: npt.ArrayLike | None = None) -> Float64Array:
     """(M, H) weights of M independent L2-regularised logistic regressions without intercept,
     X (N, H), fractional labels Y (N, M) in [0, 1]; L-BFGS (torch, float64, CPU: deterministic)."""
-    import torch
+    import torch  # lazy: torch loaded only when used
 
     Xt = torch.as_tensor(np.asarray(X, dtype=np.float64))
     Yt = torch.as_tensor(np.asarray(Y, dtype=np.float64))
@@ -132,7 +133,7 @@ def lbfgs_minimise(param: torch.Tensor, loss: Callable[[torch.Tensor], torch.Ten
     """`param` (float64, requires grad) moved in place to a minimum of `loss(param)` by the fits'
     L-BFGS (strong Wolfe line search, at most `MAX_ITER` iterations; torch, one thread, CPU:
     deterministic); returns a copy of it. A SIGTERM stops the fit between evaluations."""
-    import torch
+    import torch  # lazy: torch loaded only when used
 
     opt = torch.optim.LBFGS(
         [param],
@@ -279,8 +280,6 @@ def role_features(
     are one growing session, so a router with a session encoder reads them as one: each step
     reads only the tokens the transcript added (every token once, where re-encoding each text
     whole reads the question five times), with a line to `log` after each step."""
-    import time
-
     qs = list(questions)[:ROLE_MAX_QUESTIONS]
     texts, y = role_transcripts(text, qs, models)
     make = getattr(router, "session_encoder", None)
@@ -314,7 +313,7 @@ def fit_role_rows(
     log: Callable[[str], None] | None = None,
 ) -> tuple[Float64Array, dict[str, Any]]:
     """(3, H) role rows (Thinker, Worker, Verifier) fitted on `role_transcripts`, and a record."""
-    import torch
+    import torch  # lazy: torch loaded only when used
 
     X, y = role_features(router, text, questions, models, log)
     Xt, yt = torch.as_tensor(X), torch.as_tensor(y)

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
+
+from trinity.errors import InputError, TrinityError
+from trinity.pool.keys import default_env_file, read_env_file
 
 if TYPE_CHECKING:
     from trinity.pool.ledger import Bucket, LedgerReport
@@ -59,10 +63,7 @@ def register(sub: SubParsers, pool_commands: Sequence[Callable[[SubParsers], Non
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Each pool, its models in router order, and whether its key is available (never the key)."""
-    import os
-
-    from trinity.errors import TrinityError
-    from trinity.pool.keys import default_env_file, read_env_file
+    # lazy: kept off the CLI start (adds PyYAML here)
     from trinity.pool.providers import MODELS_YAML, pool_model_ids, read_models_yaml, section_mapping
 
     path = Path(args.models_yaml) if args.models_yaml else MODELS_YAML
@@ -106,8 +107,6 @@ def _usd(micro: int) -> float:
 
 def _forecast_vs_actual(ledger_file: str, per_purpose: dict[str, Any]) -> dict[str, Any] | None:
     """The run's forecast.json (written at its start) beside its actual training spend."""
-    from pathlib import Path
-
     run = Path(ledger_file).parent
     try:
         f = json.loads((run / "forecast.json").read_text(encoding="utf-8"))
@@ -150,8 +149,6 @@ def _tables(rep: LedgerReport) -> dict[str, dict[str, dict[str, object]]]:
 
 def _summary_head(ledger_file: str) -> tuple[str | None, str]:
     """The head hash the run recorded in its summary.json next to the ledger, if any."""
-    from pathlib import Path
-
     summary = Path(ledger_file).with_name("summary.json")
     # below trinity.runs.records (layers): one field, tolerantly, as `verify_run_ledger` reads it
     try:
@@ -162,16 +159,12 @@ def _summary_head(ledger_file: str) -> tuple[str | None, str]:
 
 
 def _ledger_path(arg: str) -> str:
-    from pathlib import Path
-
     p = Path(arg)
     return str(p / "ledger.jsonl") if p.is_dir() else arg
 
 
 def cmd_ledger_verify(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from trinity.errors import InputError
+    # lazy: brings sqlite3 and the ledger, kept off the CLI start
     from trinity.pool.ledger import run_anchors, verify_ledger, verify_run_ledger
 
     run_dir = Path(args.file) if Path(args.file).is_dir() else None
@@ -222,7 +215,7 @@ def cmd_ledger_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_ledger_report(args: argparse.Namespace) -> int:
-    from trinity.pool.ledger import verify_ledger
+    from trinity.pool.ledger import verify_ledger  # lazy: brings sqlite3 and the ledger, kept off the CLI start
 
     if Path(args.file).is_dir() and not (Path(args.file) / "ledger.jsonl").exists():
         return _report_many(args)
@@ -287,8 +280,7 @@ def cmd_ledger_report(args: argparse.Namespace) -> int:
 def _report_many(args: argparse.Namespace) -> int:
     """`ledger report DIR` for a directory of runs (a sweep): each run's chain checked on its own,
     the totals summed (money in integer micro-USD, as in the ledgers)."""
-    from trinity.errors import InputError
-    from trinity.pool.ledger import verify_ledger
+    from trinity.pool.ledger import verify_ledger  # lazy: brings sqlite3 and the ledger, kept off the CLI start
 
     root = Path(args.file)
     files = sorted(root.rglob("ledger.jsonl"))

@@ -35,8 +35,11 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import math
 import random
+import ssl
 import time
+import urllib.request
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit
@@ -108,8 +111,6 @@ def check_usage(
         out.append(v)
     cost = usage.get("cost")
     if cost is not None:
-        import math
-
         if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0:
             problems.append(f"cost={cost!r} is not a finite non-negative number")
             cost = None
@@ -195,8 +196,6 @@ def _is_loopback(url: str) -> bool:
 def _proxy_for(url: str) -> str | None:
     """The proxy the environment asks for to reach `url` (HTTPS_PROXY / NO_PROXY …), if any.
     Never for a server on this machine."""
-    import urllib.request
-
     if _is_loopback(url):
         return None
     parts = urlsplit(url)
@@ -342,8 +341,6 @@ class PoolClient:
 
     # ---- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> "PoolClient":
-        import ssl
-
         # only the codings `read_capped` decodes (under the body cap), whatever httpx could do
         headers = {"Content-Type": "application/json", "Accept-Encoding": ACCEPT_ENCODING.decode(), **self.pool.headers}
         if self._key:

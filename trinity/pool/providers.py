@@ -26,6 +26,7 @@ import yaml
 from trinity.errors import ConfigError
 from trinity.io import safe_yaml
 from trinity.pool.faults import RetryPolicy
+from trinity.pool.keys import resolve_key
 
 # package data, so a non-editable install has it; configs/models.yaml in the checkout links here
 MODELS_YAML = Path(__file__).resolve().with_name("models.yaml")
@@ -382,8 +383,6 @@ def config_prices(cfg: Any) -> dict[str, Price]:
 def preflight(cfg: Any) -> None:
     """What a live run would fail on at its first call, checked before its run directory exists:
     a model without a price (the budget could not reserve its worst case) and a missing key."""
-    from trinity.pool.keys import resolve_key
-
     pool = load_pool(
         cfg.pool,
         base_url=getattr(cfg, "base_url", None) or "http://127.0.0.1:1",

@@ -31,6 +31,7 @@ from trinity.benchmarks.practice import practice_questions
 from trinity.benchmarks.prompts import render_question
 from trinity.competition.text import ROUTER_TEXTS, TINYROUTER
 from trinity.data.questions import Question
+from trinity.grading import extract_answer, extract_choice, extract_math_answer, grade_question
 from trinity.practice.simulation import PracticeSetup, practice_setup, simulate_correct, verifier_is_right
 
 # The role from either protocol's system prompt: ours ("You are the Thinker …") or the
@@ -407,22 +408,16 @@ class PracticeResponder:
     def _answer_key(q: Question, text: str) -> str:
         """What the grader will look at (the code block, the boxed value, the letter): answers
         that differ only in their prose share one grading (a code grade takes a sandbox run)."""
+        from trinity.grading.code import extract_code  # lazy: brings the code sandbox, kept off the CLI start
+
         try:
             if q.kind == "code":
-                from trinity.grading.code import extract_code
-
                 found: str | None = extract_code(text)
             elif q.kind == "math":
-                from trinity.grading import extract_math_answer
-
                 found = extract_math_answer(text)
             elif q.kind in ("exact", "ifeval", "funcall"):
-                from trinity.grading import extract_answer
-
                 found = extract_answer(q.kind, text)
             else:
-                from trinity.grading import extract_choice
-
                 found = extract_choice(text)
         except Exception:
             found = None
@@ -433,8 +428,6 @@ class PracticeResponder:
         with self._lock:
             hit = self._grades.get(key)
         if hit is None:
-            from trinity.grading import grade_question
-
             hit = bool(grade_question(q, text).correct)  # mc: its own number of options
             with self._lock:
                 self._grades[key] = hit

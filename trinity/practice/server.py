@@ -31,9 +31,11 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from statistics import NormalDist
 from typing import Any, Literal, TypeAlias, cast
 
 from trinity.data.questions import Question
+from trinity.errors import ConfigError, TrinityError
 from trinity.pool.faults import http_date
 from trinity.practice.replies import BadRequest, PracticeResponder
 
@@ -124,8 +126,6 @@ def _u(*parts: object) -> float:
 
 def lognormal_ms(median_ms: float, p99_ms: float, u: float) -> float:
     """The `u` quantile of a lognormal latency with this median and 99th percentile."""
-    from statistics import NormalDist
-
     if p99_ms <= median_ms:
         return float(median_ms)
     sigma = math.log(p99_ms / median_ms) / NormalDist().inv_cdf(0.99)
@@ -577,12 +577,8 @@ def start_practice_server(
     thread = threading.Thread(target=run, name="practice-server", daemon=True)
     thread.start()
     if not ready.wait(60):
-        from trinity.errors import TrinityError
-
         raise TrinityError("practice server did not start within 60 s (is the machine overloaded?)")
     if failure:
-        from trinity.errors import ConfigError
-
         raise ConfigError(
             f"practice server could not listen on {host}:{port} ({failure[0]}); pick another --port"
         ) from None

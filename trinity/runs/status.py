@@ -19,7 +19,7 @@ from typing import Any
 from trinity.errors import InputError
 from trinity.io import JsonlTail
 from trinity.runs.records import RunMeta, read_run_meta
-from trinity.runs.rundir import RunDir
+from trinity.runs.rundir import RunDir, list_runs
 
 ETA_WINDOW = 20  # generations the ETA looks back over (the median of their times)
 LOG_KEEP = 50
@@ -275,8 +275,6 @@ def age(ts: float | None, now: float | None = None) -> str:
 def root_of(path: Path) -> list[Path]:
     """The run directories under a runs root (a run directory itself: just it), newest first,
     then each sweep's trials (`<root>/<sweep>/trials/<id>/`, as `trinity sweep` lays them out)."""
-    from trinity.runs.rundir import list_runs
-
     if (path / "run.json").is_file():
         return [path]
     runs = [r.path for r in list_runs(path)]

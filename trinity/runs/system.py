@@ -39,6 +39,7 @@ class SystemSampler:
     def _init_nvml(self) -> None:
         self._nvml_tried = True
         try:
+            # lazy: a missing module is reported, not raised at import
             import pynvml  # the nvidia-ml-py package
         except ImportError:
             self._gpu_note = NO_NVML

@@ -13,9 +13,11 @@ model, 413 body over 1 MiB, 429 over `--max-sessions`, 502 the pool failed, 503 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import time
+from contextlib import asynccontextmanager
 from typing import Any
 
 from starlette.applications import Starlette
@@ -96,7 +98,6 @@ def question_of(body: dict[str, Any]) -> Question:
     reference = ext.get("reference")
     if reference is not None and not isinstance(reference, (str, int, float)):
         raise HttpError(400, "trinity.reference must be a string or a number", param="trinity.reference")
-    import hashlib
 
     text = users[-1]
     qid = "q-" + hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -356,8 +357,6 @@ class ServeApp:
             self.running -= 1
 
     def starlette(self) -> Starlette:
-        from contextlib import asynccontextmanager
-
         @asynccontextmanager
         async def lifespan(app: Starlette):
             await self.engine.open()

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import signal
 import sys
+
+from trinity.errors import InputError
+from trinity.serve.keys import KeyStore, add_key
+from trinity.serve.server import LOOPBACK, bind, uvicorn_server
 
 SWITCH_INTERVAL_S = 0.0005  # the GIL switch interval of the serving process (see cmd_serve)
 
@@ -49,8 +55,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_keys_add(args: argparse.Namespace) -> int:
-    from trinity.serve.keys import add_key
-
     key = add_key(args.file, args.name, args.budget_usd)
     print(key)
     print(
@@ -61,9 +65,6 @@ def cmd_keys_add(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from trinity.errors import InputError
-    from trinity.serve.server import LOOPBACK
-
     if args.no_auth and args.keys:
         raise InputError("--no-auth and --keys exclude each other; pick one")
     if not args.no_auth and not args.keys:
@@ -81,14 +82,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise InputError(f"--port must be 0-65535, got {args.port}")
     try:
+        # lazy: a missing module is reported, not raised at import
         import starlette  # noqa: F401
+
+        # lazy: a missing module is reported, not raised at import
         import uvicorn  # noqa: F401
     except ImportError:
         raise InputError("trinity serve needs Starlette and uvicorn: pip install 'minertui[serve]'") from None
-    from trinity.serve.app import ServeApp
-    from trinity.serve.engine import ServeEngine
-    from trinity.serve.keys import KeyStore
-    from trinity.serve.server import bind, uvicorn_server
+    from trinity.serve.app import ServeApp  # lazy: kept off the CLI start (adds torch + transformers here)
+    from trinity.serve.engine import ServeEngine  # lazy: kept off the CLI start (adds torch + transformers here)
 
     keys = KeyStore.load(args.keys) if args.keys else None
     # The encoder runs in a worker thread while the event loop serves HTTP and the pool: each of
@@ -97,7 +99,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # close to their CPU time when the loop is busy.
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     if args.threads is not None:
-        import torch
+        import torch  # lazy: kept off the CLI start (adds torch here)
 
         torch.set_num_threads(args.threads)
     engine = ServeEngine.load(
@@ -123,8 +125,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         f"(pool {engine.pool.name}, budget ${args.budget_usd:.4f}, ledger {engine.dir / 'ledger.jsonl'})",
         file=sys.stderr,
     )
-    import asyncio
-    import signal
 
     # uvicorn shuts down gracefully on SIGINT / SIGTERM, then raises the signal again for the
     # handler that was there before it: a quiet one, so the command ends by saying what it did.

@@ -26,12 +26,23 @@ from typing import Any
 
 import numpy as np
 
+from trinity.analysis.live import session_config
+from trinity.benchmarks.prompts import pool_question
+from trinity.competition.protocol import run_protocol
+from trinity.competition.text import run_competition
 from trinity.data.questions import Question
 from trinity.errors import BudgetExceeded, InputError
+from trinity.io import iter_jsonl
 from trinity.model import ROLES, policy
+from trinity.optim.routing import load_trained
 from trinity.pool.budget import Budget, to_micro
+from trinity.pool.cache import ResponseCache
+from trinity.pool.journal import CallJournal
+from trinity.pool.ledger import Ledger
 from trinity.runs.rundir import RunDir
 from trinity.serve.batcher import EncoderBatcher, StreamKeepingEncoder
+from trinity.session.live import resolve_pool
+from trinity.session.loop import SessionRunner, SessionSpec, grade_answer
 from trinity.session.transcript import Trajectory, Turn
 
 SERVE_DIR = "serve"
@@ -241,12 +252,6 @@ class ServeEngine:
     ) -> "ServeEngine":
         """The run's router (or `trained`, already loaded) and pool, checked; nothing is opened
         or spent yet."""
-        from trinity.analysis.live import session_config
-        from trinity.competition.protocol import run_protocol
-        from trinity.competition.text import run_competition
-        from trinity.optim.routing import load_trained
-        from trinity.session.live import resolve_pool
-
         run = RunDir(run_dir)
         if not run.run_json.exists():
             raise InputError(f"{run.path} is not a run directory (no run.json); pass a trained run's folder")
@@ -287,8 +292,6 @@ class ServeEngine:
 
     def key_spent(self) -> dict[str, float]:
         """USD paid so far per key, from the journal (`serve/<key>/…`)."""
-        from trinity.io import iter_jsonl
-
         spent: dict[str, float] = {}
         path = self.dir / "journal.jsonl"
         if path.exists():
@@ -302,10 +305,7 @@ class ServeEngine:
         return spent
 
     async def open(self) -> None:
-        from trinity.pool.cache import ResponseCache
-        from trinity.pool.client import PoolClient
-        from trinity.pool.journal import CallJournal
-        from trinity.pool.ledger import Ledger
+        from trinity.pool.client import PoolClient  # lazy: httpx loaded only when used
 
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
@@ -416,9 +416,6 @@ class ServeEngine:
         on_turn: OnTurn | None = None,
         cancel: asyncio.Event | None = None,
     ) -> ServedSession:
-        from trinity.benchmarks.prompts import pool_question
-        from trinity.session.loop import SessionRunner, SessionSpec, grade_answer
-
         assert self.batcher is not None and self.client is not None, "open() the engine first"
         sid = uuid.uuid4().hex[:16]
         out = ServedSession(sid, key, question)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+import time
 from typing import Any
 
 from trinity.errors import InputError
@@ -29,7 +30,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def uvicorn_server(app: Any, *, log_level: str = "warning") -> Any:
-    import uvicorn
+    import uvicorn  # lazy: optional extra 'serve'
 
     config = uvicorn.Config(
         app,
@@ -65,7 +66,6 @@ class ServerThread:
 
     def start(self, timeout_s: float = 120) -> "ServerThread":
         self._thread.start()
-        import time
 
         deadline = time.monotonic() + timeout_s
         while not self.server.started and self._thread.is_alive() and time.monotonic() < deadline:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
+
+from trinity.benchmarks import BENCHMARK_NAMES, get_benchmark
+from trinity.competition.text import resolve_competition
+from trinity.errors import InputError
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -17,7 +22,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "journal beside it. Re-running the same command asks only for what is "
         "missing.",
     )
-    from trinity.benchmarks import BENCHMARK_NAMES
 
     p.add_argument("--benchmark", required=True, help=" | ".join(BENCHMARK_NAMES))
     p.add_argument("--data", help="local dataset file in the benchmark's own schema (offline)")
@@ -74,16 +78,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def collect_protocol(name: str | None, pool: str) -> str:
     """`--protocol`, else the protocol of the competition that runs `pool`, else open."""
-    from trinity.competition.protocol import default_protocol
-    from trinity.competition.text import resolve_competition
+    from trinity.competition.protocol import default_protocol  # lazy: kept off the CLI start (21 ms under load)
 
     return name or default_protocol(resolve_competition(None, pool), False, pool)
 
 
 def run_collect(args: argparse.Namespace) -> int:
-    from trinity.benchmarks import get_benchmark
-    from trinity.errors import InputError
+    # lazy: kept off the CLI start (adds PyYAML here)
     from trinity.pool.providers import load_pool, pool_prices, price_overrides
+
+    # lazy: kept off the CLI start (adds numpy here)
     from trinity.session.collect import collect, print_progress, select_questions
 
     if args.k < 1:
@@ -98,11 +102,10 @@ def run_collect(args: argparse.Namespace) -> int:
         raise InputError(f"no questions in split {args.split!r} of {args.benchmark}")
     base_url = args.base_url
     if base_url is None and args.pool == "practice":
-        import os
-
         base_url = os.environ.get("TRINITY_POOL_BASE_URL")
     server = None
     if base_url is None and args.pool == "practice":
+        # lazy: kept off the CLI start (adds numpy + PyYAML here)
         from trinity.practice.server import start_practice_server
 
         server = start_practice_server(port=0, questions=questions)  # simulated answers to these too

@@ -10,19 +10,26 @@ behind the same client.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
 
+from trinity.benchmarks.prompts import cached_messages
+from trinity.competition.profiles import get_profile
+from trinity.competition.protocol import get_protocol
+from trinity.competition.text import resolve_competition, router_text
 from trinity.config import TrainConfig
 from trinity.data.questions import Question
+from trinity.grading import grade_question
 from trinity.model import ROLES
 from trinity.session.evaluation import Evaluation, GenerationHooks, GenerationStats, LogFn
+from trinity.session.live import open_live_run
 from trinity.session.loop import SessionRunner, SessionSpec, trace_record
-from trinity.session.racing import Incumbent
-from trinity.session.shards import LogitsFn, has_session_encoder
+from trinity.session.racing import Incumbent, race_evaluate
+from trinity.session.shards import LogitsFn, ShardedLogits, has_session_encoder, shards_of_pairs
 from trinity.session.transcript import Trajectory
 
 if TYPE_CHECKING:
@@ -55,16 +62,11 @@ class LiveFitness:
     mode = "live"
 
     def __init__(self, cfg: TrainConfig, run: RunDir, router: LiveRouter, models: list[str]) -> None:
-        from trinity.competition.text import resolve_competition, router_text
-        from trinity.session.live import open_live_run
-
         self.cfg, self.run, self.router = cfg, run, router
         self.models = list(models)
         # the run's competition (trinity.optim.engine sets it in the config; old runs: by the pool)
         self.competition = resolve_competition(cfg.competition, cfg.pool)
         self._text = router_text(self.competition).question_input
-        from trinity.competition.profiles import get_profile
-        from trinity.competition.protocol import get_protocol
 
         self.protocol = get_protocol(cfg.protocol)
         # what a candidate is scored by: the competition's own score, or our reward
@@ -110,8 +112,6 @@ class LiveFitness:
         paired path when it has none (a fixed-policy stand-in)."""
         router = self.router
         if has_session_encoder(router):
-            from trinity.session.shards import ShardedLogits, shards_of_pairs
-
             shard_of, n = shards_of_pairs(pairs)
             return ShardedLogits(router, thetas, shard_of, n)
         return lambda texts, cands, streams: router.paired_logits(thetas, texts, cands)
@@ -149,8 +149,6 @@ class LiveFitness:
 
     def evaluate(self, gen: int, thetas: np.ndarray, questions: list[Question], hooks: GenerationHooks) -> Evaluation:
         if self.cfg.live_recipe == "race":
-            from trinity.session.racing import race_evaluate
-
             return race_evaluate(self, gen, thetas, questions, hooks)
         P, m = thetas.shape[0], len(questions)
         pairs = [(c, q) for c in range(P) for q in questions]
@@ -202,11 +200,6 @@ class LiveFitness:
         transcript under the run's protocol (for TinyRouter: how `build_benchmark` caches the
         answers its 70% part scores), asked once per (question, model) and kept (the call
         journal keeps it over a resume). A failed call counts as an empty answer, as theirs does."""
-        import asyncio
-
-        from trinity.benchmarks.prompts import cached_messages
-        from trinity.grading import grade_question
-
         need = {(q.id, model): (q, model) for q, model in items if (q.id, model) not in self._cached}
 
         async def ask(q: Question, model: str) -> tuple[str, str, bool, bool]:

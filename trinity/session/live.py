@@ -18,11 +18,18 @@ nothing twice and its earlier spend counts).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Coroutine, Literal, Protocol, TypeVar
 
 from trinity.config import TrainConfig
+from trinity.errors import ConfigError
+from trinity.pool.budget import Budget, run_budget
+from trinity.pool.cache import ResponseCache
+from trinity.pool.journal import CallJournal
+from trinity.pool.ledger import Ledger
+from trinity.pool.providers import config_prices, load_pool
 from trinity.practice.server import start_practice_server  # (also gives the pool the practice models)
 
 if TYPE_CHECKING:
@@ -53,17 +60,12 @@ BASE_URL_ENV = "TRINITY_POOL_BASE_URL"
 def resolve_pool(cfg: TrainConfig, run: RunDir | None = None) -> tuple[PoolConfig, LocalServer | None]:
     """The run's pool config; for the practice pool with no base URL, start a simulated server
     in this process (returned as the second value so the caller can stop it)."""
-    from trinity.errors import ConfigError
-    from trinity.pool.providers import load_pool
-
     if not cfg.pool:
         raise ConfigError("live mode needs a pool: pass --pool practice|openrouter|chutes|<name>")
     base_url = cfg.base_url or os.environ.get(BASE_URL_ENV) or None
     server: LocalServer | None = None
     namespace = None
     if base_url is None and cfg.pool == "practice":
-        import hashlib
-
         practice = start_practice_server(port=0)
         server, base_url = practice, practice.base_url
         # The in-process server gets a new port each time; its answers depend only on the practice
@@ -76,7 +78,6 @@ def resolve_pool(cfg: TrainConfig, run: RunDir | None = None) -> tuple[PoolConfi
         )
         if run is not None:
             run.log(f"started the SIMULATED practice pool in the engine process at {base_url}")
-    from trinity.pool.providers import config_prices
 
     return load_pool(
         cfg.pool,
@@ -106,11 +107,7 @@ class LiveRun:
         env_file: str | None = None,
         server: LocalServer | None = None,
     ) -> None:
-        from trinity.pool.budget import Budget, run_budget
-        from trinity.pool.cache import ResponseCache
-        from trinity.pool.client import PoolClient
-        from trinity.pool.journal import CallJournal
-        from trinity.pool.ledger import Ledger
+        from trinity.pool.client import PoolClient  # lazy: httpx loaded only when used
 
         self.pool = pool
         self.server = server  # an in-process practice server this run started (stopped on close)
@@ -217,8 +214,6 @@ def open_live_run(cfg: TrainConfig, run: RunDir, models: list[str] | None = None
     reserved) and in `models`' order (θ's rows), checked before any file is opened; its ledger
     and journal in the run directory, the response cache of `cfg.cache_path`, the run's budget
     (`run_budget`), and the run's seed."""
-    from trinity.errors import ConfigError
-
     pool, server = resolve_pool(cfg, run)
     try:
         pool.require_prices()  # no call whose worst case cannot be reserved

@@ -16,16 +16,24 @@ an extractable answer).
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from trinity import grading
 from trinity.benchmarks.prompts import pool_question, turn_messages
+from trinity.competition.protocol import get_protocol
+from trinity.competition.text import router_text
 from trinity.data.kinds import WORKER_ANSWER_KINDS
 from trinity.data.questions import Question
+from trinity.grading import grade_question
+from trinity.grading.code import extract_code
 from trinity.model import ROLES, policy
 from trinity.model.arrays import Float64Array, IndexArray
+from trinity.session.pipeline import can_pipeline, run_turns_pipelined
 from trinity.session.shards import LogitsFn
 from trinity.session.transcript import Trajectory, Turn
 
@@ -42,7 +50,6 @@ def extract_answer(kind: str, text: str) -> str | None:
     """The answer a grader would see in `text`, or None when there is none."""
     if not text or not text.strip():
         return None
-    from trinity import grading
 
     if kind == "math":
         return grading.extract_math_answer(text)
@@ -50,7 +57,6 @@ def extract_answer(kind: str, text: str) -> str | None:
         return grading.extract_choice(text)
     if kind in ("exact", "ifeval", "funcall"):
         return grading.extract_answer(kind, text)
-    from trinity.grading.code import extract_code
 
     code = extract_code(text)
     if not code or not code.strip():
@@ -66,8 +72,6 @@ def extract_answer(kind: str, text: str) -> str | None:
 
 
 def grade_answer(question: Question, text: str) -> Verdict:
-    from trinity.grading import grade_question
-
     return grade_question(question, text)
 
 
@@ -109,8 +113,6 @@ Decision = tuple[IndexArray, IndexArray, Float64Array, Float64Array]  # model, r
 
 def _stable_seed(*parts: object) -> int:
     """A seed that is the same in every process (Python's hash() of str is salted)."""
-    import hashlib
-
     return int.from_bytes(hashlib.sha256("|".join(map(str, parts)).encode()).digest()[:4], "big")
 
 
@@ -134,8 +136,6 @@ class SessionRunner:
         self.logits_fn = logits_fn
         self.spec = spec
         self.on_step = on_step
-        from trinity.competition.protocol import get_protocol
-        from trinity.competition.text import router_text
 
         self.text = router_text(spec.competition)
         self.protocol = get_protocol(spec.protocol)
@@ -214,7 +214,6 @@ class SessionRunner:
         questions = [q for _, q in pairs]
         queries = [self.text.render_question(q) for q in questions]
         pool_queries = [pool_question(self.protocol, q) for q in questions]
-        from trinity.session.pipeline import can_pipeline, run_turns_pipelined
 
         if self.spec.schedule == "pipelined" and can_pipeline(self.logits_fn):  # every session ends there
             self.pipeline_stats = await run_turns_pipelined(
@@ -306,8 +305,6 @@ class SessionRunner:
 
 def trace_record(traj: Trajectory, q: Question, gen: int | None, mode: str = "live") -> dict[str, Any]:
     """The `traces.jsonl` line of one trajectory (docs/CONTRACTS.md)."""
-    import time
-
     gold = q.answer if q.kind != "code" else None
     return {
         "gen": gen,

@@ -18,7 +18,9 @@ import numpy as np
 
 from trinity.config import TrainConfig
 from trinity.data.questions import Question
+from trinity.model import ROLES
 from trinity.session.evaluation import Evaluation, GenerationHooks, GenerationStats
+from trinity.session.loop import trace_record
 from trinity.session.transcript import Trajectory
 
 if TYPE_CHECKING:
@@ -122,9 +124,6 @@ def race_evaluate(
     generation's winner takes its place only when it beats the incumbent on those same questions.
     Returns rewards (P, m) with NaN where a candidate was eliminated before a question, and the
     race's ranking for the ES."""
-    from trinity.model import ROLES
-    from trinity.session.loop import trace_record
-
     P, m = thetas.shape[0], len(questions)
     plan = race_plan(P, m)
     inc = fit.incumbent

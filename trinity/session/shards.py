@@ -67,7 +67,7 @@ def shards_of_pairs(pairs: Sequence[tuple[int, Question]], workers: int = 1) -> 
 
 def shard_budget_mb(router: ShardRouter, n_shards: int) -> float:
     """One shard encoder's part of the session encoder's default memory budget."""
-    from trinity.model.sessions import default_budget_mb
+    from trinity.model.sessions import default_budget_mb  # lazy: torch + transformers loaded only when used
 
     return default_budget_mb(router.encoder.device) / max(1, n_shards)
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from trinity.competition.protocol import OPEN_PROTOCOL
+
 TRIM_CHARS = 8000
 
 
 def parse_verdict(text: str) -> str:
     """'ACCEPT' or 'REVISE' under the open protocol's parser; no verdict line means REVISE."""
-    from trinity.competition.protocol import OPEN_PROTOCOL
-
     return OPEN_PROTOCOL.parse_verdict(text) or "REVISE"
 
 
