@@ -15,12 +15,12 @@ import sys
 
 from trinity import __version__
 from trinity.analysis import cli as analysis_cli
-from trinity.bench import cli as bench_cli
 from trinity.benchmarks import cli as benchmarks_cli
 from trinity.errors import TrinityError
 from trinity.grading import cli as grading_cli
 from trinity.m1 import cli as m1_cli
 from trinity.optim import cli as optim_cli
+from trinity.perf import cli as bench_cli
 from trinity.pool import cli as pool_cli
 from trinity.practice import cli as practice_cli
 from trinity.runs import cli as runs_cli

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trinity.bench.grading import BENCH_CASES, _benchmark_rates, _humaneval_figures
+from trinity.perf.grading import BENCH_CASES, _benchmark_rates, _humaneval_figures
 
 
 def test_rates_cover_each_new_benchmark_with_right_and_wrong_cases():

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from trinity.bench.forecast_check import LENGTHS, check
 from trinity.config import load_config
 from trinity.optim.forecast import describe, earlier_run, forecast
 from trinity.optim.runinputs import inputs_from_config
+from trinity.perf.forecast_check import LENGTHS, check
 from trinity.pool.cache import ResponseCache
 
 

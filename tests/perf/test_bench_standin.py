@@ -10,11 +10,11 @@ import statistics
 import httpx
 import pytest
 
-from trinity.bench.standin import STANDIN_MODELS, Standin, pool_overrides, start_standin
 from trinity.benchmarks.practice import practice_questions
 from trinity.benchmarks.prompts import turn_messages
 from trinity.competition.protocol import get_protocol
 from trinity.grading import grade_question
+from trinity.perf.standin import STANDIN_MODELS, Standin, pool_overrides, start_standin
 from trinity.session.transcript import Turn
 
 OPEN = get_protocol(None)

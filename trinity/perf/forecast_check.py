@@ -13,8 +13,8 @@ nothing measured (priors), the second finds the first run and forecasts from it.
 actual $ is what the server billed during it; `inside` says whether it fell in the forecast's 90 %
 interval, `forecast_s` how long the forecast took.
 
-    python -m trinity.bench.forecast_check --pool practice --reps 3
-    python -m trinity.bench.forecast_check --pool lengthy --reps 3
+    python -m trinity.perf.forecast_check --pool practice --reps 3
+    python -m trinity.perf.forecast_check --pool lengthy --reps 3
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ def check(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m trinity.bench.forecast_check", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m trinity.perf.forecast_check", description=__doc__.split("\n")[0])
     ap.add_argument("--pool", choices=("practice", "lengthy"), default="practice")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--generations", type=int, default=3)

@@ -13,7 +13,7 @@ The ES is the trainer's own separable CMA-ES (`trinity.optim.trainer.make_es`), 
   on a fresh minibatch, the rank changes measure the noise, σ grows while noise dominates; it
   costs those extra evaluations.
 
-    python -m trinity.bench.es_noise --seeds 10 --generations 60
+    python -m trinity.perf.es_noise --seeds 10 --generations 60
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def compare(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m trinity.bench.es_noise", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m trinity.perf.es_noise", description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--generations", type=int, default=60)
     ap.add_argument("--popsize", type=int, default=8)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from trinity.bench import learning
-from trinity.bench.learning_live import ledger_usd, print_text
+from trinity.perf import learning
+from trinity.perf.learning_live import ledger_usd, print_text
 
 # two small live trainings (6 questions: 2 train, 2 val, 2 test), each stopped twice for a live
 # evaluation, plus a collect of the 4 questions training reads

@@ -25,12 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from trinity.bench import learning_live
 from trinity.benchmarks.practice import practice_questions
 from trinity.data.learningtask import TaskSpec, generate_task
 from trinity.data.matrix import save_matrix
 from trinity.data.questions import save_questions
 from trinity.errors import InputError
+from trinity.perf import learning_live
 from trinity.runs.records import GenerationEvent, WarmStartEvent, read_summary
 from trinity.runs.rundir import RunDir
 

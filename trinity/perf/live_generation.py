@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from trinity.bench.server import proc_cpu_s, spawn_practice_server
 from trinity.benchmarks.practice import practice_questions
 from trinity.errors import ConfigError
+from trinity.perf.server import proc_cpu_s, spawn_practice_server
 from trinity.pool.providers import load_pool, pool_model_ids
 from trinity.session.live import LiveRun
 from trinity.session.loop import SessionRunner, SessionSpec

@@ -1,5 +1,5 @@
 """`trinity bench learning --live`: accuracy per dollar of the old and the new live recipe, side
-by side, against the skilled stand-in pool (`trinity.bench.standin`) over loopback HTTP.
+by side, against the skilled stand-in pool (`trinity.perf.standin`) over loopback HTTP.
 
 - old: every candidate on every question (`--live-recipe plain`), the role-rows warm start, live
   validation — live training as it was;
@@ -93,10 +93,10 @@ def ledger_usd(path: Path, skip_eval: bool = True) -> float:
 
 
 def run_recipe(name: str, args, qfile: Path, questions, work: Path) -> dict[str, Any]:
-    from trinity.bench.standin import pool_overrides, start_standin
     from trinity.config import load_config
     from trinity.errors import TrinityError
     from trinity.optim.engine import resume_run, start_run
+    from trinity.perf.standin import pool_overrides, start_standin
 
     srv = start_standin(questions, seed=args.seed)
     try:
@@ -323,7 +323,7 @@ def run_live(args) -> int:
         raise InputError(f"--splits {args.splits!r}: three shares >= 0 adding up to 1, train and test > 0")
     args.split_shares = {"train": tr, "val": va, "test": te}
     questions = _questions(topics, args.per_topic)
-    from trinity.bench.standin import STANDIN_MODELS, Standin
+    from trinity.perf.standin import STANDIN_MODELS, Standin
 
     def go(work: Path) -> dict[str, Any]:
         qfile = work / "questions.jsonl"

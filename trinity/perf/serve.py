@@ -30,13 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from trinity.bench.server import spawn_practice_server
 from trinity.benchmarks.practice import practice_questions
 from trinity.competition.text import router_text
 from trinity.data.matrix import save_matrix
 from trinity.data.questions import save_questions
 from trinity.errors import InputError, TrinityError
 from trinity.io import atomic_write_json, read_jsonl
+from trinity.perf.server import spawn_practice_server
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from trinity.bench import app, candidates, grading, learning, pool
-from trinity.bench import serve as serve_bench
+from trinity.perf import app, candidates, grading, learning, pool
+from trinity.perf import serve as serve_bench
 from trinity.sweep import bench as sweep_bench
 
 BENCH_MODULES = [

@@ -13,7 +13,7 @@ real HTTP) for `--seconds`, and reports:
 
 Part (b), the wall time of one live generation (P 32 × m 16 sessions of up to 5 turns, 2 s per
 call, concurrency 512), needs the session loop and the router: it is
-`trinity.bench.live_generation.live_generation(args) -> dict`.
+`trinity.perf.live_generation.live_generation(args) -> dict`.
 
 `trinity bench pool` runs (a) then (b); `--no-live-generation` only (a), `--live-generation`
 only (b).
@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trinity.bench.server import proc_cpu_s, spawn_practice_server
 from trinity.errors import ConfigError
+from trinity.perf.server import proc_cpu_s, spawn_practice_server
 
 
 def register(sub) -> None:
@@ -200,7 +200,7 @@ def _describe_live(r: dict) -> str:
 
 
 def _run_live_generation(args) -> dict:
-    from trinity.bench.live_generation import live_generation  # lazy: kept off the CLI start (adds numpy here)
+    from trinity.perf.live_generation import live_generation  # lazy: kept off the CLI start (adds numpy here)
 
     return live_generation(args)
 
