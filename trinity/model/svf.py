@@ -73,7 +73,7 @@ def svd_factors(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tens
     full_matrices=False, r = min(out, in)). The same bytes give the same (shared, read-only)
     factors without a second SVD."""
     raw = w.detach().cpu().contiguous()
-    digest = hashlib.blake2b(raw.view(torch.uint8).numpy().tobytes(), digest_size=16).hexdigest()
+    digest = hashlib.blake2b(raw.view(torch.uint8).numpy(), digest_size=16).hexdigest()
     key = (str(w.device), str(w.dtype), "x".join(map(str, w.shape)), digest)
     with _svd_lock:
         hit = _svd_cache.get(key)
