@@ -1,18 +1,13 @@
 """SVF on one decoder layer (docs/CONTRACTS.md, Router model): each of its 7 linear maps `W = U diag(s) Vᵀ` becomes
 `U diag(s ⊙ z) Vᵀ`, `z` the trainable scales (1.0 = the original model).
 
-The SVD is computed once, in float64, when a `SvfLayer` is built, and kept for the process by the
-weight's bytes: a router built again on the same encoder weights (a resume, an evaluation, the
-next stage of a benchmark) reuses it. `SvfLayer.applied(svf)` is the
+The SVD is computed once, in float64, when a `SvfLayer` is built. `SvfLayer.applied(svf)` is the
 naive path: it writes the rebuilt weights into the model (and restores them after), so a plain
 full forward runs the scaled model — the reference the fast path is tested against.
 """
 
 from __future__ import annotations
 
-import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -63,33 +58,6 @@ def layer_modules(decoder: HFDecoder, index: int) -> dict[str, torch.nn.Linear]:
     return found
 
 
-_SVD_KEEP = 14  # factored matrices kept for the process: two decoder layers' 7
-_svd_cache: OrderedDict[tuple[str, ...], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = OrderedDict()
-_svd_lock = threading.Lock()
-
-
-def svd_factors(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """`U (out, r)`, `s (r,)`, `Vh (r, in)` of `w`, float32 on its device (computed in float64;
-    full_matrices=False, r = min(out, in)). The same bytes give the same (shared, read-only)
-    factors without a second SVD."""
-    raw = w.detach().cpu().contiguous()
-    digest = hashlib.blake2b(raw.view(torch.uint8).numpy(), digest_size=16).hexdigest()
-    key = (str(w.device), str(w.dtype), "x".join(map(str, w.shape)), digest)
-    with _svd_lock:
-        hit = _svd_cache.get(key)
-        if hit is not None:
-            _svd_cache.move_to_end(key)
-            return hit
-    U, s, Vh = torch.linalg.svd(w.detach().to(torch.float64), full_matrices=False)
-    dev = w.device
-    out = (U.float().to(dev), s.float().to(dev), Vh.float().to(dev))
-    with _svd_lock:
-        _svd_cache[key] = out
-        while len(_svd_cache) > _SVD_KEEP:
-            _svd_cache.popitem(last=False)
-    return out
-
-
 class SvfLayer:
     """The SVD factors of the 7 matrices of decoder layer `index`; `size` scales in all."""
 
@@ -98,8 +66,11 @@ class SvfLayer:
         self.factors: list[SvfFactor] = []
         offset = 0
         for name, mod in layer_modules(decoder, index).items():
-            U, s, Vh = svd_factors(mod.weight)
-            self.factors.append(SvfFactor(name, mod, U, s, Vh, offset))
+            w = mod.weight.detach().to(torch.float64)
+            # full_matrices=False: U (out, r), s (r,), Vh (r, in) with r = min(out, in).
+            U, s, Vh = torch.linalg.svd(w, full_matrices=False)
+            dev = mod.weight.device
+            self.factors.append(SvfFactor(name, mod, U.float().to(dev), s.float().to(dev), Vh.float().to(dev), offset))
             offset += int(s.shape[0])
         self.size = offset
 
