@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from minertui.runmodel import LedgerView, _num, _time
+from minertui.runmodel import LedgerView, as_number, as_time
 from minertui.widgets.format import utc
 from trinity.io import iter_jsonl
 from trinity.pool.budget import to_micro
@@ -75,12 +75,12 @@ def _ledger_view(records: list[dict[str, Any]]) -> LedgerView:
         return names.index(name)
 
     return LedgerView(
-        time=np.array([_time(r.get("time")) for r in records], dtype=np.float64),
+        time=np.array([as_time(r.get("time")) for r in records], dtype=np.float64),
         model=np.array([code(models, str(r.get("model", "?"))) for r in records], dtype=np.int16),
         purpose=np.array([code(purposes, str(r.get("purpose", "?"))) for r in records], dtype=np.int8),
-        prompt_tokens=np.array([int(_num(r.get("prompt_tokens"), 0)) for r in records], dtype=np.int64),
-        completion_tokens=np.array([int(_num(r.get("completion_tokens"), 0)) for r in records], dtype=np.int64),
-        cost_micro=np.array([int(_num(r.get("cost_micro_usd"), 0)) for r in records], dtype=np.int64),
+        prompt_tokens=np.array([int(as_number(r.get("prompt_tokens"), 0)) for r in records], dtype=np.int64),
+        completion_tokens=np.array([int(as_number(r.get("completion_tokens"), 0)) for r in records], dtype=np.int64),
+        cost_micro=np.array([int(as_number(r.get("cost_micro_usd"), 0)) for r in records], dtype=np.int64),
         estimated=np.array([r.get("cost_source") == "estimated" for r in records], dtype=np.bool_),
         model_names=models,
         purpose_names=purposes,
@@ -102,9 +102,9 @@ def join_calls(ledger: list[dict[str, Any]], journal: list[dict[str, Any]]) -> l
     for rec in ledger:
         want = (
             str(rec.get("model", "")),
-            int(_num(rec.get("prompt_tokens"), 0)),
-            int(_num(rec.get("completion_tokens"), 0)),
-            int(_num(rec.get("cost_micro_usd"), 0)),
+            int(as_number(rec.get("prompt_tokens"), 0)),
+            int(as_number(rec.get("completion_tokens"), 0)),
+            int(as_number(rec.get("cost_micro_usd"), 0)),
         )
         for j in range(start, min(len(lines), start + MATCH_WINDOW)):
             res = lines[j]["result"]
@@ -112,9 +112,9 @@ def join_calls(ledger: list[dict[str, Any]], journal: list[dict[str, Any]]) -> l
                 continue
             got = (
                 str(res.get("model", "")),
-                int(_num(res.get("prompt_tokens"), 0)),
-                int(_num(res.get("completion_tokens"), 0)),
-                to_micro(_num(res.get("cost_usd"), 0.0)),
+                int(as_number(res.get("prompt_tokens"), 0)),
+                int(as_number(res.get("completion_tokens"), 0)),
+                to_micro(as_number(res.get("cost_usd"), 0.0)),
             )
             if got == want:
                 times[j] = rec
@@ -134,15 +134,15 @@ def join_calls(ledger: list[dict[str, Any]], journal: list[dict[str, Any]]) -> l
         role, turn, session, _ = _key_parts(line["key"], model)
         rows.append(
             CallRow(
-                time=_time(billed.get("time")) if billed is not None else math.nan,
+                time=as_time(billed.get("time")) if billed is not None else math.nan,
                 model=model,
                 role=role,
                 turn=turn,
                 session=session,
                 run_id=str(billed.get("run_id", "")) if billed is not None else "",
-                prompt_tokens=int(_num(res.get("prompt_tokens"), 0)),
-                completion_tokens=int(_num(res.get("completion_tokens"), 0)),
-                cost_micro=int(_num(billed.get("cost_micro_usd"), 0)) if billed is not None else 0,
+                prompt_tokens=int(as_number(res.get("prompt_tokens"), 0)),
+                completion_tokens=int(as_number(res.get("completion_tokens"), 0)),
+                cost_micro=int(as_number(billed.get("cost_micro_usd"), 0)) if billed is not None else 0,
                 cached=cached,
                 estimated=billed is not None and billed.get("cost_source") == "estimated",
             )
@@ -150,15 +150,15 @@ def join_calls(ledger: list[dict[str, Any]], journal: list[dict[str, Any]]) -> l
     for rec in unmatched:
         rows.append(
             CallRow(
-                time=_time(rec.get("time")),
+                time=as_time(rec.get("time")),
                 model=str(rec.get("model", "?")),
                 role="?",
                 turn=None,
                 session="",
                 run_id=str(rec.get("run_id", "")),
-                prompt_tokens=int(_num(rec.get("prompt_tokens"), 0)),
-                completion_tokens=int(_num(rec.get("completion_tokens"), 0)),
-                cost_micro=int(_num(rec.get("cost_micro_usd"), 0)),
+                prompt_tokens=int(as_number(rec.get("prompt_tokens"), 0)),
+                completion_tokens=int(as_number(rec.get("completion_tokens"), 0)),
+                cost_micro=int(as_number(rec.get("cost_micro_usd"), 0)),
                 cached=False,
                 estimated=rec.get("cost_source") == "estimated",
             )

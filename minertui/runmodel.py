@@ -423,7 +423,7 @@ class RunModel:
         if isinstance(ev, GenerationEvent):
             derived = {"gpu_util": gpu_util_of(getattr(ev, "system", None))}  # the box at the generation's end
             for k, col in self._g.items():
-                col.append(_num(derived[k] if k in derived else getattr(ev, k, None), math.nan))
+                col.append(as_number(derived[k] if k in derived else getattr(ev, k, None), math.nan))
             if ev.model_mix is not None:
                 self._model_mix = dict(ev.model_mix)
             if ev.role_mix is not None:
@@ -434,7 +434,7 @@ class RunModel:
                     t,
                     "info",
                     "gen 0 = role rows' default (Worker, then Verifier once turns "
-                    f"exist): fit acc {_num(ev.role_train_acc, 0.0):.3f}",
+                    f"exist): fit acc {as_number(ev.role_train_acc, 0.0):.3f}",
                 )
             )
         elif isinstance(ev, WarmStartEvent):  # generation 0: the head fitted on the training labels (issue 14)
@@ -443,7 +443,7 @@ class RunModel:
                 LogLine(
                     t,
                     "info",
-                    f"gen 0 = warm start from labels: train {_num(ev.train_acc, 0.0):.3f}{val} (lambda {ev.lambda_})",
+                    f"gen 0 = warm start from labels: train {as_number(ev.train_acc, 0.0):.3f}{val} (lambda {ev.lambda_})",
                 )
             )
         elif isinstance(ev, ProgressEvent):
@@ -458,12 +458,12 @@ class RunModel:
 
     def _on_ledger(self, rec: dict[str, Any]) -> None:
         c = self._l
-        c["time"].append(_time(rec.get("time")))
+        c["time"].append(as_time(rec.get("time")))
         c["model"].append(self._l_models(str(rec.get("model", "?"))))
         c["purpose"].append(self._l_purposes(str(rec.get("purpose", "?"))))
-        c["prompt_tokens"].append(int(_num(rec.get("prompt_tokens"), 0)))
-        c["completion_tokens"].append(int(_num(rec.get("completion_tokens"), 0)))
-        c["cost_micro"].append(int(_num(rec.get("cost_micro_usd"), 0)))
+        c["prompt_tokens"].append(int(as_number(rec.get("prompt_tokens"), 0)))
+        c["completion_tokens"].append(int(as_number(rec.get("completion_tokens"), 0)))
+        c["cost_micro"].append(int(as_number(rec.get("cost_micro_usd"), 0)))
         c["estimated"].append(rec.get("cost_source") == "estimated")
 
     def _on_trace(self, at: int, raw: dict[str, Any]) -> None:
@@ -484,7 +484,7 @@ class RunModel:
         c["gen"].append(tr.gen if tr.gen is not None else -1)
         c["candidate"].append(tr.candidate if tr.candidate is not None else -1)
         c["correct"].append(1 if correct is True else 0 if correct is False else -1)
-        c["cost"].append(_num(tr.cost_usd, 0.0))
+        c["cost"].append(as_number(tr.cost_usd, 0.0))
         c["turns"].append(min(len(tr.turns), 127))
         c["bench"].append(self._t_bench(tr.benchmark))
         c["qid"].append(self._t_qid(tr.qid))
@@ -582,13 +582,13 @@ def last_finite(y: np.ndarray) -> float | None:
     return float(f[-1]) if len(f) else None
 
 
-def _num(v: Any, default: float) -> float:
+def as_number(v: Any, default: float) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return default
     return float(v)
 
 
-def _time(v: Any) -> float:
+def as_time(v: Any) -> float:
     """Ledger times may be unix seconds or ISO strings."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return float(v)

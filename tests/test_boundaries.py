@@ -87,7 +87,7 @@ def test_the_engine_does_not_start_the_app_benchmark(capsys):
     assert "minertui bench" in capsys.readouterr().err
     args = build_parser().parse_args(["bench", "--json", "--keep", "/tmp/x"])
     assert (args.command, args.json, args.keep) == ("bench", True, "/tmp/x")
-    src = (ROOT / "trinity" / "bench" / "app.py").read_text(encoding="utf-8")
+    src = (ROOT / "trinity" / "perf" / "app.py").read_text(encoding="utf-8")
     assert "minertui.bench" not in src and "subprocess" not in src
 
 

@@ -24,7 +24,7 @@ RANDOM = "#ff7f0e"
 ORACLE = "#9467bd"
 
 
-def _pyplot() -> ModuleType:
+def pyplot() -> ModuleType:
     import matplotlib  # lazy: matplotlib loaded only when used
 
     matplotlib.use("Agg", force=True)
@@ -33,7 +33,7 @@ def _pyplot() -> ModuleType:
     return plt
 
 
-def _check_path(path: str | Path) -> Path:
+def check_plot_path(path: str | Path) -> Path:
     path = Path(path)
     if path.suffix.lower() != ".png":
         raise InputError(f"--plot {path}: the plot is a PNG; give a file name ending in .png")
@@ -113,8 +113,8 @@ def _diff_panel(
 
 
 def plot_oracle(rep: OracleReport, path: str | Path) -> Path:
-    path = _check_path(path)
-    plt = _pyplot()
+    path = check_plot_path(path)
+    plt = pyplot()
     labels = [m for m in rep.models]
     cis = list(rep.per_model)
     colors = [BEST if m == rep.best_single else SINGLE for m in rep.models]
@@ -158,8 +158,8 @@ def plot_oracle(rep: OracleReport, path: str | Path) -> Path:
 
 
 def plot_baselines(rep: BaselineReport, path: str | Path) -> Path:
-    path = _check_path(path)
-    plt = _pyplot()
+    path = check_plot_path(path)
+    plt = pyplot()
     labels = [s.name for s in rep.always] + [f"random routing ({rep.random_seeds} seeds)"]
     cis = [s.accuracy for s in rep.always] + [rep.random]
     colors = [BEST if s.name == f"always {rep.best_single}" else SINGLE for s in rep.always] + [RANDOM]
@@ -172,8 +172,8 @@ def plot_baselines(rep: BaselineReport, path: str | Path) -> Path:
 
 
 def plot_eval(rep: EvalReport, path: str | Path) -> Path:
-    path = _check_path(path)
-    plt = _pyplot()
+    path = check_plot_path(path)
+    plt = pyplot()
     labels = ["trained router"] + [s.name for s in rep.singles] + [f"random routing ({rep.random_seeds} seeds)"]
     cis = [rep.router.accuracy] + [s.accuracy for s in rep.singles] + [rep.random]
     colors = [ROUTER] + [BEST if s.name == f"always {rep.best_single}" else SINGLE for s in rep.singles] + [RANDOM]

@@ -285,10 +285,10 @@ def ascii_plot(curves: dict[str, list[dict[str, Any]]], width: int = 60, height:
 
 
 def png_plot(path: str, curves: dict[str, list[dict[str, Any]]], summary: dict[str, Any]) -> None:
-    from trinity.analysis.plots import _check_path, _pyplot
+    from trinity.analysis.plots import check_plot_path, pyplot
 
-    out = _check_path(path)
-    plt = _pyplot()
+    out = check_plot_path(path)
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, ps in curves.items():
         ax.plot([p["usd"] for p in ps], [p["acc"] for p in ps], marker="o", label=f"{name} recipe")
