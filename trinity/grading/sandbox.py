@@ -686,11 +686,16 @@ def _kill(proc: subprocess.Popen, drop_uid: int | None) -> None:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:  # cannot happen for SIGKILL short of a hung kernel
         pass
-    deadline = time.monotonic() + 2.0
-    while time.monotonic() < deadline:  # until the group's other members are gone too
+    # Until the group's other members are gone too. A member that is already a zombie is dead:
+    # it stays in the group until whoever inherited it reaps it, and a container's init may
+    # reap only every second or two, so only members still running are waited for.
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline:
         try:
             os.killpg(proc.pid, 0)
         except (ProcessLookupError, PermissionError):
+            break
+        if not _group_running(proc.pid):
             break
         time.sleep(0.002)
     if proc.stdin:
@@ -700,6 +705,23 @@ def _kill(proc: subprocess.Popen, drop_uid: int | None) -> None:
             pass
     if drop_uid is not None:
         _kill_uid(drop_uid)
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of group `pgid` is still running (a zombie is not)."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read(512)
+        except OSError:
+            continue
+        # "pid (comm) state ppid pgrp …"; comm may hold spaces and parentheses
+        fields = stat.rpartition(b")")[2].split(None, 3)
+        if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
 
 
 def _live_pids(uid: int) -> set[int]:
