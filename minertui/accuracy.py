@@ -116,8 +116,8 @@ def king_odds(
 def best_val(s: RunSnapshot) -> float | None:
     v = s.gens.val_acc
     v = v[np.isfinite(v)]
-    warm: dict = (s.record.warm_start if s.record else None) or {}  # the warm start event's fields
+    warm = s.record.warm_start if s.record else None  # what the warm start fitted (generation 0)
     cands = [float(v.max())] if len(v) else []
-    if isinstance(warm.get("val_acc"), (int, float)):
-        cands.append(float(warm["val_acc"]))
+    if warm is not None and warm.val_acc is not None:
+        cands.append(warm.val_acc)
     return max(cands) if cands else None

@@ -162,8 +162,8 @@ class Supervisor:
         with its engine; resuming against the dead port would fail every call. Start it again
         on the recorded port, for this run, the way the demo did."""
         cfg = read_run_meta(run.path).config  # the resolved TrainConfig, as run.json holds it
-        url = urlsplit(str(cfg.get("base_url") or ""))
-        if cfg.get("pool") != "practice" or url.hostname not in ("127.0.0.1", "localhost") or not url.port:
+        url = urlsplit(cfg.base_url or "")
+        if cfg.pool != "practice" or url.hostname not in ("127.0.0.1", "localhost") or not url.port:
             return
         if port_in_use(url.hostname, url.port):
             return  # a server (the user's own `trinity pool serve-practice`) is already there

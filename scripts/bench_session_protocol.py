@@ -56,8 +56,7 @@ def held_out_correct(run_for_eval: Path, run: Path, key: str) -> tuple[np.ndarra
     from trinity.runs.rundir import RunDir
 
     ev = RunDir(run_for_eval)
-    meta = ev.read_meta()
-    cfg = session_config(meta["config"], pool="practice", base_url=None).model_copy(
+    cfg = session_config(ev.meta().config, pool="practice", base_url=None).model_copy(
         update={"protocol": "tinyrouter", "competition": "tinyrouter"}
     )
     inputs = load_run_inputs(ev)

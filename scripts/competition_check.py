@@ -49,9 +49,8 @@ def composite_questions(out: Path) -> Path:
 
 def stand_in(questions: Path):
     """The practice server, its simulated profiles under TinyRouter's model ids, on the composite questions."""
-    from trinity.session.prompts import render_question
-
     from trinity.competition.profiles import TINYROUTER_PROFILE as TR
+    from trinity.competition.protocol import TINYROUTER_PROTOCOL
     from trinity.data.questions import load_questions
     from trinity.practice.replies import PracticeResponder
     from trinity.practice.server import start_practice_server
@@ -66,8 +65,9 @@ def stand_in(questions: Path):
     responder = PracticeResponder(setup=replace(base, models=models))
     responder.models = tuple(models)
     for q in load_questions(questions):
-        responder.by_text[q.question.strip()] = q
-        responder.by_text.setdefault(render_question(q).strip(), q)
+        responder.add_question(q)  # the bare text, the open protocol's rendering and the competitions'
+        # what this run's sessions show the pool: TinyRouter's protocol (its pool's default)
+        responder.by_text.setdefault(TINYROUTER_PROTOCOL.render_question(q).strip(), q)
     h = start_practice_server(port=0)
     h.server.responder = responder
     return h
@@ -84,6 +84,16 @@ def main() -> int:
     ap.add_argument("--m", type=int, default=2)
     ap.add_argument("--python", default=sys.executable, help="python for THEIR scripts (a throwaway venv)")
     a = ap.parse_args()
+    # their code runs from the caller's clones: a missing one is one line, before anything runs
+    for flag, clone, script in (
+        ("--tinyrouter", a.tinyrouter, "scripts/preflight_submission.py"),
+        ("--minirouter", a.minirouter, "utility/validate_submission.py"),
+    ):
+        if clone is not None and not (clone / script).is_file():
+            print(f"competition_check: {flag} {clone} is not a clone of the competition's repository (no {script})")
+            return 2
+    from trinity.runs.records import read_run_meta
+
     a.out.mkdir(parents=True, exist_ok=True)
     results: dict = {}
     qfile = composite_questions(a.out)
@@ -137,10 +147,8 @@ def main() -> int:
     if r.returncode != 0:
         print(json.dumps(results, indent=2))
         return 1
-    meta = json.loads((run_dir / "run.json").read_text())
-    results["train"].update(
-        models=meta.get("models"), n_params=meta.get("n_params"), competition=meta.get("competition")
-    )
+    meta = read_run_meta(run_dir)
+    results["train"].update(models=meta.models, n_params=meta.n_params, competition=meta.competition)
     # pack into the clone of TinyRouter, then THEIR preflight, with the exported ledger
     shutil.rmtree(a.tinyrouter / "submissions" / "minertui-check", ignore_errors=True)
     r = _run(

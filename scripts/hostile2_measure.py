@@ -29,6 +29,7 @@ from trinity.pool.faults import RetryPolicy  # noqa: E402
 from trinity.pool.journal import CallJournal  # noqa: E402
 from trinity.pool.ledger import Ledger, verify_ledger  # noqa: E402
 from trinity.pool.providers import Price, Timeouts, load_pool  # noqa: E402
+from trinity.runs.records import read_run_meta  # noqa: E402
 
 P = {"m-a": Price(PRICE_IN, PRICE_OUT), "m-b": Price(PRICE_IN, PRICE_OUT)}
 
@@ -152,7 +153,7 @@ def main(case):
                 p.kill()
                 p.wait()
                 secs = None
-            status = json.loads((Path(d) / "run" / "run.json").read_text()).get("status")
+            status = read_run_meta(Path(d) / "run").status
             return {"exit_after_sigterm_s": secs, "status": status, "requests_at_server": h.requests}
         raise SystemExit(f"unknown case {case}")
     finally:

@@ -50,7 +50,7 @@ def clone_config(s: RunSnapshot, runs_root: Path) -> tuple[Path, dict[str, str]]
     from minertui.screens.newrun import FIELDS  # lazy: PyYAML loaded only when used
     from trinity.io import atomic_write_text  # lazy: PyYAML loaded only when used
 
-    cfg = dict(s.config)
+    cfg = s.config.to_json()
     path = (Path(runs_root) / ".configs" / f"clone-{s.id}.yaml").resolve()
     atomic_write_text(path, f"# cloned by minertui from run {s.id}\n" + yaml.safe_dump(cfg, sort_keys=False))
     fields: dict[str, str] = {}

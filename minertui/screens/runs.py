@@ -34,13 +34,17 @@ COLUMNS = ("run", "status", "gen", "best", "val~", "spend", "ETA", "mode", "pool
 STARTED = COLUMNS.index("started (UTC)")
 
 
+def _or_dash(v: object) -> str:
+    return "—" if v is None else str(v)
+
+
 def run_values(s: RunSnapshot, smoothing: float = 0.6) -> tuple:
     """The sortable values of a row (numbers where the column is a number)."""
     from minertui.runmodel import ema, last_finite  # lazy: numpy + pydantic kept off the app's first frame
 
     val = last_finite(ema(s.gens.val_acc, smoothing)) if len(s.gens) else None
     pool = s.pool or "—"
-    mode = str((s.record.mode if s.record else None) or s.config.get("mode") or "—")
+    mode = str((s.record.mode if s.record else None) or s.config.mode or "—")
     return (s.id, s.status, s.generations_done, s.best, val, s.spend_usd, s.eta_secs, mode, pool, s.started)
 
 
@@ -329,9 +333,9 @@ class RunsScreen(EngineActions, ModeScreen):
         # the columns a narrow table leaves out (mode, pool, started) are always here
         t.append(f"{v[7]} · pool {v[8]} · started {iso_short(s.started)} UTC · ")
         t.append(
-            f"encoder {(s.record.encoder if s.record else None) or cfg.get('encoder') or '—'} · "
-            f"popsize {cfg.get('popsize', '—')} · m {cfg.get('m', '—')} · "
-            f"σ0 {cfg.get('sigma0', '—')} · seed {cfg.get('seed', '—')}"
+            f"encoder {(s.record.encoder if s.record else None) or cfg.encoder or '—'} · "
+            f"popsize {_or_dash(cfg.popsize)} · m {_or_dash(cfg.m)} · "
+            f"σ0 {_or_dash(cfg.sigma0)} · seed {_or_dash(cfg.seed)}"
         )
         eta = s.eta
         if eta is not None:

@@ -1,6 +1,7 @@
 """The drill-down of one trajectory: the question, each turn (model, role, both probability
 vectors as small bars, the output with highlighted code, the verdict), the graded answer vs gold.
-The trace is read from its byte offset in traces.jsonl; the question from the run's questions
+The trace is read from its byte offset in traces.jsonl as its record
+(`trinity.runs.records.TraceRecord`); the question from the run's questions
 file (run.json config), loaded once per file."""
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from minertui.widgets.keybar import KeyBar
 from trinity.grading import describe_gold
 from trinity.io import read_line_at
 from trinity.model import ROLES
-from trinity.runs.records import RunMeta
+from trinity.runs.records import RecordError, RunMeta, TraceRecord, TraceTurn, parse_trace
 
 
 def answer_text(value) -> str:
@@ -51,7 +52,7 @@ def _questions(path: str) -> dict[str, Any]:
 
 def question_for(record: RunMeta | None, qid: str) -> tuple[str | None, str]:
     """(question text or None, where it came from / why it is missing)."""
-    src = record.config.get("questions") if record else None  # the engine's resolved config
+    src = record.config.questions if record else None  # the engine's resolved config
     if not src:
         return None, "the run's config names no questions file"
     shown = src
@@ -68,63 +69,71 @@ def question_for(record: RunMeta | None, qid: str) -> tuple[str | None, str]:
     return (q.question, src) if q is not None else (None, f"{qid} is not in {shown}")
 
 
-def prob_bars(probs: Any, labels: list[str], chosen: str | None) -> Text:
-    t = Text()
-    if not isinstance(probs, list) or not probs:
+def prob_bars(probs: list[float] | None, labels: list[str], chosen: str | None) -> Text:
+    if not probs:
         return Text("(no probabilities recorded)", style="dim")
+    t = Text()
     for i, p in enumerate(probs):
         label = labels[i] if i < len(labels) else str(i)
         style = "bold cyan" if label == chosen else ""
-        try:
-            p = float(p)
-        except (TypeError, ValueError):
-            continue
         t.append(f"  {label[:22]:<22} {bar(p, 12)} {p:5.1%}\n", style=style)
     return t
 
 
-def render_trace(tr: dict[str, Any], record: RunMeta | None) -> list[Any]:
+def _given(rec: TraceRecord | TraceTurn, name: str, value: float) -> float | None:
+    """A cost the trace recorded (None: it recorded none, shown as a dash, not as $0)."""
+    return value if name in rec.model_fields_set else None
+
+
+def read_trace(path: Path, offset: int) -> TraceRecord:
+    """The trace at byte `offset` of traces.jsonl, as its record; OSError / ValueError when the
+    line cannot be read or is not a trace (a RecordError naming the field is a ValueError too)."""
+    data = read_line_at(path, offset)
+    try:
+        return parse_trace(data, f"{path} at byte {offset}")
+    except RecordError as e:
+        raise ValueError(str(e)) from None
+
+
+def render_trace(tr: TraceRecord, record: RunMeta | None) -> list[Any]:
     """The trace `tr` as Rich renderables; `record`: the run's run.json (its pool and questions)."""
     pool = list(record.models) if record else []
     labels = [f"{model_letter(i)} {m}" for i, m in enumerate(pool)]
     out: list[Any] = []
-    c = tr.get("correct")
+    c = tr.correct
     head = Text()
-    head.append(f"{tr.get('qid')}", style="bold")
+    head.append(tr.qid, style="bold")
     head.append(
-        f" · {tr.get('benchmark')} · gen {tr.get('gen')} · candidate {tr.get('candidate')}"
-        f" · mode {tr.get('mode', '—')} · cost {usd(tr.get('cost_usd'), 6)} · reward {tr.get('reward')} · "
+        f" · {tr.benchmark} · gen {tr.gen} · candidate {tr.candidate}"
+        f" · mode {tr.mode or '—'} · cost {usd(_given(tr, 'cost_usd', tr.cost_usd), 6)} · reward {tr.reward} · "
     )
     head.append(
         "right ✓" if c is True else "wrong ✗" if c is False else "not graded",
         style="bold green" if c is True else "bold red" if c is False else "dim",
     )
     out.append(head)
-    text, where = question_for(record, str(tr.get("qid")))
+    text, where = question_for(record, tr.qid)
     out.append(
         Panel(Text(text) if text is not None else Text(where, style="dim"), title="question", title_align="left")
     )
-    for k, turn in enumerate(tr.get("turns") or [], start=1):
-        if not isinstance(turn, dict):
-            continue
-        m = str(turn.get("model", "?"))
+    for k, turn in enumerate(tr.turns, start=1):
+        m = turn.model
         letter = f"{model_letter(pool.index(m))} " if m in pool else ""
         title = (
-            f"turn {k} · {letter}{m} · {turn.get('role', '?')}"
-            + (f" · verdict {turn['verdict']}" if turn.get("verdict") else "")
-            + f" · {usd(turn.get('cost_usd'), 6)}"
-            + (" · cache hit" if turn.get("cache_hit") else "")
-            + (" · scored from the outcome matrix" if tr.get("mode") == "cached" else "")
+            f"turn {k} · {letter}{m} · {turn.role}"
+            + (f" · verdict {turn.verdict}" if turn.verdict else "")
+            + f" · {usd(_given(turn, 'cost_usd', turn.cost_usd), 6)}"
+            + (" · cache hit" if turn.cache_hit else "")
+            + (" · scored from the outcome matrix" if tr.mode == "cached" else "")
         )
         parts: list[Any] = [
             Text("model", style="dim"),
-            prob_bars(turn.get("model_probs"), labels, f"{letter}{m}".strip()),
+            prob_bars(turn.model_probs, labels, f"{letter}{m}".strip()),
             Text("role", style="dim"),
-            prob_bars(turn.get("role_probs"), list(ROLES), turn.get("role")),
+            prob_bars(turn.role_probs, list(ROLES), turn.role),
         ]
-        output = turn.get("output") or ""
-        if output:
-            parts.append(Markdown(output, code_theme="monokai"))
+        if turn.output:
+            parts.append(Markdown(turn.output, code_theme="monokai"))
         else:
             parts.append(
                 Text("(no output recorded: cached mode looks the answer up in the outcome matrix)", style="dim")
@@ -133,16 +142,15 @@ def render_trace(tr: dict[str, Any], record: RunMeta | None) -> list[Any]:
         out.append(Panel(Group(Text(title, style="bold"), *parts), title=f"turn {k}", title_align="left"))
     verdict = Text()
     verdict.append("graded answer ", style="dim")
-    if tr.get("answer") is None:
+    if tr.answer is None:
         verdict.append(
-            "— none extracted"
-            + (" (cached mode records correctness, not an answer)" if tr.get("mode") == "cached" else ""),
+            "— none extracted" + (" (cached mode records correctness, not an answer)" if tr.mode == "cached" else ""),
             style="dim",
         )
     else:
-        verdict.append(answer_text(tr.get("answer")))
+        verdict.append(answer_text(tr.answer))
     verdict.append("\ngold          ", style="dim")
-    verdict.append(gold_text(tr.get("kind"), tr.get("gold")))
+    verdict.append(gold_text(tr.kind, tr.gold))
     out.append(
         Panel(
             verdict,
@@ -154,7 +162,7 @@ def render_trace(tr: dict[str, Any], record: RunMeta | None) -> list[Any]:
     return out
 
 
-def trace_plain_text(tr: dict[str, Any], record: RunMeta | None) -> str:
+def trace_plain_text(tr: TraceRecord, record: RunMeta | None) -> str:
     console = Console(width=100, record=True, file=io.StringIO(), color_system=None)
     for part in render_trace(tr, record):
         console.print(part)
@@ -178,7 +186,7 @@ class TraceDetailScreen(Screen):
         """The trace as plain text (question, every turn's output, answer, gold) to the clipboard
         through the terminal (OSC 52: works over SSH in most terminals)."""
         try:
-            tr = read_line_at(self.snap.path / "traces.jsonl", self.trace_offset)
+            tr = read_trace(self.snap.path / "traces.jsonl", self.trace_offset)
         except (OSError, ValueError) as e:
             self.notify(f"could not read the trace: {e}", severity="error")
             return
@@ -188,7 +196,7 @@ class TraceDetailScreen(Screen):
 
     def compose(self) -> ComposeResult:
         try:
-            tr = read_line_at(self.snap.path / "traces.jsonl", self.trace_offset)
+            tr = read_trace(self.snap.path / "traces.jsonl", self.trace_offset)
             parts = render_trace(tr, self.snap.record)
         except (OSError, ValueError) as e:
             parts = [Text(f"could not read the trace at byte {self.trace_offset}: {e}", style="red")]

@@ -72,9 +72,9 @@ def stats_text(s: RunSnapshot, baseline: tuple[str, float] | None = None) -> Tex
     val = s.gens.val_acc[~_isnan(s.gens.val_acc)] if len(s.gens) else []
     t.append("val acc  ", style="dim")
     t.append(num(float(val[-1])) if len(val) else "—")
-    warm = s.record.warm_start if s.record else None  # the warm start event's fields
-    if warm and isinstance(warm.get("val_acc"), (int, float)):  # generation 0: the label warm start
-        t.append(f" · warm {num(float(warm['val_acc']))}", style="dim")  # generation 0's; fits 80 columns
+    warm = s.record.warm_start if s.record else None  # what the warm start fitted
+    if warm is not None and warm.val_acc is not None:  # generation 0: the label warm start
+        t.append(f" · warm {num(warm.val_acc)}", style="dim")  # generation 0's; fits 80 columns
     t.append("\n")
     t.append("ETA      ", style="dim")
     eta = s.eta

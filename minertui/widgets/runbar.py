@@ -25,7 +25,7 @@ def is_practice(snap: RunSnapshot | None) -> bool:
     cfg = snap.config
     pool = snap.pool
     if pool is None:  # a cached run replays its matrix: simulated when that is the practice one
-        return cfg.get("mode") == "cached" and cfg.get("matrix") == PRACTICE
+        return cfg.mode == "cached" and cfg.matrix == PRACTICE
     return pool == PRACTICE
 
 

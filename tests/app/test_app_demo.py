@@ -30,7 +30,7 @@ async def test_demo_starts_a_practice_run_and_the_curves_move(tmp_path):
         s = app.current
         # live practice training, never a stand-in: the demo has no cached fallback
         assert s.record.mode == "live" and s.record.pool == "practice"
-        assert s.config["encoder"] == "tiny-qwen3"
+        assert s.config.encoder == "tiny-qwen3"
         bar = app.screen.query_one("#runbar", Static).content
         bar = bar.plain if isinstance(bar, Text) else str(bar)
         assert "practice (simulated pool)" in bar

@@ -17,7 +17,7 @@ from minertui.app import MinerApp
 from minertui.runmodel import ema
 from minertui.synth import make_run
 from trinity.io import read_jsonl
-from trinity.runs.records import parse_run_meta
+from trinity.runs.records import parse_run_meta, parse_trace
 
 SIZE = (120, 40)
 
@@ -157,7 +157,7 @@ async def test_trace_detail_shows_question_and_gold(runs_root):
     tr = read_jsonl(run / "traces.jsonl")[0]
     meta = json.loads((run / "run.json").read_text())
     console = Console(width=100, record=True, file=open("/dev/null", "w"))
-    for part in render_trace(tr, parse_run_meta(meta)):
+    for part in render_trace(parse_trace(tr), parse_run_meta(meta)):
         console.print(part)
     out = console.export_text()
     from trinity.benchmarks.practice import practice_questions

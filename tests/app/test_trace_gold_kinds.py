@@ -5,12 +5,12 @@ from __future__ import annotations
 from rich.console import Console
 
 from minertui.screens.trace_detail import render_trace
-from trinity.runs.records import RunMeta
+from trinity.runs.records import RunMeta, parse_trace
 
 
 def _text(tr: dict) -> str:
     console = Console(record=True, width=120)
-    for part in render_trace(tr, RunMeta(id="r", models=["m/a"])):
+    for part in render_trace(parse_trace(tr), RunMeta(id="r", models=["m/a"])):
         console.print(part)
     return console.export_text()
 

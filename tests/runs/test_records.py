@@ -84,7 +84,15 @@ def _every_file_reads_back(run: Path) -> dict[str, int]:
     gens = [e for e in events if isinstance(e, R.GenerationEvent)]
     history = R.read_history(run / R.HISTORY_FILE)
     # history.json holds exactly the generation events without type and time
-    assert [g.record() for g in gens] == history and len(history) == meta.config["generations"]
+    assert [g.record() for g in gens] == history and len(history) == meta.config.generations
+    # the typed config is the engine's resolved TrainConfig: strict-validated, it is the same config
+    from trinity.config import validate_config
+
+    cfg = validate_config(meta.config.to_json())
+    assert cfg.hash() == meta.config_hash and cfg.resolved() == meta.config.to_json()
+    summary_ws = R.read_summary(run / R.SUMMARY_FILE).warm_start  # a cold start: in the summary only
+    assert summary_ws is not None and summary_ws.method in ("labels", "roles", "none")
+    assert meta.warm_start == (summary_ws if summary_ws.method != "none" else None)
     traces = [R.parse_trace(t) for t in read_jsonl(run / R.TRACES_FILE)]
     assert traces and all(t.turns for t in traces)
     summary = R.read_summary(run / R.SUMMARY_FILE)
@@ -414,3 +422,117 @@ def test_the_pr_local_score_reads_the_real_eval_json(cached_run, tmp_path):
     got = _local_score(SimpleNamespace(run_dir=str(cached_run)))  # type: ignore[arg-type]
     assert got == {"local_score": f"{point:.4f}", "local_score_settings": "trinity eval (eval.json, cached/test)"}
     assert _local_score(SimpleNamespace(run_dir=str(tmp_path))) == {}  # type: ignore[arg-type]  # none: not measured
+
+
+# ---- run.json's config and warm start, typed ----------------------------------------------------
+def test_run_config_names_every_train_config_field():
+    """RunConfig is TrainConfig's record: a key added to (or dropped from) the engine's config is
+    added to (or dropped from) the record, so a reader never falls back to string keys."""
+    from trinity.config import TrainConfig
+
+    assert set(R.RunConfig.model_fields) == set(TrainConfig.model_fields)
+    from trinity.config import Splits
+
+    assert set(R.SplitFractions.model_fields) == set(Splits.model_fields)
+
+
+def test_the_typed_config_round_trips_through_train_config():
+    from trinity.config import load_config, validate_config
+
+    cfg = load_config(ROOT / "configs" / "practice.yaml", {"encoder": "tiny-qwen3", "budget_usd": 2.5})
+    rc = R.RunConfig.model_validate(cfg.resolved())
+    assert rc.encoder == "tiny-qwen3" and rc.budget_usd == 2.5 and rc.splits is not None and rc.splits.train == 0.6
+    assert rc.to_json() == cfg.resolved()  # every key, in the engine's order
+    assert list(rc.to_json()) == list(cfg.resolved())
+    back = validate_config(rc.to_json())
+    assert back == cfg and back.hash() == cfg.hash()
+    meta = R.RunMeta(id="r", config=rc)
+    again = R.parse_run_meta(json.loads(json.dumps(meta.to_json())))
+    assert again.config == rc and again.to_json() == meta.to_json()
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="frozen"):  # frozen, as every record
+        rc.popsize = 3  # type: ignore[misc]
+
+
+def test_an_old_run_json_with_a_dict_config_still_reads(tmp_path):
+    """A run.json written before `format`, protocols, the audit split and the typed records: its
+    config lacks keys added since and holds one an older engine wrote; it reads, keys it lacks are
+    None (not today's defaults), the unknown one is kept, and the bytes survive a rewrite."""
+    old = {
+        "id": "old-run",
+        "created": "2025-06-01T10:00:00+00:00",
+        "status": "finished",
+        "mode": "cached",
+        "config": {
+            "mode": "cached",
+            "encoder": "tiny-qwen3",
+            "questions": "practice",
+            "matrix": "practice",
+            "popsize": 8,
+            "generations": 3,
+            "m": 4,
+            "sigma0": 0.1,
+            "seed": 0,
+            "splits": {"train": 0.6, "val": 0.2, "test": 0.2},
+            "budget_usd": None,
+            "old_key": "kept",
+        },
+        "models": ["a", "b"],
+        "warm_start": {"method": "labels", "lambda": 0.01, "train_acc": 0.5, "val_acc": 0.4, "n_val": 10},
+    }
+    raw = json.dumps(old, indent=2) + "\n"
+    (tmp_path / "run.json").write_text(raw)
+    meta = R.read_run_meta(tmp_path)
+    assert meta.format == 1 and meta.config.generations == 3 and meta.config.popsize == 8
+    assert meta.config.splits is not None and meta.config.splits.audit is None
+    assert meta.config.warm_start is None and meta.config.protocol is None  # not recorded: not a default
+    assert meta.config.extra("old_key") == "kept"
+    assert meta.warm_start is not None and meta.warm_start.lambda_ == 0.01 and meta.warm_start.val_acc == 0.4
+    assert _json_file(meta.to_json()).decode() == raw
+    # the engine's resume gives such a run the values that reproduce it (LEGACY_VALUES), not defaults
+    from trinity.config import LEGACY_VALUES, validate_config
+
+    data = meta.config.to_json()
+    data.pop("old_key")
+    for k, v in LEGACY_VALUES.items():
+        data.setdefault(k, v)
+    assert validate_config(data).warm_start == "none"
+
+
+def test_a_milestone_1_config_reads_with_its_own_keys_kept(tmp_path):
+    from trinity.m1.run import MODE
+    from trinity.m1.run import TrainConfig as M1Config
+
+    conf = {**M1Config().__dict__, "generations": 30}
+    meta = R.parse_run_meta({"id": "m", "mode": MODE, "pool": "offline", "config": conf})
+    assert meta.config.generations == 30 and meta.config.extra("m1_config") == "5-domain"
+    assert M1Config.of_run(meta, tmp_path) == M1Config()
+
+
+@pytest.mark.parametrize(
+    ("config", "needle"),
+    [
+        ({"popsize": "8"}, "field config.popsize: Input should be a valid integer"),
+        ({"splits": {"train": "0.6"}}, "field config.splits.train: Input should be a valid number"),
+        ("not a mapping", "field config: Input should be"),
+    ],
+)
+def test_a_config_of_the_wrong_type_is_one_line_naming_the_field(config, needle):
+    with pytest.raises(R.RecordError) as e:
+        R.parse_run_meta({"id": "r", "config": config}, "runs/r/run.json")
+    assert needle in str(e.value) and "runs/r/run.json" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_newer_run_json_is_the_version_line_whatever_its_config_holds(tmp_path):
+    newer = {"format": R.RUN_FORMAT + 1, "id": "r", "config": {"popsize": {"a new": "shape"}}, "warm_start": 3}
+    (tmp_path / "run.json").write_text(json.dumps(newer))
+    with pytest.raises(R.RecordError) as e:
+        R.read_run_meta(tmp_path)
+    msg = str(e.value)
+    assert "written by a newer trinity" in msg and "\n" not in msg and "popsize" not in msg
+
+
+def test_a_warm_start_of_the_wrong_shape_is_named():
+    with pytest.raises(R.RecordError, match="field warm_start.method is missing"):
+        R.parse_run_meta({"id": "r", "warm_start": {"val_acc": 0.5}})

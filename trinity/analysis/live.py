@@ -14,7 +14,7 @@ a single-turn random router asks exactly those requests, which the response cach
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +28,7 @@ from trinity.errors import InputError, TrinityError
 from trinity.model import ROLES
 from trinity.optim.routing import load_trained
 from trinity.optim.runinputs import load_run_inputs
+from trinity.runs.records import RunConfig
 from trinity.runs.rundir import RunDir
 from trinity.session.fitness import LiveFitness
 from trinity.session.live import resolve_pool
@@ -56,16 +57,17 @@ class FixedPolicy:
 
 
 def session_config(
-    base: dict[str, Any],
+    base: RunConfig | None,
     *,
     pool: str | None,
     base_url: str | None,
     max_turns: int | None = None,
     budget_usd: float | None = None,
 ) -> TrainConfig:
-    """The run's resolved config (`base`; TrainConfig's defaults for what it lacks) made live, with
-    these overrides; `policy` is always argmax (evaluation is argmax per group)."""
-    cfg = dict(base)
+    """The run's resolved config (`base`, run.json's; None: no run; TrainConfig's defaults for what
+    it lacks) made live, with these overrides; `policy` is always argmax (evaluation is argmax per
+    group)."""
+    cfg = base.to_json() if base is not None else {}
     cfg["mode"] = "live"
     if pool:
         cfg["pool"] = pool
@@ -213,7 +215,7 @@ def live_baselines(
     (its ledger, journal and the response cache) — an existing run or a new folder."""
     run = RunDir(run_dir)
     run.path.mkdir(parents=True, exist_ok=True)
-    base = run.meta().config if run.exists() else {}
+    base = run.meta().config if run.exists() else None
     cfg = session_config(base, pool=pool, base_url=base_url, budget_usd=budget_usd)
     models = _pool_models(cfg)
     correct, turns, costs, failures = always_model_live(

@@ -386,7 +386,7 @@ def score_estimate(
     if matrix is not None:
         inputs = inputs._replace(matrix=_cached_matrix(run, meta, inputs, matrix))
     if inputs.matrix is None:
-        pool = meta.pool or meta.config.get("pool") or "POOL"
+        pool = meta.pool or meta.config.pool or "POOL"
         raise InputError(
             f"{run.path}: the run has no outcome matrix, so the cached part of the score (the turn-1 "
             f"model's cached answer to each question) is unknown; collect one for the run's questions "

@@ -81,7 +81,7 @@ class TrainConfig:
             raise InputError(f"{where} is not a Milestone-1 run (mode {meta.mode!r})")
         names = {f.name for f in fields(cls)}
         try:
-            return cls(**{k: v for k, v in meta.config.items() if k in names})
+            return cls(**{k: v for k, v in meta.config.to_json().items() if k in names})
         except TypeError as e:
             raise InputError(f"{where}: run.json's config is not a Milestone-1 config ({e})") from None
 

@@ -49,37 +49,42 @@ TRAIN_FLAGS = (
 
 def _printer(as_json: bool) -> Callable[[dict[str, Any]], None]:
     """Event sink for the terminal: a progress line per generation, or every event as JSON."""
+    # here, not at the top: pydantic would slow every CLI start (the engine has it loaded by now)
+    from trinity.runs.records import GenerationEvent, LogEvent, StatusEvent, WarmStartEvent, try_event
 
-    def on_event(ev: dict[str, Any]) -> None:
+    def num(x: float | None, spec: str) -> str:
+        return "—" if x is None else format(x, spec)
+
+    def on_event(line: dict[str, Any]) -> None:
         if as_json:
-            print(json.dumps(ev, ensure_ascii=False), flush=True)
+            print(json.dumps(line, ensure_ascii=False), flush=True)
             return
-        t = ev.get("type")
-        if t == "generation":
-            val = f"  val {ev['val_acc']:.3f}" if "val_acc" in ev else ""
-            cost = f"  ${ev['cost_usd']:.4f}" if ev.get("cost_usd") else ""
+        ev = try_event(line)  # the line as written, read through its record (None: not one we print)
+        if isinstance(ev, GenerationEvent):
+            val = f"  val {ev.val_acc:.3f}" if ev.val_acc is not None else ""
+            cost = f"  ${ev.cost_usd:.4f}" if ev.cost_usd else ""
             print(
-                f"gen {ev['gen']:>4}  best {ev['best']:.3f}  mean {ev['mean']:.3f}  max {ev['max']:.3f}  "
-                f"sigma {ev['sigma']:.4f}{val}{cost}  {ev['secs']:.2f}s",
+                f"gen {ev.gen:>4}  best {ev.best:.3f}  mean {ev.mean:.3f}  max {ev.max:.3f}  "
+                f"sigma {num(ev.sigma, '.4f')}{val}{cost}  {num(ev.secs, '.2f')}s",
                 flush=True,
             )
-        elif t == "warm_start" and ev.get("method") == "roles":
+        elif isinstance(ev, WarmStartEvent) and ev.method == "roles":
             print(
                 f"warm start (generation 0, role rows: Worker, then Verifier once turns exist)  "
-                f"fit acc {ev.get('role_train_acc', 0.0):.3f}",
+                f"fit acc {ev.role_train_acc or 0.0:.3f}",
                 flush=True,
             )
-        elif t == "warm_start":
-            val = f"  val {ev['val_acc']:.3f}" if "val_acc" in ev else ""
+        elif isinstance(ev, WarmStartEvent):
+            val = f"  val {ev.val_acc:.3f}" if ev.val_acc is not None else ""
             print(
-                f"warm start (generation 0, labels, lambda {ev['lambda']:g})  train {ev['train_acc']:.3f}{val}",
+                f"warm start (generation 0, labels, lambda {num(ev.lambda_, 'g')})  "
+                f"train {num(ev.train_acc, '.3f')}{val}",
                 flush=True,
             )
-        elif t == "status" and ev.get("status") in ("finished", "stopped"):
-            print(ev.get("message") or ev["status"], flush=True)
-        elif t == "log":
-            level = ev.get("level", "info")
-            print(("" if level == "info" else f"{level}: ") + str(ev.get("message", "")), flush=True)
+        elif isinstance(ev, StatusEvent) and ev.status in ("finished", "stopped"):
+            print(ev.message or ev.status, flush=True)
+        elif isinstance(ev, LogEvent):
+            print(("" if ev.level == "info" else f"{ev.level}: ") + ev.message, flush=True)
 
     return on_event
 

@@ -28,7 +28,7 @@ from trinity.optim.population import check_population, make_population_fitness
 from trinity.optim.runinputs import RunInputs, inputs_digest, inputs_from_config, load_run_inputs
 from trinity.optim.trainer import Trainer, TrainResult
 from trinity.pool.providers import pool_model_ids, preflight
-from trinity.runs.records import RUN_FORMAT, RunMeta
+from trinity.runs.records import RUN_FORMAT, RunConfig, RunMeta
 from trinity.runs.rundir import RunDir, new_run_id, utc_now_iso
 from trinity.session.fitness import make_live_fitness
 
@@ -189,7 +189,7 @@ def start_run(
             competition=competition,
             protocol=protocol,
             objective=objective,
-            config=cfg.resolved(),
+            config=RunConfig.model_validate(cfg.resolved()),
             config_hash=cfg.hash(),
             models=models,
             pool=cfg.pool or (inputs.matrix.benchmark if inputs.matrix is not None else None),
@@ -405,7 +405,7 @@ def resume_run(
     `overrides` may change only keys that leave the checkpoint valid (trinity.config.RESUMABLE_KEYS)."""
     run = RunDir(run_dir)
     meta = run.meta()
-    data = dict(meta.config)
+    data = meta.config.to_json()  # what the run recorded (a key it predates is left out)
 
     for key, legacy in LEGACY_VALUES.items():  # a run made before the key existed ran at this value
         data.setdefault(key, legacy)

@@ -130,10 +130,10 @@ def load_pilot(path: str | Path) -> Pilot:
         _add_generation_times(pilot, p / "events.jsonl")
         try:
             conf = RunDir(p).meta().config
-            pilot.popsize = int(conf["popsize"])
-            pilot.seed = int(conf["seed"])
-        except (InputError, ValueError, KeyError, TypeError):
-            pass
+        except InputError:
+            conf = None
+        if conf is not None and conf.popsize is not None and conf.seed is not None:
+            pilot.popsize, pilot.seed = conf.popsize, conf.seed
         return pilot
     if p.suffix == ".json" and not p.name.endswith(".answers.jsonl"):
         p = p.with_name(p.stem + ".answers.jsonl")
@@ -236,9 +236,9 @@ def earlier_run(cfg: TrainConfig, runs_root: str | Path | None, exclude: str | P
             conf = RunDir(d).meta().config
         except (InputError, OSError):
             continue
-        if conf.get("mode") != "live" or conf.get("pool") != cfg.pool:
+        if conf.mode != "live" or conf.pool != cfg.pool:
             continue
-        if (conf.get("pool_models") or None) != (cfg.pool_models or None):
+        if (conf.pool_models or None) != (cfg.pool_models or None):
             continue
         if (d / "traces.jsonl").stat().st_size > 0:
             return d

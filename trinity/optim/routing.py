@@ -96,7 +96,7 @@ def load_trained(
     """The run's router with its best θ (or `theta_path`), on `device` (default: the run's)."""
     run = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
     meta = run.meta()
-    data = dict(meta.config)
+    data = meta.config.to_json()
     if device is not None:
         data["device"] = device
     cfg = validate_config(data, where=f"{run.run_json} config")

@@ -166,7 +166,7 @@ def load_run_inputs(source: str | os.PathLike[str] | RunDir | TrainConfig) -> Ru
         return inputs_from_config(source)
     run = source if isinstance(source, RunDir) else RunDir(Path(source))
     meta = run.meta()
-    cfg = validate_config(meta.config, where=f"{run.run_json} config")
+    cfg = validate_config(meta.config.to_json(), where=f"{run.run_json} config")
     inputs = inputs_from_config(cfg)
     recorded = meta.splits
     if recorded:

@@ -102,16 +102,18 @@ def random_theta_run(template: Path, encoder: str, root: Path, device: str) -> P
     from trinity.config import validate_config  # lazy: kept off the CLI start (adds pydantic + PyYAML here)
     from trinity.model.theta import save_theta  # lazy: kept off the CLI start
     from trinity.optim.fitness import build_router  # lazy: brings the session and pool modules, kept off the CLI start
+    from trinity.runs.records import parse_run_meta  # lazy: kept off the CLI start (adds pydantic here)
     from trinity.runs.rundir import RunDir  # lazy: kept off the CLI start (adds pydantic here)
 
     src = RunDir(template)
-    meta = src.read_meta()
-    config = {**(meta.get("config") or {}), "encoder": encoder, "device": device}
-    router = build_router(validate_config(config, where="bench serve"), len(meta.get("models") or []))
+    meta = src.meta()
+    config = {**meta.config.to_json(), "encoder": encoder, "device": device}
+    router = build_router(validate_config(config, where="bench serve"), len(meta.models))
     theta = router.initial_mean() + np.random.default_rng(0).normal(0, 0.05, router.n_params)
     run = root / f"run-{encoder.replace('/', '_')}-random"
     shutil.copytree(template, run, ignore=shutil.ignore_patterns("serve", "*.lock", "ledger.jsonl", "journal*"))
-    atomic_write_json(RunDir(run).run_json, {**meta, "config": config, "encoder": encoder, "n_params": router.n_params})
+    copied = {**meta.to_json(), "config": config, "encoder": encoder, "n_params": int(router.n_params)}
+    atomic_write_json(RunDir(run).run_json, parse_run_meta(copied, str(RunDir(run).run_json)).to_json())
     save_theta(RunDir(run).best_theta, theta)
     return run
 
@@ -124,8 +126,8 @@ def run_encoder(run: Path, asked: list[str] | None) -> str:
     rd = RunDir(run)
     if not rd.run_json.exists():
         raise InputError(f"bench serve: {run} is not a run directory (no run.json)")
-    meta = rd.read_meta()
-    enc = str(meta.get("encoder") or (meta.get("config") or {}).get("encoder") or "")
+    meta = rd.meta()
+    enc = meta.encoder or meta.config.encoder or ""
     if not enc:
         raise InputError(f"bench serve: {run}/run.json names no encoder")
     if asked and asked != [enc]:

@@ -6,11 +6,11 @@ raw dict:
 
 | file                       | model                                                          |
 |----------------------------|----------------------------------------------------------------|
-| run.json                   | `RunMeta`                                                       |
+| run.json                   | `RunMeta` (its `config`: `RunConfig`; its `warm_start`: `WarmStart`) |
 | events.jsonl               | `Event` = `GenerationEvent` / `WarmStartEvent` / `ProgressEvent` / `StatusEvent` / `LogEvent` |
 | history.json               | `list[GenerationRecord]` (a `generation` event without type/time; mode "m1": `list[M1EpochRecord]`) |
 | traces.jsonl               | `TraceRecord` (its turns `TraceTurn`)                           |
-| summary.json               | `Summary` (a Milestone-1 run, mode "m1": `M1Summary`)           |
+| summary.json               | `Summary` (a Milestone-1 run, mode "m1": `M1Summary`; `warm_start`: `WarmStart`) |
 | checkpoint/manifest.json   | `CheckpointManifest`                                            |
 | eval.json                  | `EvalFile` (its entries `EvalEntry`)                            |
 | best_theta.npy, bundles    | the θ file names and layout constants (`trinity.layout`)        |
@@ -27,8 +27,8 @@ code reads is one line naming the file and asking for a newer trinity.
 **Errors.** A record that does not fit its model is a `RecordError` (an `InputError`): one line
 naming the file, the field and what is wrong.
 
-**Extra fields.** The records that several parts of the engine add fields to — run.json, the
-generation record (events and history.json), the warm-start event, summary.json, traces and an
+**Extra fields.** The records that several parts of the engine add fields to — run.json and its
+config, the warm start, the generation record (events and history.json), the warm-start event, summary.json, traces and an
 eval.json entry — accept fields this module does not name (`extra="allow"`): the named fields are
 the contract every reader may rely on, and a writer may add one without breaking older readers.
 The closed records (progress / status / log events, the checkpoint manifest, eval.json's envelope)
@@ -197,6 +197,96 @@ def _check_format(found: Any, supported: int, where: str) -> None:
 
 
 # ---- run.json --------------------------------------------------------------------------------
+class SplitFractions(_OpenRecord):
+    """run.json `config.splits`: the shares of the questions in each split."""
+
+    train: Num | None = None
+    val: Num | None = None
+    test: Num | None = None
+    audit: Num | None = None  # None: a run made before the audit split existed
+
+
+class RunConfig(_OpenRecord):
+    """run.json `config`: the engine's resolved `trinity.config.TrainConfig` as the run recorded it.
+
+    A frozen record of it rather than the model itself: `trinity.config` is a sibling of this
+    layer (this module cannot import it), a run made before a key existed has no value for it
+    (`TrainConfig` would fill in today's default, not the value that reproduces the run:
+    `trinity.config.LEGACY_VALUES`), a key an engine dropped must not make an old run unreadable,
+    and a Milestone-1 run (mode "m1") records its own config here (`trinity.m1.run.TrainConfig`:
+    its keys beside the shared ones are extra fields). So every field is `TrainConfig`'s, with
+    its JSON type and None where the run did not record it; where a run is resumed or served the
+    engine validates `to_json()` with `trinity.config.validate_config` (strict, the legacy values
+    given). tests/runs/test_records.py keeps the field names in step with `TrainConfig`."""
+
+    mode: str | None = None  # cached | live (TrainConfig's mode, not run.json's)
+    encoder: str | None = None
+    encoder_seed: int | None = None
+    questions: str | None = None  # a path (absolute) or "practice"
+    matrix: str | None = None
+    practice_config: str | None = None
+    benchmarks: list[str] | None = None
+    pool: str | None = None
+    competition: str | None = None
+    protocol: str | None = None
+    objective: str | None = None
+    base_url: str | None = None
+    pool_models: list[str] | None = None
+    cache_path: str | None = None
+    popsize: int | None = None
+    generations: int | None = None
+    m: int | None = None
+    sigma0: Num | None = None
+    es_mirrors: Num | None = None
+    seed: int | None = None
+    split_seed: int | None = None
+    budget_usd: Num | None = None
+    prices: dict[str, Any] | None = None  # {MODEL: {price_in, price_out}}, as TrainConfig holds it
+    price_in: Num | None = None
+    price_out: Num | None = None
+    read_timeout_s: Num | None = None
+    fail_threshold: Num | None = None
+    policy: str | None = None
+    temperature: Num | None = None
+    max_batch_tokens: int | None = None
+    device: str | None = None
+    dtype: str | None = None
+    splits: SplitFractions | None = None
+    val_every: int | None = None
+    max_turns: int | None = None
+    concurrency: int | None = None
+    shaping: bool | None = None
+    format_bonus: Num | None = None
+    turn_penalty: Num | None = None
+    workers: int | None = None
+    ray_address: str | None = None
+    warm_start: str | None = None  # auto | labels | none (what to fit; run.json `warm_start` is what was)
+    live_recipe: str | None = None
+    live_schedule: str | None = None
+    lambda_turns: Num | None = None
+    lambda_cost: Num | None = None
+    stratify: bool | None = None
+    select_on: str | None = None
+    traces: str | None = None
+
+
+class WarmStart(_OpenRecord):
+    """What the warm start fitted (run.json's and summary.json's `warm_start`; the `warm_start`
+    event adds type, time and gen). `{"method": "none"}` when the run started cold."""
+
+    method: str  # labels | roles | none
+    fitted: str | None = None
+    n_train: int | None = None
+    lambda_: Num | None = Field(default=None, alias="lambda")  # the L2 strength the fit chose
+    cv_routed_acc: dict[str, Num] | None = None  # routed accuracy per L2 strength tried
+    train_acc: Num | None = None
+    val_acc: Num | None = None
+    n_val: int | None = None
+    val_per_benchmark: dict[str, Num] | None = None
+    role_train_acc: Num | None = None
+    secs: Num | None = None
+
+
 class RunMeta(_OpenRecord):
     """run.json: the run's identity, state and inputs (the engine writes it atomically)."""
 
@@ -210,7 +300,7 @@ class RunMeta(_OpenRecord):
     competition: str | None = None
     protocol: str | None = None  # the run's protocol (None: open)
     objective: str | None = None  # what its fitness optimises (None: reward)
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: RunConfig = Field(default_factory=RunConfig)
     config_hash: str | None = None
     models: list[str] = Field(default_factory=list)  # pool model ids in θ order
     pool: str | None = None
@@ -225,7 +315,7 @@ class RunMeta(_OpenRecord):
     budget_usd: Num | None = None
     argv: list[str] = Field(default_factory=list)
     torch_threads: int | None = None
-    warm_start: dict[str, Any] | None = None
+    warm_start: WarmStart | None = None
     hidden: int | None = None  # the encoder's width, when the writer records it
 
 
@@ -274,22 +364,12 @@ class GenerationEvent(GenerationRecord):
         return GenerationRecord.model_validate(d)
 
 
-class WarmStartEvent(_OpenRecord):
-    """Generation 0: what the warm start fitted (also run.json's and summary.json's `warm_start`)."""
+class WarmStartEvent(WarmStart):
+    """Generation 0: what the warm start fitted (`WarmStart`, as run.json and summary.json hold it)."""
 
     type: Literal["warm_start"]
     time: Num
     gen: int = 0
-    method: str  # labels | roles | none
-    fitted: str | None = None
-    n_train: int | None = None
-    lambda_: Num | None = Field(default=None, alias="lambda")  # the L2 strength the fit chose
-    cv_routed_acc: dict[str, Num] | None = None  # routed accuracy per L2 strength tried
-    train_acc: Num | None = None
-    val_acc: Num | None = None
-    n_val: int | None = None
-    role_train_acc: Num | None = None
-    secs: Num | None = None
 
 
 class ProgressEvent(_Record):
@@ -394,7 +474,7 @@ class Summary(_OpenRecord):
     fitness_definition: str | None = None  # what the fitness is in this run's mode (prose)
     lambda_turns: Num | None = None
     lambda_cost: Num | None = None
-    warm_start: dict[str, Any] | None = None
+    warm_start: WarmStart | None = None
     avg_turns: Num | None = None
     avg_turns_source: str | None = None
     val_acc: Num | None = None

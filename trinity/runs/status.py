@@ -18,7 +18,7 @@ from typing import Any
 
 from trinity.errors import InputError
 from trinity.io import JsonlTail
-from trinity.runs.records import RunMeta, read_run_meta
+from trinity.runs.records import RunConfig, RunMeta, read_run_meta
 from trinity.runs.rundir import RunDir, list_runs
 
 ETA_WINDOW = 20  # generations the ETA looks back over (the median of their times)
@@ -196,13 +196,13 @@ class RunWatcher:
 
     def _status(self, error: str) -> RunStatus:
         meta = self._meta
-        cfg: dict[str, Any] = meta.config if meta else {}  # the engine's resolved TrainConfig
+        cfg = meta.config if meta else RunConfig()  # the engine's resolved TrainConfig
         locked = self.run.is_locked()
         state: str = meta.status if meta else ("running" if locked else "created")
         if state in ("running", "created") and not locked and meta:
             state = "interrupted"
-        total = _num(cfg.get("generations"))
-        budget = _num(meta.budget_usd if meta and "budget_usd" in meta.model_fields_set else cfg.get("budget_usd"))
+        total = _num(cfg.generations)
+        budget = _num(meta.budget_usd if meta and "budget_usd" in meta.model_fields_set else cfg.budget_usd)
         vals = [v for v in self._vals if not math.isnan(v)]
         best_val_all = [*vals, *([self._warm_val] if self._warm_val is not None else [])]
         bests = [b for b in self._best if not math.isnan(b)]
@@ -237,8 +237,8 @@ class RunWatcher:
             path=str(self.run.path),
             id=meta.id if meta else self.run.id,
             state=state,
-            mode=str((meta.mode if meta else None) or cfg.get("mode") or "?"),
-            pool=str(cfg.get("pool") or (meta.pool if meta else None) or ""),
+            mode=(meta.mode if meta else None) or cfg.mode or "?",
+            pool=cfg.pool or (meta.pool if meta else None) or "",
             gen=done,
             generations=int(total) if total is not None else None,
             best_val=max(best_val_all) if best_val_all else None,

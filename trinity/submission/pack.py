@@ -174,8 +174,7 @@ def _best_fitness(summary: Summary | None, fh: list[dict[str, Any]]) -> float | 
 
 
 def _benchmark_name(meta: RunMeta) -> tuple[str, list[str]]:
-    benches = meta.benchmarks or meta.config.get("benchmarks") or []
-    benches = [str(b) for b in benches] if isinstance(benches, list) else [str(benches)]
+    benches = meta.benchmarks or meta.config.benchmarks or []
     return (benches[0] if len(benches) == 1 else "composite"), benches
 
 
@@ -491,7 +490,7 @@ def _summary(prof: Profile, meta: RunMeta, summary: Summary, theta: np.ndarray, 
     out["benchmark"] = prof.receipt_benchmark or benchmark
     out["n_total"] = int(theta.size)
     out["pool"] = prof.short_names([str(m) for m in models])
-    out.setdefault("provider", meta.pool or meta.config.get("pool"))
+    out.setdefault("provider", meta.pool or meta.config.pool)
     out.setdefault("models", [str(m) for m in models])
     out.setdefault("best_fitness", None)
     out["competition"] = prof.name
@@ -519,20 +518,20 @@ def _receipt(
         "competition": prof.name,
         "benchmark": prof.receipt_benchmark or benchmark,
         "benchmarks": benches,
-        "mode": meta.mode if "mode" in meta.model_fields_set else config.get("mode"),
-        "pool": meta.pool if "pool" in meta.model_fields_set else config.get("pool"),
+        "mode": meta.mode if "mode" in meta.model_fields_set else config.mode,
+        "pool": meta.pool if "pool" in meta.model_fields_set else config.pool,
         "pool_models": prof.short_names(meta.models),
         "pool_model_ids": list(meta.models),
-        "encoder": meta.encoder if "encoder" in meta.model_fields_set else config.get("encoder"),
+        "encoder": meta.encoder if "encoder" in meta.model_fields_set else config.encoder,
         "n_models": n_models,
         "hidden": hidden,
         "n_total": int(theta.size),
         "n_head": (n_models + 3) * hidden,
         "n_svf": int(theta.size) - (n_models + 3) * hidden,
-        "popsize": config.get("popsize"),
-        "m_cma": config.get("m"),
-        "sigma0": config.get("sigma0"),
-        "seed": config.get("seed"),
+        "popsize": config.popsize,
+        "m_cma": config.m,
+        "sigma0": config.sigma0,
+        "seed": config.seed,
         "generations": len(fh),
         "best_fitness": _best_fitness(summary, fh),
         "fitness_history": fh,
