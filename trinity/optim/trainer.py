@@ -93,7 +93,7 @@ class EvolutionStrategy(Protocol):
     def tell(self, solutions: list[Float64Array], function_values: list[float]) -> None: ...
 
 
-def import_cma() -> types.ModuleType:
+def import_cma() -> Any:  # pycma has no types
     """pycma, without the matplotlib it imports for its interactive plots (`cma.s`, `cma.plot`),
     which the engine never draws: ~0.8 s off every `trinity train` start. When matplotlib is
     already loaded nothing is hidden."""
