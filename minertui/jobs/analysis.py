@@ -1,12 +1,14 @@
-"""`python -m minertui.jobs.analysis KIND RUN_DIR [--width N]` — one analysis of a run, in a
-child process, because loading a run's router imports torch and the app process must not.
+"""`python -m minertui.jobs.analysis KIND[,KIND…] RUN_DIR [--width N]` — analyses of a run, in a
+child process, because loading a run's router imports torch and the app process must not. Several
+kinds run one after another in the one process (torch imported once), each reported as below.
 
 It calls the analysis library (`trinity.analysis`: oracle_for_run, cached_baselines,
 evaluate_run; for a Milestone-1 run `trinity.m1.evaluate.RunEval`, what `trinity m1 eval` runs) with a progress callback and speaks JSON lines on stdout:
+  {"begin": KIND}
   {"progress": [done, total, "what"]}
   {"result": KIND, "report": <report.to_json()>, "view": "<the findings rendered with ANSI>",
    "tables": <trinity.analysis.render.table_data(view)>}
-  {"error": "one line"}
+  {"error": "one line", "kind": KIND}
 The view is the library's own Rich rendering (`trinity.analysis.render`) less its tables, which
 come as data (shown cells and their values), so the app and `trinity oracle|baselines|eval` show
 the same tables and the app can sort and filter them.
@@ -111,34 +113,48 @@ def run_m1(run_dir: str, split: str):
     return _M1Report(rep), eval_view(rep)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m minertui.jobs.analysis")
-    ap.add_argument("kind", choices=KINDS)
-    ap.add_argument("run_dir")
-    ap.add_argument("--split", default="test")
-    ap.add_argument("--width", type=int, default=100)
-    args = ap.parse_args(argv)
+def _kinds(text: str) -> list[str]:
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    bad = [k for k in kinds if k not in KINDS]
+    if bad or not kinds:
+        raise argparse.ArgumentTypeError(f"invalid kind {','.join(bad) or text!r} (choose from {', '.join(KINDS)})")
+    return kinds
 
+
+def run_one(kind: str, run_dir: str, split: str, width: int) -> int:
+    """One analysis, reported on stdout; its exit status (0, 2: bad input, 1: a failure)."""
+    _say({"begin": kind})
     try:
-        fn = {"oracle": run_oracle, "baselines": run_baselines, "eval": run_eval, "m1": run_m1}[args.kind]
-        rep, view = fn(args.run_dir, args.split)
+        fn = {"oracle": run_oracle, "baselines": run_baselines, "eval": run_eval, "m1": run_m1}[kind]
+        rep, view = fn(run_dir, split)
         from trinity.analysis.render import table_data  # lazy: numpy + pydantic loaded only when used
 
         _say(
             {
-                "result": args.kind,
+                "result": kind,
                 "report": rep.to_json(),
-                "view": _render(findings(view), args.width),
+                "view": _render(findings(view), width),
                 "tables": table_data(view),
             }
         )
     except TrinityError as e:
-        _say({"error": str(e)})
+        _say({"error": str(e), "kind": kind})
         return 2
     except Exception as e:  # show it in the app as one line; the app never prints tracebacks
-        _say({"error": f"{type(e).__name__}: {e}"})
+        _say({"error": f"{type(e).__name__}: {e}", "kind": kind})
         return 1
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m minertui.jobs.analysis")
+    ap.add_argument("kinds", type=_kinds, metavar="KIND[,KIND…]", help=f"one or more of {', '.join(KINDS)}")
+    ap.add_argument("run_dir")
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--width", type=int, default=100)
+    args = ap.parse_args(argv)
+    codes = [run_one(kind, args.run_dir, args.split, args.width) for kind in args.kinds]
+    return max(codes, key=lambda c: (c != 0, c == 2))  # a bad input (2) before a failure (1)
 
 
 if __name__ == "__main__":

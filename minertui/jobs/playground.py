@@ -12,6 +12,8 @@ on stdin, with JSON lines on stdout:
   → {"turn": {…}, "run": i} as each turn arrives, then {"session": {…}, "answer_text": …, "run": i}
      per run, one run after another; calls are reserved against `budget_usd` per run and recorded
      in ROOT/playground/ (ledger.jsonl, purpose playground; journal.jsonl), the response cache used
+  ← {"op": "runs", "runs": [RUN_DIR, …]}
+  → {"ready": …} as at the start, for these runs (a router already loaded is kept)
   → {"error": "one line"} for a command that cannot be done (the host goes on)
 """
 
@@ -43,6 +45,18 @@ class Host:
         self.questions: list[dict[str, Any]] = []
         for p in self.paths:
             self.questions.append(self._run_questions(p))
+
+    def set_runs(self, runs: list[str]) -> None:
+        """Host these runs from now on: a router already loaded is kept, a new one loaded (torch
+        is imported once per host, so adding a run side by side costs its router only)."""
+        from trinity.optim.routing import load_trained
+
+        have = {p: (tr, qs) for p, tr, qs in zip(self.paths, self.trained, self.questions)}
+        paths = [Path(r) for r in runs]
+        loaded = [have[p] if p in have else (load_trained(p), self._run_questions(p)) for p in paths]
+        self.paths = paths
+        self.trained = [tr for tr, _ in loaded]
+        self.questions = [qs for _, qs in loaded]
 
     @staticmethod
     def _run_questions(path: Path) -> dict[str, Any]:
@@ -172,6 +186,13 @@ def main(argv: list[str] | None = None) -> int:
             elif cmd.get("op") == "live":
                 host.live(cmd)
                 _say({"live_done": True})
+            elif cmd.get("op") == "runs":
+                try:
+                    host.set_runs([str(r) for r in cmd["runs"]])
+                except TrinityError as e:  # as at the start: the app starts a host again
+                    _say({"error": str(e), "fatal": True})
+                    return 1
+                _say({"ready": host.ready()})
             else:
                 _say({"error": f"unknown op {cmd.get('op')!r}"})
         except TrinityError as e:

@@ -1,8 +1,8 @@
 """Analysis mode: the oracle ceiling, baselines and evaluation of the selected run.
 
-Each analysis runs `python -m minertui.jobs.analysis` in a child process (a run's router needs
-torch, which the app process never imports), driven by a thread worker that reads its JSON-line
-progress into a progress bar. Results are kept per run for the session.
+Analyses run `python -m minertui.jobs.analysis` in a child process (a run's router needs
+torch, which the app process never imports; `a` runs all three in one), driven by a thread worker
+that reads its JSON-line progress into a progress bar. Results are kept per run for the session.
 
 Each report shows its findings (verdict, claim, notes) above its tables, which are sortable
 DataTables (`SortableTable`: s sorts by the next column, S reverses, a click on a header sorts by
@@ -298,35 +298,44 @@ class AnalysisScreen(ModeScreen):
 
     @work(thread=True, exclusive=True, group="analysis", exit_on_error=False)
     def _jobs(self, run_dir: Path, kinds: list[str], width: int) -> None:
-        for kind in kinds:
-            self.app.call_from_thread(self._begin, kind)
-            result = self._job(run_dir, kind, width)
-            self.app.call_from_thread(self._finish, run_dir, kind, result)
-        self.app.call_from_thread(self._done)
-
-    def _job(self, run_dir: Path, kind: str, width: int) -> dict[str, Any]:
-        argv = [sys.executable, "-m", "minertui.jobs.analysis", kind, str(run_dir), "--width", str(width)]
+        """All `kinds` in one child process, one after another (torch is imported once); each
+        result is shown as it comes."""
+        self.app.call_from_thread(self._begin, kinds[0])
+        argv = [sys.executable, "-m", "minertui.jobs.analysis", ",".join(kinds), str(run_dir), "--width", str(width)]
         proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
         )
-        result: dict[str, Any] = {"error": f"the {kind} job ended without a result"}
+        pending = list(kinds)
         assert proc.stdout is not None
         for line in proc.stdout:
             try:
                 msg = json.loads(line)
             except ValueError:
                 continue
-            if "progress" in msg:
+            if "begin" in msg:
+                if msg["begin"] != kinds[0]:
+                    self.app.call_from_thread(self._begin, msg["begin"])
+            elif "progress" in msg:
                 done, total, what = msg["progress"]
                 self.app.call_from_thread(self._progress, done, total, what)
-            elif "result" in msg:
-                result = {"report": msg["report"], "view": msg["view"], "tables": msg.get("tables") or []}
-            elif "error" in msg:
-                result = {"error": msg["error"]}
+            elif "result" in msg or "error" in msg:
+                kind = msg.get("result") or msg.get("kind") or (pending[0] if pending else kinds[-1])
+                result = (
+                    {"report": msg["report"], "view": msg["view"], "tables": msg.get("tables") or []}
+                    if "result" in msg
+                    else {"error": msg["error"]}
+                )
+                if kind in pending:
+                    pending.remove(kind)
+                self.app.call_from_thread(self._finish, run_dir, kind, result)
         err = proc.stderr.read() if proc.stderr else ""
-        if proc.wait() != 0 and "error" in result and err.strip():
-            result = {"error": f"{result['error']} ({err.strip().splitlines()[-1]})"}
-        return result
+        code = proc.wait()
+        for kind in pending:
+            error = f"the {kind} job ended without a result"
+            if code != 0 and err.strip():
+                error = f"{error} ({err.strip().splitlines()[-1]})"
+            self.app.call_from_thread(self._finish, run_dir, kind, {"error": error})
+        self.app.call_from_thread(self._done)
 
     def _begin(self, kind: str) -> None:
         self.running = kind

@@ -213,7 +213,12 @@ class PlaygroundScreen(ModeScreen):
         paths = self.run_paths()
         if paths == self.host_runs:
             return
-        self._stop_host()
+        # an idle host with its routers loaded takes the new runs in place: no new process (and
+        # no second torch import) for a run added side by side
+        swap = bool(paths) and self.proc is not None and self.proc.poll() is None
+        swap = swap and self.ready is not None and not self.busy
+        if not swap:
+            self._stop_host()
         self.host_runs = paths
         self.ready = None
         self.panes = [PaneState(name=Path(p).name) for p in paths]
@@ -221,6 +226,13 @@ class PlaygroundScreen(ModeScreen):
         if not paths:
             return
         self.busy = "loading the router…"
+        if swap and self.proc is not None and self.proc.stdin is not None:
+            try:
+                self.proc.stdin.write(json.dumps({"op": "runs", "runs": list(paths)}) + "\n")
+                self.proc.stdin.flush()
+                return
+            except OSError:  # the host just ended: start another
+                self._stop_host()
         argv = [sys.executable, "-m", "minertui.jobs.playground", *paths, "--runs-root", str(self.app.runs_root)]
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1

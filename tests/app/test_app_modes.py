@@ -214,7 +214,7 @@ async def test_help_and_quit(runs_root):
         assert app.return_code == 0  # `q` with nothing unsaved quits at once (None: it did nothing)
 
 
-async def test_analysis_mode_runs_all_three_in_child_processes(runs_root):
+async def test_analysis_mode_runs_all_three_in_a_child_process(runs_root):
     from minertui.screens.analysis import chart_bars
 
     app = MinerApp(runs_root=runs_root, poll=False, start_mode="analysis")

@@ -195,10 +195,11 @@ async def test_two_runs_side_by_side_route_the_same_question(playground_env):
         await app.refresh_now()
         screen = app.screen
         await until(pilot, lambda: screen.ready is not None, "the router host is ready")
-        first = screen.host_runs[0]
+        first, host_pid = screen.host_runs[0], screen.proc.pid
         await pilot.press("b")
         await until(pilot, lambda: screen.ready is not None and len(screen.ready["runs"]) == 2, "both routers")
         assert screen.host_runs[0] == first and len({*screen.host_runs}) == 2
+        assert screen.proc.pid == host_pid  # the idle host took the second run in place (torch loaded once)
         screen.query_one("#pg-question", Input).value = QUESTION
         screen.query_one("#pg-question", Input).focus()
         await pilot.press("enter")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,17 @@ def test_hub_unavailable_is_one_clear_line(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    # huggingface_hub and datasets read the offline switch once, at import: when an earlier test
+    # in this worker imported them, the variable alone is not seen and `datasets` retries the
+    # network for ~23 s (1+2+4+8+8 s back-off). Set the switch they already read, as a user's
+    # HF_HUB_OFFLINE=1 in the shell would have at import.
+    for mod, names in (
+        ("huggingface_hub.constants", ("HF_HUB_OFFLINE",)),
+        ("datasets.config", ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")),
+    ):
+        if mod in sys.modules:
+            for name in names:
+                monkeypatch.setattr(sys.modules[mod], name, True)
     with pytest.raises(InputError) as e:
         load_m1("5-domain", "train")
     msg = str(e.value)

@@ -180,15 +180,16 @@ async def test_an_honest_gzip_body_is_decoded(hostile, tmp_path):
 
 
 async def test_a_trickling_server_meets_the_deadline_per_attempt(hostile, tmp_path):
-    # a byte every 50 ms never lets the 10 s read timeout fire; the 0.3 s deadline does
+    # a byte every 50 ms never lets the 1 s read timeout fire; the 1.5 s deadline does (the
+    # deadline is never shorter than the read timeout: a read timeout above it widens it)
     hostile.mode, hostile.trickle_s = "trickle", 0.05
     pool = _pool(
         hostile,
-        timeouts=Timeouts(connect_s=2, read_s=10, write_s=5, total_s=0.3),
+        timeouts=Timeouts(connect_s=2, read_s=1, write_s=5, total_s=1.5),
         retry=RetryPolicy(max_retries=1, backoff_base_s=0.01, backoff_max_s=0.01),
     )
     c, rs, worst, rep = await _many(pool, tmp_path, 1, 1.0)
-    assert not rs[0].ok and rs[0].fault == "timeout" and "deadline" in rs[0].error
+    assert not rs[0].ok and rs[0].fault == "timeout" and "1.5 s deadline" in rs[0].error
     assert hostile.by_kind["trickle"] == 2 and rs[0].attempts == 2  # each attempt ended by its deadline
     assert c.stats.lost_mid_body == 2
 

@@ -108,19 +108,37 @@ def test_live_training_learns_and_accounts_every_call(server, questions_file, tm
     assert _status(run)["status"] == "finished"
 
 
-def test_kill_9_and_resume_pays_no_call_twice(server, questions_file, tmp_path):
-    server.set_faults(Faults(rate_slow=1.0, slow_ms=20))  # every reply takes 20 ms: calls are in flight
-    ref = tmp_path / "ref"
-    r = subprocess.run(
-        _train_cmd(questions_file, ref, 3, 4, 3),
-        env=_env(server, tmp_path / "cache-ref"),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
+@pytest.fixture
+def ref_server():
+    h = start_practice_server(port=0)
+    yield h
+    h.stop()
 
+
+def test_kill_9_and_resume_pays_no_call_twice(server, ref_server, questions_file, tmp_path):
+    for s in (server, ref_server):
+        s.set_faults(Faults(rate_slow=1.0, slow_ms=20))  # every reply takes 20 ms: calls are in flight
+    # The uninterrupted reference runs meanwhile, against a server of its own (its replies depend
+    # on the request alone), so `server`'s counts are the interrupted run's only.
+    ref = tmp_path / "ref"
+    ref_err = tmp_path / "ref.stderr"
+    with open(ref_err, "w") as err:
+        ref_p = subprocess.Popen(
+            _train_cmd(questions_file, ref, 3, 4, 3),
+            env=_env(ref_server, tmp_path / "cache-ref"),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            cwd=ROOT,
+        )
+    try:
+        _kill_9_and_resume(server, questions_file, tmp_path, ref_p, ref, ref_err)
+    finally:
+        if ref_p.poll() is None:
+            ref_p.kill()
+            ref_p.wait()
+
+
+def _kill_9_and_resume(server, questions_file, tmp_path, ref_p, ref, ref_err):
     run = tmp_path / "run"
     s0 = server.stats
     p = subprocess.Popen(
@@ -185,6 +203,7 @@ def test_kill_9_and_resume_pays_no_call_twice(server, questions_file, tmp_path):
     if lost_in_flight:
         assert warned and int(warned[0].split()[0]) >= lost_in_flight, warned
     # ... and the resumed run ends exactly where the uninterrupted one did.
+    assert ref_p.wait(timeout=600) == 0, ref_err.read_text()[-2000:]
     np.testing.assert_array_equal(np.load(run / "best_theta.npy"), np.load(ref / "best_theta.npy"))
     # money per generation differs by what the resume replayed for free (cost_per_correct with it)
     strip = lambda h: [

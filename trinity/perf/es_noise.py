@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from trinity.optim.trainer import make_es
+from trinity.optim.trainer import import_cma, make_es
 
 VARIANTS = ("baseline", "mirrored", "noise-handler")
 
@@ -60,7 +60,7 @@ def make_problem(seed: int, n: int = 600, d: int = 24, k: int = 4) -> Problem:
 def run_variant(
     variant: str, seed: int, *, generations: int, popsize: int, m: int, sigma0: float, mirrors: float = 0.5
 ) -> dict[str, Any]:
-    import cma  # lazy: cma loaded only when used
+    cma = import_cma()
 
     prob = make_problem(seed)
     K, d = prob.p.shape[1], prob.feats.shape[1]
