@@ -271,6 +271,8 @@ class SessionEncoder:
         self.tokens_seen = 0  # tokens of all texts asked for
         self.keep_absent = False  # True: only `end_streams` ends a stream (pipelined sessions)
         self._merged_w: dict[str, torch.Tensor] | None = None  # layer L under a single candidate
+        if self.thetas.shape[0] == 1:
+            self._merged()  # built here, not in the first call's time
 
     # ---- public ----
 
@@ -487,9 +489,10 @@ class SessionEncoder:
         feats = F.normalize(self.enc.decoder.norm(y).float(), dim=-1)  # (B, hidden)
         return list(feats), [[kl, kl1] for kl, kl1 in zip(kv_L, kv_L1)]
 
+    @torch.inference_mode()
     def _merged(self) -> dict[str, torch.Tensor]:
         """Layer L's matrices under the one candidate, `V diag(s ⊙ z) Uᵀ` (input norms folded in
-        as in `FastLayers`), built once: `x W` is one matmul where the factored form is two
+        as in `FastLayers`), built once (with the encoder): `x W` is one matmul where the factored form is two
         and a scaling (a third less work in that layer, the same result to float rounding)."""
         if self._merged_w is None:
             fast = self.fast
