@@ -166,8 +166,8 @@ def attention_parts(past: list[int], new: list[int]) -> list[int]:
     The padded attention of a group costs `texts × max new × max total` while its work is
     `Σ new × total`: one group for a batch whose lengths differ much pads most of it (a burst of
     64 served sessions, 10 to 73 new tokens: about 5× the work). Callers pass texts sorted by
-    length, so groups of neighbours pad little. A group holds at least `ATTENTION_PART_TEXTS`
-    texts (each group is a few more kernels)."""
+    length, so groups of neighbours pad little. Every group but the last holds at least
+    `ATTENTION_PART_TEXTS` texts (each group is a few more kernels)."""
     bounds = [0]
     start, n_max, t_max, work = 0, 0, 0, 0
     for i, (p, n) in enumerate(zip(past, new)):
