@@ -157,3 +157,15 @@ def test_a_stream_missing_from_a_call_has_ended(router):
     got = enc.features([nxt], np.array([0]), ["a"])  # "b" finished
     assert list(enc.streams) == ["a"] and len(enc.prefixes) == 1  # nothing of "b" is kept
     assert np.abs(got - reference(router, thetas, [nxt], [0])).max() < 1e-5
+
+
+def test_attention_parts_group_similar_lengths():
+    from trinity.model.sessions import ATTENTION_PART_TEXTS, attention_parts
+
+    assert attention_parts([0] * 40, [30] * 40) == [0, 40]  # equal lengths: one part
+    new = sorted(10 + (i * 37) % 64 for i in range(64))  # a burst of sorted, very different lengths
+    bounds = attention_parts([0] * 64, new)
+    assert bounds[0] == 0 and bounds[-1] == 64 and len(bounds) > 2
+    assert all(b - a >= ATTENTION_PART_TEXTS for a, b in zip(bounds[:-2], bounds[1:-1]))
+    padded = sum((b - a) * new[b - 1] ** 2 for a, b in zip(bounds[:-1], bounds[1:]))
+    assert padded < 64 * new[-1] ** 2 / 2  # far less padding than one part

@@ -120,3 +120,38 @@ def test_stream_keeping_encoder_keeps_a_waiting_stream_and_matches_the_reference
     np.testing.assert_allclose(got, router.reference_logits(theta, [a2]), atol=1e-5)
     enc.end("A")
     assert "A" not in enc.streams and "A" not in enc.live
+
+
+def test_a_batch_routes_like_each_session_alone(router):
+    """A burst of sessions of very different lengths in one encoder call (its attention split in
+    parts, layer L merged under the served θ) gives every session the logits, probabilities and
+    (model, role) it gets alone, turn after turn."""
+    from trinity.model import policy
+
+    rng = np.random.default_rng(1)
+    theta = rng.normal(0, 0.1, router.n_params)
+    n = 20
+    questions = [f"QUERY:\nQuestion {i}: " + "add the numbers 3 and 4 then " * (1 + (i * 7) % 11) for i in range(n)]
+    worker = [f"\n\n[Turn 1 | worker | m]\nThe sum is {i}." + " Checked." * (i % 5) for i in range(n)]
+    turns = [[q + "\n<Head Input>" for q in questions], [q + w + "\n<Head Input>" for q, w in zip(questions, worker)]]
+
+    batched = StreamKeepingEncoder(router, theta[None, :])
+    parts: list[int] = []
+    attend = batched._attend
+
+    def spy(q, k, v, pasts, plan):
+        parts.append(len(plan.parts))
+        return attend(q, k, v, pasts, plan)
+
+    batched._attend = spy
+    alone = StreamKeepingEncoder(router, theta[None, :])
+    for texts in turns:
+        got = batched.logits(texts, np.zeros(n, dtype=np.int64), list(range(n)))
+        want = np.concatenate([alone.logits([t], [0], [i]) for i, t in enumerate(texts)])
+        np.testing.assert_allclose(got, want, atol=1e-5)
+        for a, b in zip(policy.group_probs(got, 3), policy.group_probs(want, 3)):
+            np.testing.assert_allclose(a, b, atol=1e-5)
+        for a, b in zip(policy.choose(got, 3), policy.choose(want, 3)):
+            assert (a == b).all()
+    assert max(parts) > 1  # the burst's attention did run in parts
+    np.testing.assert_allclose(got[:3], router.reference_logits(theta, turns[1][:3]), atol=1e-5)

@@ -125,26 +125,29 @@ class NewRows:
     q_index (B, N): packed row of (text, new-row r), padding repeats the text's last new row
     flat_of_row (S,): index of each new row in the flattened (B*N) layout
     last_row (B,): packed row of each text's last token
-    mask (B, 1, N, T): key j visible to new row r of text b iff j <= past[b] + r
+    mask (B, 1, N, T): additive (0 / -inf), key j visible to new row r of text b iff
+        j <= past[b] + r; None when `parts` splits the attention
+    last_mask (B, 1, 1, T): the same for a query at each text's last token (keys j < past + new)
     kept_slot (sum past,): slot of each kept token in the flattened (B*T) K/V layout
     new_slot (S,): slot of each new row in it
     all_slot (sum past + new,): slot of every token, text after text (the unpadded layout)
+    parts: the attention of the new rows in groups of texts of similar lengths, each
+        `(first text, end text, first row, end row, its own plan)`; empty: one group, this plan
     """
 
     past: list[int]
     new: list[int]
+    T: int
     pos: torch.Tensor
     q_index: torch.Tensor
     flat_of_row: torch.Tensor
     last_row: torch.Tensor
-    mask: torch.Tensor
+    mask: torch.Tensor | None
+    last_mask: torch.Tensor
     kept_slot: torch.Tensor
     new_slot: torch.Tensor
     all_slot: torch.Tensor
-
-    @property
-    def T(self) -> int:
-        return int(self.mask.shape[-1])
+    parts: list[tuple[int, int, int, int, "NewRows"]] = field(default_factory=list)
 
 
 def _ranges(lengths: Int64Array) -> Int64Array:
@@ -153,19 +156,49 @@ def _ranges(lengths: Int64Array) -> Int64Array:
     return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
 
 
-def plan_new_rows(past: list[int], new: list[int], device: torch.device) -> NewRows:
-    """The index plan of B texts (vectorised: a few numpy passes whatever B, no per-text ops)."""
+ATTENTION_PART_TEXTS = 8  # the fewest texts in a part of a split attention
+ATTENTION_PADDING = 1.3  # a part grows while its padded (texts × N × T) stays within this of its work
+
+
+def attention_parts(past: list[int], new: list[int]) -> list[int]:
+    """Where to split B texts (in their order) into groups for attention: the bounds `[0, …, B]`.
+
+    The padded attention of a group costs `texts × max new × max total` while its work is
+    `Σ new × total`: one group for a batch whose lengths differ much pads most of it (a burst of
+    64 served sessions, 10 to 73 new tokens: about 5× the work). Callers pass texts sorted by
+    length, so groups of neighbours pad little. Every group but the last holds at least
+    `ATTENTION_PART_TEXTS` texts (each group is a few more kernels)."""
+    bounds = [0]
+    start, n_max, t_max, work = 0, 0, 0, 0
+    for i, (p, n) in enumerate(zip(past, new)):
+        t = p + n
+        nm, tm, w = max(n_max, n), max(t_max, t), work + n * t
+        if i - start >= ATTENTION_PART_TEXTS and (i - start + 1) * nm * tm > ATTENTION_PADDING * w:
+            bounds.append(i)
+            start, nm, tm, w = i, n, t, n * t
+        n_max, t_max, work = nm, tm, w
+    bounds.append(len(new))
+    return bounds
+
+
+def plan_new_rows(
+    past: list[int], new: list[int], device: torch.device, dtype: torch.dtype = torch.float32, split: bool = True
+) -> NewRows:
+    """The index plan of B texts (vectorised: a few numpy passes whatever B, no per-text ops);
+    masks in `dtype` (the query's: SDPA takes an additive mask in it). `split`: plan the attention
+    in parts of similar lengths (`attention_parts`) when that pads less."""
     p = np.asarray(past, dtype=np.int64)
     n = np.asarray(new, dtype=np.int64)
     B, N, T = len(n), int(n.max()), int((p + n).max())
+    bounds = attention_parts(past, new) if split else [0, B]
     r = _ranges(n)  # each new row's index in its text's new rows
     pos = np.repeat(p, n) + r
     flat = np.repeat(np.arange(B, dtype=np.int64) * N, n) + r
     last_row = np.cumsum(n) - 1
     q_index = np.repeat(last_row, N)
     q_index[flat] = np.arange(len(pos), dtype=np.int64)
-    q_pos = p[:, None] + np.arange(N)[None, :]  # (B, N)
-    mask = np.arange(T)[None, None, :] <= q_pos[:, :, None]  # (B, N, T)
+    zero, hidden = np.float32(0), np.float32(-np.inf)
+    last_mask = np.where(np.arange(T)[None, :] < (p + n)[:, None], zero, hidden)  # (B, T)
     base = np.arange(B, dtype=np.int64) * T
     kept = np.repeat(base, p) + _ranges(p)
     new_slot = np.repeat(base + p, n) + r
@@ -174,18 +207,39 @@ def plan_new_rows(past: list[int], new: list[int], device: torch.device) -> NewR
     def dev(a: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(a).to(device)
 
+    def dev_mask(a: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(a).to(device=device, dtype=dtype)
+
+    mask = None
+    parts: list[tuple[int, int, int, int, NewRows]] = []
+    if len(bounds) > 2:
+        rows = np.concatenate([[0], np.cumsum(n)])
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            sub = plan_new_rows(past[a:b], new[a:b], device, dtype, split=False)
+            parts.append((a, b, int(rows[a]), int(rows[b]), sub))
+    else:
+        q_pos = p[:, None] + np.arange(N)[None, :]  # (B, N)
+        mask = dev_mask(np.where(np.arange(T)[None, None, :] <= q_pos[:, :, None], zero, hidden)[:, None])
     return NewRows(
         past=list(past),
         new=list(new),
+        T=T,
         pos=dev(pos),
         q_index=dev(q_index.reshape(B, N)),
         flat_of_row=dev(flat),
         last_row=dev(last_row),
-        mask=dev(mask[:, None]),
+        mask=mask,
+        last_mask=dev_mask(last_mask[:, None, None]),
         kept_slot=dev(kept),
         new_slot=dev(new_slot),
         all_slot=dev(all_slot),
+        parts=parts,
     )
+
+
+def _as(mask: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """An additive mask in the query's dtype (SDPA's rule), converted only if it is not."""
+    return mask if mask.dtype == q.dtype else mask.to(q.dtype)
 
 
 class SessionEncoder:
@@ -216,6 +270,9 @@ class SessionEncoder:
         self.tokens_read = 0  # new tokens run through the layers (benchmarks)
         self.tokens_seen = 0  # tokens of all texts asked for
         self.keep_absent = False  # True: only `end_streams` ends a stream (pipelined sessions)
+        self._merged_w: dict[str, torch.Tensor] | None = None  # layer L under a single candidate
+        if self.thetas.shape[0] == 1:
+            self._merged()  # built here, not in the first call's time
 
     # ---- public ----
 
@@ -303,7 +360,7 @@ class SessionEncoder:
     ) -> None:
         dec = self.enc.decoder
         new = [len(i) - r for i, r in zip(ids, reuse)]
-        plan = plan_new_rows(reuse, new, self.dev)
+        plan = plan_new_rows(reuse, new, self.dev, self.enc.dtype)
         rows = torch.as_tensor(np.concatenate([i[r:] for i, r in zip(ids, reuse)]), device=self.dev)
         x = dec.embed_tokens(rows)  # (S, hidden)
         cos, sin = self.fast._rope(plan.pos, x)
@@ -377,30 +434,45 @@ class SessionEncoder:
     ) -> tuple[list[torch.Tensor], list[list[KV]]]:
         fast, f, d, nh, nkv = self.fast, self.fast.f, self.fast.head_dim, self.fast.n_heads, self.fast.n_kv
         new = [len(p.ids) - r for p, r in zip(prefixes, reuse)]
-        plan = plan_new_rows(reuse, new, self.dev)
+        plan = plan_new_rows(reuse, new, self.dev, fast.dtype)
         S = len(plan.pos)
         x = torch.cat([p.x[r:] for p, r in zip(prefixes, reuse)])  # (S, hidden) layer-L input
-        cand_of_row = torch.as_tensor(np.repeat(cands, new), device=self.dev)
-        # Per-row SVF scales s ⊙ z of the row's candidate: (S, r) each.
-        sz = self.router.svf.split((self.z[cand_of_row] * fast.s).to(fast.dtype))
-        sz_q, sz_k, sz_v, sz_o, sz_g, sz_u, sz_d = sz
-        xv = fast.shared(x)
+        if self.thetas.shape[0] == 1:  # one candidate (a served router): its layer L as plain matrices
+            W = self._merged()
+            qkv = fast.ln1.unit(x) @ W["qkv"]
+            q_, k_, v_ = torch.split(qkv, [nh * d, nkv * d, nkv * d], dim=1)
+            q = add_bias(q_, f["q_proj"].module).view(S, nh, d)
+            k = add_bias(k_, f["k_proj"].module).view(S, nkv, d)
+            v = add_bias(v_, f["v_proj"].module).view(S, nkv, d)
+        else:
+            cand_of_row = torch.as_tensor(np.repeat(cands, new), device=self.dev)
+            # Per-row SVF scales s ⊙ z of the row's candidate: (S, r) each.
+            sz = self.router.svf.split((self.z[cand_of_row] * fast.s).to(fast.dtype))
+            sz_q, sz_k, sz_v, sz_o, sz_g, sz_u, sz_d = sz
+            xv = fast.shared(x)
+            q = add_bias((xv[0] * sz_q) @ fast.Ut["q_proj"], f["q_proj"].module).view(S, nh, d)
+            k = add_bias((xv[1] * sz_k) @ fast.Ut["k_proj"], f["k_proj"].module).view(S, nkv, d)
+            v = add_bias((xv[2] * sz_v) @ fast.Ut["v_proj"], f["v_proj"].module).view(S, nkv, d)
 
-        # --- layer L: attention, factored SVF ---
-        q = add_bias((xv[0] * sz_q) @ fast.Ut["q_proj"], f["q_proj"].module).view(S, nh, d)
-        k = add_bias((xv[1] * sz_k) @ fast.Ut["k_proj"], f["k_proj"].module).view(S, nkv, d)
-        v = add_bias((xv[2] * sz_v) @ fast.Ut["v_proj"], f["v_proj"].module).view(S, nkv, d)
+        # --- layer L: attention, SVF ---
         cos, sin = fast._rope(plan.pos, q)
         q, k = fast._norm_rope(q, k, fast.qk_norms, cos, sin, cos, sin)
         a, kv_L = self._attend(q, k, v, [st.kv[0] if st is not None else None for st in states], plan)
-        h = add_bias(((a @ fast.V_o) * sz_o) @ fast.Ut["o_proj"], f["o_proj"].module) + x
-        # --- layer L: MLP ---
-        x2 = fast.ln2.unit(h)
-        gate = add_bias(((x2 @ fast.V_g) * sz_g) @ fast.Ut["gate_proj"], f["gate_proj"].module)
-        up = add_bias(((x2 @ fast.V_u) * sz_u) @ fast.Ut["up_proj"], f["up_proj"].module)
         mlp = fast.layer.mlp
-        m = F.silu(gate) * up if isinstance(mlp.act_fn, torch.nn.SiLU) else mlp.act_fn(gate) * up
-        h = h + add_bias(((m @ fast.V_d) * sz_d) @ fast.Ut["down_proj"], f["down_proj"].module)
+        if self.thetas.shape[0] == 1:
+            h = add_bias(a @ W["o"], f["o_proj"].module) + x
+            gate_, up_ = torch.split(fast.ln2.unit(h) @ W["gate_up"], W["gate_up"].shape[1] // 2, dim=1)
+            gate, up = add_bias(gate_, f["gate_proj"].module), add_bias(up_, f["up_proj"].module)
+            m = F.silu(gate) * up if isinstance(mlp.act_fn, torch.nn.SiLU) else mlp.act_fn(gate) * up
+            h = h + add_bias(m @ W["down"], f["down_proj"].module)
+        else:
+            h = add_bias(((a @ fast.V_o) * sz_o) @ fast.Ut["o_proj"], f["o_proj"].module) + x
+            # --- layer L: MLP ---
+            x2 = fast.ln2.unit(h)
+            gate = add_bias(((x2 @ fast.V_g) * sz_g) @ fast.Ut["gate_proj"], f["gate_proj"].module)
+            up = add_bias(((x2 @ fast.V_u) * sz_u) @ fast.Ut["up_proj"], f["up_proj"].module)
+            m = F.silu(gate) * up if isinstance(mlp.act_fn, torch.nn.SiLU) else mlp.act_fn(gate) * up
+            h = h + add_bias(((m @ fast.V_d) * sz_d) @ fast.Ut["down_proj"], f["down_proj"].module)
 
         # --- layer L+1: K/V of the new rows, then attention at each text's last token only ---
         layer, attn = fast.last, fast.last.self_attn
@@ -411,13 +483,39 @@ class SessionEncoder:
         q1, k1 = fast._norm_rope(q1, k1, fast.last_qk_norms, cos[plan.last_row], sin[plan.last_row], cos, sin)
         B = len(new)
         K, V, kv_L1 = self._full_kv(k1, v1, [st.kv[1] if st is not None else None for st in states], plan)
-        totals = torch.tensor([r + n for r, n in zip(reuse, new)], device=self.dev)
-        keep = torch.arange(plan.T, device=self.dev)[None, :] < totals[:, None]  # (B, T)
-        o = fast._attention(q1[:, :, None, :], K, V, attn_mask=keep[:, None, None, :])  # (B, nh, 1, d)
+        o = fast._attention(q1[:, :, None, :], K, V, attn_mask=_as(plan.last_mask, q1))  # (B, nh, 1, d)
         y = h[plan.last_row] + linear(o.reshape(B, nh * d), attn.o_proj)
         y = y + layer.mlp(layer.post_attention_layernorm(y))
         feats = F.normalize(self.enc.decoder.norm(y).float(), dim=-1)  # (B, hidden)
         return list(feats), [[kl, kl1] for kl, kl1 in zip(kv_L, kv_L1)]
+
+    @torch.inference_mode()
+    def _merged(self) -> dict[str, torch.Tensor]:
+        """Layer L's matrices under the one candidate, `V diag(s ⊙ z) Uᵀ` (input norms folded in
+        as in `FastLayers`), built once (with the encoder): `x W` is one matmul where the factored form is two
+        and a scaling (a third less work in that layer, the same result to float rounding)."""
+        if self._merged_w is None:
+            fast = self.fast
+            sz = self.router.svf.split((self.z[0] * fast.s).to(torch.float32))
+            sz_q, sz_k, sz_v, sz_o, sz_g, sz_u, sz_d = sz
+            r_q, r_k = fast.f["q_proj"].rank, fast.f["k_proj"].rank
+            Vq, Vk, Vv = torch.split(fast.V_qkv.float(), [r_q, r_k, fast.f["v_proj"].rank], dim=1)
+
+            def w(V: torch.Tensor, z: torch.Tensor, name: str) -> torch.Tensor:
+                return (V.float() * z) @ fast.Ut[name].float()
+
+            qkv = torch.cat([w(Vq, sz_q, "q_proj"), w(Vk, sz_k, "k_proj"), w(Vv, sz_v, "v_proj")], dim=1)
+            gate_up = torch.cat([w(fast.V_g, sz_g, "gate_proj"), w(fast.V_u, sz_u, "up_proj")], dim=1)
+            self._merged_w = {
+                name: t.to(fast.dtype).contiguous()
+                for name, t in (
+                    ("qkv", qkv),
+                    ("o", w(fast.V_o, sz_o, "o_proj")),
+                    ("gate_up", gate_up),
+                    ("down", w(fast.V_d, sz_d, "down_proj")),
+                )
+            }
+        return self._merged_w
 
     # ---- attention over kept + new K/V ----
 
@@ -458,10 +556,25 @@ class SessionEncoder:
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pasts: list[KV | None], plan: NewRows
     ) -> tuple[torch.Tensor, list[KV]]:
         """New rows' q `(S, heads, d)`, k/v `(S, kv_heads, d)`; `pasts[b]` the kept K/V of text b
-        (or None) → attention output `(S, heads*d)` and each text's full K/V."""
+        (or None) → attention output `(S, heads*d)` and each text's full K/V. Split in
+        `plan.parts` when it has them (each part padded to its own lengths)."""
+        if not plan.parts:
+            return self._attend_part(q, k, v, pasts, plan)
+        outs: list[torch.Tensor] = []
+        full: list[KV] = []
+        for a, b, r0, r1, sub in plan.parts:
+            out, kv = self._attend_part(q[r0:r1], k[r0:r1], v[r0:r1], pasts[a:b], sub)
+            outs.append(out)
+            full.extend(kv)
+        return torch.cat(outs), full
+
+    def _attend_part(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pasts: list[KV | None], plan: NewRows
+    ) -> tuple[torch.Tensor, list[KV]]:
+        assert plan.mask is not None, "a plan in parts is attended part by part"
         K, V, full = self._full_kv(k, v, pasts, plan)
         Q = q[plan.q_index].transpose(1, 2)  # (B, heads, N, d)
-        out = self.fast._attention(Q, K, V, attn_mask=plan.mask)  # (B, heads, N, d)
+        out = self.fast._attention(Q, K, V, attn_mask=_as(plan.mask, Q))  # (B, heads, N, d)
         B, nh, N, d = out.shape
         return out.transpose(1, 2).reshape(B * N, nh * d)[plan.flat_of_row], full
 

@@ -51,6 +51,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1, help="the server's torch threads (default 1)")
     p.add_argument(
+        "--dtype",
+        choices=("float32", "bfloat16"),
+        default=None,
+        help="the encoder's dtype with --direct or --random-theta (default: the device's, float32 on a CPU)",
+    )
+    p.add_argument(
         "--run",
         metavar="RUN_DIR",
         help="serve this trained run (one --encoder: its own) instead of training one here; not changed",
@@ -95,7 +101,7 @@ def train_run(encoder: str, root: Path, device: str) -> Path:
     return run
 
 
-def random_theta_run(template: Path, encoder: str, root: Path, device: str) -> Path:
+def random_theta_run(template: Path, encoder: str, root: Path, device: str, dtype: str | None = None) -> Path:
     """A copy of the trained run `template` whose router is `encoder` with the router's initial θ
     plus N(0, 0.05) noise: serves like a trained run of that encoder (the same pool, text and
     protocol), made in seconds instead of a training run."""
@@ -108,6 +114,8 @@ def random_theta_run(template: Path, encoder: str, root: Path, device: str) -> P
     src = RunDir(template)
     meta = src.meta()
     config = {**meta.config.to_json(), "encoder": encoder, "device": device}
+    if dtype is not None:
+        config["dtype"] = dtype
     router = build_router(validate_config(config, where="bench serve"), len(meta.models))
     theta = router.initial_mean() + np.random.default_rng(0).normal(0, 0.05, router.n_params)
     run = root / f"run-{encoder.replace('/', '_')}-random"
@@ -139,7 +147,11 @@ def pct(xs: list[float], q: float) -> float:
     return float(np.percentile(xs, q)) if xs else float("nan")
 
 
-async def fire(base_url: str, n: int, concurrency: int, questions: list[Any]) -> tuple[list[dict], list[int], float]:
+async def fire(
+    base_url: str, n: int, concurrency: int, questions: list[Any], walls: list[float] | None = None
+) -> tuple[list[dict], list[int], float]:
+    """`n` sessions, `concurrency` at once: (response bodies, statuses, wall seconds); `walls`
+    gets each request's own wall seconds, in the order of `bodies`."""
     import httpx  # lazy: kept off the CLI start (adds httpx here)
 
     sem = asyncio.Semaphore(concurrency)
@@ -156,9 +168,13 @@ async def fire(base_url: str, n: int, concurrency: int, questions: list[Any]) ->
                 "trinity": {"kind": q.kind},
             }
             async with sem:
+                t = time.perf_counter()
                 r = await client.post(base_url + "/chat/completions", json=body)
+                took = time.perf_counter() - t
             statuses.append(r.status_code)
             bodies.append(r.json())
+            if walls is not None:
+                walls.append(took)
 
         t0 = time.perf_counter()
         await asyncio.gather(*(one(i) for i in range(n)))
@@ -205,7 +221,8 @@ def measure(
     shutil.copytree(run, served, ignore=shutil.ignore_patterns("serve", "*.lock"))
     proc, url = start_server(served, base_url, budget_usd, max_sessions, threads)
     try:
-        bodies, statuses, wall = asyncio.run(fire(url, sessions, concurrency, questions))
+        walls: list[float] = []
+        bodies, statuses, wall = asyncio.run(fire(url, sessions, concurrency, questions, walls))
         enc = httpx.get(url + "/models", timeout=60).json()["data"][0]["trinity"]["encoder"]
     finally:
         proc.send_signal(signal.SIGTERM)  # graceful: the ledger is closed after the sessions in flight
@@ -214,6 +231,8 @@ def measure(
         except Exception:
             proc.kill()
     routes = [t["route_ms"] for b in bodies if "trinity" in b for t in b["trinity"]["turns"]]
+    # The router's share of each session's wall time (the request's, seen by the client).
+    shares = [b["trinity"]["route_ms"] / (1000 * w) for b, w in zip(bodies, walls) if "trinity" in b and w > 0]
     path = served / "serve" / "ledger.jsonl"
     ledger = read_jsonl(path) if path.exists() else []
     return {
@@ -225,6 +244,8 @@ def measure(
         "turns": len(routes),
         "route_ms_p50": round(pct(routes, 50), 2),
         "route_ms_p99": round(pct(routes, 99), 2),
+        "session_share_p50": round(pct(shares, 50), 4),
+        "session_share_p99": round(pct(shares, 99), 4),
         "encoder_calls": enc["calls"],
         "mean_batch": round(enc["texts"] / enc["calls"], 2) if enc["calls"] else 0.0,
         "encode_ms_mean": round(1000 * enc["seconds"] / enc["calls"], 2) if enc["calls"] else 0.0,
@@ -233,6 +254,10 @@ def measure(
         "max_encode_ms": enc.get("max_call_ms"),
         "wait_ms_p50": enc.get("wait_ms_p50"),
         "wait_ms_p99": enc.get("wait_ms_p99"),
+        "to_thread_ms_p50": enc.get("to_thread_ms_p50"),
+        "to_thread_ms_p99": enc.get("to_thread_ms_p99"),
+        "back_ms_p50": enc.get("back_ms_p50"),
+        "back_ms_p99": enc.get("back_ms_p99"),
         "resume_ms_p50": enc.get("resume_ms_p50"),
         "resume_ms_p99": enc.get("resume_ms_p99"),
         "load_average": [round(x, 2) for x in os.getloadavg()],
@@ -281,7 +306,9 @@ def load_test(run: Path, args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def direct_overhead(encoder: str, sizes: list[int], device: str, threads: int = 1) -> list[dict[str, Any]]:
+def direct_overhead(
+    encoder: str, sizes: list[int], device: str, threads: int = 1, dtype: str | None = None
+) -> list[dict[str, Any]]:
     """The encoder + head time of one turn step with `B` sessions in the batch, without a server:
     turn 1 (the question), then turn 2 (the question and a Worker turn: only the added tokens are
     read), with the serve encoder (`StreamKeepingEncoder`) and a random θ of the right shape."""
@@ -295,7 +322,7 @@ def direct_overhead(encoder: str, sizes: list[int], device: str, threads: int = 
 
     torch.manual_seed(0)
     torch.set_num_threads(threads)
-    router = Router(load_encoder(encoder, device=device, dtype="float32", seed=0), n_models=3)
+    router = Router(load_encoder(encoder, device=device, dtype=dtype or "float32", seed=0), n_models=3)
     theta = np.random.default_rng(0).normal(0, 0.05, router.n_params)
     text = router_text("tinyrouter")
     qs = [q for q in practice_questions() if q.kind != "code"]
@@ -339,12 +366,17 @@ def direct_overhead(encoder: str, sizes: list[int], device: str, threads: int = 
 def cmd_bench_serve(args: argparse.Namespace) -> int:
     if args.direct:
         sizes = [int(x) for x in str(args.concurrency).split(",") if x.strip()]
-        res = {enc: direct_overhead(enc, sizes, args.device, args.threads) for enc in (args.encoder or ["tiny-qwen3"])}
+        res = {
+            enc: direct_overhead(enc, sizes, args.device, args.threads, args.dtype)
+            for enc in (args.encoder or ["tiny-qwen3"])
+        }
         if args.json:
             print(json.dumps({"direct": res}, indent=2))
         return 0
 
     encoders = args.encoder or ["tiny-qwen3"]
+    if args.dtype and not args.random_theta:
+        raise InputError("bench serve: --dtype needs --direct or --random-theta (a trained run keeps its own)")
     if args.random_theta and not (args.run and args.encoder and len(args.encoder) == 1):
         raise InputError("bench serve: --random-theta needs --run (a trained run to copy) and one --encoder")
     if args.run and not args.random_theta:
@@ -359,7 +391,7 @@ def cmd_bench_serve(args: argparse.Namespace) -> int:
             for enc in encoders:
                 t0 = time.perf_counter()
                 if args.random_theta:
-                    run = random_theta_run(Path(args.run), enc, root, args.device)
+                    run = random_theta_run(Path(args.run), enc, root, args.device, args.dtype)
                 else:
                     run = Path(args.run) if args.run else train_run(enc, root, args.device)
                 runs[enc] = run
@@ -378,7 +410,9 @@ def cmd_bench_serve(args: argparse.Namespace) -> int:
                     rows.append(row)
                     print(
                         f"{enc:>20} c={c:<3} route p50 {row['route_ms_p50']:8.2f} ms  p99 {row['route_ms_p99']:8.2f} ms "
-                        f"({100 * row['p99_share_of_turn']:.1f}% of a {args.latency_ms} ms turn)  "
+                        f"({100 * row['p99_share_of_turn']:.1f}% of a {args.latency_ms} ms turn; "
+                        f"{100 * row['session_share_p50']:.1f}% / {100 * row['session_share_p99']:.1f}% of a "
+                        "session's wall, p50 / p99)  "
                         f"mean batch {row['mean_batch']}  wait p99 {row['wait_ms_p99']} ms  encoder call "
                         f"{row['encode_ms_mean']} ms ({row['encode_cpu_ms_mean']} ms CPU)  {row['turns']} turns  "
                         f"load {row['load_average'][0]}",

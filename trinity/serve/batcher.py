@@ -77,6 +77,10 @@ class BatchStats:
     seconds: list[float] = field(default_factory=list)  # wall seconds per encoder call
     cpu_seconds: list[float] = field(default_factory=list)  # CPU seconds of the encoder thread per call
     waits: list[float] = field(default_factory=list)  # seconds each text waited for its call to start
+    # Per call, the hand-offs around the encoder's thread: from the batch's start on the loop to
+    # the thread running it, and from the thread's end to the loop handing the rows over.
+    to_thread: list[float] = field(default_factory=list)
+    back: list[float] = field(default_factory=list)
 
 
 class EncoderBatcher:
@@ -162,14 +166,15 @@ class EncoderBatcher:
         self._queue = rest
         return batch
 
-    def _run(self, texts: list[str], streams: list[Hashable]) -> tuple[np.ndarray, float, float]:
+    def _run(self, texts: list[str], streams: list[Hashable]) -> tuple[np.ndarray, float, float, float, float]:
         t0, c0 = time.perf_counter(), time.thread_time()
         if self.end_fn is not None:
             ended, self._ended = self._ended, []
             for s in ended:
                 self.end_fn(s)
         out = np.asarray(self.logits_fn(texts, np.zeros(len(texts), dtype=np.int64), streams))
-        return out, time.perf_counter() - t0, time.thread_time() - c0
+        t1 = time.perf_counter()
+        return out, t1 - t0, time.thread_time() - c0, t0, t1
 
     async def run_once(self) -> int:
         """Serve one batch of what is queued now; returns its size (0: nothing queued)."""
@@ -181,9 +186,9 @@ class EncoderBatcher:
         start = time.perf_counter()
         try:
             if self.run_in_thread:
-                out, secs, cpu = await asyncio.to_thread(self._run, texts, streams)
+                out, secs, cpu, began, ended = await asyncio.to_thread(self._run, texts, streams)
             else:
-                out, secs, cpu = self._run(texts, streams)
+                out, secs, cpu, began, ended = self._run(texts, streams)
         except Exception as e:  # every caller of the batch gets the error, the worker goes on
             for a in batch:
                 if not a.future.done():
@@ -196,6 +201,8 @@ class EncoderBatcher:
         self.stats.cpu_seconds.append(cpu)
         self.stats.waits.extend(start - a.at for a in batch)
         done = time.perf_counter()
+        self.stats.to_thread.append(began - start)
+        self.stats.back.append(done - ended)
         for a, row in zip(batch, out):
             if not a.future.done():
                 a.done_at = done

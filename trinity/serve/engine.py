@@ -368,8 +368,9 @@ class ServeEngine:
 
     def encoder_stats(self) -> dict[str, Any]:
         """The batcher's encoder calls so far: how many, texts in all, wall and CPU seconds in all,
-        the largest call, how long texts waited for their call to start, and how long a session
-        waited for the loop once its row was there (p50 / p99, ms)."""
+        the largest call, how long texts waited for their call to start, the hand-offs of a call
+        to the encoder's thread and back to the loop, and how long a session waited for the loop
+        once its row was there (p50 / p99, ms)."""
         st = self.batcher.stats if self.batcher is not None else None
         if st is None:
             return {"calls": 0, "texts": 0, "seconds": 0.0, "cpu_seconds": 0.0}
@@ -381,7 +382,8 @@ class ServeEngine:
             "max_batch": max(st.sizes, default=0),
             "max_call_ms": round(1000 * max(st.seconds, default=0.0), 2),
         }
-        for name, xs in (("wait", st.waits), ("resume", self.resume_waits)):
+        named = (("wait", st.waits), ("to_thread", st.to_thread), ("back", st.back), ("resume", self.resume_waits))
+        for name, xs in named:
             if xs:
                 out[f"{name}_ms_p50"] = round(1000 * float(np.percentile(xs, 50)), 2)
                 out[f"{name}_ms_p99"] = round(1000 * float(np.percentile(xs, 99)), 2)
