@@ -11,6 +11,19 @@ from train_argv import train_argv
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread_per_xdist_worker():
+    """Under `-n 2` on 2 cores, two workers with two torch threads each oversubscribe the cores,
+    and torch's idle threads spin: an in-process training test took 7.6 s alone and 73 s beside
+    the other worker at load 3. One thread per worker is what the cores hold. Child processes
+    (`trinity train`, Ray actors) keep their own settings."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch  # lazy: only under xdist, where every worker imports it anyway
+
+        torch.set_num_threads(1)
+    yield
+
+
 @pytest.fixture(scope="module")
 def torch_one_thread():
     """One torch thread in this process for a test module, and so in its Ray actors (a worker
