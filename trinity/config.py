@@ -67,6 +67,7 @@ LEGACY_VALUES: dict[str, Any] = {
     "live_schedule": "barrier",
     "live_recipe": "plain",
     "es_mirrors": 0.0,
+    "label_targets": "question",
 }
 
 
@@ -207,6 +208,12 @@ class TrainConfig(BaseModel):
         description="fit the head's model rows on the training split's correctness labels before "
         "generation 1 (labels; with the role rows' default: Worker on a bare query, Verifier once the "
         "transcript has turns); auto = labels in cached mode, the role rows alone in live mode",
+    )
+    label_targets: Literal["group", "question"] = Field(
+        "group",
+        description="label warm start: fit each question's correctness shrunk towards the mean of its "
+        "benchmark/kind group by how much of the spread the draws per cell can tell from noise (group; "
+        "k = 1: the group's mean), or each question's own labels (question, the fit before)",
     )
     live_recipe: Literal["race", "plain"] = Field(
         "race",

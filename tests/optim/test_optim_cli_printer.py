@@ -23,6 +23,15 @@ def test_each_event_kind_is_one_line(capsys):
         capsys,
         {**GEN, "secs": 1.25, "val_acc": 0.75, "cost_usd": 0.0123},
         {"type": "warm_start", "time": 1.0, "gen": 0, "method": "labels", "lambda": 0.01, "train_acc": 0.6},
+        {
+            "type": "warm_start",
+            "time": 1.0,
+            "gen": 0,
+            "method": "labels",
+            "lambda": 1,
+            "train_acc": 0.5,
+            "label_targets": "group",
+        },
         {"type": "warm_start", "time": 1.0, "gen": 0, "method": "roles", "role_train_acc": 0.9},
         {"type": "status", "time": 1.0, "status": "finished", "message": "done: 3 generations"},
         {"type": "status", "time": 1.0, "status": "running"},
@@ -31,7 +40,8 @@ def test_each_event_kind_is_one_line(capsys):
     )
     assert out == [
         "gen    3  best 0.500  mean 0.250  max 0.500  sigma 0.1000  val 0.750  $0.0123  1.25s",
-        "warm start (generation 0, labels, lambda 0.01)  train 0.600",
+        "warm start (generation 0, labels, question targets, lambda 0.01)  train 0.600",
+        "warm start (generation 0, labels, group targets, lambda 1)  train 0.500",
         "warm start (generation 0, role rows: Worker, then Verifier once turns exist)  fit acc 0.900",
         "done: 3 generations",
         "warning: slow pool",

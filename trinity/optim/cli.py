@@ -40,6 +40,7 @@ TRAIN_FLAGS = (
     "workers",
     "ray_address",
     "warm_start",
+    "label_targets",
     "lambda_turns",
     "lambda_cost",
     "live_schedule",
@@ -77,8 +78,8 @@ def _printer(as_json: bool) -> Callable[[dict[str, Any]], None]:
         elif isinstance(ev, WarmStartEvent):
             val = f"  val {ev.val_acc:.3f}" if ev.val_acc is not None else ""
             print(
-                f"warm start (generation 0, labels, lambda {num(ev.lambda_, 'g')})  "
-                f"train {num(ev.train_acc, '.3f')}{val}",
+                f"warm start (generation 0, labels, {ev.label_targets or 'question'} targets, "
+                f"lambda {num(ev.lambda_, 'g')})  train {num(ev.train_acc, '.3f')}{val}",
                 flush=True,
             )
         elif isinstance(ev, StatusEvent) and ev.status in ("finished", "stopped"):
@@ -272,6 +273,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         choices=["auto", "labels", "none"],
         help="labels: fit the head's model rows on the training split's correctness before ES "
         "(default auto: labels in cached mode; in live mode the role rows' default, Verifier once a turn exists)",
+    )
+    p.add_argument(
+        "--label-targets",
+        dest="label_targets",
+        choices=["group", "question"],
+        help="label warm start: group (default) = each question's correctness shrunk towards its "
+        "benchmark/kind group's mean (one answer per cell: the mean); question = its own labels (the fit before)",
     )
     p.add_argument(
         "--lambda-turns",

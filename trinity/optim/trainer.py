@@ -497,6 +497,9 @@ class Trainer:
                 acc[rows_t],
                 seed=self.cfg.seed,
                 roles=self._role_rows(),
+                groups=[f"{q.benchmark}/{q.kind}" for q in self.train_q],
+                k=matrix.k,
+                label_targets=self.cfg.label_targets,
             )
         self._start_es_at(theta)  # the ES starts at the fit (es_x0: a replay starts it there too)
         if self.val_q and self.cfg.val_every:

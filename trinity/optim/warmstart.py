@@ -14,6 +14,20 @@ one). Argmax of w_j · h is argmax of the predicted correctness: the route a Bay
 λ is chosen from `LAMBDAS` by `FOLDS`-fold cross-validation on the training split (routed
 accuracy, ties to the larger λ), then the fit is redone on the whole training split.
 
+Label targets (`label_targets`, default `group`): with k answers per cell, a single question's
+label is mostly sampling noise (k = 1: one 0/1 draw), and a fit on 30 such labels learns to tell
+the training questions apart instead of the topics (it misroutes held-out questions of a topic
+whose training labels it memorised). So each question's target is shrunk towards the mean of its
+group — the questions of the same benchmark and kind, metadata every question carries — by an
+empirical-Bayes weight (`shrink_to_groups`): the part of the between-question spread within a
+(group, model) that the k draws per cell cannot explain by sampling noise is kept, the rest goes
+to the group's mean. With k = 1 the spread is not identifiable and every target is its group's
+mean; with many draws per cell the per-question labels stand. With fewer than two groups (or a
+group of one question) nothing is shrunk: the targets are the labels, as before. `question`
+keeps the labels as targets (the recipe before). With group targets, cross-validation scores a
+held-out fold's routes against its questions' group means over the other folds (`group_estimates`)
+rather than against their single draws, which pick a λ by luck.
+
 Role rows (`fit_role_rows`): a session's turn rules (trinity.session.loop) let a Verifier's
 ACCEPT end it only once a Worker answered, and score the newest non-Verifier answer. The default
 that uses them: Worker on a bare query, Verifier once the transcript holds turns — so a session
@@ -40,7 +54,7 @@ import numpy.typing as npt
 
 from trinity.errors import check_stop
 from trinity.model import ROLES
-from trinity.model.arrays import Float64Array, FloatArray, Int64Array
+from trinity.model.arrays import Float64Array, FloatArray, IndexArray, Int64Array
 
 if TYPE_CHECKING:
     import torch
@@ -54,6 +68,7 @@ FOLDS = 4
 ROLE_SCALE = 0.5
 MAX_ITER = 200
 MODES = ("auto", "labels", "none")
+LABEL_TARGETS = ("group", "question")  # the label fit's targets (see the module doc)
 ROLE_MARGIN = 2.0  # median logit margin of the fitted role rows (the chosen role over the next)
 ROLE_LAMBDA = 1e-3
 ROLE_MAX_QUESTIONS = 128  # training questions the role fit uses (5 transcripts each to encode)
@@ -171,8 +186,78 @@ def routed_accuracy(W: Float64Array, X: Float64Array, acc: Float64Array) -> floa
     return float(acc[np.arange(len(X)), pick].mean())
 
 
-def choose_lambda(X: Float64Array, acc: Float64Array, seed: int) -> tuple[float, dict[str, float]]:
-    """λ of `LAMBDAS` with the best cross-validated routed accuracy on (X, acc)."""
+def shrink_to_groups(acc: Float64Array, groups: list[str] | None, k: int = 1) -> tuple[Float64Array, dict[str, Any]]:
+    """(N, M) fit targets: each question's label `acc` (mean of k draws per cell) shrunk towards
+    its group's mean by the empirical-Bayes weight w = τ² / (τ² + v) per (group, model), where v is
+    the sampling variance of a cell mean (the cells' unbiased p(1-p)/k) and τ² = max(s² − v, 0)
+    the rest of the observed between-question variance s²; with k = 1 (one 0/1 draw per cell,
+    whose spread shows no question's own rate) w = 0: the group's mean. Unchanged with fewer than two groups; a group of one question
+    keeps its label. Also returns a JSON-ready record (groups, sizes, mean weight kept)."""
+    acc = np.asarray(acc, dtype=np.float64)
+    if groups is None or len(set(groups)) < 2:
+        return acc.copy(), {"label_targets": "question", "why": "fewer than two groups"}
+    g = np.asarray(groups)
+    out = acc.copy()
+    kept: list[float] = []
+    sizes: dict[str, int] = {}
+    for name in sorted(set(groups)):
+        sel = g == name
+        sizes[str(name)] = int(sel.sum())
+        if sel.sum() < 2:
+            continue
+        a = acc[sel]  # (n_g, M)
+        mean = a.mean(axis=0)
+        s2 = a.var(axis=0, ddof=1)
+        if k >= 2:
+            v = (a * (1 - a) * k / (k - 1)).mean(axis=0) / k
+            tau2 = np.maximum(s2 - v, 0.0)
+            w = np.where(tau2 + v > 0, tau2 / np.maximum(tau2 + v, 1e-300), 0.0)
+        else:  # one draw per cell: its spread is all a Bernoulli draw's, no question's own rate shows
+            w = np.zeros(a.shape[1])
+        out[sel] = mean + w * (a - mean)
+        kept.extend(float(x) for x in w)
+    return out, {
+        "label_targets": "group",
+        "groups": sizes,
+        "own_label_weight": float(np.mean(kept)) if kept else 0.0,
+    }
+
+
+def group_estimates(
+    acc: Float64Array, groups: list[str], fit_rows: IndexArray, rows: IndexArray, k: int = 1
+) -> Float64Array:
+    """(len(rows), M) estimated correctness of the questions `rows` from the labels of `fit_rows`
+    alone: their group's mean over `fit_rows` (k ≥ 2: plus the own label's part that
+    `shrink_to_groups` keeps, its weight from `fit_rows`); a question whose group `fit_rows` lacks
+    keeps its own label. What cross-validation scores a fold's routes against."""
+    g = np.asarray(groups)
+    out = np.asarray(acc[rows], dtype=np.float64).copy()
+    for name in sorted(set(g[rows].tolist())):
+        have = fit_rows[g[fit_rows] == name]
+        sel = g[rows] == name
+        if len(have) == 0:
+            continue
+        a = acc[have]
+        mean = a.mean(axis=0)
+        w = np.zeros(a.shape[1])
+        if k >= 2 and len(have) >= 2:
+            v = (a * (1 - a) * k / (k - 1)).mean(axis=0) / k
+            tau2 = np.maximum(a.var(axis=0, ddof=1) - v, 0.0)
+            w = np.where(tau2 + v > 0, tau2 / np.maximum(tau2 + v, 1e-300), 0.0)
+        out[sel] = mean + w * (out[sel] - mean)
+    return out
+
+
+def choose_lambda(
+    X: Float64Array,
+    acc: Float64Array,
+    seed: int,
+    targets: Callable[[IndexArray], Float64Array] | None = None,
+    score_on: Callable[[IndexArray, IndexArray], Float64Array] | None = None,
+) -> tuple[float, dict[str, float]]:
+    """λ of `LAMBDAS` with the best cross-validated routed accuracy on (X, acc); `targets(rows)`
+    gives the fit's targets for a fold's training rows (default: their labels), `score_on(fit_rows,
+    rows)` what a held-out fold's routes are scored against (default: their labels)."""
     n = len(X)
     folds = min(FOLDS, n)
     if folds < 2:
@@ -186,8 +271,8 @@ def choose_lambda(X: Float64Array, acc: Float64Array, seed: int) -> tuple[float,
         for f in range(folds):
             te = parts[f]
             tr = np.concatenate([parts[g] for g in range(folds) if g != f])
-            prev[f] = W = fit_logistic(X[tr], acc[tr], lam, prev[f])
-            correct += routed_accuracy(W, X[te], acc[te]) * len(te)
+            prev[f] = W = fit_logistic(X[tr], acc[tr] if targets is None else targets(tr), lam, prev[f])
+            correct += routed_accuracy(W, X[te], acc[te] if score_on is None else score_on(tr, te)) * len(te)
         scores[f"{lam:g}"] = correct / n
     best = max(LAMBDAS, key=lambda lam: (round(scores[f"{lam:g}"], 12), lam))
     return best, scores
@@ -203,14 +288,34 @@ def warm_start_theta(
     acc_val: npt.ArrayLike | None = None,
     seed: int = 0,
     roles: tuple[Float64Array, dict[str, Any]] | None = None,
+    groups: list[str] | None = None,
+    k: int = 1,
+    label_targets: str = "group",
 ) -> tuple[Float64Array, dict[str, Any]]:
     """θ with the model rows fitted on (texts, acc) and the role rows at their default (`roles`:
     rows and record from `fit_role_rows`; without it Worker everywhere), and a JSON-ready record
-    of the fit (λ, CV scores, train/val routed accuracy)."""
+    of the fit (λ, CV scores, train/val routed accuracy). `groups` (one name per training text,
+    e.g. benchmark/kind) and `k` (draws per cell) shrink the targets (`label_targets` group, see
+    `shrink_to_groups`); `question` fits the labels themselves."""
+    if label_targets not in LABEL_TARGETS:
+        raise ValueError(f"label_targets {label_targets!r}: one of {', '.join(LABEL_TARGETS)}")
     X = frozen_features(router, texts_train)
     acc_tr = np.asarray(acc_train, dtype=np.float64)
-    lam, cv = choose_lambda(X, acc_tr, seed)
-    W = fit_logistic(X, acc_tr, lam)
+    use_groups = groups if label_targets == "group" else None
+
+    def targets(rows: IndexArray) -> Float64Array:
+        return shrink_to_groups(acc_tr[rows], None if use_groups is None else [use_groups[i] for i in rows], k)[0]
+
+    def score_on(fit_rows: IndexArray, rows: IndexArray) -> Float64Array:
+        assert use_groups is not None
+        return group_estimates(acc_tr, use_groups, fit_rows, rows, k)
+
+    grouped = use_groups is not None and len(set(use_groups)) >= 2
+    lam, cv = choose_lambda(X, acc_tr, seed, targets if grouped else None, score_on if grouped else None)
+    fit_y, shrink_info = shrink_to_groups(acc_tr, use_groups, k)
+    if label_targets == "question":
+        shrink_info = {"label_targets": "question"}
+    W = fit_logistic(X, fit_y, lam)
     hidden = X.shape[1]
     theta = np.asarray(x0, dtype=np.float64).copy()
     head = theta[: (n_models + len(ROLES)) * hidden].reshape(n_models + len(ROLES), hidden)
@@ -228,11 +333,13 @@ def warm_start_theta(
         "method": "labels",
         "fitted": (
             f"head model rows [0:{n_models}]: per-model L2-regularised logistic regression (no intercept) "
-            f"of recorded correctness on the frozen features of the training split; role rows: {role_text}; "
+            f"of recorded correctness ({'shrunk towards its benchmark/kind group' if shrink_info['label_targets'] == 'group' else 'per question'}) "
+            f"on the frozen features of the training split; role rows: {role_text}; "
             "SVF scales 1.0"
         ),
-        **({k: v for k, v in roles[1].items() if k != "role_rows"} if roles is not None else {}),
+        **({key: v for key, v in roles[1].items() if key != "role_rows"} if roles is not None else {}),
         "n_train": len(X),
+        **shrink_info,
         "lambda": lam,
         "cv_routed_acc": cv,
         "train_acc": routed_accuracy(W, X, acc_tr),

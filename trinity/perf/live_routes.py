@@ -1,0 +1,96 @@
+"""Where a run of `trinity bench learning --live` (kept with `--keep DIR`) routes, and what its
+routes are worth in expectation against the skilled stand-in pool.
+
+The bench's held-out accuracy is one sampled session per question (21 questions at its size: one
+question moves it by 0.048). This reads the stand-in's own chance of a right Worker answer for
+each (model, question) instead and reports, per split, the expected turn-1 accuracy of the model
+the router picks on a bare query, the held-out routes per topic, and the expected per-topic
+ceiling. `--refit question|group` scores the label warm start refitted on the run's collected
+matrix with those targets (the same code as a run's generation 0) instead of the run's chosen θ:
+a paired comparison of the two label fits on the same labels, free (no call is made).
+
+    python -m trinity.perf.live_routes DIR/run-new [--refit group] [--refit question]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def routes(run_dir: Path, refit: str | None = None, router: Any = None) -> tuple[dict[str, Any], Any]:
+    from trinity.competition.text import router_text
+    from trinity.config import TrainConfig
+    from trinity.data.matrix import load_matrix
+    from trinity.data.questions import load_questions
+    from trinity.optim.fitness import build_router
+    from trinity.optim.warmstart import warm_start_theta
+    from trinity.perf.standin import STANDIN_MODELS, Standin
+
+    meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    cfg = meta["config"]
+    qs = load_questions(cfg["questions"])
+    by_id = {q.id: q for q in qs}
+    models = [m.id for m in STANDIN_MODELS]
+    if meta["models"] != models:
+        raise SystemExit(f"{run_dir}: not a run against the stand-in pool")
+    if router is None:
+        router = build_router(TrainConfig(**{k: v for k, v in cfg.items() if k in TrainConfig.model_fields}), 3)
+    standin = Standin(qs, seed=cfg["seed"])
+    text = router_text(meta["competition"]).question_input
+    if refit is None:
+        theta = np.load(run_dir / "best_theta.npy")
+    else:
+        if not cfg.get("matrix"):
+            raise SystemExit(f"{run_dir}: no collected matrix to refit on")
+        mat = load_matrix(cfg["matrix"])
+        train = [by_id[i] for i in meta["splits"]["train"]]
+        acc = mat.accuracy()[[mat.row(q.id) for q in train]]
+        theta, _ = warm_start_theta(
+            router,
+            router.initial_mean(),
+            len(models),
+            [text(q) for q in train],
+            acc,
+            seed=cfg["seed"],
+            groups=[f"{q.benchmark}/{q.kind}" for q in train],
+            k=mat.k,
+            label_targets=refit,
+        )
+    out: dict[str, Any] = {"run": str(run_dir), "theta": refit or "chosen"}
+    for split in ("train", "val", "test"):
+        qq = [by_id[i] for i in meta["splits"][split]]
+        logits = np.asarray(router.population_logits(theta[None, :], [text(q) for q in qq])[0])[:, : len(models)]
+        pick = np.argmax(logits, axis=1)
+        p = np.array([[standin.p_correct(m, q) for m in models] for q in qq])
+        out[f"{split}_expected_acc"] = round(float(p[np.arange(len(qq)), pick].mean()), 4)
+        if split == "test":
+            kinds = np.array([q.kind for q in qq])
+            ceiling = sum(float(p[kinds == k].mean(axis=0).max()) * int(np.sum(kinds == k)) for k in set(kinds))
+            out["test_expected_ceiling"] = round(ceiling / len(qq), 4)
+            out["test_routes"] = {
+                str(k): dict(zip(models, np.bincount(pick[kinds == k], minlength=len(models)).tolist()))
+                for k in sorted(set(kinds))
+            }
+    return out, router
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("run_dirs", nargs="+", type=Path)
+    ap.add_argument("--refit", action="append", choices=["question", "group"], default=[])
+    args = ap.parse_args(argv)
+    router = None
+    for rd in args.run_dirs:
+        for refit in [None, *args.refit]:
+            res, router = routes(rd, refit, router)
+            print(json.dumps(res), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
