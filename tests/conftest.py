@@ -15,12 +15,22 @@ ROOT = Path(__file__).resolve().parents[1]
 def _one_torch_thread_per_xdist_worker():
     """Under `-n 2` on 2 cores, two workers with two torch threads each oversubscribe the cores,
     and torch's idle threads spin: an in-process training test took 7.6 s alone and 73 s beside
-    the other worker at load 3. One thread per worker is what the cores hold. Child processes
-    (`trinity train`, Ray actors) keep their own settings."""
+    the other worker at load 3. One thread per worker is what the cores hold. The worker's child
+    processes (`trinity train`, analysis jobs) get one too, through OMP_NUM_THREADS: a matmul
+    split over another thread count sums in another order, and tests compare across processes
+    bit for bit."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         import torch  # lazy: only under xdist, where every worker imports it anyway
 
+        before = os.environ.get("OMP_NUM_THREADS")
+        os.environ["OMP_NUM_THREADS"] = "1"
         torch.set_num_threads(1)
+        yield
+        if before is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = before
+        return
     yield
 
 

@@ -60,8 +60,12 @@ def test_eval_cached_matches_an_independent_recomputation(run_dir, capsys):
     assert sum(rep["model_mix"].values()) == 8
     best = next(c for c in rep["comparisons"] if c["baseline"] == f"always {rep['best_single']}")
     assert best["diff"]["point"] == pytest.approx(correct.mean() - p.mean(axis=0).max())
-    # the claim follows the paired CI
-    if best["diff"]["lo"] > 0:
+    # the claim follows the paired CI, and says "not significant" where McNemar's test disagrees
+    if best["outcome"] == "not significant":
+        assert "not significant" in rep["claim"] and "beats" not in rep["claim"]
+        assert best["diff"]["lo"] > 0 or best["diff"]["hi"] < 0
+        assert best["mcnemar"]["p_value"] >= 0.05
+    elif best["diff"]["lo"] > 0:
         assert rep["claim"].startswith("beats")
     else:
         assert "beats" not in rep["claim"]
