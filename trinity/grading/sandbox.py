@@ -41,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -707,16 +708,21 @@ def _kill(proc: subprocess.Popen, drop_uid: int | None) -> None:
         _kill_uid(drop_uid)
 
 
-def _group_running(pgid: int) -> bool:
-    """Whether a process of group `pgid` is still running (a zombie is not)."""
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
+def _proc_files(name: str, size: int) -> Iterator[tuple[int, bytes]]:
+    """(pid, the first `size` bytes of /proc/PID/`name`) of every process still there."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read(512)
+            with open(f"/proc/{entry}/{name}", "rb") as f:
+                yield int(entry), f.read(size)
         except OSError:
             continue
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of group `pgid` is still running (a zombie is not)."""
+    for _, stat in _proc_files("stat", 512):
         # "pid (comm) state ppid pgrp …"; comm may hold spaces and parentheses
         fields = stat.rpartition(b")")[2].split(None, 3)
         if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
@@ -728,18 +734,11 @@ def _live_pids(uid: int) -> set[int]:
     """Processes (not zombies) whose real uid is `uid`. /proc/PID's owner is no guide: a
     process that is not dumpable (every one that changed uid) shows as root there."""
     found = set()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/status", "rb") as f:
-                status = f.read(2048)
-        except OSError:
-            continue
+    for pid, status in _proc_files("status", 2048):
         state = status.partition(b"\nState:")[2].split(None, 1)[:1]
         uids = status.partition(b"\nUid:")[2].split(None, 1)[:1]
         if uids and int(uids[0]) == uid and state and state[0] not in (b"Z", b"X"):
-            found.add(int(name))
+            found.add(pid)
     return found
 
 
