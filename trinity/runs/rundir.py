@@ -178,17 +178,21 @@ class RunDir:
         """run.json as its record (`trinity.runs.records.RunMeta`)."""
         return read_run_meta(self.path)
 
-    def write_meta(self, meta: RunMeta | dict[str, Any]) -> None:
-        """Write run.json (atomically) through its record, `updated` set to now."""
+    def write_meta(self, meta: RunMeta | dict[str, Any]) -> dict[str, Any]:
+        """Write run.json (atomically) through its record, `updated` set to now; returns what was
+        written."""
         data = meta.to_json() if isinstance(meta, RunMeta) else dict(meta)
         data["updated"] = utc_now_iso()
-        atomic_write_json(self.run_json, parse_run_meta(data, str(self.run_json)).to_json())
+        written = parse_run_meta(data, str(self.run_json)).to_json()
+        atomic_write_json(self.run_json, written)
+        return written
 
     def update_meta(self, **changes: Any) -> dict[str, Any]:
+        """Merge `changes` into run.json; returns the record as written (its `updated` is the
+        new one, not the one read)."""
         meta = self.read_meta()
         meta.update(changes)
-        self.write_meta(meta)
-        return meta
+        return self.write_meta(meta)
 
     # ---- events ----------------------------------------------------------------------------
     def append_event(self, type_: str, **fields: Any) -> dict[str, Any]:
