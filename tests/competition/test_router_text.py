@@ -244,7 +244,10 @@ def test_live_decisions_equal_reference_coordinator(encoder, competition):
     trajs = asyncio.run(runner.run(pairs))
 
     suffix = "\n<Head Input>" if competition == TINYROUTER else ""
-    ref = ReferenceCoordinator(encoder.model, encoder.tokenizer, len(models), suffix)
+    # their coordinator on transformers' model and tokenizer, with the encoder's weights
+    ref = ReferenceCoordinator(
+        encoder.model.to_transformers(), encoder.tokenizer.to_transformers(), len(models), suffix
+    )
     names = [router_text(competition).model_name(m) for m in models]
     checked = 0
     for c in range(P):

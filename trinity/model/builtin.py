@@ -20,7 +20,8 @@ from typing import Any
 
 import torch
 from tokenizers import Tokenizer
-from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+from trinity.model.qwen3 import Qwen3ForCausalLM, Qwen3Spec
 
 EOS_TOKEN = "<|endoftext|>"
 TOKENIZER_FILE = Path(__file__).with_name("tiny_tokenizer.json")
@@ -62,23 +63,56 @@ CONFIGS: dict[str, dict[str, Any]] = {
 BUILTIN_NAMES = tuple(CONFIGS)
 
 
-def bpe_tokenizer() -> PreTrainedTokenizerFast:
+class BpeTokenizer:
     """The shipped BPE tokenizer (ids 0..8191) with EOS `<|endoftext|>` (id 8192), also the pad
-    token. Loaded from the package: deterministic, no download."""
-    tok = Tokenizer.from_file(str(TOKENIZER_FILE))
-    # transformers' TokenizersBackend (PreTrainedTokenizerFast) declares `__init__(self, *args, **kwargs)`
-    # without annotations: a stub gap of the library, not an untyped call of ours
-    return PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
-        tokenizer_object=tok, eos_token=EOS_TOKEN, pad_token=EOS_TOKEN
-    )
+    token, called as transformers' tokenizers are (`tok(text or texts, add_special_tokens=False)
+    ["input_ids"]`) and giving the same ids as its `PreTrainedTokenizerFast` on the same file
+    (`to_transformers()`, tests) without importing transformers."""
+
+    eos_token = pad_token = EOS_TOKEN
+
+    def __init__(self, tok: Tokenizer) -> None:
+        self.backend = tok
+        eos = tok.token_to_id(EOS_TOKEN)
+        if eos is None:
+            raise ValueError(f"{TOKENIZER_FILE.name} has no {EOS_TOKEN} token")
+        self.eos_token_id = self.pad_token_id = int(eos)
+
+    def __call__(self, text: str | list[str], add_special_tokens: bool = False) -> dict[str, Any]:
+        if isinstance(text, str):
+            return {"input_ids": self.backend.encode(text, add_special_tokens=add_special_tokens).ids}
+        encs = self.backend.encode_batch(list(text), add_special_tokens=add_special_tokens)
+        return {"input_ids": [e.ids for e in encs]}
+
+    def to_transformers(self) -> Any:
+        """The same tokenizer as transformers' `PreTrainedTokenizerFast` (to save it, or to
+        compare against it)."""
+        from transformers import PreTrainedTokenizerFast  # lazy: transformers only when asked for
+
+        return PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]  # the library's untyped __init__
+            tokenizer_object=self.backend, eos_token=EOS_TOKEN, pad_token=EOS_TOKEN
+        )
+
+    def save_pretrained(self, path: str | Path) -> Any:
+        return self.to_transformers().save_pretrained(path)
 
 
-def build_builtin(name: str, seed: int = 0) -> tuple[Qwen3ForCausalLM, PreTrainedTokenizerFast]:
+def bpe_tokenizer() -> BpeTokenizer:
+    """The shipped tokenizer, loaded from the package: deterministic, no download."""
+    return BpeTokenizer(Tokenizer.from_file(str(TOKENIZER_FILE)))
+
+
+def builtin_spec(name: str) -> Qwen3Spec:
+    return Qwen3Spec(**CONFIGS[name], **_COMMON)
+
+
+def build_builtin(name: str, seed: int = 0) -> tuple[Qwen3ForCausalLM, BpeTokenizer]:
     """Random-init model + tokenizer for a built-in name; the same seed gives the same weights
-    in any process. Built in fp32 on the CPU (the caller moves and casts it)."""
-    config = Qwen3Config(**CONFIGS[name], **_COMMON)
+    in any process, and the weights transformers' Qwen3ForCausalLM gets from that seed. Built in
+    fp32 on the CPU (the caller moves and casts it)."""
+    spec = builtin_spec(name)
     # fork_rng: seed the init without disturbing the caller's global torch RNG.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = Qwen3ForCausalLM(config)
+        model = Qwen3ForCausalLM(spec)
     return model, bpe_tokenizer()

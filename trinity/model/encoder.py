@@ -1,8 +1,9 @@
-"""The frozen encoder: an HF causal LM + its tokenizer (docs/CONTRACTS.md, Router model).
+"""The frozen encoder: a causal LM + its tokenizer (docs/CONTRACTS.md, Router model).
 
-`load_encoder` takes a built-in name (`tiny-qwen3`, `qwen3-0.6b-random`, see `builtin`), an HF
-model id or a local directory. The model is in eval mode with `requires_grad=False`; by default
-on CUDA in bf16 when a GPU is present, else on the CPU in fp32.
+`load_encoder` takes a built-in name (`tiny-qwen3`, `qwen3-0.6b-random`, see `builtin`: plain
+torch, no transformers import), an HF model id or a local directory (transformers). The model
+is in eval mode with `requires_grad=False`; by default on CUDA in bf16 when a GPU is present,
+else on the CPU in fp32.
 """
 
 from __future__ import annotations
@@ -10,18 +11,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from trinity.errors import ConfigError, ModelLoadError
 from trinity.hub import hub_reachable, offline_vars_set
 from trinity.model.builtin import BUILTIN_NAMES, build_builtin
-from trinity.model.hftypes import HFCausalLM, HFDecoder
-
-if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
+from trinity.model.hftypes import HFCausalLM, HFDecoder, HFTokenizer
 
 DEFAULT_ENCODER = "Qwen/Qwen3-0.6B"
 
@@ -42,7 +38,7 @@ class Encoder:
     (embeddings, `.layers`, final `.norm`, `.rotary_emb`)."""
 
     model: HFCausalLM
-    tokenizer: PreTrainedTokenizerBase
+    tokenizer: HFTokenizer
     name: str
     hidden_size: int
     num_layers: int
@@ -98,8 +94,11 @@ def _first_line(err: BaseException) -> str:
     return text[0] if text else type(err).__name__
 
 
-def _load_hf(name_or_path: str, dtype: torch.dtype) -> tuple[HFCausalLM, PreTrainedTokenizerBase]:
-    def load(local_only: bool) -> tuple[HFCausalLM, PreTrainedTokenizerBase]:
+def _load_hf(name_or_path: str, dtype: torch.dtype) -> tuple[HFCausalLM, HFTokenizer]:
+    # lazy: transformers costs ~3.5 s of CPU to import; the built-in encoders do without it
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    def load(local_only: bool) -> tuple[HFCausalLM, HFTokenizer]:
         tok = AutoTokenizer.from_pretrained(name_or_path, local_files_only=local_only)
         model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype, local_files_only=local_only)
         return model, tok
@@ -142,10 +141,10 @@ def load_encoder(
         raise ModelLoadError("no encoder given; use --encoder tiny-qwen3, an HF id or a local path")
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
-    tokenizer: PreTrainedTokenizerBase
+    tokenizer: HFTokenizer
     if name_or_path in BUILTIN_NAMES:
         model, tokenizer = build_builtin(name_or_path, seed=seed)
-        model = model.to(dtype=dt)  # type: ignore[call-arg]  # transformers wraps .to() in a decorator mypy misreads
+        model = model.to(dtype=dt)
     else:
         model, tokenizer = _load_hf(name_or_path, dt)
     if tokenizer.eos_token_id is None:

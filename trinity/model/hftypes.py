@@ -1,4 +1,5 @@
-"""Names for the transformers objects the router holds.
+"""Names for the transformers objects the router holds (the built-in encoders' plain-torch
+`qwen3` modules have the same attribute names).
 
 transformers builds a model's submodules (`.layers`, `.self_attn`, `.q_proj`, `.rotary_emb` …)
 as attributes of `torch.nn.Module`, whose type for any attribute is `Tensor | Module`, and its
@@ -13,5 +14,6 @@ from typing import Any
 HFCausalLM = Any  # a causal LM (e.g. Qwen3ForCausalLM): .base_model, .config, .to(), .eval()
 HFDecoder = Any  # its base model: .embed_tokens, .layers[i] (.self_attn, .mlp, norms), .norm, .rotary_emb
 HFLayer = Any  # one decoder layer of it
+HFTokenizer = Any  # transformers' tokenizer or the built-in `BpeTokenizer`: tok(text, add_special_tokens=False)["input_ids"], .eos_token_id
 
-__all__ = ["HFCausalLM", "HFDecoder", "HFLayer"]
+__all__ = ["HFCausalLM", "HFDecoder", "HFLayer", "HFTokenizer"]
