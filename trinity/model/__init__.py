@@ -2,7 +2,8 @@
 
 Modules (import them directly; this package stays light so CLI modules may import it):
 - `encoder`  — `load_encoder(name_or_path, device, dtype, seed) -> Encoder` (HF or built-in)
-- `builtin`  — the no-download encoders `tiny-qwen3` and `qwen3-0.6b-random`
+- `builtin`  — the no-download encoders `tiny-qwen3` and `qwen3-0.6b-random` (+ their tokenizer)
+- `qwen3`    — Qwen3 in plain torch for the built-ins (transformers' weights and arithmetic, not its import)
 - `text`     — `encoder_input(question, turns)`: the text the encoder reads
 - `svf`      — SVD of the SVF layer's 7 matrices; the naive reference path
 - `fastpath` — batched population evaluation (factored SVF, last layer at position -2 only)
