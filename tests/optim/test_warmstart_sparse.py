@@ -114,4 +114,6 @@ def test_a_full_matrix_run_json_has_no_new_fields_and_reads_back_byte_for_byte(t
     assert "n_with_rows" not in summary and "n_group_mean" not in summary
     # a record with the counts reads them back as written
     rec = WarmStart.model_validate({**ws, "n_with_rows": 6, "n_group_mean": 9})
-    assert rec.n_with_rows == 6 and rec.n_group_mean == 9 and rec.to_json() == {**ws, "n_with_rows": 6, "n_group_mean": 9}
+    assert (
+        rec.n_with_rows == 6 and rec.n_group_mean == 9 and rec.to_json() == {**ws, "n_with_rows": 6, "n_group_mean": 9}
+    )

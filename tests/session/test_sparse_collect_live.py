@@ -39,7 +39,9 @@ def test_a_live_run_warm_starts_on_a_per_group_collect_and_validates_by_group_me
     calls = server.stats.completions
     run = tmp_path / "run"
     extra = ("--pool", "practice", "--warm-start", "labels")
-    argv = train_argv(run, *extra, questions="practice", matrix=mfile, mode="live", generations=0, popsize=4, m=4, seed=0)
+    argv = train_argv(
+        run, *extra, questions="practice", matrix=mfile, mode="live", generations=0, popsize=4, m=4, seed=0
+    )
     capsys.readouterr()
     assert main(argv) == 0, capsys.readouterr().err
     assert server.stats.completions == calls  # the warm start and validation are free

@@ -221,7 +221,9 @@ class CachedFitness:
     def rewards_for(self, questions: list[Question], model_idx: IndexArray) -> Float64Array:
         """(P, N) recorded correctness of the chosen models."""
         if self.fill and any(q.id not in self.matrix for q in questions):
-            table = np.stack([self.fill[q.id] if q.id not in self.matrix else self.acc[self.matrix.row(q.id)] for q in questions])
+            table = np.stack(
+                [self.fill[q.id] if q.id not in self.matrix else self.acc[self.matrix.row(q.id)] for q in questions]
+            )
             return np.asarray(table[np.arange(len(questions))[None, :], model_idx], dtype=np.float64)
         rows = np.array([self.matrix.row(q.id) for q in questions])  # (N,)
         rewards: Float64Array = self.acc[rows[None, :], model_idx]

@@ -3,16 +3,20 @@ by side, against the skilled stand-in pool (`trinity.perf.standin`) over loopbac
 
 - old: every candidate on every question (`--live-recipe plain`), the role-rows warm start, live
   validation — live training as it was;
-- new (the default recipe): collect k turn-1 answers per model for the questions training reads
-  (train + val; the test split is evaluated live), cheap, one call each; warm-start the head from those labels, then race the ES (common random numbers,
-  successive halving, the incumbent re-evaluated); validation reads the collected matrix.
+- new (the default recipe): collect k turn-1 answers per model for `--collect-per-group` training
+  questions of each topic (default 4; 0: every train + val question; the test split is evaluated
+  live), one call each; warm-start the head from those labels (the other training questions get
+  their topic's mean), evaluate that warm start alone (generation 0: the collect's $ only), then
+  race the ES (common random numbers, successive halving, the incumbent re-evaluated); validation
+  reads the collected matrix (a val question without a row: its topic's mean).
 
 Same questions, splits and seeds for both; each recipe gets its own stand-in server (the same seed:
 the same answers) and its own empty response cache, so the server's own count is that recipe's
 spend. Training stops at each `--eval-every` generations for a live evaluation of the run's chosen
 θ on the held-out test split; the evaluation's calls are counted apart (before/after at the server)
 and are not part of the curve's $. Reported: held-out accuracy against cumulative $ for both, the
-$ each needed to reach the old recipe's final accuracy, the pool's per-topic ceiling and best single
+$ each needed to reach the old recipe's final accuracy (and the new recipe's as a share of that and
+of the old recipe's total), the pool's per-topic ceiling and best single
 model on those questions (one Worker turn each, measured by the same evaluation), average turns,
 and paired bootstrap CIs (new − old, new − best single).
 """
@@ -144,7 +148,9 @@ def run_recipe(name: str, args, qfile: Path, questions, work: Path) -> dict[str,
             read = set(splits["train"]) | set(splits["val"])
             asked = [q for q in questions if q.id in read] if not args.collect_all else questions
             if args.collect_per_group:  # a few training questions per topic: their labels' means name the specialists
-                asked = pick_per_group([q for q in questions if q.id in splits["train"]], args.collect_per_group, args.seed)
+                asked = pick_per_group(
+                    [q for q in questions if q.id in splits["train"]], args.collect_per_group, args.seed
+                )
             res = collect(
                 asked,
                 pool,

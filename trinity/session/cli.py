@@ -93,11 +93,13 @@ def collect_protocol(name: str | None, pool: str) -> str:
 
 
 def run_collect(args: argparse.Namespace) -> int:
+    # lazy: kept off the CLI start (adds numpy here)
+    from trinity.data.questions import pick_per_group
+
     # lazy: kept off the CLI start (adds PyYAML here)
     from trinity.pool.providers import load_pool, pool_prices, price_overrides
 
     # lazy: kept off the CLI start (adds numpy here)
-    from trinity.data.questions import pick_per_group
     from trinity.session.collect import collect, print_progress, select_questions
 
     if args.k < 1:
