@@ -138,3 +138,21 @@ async def test_train_shows_accuracy_against_dollars_for_the_live_runs(bench):
         assert app.screen.query_one("#train-acc-cost").display
         legend = str(app.screen.query_one("#train-legend").render())
         assert "run-old" in legend and "no validated generation yet" not in legend and "$0 spent" not in legend
+
+
+def test_live_routes_sweeps_the_per_group_count_on_the_kept_run(bench, capsys):
+    """`python -m trinity.perf.live_routes RUN --per-group-sweep N,...` on the bench's new run:
+    one line per N, the refit on its own collect (N 1: every train row here) free of calls."""
+    from trinity.perf import live_routes
+
+    _, keep = bench
+    if not (keep / "out.json").exists():
+        pytest.skip("the bench test did not run")
+    capsys.readouterr()
+    assert live_routes.main([str(keep / "run-new"), "--per-group-sweep", "1"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["theta"] for r in lines] == ["chosen", "group"] and lines[1]["per_group"] == 1
+    assert all(0 <= r["test_expected_acc"] <= r["test_expected_ceiling"] <= 1 for r in lines)
+    with pytest.raises(SystemExit) as e:
+        live_routes.main([str(keep / "run-new"), "--per-group-sweep", "a,b"])
+    assert e.value.code == 2 and "comma-separated counts" in capsys.readouterr().err
