@@ -26,7 +26,10 @@ mean; with many draws per cell the per-question labels stand. With fewer than tw
 group of one question) nothing is shrunk: the targets are the labels, as before. `question`
 keeps the labels as targets (the recipe before). With group targets, cross-validation scores a
 held-out fold's routes against its questions' group means over the other folds (`group_estimates`)
-rather than against their single draws, which pick a λ by luck.
+rather than against their single draws, which pick a λ by luck. A matrix with rows for only some
+training questions (a live run's `trinity collect --per-group N`): every question is still fitted,
+one without a row to its group's mean label (`fill_group_means`; in each fold over the fold's
+labelled rows), and the record counts them (`n_with_rows`, `n_group_mean`).
 
 Role rows (`fit_role_rows`): a session's turn rules (trinity.session.loop) let a Verifier's
 ACCEPT end it only once a Worker answered, and score the newest non-Verifier answer. The default
