@@ -140,7 +140,7 @@ class TrainConfig(BaseModel):
     )
     cache_path: str | None = Field(None, description="live mode: response cache file (default: the pool's)")
     popsize: int = Field(32, ge=2, le=4096)
-    generations: int = Field(60, ge=1, le=100_000)
+    generations: int = Field(60, ge=0, le=100_000)  # 0: the warm start alone (a resume can extend it)
     m: int = Field(16, ge=1, description="training questions per candidate per generation")
     sigma0: float = Field(0.1, gt=0, le=10)
     es_mirrors: float = Field(

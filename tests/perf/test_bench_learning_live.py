@@ -14,7 +14,8 @@ from trinity.perf import learning
 from trinity.perf.learning_live import ledger_usd, print_text
 
 # two small live trainings (6 questions: 2 train, 2 val, 2 test), each stopped twice for a live
-# evaluation, plus a collect of the 4 questions training reads
+# evaluation (the new recipe also after its warm start alone), plus a collect of up to 4 training
+# questions per topic (here: all train questions, one per topic)
 pytestmark = pytest.mark.timeout(1200)
 
 
@@ -60,7 +61,7 @@ def test_live_bench_json_curves_and_ledgers(bench, capsys):
     assert set(recipes) == {"old", "new"}
     for name, r in recipes.items():
         pts = r["points"]
-        assert [p["gen"] for p in pts] == [1, 2]
+        assert [p["gen"] for p in pts] == ([0, 1, 2] if name == "new" else [1, 2])  # new: its warm start alone first
         usd = [p["usd"] for p in pts]
         assert usd[0] > 0 and all(b >= a for a, b in zip(usd, usd[1:])), usd  # cumulative $ only grows
         assert all(0.0 <= p["acc"] <= 1.0 and p["avg_turns"] >= 1 for p in pts)
@@ -75,11 +76,15 @@ def test_live_bench_json_curves_and_ledgers(bench, capsys):
         assert whole == pytest.approx(r["server_total_usd"], abs=tol)
         assert r["server_eval_usd"] > 0
     assert recipes["new"]["collect_usd"] > 0 and recipes["old"]["collect_usd"] == 0
-    # the collect asked only about the questions training reads (train + val), once per model
-    splits = json.loads((Path(recipes["new"]["run_dir"]) / "run.json").read_text())["splits"]
+    # the collect asked only about training questions (up to 4 per topic: all of them here), once per model
+    new_run = json.loads((Path(recipes["new"]["run_dir"]) / "run.json").read_text())
+    splits = new_run["splits"]
     matrix = json.loads((keep / "new-matrix.json").read_text())
-    read = set(splits["train"]) | set(splits["val"])
+    read = set(splits["train"])
     assert splits["test"] and {t["id"] for t in matrix["tasks"]} == read
+    assert recipes["new"]["points"][0]["usd"] == pytest.approx(recipes["new"]["collect_usd"])  # gen 0: the collect
+    # the val questions have no row: validation scored them by their topic's mean
+    assert new_run["warm_start"]["n_val"] == len(splits["val"]) > 0 and "n_with_rows" not in new_run["warm_start"]
     assert recipes["new"]["collect_questions"] == len(read)
     assert recipes["new"]["collect_calls"] == len(read) * len(recipes["new"]["server_by_model"])
     # a cached evaluation of the test split says the matrix stops at val (a live one reads no matrix)
@@ -98,7 +103,8 @@ def test_live_bench_json_curves_and_ledgers(bench, capsys):
     print_text(out)
     text = capsys.readouterr().out
     assert "old recipe: final acc" in text and "new recipe: final acc" in text
-    assert f"({len(read) * 3} calls, k 1, {len(read)} questions: train + val)" in text
+    assert f"({len(read) * 3} calls, k 1, {len(read)} questions: 4 train per topic)" in text
+    assert "new $ to it / old recipe's total $:" in text
     run_json = json.loads((Path(recipes["old"]["run_dir"]) / "run.json").read_text())
     assert run_json["config"]["live_recipe"] == "plain"
     run_json = json.loads((Path(recipes["new"]["run_dir"]) / "run.json").read_text())
@@ -132,3 +138,21 @@ async def test_train_shows_accuracy_against_dollars_for_the_live_runs(bench):
         assert app.screen.query_one("#train-acc-cost").display
         legend = str(app.screen.query_one("#train-legend").render())
         assert "run-old" in legend and "no validated generation yet" not in legend and "$0 spent" not in legend
+
+
+def test_live_routes_sweeps_the_per_group_count_on_the_kept_run(bench, capsys):
+    """`python -m trinity.perf.live_routes RUN --per-group-sweep N,...` on the bench's new run:
+    one line per N, the refit on its own collect (N 1: every train row here) free of calls."""
+    from trinity.perf import live_routes
+
+    _, keep = bench
+    if not (keep / "out.json").exists():
+        pytest.skip("the bench test did not run")
+    capsys.readouterr()
+    assert live_routes.main([str(keep / "run-new"), "--per-group-sweep", "1"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["theta"] for r in lines] == ["chosen", "group"] and lines[1]["per_group"] == 1
+    assert all(0 <= r["test_expected_acc"] <= r["test_expected_ceiling"] <= 1 for r in lines)
+    with pytest.raises(SystemExit) as e:
+        live_routes.main([str(keep / "run-new"), "--per-group-sweep", "a,b"])
+    assert e.value.code == 2 and "comma-separated counts" in capsys.readouterr().err

@@ -123,3 +123,23 @@ def test_collect_from_a_pool_without_a_model_list_takes_models(server, tmp_path,
         == 0
     )
     assert load_matrix(out).models == ["simulated/coder", "simulated/scholar"]
+
+
+def test_collect_per_group_asks_only_n_questions_of_each_group(server, tmp_path, capsys):
+    from trinity.benchmarks.practice import practice_questions
+    from trinity.data.questions import pick_per_group
+    from trinity.session.collect import select_questions
+
+    out = tmp_path / "m.json"
+    argv = ["collect", "--benchmark", "practice", "--pool", "practice", "--base-url", server.base_url]
+    argv += ["--split", "train", "--k", "1", "--out", str(out), "--cache", str(tmp_path / "c.db")]
+    assert main([*argv, "--per-group", "2", "--seed", "3"]) == 0
+    want = pick_per_group(select_questions(practice_questions(), "train", None, 3), 2, 3)
+    m = load_matrix(out)
+    assert m.ids == [q.id for q in want] and len(m.ids) == 6  # 2 of each of the 3 topics
+    assert server.stats.completions == 6 * 3  # one answer per model and question: nothing else asked
+    assert np.array_equal(m.solves, practice_matrix(1, 0).subset(m.ids).solves)
+    capsys.readouterr()
+    assert main([*argv, "--per-group", "0"]) != 0
+    err = capsys.readouterr().err
+    assert "--per-group must be at least 1" in err and "Traceback" not in err

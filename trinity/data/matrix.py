@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from trinity.data.questions import Question, question_group
 from trinity.errors import InputError
 from trinity.io import atomic_write_json, read_json
 
@@ -82,6 +83,22 @@ class OutcomeMatrix:
                 }
             )
         return {"benchmark": self.benchmark, "k": self.k, "tasks": tasks}
+
+
+def group_mean_rows(matrix: OutcomeMatrix, questions: list[Question], among: list[Question]) -> dict[str, np.ndarray]:
+    """{id: (M,) accuracy} for each of `questions` the matrix has no row for: the mean accuracy of
+    the rows of `among` in its group (`question_group`); a group without rows gets nothing."""
+    acc = matrix.accuracy()
+    by_group: dict[str, list[int]] = {}
+    for q in among:
+        if q.id in matrix:
+            by_group.setdefault(question_group(q), []).append(matrix.row(q.id))
+    out: dict[str, np.ndarray] = {}
+    for q in questions:
+        rows = by_group.get(question_group(q))
+        if q.id not in matrix and rows:
+            out[q.id] = acc[rows].mean(axis=0)
+    return out
 
 
 def matrix_from_json(obj: Any, where: str = "matrix", ragged: str = "error") -> OutcomeMatrix:

@@ -144,3 +144,25 @@ def split_ids(
         out["val"] += order[n_train : n_train + n_val]
         out["test"] += order[n_train + n_val :]
     return out
+
+
+def question_group(q: Question) -> str:
+    """The question's group: its benchmark and kind (the topic), as `benchmark/kind`. What the
+    warm start's group targets average over and what a per-group collect samples from."""
+    return f"{q.benchmark}/{q.kind}"
+
+
+def pick_per_group(questions: list[Question], n: int, seed: int) -> list[Question]:
+    """At most `n` questions of each group (`question_group`), drawn by `seed`, in the order of
+    `questions`. Depends only on the set of ids and the seed (not on file order)."""
+    if n < 1:
+        raise InputError(f"questions per group must be at least 1, got {n}")
+    groups: dict[str, list[str]] = {}
+    for q in questions:
+        groups.setdefault(question_group(q), []).append(q.id)
+    keep: set[str] = set()
+    for name in sorted(groups):
+        ids = sorted(groups[name])
+        order = np.random.RandomState(seed).permutation(len(ids))
+        keep.update(ids[i] for i in order[:n])
+    return [q for q in questions if q.id in keep]

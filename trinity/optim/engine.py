@@ -18,6 +18,7 @@ from trinity.competition.evalset import MINIROUTER_EVAL_ITEMS, minirouter_eval_i
 from trinity.competition.protocol import default_protocol, get_protocol
 from trinity.competition.text import resolve_competition, theta_problem
 from trinity.config import LEGACY_VALUES, TrainConfig, validate_config
+from trinity.data.matrix import group_mean_rows
 from trinity.errors import CheckpointError, ConfigError, InputError, TrinityError
 from trinity.optim import checkpoint as ckpt
 from trinity.optim.fitness import CachedFitness, Fitness, RouterLike, build_router, question_text
@@ -86,7 +87,12 @@ def make_validator(cfg: TrainConfig, router: RouterLike, inputs: RunInputs, mode
     """Live mode with an outcome matrix: validation accuracy from the matrix (free, cached)."""
     if cfg.mode == "cached" or inputs.matrix is None or list(inputs.matrix.models) != list(models):
         return None
-    return CachedFitness(router, inputs.matrix, models, traces="none", text=question_text(run_competition_of(cfg)))
+    by_id = {q.id: q for q in inputs.questions}
+    val = [by_id[i] for i in inputs.splits.get("val", [])]
+    fill = group_mean_rows(inputs.matrix, val, inputs.questions)  # val questions without a row: their group's mean
+    return CachedFitness(
+        router, inputs.matrix, models, traces="none", text=question_text(run_competition_of(cfg)), fill=fill
+    )
 
 
 def pool_models(cfg: TrainConfig, inputs: RunInputs) -> list[str]:
@@ -239,7 +245,7 @@ def start_run(
                 level="info",
                 message=f"router text: {competition}'s format (encoder input, transcript, question rendering)",
             )
-            if cfg.mode == "live":
+            if cfg.mode == "live" and cfg.generations > 0:  # generations 0: the warm start alone, no paid call
                 _write_forecast(trainer, run, cfg, inputs, pilot)
             if theta_note:
                 trainer.event("log", level="warning", message=theta_note)

@@ -173,9 +173,13 @@ class CachedFitness:
         traces: str = "all",
         chunks: int = 4,
         text: Callable[[Question], str] = default_text,
+        fill: dict[str, Float64Array] | None = None,
     ) -> None:
         self.router = router
         self.matrix = matrix
+        # {id: (M,) accuracy} of questions the matrix has no row for (a live run's validation
+        # questions outside a per-group collect): their group's mean, scored like a row
+        self.fill = dict(fill or {})
         self.models = list(models)
         self.acc = matrix.accuracy()  # (Q, M): the cached reward of choosing model j for question i
         self.policy = policy
@@ -216,6 +220,11 @@ class CachedFitness:
 
     def rewards_for(self, questions: list[Question], model_idx: IndexArray) -> Float64Array:
         """(P, N) recorded correctness of the chosen models."""
+        if self.fill and any(q.id not in self.matrix for q in questions):
+            table = np.stack(
+                [self.fill[q.id] if q.id not in self.matrix else self.acc[self.matrix.row(q.id)] for q in questions]
+            )
+            return np.asarray(table[np.arange(len(questions))[None, :], model_idx], dtype=np.float64)
         rows = np.array([self.matrix.row(q.id) for q in questions])  # (N,)
         rewards: Float64Array = self.acc[rows[None, :], model_idx]
         return rewards

@@ -398,6 +398,8 @@ def forecast(
     pool.require_prices()
     models = list(pool.models)
     G = int(generations or cfg.generations)
+    if G < 1:
+        raise InputError("nothing to forecast: 0 generations make no paid call (the warm start alone is free)")
     n_train = len(questions)
     per_gen = sessions_per_generation(cfg, n_train)
     n_sessions = per_gen * G

@@ -5,7 +5,8 @@
 
 Cross-checks, all before any training: every question has a matrix row, every matrix row has a
 question, the matrix has tasks and every task lists every model (the last two are checked while
-parsing, in `trinity.data.matrix`).
+parsing, in `trinity.data.matrix`). A live run's matrix needs only a train row of every group
+(`check_groups`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from trinity.benchmarks import BENCHMARK_NAMES, get_benchmark, split_questions
 from trinity.benchmarks.practice import practice_questions
 from trinity.config import PRACTICE, TrainConfig, validate_config
 from trinity.data.matrix import OutcomeMatrix, load_matrix, merge_matrices
-from trinity.data.questions import Question, load_questions
+from trinity.data.questions import Question, load_questions, question_group
 from trinity.errors import InputError
 from trinity.io import canonical_json
 from trinity.practice.simulation import practice_matrix, practice_setup
@@ -111,8 +112,9 @@ def inputs_from_config(cfg: TrainConfig) -> RunInputs:
     questions = _load_questions(cfg)
     matrix = _load_matrix(cfg)
     # A live run reads the matrix only for train and val (the warm start's labels, validation); its
-    # test split is evaluated live, so a matrix collected on train + val alone is enough: checked
-    # once the splits are known.
+    # test split is evaluated live, so a matrix collected on train + val alone is enough, and one
+    # with some train rows of every group (`trinity collect --per-group N`; the other questions get
+    # their group's mean): checked once the splits are known.
     partial = cfg.mode == "live"
     if matrix is not None:
         cross_check(questions, matrix, str(cfg.questions), str(cfg.matrix), need=set() if partial else None)
@@ -144,8 +146,28 @@ def inputs_from_config(cfg: TrainConfig) -> RunInputs:
     if not splits["train"]:
         raise InputError(f"the train split is empty ({len(questions)} questions); add questions or raise splits.train")
     if matrix is not None and partial:
-        cross_check(questions, matrix, str(cfg.questions), str(cfg.matrix), need=set(splits["train"] + splits["val"]))
+        check_groups(questions, matrix, splits, str(cfg.matrix))
     return RunInputs(questions, matrix, splits)
+
+
+def check_groups(questions: list[Question], matrix: OutcomeMatrix, splits: dict[str, list[str]], msrc: str) -> None:
+    """A live run's matrix: the warm start and validation give a train or val question without a
+    row its group's mean (`question_group`), so every group of the train split needs a train row
+    in the matrix, and a val question without a row a group with rows; else name the groups."""
+    by_id = {q.id: q for q in questions}
+    train = [by_id[i] for i in splits["train"]]
+    val = [by_id[i] for i in splits["val"]]
+    if all(q.id in matrix for q in train + val):
+        return
+    with_rows = {question_group(q) for q in train if q.id in matrix}
+    missing = sorted({question_group(q) for q in train} - with_rows)
+    any_rows = {question_group(by_id[i]) for i in matrix.ids if i in by_id}
+    missing += sorted({question_group(q) for q in val if q.id not in matrix} - any_rows - set(missing))
+    if missing:
+        raise InputError(
+            f"the matrix {msrc} has no train row for group(s) {', '.join(missing)}; a live run needs at "
+            "least one per group (trinity collect --per-group N)"
+        )
 
 
 def inputs_digest(inputs: RunInputs) -> str:

@@ -40,7 +40,7 @@ import numpy as np
 
 from trinity.competition.text import router_text
 from trinity.config import TrainConfig
-from trinity.data.questions import Question
+from trinity.data.questions import Question, question_group
 from trinity.errors import BudgetExceeded, CheckpointError, InputError, OutOfCredit, PoolStop, clear_stop, request_stop
 from trinity.io import atomic_write_json
 from trinity.model import ROLES
@@ -422,10 +422,18 @@ class Trainer:
     def _train(self, resume: bool) -> TrainResult:
         try:
             self.set_status("running", f"resumed at generation {self.state.gen}" if resume else "")
-            if self.warm_up_fitness and self.state.gen < self.cfg.generations:
+            fresh = self.state.gen == 0 and self.state.warm_start is None
+            if self.warm_up_fitness and (self.state.gen < self.cfg.generations or fresh):
+                # before the warm start too: its features come from the same cache either way, so a
+                # `generations: 0` run resumed later equals an uninterrupted run bit for bit
                 self.fitness.warm_up(self.train_q + self.val_q, self._log)
-            if self.state.gen == 0 and self.state.warm_start is None:
+            if fresh:
                 self.warm_start()
+                if self.cfg.generations == 0:  # the warm start alone: checkpointed, so a resume continues it
+                    ckpt.write_checkpoint(
+                        self.run, self.state.to_checkpoint(), run_id=self.run_id, config_hash=self.config_hash
+                    )
+                    self._write_artifacts()
             while self.state.gen < self.cfg.generations:
                 if self._stop_signal:
                     raise StopRequested(self._stop_signal)
@@ -488,18 +496,23 @@ class Trainer:
             matrix = self.inputs.matrix
             assert matrix is not None, "a label warm start needs the outcome matrix (checked at start)"
             acc = matrix.accuracy()
-            rows_t = [matrix.row(q.id) for q in self.train_q]
+            # a live run's matrix may hold only some questions of each group (collect --per-group):
+            # the others are fitted to their group's mean
+            labelled = np.array([q.id in matrix for q in self.train_q], dtype=bool)
+            acc_t = np.full((len(self.train_q), acc.shape[1]), np.nan)
+            acc_t[labelled] = acc[[matrix.row(q.id) for q, has in zip(self.train_q, labelled) if has]]
             theta, info = warm_start_theta(
                 self.router,
                 self.router.initial_mean(),
                 len(self.models),
                 self.fitness.texts(self.train_q),
-                acc[rows_t],
+                acc_t,
                 seed=self.cfg.seed,
                 roles=self._role_rows(),
-                groups=[f"{q.benchmark}/{q.kind}" for q in self.train_q],
+                groups=[question_group(q) for q in self.train_q],
                 k=matrix.k,
                 label_targets=self.cfg.label_targets,
+                labelled=labelled,
             )
         self._start_es_at(theta)  # the ES starts at the fit (es_x0: a replay starts it there too)
         if self.val_q and self.cfg.val_every:
@@ -831,16 +844,17 @@ class Trainer:
         by_id = {q.id: q for q in self.inputs.questions}
         acc_table = matrix.accuracy()
         per_bench: dict[str, dict[str, float]] = {}
+        # a live run's val questions without a row (a per-group collect) are scored by their group's mean
+        fill: dict[str, Float64Array] = getattr(self.validator, "fill", None) or {}
         for split in ("val", "test", "audit"):
             ids = self.inputs.splits.get(split) or []
-            if not ids or any(i not in matrix for i in ids):  # a live run's matrix may stop at val
+            if not ids or any(i not in matrix and i not in fill for i in ids):  # a live run's matrix may stop at val
                 continue
             qs = [by_id[i] for i in ids]
             acc = self._accuracy(theta[None, :], qs)
             if acc is None:
                 continue
-            rows = [matrix.row(i) for i in ids]
-            singles = acc_table[rows].mean(axis=0)  # (M,)
+            singles = np.stack([acc_table[matrix.row(i)] if i in matrix else fill[i] for i in ids]).mean(axis=0)  # (M,)
             j = int(np.argmax(singles))
             out[f"{split}_acc"] = float(np.mean(acc))
             out[f"{split}_single"] = {m: float(v) for m, v in zip(self.models, singles)}

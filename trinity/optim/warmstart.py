@@ -26,7 +26,10 @@ mean; with many draws per cell the per-question labels stand. With fewer than tw
 group of one question) nothing is shrunk: the targets are the labels, as before. `question`
 keeps the labels as targets (the recipe before). With group targets, cross-validation scores a
 held-out fold's routes against its questions' group means over the other folds (`group_estimates`)
-rather than against their single draws, which pick a λ by luck.
+rather than against their single draws, which pick a λ by luck. A matrix with rows for only some
+training questions (a live run's `trinity collect --per-group N`): every question is still fitted,
+one without a row to its group's mean label (`fill_group_means`; in each fold over the fold's
+labelled rows), and the record counts them (`n_with_rows`, `n_group_mean`).
 
 Role rows (`fit_role_rows`): a session's turn rules (trinity.session.loop) let a Verifier's
 ACCEPT end it only once a Worker answered, and score the newest non-Verifier answer. The default
@@ -248,6 +251,23 @@ def group_estimates(
     return out
 
 
+def fill_group_means(
+    acc: Float64Array, groups: list[str], labelled: npt.NDArray[np.bool_], fit_rows: IndexArray, rows: IndexArray
+) -> Float64Array:
+    """(len(rows), M): `acc` of `rows`, where a row without labels (`labelled` False) gets the mean
+    label of its group over the labelled `fit_rows` (a group none of them has: their mean over all
+    groups). What a question the matrix has no row for is fitted to and scored against."""
+    g = np.asarray(groups)
+    have = fit_rows[labelled[fit_rows]]
+    out = np.asarray(acc[rows], dtype=np.float64).copy()
+    overall = acc[have].mean(axis=0) if len(have) else np.zeros(acc.shape[1])
+    gaps = ~labelled[rows]
+    for name in sorted(set(g[rows[gaps]].tolist())):
+        own = have[g[have] == name]
+        out[gaps & (g[rows] == name)] = acc[own].mean(axis=0) if len(own) else overall
+    return out
+
+
 def choose_lambda(
     X: Float64Array,
     acc: Float64Array,
@@ -291,14 +311,25 @@ def warm_start_theta(
     groups: list[str] | None = None,
     k: int = 1,
     label_targets: str = "group",
+    labelled: npt.ArrayLike | None = None,
 ) -> tuple[Float64Array, dict[str, Any]]:
     """θ with the model rows fitted on (texts, acc) and the role rows at their default (`roles`:
     rows and record from `fit_role_rows`; without it Worker everywhere), and a JSON-ready record
     of the fit (λ, CV scores, train/val routed accuracy). `groups` (one name per training text,
     e.g. benchmark/kind) and `k` (draws per cell) shrink the targets (`label_targets` group, see
-    `shrink_to_groups`); `question` fits the labels themselves."""
+    `shrink_to_groups`); `question` fits the labels themselves. `labelled` (one bool per training
+    text; None: all) marks the texts `acc_train` has labels for: the others are fitted to their
+    group's mean (`fill_group_means`), in the cross-validation's folds too, and the record says
+    how many (`n_with_rows`, `n_group_mean`; left out when every text had labels)."""
     if label_targets not in LABEL_TARGETS:
         raise ValueError(f"label_targets {label_targets!r}: one of {', '.join(LABEL_TARGETS)}")
+    if labelled is not None and not bool(np.all(labelled)):
+        if groups is None:
+            raise ValueError("texts without labels are fitted to their group's mean: pass groups")
+        return _warm_start_sparse(
+            router, x0, n_models, texts_train, acc_train, np.asarray(labelled, dtype=bool), groups,
+            texts_val, acc_val, seed, roles, k, label_targets,
+        )  # fmt: skip
     X = frozen_features(router, texts_train)
     acc_tr = np.asarray(acc_train, dtype=np.float64)
     use_groups = groups if label_targets == "group" else None
@@ -316,6 +347,26 @@ def warm_start_theta(
     if label_targets == "question":
         shrink_info = {"label_targets": "question"}
     W = fit_logistic(X, fit_y, lam)
+    return _assemble(router, x0, n_models, X, W, acc_tr, shrink_info, lam, cv, roles, texts_val, acc_val)
+
+
+def _assemble(
+    router: RouterLike | TextFeatureRouter,
+    x0: npt.ArrayLike,
+    n_models: int,
+    X: Float64Array,
+    W: Float64Array,
+    acc_tr: Float64Array,
+    shrink_info: dict[str, Any],
+    lam: float,
+    cv: dict[str, float],
+    roles: tuple[Float64Array, dict[str, Any]] | None,
+    texts_val: list[str] | None,
+    acc_val: npt.ArrayLike | None,
+    extra: dict[str, Any] | None = None,
+    fitted_note: str = "",
+) -> tuple[Float64Array, dict[str, Any]]:
+    """θ with the fitted model rows `W` and the role rows, and the fit's record."""
     hidden = X.shape[1]
     theta = np.asarray(x0, dtype=np.float64).copy()
     head = theta[: (n_models + len(ROLES)) * hidden].reshape(n_models + len(ROLES), hidden)
@@ -333,12 +384,13 @@ def warm_start_theta(
         "method": "labels",
         "fitted": (
             f"head model rows [0:{n_models}]: per-model L2-regularised logistic regression (no intercept) "
-            f"of recorded correctness ({'shrunk towards its benchmark/kind group' if shrink_info['label_targets'] == 'group' else 'per question'}) "
+            f"of recorded correctness ({'shrunk towards its benchmark/kind group' if shrink_info['label_targets'] == 'group' else 'per question'}{fitted_note}) "
             f"on the frozen features of the training split; role rows: {role_text}; "
             "SVF scales 1.0"
         ),
         **({key: v for key, v in roles[1].items() if key != "role_rows"} if roles is not None else {}),
         "n_train": len(X),
+        **(extra or {}),
         **shrink_info,
         "lambda": lam,
         "cv_routed_acc": cv,
@@ -350,6 +402,60 @@ def warm_start_theta(
         info["val_acc"] = routed_accuracy(W, Xv, np.asarray(acc_val, dtype=np.float64))
         info["n_val"] = len(Xv)
     return theta, info
+
+
+def _warm_start_sparse(
+    router: RouterLike | TextFeatureRouter,
+    x0: npt.ArrayLike,
+    n_models: int,
+    texts_train: list[str],
+    acc_train: npt.ArrayLike,
+    labelled: npt.NDArray[np.bool_],
+    groups: list[str],
+    texts_val: list[str] | None,
+    acc_val: npt.ArrayLike | None,
+    seed: int,
+    roles: tuple[Float64Array, dict[str, Any]] | None,
+    k: int,
+    label_targets: str,
+) -> tuple[Float64Array, dict[str, Any]]:
+    """`warm_start_theta` when some training texts have no labels: every text is fitted, those
+    without labels to their group's mean over the labelled ones (in each CV fold: over the fold's
+    labelled training rows); a held-out fold's routes are scored the same way."""
+    X = frozen_features(router, texts_train)
+    acc_tr = np.asarray(acc_train, dtype=np.float64)
+    everyone = np.arange(len(X))
+    grouped = label_targets == "group" and len(set(groups)) >= 2
+
+    def targets(rows: IndexArray) -> Float64Array:
+        out = fill_group_means(acc_tr, groups, labelled, rows, rows)
+        lab = labelled[rows]
+        if grouped:
+            out[lab] = shrink_to_groups(acc_tr[rows[lab]], [groups[i] for i in rows[lab]], k)[0]
+        return out
+
+    def score_on(fit_rows: IndexArray, rows: IndexArray) -> Float64Array:
+        out = fill_group_means(acc_tr, groups, labelled, fit_rows, rows)
+        lab = labelled[rows]
+        if grouped:
+            have = fit_rows[labelled[fit_rows]]
+            out[lab] = group_estimates(acc_tr, groups, have, rows[lab], k)
+        return out
+
+    full = fill_group_means(acc_tr, groups, labelled, everyone, everyone)
+    lam, cv = choose_lambda(X, full, seed, targets, score_on)
+    fit_y = targets(everyone)
+    if grouped:
+        shrink_info = shrink_to_groups(acc_tr[labelled], [g for g, has in zip(groups, labelled) if has], k)[1]
+    else:
+        shrink_info = {"label_targets": "question"}
+    n_with = int(labelled.sum())
+    W = fit_logistic(X, fit_y, lam)
+    return _assemble(
+        router, x0, n_models, X, W, full, shrink_info, lam, cv, roles, texts_val, acc_val,
+        extra={"n_with_rows": n_with, "n_group_mean": len(X) - n_with},
+        fitted_note="; a question without a row: its group's mean",
+    )  # fmt: skip
 
 
 def role_transcripts(text: RouterText, questions: list[Question], models: list[str]) -> tuple[list[str], Int64Array]:

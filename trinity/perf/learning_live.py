@@ -3,16 +3,20 @@ by side, against the skilled stand-in pool (`trinity.perf.standin`) over loopbac
 
 - old: every candidate on every question (`--live-recipe plain`), the role-rows warm start, live
   validation — live training as it was;
-- new (the default recipe): collect k turn-1 answers per model for the questions training reads
-  (train + val; the test split is evaluated live), cheap, one call each; warm-start the head from those labels, then race the ES (common random numbers,
-  successive halving, the incumbent re-evaluated); validation reads the collected matrix.
+- new (the default recipe): collect k turn-1 answers per model for `--collect-per-group` training
+  questions of each topic (default 4; 0: every train + val question; the test split is evaluated
+  live), one call each; warm-start the head from those labels (the other training questions get
+  their topic's mean), evaluate that warm start alone (generation 0: the collect's $ only), then
+  race the ES (common random numbers, successive halving, the incumbent re-evaluated); validation
+  reads the collected matrix (a val question without a row: its topic's mean).
 
 Same questions, splits and seeds for both; each recipe gets its own stand-in server (the same seed:
 the same answers) and its own empty response cache, so the server's own count is that recipe's
 spend. Training stops at each `--eval-every` generations for a live evaluation of the run's chosen
 θ on the held-out test split; the evaluation's calls are counted apart (before/after at the server)
 and are not part of the curve's $. Reported: held-out accuracy against cumulative $ for both, the
-$ each needed to reach the old recipe's final accuracy, the pool's per-topic ceiling and best single
+$ each needed to reach the old recipe's final accuracy (and the new recipe's as a share of that and
+of the old recipe's total), the pool's per-topic ceiling and best single
 model on those questions (one Worker turn each, measured by the same evaluation), average turns,
 and paired bootstrap CIs (new − old, new − best single).
 """
@@ -37,6 +41,14 @@ def register_args(p) -> None:
         default=1,
         help="live: turn-1 answers per model and question the new recipe collects (default 1: the warm "
         "start's labels average over the questions of a topic, so one draw each shows a model's edge)",
+    )
+    g.add_argument(
+        "--collect-per-group",
+        type=int,
+        default=4,
+        metavar="N",
+        help="live: the new recipe collects N training questions of each topic (default 4); the warm start "
+        "gives the others, and validation's questions, their topic's mean; 0: every train + val question",
     )
     g.add_argument(
         "--collect-all",
@@ -129,11 +141,16 @@ def run_recipe(name: str, args, qfile: Path, questions, work: Path) -> dict[str,
             )
             # only the questions training reads (train + val, the run's own splits): the test split is
             # evaluated live, so its rows would be bought and never read
+            from trinity.data.questions import pick_per_group
             from trinity.optim.runinputs import inputs_from_config
 
             splits = inputs_from_config(load_config(None, {**over, "generations": 1})).splits
             read = set(splits["train"]) | set(splits["val"])
             asked = [q for q in questions if q.id in read] if not args.collect_all else questions
+            if args.collect_per_group:  # a few training questions per topic: their labels' means name the specialists
+                asked = pick_per_group(
+                    [q for q in questions if q.id in splits["train"]], args.collect_per_group, args.seed
+                )
             res = collect(
                 asked,
                 pool,
@@ -154,7 +171,9 @@ def run_recipe(name: str, args, qfile: Path, questions, work: Path) -> dict[str,
         points: list[dict[str, Any]] = []
         eval_usd = 0.0
         ev = None
-        for i, g in enumerate(_stage_gens(args.generations, args.eval_every)):
+        # the new recipe's first point is its warm start alone (generation 0: the collect's $ only)
+        stages = ([0] if name == "new" else []) + _stage_gens(args.generations, args.eval_every)
+        for i, g in enumerate(stages):
             if i == 0:
                 res_t = start_run(load_config(None, {**over, "generations": g}), run_dir=rd)
             else:
@@ -254,6 +273,9 @@ def summarise(old: dict[str, Any], new: dict[str, Any], questions, bootstrap: in
         "new_avg_turns": new["points"][-1]["avg_turns"],
         "usd_to_old_final": {"old": reach_old, "new": reach_new},
         "usd_ratio_new_over_old": (reach_new / reach_old) if reach_new is not None and reach_old else None,
+        "usd_ratio_new_over_old_total": (
+            reach_new / old["points"][-1]["usd"] if reach_new is not None and old["points"][-1]["usd"] else None
+        ),
         "total_usd": {"old": old["points"][-1]["usd"], "new": new["points"][-1]["usd"]},
         "ci_new_minus_old": ci(en.router_q, eo.router_q),
         "ci_new_minus_best_single": ci(en.router_q, singles[:, best]),
@@ -311,6 +333,8 @@ def run_live(args) -> int:
         raise InputError(f"--topics {args.topics!r}: use some of math,mc,code")
     if args.generations < 1 or args.popsize < 2 or args.m < 1 or args.eval_every < 1 or args.collect_k < 1:
         raise InputError("--generations >= 1, --popsize >= 2, --m >= 1, --eval-every >= 1, --collect-k >= 1")
+    if args.collect_per_group < 0:
+        raise InputError("--collect-per-group >= 0 (0: every train + val question)")
     if args.plot and not args.plot.lower().endswith(".png"):
         raise InputError(f"--plot {args.plot}: give a file name ending in .png")
     if args.per_topic is not None and args.per_topic < 2:
@@ -330,8 +354,8 @@ def run_live(args) -> int:
         qfile.write_text("".join(json.dumps(q.to_json()) + "\n" for q in questions), encoding="utf-8")
         if not args.json:
             print(f"stand-in pool: {', '.join(m.id for m in STANDIN_MODELS)}; {len(questions)} questions", flush=True)
+        new = run_recipe("new", args, qfile, questions, work)  # the short one first: its figures print early
         old = run_recipe("old", args, qfile, questions, work)
-        new = run_recipe("new", args, qfile, questions, work)
         summary = summarise(old, new, questions)
         test_q = new["_eval"].questions
         summary["expected_ceiling"] = Standin(questions, seed=args.seed).ceiling(test_q)
@@ -344,6 +368,7 @@ def run_live(args) -> int:
             "m": args.m,
             "eval_every": args.eval_every,
             "collect_k": args.collect_k,
+            "collect_per_group": args.collect_per_group,
             "collect_all": bool(args.collect_all),
             "topics": topics,
             "splits": args.split_shares,
@@ -398,12 +423,18 @@ def print_text(result: dict[str, Any], plot: str | None = None) -> None:
             f"{usd(s['usd_to_old_final'][name])}"
         )
     nr = result["recipes"]["new"]
+    per_group = result.get("collect_per_group") or 0
+    which = f"{per_group} train per topic" if per_group else "all" if result["collect_all"] else "train + val"
     print(
         f"new recipe's collect: ${nr['collect_usd']:.5f} ({nr['collect_calls']} calls, k {result['collect_k']}, "
-        f"{nr['collect_questions']} questions: {'all' if result['collect_all'] else 'train + val'})"
+        f"{nr['collect_questions']} questions: {which})"
     )
-    ratio = s["usd_ratio_new_over_old"]
-    print(f"new / old $ to the old recipe's final accuracy: {'n/a' if ratio is None else f'{ratio:.2f}'}")
+
+    def ratio_text(v):
+        return "n/a" if v is None else f"{v:.3f}"
+
+    print(f"new / old $ to the old recipe's final accuracy: {ratio_text(s['usd_ratio_new_over_old'])}")
+    print(f"new $ to it / old recipe's total $: {ratio_text(s.get('usd_ratio_new_over_old_total'))}")
     for key, label in (("ci_new_minus_old", "new - old"), ("ci_new_minus_best_single", "new - best single")):
         c = s[key]
         print(f"paired 95% CI {label}: {c['point']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]")

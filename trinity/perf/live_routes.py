@@ -8,8 +8,11 @@ the router picks on a bare query, the held-out routes per topic, and the expecte
 ceiling. `--refit question|group` scores the label warm start refitted on the run's collected
 matrix with those targets (the same code as a run's generation 0) instead of the run's chosen θ:
 a paired comparison of the two label fits on the same labels, free (no call is made).
+`--per-group-sweep 3,4,5,0` refits the group-target fit on only N of the collected training
+questions of each topic (drawn as `trinity collect --per-group N` draws; 0: all), the others given
+their topic's mean: what a smaller collect would have routed, from one full collect.
 
-    python -m trinity.perf.live_routes DIR/run-new [--refit group] [--refit question]
+    python -m trinity.perf.live_routes DIR/run-new [--refit group] [--refit question] [--per-group-sweep 3,4,5,0]
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ from typing import Any
 import numpy as np
 
 
-def routes(run_dir: Path, refit: str | None = None, router: Any = None) -> tuple[dict[str, Any], Any]:
+def routes(
+    run_dir: Path, refit: str | None = None, router: Any = None, per_group: int = 0
+) -> tuple[dict[str, Any], Any]:
     from trinity.competition.text import router_text
     from trinity.config import TrainConfig
     from trinity.data.matrix import load_matrix
-    from trinity.data.questions import load_questions
+    from trinity.data.questions import load_questions, pick_per_group, question_group
     from trinity.optim.fitness import build_router
     from trinity.optim.warmstart import warm_start_theta
     from trinity.perf.standin import STANDIN_MODELS, Standin
@@ -49,7 +54,11 @@ def routes(run_dir: Path, refit: str | None = None, router: Any = None) -> tuple
             raise SystemExit(f"{run_dir}: no collected matrix to refit on")
         mat = load_matrix(cfg["matrix"])
         train = [by_id[i] for i in meta["splits"]["train"]]
-        acc = mat.accuracy()[[mat.row(q.id) for q in train]]
+        have = [q for q in train if q.id in mat]
+        keep = {q.id for q in (pick_per_group(have, per_group, cfg["seed"]) if per_group else have)}
+        labelled = np.array([q.id in keep for q in train], dtype=bool)
+        acc = np.full((len(train), len(models)), np.nan)
+        acc[labelled] = mat.accuracy()[[mat.row(q.id) for q in train if q.id in keep]]
         theta, _ = warm_start_theta(
             router,
             router.initial_mean(),
@@ -57,11 +66,14 @@ def routes(run_dir: Path, refit: str | None = None, router: Any = None) -> tuple
             [text(q) for q in train],
             acc,
             seed=cfg["seed"],
-            groups=[f"{q.benchmark}/{q.kind}" for q in train],
+            groups=[question_group(q) for q in train],
             k=mat.k,
             label_targets=refit,
+            labelled=labelled,
         )
     out: dict[str, Any] = {"run": str(run_dir), "theta": refit or "chosen"}
+    if per_group:
+        out["per_group"] = per_group
     for split in ("train", "val", "test"):
         qq = [by_id[i] for i in meta["splits"][split]]
         logits = np.asarray(router.population_logits(theta[None, :], [text(q) for q in qq])[0])[:, : len(models)]
@@ -83,11 +95,28 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run_dirs", nargs="+", type=Path)
     ap.add_argument("--refit", action="append", choices=["question", "group"], default=[])
+    ap.add_argument(
+        "--per-group-sweep",
+        default=None,
+        metavar="N,N,...",
+        help="refit the group-target fit on N collected training questions per topic, for each N (0: all)",
+    )
     args = ap.parse_args(argv)
+    sweep: list[int] = []
+    if args.per_group_sweep is not None:
+        try:
+            sweep = [int(x) for x in args.per_group_sweep.split(",") if x.strip()]
+        except ValueError:
+            ap.error(f"--per-group-sweep {args.per_group_sweep!r}: give comma-separated counts, e.g. 3,4,5,0")
+        if not sweep or min(sweep) < 0:
+            ap.error("--per-group-sweep: counts >= 0 (0: every collected training question)")
     router = None
     for rd in args.run_dirs:
         for refit in [None, *args.refit]:
             res, router = routes(rd, refit, router)
+            print(json.dumps(res), flush=True)
+        for n in sweep:
+            res, router = routes(rd, "group", router, per_group=n)
             print(json.dumps(res), flush=True)
     return 0
 

@@ -287,6 +287,10 @@ class WarmStart(_OpenRecord):
     role_train_acc: Num | None = None
     secs: Num | None = None
     label_targets: str | None = None  # labels: group | question (None: written before the choice existed)
+    # labels from a matrix without a row for every training question (a per-group collect): how
+    # many had rows and how many were fitted to their group's mean; left out when all had rows
+    n_with_rows: int | None = None
+    n_group_mean: int | None = None
 
 
 class RunMeta(_OpenRecord):

@@ -28,6 +28,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--split", default="train", help="train | val | test | all (default train)")
     p.add_argument("--n", type=int, default=None, help="first N questions of the split")
     p.add_argument("--k", type=int, default=4, help="samples per (question, model); default 4")
+    p.add_argument(
+        "--per-group",
+        type=int,
+        default=None,
+        dest="per_group",
+        metavar="N",
+        help="ask only N questions of each group (benchmark and kind), drawn by --seed: enough for a "
+        "live run's warm start, which gives the other questions their group's mean (default: all)",
+    )
     p.add_argument("--pool", required=True, help="pool name in configs/models.yaml")
     p.add_argument("--base-url", help="override the pool's base URL (a local server, the practice server)")
     p.add_argument("--models-yaml", help="providers file (default configs/models.yaml)")
@@ -84,6 +93,9 @@ def collect_protocol(name: str | None, pool: str) -> str:
 
 
 def run_collect(args: argparse.Namespace) -> int:
+    # lazy: kept off the CLI start (adds numpy here)
+    from trinity.data.questions import pick_per_group
+
     # lazy: kept off the CLI start (adds PyYAML here)
     from trinity.pool.providers import load_pool, pool_prices, price_overrides
 
@@ -92,11 +104,15 @@ def run_collect(args: argparse.Namespace) -> int:
 
     if args.k < 1:
         raise InputError("--k must be at least 1")
+    if args.per_group is not None and args.per_group < 1:
+        raise InputError("--per-group must be at least 1")
     if args.fail_threshold is not None and not 0 < args.fail_threshold <= 1:
         raise InputError("--fail-threshold must be in (0, 1]")
     bench = get_benchmark(args.benchmark)
     questions = bench.load(args.data)
     questions = select_questions(questions, args.split, args.n, args.seed)
+    if args.per_group is not None:
+        questions = pick_per_group(questions, args.per_group, args.seed)
     bench.preflight(questions)  # a grader that cannot run here fails now, before any paid call
     if not questions:
         raise InputError(f"no questions in split {args.split!r} of {args.benchmark}")
