@@ -237,9 +237,7 @@ def stop_demo_servers(app) -> None:
             elif launched.proc.poll() is None:  # still starting (no lock yet): nothing to checkpoint
                 launched.proc.terminate()
         app.exit_note = demo_exit_note(sup.runs_root)
-    if any(RunDir(p).is_locked() for p in sup.launched):
-        return
-    sup.stop_servers()
+    sup.release_servers()
 
 
 def demo_exit_note(root: Path) -> str:
