@@ -49,7 +49,13 @@ def _launch(argv: list[str], tree: Path, cfg: Path, extra_env: dict[str, str] | 
     env = dict(os.environ, TERM="xterm-256color", XDG_CONFIG_HOME=str(cfg), PYTHONPATH=str(tree), **(extra_env or {}))
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, *argv], stdin=slave, stdout=slave, stderr=slave, start_new_session=True, env=env
+        [sys.executable, *argv],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        env=env,
+        cwd=cfg.parent,  # not a source tree: `-m` and `-c` put the working directory first on sys.path
     )
     os.close(slave)
     buf, took = b"", None
@@ -94,6 +100,14 @@ def modules_at_first_frame(tree: Path, runs: Path, cfg: Path, out: Path) -> list
     return out.read_text().split("\n")
 
 
+def _origin(tree: Path, runs: Path, cfg: Path, base: Path) -> Path:
+    """Where the app a sample starts is imported from (PYTHONPATH must win over the install)."""
+    out = base / "origin"
+    code = f"import minertui, pathlib; pathlib.Path({str(out)!r}).write_text(minertui.__file__)"
+    subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(tree)), cwd=base, check=True)
+    return Path(out.read_text()).resolve().parents[1]
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--a", default="/work/main", help="tree A (default /work/main)")
@@ -114,6 +128,9 @@ def main() -> int:
         cfg.mkdir()
         print(f"load average before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs")
         mods = {n: modules_at_first_frame(t, runs, cfg, base / f"mods-{n}") for n, t in trees.items()}
+        for n, t in trees.items():
+            if not any(m.startswith("minertui") for m in mods[n]) or _origin(t, runs, cfg, base) != t:
+                raise SystemExit(f"tree {n}: the app did not run from {t}")
         for _ in range(2):  # warm the file cache and the bytecode of both trees
             for t in trees.values():
                 first_frame(t, runs, cfg)
