@@ -106,7 +106,7 @@ def _settings_fast(data: dict[str, Any]) -> Settings | None:
             return None  # out of bounds (NaN too), or a bound this path does not know
         if isinstance(v, dict) and not all(type(k) is str for k in v):
             return None
-    named = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items() if k in SETTING_TYPES}
+    named: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items() if k in SETTING_TYPES}
     return Settings(**named, other={k: v for k, v in data.items() if k not in SETTING_TYPES})
 
 

@@ -43,7 +43,9 @@ raise SystemExit(main(sys.argv[1:]))
 """
 
 
-def _launch(argv: list[str], tree: Path, cfg: Path, extra_env: dict[str, str] | None = None) -> tuple[float | None, str]:
+def _launch(
+    argv: list[str], tree: Path, cfg: Path, extra_env: dict[str, str] | None = None
+) -> tuple[float | None, str]:
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     env = dict(os.environ, TERM="xterm-256color", XDG_CONFIG_HOME=str(cfg), PYTHONPATH=str(tree), **(extra_env or {}))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import os
 import statistics
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
