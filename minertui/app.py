@@ -29,7 +29,7 @@ from minertui.modes import MODE_KEYS
 from minertui.notify import EndWatcher, Notifier, parse_settings
 from minertui.screens.common import AppState, ModeScreen
 from minertui.screens.help import ConfirmScreen, HelpScreen
-from minertui.settings import DEFAULT_THEME, load_themes, read_settings, save_settings
+from minertui.settings import DEFAULT_THEME, load_themes, read_settings, save_settings, state_dir
 from minertui.widgets.tables import export_dir
 from trinity.errors import TrinityError
 
@@ -353,8 +353,6 @@ class MinerApp(App):
         and the terminal gets one line (the CLI contract: `error: …`)."""
         if not self._exit_renderables:
             return
-        from minertui.settings import state_dir  # lazy: PyYAML kept off the app's first frame
-
         path = state_dir() / f"crash-{time.strftime('%Y%m%d-%H%M%S')}.log"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
