@@ -7,8 +7,10 @@ Each sample is `python -m minertui --runs-dir …` started in a pseudo-terminal 
 PYTHONPATH set to the tree, timed from the process start until the frame holds the title and the
 Runs mode (as `minertui bench` times it; Python start-up included). Modules at first frame: the
 length of `sys.modules` when Textual's app is ready (mounted, the first frame about to be drawn),
-read once per tree through a small wrapper that runs the same `minertui` entry point. The
-1-minute load average is printed before and after.
+read through a small wrapper that runs the same `minertui` entry point; the same wrapper gives
+the process's CPU seconds until then (start-up included; one sample a tree a round): on a loaded
+box the wall time mostly measures waiting for a core, the CPU time does not. The 1-minute load
+average is printed before and after.
 """
 
 from __future__ import annotations
@@ -27,15 +29,16 @@ import termios
 import time
 from pathlib import Path
 
-# runs `minertui --runs-dir …` and writes len(sys.modules) to $FF_MODULES_OUT when the app is ready
+# runs `minertui --runs-dir …`; when the app is ready it writes the process's CPU seconds so far
+# (start-up included) and the names in sys.modules to $FF_MODULES_OUT
 WRAPPER = """
-import os, sys
+import os, sys, time
 from textual.app import App
 _ready = App._ready
 async def ready(self):
     await _ready(self)
     with open(os.environ["FF_MODULES_OUT"], "w") as f:
-        f.write("\\n".join(sorted(sys.modules)))
+        f.write("\\n".join([repr(time.process_time()), *sorted(sys.modules)]))
     self.exit()
 App._ready = ready
 from minertui.__main__ import main
@@ -94,12 +97,14 @@ def first_frame(tree: Path, runs: Path, cfg: Path) -> float:
     return took
 
 
-def modules_at_first_frame(tree: Path, runs: Path, cfg: Path, out: Path) -> list[str]:
+def at_first_frame(tree: Path, runs: Path, cfg: Path, out: Path) -> tuple[float, list[str]]:
+    """(CPU seconds the process used until the app was ready, the modules loaded by then)."""
     out.unlink(missing_ok=True)
     _launch(["-c", WRAPPER, "--runs-dir", str(runs)], tree, cfg, {"FF_MODULES_OUT": str(out)})
     if not out.is_file():
         raise SystemExit(f"{tree}: the app never became ready")
-    return out.read_text().split("\n")
+    cpu, *mods = out.read_text().split("\n")
+    return float(cpu), mods
 
 
 def _origin(tree: Path, runs: Path, cfg: Path, base: Path) -> Path:
@@ -129,7 +134,7 @@ def main() -> int:
         make_run(runs / "run-a", generations=30, planned=60)
         cfg.mkdir()
         print(f"load average before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs")
-        mods = {n: modules_at_first_frame(t, runs, cfg, base / f"mods-{n}") for n, t in trees.items()}
+        mods = {n: at_first_frame(t, runs, cfg, base / f"mods-{n}")[1] for n, t in trees.items()}
         for n, t in trees.items():
             if not any(m.startswith("minertui") for m in mods[n]) or _origin(t, runs, cfg, base) != t:
                 raise SystemExit(f"tree {n}: the app did not run from {t}")
@@ -137,15 +142,18 @@ def main() -> int:
             for t in trees.values():
                 first_frame(t, runs, cfg)
         times: dict[str, list[float]] = {"A": [], "B": []}
+        cpu: dict[str, list[float]] = {"A": [], "B": []}
         for i in range(args.rounds):
             for n in ("A", "B") if i % 2 == 0 else ("B", "A"):
                 times[n].append(first_frame(trees[n], runs, cfg))
+                cpu[n].append(at_first_frame(trees[n], runs, cfg, base / "cpu")[0])
         print(f"load average after:  {os.getloadavg()[0]:.2f} (1 min)")
     for n, tree in trees.items():
         ts = sorted(times[n])
         print(
             f"{n} {tree}: first frame median {statistics.median(ts):.3f} s (min {ts[0]:.3f}, max {ts[-1]:.3f}, "
-            f"n={len(ts)}); modules at first frame {len(mods[n])}"
+            f"n={len(ts)}); CPU until ready {statistics.median(cpu[n]):.3f} s median; "
+            f"modules at first frame {len(mods[n])}"
         )
         heavy = [m for m in ("pydantic", "numpy", "yaml", "trinity.runs.records", "minertui.demo") if m in mods[n]]
         print(f"  loaded at first frame: {', '.join(heavy) or 'none of pydantic, numpy, yaml, records, demo'}")
