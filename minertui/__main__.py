@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise TrinityError(f"{run_dir} is not a run directory (no run.json); give a directory under runs/")
             app = MinerApp(runs_root=run_dir.resolve().parent, theme=args.theme, open_run=run_dir, start_mode="train")
         elif args.command == "demo":
-            from minertui.demo import demo_runs_dir  # lazy: numpy + PyYAML kept off the app's first frame
+            from minertui.demo import demo_runs_dir  # lazy: only `minertui demo` loads the demo (numpy + PyYAML)
 
             app = MinerApp(runs_root=demo_runs_dir(args.demo_runs_dir), theme=args.theme, start_mode="train", demo=True)
         else:
@@ -62,9 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                     "your runs (default ./runs)"
                 )
             app = MinerApp(runs_root=root, theme=args.theme)
-        from minertui.demo import stop_demo_servers  # lazy: numpy + PyYAML kept off the app's first frame
-
-        app.hangup_guard = HangupGuard(app, cleanup=lambda: stop_demo_servers(app)).install()
+        app.hangup_guard = HangupGuard(app, cleanup=app.release_servers).install()
         app.run()
         app.hangup_guard.stop()
         if getattr(app, "exit_note", ""):

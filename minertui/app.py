@@ -11,6 +11,7 @@ import asyncio
 import importlib
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -28,14 +29,14 @@ from minertui.modes import MODE_KEYS
 from minertui.notify import EndWatcher, Notifier, parse_settings
 from minertui.screens.common import AppState, ModeScreen
 from minertui.screens.help import ConfirmScreen, HelpScreen
-from minertui.settings import DEFAULT_THEME, load_themes, read_settings, save_settings
-from minertui.supervisor import Supervisor
+from minertui.settings import DEFAULT_THEME, load_themes, read_settings, save_settings, state_dir
 from minertui.widgets.tables import export_dir
 from trinity.errors import TrinityError
 
 if TYPE_CHECKING:
     from minertui.notify import EndWatcher, Notifier
     from minertui.reader import Poll, Reader
+    from minertui.supervisor import Supervisor
 
 
 def _mode_screen(mode: str) -> Callable[[], Screen]:
@@ -72,7 +73,8 @@ class MinerApp(App):
     ) -> None:
         super().__init__()
         self.runs_root = Path(runs_root)
-        self.supervisor = Supervisor(self.runs_root)
+        self._supervisor: Supervisor | None = None  # made on first use (`supervisor`)
+        self._supervisor_lock = threading.Lock()  # the poll thread and the UI may both ask first
         self._reader: Reader | None = None
         self._open_run = open_run
         self.latest: Poll | None = None
@@ -171,7 +173,28 @@ class MinerApp(App):
     def _hang_up(self) -> None:
         self.exit(return_code=0)
 
-    # ---- the reader ----------------------------------------------------------------------
+    # ---- the supervisor and the reader ---------------------------------------------------
+    @property
+    def supervisor(self) -> Supervisor:
+        """Made on first use (it brings the run records and pydantic), i.e. after the first frame:
+        the first poll, or an engine action."""
+        with self._supervisor_lock:
+            if self._supervisor is None:
+                from minertui.supervisor import Supervisor  # lazy: run records + pydantic kept off the first frame
+
+                self._supervisor = Supervisor(self.runs_root)
+            return self._supervisor
+
+    def release_servers(self) -> None:
+        """On quit or a closed terminal: the demo stops its own engine and leaves a note; any app
+        stops the servers it started unless a run it launched still needs them."""
+        if self.demo:
+            from minertui.demo import stop_demo_servers  # lazy: only the demo needs it (numpy + PyYAML)
+
+            stop_demo_servers(self)
+        elif self._supervisor is not None:  # never made: this app started nothing
+            self._supervisor.release_servers()
+
     @property
     def reader(self) -> Reader:
         """Made on first use (it brings numpy), i.e. in the first poll, after the first frame."""
@@ -323,17 +346,13 @@ class MinerApp(App):
             )
 
     def on_unmount(self) -> None:
-        from minertui.demo import stop_demo_servers  # lazy: numpy + PyYAML kept off the app's first frame
-
-        stop_demo_servers(self)
+        self.release_servers()
 
     def _print_error_renderables(self) -> None:
         """An internal error never dumps a traceback on the terminal: it goes to a crash log,
         and the terminal gets one line (the CLI contract: `error: …`)."""
         if not self._exit_renderables:
             return
-        from minertui.settings import state_dir  # lazy: PyYAML kept off the app's first frame
-
         path = state_dir() / f"crash-{time.strftime('%Y%m%d-%H%M%S')}.log"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

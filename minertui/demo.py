@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from minertui.settings import state_dir
 from minertui.supervisor import log_tail
 from trinity.errors import InputError
 from trinity.practice.simulation import config_path
@@ -34,8 +35,6 @@ KEEP_RUNS = 3  # the newest demo runs kept in the demo dir; older ones (not runn
 def default_demo_dir() -> Path:
     """Where `minertui demo` keeps its runs: `$XDG_STATE_HOME/minertui/demo` (default
     ~/.local/state/minertui/demo). Open them later with `minertui --runs-dir <that dir>`."""
-    from minertui.settings import state_dir  # lazy: pydantic loaded only when used
-
     return state_dir() / "demo"
 
 
@@ -237,9 +236,7 @@ def stop_demo_servers(app) -> None:
             elif launched.proc.poll() is None:  # still starting (no lock yet): nothing to checkpoint
                 launched.proc.terminate()
         app.exit_note = demo_exit_note(sup.runs_root)
-    if any(RunDir(p).is_locked() for p in sup.launched):
-        return
-    sup.stop_servers()
+    sup.release_servers()
 
 
 def demo_exit_note(root: Path) -> str:

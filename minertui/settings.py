@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+import types
+import typing
+from dataclasses import dataclass, field, fields
+from functools import cache
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trinity.errors import ConfigError
 from trinity.io import atomic_write_json
@@ -47,24 +49,91 @@ def state_dir() -> Path:
     return Path(base) / "minertui"
 
 
-class Settings(BaseModel):
-    """settings.json, validated once when read. Keys this model does not name are kept (and
-    written back) untouched: a newer app's settings survive an older one."""
-
-    model_config = ConfigDict(frozen=True, extra="allow")
+@dataclass(frozen=True)
+class Settings:
+    """settings.json, validated once when read. Keys this version does not name are kept in
+    `other` (and written back untouched by `save_settings`): a newer app's settings survive an
+    older one. A field's `metadata` holds its bounds (pydantic `Field` keywords)."""
 
     theme: str | None = None
-    smoothing: float | None = Field(default=None, ge=0, lt=1)  # Train's curve smoothing
+    smoothing: float | None = field(default=None, metadata={"ge": 0, "lt": 1})  # Train's curve smoothing
     keymap: dict[str, Any] | None = None  # binding id -> key; each entry checked by keymap.load_keymap
     submit_miner: str | None = None
     submit_repo: str | None = None
     export_dir: str | None = None
     system_pane: bool | None = None  # Train's system pane open (remembered from the last session)
+    other: dict[str, Any] = field(default_factory=dict)  # the keys not named above
 
     def get(self, key: str, default: Any = None) -> Any:
-        """A setting by name (a named field, or a key this model does not name yet)."""
-        v = getattr(self, key, None) if key in type(self).model_fields else (self.model_extra or {}).get(key)
+        """A setting by name (a named field, or a key this version does not name yet)."""
+        v = getattr(self, key) if key in SETTING_TYPES else self.other.get(key)
         return default if v is None else v
+
+
+def _setting_types() -> dict[str, tuple[type, ...]]:
+    """Each named setting -> the types its value may already have to be taken as it is (None
+    aside): `str | None` -> (str,), `dict[str, Any] | None` -> (dict,)."""
+    hints = typing.get_type_hints(Settings)
+    out = {}
+    for f in fields(Settings):
+        if f.name == "other":
+            continue
+        args = typing.get_args(hints[f.name]) if isinstance(hints[f.name], types.UnionType) else (hints[f.name],)
+        out[f.name] = tuple(typing.get_origin(a) or a for a in args if a is not type(None))
+    return out
+
+
+SETTING_TYPES = _setting_types()
+BOUNDS = {f.name: dict(f.metadata) for f in fields(Settings) if f.metadata}
+_BOUND_OK = {
+    "ge": lambda v, b: v >= b,
+    "gt": lambda v, b: v > b,
+    "le": lambda v, b: v <= b,
+    "lt": lambda v, b: v < b,
+}
+
+
+def _settings_fast(data: dict[str, Any]) -> Settings | None:
+    """The settings when every named value already has its type and is in bounds (what the app
+    itself writes), without pydantic; None when any needs checking or converting (`_settings_slow`)."""
+    for name, allowed in SETTING_TYPES.items():
+        v = data.get(name)
+        if v is None:
+            continue
+        if type(v) not in allowed:  # exact: pydantic turns 0 into 0.0 and 1 into True
+            return None
+        if not all(k in _BOUND_OK and _BOUND_OK[k](v, b) for k, b in BOUNDS.get(name, {}).items()):
+            return None  # out of bounds (NaN too), or a bound this path does not know
+        if isinstance(v, dict) and not all(type(k) is str for k in v):
+            return None
+    named: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items() if k in SETTING_TYPES}
+    return Settings(**named, other={k: v for k, v in data.items() if k not in SETTING_TYPES})
+
+
+@cache
+def _settings_model() -> Any:
+    """The pydantic model of `Settings` (same fields, same bounds): the slow path's validator."""
+    from pydantic import ConfigDict, Field, create_model  # lazy: pydantic only for a file that needs checking
+
+    hints = typing.get_type_hints(Settings)
+    spec: dict[str, Any] = {n: (hints[n], Field(default=None, **BOUNDS.get(n, {}))) for n in SETTING_TYPES}
+    return create_model("Settings", __config__=ConfigDict(frozen=True, extra="allow"), **spec)
+
+
+def _settings_slow(data: dict[str, Any]) -> tuple[Settings, list[str]]:
+    """Validated by pydantic: lax conversions ("0.5" -> 0.5, 1 -> True); a setting of the wrong
+    type is left out (its default used) and named in one line."""
+    from pydantic import ValidationError  # lazy: pydantic only for a file that needs checking
+
+    model = _settings_model()
+    errors: list[str] = []
+    try:
+        m = model.model_validate(data)
+    except ValidationError as e:
+        bad = {str(err["loc"][0]): err["msg"] for err in reversed(e.errors()) if err["loc"]}
+        errors = [f'{settings_path()}: "{k}": {msg}; the default is used' for k, msg in sorted(bad.items())]
+        m = model.model_validate({k: v for k, v in data.items() if k not in bad})
+    return Settings(**{n: getattr(m, n) for n in SETTING_TYPES}, other=dict(m.model_extra or {})), errors
 
 
 def settings_path() -> Path:
@@ -92,12 +161,8 @@ def read_settings() -> tuple[Settings, list[str]]:
     data, problem = _raw_settings()
     if data is None:
         return Settings(), [problem or ""]
-    try:
-        return Settings.model_validate(data), []
-    except ValidationError as e:
-        bad = {str(err["loc"][0]): err["msg"] for err in reversed(e.errors()) if err["loc"]}
-    errors = [f'{settings_path()}: "{k}": {msg}; the default is used' for k, msg in sorted(bad.items())]
-    return Settings.model_validate({k: v for k, v in data.items() if k not in bad}), errors
+    fast = _settings_fast(data)
+    return (fast, []) if fast is not None else _settings_slow(data)
 
 
 def load_settings() -> Settings:

@@ -271,6 +271,13 @@ class Supervisor:
                 p.terminate()
         self.servers.clear()
 
+    def release_servers(self) -> None:
+        """On quit: stop the servers this app started unless a run it launched still needs them
+        (an engine holding that run); then they stay up with that engine, in their own session."""
+        if any(RunDir(p).is_locked() for p in self.launched):
+            return
+        self.stop_servers()
+
 
 def _shown(arg: str) -> str:
     return arg if arg and " " not in arg else repr(arg)

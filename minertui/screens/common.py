@@ -24,10 +24,12 @@ class AppState(Protocol):
     declared here because a screen cannot import the app module (app imports the screens)."""
 
     runs_root: Path
-    supervisor: Supervisor
     latest: Poll | None
     unsaved: dict[str, str]
     smoothing: float
+
+    @property
+    def supervisor(self) -> Supervisor: ...
 
     @property
     def reader(self) -> Reader: ...

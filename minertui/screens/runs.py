@@ -20,7 +20,7 @@ from textual.widgets.data_table import ColumnKey
 from minertui.messages import BaselinePinned, CompareChanged
 from minertui.screens.common import EngineActions, ModeScreen
 from minertui.screens.help import ConfirmScreen
-from minertui.widgets.format import fmt_duration, iso_short, num, spend_of, status_text
+from minertui.widgets.format import duration, iso_short, num, spend_of, status_text
 from minertui.widgets.tables import ClickRecorder, FilterBar, export_table, filter_rows, header, header_miss, sort_rows
 
 if TYPE_CHECKING:  # numpy comes with them; the Runs mode draws its first frame without it
@@ -54,7 +54,7 @@ def run_row(s: RunSnapshot, smoothing: float = 0.6) -> tuple:
     total = s.generations_total
     gen = f"{s.generations_done}/{total}" if total else str(s.generations_done)
     eta = s.eta
-    eta_text = "—" if eta is None else fmt_duration(eta.secs) + ("$" if eta.limit == "budget" else "")
+    eta_text = "—" if eta is None else duration(eta.secs) + ("$" if eta.limit == "budget" else "")
     return (
         s.id,
         s.shown_status,
@@ -105,7 +105,7 @@ def sweep_row(sw: SweepSnapshot, trials: list[RunSnapshot], expanded: bool, smoo
         num(v[3]),
         num(v[4]),
         spend_of(sw.spent_usd, sw.budget_usd),
-        "—" if v[6] is None else fmt_duration(v[6]),
+        "—" if v[6] is None else duration(v[6]),
         v[7],
         v[8],
         iso_short(sw.created),
@@ -340,9 +340,9 @@ class RunsScreen(EngineActions, ModeScreen):
         eta = s.eta
         if eta is not None:
             t.append(
-                f" · ETA {fmt_duration(eta.secs)} ({eta.limit} runs out first)"
+                f" · ETA {duration(eta.secs)} ({eta.limit} runs out first)"
                 if eta.limit == "budget"
-                else f" · ETA {fmt_duration(eta.secs)}"
+                else f" · ETA {duration(eta.secs)}"
             )
         if s.phase == "paused":
             t.append(f"\npaused at generation {s.generations_done}, checkpointed; r resumes it", style="italic")

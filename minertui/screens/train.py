@@ -29,7 +29,7 @@ from minertui.widgets.curves import (
     View,
     legend_text,
 )
-from minertui.widgets.format import bar, fmt_duration, money, num, usd, utc
+from minertui.widgets.format import bar, duration, money, num, usd, utc
 from minertui.widgets.system import system_text
 
 LOG_STYLE = {"error": "red", "warning": "yellow", "status": "bold"}
@@ -78,7 +78,7 @@ def stats_text(s: RunSnapshot, baseline: tuple[str, float] | None = None) -> Tex
     t.append("\n")
     t.append("ETA      ", style="dim")
     eta = s.eta
-    t.append(fmt_duration(eta.secs) if eta is not None else "—")
+    t.append(duration(eta.secs) if eta is not None else "—")
     if eta is not None:
         t.append(
             " budget-bound" if eta.limit == "budget" else f" · {eta.generations:.0f} gen left",
@@ -128,7 +128,7 @@ def progress_text(s: RunSnapshot, width: int = 30) -> Text:
     t.append(bar(done / total if total else 0, width), style="green")
     t.append(f" {done}/{total if total else '?'} generations")
     if s.eta_secs is not None:
-        t.append(f" · ETA {fmt_duration(s.eta_secs)}")
+        t.append(f" · ETA {duration(s.eta_secs)}")
     return t
 
 

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from rich.text import Text
 
-from trinity.runs.status import money  # noqa: F401 — the one money format, re-exported for the screens
+from trinity.runs.fmt import duration, money  # noqa: F401 — the one money and duration format, for the screens
 
 STATUS_STYLE = {
     "running": "bold $success",
@@ -90,12 +90,3 @@ def bar(frac: float, width: int, fill: str = "█", empty: str = "░") -> str:
     frac = 0.0 if not math.isfinite(frac) else min(1.0, max(0.0, frac))
     n = int(round(frac * width))
     return fill * n + empty * (width - n)
-
-
-def fmt_duration(secs: float | None) -> str:
-    if secs is None or not math.isfinite(secs):
-        return "—"
-    secs = int(round(secs))
-    h, rem = divmod(secs, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"

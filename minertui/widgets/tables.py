@@ -20,12 +20,12 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Input
 from textual.widgets.data_table import ColumnKey
 
+from minertui.settings import load_settings, state_dir
+
 
 def export_dir() -> Path:
     """Where exports and screenshots go: settings `export_dir`, else
     `$XDG_STATE_HOME/minertui/exports` (always creatable, unlike ~/Downloads on a rented box)."""
-    from minertui.settings import load_settings, state_dir  # lazy: pydantic + PyYAML kept off the app's first frame
-
     explicit = load_settings().export_dir
     return Path(explicit).expanduser() if explicit else state_dir() / "exports"
 

@@ -192,3 +192,26 @@ def test_an_internal_error_is_one_line_and_a_crash_log(tmp_path):
     assert "error: minertui stopped on an internal error (RuntimeError: boom for the test)" in out.stderr
     (log,) = (tmp_path / "state" / "minertui").glob("crash-*.log")
     assert "boom for the test" in log.read_text() and "Traceback" in log.read_text()
+
+
+def test_the_first_frame_imports_nothing_heavy(tmp_path):
+    """What `minertui` imports before its first frame (the entry point, the app, the Runs screen,
+    the settings read) brings no pydantic, numpy, PyYAML, run records or demo: they load after
+    the first frame, on first use."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import minertui.__main__, minertui.app, minertui.screens.runs\n"
+        "from minertui.settings import read_settings, save_settings\n"
+        "save_settings(theme='minertui-light', smoothing=0.5, system_pane=True)\n"
+        "assert read_settings()[0].theme == 'minertui-light'\n"
+        "heavy = ('pydantic', 'numpy', 'yaml', 'trinity.runs.records', 'minertui.demo')\n"
+        "print(' '.join(m for m in heavy if m in sys.modules))\n"
+    )
+    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "config"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == []

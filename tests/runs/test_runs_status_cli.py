@@ -10,8 +10,9 @@ import pytest
 from trinity.cli import main
 from trinity.io import append_jsonl, atomic_write_json, read_json
 from trinity.runs.cli import sparkline, status_table, watch_screen
+from trinity.runs.fmt import money
 from trinity.runs.rundir import RunDir
-from trinity.runs.status import RunWatcher, money
+from trinity.runs.status import RunWatcher
 
 
 @pytest.fixture(scope="session")

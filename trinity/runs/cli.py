@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from trinity.errors import InputError
-from trinity.runs.status import RunStatus, RunWatcher, age, duration, money, root_of
+from trinity.runs.fmt import age, duration, money
+from trinity.runs.status import RunStatus, RunWatcher, root_of
 
 SPARK = "▁▂▃▄▅▆▇█"
 

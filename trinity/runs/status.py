@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import os
 import statistics
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,24 +23,6 @@ from trinity.runs.rundir import RunDir, list_runs
 ETA_WINDOW = 20  # generations the ETA looks back over (the median of their times)
 LOG_KEEP = 50
 TERMINAL = ("finished", "stopped", "failed", "interrupted")
-
-
-def money(x: float | None) -> str:
-    """USD with the precision it has (the ledger counts micro-USD): $0.025, $1.50, $0.000125."""
-    if x is None or not math.isfinite(x):
-        return "—"
-    text = f"{x:,.6f}".rstrip("0")
-    whole, _, frac = text.partition(".")
-    return f"${whole}.{frac.ljust(2, '0')}"
-
-
-def duration(secs: float | None) -> str:
-    if secs is None or not math.isfinite(secs):
-        return "—"
-    s = int(round(secs))
-    h, rem = divmod(s, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"
 
 
 @dataclass(frozen=True)
@@ -264,12 +245,6 @@ class RunWatcher:
 
 def run_status(path: str | os.PathLike[str]) -> RunStatus:
     return RunWatcher(path).poll()
-
-
-def age(ts: float | None, now: float | None = None) -> str:
-    if ts is None:
-        return "—"
-    return duration(max(0.0, (now if now is not None else time.time()) - ts)) + " ago"
 
 
 def root_of(path: Path) -> list[Path]:
