@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import os
 import subprocess
 import sys
-import warnings
-from collections.abc import Iterable
 from pathlib import Path
 
 from optim_standin import MODELS, LinearRouter, synthetic_task
+from trinity_main import trinity_main  # noqa: F401 (re-exported for the optim tests)
 
 from trinity.cli import main
 from trinity.config import TrainConfig
@@ -74,44 +71,6 @@ def trinity(*args: str, timeout: float = 120, env: dict | None = None) -> subpro
     return subprocess.run(
         [sys.executable, "-m", "trinity", *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout, env=e
     )
-
-
-# Python's own warning filters at start-up (`python -m trinity` runs with these, not pytest's)
-_STARTUP_FILTERS = [
-    ("default", DeprecationWarning, "__main__"),
-    ("ignore", DeprecationWarning, None),
-    ("ignore", PendingDeprecationWarning, None),
-    ("ignore", ImportWarning, None),
-    ("ignore", ResourceWarning, None),
-]
-
-
-def trinity_main(argv: Iterable[object]) -> tuple[int, str, str]:
-    """`trinity ARGV` in this process, as the console script runs it (`main`, then SystemExit's
-    code for argparse's exits): (exit code, stdout, stderr). A warning the command raises lands in
-    stderr, as it would in a child process, so a "one error line" check still sees it. Spares
-    the 1.5–3 s a child spends importing; the torch thread count is put back (a resume may match
-    the count its run recorded)."""
-    torch = sys.modules.get("torch")  # only if already loaded: importing it here would cost seconds
-    threads = torch.get_num_threads() if torch is not None else None
-    out, err = io.StringIO(), io.StringIO()
-
-    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
-        err.write(warnings.formatwarning(message, category, filename, lineno, line))
-
-    with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        warnings.resetwarnings()
-        for action, category, module in reversed(_STARTUP_FILTERS):
-            warnings.filterwarnings(action, category=category, module=module or "")
-        warnings.showwarning = show
-        try:
-            rc = main([str(a) for a in argv])
-        except SystemExit as e:  # argparse: 2 on a bad flag, 0 on --help
-            rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    torch = sys.modules.get("torch")
-    if threads is not None and torch is not None and torch.get_num_threads() != threads:
-        torch.set_num_threads(threads)
-    return rc, out.getvalue(), err.getvalue()
 
 
 def trinity_inproc(capsys, *args: str) -> tuple[int, str, str]:
