@@ -39,7 +39,9 @@ def test_non_utf8_and_directory_inputs_are_one_line_errors(tmp_path):
     assert not any((tmp_path / f"r{i}").exists() for i in range(1, 5))
 
 
-def test_a_run_that_failed_at_start_does_not_block_a_retry(tmp_path):
+def test_a_run_that_failed_at_start_does_not_block_a_retry(tmp_path, torch_one_thread):
+    """The retry trains in this process, on one torch thread (as the child process it replaced,
+    under OMP_NUM_THREADS=1): two threads spinning on a busy 2-core box doubled its time."""
     q, m = write_inputs(tmp_path, n_per_cat=6)  # the retry trains for real: few questions to encode
     run = RunDir(tmp_path / "run")
     run.path.mkdir()
