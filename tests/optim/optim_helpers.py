@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from optim_standin import MODELS, LinearRouter, synthetic_task
@@ -64,13 +61,6 @@ def standin_trainer(
         text=lambda q: q.question,
     )
     return Trainer(run, cfg, inputs, router, fit, list(MODELS), run_id=rid, on_event=on_event)
-
-
-def trinity(*args: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
-    e = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "trinity", *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout, env=e
-    )
 
 
 def trinity_inproc(capsys, *args: str) -> tuple[int, str, str]:
