@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from train_argv import train_argv
 
 from trinity.benchmarks.practice import practice_questions
 from trinity.cli import main
@@ -25,11 +26,8 @@ def _questions(tmp: Path) -> Path:
 
 
 def _live(tmp: Path, *extra: str) -> list[str]:
-    return [
-        *("train", "--mode", "live", "--pool", "local", "--base-url", "http://127.0.0.1:9/v1"),
-        *("--pool-models", "m-a,m-b", "--questions", str(_questions(tmp)), "--encoder", "tiny-qwen3"),
-        *("--generations", "1", "--popsize", "2", "--m", "2", "--run-dir", str(tmp / "run"), *extra),
-    ]
+    pool = ("--pool", "local", "--base-url", "http://127.0.0.1:9/v1", "--pool-models", "m-a,m-b")
+    return train_argv(tmp / "run", *pool, *extra, mode="live", questions=_questions(tmp), generations=1, popsize=2, m=2)
 
 
 def _cached(tmp: Path, *extra: str, run_dir: str | None = None) -> list[str]:
@@ -44,11 +42,8 @@ def _cached(tmp: Path, *extra: str, run_dir: str | None = None) -> list[str]:
     qs, mat = synthetic_task(n_per_cat=4, seed=0)
     save_questions(tmp / "cq.jsonl", qs)
     save_matrix(tmp / "cm.json", mat)
-    return [
-        *("train", "--mode", "cached", "--questions", str(tmp / "cq.jsonl"), "--matrix", str(tmp / "cm.json")),
-        *("--encoder", "tiny-qwen3", "--generations", "1", "--popsize", "2", "--m", "2"),
-        *("--run-dir", run_dir or str(tmp / "run"), *extra),
-    ]
+    q, m = tmp / "cq.jsonl", tmp / "cm.json"
+    return train_argv(run_dir or tmp / "run", *extra, questions=q, matrix=m, generations=1, popsize=2, m=2)
 
 
 def _models_yaml(tmp: Path, **provider: str) -> list[str]:

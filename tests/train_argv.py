@@ -2,6 +2,7 @@
 
 `train_argv(run_dir, generations=..., popsize=..., m=...)` gives `["train", ...]` for a cached
 run on tiny-qwen3 (no download); `extra` comes last, so a flag there wins over one set here.
+A size given as None (`m=None`) is left to the config, as is `mode=None`.
 Prefix `[sys.executable, "-m", "trinity"]` for a child process, or pass it to `trinity.cli.main`.
 """
 
@@ -13,9 +14,9 @@ from pathlib import Path
 def train_argv(
     run_dir: str | Path | None,
     *extra: object,
-    generations: int,
-    popsize: int,
-    m: int,
+    generations: int | None,
+    popsize: int | None,
+    m: int | None,
     questions: str | Path | None = None,
     matrix: str | Path | None = None,
     config: str | Path | None = None,
@@ -32,7 +33,10 @@ def train_argv(
         argv += ["--questions", str(questions)]
     if matrix is not None:
         argv += ["--matrix", str(matrix)]
-    argv += ["--encoder", encoder, "--generations", str(generations), "--popsize", str(popsize), "--m", str(m)]
+    argv += ["--encoder", encoder]
+    for flag, value in (("--generations", generations), ("--popsize", popsize), ("--m", m)):
+        if value is not None:
+            argv += [flag, str(value)]
     if seed is not None:
         argv += ["--seed", str(seed)]
     if run_dir is not None:

@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from train_argv import train_argv
 
 from trinity.practice.server import start_practice_server
 
@@ -26,9 +27,11 @@ def test_score_of_a_live_run(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     run, m = tmp_path / "run", tmp_path / "m" / "M.json"
     try:
-        args = ["train", "--mode", "live", "--pool", "practice", "--questions", "practice", "--encoder", "tiny-qwen3"]
-        args += ["--generations", "1", "--popsize", "4", "--m", "3", "--warm-start", "none"]
-        assert main([*args, "--competition", "tinyrouter", "--run-dir", str(run)]) == 0
+        args = train_argv(
+            run, "--pool", "practice", "--warm-start", "none", "--competition", "tinyrouter",
+            mode="live", questions="practice", generations=1, popsize=4, m=3,
+        )  # fmt: skip
+        assert main(args) == 0
         capsys.readouterr()
         assert main(["score", str(run)]) != 0
         err = capsys.readouterr().err

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from textual.widgets import DataTable
+from train_argv import train_argv
 
 from minertui.app import MinerApp
 from minertui.supervisor import Supervisor
@@ -63,20 +64,9 @@ def status(run: RunDir) -> str | None:
 def test_engine_survives_sighup_then_pause_resume_and_reopen(tmp_path):
     root = tmp_path / "runs"
     root.mkdir()
-    train_args = [
-        "--config",
-        str(ROOT / "configs" / "practice.yaml"),
-        "--mode",
-        "cached",
-        "--encoder",
-        "tiny-qwen3",
-        "--generations",
-        str(GENERATIONS),
-        "--popsize",
-        "4",
-        "--m",
-        "4",
-    ]
+    train_args = train_argv(None, config=ROOT / "configs" / "practice.yaml", generations=GENERATIONS, popsize=4, m=4)[
+        1:
+    ]  # the driver adds `train` and the run directory
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     env = dict(os.environ, TERM="xterm-256color", OMP_NUM_THREADS="1")

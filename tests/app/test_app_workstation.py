@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from rich.text import Text
 from textual.widgets import DataTable, Input, Static
+from trinity_main import trinity_main
 
 from minertui.app import MinerApp
 from minertui.synth import make_run
@@ -106,7 +107,7 @@ async def test_a_failed_start_names_the_real_log_and_leaves_no_ghost_run(tmp_pat
 
 
 # ---- 4. a run that failed at start from the CLI says why -------------------------------------
-def test_a_cli_run_without_a_key_fails_before_its_run_exists(tmp_path):
+def test_a_cli_run_without_a_key_fails_before_its_run_exists(tmp_path, monkeypatch):
     """No key: `trinity train` refuses before the run directory exists (issue 12's preflight), so
     no `created` ghost can appear in the app."""
     root = tmp_path / "runs"
@@ -115,16 +116,10 @@ def test_a_cli_run_without_a_key_fails_before_its_run_exists(tmp_path):
         "mode: live\nencoder: tiny-qwen3\nquestions: practice\npool: openrouter\n"
         "popsize: 4\ngenerations: 1\nm: 2\nbudget_usd: 0.05\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    r = subprocess.run(
-        [sys.executable, "-m", "trinity", "train", "--config", str(cfg), "--run-dir", str(root / "run-nokey")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=240,
-    )
-    assert r.returncode != 0 and "no API key" in r.stderr and "Traceback" not in r.stderr
+    for k in [k for k in os.environ if k.endswith("_API_KEY")]:
+        monkeypatch.delenv(k)
+    rc, _, err = trinity_main(["train", "--config", cfg, "--run-dir", root / "run-nokey"])
+    assert rc != 0 and "no API key" in err and "Traceback" not in err
     assert not (root / "run-nokey").exists()
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from train_argv import train_argv
 
 from trinity.io import read_jsonl
 from trinity.practice.server import start_practice_server
@@ -43,12 +44,10 @@ def test_tinyrouter_objective_is_pr_eval_on_the_minibatch(tmp_path, capsys, monk
     run = tmp_path / "run"
     try:
         rc = main(
-            [
-                "train", "--mode", "live", "--pool", "practice", "--questions", "practice",
-                "--encoder", "tiny-qwen3", "--generations", "1", "--popsize", "4", "--m", "4",
-                "--seed", "5", "--warm-start", "none", "--competition", "tinyrouter", "--live-recipe", recipe,
-                "--run-dir", str(run), "--json",
-            ]
+            train_argv(
+                run, "--pool", "practice", "--warm-start", "none", "--competition", "tinyrouter",
+                "--live-recipe", recipe, "--json", mode="live", questions="practice", generations=1, popsize=4, m=4, seed=5,
+            )
         )  # fmt: skip
         out = capsys.readouterr()
         assert rc == 0, out.out + out.err

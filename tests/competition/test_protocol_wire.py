@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from train_argv import train_argv
 
 from trinity.io import read_jsonl
 from trinity.practice.server import start_practice_server
@@ -66,12 +67,10 @@ def test_live_run_sends_what_their_sessions_send(tmp_path, capsys, monkeypatch, 
     run = tmp_path / "run"
     try:
         rc = main(
-            [
-                "train", "--mode", "live", "--pool", "practice", "--questions", "practice",
-                "--encoder", "tiny-qwen3", "--generations", "1", "--popsize", "4", "--m", "3",
-                "--seed", "3", "--warm-start", "none", "--competition", comp, "--objective", "reward",
-                "--run-dir", str(run), "--json",
-            ]
+            train_argv(
+                run, "--pool", "practice", "--warm-start", "none", "--competition", comp, "--objective", "reward",
+                "--json", mode="live", questions="practice", generations=1, popsize=4, m=3, seed=3,
+            )
         )  # fmt: skip
         out = capsys.readouterr()
         assert rc == 0, out.out + out.err

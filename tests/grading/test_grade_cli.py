@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from trinity_main import trinity_main
 
 from trinity.benchmarks import get_benchmark
 from trinity.cli import main
@@ -105,16 +105,14 @@ def test_grade_question_uses_kind_and_choice_count():
 
 
 def test_doctor_reports_the_facts():
-    r = subprocess.run(
-        [sys.executable, "-m", "trinity", "doctor"], capture_output=True, text=True, cwd=ROOT, timeout=120
-    )
-    assert r.returncode == 0, r.stderr
+    rc, out, err = trinity_main(["doctor"])
+    assert rc == 0, err
     for topic in ("python", "torch", "math-verify", "bwrap", "sandbox: separate process", "HF hub", "HF cache"):
-        assert topic in r.stdout
-    hub = next(line for line in r.stdout.splitlines() if line.startswith("HF hub "))
+        assert topic in out
+    hub = next(line for line in out.splitlines() if line.startswith("HF hub "))
     # without --network nothing is probed, and the line says so instead of claiming "online"
     assert "online mode" not in hub and ("was not checked" in hub or "offline" in hub), hub
-    assert " OFF " not in r.stdout and "— " not in r.stdout.split("sandbox:")[1].splitlines()[0]
+    assert " OFF " not in out and "— " not in out.split("sandbox:")[1].splitlines()[0]
 
 
 def test_a_kind_alone_names_the_grader(tmp_path, capsys):

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from optim_standin import MODELS, LinearRouter, synthetic_task
+from trinity_main import trinity_main  # noqa: F401 (re-exported for the optim tests)
 
+from trinity.cli import main
 from trinity.config import TrainConfig
 from trinity.data.matrix import save_matrix
 from trinity.data.questions import save_questions
@@ -64,17 +63,8 @@ def standin_trainer(
     return Trainer(run, cfg, inputs, router, fit, list(MODELS), run_id=rid, on_event=on_event)
 
 
-def trinity(*args: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
-    e = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "trinity", *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout, env=e
-    )
-
-
 def trinity_inproc(capsys, *args: str) -> tuple[int, str, str]:
     """`trinity ARGS` in this process (same code path as the console script, no start-up cost)."""
-    from trinity.cli import main
-
     capsys.readouterr()
     rc = main(list(args))
     out = capsys.readouterr()

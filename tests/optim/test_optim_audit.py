@@ -4,6 +4,7 @@ import json
 
 import pytest
 from optim_helpers import trinity_inproc, write_inputs
+from train_argv import train_argv
 
 from trinity.config import TrainConfig
 from trinity.optim.audit import gap_factor, overfit_report
@@ -43,24 +44,8 @@ def test_audit_split_is_carved_from_test_and_reported(tmp_path, capsys):
     )
     cf = tmp_path / "c.yaml"
     cf.write_text("splits: {train: 0.6, val: 0.2, test: 0.1, audit: 0.1}\n")
-    rc, _, err = trinity_inproc(
-        capsys,
-        "train",
-        "--config",
-        str(cf),
-        "--questions",
-        str(q),
-        "--matrix",
-        str(m),
-        "--encoder",
-        "tiny-qwen3",
-        "--generations",
-        "1",
-        "--popsize",
-        "4",
-        "--run-dir",
-        str(tmp_path / "run"),
-    )
+    argv = train_argv(tmp_path / "run", config=cf, mode=None, questions=q, matrix=m, generations=1, popsize=4, m=None)
+    rc, _, err = trinity_inproc(capsys, *argv)
     assert rc == 0, err
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
     gap = s["overfit"]["gaps"]["all"]["val_minus_audit"]
@@ -70,24 +55,10 @@ def test_audit_split_is_carved_from_test_and_reported(tmp_path, capsys):
 
 def test_seeds_write_one_run_dir_per_seed_and_a_summary(tmp_path, capsys):
     q, m = write_inputs(tmp_path, n_per_cat=12)
-    rc, out, err = trinity_inproc(
-        capsys,
-        "train",
-        "--questions",
-        str(q),
-        "--matrix",
-        str(m),
-        "--encoder",
-        "tiny-qwen3",
-        "--generations",
-        "1",
-        "--popsize",
-        "4",
-        "--seeds",
-        "0,1,2",
-        "--run-dir",
-        str(tmp_path / "r"),
+    argv = train_argv(
+        tmp_path / "r", "--seeds", "0,1,2", mode=None, questions=q, matrix=m, generations=1, popsize=4, m=None
     )
+    rc, out, err = trinity_inproc(capsys, *argv)
     assert rc == 0, err
     dirs = [tmp_path / f"r-s{s}" for s in (0, 1, 2)]
     assert all((d / "summary.json").exists() for d in dirs) and not (tmp_path / "r").exists()

@@ -1,10 +1,14 @@
-"""Every bad input of issue 2 items 7 and 9: one `error:` line, a non-zero exit, nothing changed."""
+"""Every bad input of issue 2 items 7 and 9: one `error:` line, a non-zero exit, nothing changed.
+
+`trinity` runs in this process (`trinity_main`: the console script's code path, without a child's
+1.5–3 s of imports); the resume cases share two runs trained once for the module, each test
+working on its own copy."""
 
 import json
 import shutil
 
 import pytest
-from optim_helpers import standin_trainer, tree_digest, trinity, write_inputs
+from optim_helpers import standin_trainer, tree_digest, trinity_main, write_inputs
 from train_argv import train_argv
 
 from trinity.config import TrainConfig
@@ -12,13 +16,14 @@ from trinity.runs.rundir import RunDir
 
 
 def _train(q, m, run_dir, *extra):
-    return trinity(*train_argv(run_dir, *extra, questions=q, matrix=m, generations=2, popsize=4, m=4, seed=0))
+    return trinity_main(train_argv(run_dir, *extra, questions=q, matrix=m, generations=2, popsize=4, m=4, seed=0))
 
 
 def _one_error_line(res, *needles):
-    assert res.returncode != 0, res.stdout + res.stderr
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
+    rc, out, err = res
+    assert rc != 0, out + err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
     for n in needles:
         assert n in lines[0], lines[0]
 
@@ -68,25 +73,35 @@ def test_model_missing_from_some_rows(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_existing_run_dir_is_not_overwritten(tmp_path):
-    q, m = write_inputs(tmp_path)
-    cfg = TrainConfig(questions=str(q), matrix=str(m), popsize=4, generations=1, m=4)
-    standin_trainer(tmp_path / "run", cfg).train()
-    before = tree_digest(tmp_path / "run")
-    _one_error_line(_train(q, m, tmp_path / "run"), "already holds a run", "trinity resume")
-    assert tree_digest(tmp_path / "run") == before
+@pytest.fixture(scope="module")
+def trained_runs(tmp_path_factory):
+    """Runs "a" and "b" over one pair of inputs, trained once for the module (read-only: tests
+    work on copies). The inputs stay where the runs recorded them."""
+    base = tmp_path_factory.mktemp("two-runs")
+    q, m = write_inputs(base)
+    cfg = TrainConfig(questions=str(q), matrix=str(m), popsize=4, generations=3, m=4, encoder="tiny-qwen3")
+    for name in ("a", "b"):
+        t = standin_trainer(base / name, cfg.model_copy(update={"generations": 2}), run_id=name)
+        t.train()
+        # as if the run had been asked for 3 generations and killed after 2
+        RunDir(base / name).update_meta(config=cfg.resolved())
+    return base
 
 
 @pytest.fixture()
-def two_runs(tmp_path):
-    q, m = write_inputs(tmp_path)
-    cfg = TrainConfig(questions=str(q), matrix=str(m), popsize=4, generations=3, m=4, encoder="tiny-qwen3")
+def two_runs(trained_runs, tmp_path):
+    """This test's own copies of the module's runs "a" and "b"."""
     for name in ("a", "b"):
-        t = standin_trainer(tmp_path / name, cfg.model_copy(update={"generations": 2}), run_id=name)
-        t.train()
-        # as if the run had been asked for 3 generations and killed after 2
-        RunDir(tmp_path / name).update_meta(config=cfg.resolved())
+        shutil.copytree(trained_runs / name, tmp_path / name)
     return tmp_path / "a", tmp_path / "b"
+
+
+def test_existing_run_dir_is_not_overwritten(two_runs, trained_runs):
+    a, _ = two_runs
+    before = tree_digest(a)
+    res = _train(trained_runs / "questions.jsonl", trained_runs / "matrix.json", a)
+    _one_error_line(res, "already holds a run", "trinity resume")
+    assert tree_digest(a) == before
 
 
 def test_resume_corrupt_checkpoint(two_runs):
@@ -94,7 +109,7 @@ def test_resume_corrupt_checkpoint(two_runs):
     f = next((a / "checkpoint").glob("state-*.npz"))
     f.write_bytes(f.read_bytes()[:-100])  # truncated
     before = tree_digest(a)
-    _one_error_line(trinity("resume", str(a)), "corrupt", "checksum")
+    _one_error_line(trinity_main(["resume", str(a)]), "corrupt", "checksum")
     assert tree_digest(a) == before
 
 
@@ -103,7 +118,7 @@ def test_resume_with_the_checkpoint_lost_does_not_start_over(two_runs):
     shutil.rmtree(a / "checkpoint")
     (a / "checkpoint").mkdir()
     before = tree_digest(a)
-    _one_error_line(trinity("resume", str(a), "--generations", "4"), "no checkpoint", "restore checkpoint/")
+    _one_error_line(trinity_main(["resume", str(a), "--generations", "4"]), "no checkpoint", "restore checkpoint/")
     assert tree_digest(a) == before
 
 
@@ -112,7 +127,7 @@ def test_resume_foreign_checkpoint(two_runs):
     shutil.rmtree(a / "checkpoint")
     shutil.copytree(b / "checkpoint", a / "checkpoint")
     before = tree_digest(a)
-    _one_error_line(trinity("resume", str(a)), "belongs to run 'b'", "foreign")
+    _one_error_line(trinity_main(["resume", str(a)]), "belongs to run 'b'", "foreign")
     assert tree_digest(a) == before
 
 
@@ -120,30 +135,35 @@ def test_resume_refuses_a_second_engine(two_runs):
     a, _ = two_runs
     before = tree_digest(a)
     with RunDir(a).lock():
-        res = trinity("resume", str(a))
+        res = trinity_main(["resume", str(a)])
     _one_error_line(res, "in use by another engine")
-    assert res.returncode == 3
+    assert res[0] == 3
     assert tree_digest(a) == before
 
 
 def test_resume_not_a_run(tmp_path):
-    _one_error_line(trinity("resume", str(tmp_path)), "not a run directory")
+    _one_error_line(trinity_main(["resume", str(tmp_path)]), "not a run directory")
 
 
 def test_resume_finished_run(two_runs):
     a, _ = two_runs
-    _one_error_line(trinity("resume", str(a), "--generations", "2"), "nothing to resume")
+    _one_error_line(trinity_main(["resume", str(a), "--generations", "2"]), "nothing to resume")
 
 
-def test_resume_refuses_changed_inputs(two_runs, tmp_path):
+def test_resume_refuses_changed_inputs(two_runs, trained_runs):
     a, _ = two_runs
-    m = tmp_path / "matrix.json"
-    doc = json.loads(m.read_text())
+    m = trained_runs / "matrix.json"  # where the run recorded its matrix: edited, then put back
+    saved = m.read_bytes()
+    doc = json.loads(saved)
     cell = doc["tasks"][0]["per_model"]["m-code"]
     cell[0] = 1 - cell[0]
-    m.write_text(json.dumps(doc))
     before = tree_digest(a)
-    _one_error_line(trinity("resume", str(a)), "changed since the run was started")
+    try:
+        m.write_text(json.dumps(doc))
+        res = trinity_main(["resume", str(a)])
+    finally:
+        m.write_bytes(saved)
+    _one_error_line(res, "changed since the run was started")
     assert tree_digest(a) == before
 
 
@@ -155,17 +175,19 @@ def test_run_dir_is_a_file(tmp_path):
 
 @pytest.mark.parametrize("extra, needle", [((), "live mode needs a pool"), (("--pool", "nope"), "unknown pool 'nope'")])
 def test_live_mode_pool_errors_before_the_run_dir(tmp_path, extra, needle):
-    res = trinity(
-        "train",
-        "--mode",
-        "live",
-        "--questions",
-        "practice",
-        "--encoder",
-        "tiny-qwen3",
-        "--run-dir",
-        str(tmp_path / "run"),
-        *extra,
+    res = trinity_main(
+        [
+            "train",
+            "--mode",
+            "live",
+            "--questions",
+            "practice",
+            "--encoder",
+            "tiny-qwen3",
+            "--run-dir",
+            tmp_path / "run",
+            *extra,
+        ]
     )
     _one_error_line(res, needle)
     assert not (tmp_path / "run").exists()

@@ -4,6 +4,7 @@ fitness and validation, selection on the mean over benchmarks."""
 import json
 
 from optim_helpers import standin_trainer, trinity_inproc
+from train_argv import train_argv
 
 from trinity.config import TrainConfig
 from trinity.data.learningtask import TaskSpec, generate_task
@@ -51,24 +52,8 @@ def test_every_minibatch_holds_every_benchmark(tmp_path):
 
 def test_composite_cli_with_one_matrix_per_benchmark(tmp_path, capsys):
     q, m = _bench_files(tmp_path)
-    rc, _, err = trinity_inproc(
-        capsys,
-        "train",
-        "--questions",
-        q,
-        "--matrix",
-        m,
-        "--encoder",
-        "tiny-qwen3",
-        "--generations",
-        "2",
-        "--popsize",
-        "4",
-        "--m",
-        "6",
-        "--run-dir",
-        str(tmp_path / "r"),
-    )
+    argv = train_argv(tmp_path / "r", mode=None, questions=q, matrix=m, generations=2, popsize=4, m=6)
+    rc, _, err = trinity_inproc(capsys, *argv)
     assert rc == 0, err
     meta = json.loads((tmp_path / "r" / "run.json").read_text())
     assert meta["benchmarks"] == ["big", "small"] and meta["config"]["matrix"].count(",") == 1

@@ -3,7 +3,7 @@ start does not block a retry, and an append never glues onto a torn last line.""
 
 import json
 
-from optim_helpers import trinity, write_inputs
+from optim_helpers import trinity_main, write_inputs
 from train_argv import train_argv
 
 from trinity.io import append_jsonl, read_jsonl
@@ -11,15 +11,17 @@ from trinity.runs.rundir import RunDir
 
 
 def _one_error_line(res, *needles):
-    assert res.returncode != 0, res.stdout + res.stderr
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
+    rc, out, err = res
+    assert rc != 0, out + err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
     for n in needles:
         assert n in lines[0], lines[0]
 
 
 def _train(*args):
-    return trinity(*train_argv(None, *args, generations=1, popsize=2, m=2))
+    """`trinity train` in this process (`trinity_main`: the console script's path, no child start-up)."""
+    return trinity_main(train_argv(None, *args, generations=1, popsize=2, m=2))
 
 
 def test_non_utf8_and_directory_inputs_are_one_line_errors(tmp_path):
@@ -37,15 +39,17 @@ def test_non_utf8_and_directory_inputs_are_one_line_errors(tmp_path):
     assert not any((tmp_path / f"r{i}").exists() for i in range(1, 5))
 
 
-def test_a_run_that_failed_at_start_does_not_block_a_retry(tmp_path):
-    q, m = write_inputs(tmp_path)
+def test_a_run_that_failed_at_start_does_not_block_a_retry(tmp_path, torch_one_thread):
+    """The retry trains in this process, on one torch thread (as the child process it replaced,
+    under OMP_NUM_THREADS=1): two threads spinning on a busy 2-core box doubled its time."""
+    q, m = write_inputs(tmp_path, n_per_cat=6)  # the retry trains for real: few questions to encode
     run = RunDir(tmp_path / "run")
     run.path.mkdir()
     run.write_meta({"id": "run", "status": "created", "config": {}})  # as a start that died left it
     run.append_event("status", status="created", message="")
     (run.path / "ledger.jsonl").write_bytes(b"")
-    res = _train("--questions", q, "--matrix", m, "--run-dir", run.path)
-    assert res.returncode == 0, res.stderr
+    rc, _, err = _train("--questions", q, "--matrix", m, "--run-dir", run.path)
+    assert rc == 0, err
     assert run.read_meta()["status"] == "finished"
     # a run that did start is never replaced
     _one_error_line(_train("--questions", q, "--matrix", m, "--run-dir", run.path), "already holds a run")
@@ -82,25 +86,8 @@ def test_a_live_run_without_its_key_fails_before_the_run_dir_exists(tmp_path, mo
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))  # no secrets.env there
     run = tmp_path / "run"
-    res = trinity(
-        "train",
-        "--mode",
-        "live",
-        "--pool",
-        "openrouter",
-        "--questions",
-        "practice",
-        "--encoder",
-        "tiny-qwen3",
-        "--generations",
-        "1",
-        "--popsize",
-        "2",
-        "--m",
-        "2",
-        "--run-dir",
-        str(run),
-    )
+    argv = train_argv(run, "--pool", "openrouter", mode="live", questions="practice", generations=1, popsize=2, m=2)
+    res = trinity_main(argv)
     _one_error_line(res, "no API key", "OPENROUTER_API_KEY")
     assert not run.exists()  # nothing left that would block the retry
 

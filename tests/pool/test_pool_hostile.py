@@ -12,6 +12,7 @@ import pytest
 from pool_helpers import FAST_RETRY, hostile, hostile_prices  # noqa: F401 (hostile: a fixture)
 from pool_helpers import hostile_pool as _pool
 from pool_helpers import question_messages as _msgs
+from trinity_main import trinity_main
 
 from trinity.errors import AbsurdCharge, BudgetExceeded, ConfigError
 from trinity.pool.budget import Budget
@@ -201,31 +202,19 @@ async def test_billing_above_the_reserved_worst_case_is_counted(hostile, tmp_pat
     assert res.cost_source == "reported" and c.stats.excess_calls == 1
     assert abs(c.stats.excess_micro_usd - (round(worst * 3 * 1e6) - round(worst * 1e6))) <= 1
     # ... and recorded: on the ledger record (hashed into the chain), in the report per provider/model
-    import subprocess
-    import sys
-
     from trinity.pool.ledger import excess_totals
 
     rep = verify_ledger(tmp_path / "ledger.jsonl")
     assert rep.ok and rep.excess == {"local m-a": {"calls": 1, "micro_usd": c.stats.excess_micro_usd}}
     assert excess_totals(tmp_path / "ledger.jsonl") == (c.stats.excess_micro_usd, 1)
-    r = subprocess.run(
-        [sys.executable, "-m", "trinity", "ledger", "report", str(tmp_path / "ledger.jsonl")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert r.returncode == 0, r.stderr
-    assert "billed above the reserved worst case: $" in r.stdout and "on 1 calls" in r.stdout
-    assert "local m-a" in r.stdout.split("billed above the reserved worst case")[1].splitlines()[1]
-    r = subprocess.run(
-        [sys.executable, "-m", "trinity", "ledger", "report", "--json", str(tmp_path / "ledger.jsonl")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    out = json.loads(r.stdout)
-    assert out["excess_calls"] == 1 and out["excess"]["local m-a"]["micro_usd"] == c.stats.excess_micro_usd
+    rc, out, err = trinity_main(["ledger", "report", tmp_path / "ledger.jsonl"])
+    assert rc == 0, err
+    assert "billed above the reserved worst case: $" in out and "on 1 calls" in out
+    assert "local m-a" in out.split("billed above the reserved worst case")[1].splitlines()[1]
+    rc, out, err = trinity_main(["ledger", "report", "--json", tmp_path / "ledger.jsonl"])
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["excess_calls"] == 1 and doc["excess"]["local m-a"]["micro_usd"] == c.stats.excess_micro_usd
 
 
 def test_a_forged_excess_figure_does_not_verify(tmp_path):
@@ -272,19 +261,11 @@ async def test_the_read_timeout_is_settable(hostile, tmp_path):
 
 
 async def test_ledger_report_lists_invalid_usage_with_the_raw_figures(hostile, tmp_path):
-    import subprocess
-    import sys
-
     hostile.mode, hostile.usage = "usage", {"prompt_tokens": -3, "completion_tokens": 5, "cost": -1.93}
     await _one(_pool(hostile), tmp_path, budget=Budget(1.0))
-    r = subprocess.run(
-        [sys.executable, "-m", "trinity", "ledger", "report", str(tmp_path / "ledger.jsonl")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert r.returncode == 0, r.stderr
-    assert "invalid provider usage: 1 records" in r.stdout and "-1.93" in r.stdout and "prompt_tokens=-3" in r.stdout
+    rc, out, err = trinity_main(["ledger", "report", tmp_path / "ledger.jsonl"])
+    assert rc == 0, err
+    assert "invalid provider usage: 1 records" in out and "-1.93" in out and "prompt_tokens=-3" in out
 
 
 async def test_the_body_cap_is_configurable_per_provider(hostile, tmp_path):

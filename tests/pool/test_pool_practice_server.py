@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from pool_helpers import messages, practice_pool, questions, server  # noqa: F401
+from trinity_main import trinity_main
 
 from trinity.errors import ProviderError
 from trinity.grading import extract_choice, extract_math_answer, grade
@@ -231,13 +232,8 @@ def test_serve_practice_runs_as_a_separate_process():
     finally:
         proc.terminate()
         proc.communicate(timeout=10)
-    bad = subprocess.run(
-        [sys.executable, "-m", "trinity", "pool", "serve-practice", "--fault-500", "2"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert bad.returncode == 2 and "rate must be in [0, 1]" in bad.stderr
+    rc, _, err = trinity_main(["pool", "serve-practice", "--fault-500", "2"])
+    assert rc == 2 and "rate must be in [0, 1]" in err
     assert json.loads(json.dumps(stats))  # plain JSON
 
 

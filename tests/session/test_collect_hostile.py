@@ -1,16 +1,22 @@
 """`trinity collect` against a failing provider (issue 12): the hostile stand-in on 127.0.0.1 (real
 HTTP) answers 500 (or 90% 429); collect stops with `stopped: provider failing (N of M calls
 failed: …)`, exit non-zero, asks nothing more once it stopped, keeps what it had answered, and a
-re-run once the provider is healthy asks only for the rest."""
+re-run once the provider is healthy asks only for the rest.
+
+The runs read a copy of the providers file whose `local` pool backs off in milliseconds (`--models-yaml`):
+the retries, the stop and the resume are the same, without half a second to ten seconds of sleep per
+failing call."""
 
 import json
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from trinity.cli import main
 from trinity.io import read_jsonl
+from trinity.pool.providers import MODELS_YAML
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pool"))
 from hostile import HostileServer  # noqa: E402
@@ -23,10 +29,20 @@ def hostile():
     h.stop()
 
 
+def _quick_providers(path: Path) -> Path:
+    """The shipped providers file with the `local` pool's back-off cut to milliseconds."""
+    doc = yaml.safe_load(MODELS_YAML.read_text())
+    doc["providers"]["local"]["retry"].update(backoff_base_s=0.005, backoff_max_s=0.02)
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
 def _collect(h, out, n, *extra):
     return main(
         [
             "collect",
+            "--models-yaml",
+            str(_quick_providers(out.parent / "models.yaml")),
             "--benchmark",
             "practice",
             "--pool",

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from train_argv import train_argv
+from trinity_main import trinity_main
 
 from trinity.io import read_jsonl
 from trinity.practice.server import start_practice_server
@@ -42,36 +44,15 @@ def _trinity(*args, env):
 
 
 def _local(h, q, run, *extra):
-    return (
-        "train",
-        "--mode",
-        "live",
-        "--pool",
-        "local",
-        "--base-url",
-        h.base_url,
-        "--pool-models",
-        "m-a,m-b",
-        "--questions",
-        q,
-        "--encoder",
-        "tiny-qwen3",
-        "--generations",
-        "2",
-        "--popsize",
-        "2",
-        "--m",
-        "3",
-        "--run-dir",
-        run,
-        *extra,
-    )
+    pool = ("--pool", "local", "--base-url", h.base_url, "--pool-models", "m-a,m-b")
+    return train_argv(run, *pool, *extra, mode="live", questions=q, generations=2, popsize=2, m=3)
 
 
-def test_unpriced_models_refuse_to_start(hostile, questions_file, tmp_path):
-    r = _trinity(*_local(hostile, questions_file, tmp_path / "run"), env=_env(tmp_path))
-    lines = r.stderr.strip().splitlines()
-    assert r.returncode != 0 and len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+def test_unpriced_models_refuse_to_start(hostile, questions_file, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    rc, _, err = trinity_main(_local(hostile, questions_file, tmp_path / "run"))  # in-process: it fails at start
+    lines = err.strip().splitlines()
+    assert rc != 0 and len(lines) == 1 and lines[0].startswith("error: "), err
     assert "m-a, m-b" in lines[0] and "prices:" in lines[0] and "--price-in" in lines[0]
     assert not (tmp_path / "run").exists() and hostile.requests == 0
 
@@ -98,26 +79,10 @@ def test_ledger_cut_or_deleted_is_caught_from_the_run_dir(questions_file, tmp_pa
     try:
         env = {**_env(tmp_path), "TRINITY_POOL_BASE_URL": srv.base_url}
         run = tmp_path / "run"
-        r = _trinity(
-            "train",
-            "--mode",
-            "live",
-            "--pool",
-            "practice",
-            "--questions",
-            questions_file,
-            "--encoder",
-            "tiny-qwen3",
-            "--generations",
-            "1",
-            "--popsize",
-            "2",
-            "--m",
-            "6",
-            "--run-dir",
-            run,
-            env=env,
+        argv = train_argv(
+            run, "--pool", "practice", mode="live", questions=questions_file, generations=1, popsize=2, m=6
         )
+        r = _trinity(*argv, env=env)
         assert r.returncode == 0, r.stderr[-1500:]
         summary = json.loads((run / "summary.json").read_text())
         man = json.loads((run / "checkpoint" / "manifest.json").read_text())

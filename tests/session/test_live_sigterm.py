@@ -12,6 +12,7 @@ from email.utils import formatdate
 from pathlib import Path
 
 import pytest
+from train_argv import train_argv
 
 from trinity.io import read_jsonl
 
@@ -35,12 +36,9 @@ def test_sigterm_during_a_long_retry_after_stops_the_run(hostile, questions_file
     hostile.mode, hostile.retry_after = "retry_after", retry_after
     run = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
-    args = [
-        *("train", "--mode", "live", "--pool", "local", "--base-url", hostile.base_url),
-        *("--pool-models", "m-a,m-b", "--questions", str(questions_file), "--encoder", "tiny-qwen3"),
-        *("--generations", "2", "--popsize", "2", "--m", "2", "--price-in", "1", "--price-out", "2"),
-        *("--budget-usd", "1", "--run-dir", str(run)),
-    ]
+    pool = ("--pool", "local", "--base-url", hostile.base_url, "--pool-models", "m-a,m-b")
+    prices = ("--price-in", "1", "--price-out", "2", "--budget-usd", "1")
+    args = train_argv(run, *pool, *prices, mode="live", questions=questions_file, generations=2, popsize=2, m=2)
     p = subprocess.Popen(
         [sys.executable, "-m", "trinity", *args], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )

@@ -265,37 +265,22 @@ def test_local_pool_takes_its_models_from_the_run_config(server, questions_file,
     in a config) gives θ's rows. Here the local server is the practice server."""
     run = tmp_path / "local"
     models = "simulated/coder,simulated/mathlete,simulated/scholar"
-    cmd = [
-        sys.executable,
-        "-m",
-        "trinity",
-        "train",
-        "--mode",
-        "live",
-        "--pool",
-        "local",
-        "--base-url",
-        server.base_url,
-        "--pool-models",
-        models,
-        "--questions",
-        str(questions_file),
-        "--encoder",
-        "tiny-qwen3",
-        "--generations",
-        "1",
-        "--popsize",
-        "2",
-        "--m",
-        "2",
-        "--run-dir",
-        str(run),
+    pool = ("--pool", "local", "--base-url", server.base_url, "--pool-models", models)
+    argv = train_argv(
+        run,
+        *pool,
         "--json",
         "--price-in",
         "0",
         "--price-out",
         "0",
-    ]
+        mode="live",
+        questions=questions_file,
+        generations=1,
+        popsize=2,
+        m=2,
+    )
+    cmd = [sys.executable, "-m", "trinity", *argv]
     r = subprocess.run(cmd, env=_env(server, tmp_path / "cache"), capture_output=True, text=True, cwd=ROOT, timeout=240)
     assert r.returncode == 0, r.stderr
     meta = json.loads((run / "run.json").read_text())

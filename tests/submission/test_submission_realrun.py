@@ -9,6 +9,7 @@ import json
 
 import pytest
 from submission_helpers import git, isolated_env, make_repo  # noqa: F401 (autouse fixture)
+from train_argv import train_argv
 
 from trinity.cli import main
 from trinity.errors import InputError
@@ -21,27 +22,7 @@ from trinity.submission.pack import pack_run
 
 def test_tiny_cached_run_to_pushed_submission(tmp_path, capsys):
     run_dir = tmp_path / "runs" / "tiny"
-    rc = main(
-        [
-            "train",
-            "--mode",
-            "cached",
-            "--questions",
-            "practice",
-            "--matrix",
-            "practice",
-            "--encoder",
-            "tiny-qwen3",
-            "--generations",
-            "3",
-            "--popsize",
-            "6",
-            "--m",
-            "8",
-            "--run-dir",
-            str(run_dir),
-        ]
-    )
+    rc = main(train_argv(run_dir, questions="practice", matrix="practice", generations=3, popsize=6, m=8))
     assert rc == 0, capsys.readouterr().err
     run = RunDir(run_dir)
     meta = run.read_meta()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from sweep_helpers import ROOT, results, write_spec
+from trinity_main import trinity_main
 
 from trinity.errors import ConfigError
 from trinity.sweep.runner import new_sweep, run_sweep, sweep_status
@@ -89,25 +90,10 @@ def test_bad_spec_is_one_line_naming_the_key(tmp_path, sections, needle):
 def test_cli_errors_without_traceback(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_bytes(b"grid: [\xff\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(
-        [sys.executable, "-m", "trinity", "sweep", str(bad), "--run-dir", str(tmp_path / "d")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-        env=env,
-    )
-    assert out.returncode == 2 and out.stderr.startswith("error: ") and "Traceback" not in out.stderr
-    out = subprocess.run(
-        [sys.executable, "-m", "trinity", "sweep", "status", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-        env=env,
-    )
-    assert out.returncode == 2 and "not a sweep directory" in out.stderr
+    rc, _, err = trinity_main(["sweep", bad, "--run-dir", tmp_path / "d"])
+    assert rc == 2 and err.startswith("error: ") and "Traceback" not in err
+    rc, _, err = trinity_main(["sweep", "status", tmp_path])
+    assert rc == 2 and "not a sweep directory" in err
 
 
 def test_two_trial_sweep(reference):
