@@ -3,6 +3,8 @@ stop conditions, and checkpoint checks."""
 
 import json
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -255,3 +257,18 @@ def test_an_unreachable_pool_stops_the_run_without_keeping_the_generation(tmp_pa
     assert json.loads((run.checkpoint_dir / "manifest.json").read_text())["generation"] == 1
     assert [r["gen"] for r in json.loads(run.history.read_text())] == [1]  # no generation of zeros
     assert {t["gen"] for t in read_jsonl(run.traces)} <= {1}
+
+
+def test_pycma_loads_without_matplotlib_or_scipy_stats_and_they_still_import_after():
+    code = (
+        "import sys\n"
+        "from trinity.optim.trainer import import_cma\n"
+        "cma = import_cma()\n"
+        "hidden = [m for m in ('matplotlib', 'scipy.stats') if m in sys.modules]\n"
+        "es = cma.CMAEvolutionStrategy([0.0] * 4, 0.5, {'seed': 1, 'verbose': -9, 'popsize': 6})\n"
+        "es.tell(es.ask(), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])\n"
+        "import scipy.stats\n"
+        "print(hidden, es.countiter, scipy.stats.kendalltau([1, 2, 3], [1, 3, 2])[0] > 0)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["[]", "1", "True"], out.stderr
