@@ -5,6 +5,8 @@ ledgers, and Train's accuracy-vs-$ chart on the live runs it leaves behind."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -16,7 +18,8 @@ from trinity.perf.learning_live import ledger_usd, print_text
 # two small live trainings (6 questions: 2 train, 2 val, 2 test), each stopped twice for a live
 # evaluation (the new recipe also after its warm start alone), plus a collect of up to 4 training
 # questions per topic (here: all train questions, one per topic)
-pytestmark = pytest.mark.timeout(1200)
+# one worker runs the module: the bench runs once, in the module fixture, for every test
+pytestmark = [pytest.mark.timeout(1200), pytest.mark.xdist_group("live-bench")]
 
 
 @pytest.fixture(scope="module")
@@ -49,14 +52,17 @@ def bench(tmp_path_factory):
             "--json",
         ]
     )
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert learning.run(args) == 0
+    out = json.loads(printed.getvalue())
+    (keep / "out.json").write_text(json.dumps(out))
     return args, keep
 
 
 def test_live_bench_json_curves_and_ledgers(bench, capsys):
     args, keep = bench
-    assert learning.run(args) == 0
-    out = json.loads(capsys.readouterr().out)
-    (keep / "out.json").write_text(json.dumps(out))
+    out = json.loads((keep / "out.json").read_text())
     recipes = out["recipes"]
     assert set(recipes) == {"old", "new"}
     for name, r in recipes.items():
@@ -119,8 +125,6 @@ async def test_train_shows_accuracy_against_dollars_for_the_live_runs(bench):
     from minertui.reader import Reader
 
     _, keep = bench
-    if not (keep / "out.json").exists():
-        pytest.skip("the bench test did not run")
     out = json.loads((keep / "out.json").read_text())
     for name, source in (("old", "training"), ("new", "validation")):
         path = Path(out["recipes"][name]["run_dir"]).resolve()
@@ -146,8 +150,6 @@ def test_live_routes_sweeps_the_per_group_count_on_the_kept_run(bench, capsys):
     from trinity.perf import live_routes
 
     _, keep = bench
-    if not (keep / "out.json").exists():
-        pytest.skip("the bench test did not run")
     capsys.readouterr()
     assert live_routes.main([str(keep / "run-new"), "--per-group-sweep", "1"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
