@@ -6,6 +6,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
 from optim_standin import MODELS, LinearRouter, synthetic_task
 from trinity_main import trinity_main  # noqa: F401 (re-exported for the optim tests)
 
@@ -83,3 +84,17 @@ def tree_digest(path: Path) -> dict[str, str]:
 
 def history_sans_secs(path: Path) -> list[dict]:
     return [{k: v for k, v in rec.items() if k != "secs"} for rec in json.loads(path.read_text())]
+
+
+class FixedFeatureRouter:
+    """A stand-in router whose features are fixed per text (a dict text → vector), for the warm
+    start's fits: 3 models + 3 roles = 6 outputs, hidden 8."""
+
+    def __init__(self, feats):
+        self.feats = feats
+
+    def initial_mean(self):
+        return np.zeros(6 * 8)
+
+    def features(self, texts):
+        return np.stack([self.feats[t] for t in texts])

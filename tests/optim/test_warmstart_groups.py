@@ -4,7 +4,7 @@ import json
 from dataclasses import replace
 
 import numpy as np
-from optim_helpers import trinity_inproc
+from optim_helpers import FixedFeatureRouter, trinity_inproc
 from train_argv import train_argv
 
 from trinity.data.learningtask import TaskSpec, generate_task
@@ -49,19 +49,6 @@ def test_many_draws_per_cell_keep_a_real_spread_and_drop_noise():
         assert keep[1] < 0.5, keep  # the flat model's noise mostly goes
 
 
-class _Router:
-    """Fixed features per text (the tests' stand-in router)."""
-
-    def __init__(self, feats):
-        self.feats = feats
-
-    def initial_mean(self):
-        return np.zeros(6 * 8)
-
-    def features(self, texts):
-        return np.stack([self.feats[t] for t in texts])
-
-
 def test_group_targets_route_held_out_topics_better_than_one_draw_labels():
     # 3 topics whose features overlap a little, 3 models each best on one topic, per-question
     # spread; one 0/1 draw per cell on 45 training questions; routed on 300 held-out ones
@@ -85,7 +72,7 @@ def test_group_targets_route_held_out_topics_better_than_one_draw_labels():
         t_tr, X_tr, P_tr = draw(45)
         acc = (rng.rand(45, 3) < P_tr).astype(float)
         texts = [f"{rep}-{i}" for i in range(45)]
-        router = _Router(dict(zip(texts, X_tr)))
+        router = FixedFeatureRouter(dict(zip(texts, X_tr)))
         for mode in got:
             theta, info = warm_start_theta(
                 router, router.initial_mean(), 3, texts, acc, groups=[f"b/{t}" for t in t_tr], label_targets=mode

@@ -7,25 +7,12 @@ import json
 
 import numpy as np
 import pytest
-from optim_helpers import trinity_inproc, write_inputs
+from optim_helpers import FixedFeatureRouter, trinity_inproc, write_inputs
 from train_argv import train_argv
 
 from trinity.optim.warmstart import fill_group_means, warm_start_theta
 from trinity.runs.records import WarmStart
 from trinity.runs.rundir import RunDir
-
-
-class _Router:
-    """Fixed features per text (the tests' stand-in router)."""
-
-    def __init__(self, feats):
-        self.feats = feats
-
-    def initial_mean(self):
-        return np.zeros(6 * 8)
-
-    def features(self, texts):
-        return np.stack([self.feats[t] for t in texts])
 
 
 def test_a_question_without_labels_gets_its_groups_mean_over_the_fit_rows():
@@ -63,7 +50,7 @@ def test_four_labelled_questions_per_group_route_about_as_their_group_means_say(
         t_tr, X_tr, P_tr = _topics(rng, 45, centres, skill)
         acc = (rng.rand(45, 3) < P_tr).astype(float)
         texts = [f"{rep}-{i}" for i in range(45)]
-        router = _Router(dict(zip(texts, X_tr)))
+        router = FixedFeatureRouter(dict(zip(texts, X_tr)))
         labelled = np.zeros(45, dtype=bool)
         for t in range(3):
             labelled[np.flatnonzero(t_tr == t)[:4]] = True
@@ -89,7 +76,7 @@ def test_four_labelled_questions_per_group_route_about_as_their_group_means_say(
 def test_every_question_labelled_is_the_fit_as_before():
     rng = np.random.RandomState(0)
     texts = [f"q{i}" for i in range(24)]
-    router = _Router({t: rng.randn(8) for t in texts})
+    router = FixedFeatureRouter({t: rng.randn(8) for t in texts})
     acc = (rng.rand(24, 3) < 0.5).astype(float)
     groups = [f"b/{i % 3}" for i in range(24)]
     a, ia = warm_start_theta(router, router.initial_mean(), 3, texts, acc, groups=groups)
