@@ -57,6 +57,16 @@ def rss_mb() -> float:
     return float("nan")
 
 
+def end_process(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if it has not gone within 10 s; reaped either way."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def first_frame_s(
     runs_root: Path, repeats: int = 3, argv: tuple[str, ...] = (), until: bytes = b"Runs", config: Path | None = None
 ) -> list[float]:
@@ -90,11 +100,7 @@ def first_frame_s(
                 if b"minertui" in buf and until in buf:
                     took = time.perf_counter() - t0
                     break
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        end_process(proc)
         os.close(master)
         if took is None:
             raise RuntimeError("the app drew no first frame within 30 s")

@@ -29,6 +29,8 @@ import termios
 import time
 from pathlib import Path
 
+from minertui.bench import end_process
+
 # runs `minertui --runs-dir …`; when the app is ready it writes the process's CPU seconds so far
 # (start-up included) and the names in sys.modules to $FF_MODULES_OUT
 WRAPPER = """
@@ -80,12 +82,7 @@ def _launch(
                     break
         elif proc.poll() is not None:
             break
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    end_process(proc)
     os.close(master)
     return took, buf[-400:].decode(errors="replace")
 
