@@ -85,20 +85,19 @@ class OutcomeMatrix:
         return {"benchmark": self.benchmark, "k": self.k, "tasks": tasks}
 
 
+def group_means(acc: np.ndarray, groups: Sequence[str]) -> dict[str, np.ndarray]:
+    """{group: (M,) mean of the rows of `acc` (N, M) in it}, `groups` naming each row's group."""
+    g = np.asarray(groups)
+    return {name: acc[g == name].mean(axis=0) for name in sorted(set(g.tolist()))}
+
+
 def group_mean_rows(matrix: OutcomeMatrix, questions: list[Question], among: list[Question]) -> dict[str, np.ndarray]:
     """{id: (M,) accuracy} for each of `questions` the matrix has no row for: the mean accuracy of
     the rows of `among` in its group (`question_group`); a group without rows gets nothing."""
-    acc = matrix.accuracy()
-    by_group: dict[str, list[int]] = {}
-    for q in among:
-        if q.id in matrix:
-            by_group.setdefault(question_group(q), []).append(matrix.row(q.id))
-    out: dict[str, np.ndarray] = {}
-    for q in questions:
-        rows = by_group.get(question_group(q))
-        if q.id not in matrix and rows:
-            out[q.id] = acc[rows].mean(axis=0)
-    return out
+    have = [q for q in among if q.id in matrix]
+    rows = [matrix.row(q.id) for q in have]
+    means = group_means(matrix.accuracy()[rows], [question_group(q) for q in have]) if have else {}
+    return {q.id: means[question_group(q)] for q in questions if q.id not in matrix and question_group(q) in means}
 
 
 def matrix_from_json(obj: Any, where: str = "matrix", ragged: str = "error") -> OutcomeMatrix:

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from trinity.data.matrix import group_means
 from trinity.errors import check_stop
 from trinity.model import ROLES
 from trinity.model.arrays import Float64Array, FloatArray, IndexArray, Int64Array
@@ -261,10 +262,9 @@ def fill_group_means(
     have = fit_rows[labelled[fit_rows]]
     out = np.asarray(acc[rows], dtype=np.float64).copy()
     overall = acc[have].mean(axis=0) if len(have) else np.zeros(acc.shape[1])
-    gaps = ~labelled[rows]
-    for name in sorted(set(g[rows[gaps]].tolist())):
-        own = have[g[have] == name]
-        out[gaps & (g[rows] == name)] = acc[own].mean(axis=0) if len(own) else overall
+    means = group_means(acc[have], g[have].tolist()) if len(have) else {}
+    for i in np.flatnonzero(~labelled[rows]):
+        out[i] = means.get(str(g[rows[i]]), overall)
     return out
 
 
