@@ -70,3 +70,46 @@ def runs_root(tmp_path, real_run) -> Path:
     root.mkdir()
     shutil.copytree(real_run, root / real_run.name)
     return root
+
+
+def svg_text(svg: str) -> list[str]:
+    """The text rows of a Textual SVG screenshot (cells joined by x, rows by y)."""
+    import html
+    import re
+
+    rows: dict[float, list[tuple[float, str]]] = {}
+    for m in re.finditer(r'<text class="[^"]*" x="([\d.]+)" y="([\d.]+)"[^>]*>(.*?)</text>', svg):
+        rows.setdefault(float(m.group(2)), []).append((float(m.group(1)), html.unescape(m.group(3))))
+    return ["".join(t for _, t in sorted(cells)).rstrip() for _, cells in sorted(rows.items())]
+
+
+@pytest.fixture
+def snap(snap_compare, request):
+    """`snap_compare`, and on a mismatch the differing text rows printed (CI's log shows what
+    changed without the HTML report); colour-only differences print "(styles only)"."""
+    import difflib
+
+    import textual._doc
+
+    def compare(app, **kw) -> bool:
+        taken: list[str] = []
+        real = textual._doc.take_svg_screenshot
+
+        def capture(*a, **k):
+            taken.append(real(*a, **k))
+            return taken[-1]
+
+        textual._doc.take_svg_screenshot = capture
+        try:
+            ok = snap_compare(app, **kw)
+        finally:
+            textual._doc.take_svg_screenshot = real
+        if not ok and taken:
+            name = request.node.name
+            want = Path(request.node.path).parent / "__snapshots__" / Path(request.node.path).stem / f"{name}.svg"
+            old = svg_text(want.read_text()) if want.is_file() else []
+            diff = list(difflib.unified_diff(old, svg_text(taken[-1]), "expected", "actual", lineterm="", n=1))
+            print(f"snapshot {name} differs:\n" + ("\n".join(diff) if diff else "(styles only)"))
+        return ok
+
+    return compare

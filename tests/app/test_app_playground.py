@@ -155,7 +155,7 @@ def decisive_head(run) -> None:
     save_theta(run / "best_theta.npy", join_theta(rows, svf))
 
 
-def test_playground_snapshot_80x24(snap_compare, playground_env):
+def test_playground_snapshot_80x24(snap, playground_env):
     """The route of a typed question at 80×24 (the state is waited for, not a time)."""
     decisive_head(playground_env / "run-real")
 
@@ -178,7 +178,7 @@ def test_playground_snapshot_80x24(snap_compare, playground_env):
         await pilot.pause()
 
     app = MinerApp(runs_root=playground_env, poll=False, start_mode="runs", theme="minertui-dark")
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    assert snap(app, terminal_size=SIZE, run_before=run_before)
 
 
 async def test_two_runs_side_by_side_route_the_same_question(playground_env):

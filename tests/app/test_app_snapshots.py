@@ -55,11 +55,15 @@ def settle(*extra_keys: str):
         for key in extra_keys:
             await pilot.press(key)
             await pilot.pause()
-        await app.refresh_now()
+        for _ in range(20):  # a loaded box: read until the reader has caught up with the files
+            poll = await app.refresh_now()
+            if poll.current is None or not poll.current.catching_up:
+                break
         from textual.widgets import Input
 
         for field in app.screen.query(Input):  # a blinking cursor is drawn or not by the clock
             field.cursor_blink = False
+        await pilot.wait_for_scheduled_animations()
         await pilot.pause()
 
     return run_before
@@ -67,49 +71,49 @@ def settle(*extra_keys: str):
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("mode", MODES)
-def test_mode_dark(snap_compare, snap_root, mode, size):
+def test_mode_dark(snap, snap_root, mode, size):
     app = MinerApp(runs_root=snap_root, poll=False, start_mode=mode, theme="minertui-dark")
-    assert snap_compare(app, terminal_size=size, run_before=settle())
+    assert snap(app, terminal_size=size, run_before=settle())
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_mode_light(snap_compare, snap_root, mode):
+def test_mode_light(snap, snap_root, mode):
     app = MinerApp(runs_root=snap_root, poll=False, start_mode=mode, theme="minertui-light")
-    assert snap_compare(app, terminal_size=(80, 24), run_before=settle())
+    assert snap(app, terminal_size=(80, 24), run_before=settle())
 
 
-def test_trace_drill_down(snap_compare, snap_root):
+def test_trace_drill_down(snap, snap_root):
     app = MinerApp(runs_root=snap_root, poll=False, start_mode="traces", theme="minertui-dark")
-    assert snap_compare(app, terminal_size=(120, 40), run_before=settle("enter"))
+    assert snap(app, terminal_size=(120, 40), run_before=settle("enter"))
 
 
-def test_help(snap_compare, snap_root):
+def test_help(snap, snap_root):
     app = MinerApp(runs_root=snap_root, poll=False, start_mode="runs", theme="minertui-dark")
-    assert snap_compare(app, terminal_size=(80, 24), run_before=settle("question_mark"))
+    assert snap(app, terminal_size=(80, 24), run_before=settle("question_mark"))
 
 
-def test_new_run_form(snap_compare, snap_root):
+def test_new_run_form(snap, snap_root):
     app = MinerApp(runs_root=snap_root, poll=False, start_mode="runs", theme="minertui-dark")
-    assert snap_compare(app, terminal_size=(80, 24), run_before=settle("n"))
+    assert snap(app, terminal_size=(80, 24), run_before=settle("n"))
 
 
-def test_compare_overlay(snap_compare, snap_root):
+def test_compare_overlay(snap, snap_root):
     """Two runs marked in Runs (space, space) and compared (c): their best curves overlaid in Train,
     each in its own colour, the legend under the plot."""
     app = MinerApp(runs_root=snap_root, poll=False, start_mode="runs", theme="minertui-dark")
-    assert snap_compare(app, terminal_size=(120, 40), run_before=settle("space", "space", "c"))
+    assert snap(app, terminal_size=(120, 40), run_before=settle("space", "space", "c"))
 
 
-def test_resume_dialog(snap_compare, snap_root):
+def test_resume_dialog(snap, snap_root):
     app = MinerApp(runs_root=snap_root, poll=False, start_mode="runs", theme="minertui-dark")
-    assert snap_compare(app, terminal_size=(80, 24), run_before=settle("down", "R"))
+    assert snap(app, terminal_size=(80, 24), run_before=settle("down", "R"))
 
 
-def test_runs_with_a_sweep(snap_compare, snap_root):
+def test_runs_with_a_sweep(snap, snap_root):
     """A sweep dir under the runs root: one row (its trials' states, its spend against the sweep
     budget, its best trial's val~), expanded (home, x) into its trials; the detail is the sweep's."""
     from minertui.synth import make_sweep
 
     make_sweep(snap_root / "sweep-sigma", ("finished", "stopped", "finished", "pending"))
     app = MinerApp(runs_root=snap_root, poll=False, start_mode="runs", theme="minertui-dark")
-    assert snap_compare(app, terminal_size=(80, 24), run_before=settle("home", "x"))
+    assert snap(app, terminal_size=(80, 24), run_before=settle("home", "x"))

@@ -81,7 +81,7 @@ def settle(*keys: str, sampler: bool = False):
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_system_pane(snap_compare, gpubox_root, size, monkeypatch):
+def test_system_pane(snap, gpubox_root, size, monkeypatch):
     monkeypatch.delitem(sys.modules, "pynvml", raising=False)
     monkeypatch.syspath_prepend(str(FAKE_NVML))
     app = MinerApp(
@@ -91,11 +91,11 @@ def test_system_pane(snap_compare, gpubox_root, size, monkeypatch):
         start_mode="train",
         theme="minertui-dark",
     )
-    assert snap_compare(app, terminal_size=size, run_before=settle("y", sampler=True))
+    assert snap(app, terminal_size=size, run_before=settle("y", sampler=True))
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_accuracy_vs_dollars(snap_compare, gpubox_root, size):
+def test_accuracy_vs_dollars(snap, gpubox_root, size):
     app = MinerApp(
         runs_root=gpubox_root,
         open_run=gpubox_root / "run-a-cheap",
@@ -103,14 +103,14 @@ def test_accuracy_vs_dollars(snap_compare, gpubox_root, size):
         start_mode="train",
         theme="minertui-dark",
     )
-    assert snap_compare(app, terminal_size=size, run_before=settle("a"))
+    assert snap(app, terminal_size=size, run_before=settle("a"))
 
 
-def test_accuracy_vs_dollars_compare(snap_compare, gpubox_root):
+def test_accuracy_vs_dollars_compare(snap, gpubox_root):
     """Three runs marked in Runs and compared: the Pareto front marked and named in the legend."""
     app = MinerApp(runs_root=gpubox_root, poll=False, start_mode="runs", theme="minertui-dark")
     keys = ("space", "space", "space", "c", "a")  # space marks and moves down
-    assert snap_compare(app, terminal_size=(120, 40), run_before=settle(*keys))
+    assert snap(app, terminal_size=(120, 40), run_before=settle(*keys))
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
