@@ -100,8 +100,21 @@ def snap(snap_compare, request):
             return taken[-1]
 
         textual._doc.take_svg_screenshot = capture
+        before = kw.pop("run_before", None)
+
+        async def settled(pilot) -> None:
+            if before is not None:
+                await before(pilot)
+            from textual.widgets import DataTable
+
+            for _ in range(50):  # a loaded box once shot a table with header-wide columns: wait
+                tables = pilot.app.screen.query(DataTable)  # until each has measured its rows (on idle)
+                if not any(t._require_update_dimensions for t in tables):
+                    break
+                await pilot.pause(0.01)
+
         try:
-            ok = snap_compare(app, **kw)
+            ok = snap_compare(app, run_before=settled, **kw)
         finally:
             textual._doc.take_svg_screenshot = real
         if not ok and taken:

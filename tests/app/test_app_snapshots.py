@@ -59,16 +59,12 @@ def settle(*extra_keys: str):
             poll = await app.refresh_now()
             if poll.current is None or not poll.current.catching_up:
                 break
-        from textual.widgets import DataTable, Input
+        from textual.widgets import Input
 
         for field in app.screen.query(Input):  # a blinking cursor is drawn or not by the clock
             field.cursor_blink = False
         await pilot.wait_for_scheduled_animations()
         await pilot.pause()
-        for _ in range(50):  # a loaded box: until every table has measured its rows (on idle)
-            if not any(t._require_update_dimensions for t in app.screen.query(DataTable)):
-                break
-            await pilot.pause(0.01)
 
     return run_before
 
