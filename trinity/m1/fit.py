@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from trinity.competition import m1
+from trinity.model.lbfgs import lbfgs
 from trinity.optim.trainer import make_es
 
 SMALL_PROBLEM = 4_000_000  # rows × feature width under which the fit runs on one thread
@@ -137,7 +138,7 @@ def epoch_step(
     wf = torch.tensor(cur.W_diff, dtype=torch.float64, requires_grad=True)
     q = torch.tensor(cur.query, dtype=torch.float64, requires_grad=True) if cur.query is not None else None
     params = [wd, wf] + ([q] if q is not None else [])
-    opt = torch.optim.LBFGS(params, lr=1.0, max_iter=iters, history_size=10, line_search_fn="strong_wolfe")
+    opt = lbfgs(params, lr=1.0, max_iter=iters, history_size=10, line_search_fn="strong_wolfe")
 
     def objective() -> torch.Tensor:
         h = train.hidden(q)

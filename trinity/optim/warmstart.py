@@ -154,7 +154,9 @@ def lbfgs_minimise(param: torch.Tensor, loss: Callable[[torch.Tensor], torch.Ten
     deterministic); returns a copy of it. A SIGTERM stops the fit between evaluations."""
     import torch  # lazy: torch loaded only when used
 
-    opt = torch.optim.LBFGS(
+    from trinity.model.lbfgs import lbfgs  # lazy: with torch
+
+    opt = lbfgs(
         [param],
         lr=1.0,
         max_iter=MAX_ITER,
