@@ -49,6 +49,19 @@ def torch_one_thread():
 
 
 @pytest.fixture(scope="session")
+def ray_local():
+    """One local Ray instance with 2 logical CPUs for the whole session (the Ray modules share the
+    xdist group "ray", so one worker holds it): the population tests need one CPU per worker
+    (`--workers 2`), a sweep's trials run two at a time. Starting it once, not once per module,
+    saves two Ray start-ups (4-8 s each on a busy 2-core box) and lets later modules reuse the
+    worker processes earlier ones started."""
+    ray = pytest.importorskip("ray", reason="the [ray] extra (pip install -e '.[ray]') runs these tests")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory) -> Path:
     """A finished 3-generation cached run (tiny-qwen3, configs/practice.yaml on the practice math
     and multiple-choice questions: live sessions on code questions spend seconds per answer in the

@@ -21,13 +21,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PRACTICE = ROOT / "configs" / "practice.yaml"
 
 
-@pytest.fixture(scope="module")
-def ray_local():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
 def _cfg(**over):
     # max_batch_tokens 256: the practice questions' warm-up makes 12 layer-input batches (not one),
     # so each worker holds a real share and a generation's questions fall into several groups;

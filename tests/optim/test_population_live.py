@@ -27,13 +27,6 @@ pytestmark = [pytest.mark.usefixtures("torch_one_thread"), pytest.mark.xdist_gro
 
 
 @pytest.fixture(scope="module")
-def ray_local():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
-@pytest.fixture(scope="module")
 def server():
     h = start_practice_server(port=0)
     yield h

@@ -1,5 +1,5 @@
-"""`trinity sweep` on a local Ray instance with 1 CPU (one per test module): trials run one at a
-time, each with one torch thread, so a loaded 2-core box is not oversubscribed."""
+"""`trinity sweep` on the session's local Ray instance (2 CPUs, `ray_local` in tests/conftest.py):
+trials run two at a time, each with one torch thread."""
 
 from __future__ import annotations
 
@@ -22,13 +22,6 @@ from trinity.sweep.spec import load_spec
 ray = pytest.importorskip("ray", reason="the [ray] extra (pip install -e '.[ray]') runs these tests")
 pytestmark = pytest.mark.xdist_group("ray")  # one worker runs the Ray modules (pyproject: --dist loadgroup)
 SWEEP_TIMEOUT_S = 240
-
-
-@pytest.fixture(scope="module")
-def ray_local():
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
 
 
 GENS = 5
