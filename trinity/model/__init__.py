@@ -12,6 +12,7 @@ Modules (import them directly; this package stays light so CLI modules may impor
 - `policy`   — argmax / softmax / sampling per group (model, role)
 - `arrays`   — the numpy array types (`Float64Array` θ, `Float32Array` features/logits, `IndexArray` …)
 - `hftypes`  — names for the transformers objects held (`HFCausalLM`, `HFDecoder`, `HFLayer`)
+- `lbfgs`    — torch's L-BFGS made without loading `torch._dynamo` (the warm start's and M1's fits)
 """
 
 ROLES = ("Thinker", "Worker", "Verifier")
