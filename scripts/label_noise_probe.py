@@ -8,8 +8,8 @@ expected accuracy (64 draws a cell):
 - `group, k=1`: the default recipe (4 collected questions a topic, one draw a cell; the other
   training questions get their topic's mean) through `warm_start_theta`;
 - `group, k=4`: the same with 4 draws a cell;
-- `best one-hot, k=1`: each training question's target is the one-hot of its topic's best
-  model by the same collected draws;
+- `best, k=1`: `--label-targets best`, each training question's target the one-hot of its
+  topic's best model by the same collected draws (through `warm_start_theta`, λ by CV);
 - `true best one-hot`: the one-hot of the topic's truly best model (labels without noise).
 
 Usage: python scripts/label_noise_probe.py [--reps 40]
@@ -58,7 +58,15 @@ def main() -> None:
     true_best = {k: int(np.argmax(P[kinds == k].mean(0))) for k in set(kinds)}
     rng = np.random.RandomState(0)
     out: dict[str, list[float]] = {
-        k: [] for k in ("group, k=1", "group, k=4", "best one-hot, k=1", "true best one-hot", "ceiling", "best single")
+        k: []
+        for k in (
+            "group, k=1",
+            "group, k=4",
+            "best (--label-targets best), k=1",
+            "true best one-hot",
+            "ceiling",
+            "best single",
+        )
     }
     for rep in range(args.reps):
         perm = rng.permutation(len(qs))
@@ -75,10 +83,11 @@ def main() -> None:
             acc = draws[:, :, :k].mean(2)[tr]
             theta, _ = warm_start_theta(router, router.initial_mean(), 3, texts, acc, groups=groups, labelled=lab, k=k)
             out[name].append(routed_accuracy(theta[: 3 * H].reshape(3, H), X[te], P[te]))
-        one = draws[:, :, 0][tr]
-        means = {g: one[lab & (np.array(groups) == g)].mean(0) for g in set(groups)}
-        Y = np.array([np.eye(3)[int(np.argmax(means[g]))] for g in groups])
-        out["best one-hot, k=1"].append(routed_accuracy(fit_logistic(X[tr], Y, 1e-4), X[te], P[te]))
+        theta, _ = warm_start_theta(
+            router, router.initial_mean(), 3, texts, draws[:, :, 0][tr], groups=groups, labelled=lab,
+            label_targets="best",
+        )  # fmt: skip
+        out["best (--label-targets best), k=1"].append(routed_accuracy(theta[: 3 * H].reshape(3, H), X[te], P[te]))
         Yt = np.array([np.eye(3)[true_best[g]] for g in groups])
         out["true best one-hot"].append(routed_accuracy(fit_logistic(X[tr], Yt, 1e-4), X[te], P[te]))
         out["ceiling"].append(float(np.mean([P[i, true_best[str(kinds[i])]] for i in te])))

@@ -209,11 +209,12 @@ class TrainConfig(BaseModel):
         "generation 1 (labels; with the role rows' default: Worker on a bare query, Verifier once the "
         "transcript has turns); auto = labels in cached mode, the role rows alone in live mode",
     )
-    label_targets: Literal["group", "question"] = Field(
+    label_targets: Literal["group", "question", "best"] = Field(
         "group",
         description="label warm start: fit each question's correctness shrunk towards the mean of its "
         "benchmark/kind group by how much of the spread the draws per cell can tell from noise (group; "
-        "k = 1: the group's mean), or each question's own labels (question, the fit before)",
+        "k = 1: the group's mean), each question's own labels (question, the fit before), or the "
+        "one-hot of its group's best model by those means (best: route each topic as a whole)",
     )
     live_recipe: Literal["race", "plain"] = Field(
         "race",

@@ -277,9 +277,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--label-targets",
         dest="label_targets",
-        choices=["group", "question"],
+        choices=["group", "question", "best"],
         help="label warm start: group (default) = each question's correctness shrunk towards its "
-        "benchmark/kind group's mean (one answer per cell: the mean); question = its own labels (the fit before)",
+        "benchmark/kind group's mean (one answer per cell: the mean); question = its own labels (the fit "
+        "before); best = the one-hot of its group's best model (each topic routed as a whole)",
     )
     p.add_argument(
         "--lambda-turns",

@@ -30,6 +30,11 @@ rather than against their single draws, which pick a λ by luck. A matrix with r
 training questions (a live run's `trinity collect --per-group N`): every question is still fitted,
 one without a row to its group's mean label (`fill_group_means`; in each fold over the fold's
 labelled rows), and the record counts them (`n_with_rows`, `n_group_mean`).
+`best` routes each group as a whole: every question's target is the one-hot of its group's best
+model by the group targets' mean (a tie shared evenly), a classification of topics rather than a
+regression of their rates. Offline it reaches 0.945–0.953 of the per-topic ceiling with 8–12
+one-draw labels a topic where `group` plateaus at 0.91–0.92 (`scripts/label_noise_probe.py`,
+docs/perf/live-dollar.md).
 
 Role rows (`fit_role_rows`): a session's turn rules (trinity.session.loop) let a Verifier's
 ACCEPT end it only once a Worker answered, and score the newest non-Verifier answer. The default
@@ -72,7 +77,11 @@ FOLDS = 4
 ROLE_SCALE = 0.5
 MAX_ITER = 200
 MODES = ("auto", "labels", "none")
-LABEL_TARGETS = ("group", "question")  # the label fit's targets (see the module doc)
+LABEL_TARGETS = ("group", "question", "best")  # the label fit's targets (see the module doc)
+TARGET_TEXT = {  # what the fit's record says each target is
+    "group": "shrunk towards its benchmark/kind group",
+    "best": "one-hot of its benchmark/kind group's best model",
+}
 ROLE_MARGIN = 2.0  # median logit margin of the fitted role rows (the chosen role over the next)
 ROLE_LAMBDA = 1e-3
 ROLE_MAX_QUESTIONS = 128  # training questions the role fit uses (5 transcripts each to encode)
@@ -229,6 +238,20 @@ def shrink_to_groups(acc: Float64Array, groups: list[str] | None, k: int = 1) ->
     }
 
 
+def best_of_groups(targets: Float64Array, groups: list[str]) -> Float64Array:
+    """(N, M): each row the one-hot of its group's best model by the mean of the group's rows of
+    `targets` (models within 1e-12 of the best share the 1 evenly)."""
+    t = np.asarray(targets, dtype=np.float64)
+    g = np.asarray(groups)
+    out = np.zeros_like(t)
+    for name in sorted(set(groups)):
+        sel = g == name
+        mean = t[sel].mean(axis=0)
+        top = mean >= mean.max() - 1e-12
+        out[sel] = top / top.sum()
+    return out
+
+
 def group_estimates(
     acc: Float64Array, groups: list[str], fit_rows: IndexArray, rows: IndexArray, k: int = 1
 ) -> Float64Array:
@@ -334,10 +357,12 @@ def warm_start_theta(
         )  # fmt: skip
     X = frozen_features(router, texts_train)
     acc_tr = np.asarray(acc_train, dtype=np.float64)
-    use_groups = groups if label_targets == "group" else None
+    use_groups = groups if label_targets != "question" else None
+    best = label_targets == "best" and groups is not None and len(set(groups)) >= 2
 
     def targets(rows: IndexArray) -> Float64Array:
-        return shrink_to_groups(acc_tr[rows], None if use_groups is None else [use_groups[i] for i in rows], k)[0]
+        out = shrink_to_groups(acc_tr[rows], None if use_groups is None else [use_groups[i] for i in rows], k)[0]
+        return best_of_groups(out, [use_groups[i] for i in rows]) if best and use_groups is not None else out
 
     def score_on(fit_rows: IndexArray, rows: IndexArray) -> Float64Array:
         assert use_groups is not None
@@ -348,6 +373,9 @@ def warm_start_theta(
     fit_y, shrink_info = shrink_to_groups(acc_tr, use_groups, k)
     if label_targets == "question":
         shrink_info = {"label_targets": "question"}
+    elif best:
+        fit_y = targets(np.arange(len(X)))
+        shrink_info = {**shrink_info, "label_targets": "best"}
     W = fit_logistic(X, fit_y, lam)
     return _assemble(router, x0, n_models, X, W, acc_tr, shrink_info, lam, cv, roles, texts_val, acc_val)
 
@@ -386,7 +414,7 @@ def _assemble(
         "method": "labels",
         "fitted": (
             f"head model rows [0:{n_models}]: per-model L2-regularised logistic regression (no intercept) "
-            f"of recorded correctness ({'shrunk towards its benchmark/kind group' if shrink_info['label_targets'] == 'group' else 'per question'}{fitted_note}) "
+            f"of recorded correctness ({TARGET_TEXT.get(shrink_info['label_targets'], 'per question')}{fitted_note}) "
             f"on the frozen features of the training split; role rows: {role_text}; "
             "SVF scales 1.0"
         ),
@@ -427,13 +455,15 @@ def _warm_start_sparse(
     X = frozen_features(router, texts_train)
     acc_tr = np.asarray(acc_train, dtype=np.float64)
     everyone = np.arange(len(X))
-    grouped = label_targets == "group" and len(set(groups)) >= 2
+    grouped = label_targets in ("group", "best") and len(set(groups)) >= 2
 
     def targets(rows: IndexArray) -> Float64Array:
         out = fill_group_means(acc_tr, groups, labelled, rows, rows)
         lab = labelled[rows]
         if grouped:
             out[lab] = shrink_to_groups(acc_tr[rows[lab]], [groups[i] for i in rows[lab]], k)[0]
+            if label_targets == "best":  # a group's rows average to its labelled rows' mean
+                out = best_of_groups(out, [groups[i] for i in rows])
         return out
 
     def score_on(fit_rows: IndexArray, rows: IndexArray) -> Float64Array:
@@ -449,6 +479,7 @@ def _warm_start_sparse(
     fit_y = targets(everyone)
     if grouped:
         shrink_info = shrink_to_groups(acc_tr[labelled], [g for g, has in zip(groups, labelled) if has], k)[1]
+        shrink_info["label_targets"] = label_targets
     else:
         shrink_info = {"label_targets": "question"}
     n_with = int(labelled.sum())

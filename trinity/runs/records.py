@@ -261,7 +261,7 @@ class RunConfig(_OpenRecord):
     workers: int | None = None
     ray_address: str | None = None
     warm_start: str | None = None  # auto | labels | none (what to fit; run.json `warm_start` is what was)
-    label_targets: str | None = None  # group | question
+    label_targets: str | None = None  # group | question | best
     live_recipe: str | None = None
     live_schedule: str | None = None
     lambda_turns: Num | None = None
@@ -286,7 +286,7 @@ class WarmStart(_OpenRecord):
     val_per_benchmark: dict[str, Num] | None = None
     role_train_acc: Num | None = None
     secs: Num | None = None
-    label_targets: str | None = None  # labels: group | question (None: written before the choice existed)
+    label_targets: str | None = None  # labels: group | question | best (None: written before the choice existed)
     # labels from a matrix without a row for every training question (a per-group collect): how
     # many had rows and how many were fitted to their group's mean; left out when all had rows
     n_with_rows: int | None = None
