@@ -47,6 +47,8 @@ def bench(tmp_path_factory):
             "1",
             "--collect-k",
             "1",
+            "--label-targets",
+            "best",
             "--keep",
             str(keep),
             "--json",
@@ -115,6 +117,7 @@ def test_live_bench_json_curves_and_ledgers(bench, capsys):
     assert run_json["config"]["live_recipe"] == "plain"
     run_json = json.loads((Path(recipes["new"]["run_dir"]) / "run.json").read_text())
     assert run_json["config"]["live_recipe"] == "race" and run_json["config"]["warm_start"] == "labels"
+    assert run_json["config"]["label_targets"] == run_json["warm_start"]["label_targets"] == "best"  # --label-targets
 
 
 async def test_train_shows_accuracy_against_dollars_for_the_live_runs(bench):

@@ -51,6 +51,13 @@ def register_args(p) -> None:
         "gives the others, and validation's questions, their topic's mean; 0: every train + val question",
     )
     g.add_argument(
+        "--label-targets",
+        dest="label_targets",
+        choices=["group", "question", "best"],
+        default=None,
+        help="live: the new recipe's warm-start targets (default: train's default, group)",
+    )
+    g.add_argument(
         "--collect-all",
         action="store_true",
         help="live: the new recipe collects the test split too (default: only train + val, which training reads)",
@@ -165,6 +172,8 @@ def run_recipe(name: str, args, qfile: Path, questions, work: Path) -> dict[str,
             collect_usd, collect_calls = st.billed_usd, st.calls
             collect_ledger = ledger_usd(work / "new-matrix.ledger.jsonl")
             over.update({"matrix": str(res.matrix_path), "warm_start": "labels", "live_recipe": "race"})
+            if args.label_targets:  # the new recipe's warm-start targets (default: the run's own default)
+                over["label_targets"] = args.label_targets
         else:
             over.update({"live_recipe": "plain", "warm_start": "auto"})
         rd = work / f"run-{name}"
