@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -31,6 +31,10 @@ PRACTICE = "practice"
 PATH_KEYS = ("questions", "matrix", "cache_path")  # file paths a config may give
 # package data, so a non-editable install has it; configs/trinity.yaml in the checkout links here
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "optim" / "trinity.yaml"
+# the label warm start's targets (trinity.optim.warmstart's module doc); the config, `train
+# --label-targets` and `bench learning --live --label-targets` all take these
+LabelTargets = Literal["group", "question", "best"]
+LABEL_TARGETS: tuple[str, ...] = get_args(LabelTargets)
 
 # Keys that may change between a run and its resume without making the checkpoint foreign:
 # they change neither which candidates are sampled nor how they are scored.
@@ -209,7 +213,7 @@ class TrainConfig(BaseModel):
         "generation 1 (labels; with the role rows' default: Worker on a bare query, Verifier once the "
         "transcript has turns); auto = labels in cached mode, the role rows alone in live mode",
     )
-    label_targets: Literal["group", "question", "best"] = Field(
+    label_targets: LabelTargets = Field(
         "group",
         description="label warm start: fit each question's correctness shrunk towards the mean of its "
         "benchmark/kind group by how much of the spread the draws per cell can tell from noise (group; "

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from trinity.config import LABEL_TARGETS
 from trinity.optim.plan import add_pilot_flag, register_plan
 
 TRAIN_FLAGS = (
@@ -277,7 +278,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--label-targets",
         dest="label_targets",
-        choices=["group", "question", "best"],
+        choices=LABEL_TARGETS,
         help="label warm start: group (default) = each question's correctness shrunk towards its "
         "benchmark/kind group's mean (one answer per cell: the mean); question = its own labels (the fit "
         "before); best = the one-hot of its group's best model (each topic routed as a whole)",

@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from trinity.config import LABEL_TARGETS
 from trinity.data.matrix import group_means
 from trinity.errors import check_stop
 from trinity.model import ROLES
@@ -77,7 +78,6 @@ FOLDS = 4
 ROLE_SCALE = 0.5
 MAX_ITER = 200
 MODES = ("auto", "labels", "none")
-LABEL_TARGETS = ("group", "question", "best")  # the label fit's targets (see the module doc)
 TARGET_TEXT = {  # what the fit's record says each target is
     "group": "shrunk towards its benchmark/kind group",
     "best": "one-hot of its benchmark/kind group's best model",

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from trinity.config import LABEL_TARGETS
+
 
 def register_args(p) -> None:
     g = p.add_argument_group("live (--live): old vs new recipe against the stand-in pool")
@@ -53,7 +55,7 @@ def register_args(p) -> None:
     g.add_argument(
         "--label-targets",
         dest="label_targets",
-        choices=["group", "question", "best"],
+        choices=LABEL_TARGETS,
         default=None,
         help="live: the new recipe's warm-start targets (default: train's default, group)",
     )
