@@ -8,7 +8,7 @@ expected accuracy (64 draws a cell):
 - `group, k=1`: the default recipe (4 collected questions a topic, one draw a cell; the other
   training questions get their topic's mean) through `warm_start_theta`;
 - `group, k=4`: the same with 4 draws a cell;
-- `best, k=1`: `--label-targets best`, each training question's target the one-hot of its
+- `best, k=1` / `k=4`: `--label-targets best`, each training question's target the one-hot of its
   topic's best model by the same collected draws (through `warm_start_theta`, λ by CV);
 - `true best one-hot`: the one-hot of the topic's truly best model (labels without noise).
 
@@ -63,6 +63,7 @@ def main() -> None:
             "group, k=1",
             "group, k=4",
             "best (--label-targets best), k=1",
+            "best (--label-targets best), k=4",
             "true best one-hot",
             "ceiling",
             "best single",
@@ -83,11 +84,12 @@ def main() -> None:
             acc = draws[:, :, :k].mean(2)[tr]
             theta, _ = warm_start_theta(router, router.initial_mean(), 3, texts, acc, groups=groups, labelled=lab, k=k)
             out[name].append(routed_accuracy(theta[: 3 * H].reshape(3, H), X[te], P[te]))
-        theta, _ = warm_start_theta(
-            router, router.initial_mean(), 3, texts, draws[:, :, 0][tr], groups=groups, labelled=lab,
-            label_targets="best",
-        )  # fmt: skip
-        out["best (--label-targets best), k=1"].append(routed_accuracy(theta[: 3 * H].reshape(3, H), X[te], P[te]))
+        for k in (1, 4):
+            theta, _ = warm_start_theta(
+                router, router.initial_mean(), 3, texts, draws[:, :, :k].mean(2)[tr], groups=groups, labelled=lab,
+                k=k, label_targets="best",
+            )  # fmt: skip
+            out[f"best (--label-targets best), k={k}"].append(routed_accuracy(theta[: 3 * H].reshape(3, H), X[te], P[te]))
         Yt = np.array([np.eye(3)[true_best[g]] for g in groups])
         out["true best one-hot"].append(routed_accuracy(fit_logistic(X[tr], Yt, 1e-4), X[te], P[te]))
         out["ceiling"].append(float(np.mean([P[i, true_best[str(kinds[i])]] for i in te])))

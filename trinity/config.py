@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import ErrorDetails
 
 from trinity.errors import ConfigError
-from trinity.io import canonical_json, safe_yaml
+from trinity.io import canonical_json, safe_yaml, yaml_error
 
 PRACTICE = "practice"
 PATH_KEYS = ("questions", "matrix", "cache_path")  # file paths a config may give
@@ -35,6 +35,13 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent / "optim" / "trinity.yaml"
 # --label-targets` and `bench learning --live --label-targets` all take these
 LabelTargets = Literal["group", "question", "best"]
 LABEL_TARGETS: tuple[str, ...] = get_args(LabelTargets)
+# best: measured closest to the per-topic ceiling from a few collected answers per topic (docs/perf/live-dollar.md)
+DEFAULT_LABEL_TARGETS: LabelTargets = "best"
+# the live recipe's collect (`trinity collect --per-group N`): training questions asked per topic; with
+# best targets, 8 one-answer labels a topic named each topic's specialist on both bench seeds, 6 did not
+RECIPE_PER_GROUP = 8
+WarmStart = Literal["auto", "labels", "roles", "none"]
+WARM_STARTS: tuple[str, ...] = get_args(WarmStart)
 
 # Keys that may change between a run and its resume without making the checkpoint foreign:
 # they change neither which candidates are sampled nor how they are scored.
@@ -44,6 +51,7 @@ RESUMABLE_KEYS = (
     "max_batch_tokens",
     "budget_usd",
     "base_url",
+    "models_yaml",
     "cache_path",
     "prices",
     "price_in",
@@ -137,6 +145,11 @@ class TrainConfig(BaseModel):
         description="live mode: the pool's OpenAI-compatible base URL, overriding "
         "configs/models.yaml (e.g. a local vLLM server)",
     )
+    models_yaml: str | None = Field(
+        None,
+        description="live mode: the providers file the pool is read from (default configs/models.yaml): "
+        "its base URL, models, prices, retry and timeouts",
+    )
     pool_models: list[str] | None = Field(
         None,
         description="live mode: the pool's model ids in θ order, overriding configs/models.yaml "
@@ -207,18 +220,19 @@ class TrainConfig(BaseModel):
         "candidates (live: the sessions' encoder work; 1: in this process; the [ray] extra)",
     )
     ray_address: str | None = Field(None, description="HOST:PORT of a Ray cluster for --workers (default: a local one)")
-    warm_start: Literal["auto", "labels", "none"] = Field(
+    warm_start: WarmStart = Field(
         "auto",
         description="fit the head's model rows on the training split's correctness labels before "
         "generation 1 (labels; with the role rows' default: Worker on a bare query, Verifier once the "
-        "transcript has turns); auto = labels in cached mode, the role rows alone in live mode",
+        "transcript has turns); roles = those role rows alone (the live default before); auto = labels "
+        "whenever a matrix is given (cached, or live on a collected matrix), else roles (live) or none (cached)",
     )
     label_targets: LabelTargets = Field(
-        "group",
-        description="label warm start: fit each question's correctness shrunk towards the mean of its "
-        "benchmark/kind group by how much of the spread the draws per cell can tell from noise (group; "
-        "k = 1: the group's mean), each question's own labels (question, the fit before), or the "
-        "one-hot of its group's best model by those means (best: route each topic as a whole)",
+        DEFAULT_LABEL_TARGETS,
+        description="label warm start: fit each question to the one-hot of its benchmark/kind group's "
+        "best model by the group's mean correctness (best: route each topic as a whole, a tie shared), "
+        "its correctness shrunk towards the group's mean by how much of the spread the draws per cell can "
+        "tell from noise (group; k = 1: the group's mean), or its own labels (question, the first fit)",
     )
     live_recipe: Literal["race", "plain"] = Field(
         "race",
@@ -272,7 +286,7 @@ class TrainConfig(BaseModel):
     def resolved(self) -> dict[str, Any]:
         """JSON-ready dict, paths made absolute (stored in run.json)."""
         data = self.model_dump(mode="json")
-        for key in ("questions", "matrix", "practice_config", "cache_path"):
+        for key in ("questions", "matrix", "practice_config", "cache_path", "models_yaml"):
             v = data.get(key)
             if v and v != PRACTICE:
                 # questions/matrix may list one file per benchmark, comma-separated
@@ -337,9 +351,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not UTF-8 text (a binary file?); pass a YAML config") from None
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}:{line} is not valid YAML; fix it") from None
+        raise yaml_error(path, e) from None
     if doc is None:
         return {}
     if not isinstance(doc, dict):

@@ -215,6 +215,15 @@ def read_line_at(path: str | os.PathLike, offset: int) -> Any:
         return json.loads(f.readline())
 
 
+def yaml_error(where: object, e: Exception) -> ConfigError:
+    """One line for a YAML file that does not parse: where, the line, and PyYAML's problem (its
+    own message spans several lines, with the offending text quoted)."""
+    mark = getattr(e, "problem_mark", None)
+    line = f" line {mark.line + 1}" if mark is not None else ""
+    problem = " ".join(str(getattr(e, "problem", None) or "").split())
+    return ConfigError(f"{where}:{line} is not valid YAML{f' ({problem})' if problem else ''}; fix it")
+
+
 def safe_yaml(text: str, where: object) -> Any:
     """`yaml.safe_load` of a user's file, refusing aliases (`*name`): a few hundred bytes of
     aliases nested in aliases expand to gigabytes once anything walks the document."""

@@ -56,8 +56,9 @@ def test_four_labelled_questions_per_group_route_about_as_their_group_means_say(
             labelled[np.flatnonzero(t_tr == t)[:4]] = True
         hidden = np.where(labelled[:, None], acc, np.nan)  # what the fit must not read
         theta, info = warm_start_theta(
-            router, router.initial_mean(), 3, texts, hidden, groups=[f"b/{t}" for t in t_tr], labelled=labelled
-        )
+            router, router.initial_mean(), 3, texts, hidden, groups=[f"b/{t}" for t in t_tr], labelled=labelled,
+            label_targets="group",
+        )  # fmt: skip
         assert np.all(np.isfinite(theta))
         assert info["n_train"] == 45 and info["n_with_rows"] == 12 and info["n_group_mean"] == 33
         assert info["groups"] == {"b/0": 4, "b/1": 4, "b/2": 4} and info["label_targets"] == "group"

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from trinity.config import DEFAULT_LABEL_TARGETS, RECIPE_PER_GROUP
 from trinity.perf import learning
 from trinity.perf.learning_live import ledger_usd, print_text
 
 # two small live trainings (6 questions: 2 train, 2 val, 2 test), each stopped twice for a live
-# evaluation (the new recipe also after its warm start alone), plus a collect of up to 4 training
+# evaluation (the new recipe also after its warm start alone), plus a collect of up to RECIPE_PER_GROUP training
 # questions per topic (here: all train questions, one per topic)
 # one worker runs the module: the bench runs once, in the module fixture, for every test
 pytestmark = [pytest.mark.timeout(1200), pytest.mark.xdist_group("live-bench")]
@@ -47,8 +48,6 @@ def bench(tmp_path_factory):
             "1",
             "--collect-k",
             "1",
-            "--label-targets",
-            "best",
             "--keep",
             str(keep),
             "--json",
@@ -84,7 +83,7 @@ def test_live_bench_json_curves_and_ledgers(bench, capsys):
         assert whole == pytest.approx(r["server_total_usd"], abs=tol)
         assert r["server_eval_usd"] > 0
     assert recipes["new"]["collect_usd"] > 0 and recipes["old"]["collect_usd"] == 0
-    # the collect asked only about training questions (up to 4 per topic: all of them here), once per model
+    # the collect asked only about training questions (up to RECIPE_PER_GROUP per topic: all of them here), once per model
     new_run = json.loads((Path(recipes["new"]["run_dir"]) / "run.json").read_text())
     splits = new_run["splits"]
     matrix = json.loads((keep / "new-matrix.json").read_text())
@@ -107,17 +106,32 @@ def test_live_bench_json_curves_and_ledgers(bench, capsys):
     assert s["usd_to_old_final"]["old"] is not None  # the old recipe reaches its own final accuracy
     for key in ("ci_new_minus_old", "ci_new_minus_best_single"):
         assert s[key]["lo"] <= s[key]["point"] <= s[key]["hi"]
+    # each recipe's held-out routes scored by the stand-in's own chances, paired with the best single
+    for name in ("old", "new"):
+        e = s["expected_routes"][name]
+        assert 0 <= e["test_expected_acc"] <= e["test_expected_ceiling"] <= 1
+        assert e["test_expected_share_of_ceiling"] == pytest.approx(
+            e["test_expected_acc"] / e["test_expected_ceiling"], abs=1e-3
+        )
+        c = e["test_ci_vs_best_single"]
+        assert c["lo"] <= c["point"] <= c["hi"]
+        assert c["point"] == pytest.approx(e["test_expected_acc"] - e["test_best_single"]["expected_acc"], abs=1e-3)
+        assert sum(sum(r.values()) for r in e["test_routes"].values()) == len(splits["test"])
     # the text output of the same result names both recipes and the collect
     print_text(out)
     text = capsys.readouterr().out
     assert "old recipe: final acc" in text and "new recipe: final acc" in text
-    assert f"({len(read) * 3} calls, k 1, {len(read)} questions: 4 train per topic)" in text
+    assert f"({len(read) * 3} calls, k 1, {len(read)} questions: {RECIPE_PER_GROUP} train per topic)" in text
     assert "new $ to it / old recipe's total $:" in text
+    assert "new recipe's held-out routes in expectation (turn 1):" in text
     run_json = json.loads((Path(recipes["old"]["run_dir"]) / "run.json").read_text())
     assert run_json["config"]["live_recipe"] == "plain"
     run_json = json.loads((Path(recipes["new"]["run_dir"]) / "run.json").read_text())
-    assert run_json["config"]["live_recipe"] == "race" and run_json["config"]["warm_start"] == "labels"
-    assert run_json["config"]["label_targets"] == run_json["warm_start"]["label_targets"] == "best"  # --label-targets
+    assert run_json["config"]["live_recipe"] == "race" and run_json["config"]["warm_start"] == "auto"
+    assert run_json["warm_start"]["method"] == "labels"
+    # the recipe's defaults: the collected matrix's labels, fitted to each topic's best model
+    assert run_json["config"]["label_targets"] == run_json["warm_start"]["label_targets"] == DEFAULT_LABEL_TARGETS
+    assert DEFAULT_LABEL_TARGETS == "best"
 
 
 async def test_train_shows_accuracy_against_dollars_for_the_live_runs(bench):

@@ -12,11 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
+from quick_providers import quick_providers
 
 from trinity.cli import main
 from trinity.io import read_jsonl
-from trinity.pool.providers import MODELS_YAML
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pool"))
 from hostile import HostileServer  # noqa: E402
@@ -29,20 +28,12 @@ def hostile():
     h.stop()
 
 
-def _quick_providers(path: Path) -> Path:
-    """The shipped providers file with the `local` pool's back-off cut to milliseconds."""
-    doc = yaml.safe_load(MODELS_YAML.read_text())
-    doc["providers"]["local"]["retry"].update(backoff_base_s=0.005, backoff_max_s=0.02)
-    path.write_text(yaml.safe_dump(doc))
-    return path
-
-
 def _collect(h, out, n, *extra):
     return main(
         [
             "collect",
             "--models-yaml",
-            str(_quick_providers(out.parent / "models.yaml")),
+            str(quick_providers(out.parent / "models.yaml")),
             "--benchmark",
             "practice",
             "--pool",

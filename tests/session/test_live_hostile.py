@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from quick_providers import quick_providers
 from train_argv import train_argv
 from trinity_main import trinity_main
 
@@ -58,20 +59,37 @@ def test_unpriced_models_refuse_to_start(hostile, questions_file, tmp_path, monk
 
 
 @pytest.mark.parametrize("mode", ["500", "429"])
-def test_a_failing_pool_stops_without_training(hostile, questions_file, tmp_path, mode):
+def test_a_failing_pool_stops_without_training(hostile, questions_file, tmp_path, mode, monkeypatch):
+    """The pool read from a providers file of the run's own (`--models-yaml`): it prices m-a and
+    m-b, so no --price-in is needed, and backs off in milliseconds, so the retries are quick."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     hostile.mode = mode
     run = tmp_path / "run"
-    r = _trinity(
-        *_local(hostile, questions_file, run, "--price-in", "1", "--price-out", "2", "--budget-usd", "1"),
-        env=_env(tmp_path),
+    providers = quick_providers(
+        tmp_path / "models.yaml", {m: {"price_in": 1.0, "price_out": 2.0} for m in ("m-a", "m-b")}
     )
-    assert r.returncode != 0, r.stdout[-1500:] + r.stderr[-1500:]
+    rc, out, err = trinity_main(_local(hostile, questions_file, run, "--models-yaml", providers, "--budget-usd", "1"))
+    assert rc != 0, out[-1500:] + err[-1500:]
     st = [e for e in read_jsonl(run / "events.jsonl") if e["type"] == "status"][-1]
     label = {"500": "500 ×", "429": "429 ×", "malformed": "malformed 200 ×"}[mode]
     assert st["status"] == "stopped" and st["message"].startswith("stopped: provider failing (")
     assert label in st["message"] and "calls failed" in st["message"], st["message"]
     assert not [e for e in read_jsonl(run / "events.jsonl") if e["type"] == "generation"]  # nothing trained
-    assert json.loads((run / "run.json").read_text())["status"] == "stopped"
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["status"] == "stopped" and meta["config"]["models_yaml"] == str(providers.resolve())
+    assert hostile.requests > 0
+
+
+def test_models_yaml_that_is_missing_or_broken_is_one_line(hostile, questions_file, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("providers: [\n", encoding="utf-8")
+    for path in (tmp_path / "missing.yaml", broken):
+        run = tmp_path / f"run-{path.stem}"
+        rc, _, err = trinity_main(_local(hostile, questions_file, run, "--models-yaml", path, "--price-in", "1"))
+        lines = err.strip().splitlines()
+        assert rc != 0 and len(lines) == 1 and lines[0].startswith("error: ") and path.name in lines[0], err
+        assert not run.exists() and hostile.requests == 0
 
 
 def test_ledger_cut_or_deleted_is_caught_from_the_run_dir(questions_file, tmp_path):

@@ -38,9 +38,9 @@ def test_a_live_run_warm_starts_on_a_per_group_collect_and_validates_by_group_me
     assert main(argv) == 0
     calls = server.stats.completions
     run = tmp_path / "run"
-    extra = ("--pool", "practice", "--warm-start", "labels")
+    # no --warm-start: a live run on a collected matrix fits its labels by default (the live recipe)
     argv = train_argv(
-        run, *extra, questions="practice", matrix=mfile, mode="live", generations=0, popsize=4, m=4, seed=0
+        run, "--pool", "practice", questions="practice", matrix=mfile, mode="live", generations=0, popsize=4, m=4
     )
     capsys.readouterr()
     assert main(argv) == 0, capsys.readouterr().err
@@ -49,7 +49,7 @@ def test_a_live_run_warm_starts_on_a_per_group_collect_and_validates_by_group_me
     meta = json.loads((run / "run.json").read_text())
     ws = meta["warm_start"]
     n_train, n_val = len(meta["splits"]["train"]), len(meta["splits"]["val"])
-    assert ws["method"] == "labels" and ws["n_train"] == n_train
+    assert meta["config"]["warm_start"] == "auto" and ws["method"] == "labels" and ws["n_train"] == n_train
     assert ws["n_with_rows"] == 6 and ws["n_group_mean"] == n_train - 6
     assert ws["label_targets"] == "group" and sorted(ws["groups"].values()) == [2, 2, 2]
     assert ws["n_val"] == n_val and 0 <= ws["val_acc"] <= 1
@@ -71,3 +71,14 @@ def test_a_live_run_warm_starts_on_a_per_group_collect_and_validates_by_group_me
     summary = json.loads((run / "summary.json").read_text())
     assert summary["val_acc"] == pytest.approx(float(np.mean(got)), abs=1e-12) == pytest.approx(ws["val_acc"])
     assert summary["val_n"] == n_val and "test_acc" not in summary  # the test split has no row: evaluated live
+
+    # the role rows alone, as before the live recipe, are one flag away on the same matrix
+    old = tmp_path / "run-roles"
+    argv = train_argv(
+        old, "--pool", "practice", "--warm-start", "roles", questions="practice", matrix=mfile, mode="live",
+        generations=0, popsize=4, m=4,
+    )  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+    assert server.stats.completions == calls
+    ws_old = json.loads((old / "run.json").read_text())["warm_start"]
+    assert ws_old["method"] == "roles" and "label_targets" not in ws_old

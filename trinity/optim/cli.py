@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from trinity.config import LABEL_TARGETS
+from trinity.config import LABEL_TARGETS, WARM_STARTS
 from trinity.optim.plan import add_pilot_flag, register_plan
 
 TRAIN_FLAGS = (
@@ -21,6 +21,7 @@ TRAIN_FLAGS = (
     "protocol",
     "objective",
     "base_url",
+    "models_yaml",
     "pool_models",
     "generations",
     "popsize",
@@ -152,6 +153,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def _pool_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
+        "--models-yaml",
+        dest="models_yaml",
+        metavar="FILE",
+        help="live mode: the providers file the pool is read from (default configs/models.yaml)",
+    )
+    p.add_argument(
         "--price-in",
         type=float,
         dest="price_in",
@@ -271,17 +278,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--warm-start",
         dest="warm_start",
-        choices=["auto", "labels", "none"],
-        help="labels: fit the head's model rows on the training split's correctness before ES "
-        "(default auto: labels in cached mode; in live mode the role rows' default, Verifier once a turn exists)",
+        choices=WARM_STARTS,
+        help="labels: fit the head's model rows on the training split's correctness before ES; roles: "
+        "only the role rows' default (Worker first, Verifier once a turn exists); default auto: labels "
+        "whenever there is a matrix, cached or live, else roles in live mode and none in cached mode",
     )
     p.add_argument(
         "--label-targets",
         dest="label_targets",
         choices=LABEL_TARGETS,
-        help="label warm start: group (default) = each question's correctness shrunk towards its "
-        "benchmark/kind group's mean (one answer per cell: the mean); question = its own labels (the fit "
-        "before); best = the one-hot of its group's best model (each topic routed as a whole)",
+        help="label warm start: best (default) = the one-hot of its benchmark/kind group's best model "
+        "(each topic routed as a whole); group = each question's correctness shrunk towards its group's "
+        "mean (one answer per cell: the mean); question = its own labels (the first fit)",
     )
     p.add_argument(
         "--lambda-turns",

@@ -104,7 +104,7 @@ def pool_models(cfg: TrainConfig, inputs: RunInputs) -> list[str]:
     if not cfg.pool:
         raise ConfigError("live mode needs a pool: pass --pool practice|openrouter|chutes|<name>")
 
-    ids = list(cfg.pool_models) if cfg.pool_models else list(pool_model_ids(cfg.pool))
+    ids = list(cfg.pool_models) if cfg.pool_models else list(pool_model_ids(cfg.pool, cfg.models_yaml))
 
     preflight(cfg)  # unpriced models, a missing key: refused before the run directory exists
     if inputs.matrix is not None and ids != list(inputs.matrix.models):

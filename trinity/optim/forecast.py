@@ -352,6 +352,7 @@ def _pool_for(cfg: TrainConfig) -> tuple[Any, float | None]:
         base_url = "http://127.0.0.1:1"  # the in-process server's port is not known before it starts
     pool = load_pool(
         cfg.pool,
+        cfg.models_yaml,
         base_url=base_url or "http://127.0.0.1:1",
         models=cfg.pool_models,
         cache_namespace=namespace,

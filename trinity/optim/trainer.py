@@ -463,7 +463,7 @@ class Trainer:
     def warm_start_mode(self) -> str:
         mode: str = self.cfg.warm_start
         if mode == "auto":
-            if self.cfg.mode == "cached" and self.inputs.matrix is not None:
+            if self.inputs.matrix is not None:  # cached, or live on a collected matrix (the live recipe)
                 mode = "labels"
             else:  # live: the role rows' default (stop once a Verifier accepts a Worker answer)
                 mode = "roles" if self.cfg.mode != "cached" else "none"

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from trinity.config import LABEL_TARGETS
+from trinity.config import DEFAULT_LABEL_TARGETS, LABEL_TARGETS
 from trinity.data.matrix import group_means
 from trinity.errors import check_stop
 from trinity.model import ROLES
@@ -77,7 +77,6 @@ LAMBDAS = (1e-5, 1e-4, 1e-3, 1e-2)  # L2 strengths tried by cross-validation (th
 FOLDS = 4
 ROLE_SCALE = 0.5
 MAX_ITER = 200
-MODES = ("auto", "labels", "none")
 TARGET_TEXT = {  # what the fit's record says each target is
     "group": "shrunk towards its benchmark/kind group",
     "best": "one-hot of its benchmark/kind group's best model",
@@ -335,7 +334,7 @@ def warm_start_theta(
     roles: tuple[Float64Array, dict[str, Any]] | None = None,
     groups: list[str] | None = None,
     k: int = 1,
-    label_targets: str = "group",
+    label_targets: str = DEFAULT_LABEL_TARGETS,
     labelled: npt.ArrayLike | None = None,
 ) -> tuple[Float64Array, dict[str, Any]]:
     """θ with the model rows fitted on (texts, acc) and the role rows at their default (`roles`:

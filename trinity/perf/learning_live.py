@@ -4,9 +4,9 @@ by side, against the skilled stand-in pool (`trinity.perf.standin`) over loopbac
 - old: every candidate on every question (`--live-recipe plain`), the role-rows warm start, live
   validation — live training as it was;
 - new (the default recipe): collect k turn-1 answers per model for `--collect-per-group` training
-  questions of each topic (default 4; 0: every train + val question; the test split is evaluated
-  live), one call each; warm-start the head from those labels (the other training questions get
-  their topic's mean), evaluate that warm start alone (generation 0: the collect's $ only), then
+  questions of each topic (default 8; 0: every train + val question; the test split is evaluated
+  live), one call each; warm-start the head from those labels (a live run's default on a collected
+  matrix: each topic fitted to its best model by the labels' means), evaluate that warm start alone (generation 0: the collect's $ only), then
   race the ES (common random numbers, successive halving, the incumbent re-evaluated); validation
   reads the collected matrix (a val question without a row: its topic's mean).
 
@@ -18,7 +18,9 @@ and are not part of the curve's $. Reported: held-out accuracy against cumulativ
 $ each needed to reach the old recipe's final accuracy (and the new recipe's as a share of that and
 of the old recipe's total), the pool's per-topic ceiling and best single
 model on those questions (one Worker turn each, measured by the same evaluation), average turns,
-and paired bootstrap CIs (new − old, new − best single).
+and paired bootstrap CIs (new − old, new − best single); and each recipe's held-out routes scored by
+the stand-in's own chances of a right answer (`trinity.perf.live_routes`: no draw noise), with a
+paired CI against the best single model scored the same way.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from trinity.config import LABEL_TARGETS
+from trinity.config import DEFAULT_LABEL_TARGETS, LABEL_TARGETS, RECIPE_PER_GROUP
 
 
 def register_args(p) -> None:
@@ -47,9 +49,10 @@ def register_args(p) -> None:
     g.add_argument(
         "--collect-per-group",
         type=int,
-        default=4,
+        default=RECIPE_PER_GROUP,
         metavar="N",
-        help="live: the new recipe collects N training questions of each topic (default 4); the warm start "
+        help=f"live: the new recipe collects N training questions of each topic (default {RECIPE_PER_GROUP}); "
+        "the warm start "
         "gives the others, and validation's questions, their topic's mean; 0: every train + val question",
     )
     g.add_argument(
@@ -57,7 +60,7 @@ def register_args(p) -> None:
         dest="label_targets",
         choices=LABEL_TARGETS,
         default=None,
-        help="live: the new recipe's warm-start targets (default: train's default, group)",
+        help=f"live: the new recipe's warm-start targets (default: train's default, {DEFAULT_LABEL_TARGETS})",
     )
     g.add_argument(
         "--collect-all",
@@ -173,7 +176,8 @@ def run_recipe(name: str, args, qfile: Path, questions, work: Path) -> dict[str,
             st = srv.stats()
             collect_usd, collect_calls = st.billed_usd, st.calls
             collect_ledger = ledger_usd(work / "new-matrix.ledger.jsonl")
-            over.update({"matrix": str(res.matrix_path), "warm_start": "labels", "live_recipe": "race"})
+            # the defaults of a live run on a collected matrix: its labels' warm start, then the race
+            over.update({"matrix": str(res.matrix_path)})
             if args.label_targets:  # the new recipe's warm-start targets (default: the run's own default)
                 over["label_targets"] = args.label_targets
         else:
@@ -370,6 +374,24 @@ def run_live(args) -> int:
         summary = summarise(old, new, questions)
         test_q = new["_eval"].questions
         summary["expected_ceiling"] = Standin(questions, seed=args.seed).ceiling(test_q)
+        # each recipe's chosen routes scored by the stand-in's own chances (no draw noise)
+        from trinity.perf.live_routes import routes
+
+        router = None
+        summary["expected_routes"] = {}
+        for r in (new, old):
+            res, router = routes(Path(r["run_dir"]), router=router)
+            summary["expected_routes"][r["recipe"]] = {
+                k: res[k]
+                for k in (
+                    "test_expected_acc",
+                    "test_expected_ceiling",
+                    "test_expected_share_of_ceiling",
+                    "test_best_single",
+                    "test_ci_vs_best_single",
+                    "test_routes",
+                )
+            }
         for r in (old, new):
             r.pop("_eval")
         return {
@@ -449,5 +471,12 @@ def print_text(result: dict[str, Any], plot: str | None = None) -> None:
     for key, label in (("ci_new_minus_old", "new - old"), ("ci_new_minus_best_single", "new - best single")):
         c = s[key]
         print(f"paired 95% CI {label}: {c['point']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]")
+    for name, e in s.get("expected_routes", {}).items():
+        c = e["test_ci_vs_best_single"]
+        print(
+            f"{name} recipe's held-out routes in expectation (turn 1): {e['test_expected_acc']:.3f} of a "
+            f"{e['test_expected_ceiling']:.3f} ceiling ({e['test_expected_share_of_ceiling']:.2f}); "
+            f"- best single {c['point']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]"
+        )
     if plot:
         print(f"plot: {plot}")

@@ -28,6 +28,7 @@ import numpy as np
 def routes(
     run_dir: Path, refit: str | None = None, router: Any = None, per_group: int = 0
 ) -> tuple[dict[str, Any], Any]:
+    from trinity.analysis.stats import paired_bootstrap_ci
     from trinity.competition.text import router_text
     from trinity.config import TrainConfig
     from trinity.data.matrix import load_matrix
@@ -84,6 +85,14 @@ def routes(
             kinds = np.array([q.kind for q in qq])
             ceiling = sum(float(p[kinds == k].mean(axis=0).max()) * int(np.sum(kinds == k)) for k in set(kinds))
             out["test_expected_ceiling"] = round(ceiling / len(qq), 4)
+            out["test_expected_share_of_ceiling"] = round(
+                float(p[np.arange(len(qq)), pick].mean()) * len(qq) / ceiling, 4
+            )
+            # the same held-out questions, each scored by its chance of a right answer instead of one
+            # draw: a paired CI against the best single model free of the draws' noise
+            best = int(np.argmax(p.mean(axis=0)))
+            out["test_best_single"] = {"model": models[best], "expected_acc": round(float(p[:, best].mean()), 4)}
+            out["test_ci_vs_best_single"] = paired_bootstrap_ci(p[np.arange(len(qq)), pick], p[:, best]).to_json()
             out["test_routes"] = {
                 str(k): dict(zip(models, np.bincount(pick[kinds == k], minlength=len(models)).tolist()))
                 for k in sorted(set(kinds))

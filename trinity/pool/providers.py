@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from trinity.errors import ConfigError
-from trinity.io import safe_yaml
+from trinity.io import safe_yaml, yaml_error
 from trinity.pool.faults import RetryPolicy
 from trinity.pool.keys import resolve_key
 
@@ -127,13 +127,18 @@ def read_models_yaml(path: Path) -> dict[str, Any]:
     it several times); every caller gets its own copy."""
     if not path.exists():
         raise ConfigError(f"models config not found: {path}")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not UTF-8 text (a binary file?); pass a YAML providers file") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read the models config {path}: {e.strerror or e}") from None
     key = (str(path.resolve()), hashlib.sha256(text.encode("utf-8")).hexdigest())
     if key not in _MODELS_YAML:
         try:
             doc = safe_yaml(text, path) or {}
         except yaml.YAMLError as e:
-            raise ConfigError(f"{path}: not valid YAML ({e})") from None
+            raise yaml_error(path, e) from None
         if not isinstance(doc, dict) or not isinstance(doc.get("providers"), dict):
             raise ConfigError(f"{path}: missing 'providers' section")
         if len(_MODELS_YAML) > 16:
@@ -372,9 +377,9 @@ def load_pool(
 def config_prices(cfg: Any) -> dict[str, Price]:
     """The run config's prices (`prices:`, `--price-in/--price-out`) for the models the table lacks."""
     models = list(getattr(cfg, "pool_models", None) or [])
-    table = pool_prices(cfg.pool)
+    table = pool_prices(cfg.pool, getattr(cfg, "models_yaml", None))
     if not models:
-        models = list(pool_model_ids(cfg.pool))
+        models = list(pool_model_ids(cfg.pool, getattr(cfg, "models_yaml", None)))
     return price_overrides(
         getattr(cfg, "prices", None), getattr(cfg, "price_in", None), getattr(cfg, "price_out", None), models, table
     )
@@ -385,6 +390,7 @@ def preflight(cfg: Any) -> None:
     a model without a price (the budget could not reserve its worst case) and a missing key."""
     pool = load_pool(
         cfg.pool,
+        getattr(cfg, "models_yaml", None),
         base_url=getattr(cfg, "base_url", None) or "http://127.0.0.1:1",
         models=getattr(cfg, "pool_models", None),
         prices=config_prices(cfg),

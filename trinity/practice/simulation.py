@@ -25,7 +25,7 @@ from trinity.benchmarks.practice import practice_questions
 from trinity.data.kinds import KINDS
 from trinity.data.matrix import OutcomeMatrix
 from trinity.errors import ConfigError
-from trinity.io import safe_yaml
+from trinity.io import safe_yaml, yaml_error
 
 REPO_CONFIG = Path(__file__).with_name("practice.yaml")  # configs/practice.yaml links here
 SIMULATED_LABEL = "practice (simulated pool)"
@@ -63,7 +63,7 @@ def _load_setup(path: Path) -> PracticeSetup:
     try:
         doc = safe_yaml(path.read_text(encoding="utf-8"), path) or {}
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML ({e})") from None
+        raise yaml_error(path, e) from None
     sec = doc.get("practice")
     if not isinstance(sec, dict) or not isinstance(sec.get("models"), dict) or not sec["models"]:
         raise ConfigError(f"{path}: missing 'practice.models' section")

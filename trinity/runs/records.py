@@ -231,6 +231,7 @@ class RunConfig(_OpenRecord):
     protocol: str | None = None
     objective: str | None = None
     base_url: str | None = None
+    models_yaml: str | None = None
     pool_models: list[str] | None = None
     cache_path: str | None = None
     popsize: int | None = None

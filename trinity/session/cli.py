@@ -9,6 +9,7 @@ from pathlib import Path
 
 from trinity.benchmarks import BENCHMARK_NAMES, get_benchmark
 from trinity.competition.text import resolve_competition
+from trinity.config import RECIPE_PER_GROUP
 from trinity.errors import InputError
 
 
@@ -35,7 +36,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         dest="per_group",
         metavar="N",
         help="ask only N questions of each group (benchmark and kind), drawn by --seed: enough for a "
-        "live run's warm start, which gives the other questions their group's mean (default: all)",
+        f"live run's warm start, which gives the other questions their group's mean ({RECIPE_PER_GROUP}: "
+        "the live recipe's; default: all)",
     )
     p.add_argument("--pool", required=True, help="pool name in configs/models.yaml")
     p.add_argument("--base-url", help="override the pool's base URL (a local server, the practice server)")

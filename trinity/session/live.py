@@ -81,6 +81,7 @@ def resolve_pool(cfg: TrainConfig, run: RunDir | None = None) -> tuple[PoolConfi
 
     return load_pool(
         cfg.pool,
+        cfg.models_yaml,
         base_url=base_url,
         models=cfg.pool_models,
         cache_namespace=namespace,
