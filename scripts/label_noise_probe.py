@@ -82,14 +82,18 @@ def main() -> None:
 
         for k, name in ((1, "group, k=1"), (4, "group, k=4")):
             acc = draws[:, :, :k].mean(2)[tr]
-            theta, _ = warm_start_theta(router, router.initial_mean(), 3, texts, acc, groups=groups, labelled=lab, k=k)
+            theta, _ = warm_start_theta(
+                router, router.initial_mean(), 3, texts, acc, groups=groups, labelled=lab, k=k, label_targets="group"
+            )
             out[name].append(routed_accuracy(theta[: 3 * H].reshape(3, H), X[te], P[te]))
         for k in (1, 4):
             theta, _ = warm_start_theta(
                 router, router.initial_mean(), 3, texts, draws[:, :, :k].mean(2)[tr], groups=groups, labelled=lab,
                 k=k, label_targets="best",
             )  # fmt: skip
-            out[f"best (--label-targets best), k={k}"].append(routed_accuracy(theta[: 3 * H].reshape(3, H), X[te], P[te]))
+            out[f"best (--label-targets best), k={k}"].append(
+                routed_accuracy(theta[: 3 * H].reshape(3, H), X[te], P[te])
+            )
         Yt = np.array([np.eye(3)[true_best[g]] for g in groups])
         out["true best one-hot"].append(routed_accuracy(fit_logistic(X[tr], Yt, 1e-4), X[te], P[te]))
         out["ceiling"].append(float(np.mean([P[i, true_best[str(kinds[i])]] for i in te])))
