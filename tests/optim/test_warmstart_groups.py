@@ -94,9 +94,9 @@ def test_a_run_records_its_label_targets_and_the_old_fit_is_one_flag_away(tmp_pa
     save_matrix(mf, mat)
     seen = {}
     for name, extra in (
-        ("group", ()),
+        ("best", ()),  # the default
+        ("group", ("--label-targets", "group")),
         ("question", ("--label-targets", "question")),
-        ("best", ("--label-targets", "best")),
     ):
         run = tmp_path / name
         argv = train_argv(run, *extra, questions=qf, matrix=mf, generations=1, popsize=4, m=8, seed=0)

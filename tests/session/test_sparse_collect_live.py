@@ -51,7 +51,7 @@ def test_a_live_run_warm_starts_on_a_per_group_collect_and_validates_by_group_me
     n_train, n_val = len(meta["splits"]["train"]), len(meta["splits"]["val"])
     assert meta["config"]["warm_start"] == "auto" and ws["method"] == "labels" and ws["n_train"] == n_train
     assert ws["n_with_rows"] == 6 and ws["n_group_mean"] == n_train - 6
-    assert ws["label_targets"] == "group" and sorted(ws["groups"].values()) == [2, 2, 2]
+    assert ws["label_targets"] == "best" and sorted(ws["groups"].values()) == [2, 2, 2]
     assert ws["n_val"] == n_val and 0 <= ws["val_acc"] <= 1
 
     inputs = load_run_inputs(run)
