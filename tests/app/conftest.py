@@ -107,11 +107,24 @@ def snap(snap_compare, request):
                 await before(pilot)
             from textual.widgets import DataTable
 
-            for _ in range(50):  # a loaded box once shot a table with header-wide columns: wait
-                tables = pilot.app.screen.query(DataTable)  # until each has measured its rows (on idle)
-                if not any(t._require_update_dimensions for t in tables):
+            # A loaded box shot tables whose columns were as wide as their headers: Textual measures
+            # a table's new rows when the table next goes idle, and the shot came first (rows can
+            # also arrive in a later message). Measure them here, as the idle handler would, and go
+            # on once no table has had anything to measure for three pauses in a row.
+            quiet = 0
+            for _ in range(200):
+                pending = [
+                    t
+                    for t in pilot.app.screen.query(DataTable)
+                    if t._require_update_dimensions or t._new_rows or t._updated_cells
+                ]
+                for t in pending:
+                    await t._on_idle(None)
+                    t.refresh(layout=True)
+                quiet = 0 if pending else quiet + 1
+                if quiet >= 3:
                     break
-                await pilot.pause(0.01)
+                await pilot.pause(0.02)
 
         try:
             ok = snap_compare(app, run_before=settled, **kw)

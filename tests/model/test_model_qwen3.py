@@ -8,15 +8,18 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import PreTrainedTokenizerFast, Qwen3Config
-from transformers import Qwen3ForCausalLM as HFQwen3ForCausalLM
 
 from trinity.model.builtin import EOS_TOKEN, TOKENIZER_FILE, build_builtin, builtin_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _reference(seed: int) -> HFQwen3ForCausalLM:
+def _reference(seed: int) -> torch.nn.Module:
+    # here, not at the top: transformers costs each xdist worker ~2 s to import at collection,
+    # and only this module's tests need it
+    from transformers import Qwen3Config
+    from transformers import Qwen3ForCausalLM as HFQwen3ForCausalLM
+
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return HFQwen3ForCausalLM(Qwen3Config(**builtin_spec("tiny-qwen3").to_dict())).eval()
@@ -61,6 +64,8 @@ def test_hidden_states_equal_transformers_bit_for_bit(dtype):
 
 
 def test_tokenizer_ids_equal_transformers():
+    from transformers import PreTrainedTokenizerFast  # here: see _reference
+
     _, tok = build_builtin("tiny-qwen3")
     ref = PreTrainedTokenizerFast(tokenizer_object=tok.backend, eos_token=EOS_TOKEN, pad_token=EOS_TOKEN)
     texts = [
