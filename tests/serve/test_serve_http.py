@@ -8,7 +8,6 @@ import json
 import threading
 
 import httpx
-import openai
 import pytest
 
 from trinity.benchmarks.practice import practice_questions
@@ -17,6 +16,15 @@ from trinity.serve.app import ServeApp
 from trinity.serve.engine import ServeEngine
 from trinity.serve.keys import KeyStore, add_key
 from trinity.serve.server import ServerThread
+
+
+@pytest.fixture(scope="module")
+def openai():
+    """The OpenAI client package, imported by the tests that use it (~0.4 s of every xdist
+    worker's collection otherwise)."""
+    import openai
+
+    return openai
 
 
 def math_question():
@@ -36,7 +44,7 @@ def ledger(run_dir):
     return read_jsonl(path) if path.exists() else []
 
 
-def test_a_session_carries_its_route_and_the_ledger_matches_the_pools_bill(run_copy):
+def test_a_session_carries_its_route_and_the_ledger_matches_the_pools_bill(openai, run_copy):
     q = math_question()
     engine, app, srv = serve(run_copy)
     with srv:
@@ -78,7 +86,7 @@ def test_a_session_carries_its_route_and_the_ledger_matches_the_pools_bill(run_c
     assert paid == pytest.approx(ext["cost_usd"], abs=0.5e-6 * len(records) + 1e-12)  # the ledger keeps whole micro-USD
 
 
-def test_streaming_sends_each_turn_then_the_answer_and_a_repeat_is_served_from_the_cache(run_copy):
+def test_streaming_sends_each_turn_then_the_answer_and_a_repeat_is_served_from_the_cache(openai, run_copy):
     q = math_question()
     engine, app, srv = serve(run_copy)
     with srv:
@@ -114,7 +122,7 @@ def test_streaming_sends_each_turn_then_the_answer_and_a_repeat_is_served_from_t
     assert len(ledger(run_copy)) == len(turn_chunks)
 
 
-def test_bad_input_gets_a_clear_http_error_and_costs_nothing(run_copy, tmp_path, caplog):
+def test_bad_input_gets_a_clear_http_error_and_costs_nothing(openai, run_copy, tmp_path, caplog):
     keys = tmp_path / "keys.json"
     key = add_key(keys, "alice", 1.0)
     assert key not in keys.read_text() and "sha256" in keys.read_text()
@@ -155,7 +163,7 @@ def test_bad_input_gets_a_clear_http_error_and_costs_nothing(run_copy, tmp_path,
     assert "Traceback" not in caplog.text
 
 
-def test_a_key_budget_and_the_server_budget_stop_calls_before_they_go_out(run_copy, tmp_path):
+def test_a_key_budget_and_the_server_budget_stop_calls_before_they_go_out(openai, run_copy, tmp_path):
     keys = tmp_path / "keys.json"
     poor = add_key(keys, "poor", 0.00001)  # below one call's worst case
     rich = add_key(keys, "rich", None)
@@ -176,7 +184,7 @@ def test_a_key_budget_and_the_server_budget_stop_calls_before_they_go_out(run_co
     assert ledger(run_copy) == [] and billed == 0
 
 
-def test_the_key_spend_survives_a_restart(run_copy, tmp_path):
+def test_the_key_spend_survives_a_restart(openai, run_copy, tmp_path):
     keys = tmp_path / "keys.json"
     key = add_key(keys, "bob", 1.0)
     msgs = [{"role": "user", "content": math_question().question}]
@@ -195,7 +203,7 @@ def test_the_key_spend_survives_a_restart(run_copy, tmp_path):
             engine2.practice_server.stop()
 
 
-def test_a_client_that_goes_away_mid_stream_pays_nothing_twice_and_the_server_goes_on(run_copy, caplog):
+def test_a_client_that_goes_away_mid_stream_pays_nothing_twice_and_the_server_goes_on(openai, run_copy, caplog):
     q = math_question()
     engine, app, srv = serve(run_copy)
     stats = engine.practice_server.server.stats  # the pool's own count of what it billed
@@ -260,7 +268,7 @@ class BlockingEngine:
         return asyncio.get_running_loop().create_task(go())
 
 
-def test_over_max_sessions_is_a_429_and_the_session_in_flight_still_finishes(run_copy):
+def test_over_max_sessions_is_a_429_and_the_session_in_flight_still_finishes(openai, run_copy):
     real = ServeEngine.load(run_copy, budget_usd=1.0)
     engine = BlockingEngine(real)
     app = ServeApp(engine, keys=None, max_sessions=1)
