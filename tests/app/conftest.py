@@ -111,6 +111,12 @@ def snap(snap_compare, request):
             # a table's new rows when the table next goes idle, and the shot came first (rows can
             # also arrive in a later message). Measure them here, as the idle handler would, and go
             # on once no table has had anything to measure for three pauses in a row.
+            for t in pilot.app.screen.query(DataTable):  # every row measured again, every line drawn again
+                t._new_rows.update(t.rows)
+                t._require_update_dimensions = True
+                await t._on_idle(None)
+                t._clear_caches()
+                t.refresh(layout=True)
             quiet = 0
             for _ in range(200):
                 pending = [
