@@ -12,7 +12,11 @@ from trinity.practice.server import Faults, start_practice_server
 
 
 @pytest.fixture()
-def qfile(tmp_path):
+def qfile(tmp_path, monkeypatch):
+    # a response cache of this test's own: the default one is keyed by the server's address, and a
+    # later server of this worker on a freed port got the earlier server's answers from it (a pool
+    # where every call fails then measured as healthy)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     path = tmp_path / "q.jsonl"
     save_questions(path, [q for q in practice_questions() if q.kind == "math"])
     return path
