@@ -107,11 +107,11 @@ def snap(snap_compare, request):
                 await before(pilot)
             from textual.widgets import DataTable
 
-            # A loaded box shot tables whose columns were as wide as their headers: Textual measures
-            # a table's new rows when the table next goes idle, and the shot came first (rows can
-            # also arrive in a later message). Measure them here, as the idle handler would, and go
-            # on once no table has had anything to measure for three pauses in a row.
-            for t in pilot.app.screen.query(DataTable):  # every row measured again, every line drawn again
+            # A loaded box shot tables whose columns were as wide as their headers (the cause inside
+            # Textual is not found). Have every table measure all its rows again, as its idle handler
+            # would, and draw every line again; then, since rows can still arrive in a later message,
+            # go on once no table has had anything to measure for three pauses in a row.
+            for t in pilot.app.screen.query(DataTable):
                 t._new_rows.update(t.rows)
                 t._require_update_dimensions = True
                 await t._on_idle(None)

@@ -80,19 +80,18 @@ def routes(
         logits = np.asarray(router.population_logits(theta[None, :], [text(q) for q in qq])[0])[:, : len(models)]
         pick = np.argmax(logits, axis=1)
         p = np.array([[standin.p_correct(m, q) for m in models] for q in qq])
-        out[f"{split}_expected_acc"] = round(float(p[np.arange(len(qq)), pick].mean()), 4)
+        routed = p[np.arange(len(qq)), pick]  # (Q,) each question's chance under the router's pick
+        out[f"{split}_expected_acc"] = round(float(routed.mean()), 4)
         if split == "test":
             kinds = np.array([q.kind for q in qq])
             ceiling = sum(float(p[kinds == k].mean(axis=0).max()) * int(np.sum(kinds == k)) for k in set(kinds))
             out["test_expected_ceiling"] = round(ceiling / len(qq), 4)
-            out["test_expected_share_of_ceiling"] = round(
-                float(p[np.arange(len(qq)), pick].mean()) * len(qq) / ceiling, 4
-            )
+            out["test_expected_share_of_ceiling"] = round(float(routed.mean()) / (ceiling / len(qq)), 4)
             # the same held-out questions, each scored by its chance of a right answer instead of one
             # draw: a paired CI against the best single model free of the draws' noise
             best = int(np.argmax(p.mean(axis=0)))
             out["test_best_single"] = {"model": models[best], "expected_acc": round(float(p[:, best].mean()), 4)}
-            out["test_ci_vs_best_single"] = paired_bootstrap_ci(p[np.arange(len(qq)), pick], p[:, best]).to_json()
+            out["test_ci_vs_best_single"] = paired_bootstrap_ci(routed, p[:, best]).to_json()
             out["test_routes"] = {
                 str(k): dict(zip(models, np.bincount(pick[kinds == k], minlength=len(models)).tolist()))
                 for k in sorted(set(kinds))
