@@ -83,6 +83,11 @@ TARGET_TEXT = {  # what the fit's record says each target is
 }
 ROLE_MARGIN = 2.0  # median logit margin of the fitted role rows (the chosen role over the next)
 ROLE_LAMBDA = 1e-3
+# A Verifier on a bare query loses the question (no Worker answer follows; a session ends with
+# none), a Worker on a later state costs a turn: the bare-query class weighs this much more than
+# a balanced fit gives it. On held-out practice questions (scripts/role_rows_probe.py) bare
+# queries sent to a non-Worker 0.080 -> 0.012, later states sent to a non-Verifier 0.075 -> 0.169.
+ROLE_BARE_WEIGHT = 2.5
 ROLE_MAX_QUESTIONS = 128  # training questions the role fit uses (5 transcripts each to encode)
 # turn outputs of the synthesised transcripts the role rows are fitted on: several phrasings per
 # question kind ({v}: a value that varies by question), so the fit reads the turn's role, not one text
@@ -564,9 +569,11 @@ def fit_role_rows(
     Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
     R = torch.zeros((len(ROLES), X.shape[1]), dtype=torch.float64, requires_grad=True)
     counts = np.bincount(y, minlength=len(ROLES)).astype(np.float64)
-    # balanced classes: the one bare-query state weighs as much as the four later ones (a
-    # Verifier at turn 1 wastes the session: no Worker answer follows it)
-    cw = torch.as_tensor(np.where(counts > 0, counts.sum() / np.maximum(counts, 1), 0.0))
+    # balanced classes (the one bare-query state weighs as much as the four later ones), then the
+    # bare query ROLE_BARE_WEIGHT times more: a Verifier at turn 1 wastes the session
+    balanced = np.where(counts > 0, counts.sum() / np.maximum(counts, 1), 0.0)
+    balanced[ROLES.index("Worker")] *= ROLE_BARE_WEIGHT
+    cw = torch.as_tensor(balanced)
 
     def loss(R: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.cross_entropy(Xt @ R.T, yt, weight=cw) + 0.5 * ROLE_LAMBDA * (R * R).sum()
@@ -584,7 +591,8 @@ def fit_role_rows(
     info = {
         "role_rows": (
             "multinomial logistic regression of the role on frozen features of synthesised "
-            "transcripts (a bare query -> Worker; after 1-4 earlier turns -> Verifier), scaled to a "
+            "transcripts (a bare query -> Worker, weighted "
+            f"{ROLE_BARE_WEIGHT:g}x a balanced fit; after 1-4 earlier turns -> Verifier), scaled to a "
             f"median margin {ROLE_MARGIN:g}"
         ),
         "role_n": int(len(y)),
