@@ -114,3 +114,35 @@ def test_a_bad_pilot_is_one_line(questions_file, tmp_path, loopback):
     empty.mkdir()
     with pytest.raises(Exception, match="no traces.jsonl"):
         load_pilot(empty)
+
+
+def test_question_draws_follow_the_trainers_draws():
+    import numpy as np
+
+    from trinity.optim.forecast import question_draws
+
+    rng = np.random.default_rng(0)
+    fresh, distinct = question_draws(rng, 24, 3, 2, 0, 20000)
+    # generation 1: 3 new; generation 2: each of 3 is new with chance 21/24
+    assert fresh.mean() == pytest.approx((3 + 3 * 21 / 24) / 6, abs=0.005)
+    assert distinct.min() >= 3 and distinct.max() <= 6
+    seen_all, _ = question_draws(rng, 24, 3, 2, 24, 100)  # an earlier run went through every question
+    assert (seen_all == 0).all()
+    one, _ = question_draws(rng, 1, 3, 4, 0, 10)  # one question: new once, then again
+    assert np.allclose(one, 0.25)
+
+
+def test_a_pilot_splits_its_calls_by_whether_the_question_came_back():
+    from trinity.optim.forecast import Pilot, PilotCall
+
+    def call(sid, paid):
+        return PilotCall(sid, 1, "simulated/coder", "Worker", 50, 10, paid)
+
+    calls = [call("1/0/a/0", True), call("1/1/a/1", False), call("1/0/x/y/2", True)]
+    calls += [call("2/0/a/3", False), call("2/0/b/4", True), call("3/0/x/y/5", False)]
+    fresh, repeat = Pilot("p", calls, []).calls_by_question_novelty()
+    # a question's first generation is new for every candidate; a qid may hold slashes
+    assert [c.session for c in fresh] == ["1/0/a/0", "1/1/a/1", "1/0/x/y/2", "2/0/b/4"]
+    assert [c.session for c in repeat] == ["2/0/a/3", "3/0/x/y/5"]
+    answers_only = Pilot("p", calls, [], sessions_known=False).calls_by_question_novelty()
+    assert len(answers_only[0]) == 6 and not answers_only[1]

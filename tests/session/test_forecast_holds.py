@@ -90,17 +90,23 @@ def test_the_interval_holds_on_real_runs(pool):
 
     threads = torch.get_num_threads()
     try:
-        out = check(pool, reps=1, generations=2)
+        out = check(pool, reps=2, generations=2)
     finally:
         torch.set_num_threads(threads)
-    first, second = out["runs"]
-    assert first["exit_code"] == second["exit_code"] == 0
-    assert first["answers_from"] == "prior" and second["answers_from"] == "measured"
-    assert "earlier run" in second["measured_from"]
-    for r in (first, second):
-        assert r["p05"] <= r["actual_usd"] <= r["p95"], (pool, r)
+    runs = out["runs"]
+    assert all(r["exit_code"] == 0 for r in runs)
+    firsts, seconds = runs[0::2], runs[1::2]
+    assert all(r["answers_from"] == "prior" for r in firsts)
+    assert all(r["answers_from"] == "measured" and "earlier run" in r["measured_from"] for r in seconds)
+    # a 90 % interval misses one run in ten: of four runs at least three inside (a calibrated
+    # forecast fails this 5 % of the time on a fresh draw; these seeds are fixed). Measured over
+    # 24 runs (6 reps x 2 pools): 23 inside; the one outside is a second run whose questions
+    # came back 3 times in 6 draws, with the earlier run's answers cached.
+    assert sum(r["p05"] <= r["actual_usd"] <= r["p95"] for r in runs) >= 3, (pool, runs)
+    for first, second in zip(firsts, seconds):  # what the earlier run measured narrows the interval
+        assert second["p95"] / second["p05"] < first["p95"] / first["p05"], (first, second)
     if pool == "lengthy":  # measured per model: the long reasoner's answers against the one-liner's
-        tokens = second["completion_tokens_per_call"]
+        tokens = seconds[0]["completion_tokens_per_call"]
         assert tokens["simulated/mathlete"] > 5 * tokens["simulated/coder"], tokens
         assert LENGTHS["simulated/mathlete"][0] > 5 * LENGTHS["simulated/coder"][0]
 

@@ -21,16 +21,17 @@ same request another candidate already has in flight). The forecast builds that 
   those are wide on purpose (answers 25 .. 2,500 tokens at 90 %, turns anywhere from 1 to the
   cap): a real pool's answers run from a one-line verdict to pages of reasoning, and an interval
   that excludes either is not honest. The forecast says which of these it used;
-- the response cache on disk: the share of turn-1 requests of the run's training questions it
-  already answers (those are free), and the share of training questions an earlier run went
-  through, whose sessions may repeat that run's requests anywhere from not at all to entirely
-  (the policies start alike).
+- the questions the run will see again: the training questions an earlier run went through (the
+  response cache holds their turn-1 answers), and those the run itself draws in more than one
+  generation, drawn as the trainer draws them. A session on a question seen before may repeat
+  the earlier sessions' requests (the policies start alike), which the pilot measures when it
+  saw questions again itself, else anywhere from none of them to all of them.
 
 The 90 % interval comes from Monte Carlo over what is uncertain (bootstrap of the pilot's
 sessions and calls, a drift of the policy over training — wider for the model mix when the pilot
-ran with another seed, hence another starting router —, the priors without a pilot, and the
-sessions of one question going together: the sum wanders by n_sessions / sqrt(distinct
-questions) sessions' worth). Wall time
+ran with another seed, hence another starting router —, the priors without a pilot, how many
+of the run's question draws are repeats, and the sessions of one question going together: the
+sum wanders by n_sessions / sqrt(distinct questions) sessions' worth). Wall time
 per generation: the pilot's measured generation times when it has them, else the calls' latency
 (the practice pool's profile, a prior for real providers) times the turns of the slowest session.
 
@@ -80,6 +81,7 @@ DRIFT_LOG_SD = 0.15  # how far training may move a pilot's turns and answer leng
 MIX_CONCENTRATION = 20.0  # how far training may move a pilot's model mix
 # a pilot run with another seed (or none known) started from another router: its mix says little
 OTHER_SEED_MIX_CONCENTRATION = 3.0
+REPEAT_MIN_CALLS = 20  # a pilot's calls on repeated questions before they measure the repeat's paid share
 
 
 @dataclass
@@ -104,6 +106,22 @@ class Pilot:
     # False for a collected matrix's answers: one single-turn answer per model and question, so
     # they measure answer lengths only, not turns, the router's model mix or the paid share
     sessions_known: bool = True
+
+    def calls_by_question_novelty(self) -> tuple[list[PilotCall], list[PilotCall]]:
+        """(calls of sessions on a question the pilot had not drawn in an earlier generation,
+        calls of sessions on one it had): how much a repeated question is paid again."""
+        first: dict[str, str] = {}  # qid -> the generation that first drew it
+        fresh: list[PilotCall] = []
+        repeat: list[PilotCall] = []
+        sessions = self.sessions
+        for sid in sessions:  # sid: gen/candidate/qid/k (in the order the run wrote them)
+            parts = sid.split("/")
+            first.setdefault("/".join(parts[2:-1]), parts[0])
+        for sid, calls in sessions.items():
+            parts = sid.split("/")
+            seen_before = self.sessions_known and first["/".join(parts[2:-1])] != parts[0]
+            (repeat if seen_before else fresh).extend(calls)
+        return fresh, repeat
 
     @property
     def sessions(self) -> dict[str, list[PilotCall]]:
@@ -287,10 +305,28 @@ def base_prompt_tokens(questions: list[Question]) -> np.ndarray:
     return np.asarray(out, dtype=np.float64)
 
 
-def turn1_cache_share(pool: Any, questions: list[Question], cache_path: str | None) -> float:
-    """Share of the training questions' turn-1 requests (every model × role) the response cache
-    on disk already answers. 0 when there is no cache file."""
-    return turn1_cache(pool, questions, cache_path)[0]
+def question_draws(
+    rng: np.random.Generator, n_train: int, m: int, generations: int, seen: int, draws: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per draw: the share of a run's question slots (m a generation, drawn without replacement
+    within it, afresh each generation) that go to a question not seen before, and how many
+    distinct questions the run sees, when `seen` of the `n_train` were seen before it starts."""
+    if n_train <= 0 or m <= 0:
+        return np.ones(draws), np.ones(draws)
+    m = min(m, n_train)
+    run = np.zeros(draws, dtype=np.int64)  # questions this run has drawn
+    disk = np.full(draws, min(max(seen, 0), n_train), dtype=np.int64)  # seen before it, not yet drawn
+    never = n_train - disk  # seen by nobody
+    fresh = np.zeros(draws, dtype=np.int64)
+    for _ in range(generations):
+        again = rng.hypergeometric(run, disk + never, m)
+        from_disk = rng.hypergeometric(disk, never, m - again)
+        new = m - again - from_disk
+        fresh += new
+        run += m - again
+        disk -= from_disk
+        never -= new
+    return fresh / float(m * generations), np.maximum(run, 1).astype(np.float64)
 
 
 def turn1_cache(pool: Any, questions: list[Question], cache_path: str | None) -> tuple[float, float]:
@@ -412,6 +448,7 @@ def forecast(
     base_mean = float(base.mean()) if len(base) else 0.0
     rng = np.random.default_rng(seed)
     D = DRAWS
+    paid_repeat: np.ndarray | None = None  # paid share on a question seen before (measured, else below)
 
     # --- turns, model mix, answer lengths, tokenizer ratio, paid share: measured or prior ---
     if pilot is not None:
@@ -444,8 +481,12 @@ def forecast(
             ratio = np.full(D, float(np.median(ratios)))
         else:
             ratio = rng.uniform(0.85, 1.25, size=D)
-        paid_n = sum(c.paid for c in pilot.calls)
-        paid = rng.beta(paid_n + 1, len(pilot.calls) - paid_n + 1, size=D)
+        fresh_calls, repeat_calls = pilot.calls_by_question_novelty()
+        paid_n = sum(c.paid for c in fresh_calls)
+        paid = rng.beta(paid_n + 1, len(fresh_calls) - paid_n + 1, size=D)
+        if len(repeat_calls) >= REPEAT_MIN_CALLS:  # measured: how much of a repeated question is paid again
+            rep_n = sum(c.paid for c in repeat_calls)
+            paid_repeat = rng.beta(rep_n + 1, len(repeat_calls) - rep_n + 1, size=D)
         if not pilot.sessions_known:
             paid = rng.uniform(min(1.0, 1.5 / cfg.popsize), 1.0, size=D)
         elif pilot.popsize and pilot.popsize != cfg.popsize:
@@ -490,18 +531,15 @@ def forecast(
                 "answers), so the interval is wide"
             )
     mu = np.minimum(mu, max_tokens)
-    # the same question comes back in later generations; a repeated request is a cache hit
-    distinct = n_train * (1 - (1 - 1 / max(n_train, 1)) ** (min(cfg.m, n_train) * G)) if n_train else 0
-    reuse = 1 - distinct / max(min(cfg.m, n_train) * G, 1)
-    paid = paid * (1 - reuse * rng.uniform(0, 1, size=D))
+    # A question seen before — earlier in this run, or by an earlier run whose answers the cache
+    # holds — may repeat those sessions' requests (the policies start alike: the same first call,
+    # the same transcripts after it): anywhere from none of them to all of them unless the pilot
+    # measured it. How many of the run's questions are repeats is drawn as the trainer draws them.
     disk, touched = turn1_cache(pool, questions, cfg.cache_path)
-    # the cached turn-1 requests are free; on a question an earlier run went through, a session
-    # may repeat that run's requests (the policies start alike: the same first call, the same
-    # transcripts after it), anywhere from none of them to all of them
-    alike = rng.uniform(0, 1, size=D)
-    turn1_free = disk + max(touched - disk, 0.0) * alike
-    later = np.maximum(tau - 1, 0) / np.maximum(tau, 1.0)
-    paid = np.clip(paid * (1 - turn1_free / np.maximum(tau, 1.0) - later * touched * alike), 0, 1)
+    if paid_repeat is None:
+        paid_repeat = paid * rng.uniform(0, 1, size=D)
+    fresh, distinct = question_draws(rng, n_train, min(cfg.m, n_train), G, int(round(touched * n_train)), D)
+    paid = np.clip(fresh * paid + (1 - fresh) * paid_repeat, 0, 1)
 
     # --- the cost of one session, then of the run ---
     carried = np.minimum(mu, OUTPUT_CAP_TOKENS) + TURN_FRAMING_TOKENS  # (D, models)
@@ -513,7 +551,7 @@ def forecast(
     mean_total = n_sessions * paid * per_session
     # sessions differ, and the sessions of one question go together (the same prompt, the same
     # cached answers): the sum wanders by about n_sessions / sqrt(distinct questions) sessions' worth
-    clumps = np.sqrt(max(distinct, 1.0))
+    clumps = np.sqrt(np.maximum(distinct, 1.0))
     total = np.maximum(mean_total + rng.normal(0, 1, D) * (n_sessions / clumps) * per_session * paid, 0)
     worst_call = float(max((p_in * (base.max() if len(base) else 0) * 2 + p_out * max_tokens).max(), 0.0))
     worst = n_sessions * T * (worst_call + float(p_in.max()) * T * (OUTPUT_CAP_TOKENS + TURN_FRAMING_TOKENS))
