@@ -106,3 +106,21 @@ def test_exact_mcnemar_past_a_thousand_discordant_questions():
         2 * sum(comb(3000, i) for i in range(1251)) / 2**3000, rel=1e-12
     )
     assert binomial_two_sided_p(0, 5000) == 0.0  # underflows, no exception
+
+
+def test_stratified_bootstrap_keeps_each_stratum_whole():
+    import numpy as np
+
+    from trinity.analysis.stats import stratified_paired_bootstrap_ci
+    from trinity.errors import InputError
+
+    # stratum 0: every difference +1; stratum 1: every difference 0 -> the mean is fixed at 0.5
+    a = np.array([1, 1, 1, 0, 1, 0, 1, 0], dtype=float)
+    b = np.array([0, 0, 0, 0, 1, 0, 1, 0], dtype=float)
+    st = [0, 0, 0, 1, 1, 1, 1, 1]
+    ci = stratified_paired_bootstrap_ci(a, b, st)
+    assert ci.point == ci.lo == ci.hi == pytest.approx(3 / 8)
+    plain = stratified_paired_bootstrap_ci(a, b, [0] * 8)  # one stratum: the ordinary paired bootstrap
+    assert plain.lo < 3 / 8 < plain.hi
+    with pytest.raises(InputError, match="pair the same questions"):
+        stratified_paired_bootstrap_ci(a, b, [0, 1])

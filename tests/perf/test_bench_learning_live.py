@@ -175,3 +175,42 @@ def test_live_routes_sweeps_the_per_group_count_on_the_kept_run(bench, capsys):
     with pytest.raises(SystemExit) as e:
         live_routes.main([str(keep / "run-new"), "--per-group-sweep", "a,b"])
     assert e.value.code == 2 and "comma-separated counts" in capsys.readouterr().err
+
+
+def test_seeds_pool_into_one_set_of_held_out_figures(bench, tmp_path, capsys):
+    from trinity.perf.learning_pooled import main, pooled
+
+    args, keep = bench
+    out = json.loads((keep / "out.json").read_text())
+    pq = out["summary"]["per_question"]
+    n = len(pq["ids"])
+    assert n == len(pq["new"]) == len(pq["old"]) == len(pq["best_single"]) == len(pq["new_first_role"])
+    assert set(pq["singles"]) == set(out["pool"]) and all(len(v) == n for v in pq["singles"].values())
+    assert out["summary"]["expected_routes"]["new"]["test_per_question"]["ids"] == pq["ids"]
+    # a second "seed": the same result with every held-out answer of the new recipe right
+    other = json.loads(json.dumps(out))
+    other["seed"] = 7
+    other["summary"]["per_question"]["new"] = [1.0] * n
+    p = pooled([out, other])
+    assert p["questions"] == 2 * n and p["seeds"] == [out["seed"], 7]
+    m = p["measured"]
+    assert m["new"] == pytest.approx((sum(pq["new"]) + n) / (2 * n))
+    assert m["best_single"] == pytest.approx(sum(pq["best_single"]) / n)
+    ci = m["ci_new_minus_best_single"]
+    assert ci["point"] == pytest.approx(m["new"] - m["best_single"])
+    assert ci["lo"] <= ci["point"] <= ci["hi"]
+    assert "in 2 strata" in ci["method"]
+    assert p["expected"]["new"] == pytest.approx(
+        out["summary"]["expected_routes"]["new"]["test_expected_acc"], abs=1e-3
+    )
+    files = []
+    for k, d in enumerate((out, other)):
+        files.append(tmp_path / f"s{k}.json")
+        files[-1].write_text(json.dumps(d))
+    assert main([str(f) for f in files]) == 0
+    text = capsys.readouterr().out
+    assert "pooled, measured:" in text and "pooled, in expectation:" in text and f"{2 * n} held-out questions" in text
+    old = tmp_path / "old.json"  # a result written before per-question figures: one line, exit 2
+    old.write_text(json.dumps({"summary": {"n_test": 3}}))
+    assert main([str(old)]) == 2
+    assert "no per-question figures" in capsys.readouterr().err

@@ -131,6 +131,40 @@ def paired_bootstrap_ci(
     )
 
 
+def stratified_paired_bootstrap_ci(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    strata: npt.ArrayLike,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> CI:
+    """CI of mean(a) − mean(b) over questions that fall in strata (e.g. the held-out sets of
+    several seeds): each resample draws every stratum's questions from that stratum alone, so a
+    stratum keeps its size and its own mix."""
+    va, vb = _as_vector(a, "stratified bootstrap (a)"), _as_vector(b, "stratified bootstrap (b)")
+    st = np.asarray(strata).reshape(-1)
+    if va.shape != vb.shape or st.shape != va.shape:
+        raise InputError(f"stratified bootstrap: {va.size}, {vb.size} and {st.size} values; pair the same questions")
+    if n_resamples < 1:
+        raise InputError(f"bootstrap resamples must be >= 1, got {n_resamples}")
+    d = va - vb
+    rng = np.random.default_rng(seed)
+    sums = np.zeros(n_resamples)
+    for k in sorted(set(st.tolist())):
+        dk = d[st == k]
+        sums += dk[rng.integers(0, dk.size, size=(n_resamples, dk.size))].sum(axis=1)
+    lo, hi = _percentiles(sums / d.size, level)
+    n_strata = len(set(st.tolist()))
+    return CI(
+        float(d.mean()),
+        lo,
+        hi,
+        f"paired percentile bootstrap over {d.size} questions in {n_strata} strata, {n_resamples} resamples",
+        level,
+    )
+
+
 def accuracy_ci(values: npt.ArrayLike, n_resamples: int = 2000, seed: int = 0, level: float = LEVEL) -> CI:
     """CI of an accuracy: Wilson when every value is 0/1, else a bootstrap over questions."""
     v = _as_vector(values, "accuracy")

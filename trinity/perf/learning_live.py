@@ -249,6 +249,7 @@ def usd_to_reach(points: list[dict[str, Any]], target: float) -> float | None:
 
 def summarise(old: dict[str, Any], new: dict[str, Any], questions, bootstrap: int = 2000) -> dict[str, Any]:
     from trinity.analysis.stats import paired_bootstrap_ci
+    from trinity.model import ROLES
 
     eo, en = old["_eval"], new["_eval"]
     ids_o, ids_n = [q.id for q in eo.questions], [q.id for q in en.questions]
@@ -295,6 +296,17 @@ def summarise(old: dict[str, Any], new: dict[str, Any], questions, bootstrap: in
         "ci_new_minus_old": ci(en.router_q, eo.router_q),
         "ci_new_minus_best_single": ci(en.router_q, singles[:, best]),
         "ci_old_minus_best_single": ci(eo.router_q, singles[:, best]),
+        # per held-out question (the evaluation's order), so several seeds' figures can be pooled
+        # (`trinity.perf.learning_pooled`)
+        "per_question": {
+            "ids": ids_n,
+            "kinds": kinds.tolist(),
+            "new": [float(v) for v in en.router_q],
+            "old": [float(v) for v in eo.router_q],
+            "best_single": [float(v) for v in singles[:, best]],
+            "singles": {m: [float(v) for v in singles[:, j]] for j, m in enumerate(en.models)},
+            "new_first_role": [ROLES[int(r)] for r in np.asarray(en.role_idx).reshape(-1)],
+        },
     }
     return out
 
@@ -390,11 +402,13 @@ def run_live(args) -> int:
                     "test_best_single",
                     "test_ci_vs_best_single",
                     "test_routes",
+                    "test_per_question",
                 )
             }
         for r in (old, new):
             r.pop("_eval")
         return {
+            "seed": args.seed,
             "encoder": args.encoder,
             "generations": args.generations,
             "popsize": args.popsize,

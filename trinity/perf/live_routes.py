@@ -92,6 +92,13 @@ def routes(
             best = int(np.argmax(p.mean(axis=0)))
             out["test_best_single"] = {"model": models[best], "expected_acc": round(float(p[:, best].mean()), 4)}
             out["test_ci_vs_best_single"] = paired_bootstrap_ci(routed, p[:, best]).to_json()
+            # per question (the split's order), so several seeds' figures can be pooled
+            out["test_per_question"] = {
+                "ids": [q.id for q in qq],
+                "kinds": kinds.tolist(),
+                "routed": [round(float(v), 6) for v in routed],
+                "best_single": [round(float(v), 6) for v in p[:, best]],
+            }
             out["test_routes"] = {
                 str(k): dict(zip(models, np.bincount(pick[kinds == k], minlength=len(models)).tolist()))
                 for k in sorted(set(kinds))
