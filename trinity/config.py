@@ -47,6 +47,7 @@ WARM_STARTS: tuple[str, ...] = get_args(WarmStart)
 # they change neither which candidates are sampled nor how they are scored.
 RESUMABLE_KEYS = (
     "generations",
+    "patience",
     "device",
     "max_batch_tokens",
     "budget_usd",
@@ -158,6 +159,13 @@ class TrainConfig(BaseModel):
     cache_path: str | None = Field(None, description="live mode: response cache file (default: the pool's)")
     popsize: int = Field(32, ge=2, le=4096)
     generations: int = Field(60, ge=0, le=100_000)  # 0: the warm start alone (a resume can extend it)
+    patience: int | None = Field(
+        None,
+        ge=1,
+        le=100_000,
+        description="stop once the chosen θ (by validation, or the live race's incumbent) has stood "
+        "unbeaten for N generations; default: every generation runs",
+    )
     m: int = Field(16, ge=1, description="training questions per candidate per generation")
     sigma0: float = Field(0.1, gt=0, le=10)
     es_mirrors: float = Field(

@@ -24,6 +24,7 @@ TRAIN_FLAGS = (
     "models_yaml",
     "pool_models",
     "generations",
+    "patience",
     "popsize",
     "m",
     "sigma0",
@@ -231,6 +232,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "configs/models.yaml; e.g. what a local server serves)",
     )
     p.add_argument("--generations", type=int, help="ES generations (default 60)")
+    p.add_argument(
+        "--patience",
+        type=int,
+        metavar="N",
+        help="stop once the chosen θ (by validation, or a live race's incumbent) has stood unbeaten for N "
+        "generations (default: run them all)",
+    )
     p.add_argument("--popsize", type=int, help="candidates per generation (default 32)")
     p.add_argument("--m", type=int, help="questions per candidate per generation")
     p.add_argument("--sigma0", type=float, help="initial ES step size (default 0.1)")
@@ -333,6 +341,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r = sub.add_parser("resume", help="continue a stopped or killed run from its last checkpoint")
     r.add_argument("run_dir", metavar="RUN_DIR", help="the run directory to continue")
     r.add_argument("--generations", type=int, help="extend the run to N generations in all")
+    r.add_argument(
+        "--patience", type=int, metavar="N", help="stop once the chosen θ has stood unbeaten for N generations"
+    )
     r.add_argument("--budget-usd", type=float, dest="budget_usd", help="raise or set the budget cap")
     r.add_argument("--device", help="cpu, cuda, cuda:N (default: as the run was started)")
     r.add_argument("--base-url", dest="base_url", help="live mode: a new base URL for the pool")

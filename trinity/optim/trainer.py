@@ -52,7 +52,7 @@ from trinity.optim.fitness import Fitness, GenerationHooks, RouterLike, StopRequ
 from trinity.optim.runinputs import RunInputs
 from trinity.optim.warmstart import fit_role_rows, set_role_rows, warm_start_theta
 from trinity.pool.ledger import excess_totals
-from trinity.runs.records import BestTheta, GenerationEvent, GenerationRecord, Summary, parse_trace
+from trinity.runs.records import BestTheta, GenerationEvent, GenerationRecord, StoppedEarly, Summary, parse_trace
 from trinity.runs.rundir import RunDir
 from trinity.runs.system import engine_sample
 
@@ -441,6 +441,8 @@ class Trainer:
             while self.state.gen < self.cfg.generations:
                 if self._stop_signal:
                     raise StopRequested(self._stop_signal)
+                if self.stood_unbeaten() is not None:  # checked before a generation: a resume spends nothing
+                    break
                 self.generation()
         except StopRequested as e:
             return self._stopped(f"stopped: interrupted by {e}; continue with `trinity resume {self.run.path}`", 0)
@@ -457,8 +459,25 @@ class Trainer:
         clear_stop()
         self.write_summary()
         msg = f"finished {self.state.gen} generations"
+        early = self.stood_unbeaten()
+        if early is not None and self.state.gen < self.cfg.generations:
+            msg += (
+                f" of {self.cfg.generations}: the chosen θ (generation {early}) stood unbeaten for "
+                f"{self.cfg.patience} generations"
+            )
         self.set_status("finished", msg)
         return TrainResult("finished", msg, 0, self.state.gen)
+
+    def stood_unbeaten(self) -> int | None:
+        """With `patience` N: the generation of the chosen θ once it has stood unbeaten for N
+        generations, else None. An ES mean chosen for want of any selection is never 'unbeaten'."""
+        n = self.cfg.patience
+        if not n:
+            return None
+        _, best = self.best_theta()
+        if best.which == "es_mean" or best.gen is None:
+            return None
+        return best.gen if self.state.gen - best.gen >= n else None
 
     def warm_start_mode(self) -> str:
         mode: str = self.cfg.warm_start
@@ -816,8 +835,15 @@ class Trainer:
             ledger_head=head,
             ledger_records=n_records,
             **_given(excess_calls=excess_calls, excess_billed_usd=None if excess_micro is None else excess_micro / 1e6),
+            **_given(stopped_early=self._stopped_early()),
         )
         atomic_write_json(self.run.summary, summary.to_json())
+
+    def _stopped_early(self) -> StoppedEarly | None:
+        best_gen = self.stood_unbeaten()
+        if best_gen is None or self.state.gen >= self.cfg.generations or self.cfg.patience is None:
+            return None
+        return StoppedEarly(at_gen=self.state.gen, best_gen=best_gen, patience=self.cfg.patience)
 
     def _measured_turns(self, info: BestTheta) -> tuple[float, str] | None:
         """Live mode: the avg turns per session measured in training for the best θ and where it

@@ -79,6 +79,13 @@ def register_args(p) -> None:
         help="live: train,val,test shares of the questions (default 0.5,0.15,0.35: a larger held-out set)",
     )
     g.add_argument("--seed", type=int, default=0, help="live: the run and stand-in seed (default 0)")
+    g.add_argument(
+        "--patience",
+        type=int,
+        default=None,
+        metavar="N",
+        help="live: the new recipe's run stops once its chosen θ stood unbeaten for N generations (default: off)",
+    )
     g.add_argument("--keep", default=None, metavar="DIR", help="live: keep the run directories in DIR")
     g.add_argument("--plot", default=None, metavar="FILE.png", help="live: write accuracy against $ as a PNG")
 
@@ -180,6 +187,8 @@ def run_recipe(name: str, args, qfile: Path, questions, work: Path) -> dict[str,
             over.update({"matrix": str(res.matrix_path)})
             if args.label_targets:  # the new recipe's warm-start targets (default: the run's own default)
                 over["label_targets"] = args.label_targets
+            if getattr(args, "patience", None):
+                over["patience"] = args.patience
         else:
             over.update({"live_recipe": "plain", "warm_start": "auto"})
         rd = work / f"run-{name}"
@@ -409,6 +418,7 @@ def run_live(args) -> int:
             r.pop("_eval")
         return {
             "seed": args.seed,
+            "patience": getattr(args, "patience", None),
             "encoder": args.encoder,
             "generations": args.generations,
             "popsize": args.popsize,

@@ -455,6 +455,15 @@ class BestTheta(_OpenRecord):
     rule: str | None = None
 
 
+class StoppedEarly(_Record):
+    """summary.json's `stopped_early`: the run ended before `generations_planned` because its
+    chosen θ (generation `best_gen`) stood unbeaten for `patience` generations."""
+
+    at_gen: int
+    best_gen: int
+    patience: int
+
+
 class Summary(_OpenRecord):
     """summary.json: the run's outcome, rewritten after every generation and at the end."""
 
@@ -493,6 +502,8 @@ class Summary(_OpenRecord):
     excess_billed_usd: Num | None = None
     hidden: int | None = None
     n_total: int | None = None
+    # `patience`: the generation the run stopped at because the chosen θ stood unbeaten that long
+    stopped_early: StoppedEarly | None = None
 
 
 # ---- Milestone-1 runs (`trinity m1 train`: mode "m1") ---------------------------------------
