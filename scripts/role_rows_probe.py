@@ -11,7 +11,6 @@ Usage: OMP_NUM_THREADS=1 python scripts/role_rows_probe.py
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from trinity.benchmarks.practice import practice_questions
 from trinity.competition.text import router_text
@@ -24,17 +23,10 @@ WORKER, VERIFIER = ROLES.index("Worker"), ROLES.index("Verifier")
 
 
 def fit(X: np.ndarray, y: np.ndarray, bare_w: float, lam: float) -> np.ndarray:
-    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
-    R = torch.zeros((len(ROLES), X.shape[1]), dtype=torch.float64, requires_grad=True)
     counts = np.bincount(y, minlength=len(ROLES)).astype(np.float64)
     cw = np.where(counts > 0, counts.sum() / np.maximum(counts, 1), 0.0)
     cw[WORKER] *= bare_w
-    weight = torch.as_tensor(cw)
-
-    def loss(R: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.cross_entropy(Xt @ R.T, yt, weight=weight) + 0.5 * lam * (R * R).sum()
-
-    return warmstart.lbfgs_minimise(R, loss)
+    return warmstart.fit_softmax(X, y, cw, lam)
 
 
 def main() -> None:
