@@ -118,3 +118,27 @@ def test_role_rows_default_reads_whether_a_session_has_turns():
     pick = lambda texts: np.argmax(frozen_features(router, texts) @ rows.T, axis=1)
     assert np.mean(pick(bare) == ROLES.index("Worker")) >= 0.8
     assert np.mean(pick(later) == ROLES.index("Verifier")) >= 0.8
+
+
+def test_the_fits_reach_the_minimum_of_the_objective_torch_states():
+    """fit_logistic and fit_softmax write their gradients out for scipy: at what they return, the
+    gradient torch's autograd takes of the same objective (BCE with logits; weighted
+    cross-entropy as torch weighs it) is zero."""
+    import torch
+
+    from trinity.optim.warmstart import fit_logistic, fit_softmax
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 12) + 1.0
+    Y = (rng.rand(60, 3) < 0.4).astype(float)
+    W = torch.as_tensor(fit_logistic(X, Y, 1e-3)).requires_grad_(True)
+    Xt = torch.as_tensor(X)
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(Xt @ W.T, torch.as_tensor(Y), reduction="sum") / 60
+    (loss + 0.5 * 1e-3 * (W * W).sum()).backward()
+    assert float(W.grad.abs().max()) < 1e-6
+    y = rng.randint(0, 3, 60)
+    cw = np.array([1.0, 4.0, 0.5])
+    R = torch.as_tensor(fit_softmax(X, y, cw, 1e-3)).requires_grad_(True)
+    ce = torch.nn.functional.cross_entropy(Xt @ R.T, torch.as_tensor(y), weight=torch.as_tensor(cw))
+    (ce + 0.5 * 1e-3 * (R * R).sum()).backward()
+    assert float(R.grad.abs().max()) < 1e-6
