@@ -236,6 +236,7 @@ class RunConfig(_OpenRecord):
     cache_path: str | None = None
     popsize: int | None = None
     generations: int | None = None
+    patience: int | None = None
     m: int | None = None
     sigma0: Num | None = None
     es_mirrors: Num | None = None
