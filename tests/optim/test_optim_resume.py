@@ -13,7 +13,6 @@ import threading
 import time
 
 import numpy as np
-import pytest
 from optim_helpers import ROOT, history_sans_secs, trinity_inproc, write_inputs
 from train_argv import train_argv
 
@@ -52,19 +51,6 @@ def _start_and_kill(cmd, run, after_gens: int, rng: random.Random) -> bool:
     p.send_signal(signal.SIGKILL)
     p.wait()
     return True
-
-
-@pytest.fixture
-def one_thread():
-    """The in-process runs use the killed child's torch thread count (OMP_NUM_THREADS=1): a
-    matmul split over another number of threads sums in another order, and equality here is
-    bit-for-bit (a probability in the traces is rounded to 4 places)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_sigkill_then_resume_matches_uninterrupted(tmp_path, capsys, one_thread):

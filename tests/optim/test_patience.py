@@ -4,19 +4,8 @@ the generations it ran equal an uninterrupted run's."""
 
 import json
 
-import pytest
 from optim_helpers import history_sans_secs, trinity_inproc, write_inputs
 from train_argv import train_argv
-
-
-@pytest.fixture
-def one_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _summary(run):
