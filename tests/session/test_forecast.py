@@ -146,3 +146,28 @@ def test_a_pilot_splits_its_calls_by_whether_the_question_came_back():
     assert [c.session for c in repeat] == ["2/0/a/3", "3/0/x/y/5"]
     answers_only = Pilot("p", calls, [], sessions_known=False).calls_by_question_novelty()
     assert len(answers_only[0]) == 6 and not answers_only[1]
+
+
+def test_the_forecast_says_patience_may_end_the_run_sooner(questions_file, tmp_path):
+    from trinity.config import load_config
+    from trinity.optim.forecast import describe, forecast
+    from trinity.optim.runinputs import inputs_from_config
+
+    base = {
+        "mode": "live",
+        "pool": "practice",
+        "base_url": "http://127.0.0.1:9",
+        "cache_path": str(tmp_path / "responses.sqlite"),
+        "questions": str(questions_file),
+        "encoder": "tiny-qwen3",
+        "popsize": 4,
+        "m": 3,
+        "generations": 10,
+    }
+    for patience, says in ((None, False), (3, True)):
+        cfg = load_config(None, {**base, **({"patience": patience} if patience else {})})
+        inputs = inputs_from_config(cfg)
+        train = set(inputs.splits["train"])
+        f = forecast(cfg, [q for q in inputs.questions if q.id in train])
+        assert f["patience"] == patience and f["generations"] == 10  # the interval covers all of them
+        assert ("with --patience 3 the run ends once" in describe(f)) is says

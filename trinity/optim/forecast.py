@@ -584,6 +584,7 @@ def forecast(
         "models": models,
         "recipe": getattr(cfg, "live_recipe", "plain"),
         "generations": G,
+        "patience": getattr(cfg, "patience", None),
         "popsize": cfg.popsize,
         "m": cfg.m,
         "train_questions": n_train,
@@ -651,6 +652,12 @@ def describe(f: dict[str, Any]) -> str:
             f"  {what} not measured for this pool: for a narrower interval give "
             "--pilot a short live run directory, or a few budgeted answers (`trinity collect --n 8 --k 1 "
             "--budget-usd 0.05 --out pilot.json …`, then --pilot pilot.json)"
+        )
+    if f.get("patience"):
+        n = int(f["patience"])
+        lines.append(
+            f"  with --patience {n} the run ends once its chosen θ stands unbeaten for {n} generations "
+            f"(after {min(n, f['generations'])} at the soonest); the figures above are for all {f['generations']}"
         )
     verdict = budget_verdict(f)
     if verdict is not None:
