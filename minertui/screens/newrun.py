@@ -29,6 +29,7 @@ FIELDS: list[tuple[str, str, str, type]] = [
     ("encoder", "encoder", "tiny-qwen3, Qwen/Qwen3-0.6B …", str),
     ("popsize", "popsize", "32", int),
     ("generations", "generations", "60", int),
+    ("patience", "patience (gens)", "off", int),
     ("m", "m (questions/cand.)", "16", int),
     ("sigma0", "σ0", "0.1", float),
     ("seed", "seed", "0", int),
