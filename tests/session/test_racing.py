@@ -98,9 +98,17 @@ def test_crn_gives_every_candidate_the_same_sampling_draws(tmp_path, server):
         finally:
             fit.close()
         routes[recipe] = [[(t.model, t.role) for t in tr.turns] for tr in trajs]
+        if recipe == "race":  # an evaluation's repeats of one θ are independent draws, even in a race run
+            fit = _fitness(tmp_path, server, "crn-eval", policy="sample", temperature=3.0, live_recipe=recipe)
+            try:
+                trajs = fit.run_sessions(thetas, pairs, "eval/test/router", purpose="eval")
+            finally:
+                fit.close()
+            routes["eval"] = [[(t.model, t.role) for t in tr.turns] for tr in trajs]
     same = lambda r: r[0:6] == r[6:12]  # noqa: E731  candidate 0's sessions vs candidate 1's
     assert same(routes["race"])
     assert not same(routes["plain"])
+    assert not same(routes["eval"])
 
 
 def test_successive_halving_ranks_every_candidate_and_reevaluates_the_incumbent(tmp_path, server):

@@ -135,7 +135,9 @@ class LiveFitness:
             competition=self.competition,
             protocol=self.cfg.protocol,
             schedule=self.cfg.live_schedule,
-            crn=self.cfg.live_recipe == "race",  # common random numbers across a generation's candidates
+            # common random numbers across a generation's candidates; never across an evaluation's
+            # repeats (`trinity eval --samples K`), which must be independent draws
+            crn=self.cfg.live_recipe == "race" and purpose == "train",
         )
         runner = SessionRunner(self.client, self._logits_fn(thetas, pairs), spec, on_step=on_step)
         return self.live.run(runner.run(pairs))
