@@ -224,7 +224,10 @@ def test_live_trial_with_workers_in_a_sweep_keeps_the_sweep_budget(ray_local, se
     assert trial["state"] == "stopped" and "sweep budget" in trial.get("message", ""), trial
     logs = [e["message"] for e in read_jsonl(sd.path / trial["dir"] / "events.jsonl") if e["type"] == "log"]
     assert any("2 Ray workers" in m and "stay in this process" in m for m in logs)
-    assert abs(verify_ledger(sd.path / trial["dir"] / "ledger.jsonl").total_micro_usd / 1e6 - billed) < 1e-6
+    ledger = verify_ledger(sd.path / trial["dir"] / "ledger.jsonl")
+    # the ledger keeps whole micro-dollars per call, the server sums floats: up to half a
+    # micro-dollar apart per call (44 calls came to 1.1e-6 apart once)
+    assert abs(ledger.total_micro_usd / 1e6 - billed) <= ledger.n_records * 0.5e-6 + 1e-9
 
 
 def test_more_workers_than_the_cluster_holds_is_one_clear_line(ray_local, server, questions_file, tmp_path):
