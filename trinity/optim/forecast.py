@@ -494,7 +494,10 @@ def forecast(
             # flight): how the paid share scales with P is not measured, so anywhere from not at
             # all to 1/P
             ratio_p = pilot.popsize / cfg.popsize
-            paid = np.clip(paid * ratio_p ** rng.uniform(0, 1, size=D), 0, 1)
+            shared = ratio_p ** rng.uniform(0, 1, size=D)
+            paid = np.clip(paid * shared, 0, 1)
+            if paid_repeat is not None:  # the same candidates share a repeated question's requests
+                paid_repeat = np.clip(paid_repeat * shared, 0, 1)
         measured = pilot_from
         answers_from = "measured"
     else:

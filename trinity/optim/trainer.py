@@ -459,11 +459,11 @@ class Trainer:
         clear_stop()
         self.write_summary()
         msg = f"finished {self.state.gen} generations"
-        early = self.stood_unbeaten()
-        if early is not None and self.state.gen < self.cfg.generations:
+        early = self._stopped_early()
+        if early is not None:
             msg += (
-                f" of {self.cfg.generations}: the chosen θ (generation {early}) stood unbeaten for "
-                f"{self.cfg.patience} generations"
+                f" of {self.cfg.generations}: the chosen θ (generation {early.best_gen}) stood unbeaten for "
+                f"{early.patience} generations"
             )
         self.set_status("finished", msg)
         return TrainResult("finished", msg, 0, self.state.gen)
@@ -840,6 +840,7 @@ class Trainer:
         atomic_write_json(self.run.summary, summary.to_json())
 
     def _stopped_early(self) -> StoppedEarly | None:
+        """summary.json's `stopped_early` once `patience` ended the run before its generations."""
         best_gen = self.stood_unbeaten()
         if best_gen is None or self.state.gen >= self.cfg.generations or self.cfg.patience is None:
             return None

@@ -59,17 +59,16 @@ def pooled(results: list[dict[str, Any]], bootstrap: int = 4000) -> dict[str, An
         s = d["summary"]
         pq = s["per_question"]
         n = len(pq["ids"])
-        kinds = np.array(pq["kinds"])
-        singles = np.array([pq["singles"][m] for m in pq["singles"]]).T  # (Q, M)
-        # each question's topic ceiling: the topic's best model on this seed's held-out questions
-        topic_best = {t: float(singles[kinds == t].mean(axis=0).max()) for t in set(kinds.tolist())}
+        # each question's topic ceiling: the topic's best model on this seed's held-out questions,
+        # as the seed's bench measured it
+        q_ceiling = [float(s["per_topic"][t]["ceiling"]) for t in pq["kinds"]]
         seed = d.get("seed", s.get("seed", k))
         seeds.append(seed)
         strata += [k] * n
         new += pq["new"]
         old += pq["old"]
         best += pq["best_single"]
-        ceil_q += [topic_best[t] for t in kinds.tolist()]
+        ceil_q += q_ceiling
         roles = pq.get("new_first_role") or []
         non_worker += sum(r != "Worker" for r in roles)
         sessions += len(roles)
@@ -86,7 +85,7 @@ def pooled(results: list[dict[str, Any]], bootstrap: int = 4000) -> dict[str, An
                 "seed": seed,
                 "n": n,
                 "new": float(np.mean(pq["new"])),
-                "ceiling": float(np.mean([topic_best[t] for t in kinds.tolist()])),
+                "ceiling": float(np.mean(q_ceiling)),
                 "best_single": float(np.mean(pq["best_single"])),
                 "old": float(np.mean(pq["old"])),
                 "new_avg_turns": s.get("new_avg_turns"),
@@ -95,6 +94,7 @@ def pooled(results: list[dict[str, Any]], bootstrap: int = 4000) -> dict[str, An
             }
         )
     st = np.array(strata)
+    ratios = [r["usd_ratio_new_over_old_total"] for r in rows if r["usd_ratio_new_over_old_total"] is not None]
     a_new, a_old, a_best = np.array(new), np.array(old), np.array(best)
     ceiling = float(np.mean(ceil_q))
     out: dict[str, Any] = {
@@ -113,13 +113,7 @@ def pooled(results: list[dict[str, Any]], bootstrap: int = 4000) -> dict[str, An
         "new_sessions_begun_by_non_worker": f"{non_worker}/{sessions}",
         "new_avg_turns_mean": float(np.mean([r["new_avg_turns"] for r in rows if r["new_avg_turns"] is not None])),
         "usd_ratio_new_over_old_total": {
-            "mean": float(np.mean(ratios))
-            if (
-                ratios := [
-                    r["usd_ratio_new_over_old_total"] for r in rows if r["usd_ratio_new_over_old_total"] is not None
-                ]
-            )
-            else None,
+            "mean": float(np.mean(ratios)) if ratios else None,
             "max": float(np.max(ratios)) if ratios else None,
         },
     }
@@ -146,7 +140,7 @@ def print_text(out: dict[str, Any]) -> None:
     for r in out["per_seed"]:
         ratio = r["usd_ratio_new_over_old_total"]
         print(
-            f"{r['seed']!s:<6} {r['new']:.3f}  {r['ceiling']:.3f}    {r['new'] / r['ceiling']:.2f}   "
+            f"{r['seed']!s:<6} {r['new']:.3f}  {r['ceiling']:.3f}    {r['new'] / max(r['ceiling'], 1e-12):.2f}   "
             f"{r['best_single']:.3f}        {r['old']:.3f}  {r['new_avg_turns']:.2f}   "
             f"{'-' if ratio is None else f'{ratio:.3f}x':<13}  {r['expected_share'] if r['expected_share'] is not None else '-'}"
         )
