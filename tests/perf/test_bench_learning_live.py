@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from trinity.config import DEFAULT_LABEL_TARGETS, RECIPE_PER_GROUP
+from trinity.config import DEFAULT_LABEL_TARGETS, RECIPE_MAX_K, RECIPE_PER_GROUP
 from trinity.perf import learning
 from trinity.perf.learning_live import ledger_usd, print_text
 
@@ -93,7 +93,18 @@ def test_live_bench_json_curves_and_ledgers(bench, capsys):
     # the val questions have no row: validation scored them by their topic's mean
     assert new_run["warm_start"]["n_val"] == len(splits["val"]) > 0 and "n_with_rows" not in new_run["warm_start"]
     assert recipes["new"]["collect_questions"] == len(read)
-    assert recipes["new"]["collect_calls"] == len(read) * len(recipes["new"]["server_by_model"])
+    # once per model, then (`--collect-max-k`, the recipe's) the two best models of a topic whose
+    # labels were close again, up to K answers a question
+    from trinity.benchmarks.practice import practice_questions
+    from trinity.data.questions import question_group
+
+    group_of = {q.id: question_group(q) for q in practice_questions()}
+    again = recipes["new"]["collect_asked_again"]
+    assert out["collect_max_k"] == RECIPE_MAX_K and all(2 <= upto <= RECIPE_MAX_K for _, upto in again.values())
+    extra = sum(2 * (upto - 1) * sum(group_of[i] == g for i in read) for g, (_, upto) in again.items())
+    assert recipes["new"]["collect_calls"] == len(read) * len(recipes["new"]["server_by_model"]) + extra
+    cells = [len(v) for t in matrix["tasks"] for v in t["per_model"].values()]
+    assert sum(cells) == recipes["new"]["collect_calls"] and matrix["k"] == 1
     # a cached evaluation of the test split says the matrix stops at val (a live one reads no matrix)
     from trinity.analysis.evaluate import cached_run_outcomes
     from trinity.errors import InputError
@@ -121,7 +132,10 @@ def test_live_bench_json_curves_and_ledgers(bench, capsys):
     print_text(out)
     text = capsys.readouterr().out
     assert "old recipe: final acc" in text and "new recipe: final acc" in text
-    assert f"({len(read) * 3} calls, k 1, {len(read)} questions: {RECIPE_PER_GROUP} train per topic)" in text
+    calls = recipes["new"]["collect_calls"]
+    assert f"({calls} calls, k 1, {len(read)} questions: {RECIPE_PER_GROUP} train per topic)" in text
+    for g, (pair, upto) in again.items():
+        assert f"asked again: {g} ({pair[0]} and {pair[1]} close), up to {upto} answers a question" in text
     assert "new $ to it / old recipe's total $:" in text
     assert "new recipe's held-out routes in expectation (turn 1):" in text
     run_json = json.loads((Path(recipes["old"]["run_dir"]) / "run.json").read_text())

@@ -404,7 +404,8 @@ def score_estimate(
     eval_q = [by_id[i] for i in inputs.splits[other]] if other else []
     if not audit_q:
         raise InputError(f"{run.path}: the {scored} split is empty; nothing to score on")
-    p = validate_solves(inputs.matrix.solves, f"{run.path} matrix").mean(axis=2)  # (Q, M)
+    validate_solves(inputs.matrix.solves, f"{run.path} matrix")
+    p = inputs.matrix.accuracy()  # (Q, M): every sample of a cell (a ragged matrix's too)
     if progress:
         progress(0, 2 if king else 1, "routing")
     ours = load_trained(run.path)

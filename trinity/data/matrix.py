@@ -5,6 +5,11 @@
 
 `OutcomeMatrix.solves` is the tensor S[question, model, sample] of 0/1 as float64. Model order
 is the order of `per_model` keys in the first task — that is the order of the head's model rows.
+
+A cell may hold more samples than another (`trinity collect --max-k`: more answers where a group's
+top two models were not yet told apart). Loaded with `ragged="keep"`, `solves` holds the first
+min-k samples of every cell (what per-sample uses replay) and `cells` every sample, so
+`accuracy()` (a cell's label) is the mean of all of them and the JSON written back keeps them all.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ class OutcomeMatrix:
     answers: list[Any] = field(default_factory=list)
     benchmarks: list[str] = field(default_factory=list)  # per question (for merged matrices)
     notes: list[str] = field(default_factory=list)  # what was reduced on load, in words
+    # every sample of every cell [question][model] when their counts differ (None: `solves` has them all)
+    cells: list[list[list[float]]] | None = None
 
     def __post_init__(self) -> None:
         if not self.answers:
@@ -37,6 +44,8 @@ class OutcomeMatrix:
         if not self.benchmarks:
             self.benchmarks = [self.benchmark] * len(self.ids)
         self._index = {qid: i for i, qid in enumerate(self.ids)}
+        if self.cells is not None and {len(c) for row in self.cells for c in row} <= {self.k}:
+            self.cells = None  # a subset whose cells `solves` holds whole
 
     @property
     def k(self) -> int:
@@ -52,9 +61,23 @@ class OutcomeMatrix:
     def __contains__(self, qid: str) -> bool:
         return qid in self._index
 
+    @property
+    def ragged(self) -> bool:
+        return self.cells is not None
+
+    def draws(self) -> np.ndarray:
+        """(Q, M) samples per cell (k everywhere unless ragged)."""
+        if self.cells is None:
+            return np.full(self.solves.shape[:2], self.k, dtype=np.int64)
+        return np.array([[len(c) for c in row] for row in self.cells], dtype=np.int64).reshape(self.solves.shape[:2])
+
     def accuracy(self) -> np.ndarray:
-        """(Q, M) mean correctness over the k samples: the cached reward of each choice."""
-        return self.solves.mean(axis=2)
+        """(Q, M) mean correctness over every sample of a cell: the cached reward of each choice."""
+        if self.cells is None:
+            return self.solves.mean(axis=2)
+        return np.array([[sum(c) / len(c) for c in row] for row in self.cells], dtype=np.float64).reshape(
+            self.solves.shape[:2]
+        )
 
     def subset(self, ids: Sequence[str]) -> "OutcomeMatrix":
         missing = [q for q in ids if q not in self._index]
@@ -69,7 +92,12 @@ class OutcomeMatrix:
             [self.answers[r] for r in rows],
             [self.benchmarks[r] for r in rows],
             list(self.notes),
+            None if self.cells is None else [self.cells[r] for r in rows],
         )
+
+    def cell(self, i: int, j: int) -> list[float]:
+        """Every sample of question row i, model j."""
+        return list(self.solves[i, j]) if self.cells is None else self.cells[i][j]
 
     def to_json(self) -> dict:
         tasks = []
@@ -79,7 +107,7 @@ class OutcomeMatrix:
                     "id": qid,
                     "answer": self.answers[i],
                     "benchmark": self.benchmarks[i],
-                    "per_model": {m: [int(v) for v in self.solves[i, j]] for j, m in enumerate(self.models)},
+                    "per_model": {m: [int(v) for v in self.cell(i, j)] for j, m in enumerate(self.models)},
                 }
             )
         return {"benchmark": self.benchmark, "k": self.k, "tasks": tasks}
@@ -101,8 +129,9 @@ def group_mean_rows(matrix: OutcomeMatrix, questions: list[Question], among: lis
 
 
 def matrix_from_json(obj: Any, where: str = "matrix", ragged: str = "error") -> OutcomeMatrix:
-    """Parse and validate. `ragged="truncate"` keeps the first min-k samples of every cell
-    (recorded in `notes`) instead of refusing a matrix whose sample counts differ."""
+    """Parse and validate. A matrix whose sample counts differ: `ragged="truncate"` keeps the first
+    min-k samples of every cell (recorded in `notes`); `"keep"` also keeps every sample in `cells`,
+    which `accuracy()` averages; `"error"` refuses it."""
     if not isinstance(obj, dict) or "tasks" not in obj:
         raise InputError(f"{where}: not an oracle-matrix JSON (expected an object with 'tasks')")
     tasks = obj["tasks"]
@@ -178,20 +207,28 @@ def matrix_from_json(obj: Any, where: str = "matrix", ragged: str = "error") -> 
     if 0 in lengths:
         empty = [ids[i] for i, row in enumerate(cells) if any(len(c) == 0 for c in row)]
         raise InputError(f"{where}: task(s) with no samples for some model: {', '.join(empty[:5])}")
+    full: list[list[list[float]]] | None = None
     if len(lengths) > 1:
         kmin = min(lengths)
-        if ragged != "truncate":
+        if ragged not in ("truncate", "keep"):
             raise InputError(
                 f"{where}: ragged sample counts {sorted(lengths)} across tasks/models; "
                 f"re-collect, or load with truncation to k={kmin}"
             )
-        notes.append(f"ragged sample counts {sorted(lengths)}: truncated every cell to the first {kmin}")
+        if ragged == "keep":
+            full = cells
+            notes.append(
+                f"ragged sample counts {sorted(lengths)}: labels average every sample, per-sample uses "
+                f"replay the first {kmin}"
+            )
+        else:
+            notes.append(f"ragged sample counts {sorted(lengths)}: truncated every cell to the first {kmin}")
         cells = [[c[:kmin] for c in row] for row in cells]
     solves = np.asarray(cells, dtype=np.float64)
     declared_k = obj.get("k")
     if isinstance(declared_k, int) and declared_k != solves.shape[2] and not notes:
         notes.append(f"declared k={declared_k} but tasks hold {solves.shape[2]} samples; used the tasks")
-    return OutcomeMatrix(benchmark, models, ids, solves, answers, benches, notes)
+    return OutcomeMatrix(benchmark, models, ids, solves, answers, benches, notes, full)
 
 
 def load_matrix(path: str | Path, ragged: str = "error") -> OutcomeMatrix:
@@ -204,7 +241,7 @@ def save_matrix(path: str | Path, matrix: OutcomeMatrix) -> None:
 
 
 def merge_matrices(mats: Sequence[OutcomeMatrix]) -> OutcomeMatrix:
-    """Stack matrices of several benchmarks (same pool, same k) into one."""
+    """Stack matrices of several benchmarks (same pool, same k: the smallest count of a cell) into one."""
     if not mats:
         raise InputError("no matrices to merge")
     models = mats[0].models
@@ -224,4 +261,7 @@ def merge_matrices(mats: Sequence[OutcomeMatrix]) -> OutcomeMatrix:
         [a for m in mats for a in m.answers],
         [b for m in mats for b in m.benchmarks],
         [n for m in mats for n in m.notes],
+        None
+        if not any(m.ragged for m in mats)
+        else [[m.cell(i, j) for j in range(len(models))] for m in mats for i in range(len(m.ids))],
     )

@@ -103,8 +103,10 @@ def _load_matrix(cfg: TrainConfig) -> OutcomeMatrix | None:
     if cfg.matrix == PRACTICE:
         return practice_matrix(setup=practice_setup(cfg.practice_config))
     if "," in cfg.matrix:  # one matrix per benchmark (composite training): same pool, same k
-        return merge_matrices([load_matrix(part) for part in cfg.matrix.split(",") if part])
-    return load_matrix(cfg.matrix)
+        return merge_matrices([load_matrix(part, ragged="keep") for part in cfg.matrix.split(",") if part])
+    # ragged: `trinity collect --max-k` asked more where a group's top two were close; the labels
+    # (`accuracy()`) average every answer
+    return load_matrix(cfg.matrix, ragged="keep")
 
 
 def inputs_from_config(cfg: TrainConfig) -> RunInputs:
@@ -179,6 +181,8 @@ def inputs_digest(inputs: RunInputs) -> str:
     if inputs.matrix is not None:
         h.update(canonical_json([inputs.matrix.ids, inputs.matrix.models]).encode())
         h.update(inputs.matrix.solves.astype("<f8").tobytes())
+        if inputs.matrix.ragged:  # the samples past the first min-k (an even matrix: the digest as before)
+            h.update(canonical_json(inputs.matrix.to_json()["tasks"]).encode())
     return h.hexdigest()[:16]
 
 

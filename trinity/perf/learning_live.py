@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from trinity.config import DEFAULT_LABEL_TARGETS, LABEL_TARGETS, RECIPE_PER_GROUP
+from trinity.config import DEFAULT_LABEL_TARGETS, LABEL_TARGETS, RECIPE_MAX_K, RECIPE_PER_GROUP
 
 
 def register_args(p) -> None:
@@ -45,6 +45,14 @@ def register_args(p) -> None:
         default=1,
         help="live: turn-1 answers per model and question the new recipe collects (default 1: the warm "
         "start's labels average over the questions of a topic, so one draw each shows a model's edge)",
+    )
+    g.add_argument(
+        "--collect-max-k",
+        type=int,
+        default=RECIPE_MAX_K,
+        metavar="K",
+        help=f"live: then up to K answers a cell from a topic's two best models while their labels are close "
+        f"(`trinity collect --max-k`; default {RECIPE_MAX_K}, the recipe's; --collect-k: no second round)",
     )
     g.add_argument(
         "--collect-per-group",
@@ -146,6 +154,7 @@ def run_recipe(name: str, args, qfile: Path, questions, work: Path) -> dict[str,
         }
         collect_usd = collect_ledger = 0.0
         collect_calls = 0
+        asked_again: dict[str, Any] = {}
         t0 = time.monotonic()
         if name == "new":
             from trinity.pool.providers import Price, load_pool
@@ -177,11 +186,13 @@ def run_recipe(name: str, args, qfile: Path, questions, work: Path) -> dict[str,
                 args.collect_k,
                 cache_path=over["cache_path"],
                 budget_usd=args.budget_usd,
+                max_k=args.collect_max_k,
             )
             if res.stopped or res.complete_questions < len(asked):
                 raise TrinityError(f"collect did not finish: {res.stopped or res.last_error}")
             st = srv.stats()
             collect_usd, collect_calls = st.billed_usd, st.calls
+            asked_again = res.asked_again
             collect_ledger = ledger_usd(work / "new-matrix.ledger.jsonl")
             # the defaults of a live run on a collected matrix: its labels' warm start, then the race
             over.update({"matrix": str(res.matrix_path)})
@@ -236,6 +247,7 @@ def run_recipe(name: str, args, qfile: Path, questions, work: Path) -> dict[str,
             "collect_usd": collect_usd,
             "collect_ledger_usd": collect_ledger,
             "collect_calls": collect_calls,
+            "collect_asked_again": asked_again,
             "collect_questions": len(asked) if name == "new" else 0,
             "points": points,
             "server_total_usd": final.billed_usd,
@@ -369,6 +381,8 @@ def run_live(args) -> int:
         raise InputError(f"--topics {args.topics!r}: use some of math,mc,code")
     if args.generations < 1 or args.popsize < 2 or args.m < 1 or args.eval_every < 1 or args.collect_k < 1:
         raise InputError("--generations >= 1, --popsize >= 2, --m >= 1, --eval-every >= 1, --collect-k >= 1")
+    if args.collect_max_k < args.collect_k:
+        raise InputError("--collect-max-k >= --collect-k")
     if args.collect_per_group < 0:
         raise InputError("--collect-per-group >= 0 (0: every train + val question)")
     if args.plot and not args.plot.lower().endswith(".png"):
@@ -425,6 +439,7 @@ def run_live(args) -> int:
             "m": args.m,
             "eval_every": args.eval_every,
             "collect_k": args.collect_k,
+            "collect_max_k": args.collect_max_k,
             "collect_per_group": args.collect_per_group,
             "collect_all": bool(args.collect_all),
             "topics": topics,
@@ -486,6 +501,8 @@ def print_text(result: dict[str, Any], plot: str | None = None) -> None:
         f"new recipe's collect: ${nr['collect_usd']:.5f} ({nr['collect_calls']} calls, k {result['collect_k']}, "
         f"{nr['collect_questions']} questions: {which})"
     )
+    for group, (pair, upto) in (nr.get("collect_asked_again") or {}).items():
+        print(f"  asked again: {group} ({pair[0]} and {pair[1]} close), up to {upto} answers a question")
 
     def ratio_text(v):
         return "n/a" if v is None else f"{v:.3f}"

@@ -53,7 +53,7 @@ def routes(
     else:
         if not cfg.get("matrix"):
             raise SystemExit(f"{run_dir}: no collected matrix to refit on")
-        mat = load_matrix(cfg["matrix"])
+        mat = load_matrix(cfg["matrix"], ragged="keep")
         train = [by_id[i] for i in meta["splits"]["train"]]
         have = [q for q in train if q.id in mat]
         keep = {q.id for q in (pick_per_group(have, per_group, cfg["seed"]) if per_group else have)}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from trinity.benchmarks import BENCHMARK_NAMES, get_benchmark
 from trinity.competition.text import resolve_competition
-from trinity.config import RECIPE_PER_GROUP
+from trinity.config import RECIPE_MAX_K, RECIPE_PER_GROUP
 from trinity.errors import InputError
 
 
@@ -38,6 +38,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="ask only N questions of each group (benchmark and kind), drawn by --seed: enough for a "
         f"live run's warm start, which gives the other questions their group's mean ({RECIPE_PER_GROUP}: "
         "the live recipe's; default: all)",
+    )
+    p.add_argument(
+        "--max-k",
+        type=int,
+        default=None,
+        dest="max_k",
+        metavar="K",
+        help="then ask a group's two best models again, one more answer a question a round, while their "
+        f"labels are within --separate-z standard errors, up to K answers a cell ({RECIPE_MAX_K}: the live "
+        "recipe's; default: --k, no second round); the matrix is then ragged",
+    )
+    p.add_argument(
+        "--separate-z",
+        type=float,
+        default=None,
+        dest="separate_z",
+        metavar="Z",
+        help="with --max-k: how many standard errors apart two models' labels must be to stop asking (default 0.5)",
     )
     p.add_argument("--pool", required=True, help="pool name in configs/models.yaml")
     p.add_argument("--base-url", help="override the pool's base URL (a local server, the practice server)")
@@ -102,10 +120,14 @@ def run_collect(args: argparse.Namespace) -> int:
     from trinity.pool.providers import load_pool, pool_prices, price_overrides
 
     # lazy: kept off the CLI start (adds numpy here)
-    from trinity.session.collect import collect, print_progress, select_questions
+    from trinity.session.collect import DEFAULT_SEPARATE_Z, collect, print_progress, select_questions
 
     if args.k < 1:
         raise InputError("--k must be at least 1")
+    if args.max_k is not None and args.max_k < args.k:
+        raise InputError(f"--max-k must be at least --k ({args.k})")
+    if args.separate_z is not None and not 0 <= args.separate_z < 10:
+        raise InputError("--separate-z must be in [0, 10)")
     if args.per_group is not None and args.per_group < 1:
         raise InputError("--per-group must be at least 1")
     if args.fail_threshold is not None and not 0 < args.fail_threshold <= 1:
@@ -145,6 +167,8 @@ def run_collect(args: argparse.Namespace) -> int:
             progress=None if args.json else print_progress,
             fail_threshold=args.fail_threshold,
             protocol=collect_protocol(args.protocol, args.pool),
+            max_k=args.max_k,
+            separate_z=DEFAULT_SEPARATE_Z if args.separate_z is None else args.separate_z,
         )
     finally:
         if server is not None:
@@ -158,6 +182,8 @@ def run_collect(args: argparse.Namespace) -> int:
             f"({res.cells_done}/{res.cells_total} answers, {res.new_calls} new paid calls, "
             f"{res.failed} failed, ${res.cost_usd:.4f}) {where}"
         )
+        for group, (pair, upto) in res.asked_again.items():
+            print(f"{group}: {pair[0]} and {pair[1]} were close; asked again up to {upto} answers a question")
         if res.failed and res.last_error:
             print(f"last failure: {res.last_error}")
         if pool.simulated:

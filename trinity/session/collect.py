@@ -5,6 +5,14 @@ Files (for `--out M.json`): `M.json` (the matrix), `M.answers.jsonl` (one graded
 qid, model, sample, text, correct, reason, cost), `M.ledger.jsonl` (hash-chained cost records),
 `M.journal.jsonl` (paid calls, so a crash between paying and recording never pays twice).
 A re-run reads the answers file and asks only for the (question, model, sample) cells it lacks.
+
+`max_k` (`--max-k`): after the k answers a cell, a group (benchmark and kind) whose two best models
+by their labels are not yet told apart (`close_groups`: the gap between their smoothed means within
+`separate_z` standard errors) gets one more answer a question from each of those two, round by
+round, until they are told apart or they hold `max_k` a cell. The labels name a group's best model
+(what a live run's warm start routes it to); one answer a cell names the wrong one when two models
+are close, and the other models' cells are not asked again. The matrix is then ragged (its `k` the
+fewest a cell). The decisions depend only on the answers, so a re-run asks nothing twice.
 """
 
 from __future__ import annotations
@@ -12,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -20,7 +28,7 @@ import numpy as np
 
 from trinity.benchmarks.prompts import cached_messages
 from trinity.data.matrix import OutcomeMatrix, save_matrix
-from trinity.data.questions import Question
+from trinity.data.questions import Question, question_group
 from trinity.errors import BudgetExceeded, InputError, OutOfCredit
 from trinity.io import append_jsonl, read_jsonl
 
@@ -40,6 +48,8 @@ class CollectResult:
     cost_usd: float
     stopped: str | None = None
     last_error: str | None = None  # why the newest failed call failed (model: provider message)
+    # `max_k`: {group: [its two best models, answers a cell each]} for the groups asked again
+    asked_again: dict[str, list[Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -84,13 +94,55 @@ def _drop_torn_tail(path: Path) -> None:
             f.truncate(data.rfind(b"\n") + 1)
 
 
+Answers = dict[tuple[str, str, int], bool]  # (qid, model, sample) -> graded right
+
+
+def _held(answers: Answers, qid: str, model: str) -> int:
+    """How many answers the cell holds from sample 0 on without a gap (a failed call leaves one)."""
+    n = 0
+    while (qid, model, n) in answers:
+        n += 1
+    return n
+
+
+# Below this many standard errors apart, a group's two best models are "close" (`--separate-z`):
+# on the live bench's stand-in, 6 questions a topic asked again at 0.5 name the topic's best model
+# as often as 8 questions with 4 answers a cell, for the $ of 8 questions with one
+DEFAULT_SEPARATE_Z = 0.5
+
+
+def close_groups(
+    questions: list[Question], models: list[str], answers: Answers, z: float = DEFAULT_SEPARATE_Z
+) -> dict[str, tuple[str, str]]:
+    """{group: (best, second)} for each group whose two best models by their answers so far are
+    close: (r + 1) / (n + 2) per model over the group's questions (n answers, r right; smoothed so
+    that 8 of 8 is not certainty), the best two not more than `z` standard errors apart."""
+    by_group: dict[str, list[Question]] = {}
+    for q in questions:
+        by_group.setdefault(question_group(q), []).append(q)
+    out: dict[str, tuple[str, str]] = {}
+    for g, qs in sorted(by_group.items()):
+        if len(models) < 2:
+            break
+        p, n = [], []
+        for m in models:
+            held = [_held(answers, q.id, m) for q in qs]
+            right = sum(answers[(q.id, m, s)] for q, h in zip(qs, held) for s in range(h))
+            p.append((right + 1) / (sum(held) + 2))
+            n.append(max(sum(held), 1))
+        a, b = sorted(range(len(models)), key=lambda j: (-p[j], j))[:2]
+        se = float(np.sqrt(p[a] * (1 - p[a]) / n[a] + p[b] * (1 - p[b]) / n[b]))
+        if p[a] - p[b] <= z * se:
+            out[g] = (models[a], models[b])
+    return out
+
+
 def _matrix_from_answers(
-    questions: list[Question], models: list[str], k: int, answers: dict[tuple[str, str, int], bool], benchmark: str
+    questions: list[Question], models: list[str], k: int, answers: Answers, benchmark: str
 ) -> tuple[OutcomeMatrix, int]:
-    complete = [q for q in questions if all((q.id, m, s) in answers for m in models for s in range(k))]
-    solves = np.array(
-        [[[float(answers[(q.id, m, s)]) for s in range(k)] for m in models] for q in complete], dtype=np.float64
-    ).reshape(len(complete), len(models), k)
+    complete = [q for q in questions if all(_held(answers, q.id, m) >= k for m in models)]
+    cells = [[[float(answers[(q.id, m, s)]) for s in range(_held(answers, q.id, m))] for m in models] for q in complete]
+    solves = np.array([[c[:k] for c in row] for row in cells], dtype=np.float64).reshape(len(complete), len(models), k)
     mat = OutcomeMatrix(
         benchmark,
         list(models),
@@ -98,6 +150,7 @@ def _matrix_from_answers(
         solves,
         [q.answer if q.kind != "code" else None for q in complete],
         [q.benchmark for q in complete],
+        cells=cells,  # dropped when every cell holds k (the matrix as without `max_k`)
     )
     return mat, len(complete)
 
@@ -115,11 +168,14 @@ def collect(
     progress: Callable[[dict[str, float]], None] | None = None,
     fail_threshold: float | None = None,
     protocol: str | None = None,
+    max_k: int | None = None,
+    separate_z: float = DEFAULT_SEPARATE_Z,
 ) -> CollectResult:
     """`fail_threshold`: stop (what was answered is kept; a re-run asks for the rest) once more
     than this share of the calls so far failed (`PoolClient.failing`; default the trainer's).
     `protocol`: the session protocol whose single Worker turn asks (trinity.competition.protocol;
-    None: open): a competition's is how its cached answers were made (its prompt and decoding)."""
+    None: open): a competition's is how its cached answers were made (its prompt and decoding).
+    `max_k` > k: ask close groups' two best models again, up to `max_k` answers a cell (see above)."""
     from trinity.competition.protocol import get_protocol
     from trinity.pool.client import DEFAULT_FAIL_THRESHOLD, PoolClient
     from trinity.session.live import LiveRun
@@ -139,6 +195,8 @@ def collect(
                 answers[(rec["qid"], rec["model"], int(rec["sample"]))] = bool(rec["correct"])
     cells = [(q, m, s) for q in questions for m in models for s in range(k) if (q.id, m, s) not in answers]
     total = len(questions) * len(models) * k
+    max_k = k if max_k is None else max(k, max_k)
+    asked_again: dict[str, list[Any]] = {}
     # the pool stack (client, ledger, journal, cache, budget, event loop), files next to --out
     live = LiveRun(
         pool,
@@ -153,7 +211,9 @@ def collect(
     ledger = live.ledger
     spent0 = live.spent_at_open
     # k samples of one model at temperature 0 would be one sample k times: sample when k > 1.
-    decoding = {} if temperature is None and k == 1 else {"temperature": 0.7 if temperature is None else temperature}
+    decoding = (
+        {} if temperature is None and max_k == 1 else {"temperature": 0.7 if temperature is None else temperature}
+    )
     decoding = {**proto.cached_kwargs(), **decoding}
     state = _Tally(done=total - len(cells))
     threshold = DEFAULT_FAIL_THRESHOLD if fail_threshold is None else fail_threshold
@@ -219,10 +279,9 @@ def collect(
         state.done += 1
         report()
 
-    async def main() -> str | None:
+    async def ask(slots: asyncio.Semaphore, todo: list[tuple[Question, str, int]]) -> str | None:
         # Calls already in flight when one raises (402, budget) finish and are recorded.
-        slots = asyncio.Semaphore(max(1, int(getattr(pool, "max_concurrency", 16))))
-        results = await asyncio.gather(*(one(live.client, slots, q, m, s) for q, m, s in cells), return_exceptions=True)
+        results = await asyncio.gather(*(one(live.client, slots, q, m, s) for q, m, s in todo), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         for e in errors:
             if isinstance(e, OutOfCredit):
@@ -233,6 +292,36 @@ def collect(
         if errors:
             raise errors[0]
         return state.stop
+
+    def again(upto: int) -> list[tuple[Question, str, int]] | None:
+        """The cells the close groups' two best models lack below `upto` answers (only among the
+        questions every model has answered k times: the rest are not in the matrix yet); None when
+        no group is close."""
+        nonlocal total
+        complete = [q for q in questions if all(_held(answers, q.id, m) >= k for m in models)]
+        close = close_groups(complete, models, answers, separate_z)
+        if not close:
+            return None
+        todo = []
+        for g, pair in close.items():
+            asked_again[g] = [list(pair), upto]
+            for q in (q for q in complete if question_group(q) == g):
+                for m in pair:
+                    todo += [(q, m, s) for s in range(upto) if (q.id, m, s) not in answers]
+        total += len(todo)
+        return todo
+
+    async def main() -> str | None:
+        slots = asyncio.Semaphore(max(1, int(getattr(pool, "max_concurrency", 16))))
+        stop = await ask(slots, cells)
+        for upto in range(k + 1, max_k + 1):  # one more answer a cell a round: decide on what came back
+            if stop is not None:
+                break
+            todo = again(upto)
+            if todo is None:
+                break
+            stop = await ask(slots, todo)
+        return stop
 
     with live:
         stopped = live.run(main())
@@ -252,6 +341,7 @@ def collect(
         ledger.total_usd - spent0,
         stopped,
         state.last_error,
+        asked_again,
     )
 
 
