@@ -217,6 +217,13 @@ def test_seeds_pool_into_one_set_of_held_out_figures(bench, tmp_path, capsys):
     assert p["expected"]["new"] == pytest.approx(
         out["summary"]["expected_routes"]["new"]["test_expected_acc"], abs=1e-3
     )
+    # the pooled $ ratio: the seeds' $ added up (each seed's new $ to its old final over old totals)
+    s = out["summary"]
+    u = p["usd_ratio_new_over_old_total"]
+    if s["usd_to_old_final"]["new"] is not None:
+        assert u["pooled"] == pytest.approx(s["usd_to_old_final"]["new"] / s["total_usd"]["old"])
+    else:
+        assert u["pooled"] is None
     files = []
     for k, d in enumerate((out, other)):
         files.append(tmp_path / f"s{k}.json")

@@ -90,6 +90,8 @@ def pooled(results: list[dict[str, Any]], bootstrap: int = 4000) -> dict[str, An
                 "old": float(np.mean(pq["old"])),
                 "new_avg_turns": s.get("new_avg_turns"),
                 "usd_ratio_new_over_old_total": s.get("usd_ratio_new_over_old_total"),
+                "new_usd_to_old_final": (s.get("usd_to_old_final") or {}).get("new"),
+                "old_total_usd": (s.get("total_usd") or {}).get("old"),
                 "expected_share": er.get("test_expected_share_of_ceiling"),
             }
         )
@@ -115,6 +117,13 @@ def pooled(results: list[dict[str, Any]], bootstrap: int = 4000) -> dict[str, An
         "usd_ratio_new_over_old_total": {
             "mean": float(np.mean(ratios)) if ratios else None,
             "max": float(np.max(ratios)) if ratios else None,
+            # every seed's $ added up: what the new recipe paid to reach each seed's old final accuracy
+            # over what the old recipe paid in all (None when a seed's new recipe never reached it)
+            "pooled": (
+                sum(r["new_usd_to_old_final"] for r in rows) / sum(r["old_total_usd"] for r in rows)
+                if rows and all(r["new_usd_to_old_final"] is not None and r["old_total_usd"] for r in rows)
+                else None
+            ),
         },
     }
     if len(exp_new) == len(new):
@@ -159,6 +168,7 @@ def print_text(out: dict[str, Any]) -> None:
     print(
         f"sessions begun by a non-Worker: {out['new_sessions_begun_by_non_worker']}; average turns "
         f"{out['new_avg_turns_mean']:.2f}; $ against the old recipe's total: mean {u['mean']:.3f}x, max {u['max']:.3f}x"
+        + ("" if u.get("pooled") is None else f", pooled {u['pooled']:.3f}x")
     )
 
 
