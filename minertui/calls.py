@@ -14,14 +14,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from minertui.runmodel import LedgerView, as_number, as_time
+from minertui.runmodel import LedgerView, as_time
 from minertui.widgets.format import utc
-from trinity.io import iter_jsonl
+from trinity.errors import InputError
 from trinity.pool.budget import to_micro
+from trinity.pool.journal import JournalEntry, read_journal
+from trinity.pool.ledger import LedgerLine, read_ledger
 
 SERVE_DIR = "serve"  # RUN/serve/: `trinity serve`'s ledger and journal (trinity.serve.engine.SERVE_DIR)
 PLAYGROUND_DIR = "playground"  # <runs root>/playground/ (minertui.jobs.playground.PLAYGROUND_DIR)
@@ -65,7 +66,7 @@ def _key_parts(key: str, model: str) -> tuple[str, int | None, str, str]:
     return role, turn, hp[2] if len(hp) > 2 else "", hp[1] if len(hp) > 1 else ""
 
 
-def _ledger_view(records: list[dict[str, Any]]) -> LedgerView:
+def _ledger_view(records: list[LedgerLine]) -> LedgerView:
     models: list[str] = []
     purposes: list[str] = []
 
@@ -75,92 +76,78 @@ def _ledger_view(records: list[dict[str, Any]]) -> LedgerView:
         return names.index(name)
 
     return LedgerView(
-        time=np.array([as_time(r.get("time")) for r in records], dtype=np.float64),
-        model=np.array([code(models, str(r.get("model", "?"))) for r in records], dtype=np.int16),
-        purpose=np.array([code(purposes, str(r.get("purpose", "?"))) for r in records], dtype=np.int8),
-        prompt_tokens=np.array([int(as_number(r.get("prompt_tokens"), 0)) for r in records], dtype=np.int64),
-        completion_tokens=np.array([int(as_number(r.get("completion_tokens"), 0)) for r in records], dtype=np.int64),
-        cost_micro=np.array([int(as_number(r.get("cost_micro_usd"), 0)) for r in records], dtype=np.int64),
-        estimated=np.array([r.get("cost_source") == "estimated" for r in records], dtype=np.bool_),
+        time=np.array([as_time(r.time) for r in records], dtype=np.float64),
+        model=np.array([code(models, r.model) for r in records], dtype=np.int16),
+        purpose=np.array([code(purposes, r.purpose) for r in records], dtype=np.int8),
+        prompt_tokens=np.array([r.prompt_tokens for r in records], dtype=np.int64),
+        completion_tokens=np.array([r.completion_tokens for r in records], dtype=np.int64),
+        cost_micro=np.array([r.cost_micro_usd for r in records], dtype=np.int64),
+        estimated=np.array([r.estimated for r in records], dtype=np.bool_),
         model_names=models,
         purpose_names=purposes,
     )
 
 
-def join_calls(ledger: list[dict[str, Any]], journal: list[dict[str, Any]]) -> list[CallRow]:
+def join_calls(ledger: list[LedgerLine], journal: list[JournalEntry]) -> list[CallRow]:
     """Every call, oldest first: the journal's lines in order, a paid one with the time of its
     ledger record (matched in order by model, tokens and cost), then any ledger record the
     journal does not have."""
-    lines = [
-        j
-        for j in journal
-        if isinstance(j, dict) and isinstance(j.get("key"), str) and isinstance(j.get("result"), dict)
-    ]
-    times: dict[int, dict[str, Any]] = {}  # journal line -> its ledger record
-    unmatched: list[dict[str, Any]] = []
+    lines = journal
+    times: dict[int, LedgerLine] = {}  # journal line -> its ledger record
+    unmatched: list[LedgerLine] = []
     start = 0
     for rec in ledger:
-        want = (
-            str(rec.get("model", "")),
-            int(as_number(rec.get("prompt_tokens"), 0)),
-            int(as_number(rec.get("completion_tokens"), 0)),
-            int(as_number(rec.get("cost_micro_usd"), 0)),
-        )
+        want = (rec.model, rec.prompt_tokens, rec.completion_tokens, rec.cost_micro_usd)
         for j in range(start, min(len(lines), start + MATCH_WINDOW)):
-            res = lines[j]["result"]
-            if j in times or res.get("cache_hit") or res.get("journal_hit"):
+            res = lines[j].result
+            if j in times or res.cache_hit or res.journal_hit:
                 continue
-            got = (
-                str(res.get("model", "")),
-                int(as_number(res.get("prompt_tokens"), 0)),
-                int(as_number(res.get("completion_tokens"), 0)),
-                to_micro(as_number(res.get("cost_usd"), 0.0)),
-            )
+            got = (res.model, res.prompt_tokens, res.completion_tokens, to_micro(res.cost_usd))
             if got == want:
                 times[j] = rec
-                while start in times or (start < len(lines) and lines[start]["result"].get("cache_hit")):
+                while start in times or (start < len(lines) and lines[start].result.cache_hit):
                     start += 1
                 break
         else:
             unmatched.append(rec)
     rows: list[CallRow] = []
     for j, line in enumerate(lines):
-        res = line["result"]
-        cached = bool(res.get("cache_hit"))
+        res = line.result
+        cached = res.cache_hit
         billed = times.get(j)
         if billed is None and not cached:
             continue  # not billed (a failed call, or one replayed from the journal)
-        model = str(res.get("model") or "?")
-        role, turn, session, _ = _key_parts(line["key"], model)
+        model = res.model or "?"
+        role, turn, session, _ = _key_parts(line.key, model)
         rows.append(
             CallRow(
-                time=as_time(billed.get("time")) if billed is not None else math.nan,
+                time=as_time(billed.time) if billed is not None else math.nan,
                 model=model,
                 role=role,
                 turn=turn,
                 session=session,
-                run_id=str(billed.get("run_id", "")) if billed is not None else "",
-                prompt_tokens=int(as_number(res.get("prompt_tokens"), 0)),
-                completion_tokens=int(as_number(res.get("completion_tokens"), 0)),
-                cost_micro=int(as_number(billed.get("cost_micro_usd"), 0)) if billed is not None else 0,
+                run_id=billed.run_id if billed is not None else "",
+                prompt_tokens=res.prompt_tokens,
+                completion_tokens=res.completion_tokens,
+                cost_micro=billed.cost_micro_usd if billed is not None else 0,
                 cached=cached,
-                estimated=billed is not None and billed.get("cost_source") == "estimated",
+                estimated=billed is not None and billed.estimated,
             )
         )
     for rec in unmatched:
         rows.append(
             CallRow(
-                time=as_time(rec.get("time")),
-                model=str(rec.get("model", "?")),
+                time=as_time(rec.time),
+                model=rec.model,
                 role="?",
                 turn=None,
                 session="",
-                run_id=str(rec.get("run_id", "")),
-                prompt_tokens=int(as_number(rec.get("prompt_tokens"), 0)),
-                completion_tokens=int(as_number(rec.get("completion_tokens"), 0)),
-                cost_micro=int(as_number(rec.get("cost_micro_usd"), 0)),
+                run_id=rec.run_id,
+                prompt_tokens=rec.prompt_tokens,
+                completion_tokens=rec.completion_tokens,
+                cost_micro=rec.cost_micro_usd,
                 cached=False,
-                estimated=rec.get("cost_source") == "estimated",
+                estimated=rec.estimated,
             )
         )
     return rows
@@ -189,14 +176,17 @@ def load_calls(folder: Path) -> CallsView | None:
     if hit is not None and hit[0] == stamp:
         return hit[1]
 
-    def read(path: Path) -> list[dict[str, Any]]:
-        try:  # a torn last line (a write in progress) is skipped by the reader
-            return [o for _, o in iter_jsonl(path) if isinstance(o, dict)] if path.exists() else []
-        except OSError:
-            return []
-
-    ledger = read(lpath)
-    view = CallsView(_ledger_view(ledger), join_calls(ledger, read(jpath)), folder)
+    # a torn last line (a write in progress) and a line that is not a record are skipped
+    # (`trinity ledger verify` says why)
+    try:
+        ledger = read_ledger(lpath, strict=False) if lpath.exists() else []
+    except (OSError, InputError):
+        ledger = []
+    try:
+        journal = read_journal(jpath, strict=False) if jpath.exists() else []
+    except (OSError, InputError):
+        journal = []
+    view = CallsView(_ledger_view(ledger), join_calls(ledger, journal), folder)
     _CACHE[str(folder)] = (stamp, view)
     return view
 

@@ -24,6 +24,7 @@ import numpy as np
 from minertui.store import Column, Interner
 from trinity.errors import InputError
 from trinity.io import JsonlTail, read_line_at
+from trinity.pool.ledger import try_ledger_line
 from trinity.runs.records import (
     GenerationEvent,
     LogEvent,
@@ -31,6 +32,7 @@ from trinity.runs.records import (
     RunConfig,
     RunMeta,
     StatusEvent,
+    SystemSample,
     WarmStartEvent,
     read_run_meta,
     try_event,
@@ -421,7 +423,7 @@ class RunModel:
             return
         t = ev.time
         if isinstance(ev, GenerationEvent):
-            derived = {"gpu_util": gpu_util_of(getattr(ev, "system", None))}  # the box at the generation's end
+            derived = {"gpu_util": gpu_util_of(ev.system)}  # the box at the generation's end
             for k, col in self._g.items():
                 col.append(as_number(derived[k] if k in derived else getattr(ev, k, None), math.nan))
             if ev.model_mix is not None:
@@ -456,15 +458,18 @@ class RunModel:
         elif isinstance(ev, LogEvent):
             self._logs.append(LogLine(t, ev.level, ev.message))
 
-    def _on_ledger(self, rec: dict[str, Any]) -> None:
+    def _on_ledger(self, raw: Any) -> None:
+        rec = try_ledger_line(raw)
+        if rec is None:  # not a ledger record (a foreign line): `trinity ledger verify` says why
+            return
         c = self._l
-        c["time"].append(as_time(rec.get("time")))
-        c["model"].append(self._l_models(str(rec.get("model", "?"))))
-        c["purpose"].append(self._l_purposes(str(rec.get("purpose", "?"))))
-        c["prompt_tokens"].append(int(as_number(rec.get("prompt_tokens"), 0)))
-        c["completion_tokens"].append(int(as_number(rec.get("completion_tokens"), 0)))
-        c["cost_micro"].append(int(as_number(rec.get("cost_micro_usd"), 0)))
-        c["estimated"].append(rec.get("cost_source") == "estimated")
+        c["time"].append(as_time(rec.time))
+        c["model"].append(self._l_models(rec.model))
+        c["purpose"].append(self._l_purposes(rec.purpose))
+        c["prompt_tokens"].append(rec.prompt_tokens)
+        c["completion_tokens"].append(rec.completion_tokens)
+        c["cost_micro"].append(rec.cost_micro_usd)
+        c["estimated"].append(rec.estimated)
 
     def _on_trace(self, at: int, raw: dict[str, Any]) -> None:
         tr = try_trace(raw)
@@ -541,11 +546,9 @@ class RunModel:
         return read_line_at(self.run.traces, offset)
 
 
-def gpu_util_of(system: Any) -> float | None:
-    """Mean utilisation % over the GPUs of a system sample (None: no GPU in it)."""
-    gpus = system.get("gpus") if isinstance(system, dict) else None
-    utils = [g["util"] for g in gpus or () if isinstance(g, dict) and isinstance(g.get("util"), (int, float))]
-    return float(sum(utils) / len(utils)) if utils else None
+def gpu_util_of(system: SystemSample | None) -> float | None:
+    """Mean utilisation % over the GPUs of a system sample (None: no sample, or no GPU in it)."""
+    return system.gpu_util if system is not None else None
 
 
 def ema(y: np.ndarray, smoothing: float) -> np.ndarray:

@@ -32,7 +32,7 @@ from textual.widgets import Input, Static
 from minertui.reader import Poll
 from minertui.screens.common import ModeScreen
 from minertui.widgets.format import bar, usd
-from trinity.io import read_jsonl
+from trinity.pool.ledger import read_ledger
 from trinity.runs.rundir import list_runs
 
 KINDS = ("math", "mc", "code")
@@ -56,10 +56,10 @@ def playground_spend(runs_root: Path) -> tuple[int, float] | None:
     if hit is not None and hit[0] == stamp:
         return hit[1]
     try:
-        rows = read_jsonl(path)
+        rows = read_ledger(path)
     except Exception:  # a torn or foreign file: `trinity ledger verify` says why
         return None
-    spent = (len(rows), sum(int(r.get("cost_micro_usd") or 0) for r in rows) / 1e6)
+    spent = (len(rows), sum(r.cost_micro_usd for r in rows) / 1e6)
     _SPEND_CACHE[str(path)] = (stamp, spent)
     return spent
 

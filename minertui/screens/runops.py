@@ -50,17 +50,19 @@ def clone_config(s: RunSnapshot, runs_root: Path) -> tuple[Path, dict[str, str]]
     from minertui.screens.newrun import FIELDS  # lazy: PyYAML loaded only when used
     from trinity.io import atomic_write_text  # lazy: PyYAML loaded only when used
 
-    cfg = s.config.to_json()
+    config = s.config
     path = (Path(runs_root) / ".configs" / f"clone-{s.id}.yaml").resolve()
-    atomic_write_text(path, f"# cloned by minertui from run {s.id}\n" + yaml.safe_dump(cfg, sort_keys=False))
+    # the file: the whole config as run.json recorded it (what the form's config path reads)
+    text = yaml.safe_dump(config.to_json(), sort_keys=False)
+    atomic_write_text(path, f"# cloned by minertui from run {s.id}\n" + text)
     fields: dict[str, str] = {}
-    for name, _label, _ph, _kind in FIELDS:
-        v = cfg.get(name)
+    for name, _label, _ph, _kind in FIELDS:  # every form field is a RunConfig field
+        v = getattr(config, name)
         if v is None:
             continue
         fields[name] = ",".join(map(str, v)) if isinstance(v, list) else str(v)
-    if cfg.get("mode"):
-        fields["mode"] = str(cfg["mode"])
+    if config.mode:
+        fields["mode"] = config.mode
     return path, fields
 
 

@@ -67,15 +67,15 @@ def session_config(
     """The run's resolved config (`base`, run.json's; None: no run; TrainConfig's defaults for what
     it lacks) made live, with these overrides; `policy` is always argmax (evaluation is argmax per
     group)."""
-    cfg = base.to_json() if base is not None else {}
-    cfg["mode"] = "live"
-    if pool:
-        cfg["pool"] = pool
-    if not cfg.get("pool"):
+    if not (pool or (base is not None and base.pool)):
         raise InputError(
             "live mode needs a pool and the run's config names none (a cached run trains on a matrix): "
             "pass --pool NAME (see `trinity pool list`)"
         )
+    cfg = base.to_json() if base is not None else {}  # the overrides `validate_config` resolves
+    cfg["mode"] = "live"
+    if pool:
+        cfg["pool"] = pool
     if max_turns is not None:
         cfg["max_turns"] = max_turns
     if budget_usd is not None:

@@ -19,6 +19,11 @@ at the end, emptied or deleted is then reported as broken. A torn final line (a 
 reported as `torn_tail`, not as tampering; reopening the ledger moves it to `ledger.jsonl.torn`
 and continues the chain from the last good record.
 
+Readers: `read_ledger(path)` (or `parse_ledger_line` / `try_ledger_line` for one JSON object)
+give `LedgerLine`s, a frozen record read by attribute; a line that is not a ledger record (a
+foreign or hand-edited line) is an `InputError` of one line naming the file, the line and the
+field. They check each record's fields and types, not the chain: `verify_ledger` does that.
+
 Single writer: `Ledger` holds an exclusive lock on the file and appends through a group-commit
 thread (O_APPEND, fsync before `append` returns).
 """
@@ -36,7 +41,7 @@ from pathlib import Path
 from typing import Any, NotRequired, TypedDict, TypeVar, Unpack
 
 from trinity.errors import InputError
-from trinity.io import canonical_json
+from trinity.io import canonical_json, iter_jsonl
 from trinity.pool.appender import GroupCommitAppender
 
 GENESIS = "0" * 64
@@ -376,6 +381,90 @@ def verify_run_ledger(run_dir: str | os.PathLike[str]) -> LedgerReport:
             rep.problem = f"{w} records {n} ledger records, the file holds {rep.n_records}"
     rep.anchors = [w for w, _, _ in anchors]
     return rep
+
+
+# ---- reading ----------------------------------------------------------------------------------
+_INT_FIELDS = ("seq", "prompt_tokens", "completion_tokens", "cost_micro_usd")
+_STR_FIELDS = ("run_id", "time", "provider", "model", "cost_source", "purpose", "prev_h", "h")
+_LEDGER_HINT = "it was not written by trinity's ledger (run `trinity ledger verify` on the file)"
+
+
+@dataclass(frozen=True)
+class LedgerLine:
+    """One ledger.jsonl record, typed (the fields of `LedgerRecord`, read by attribute)."""
+
+    seq: int
+    run_id: str
+    time: str  # ISO-8601 UTC, ms
+    provider: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_micro_usd: int
+    cost_source: str  # one of COST_SOURCES
+    purpose: str  # one of PURPOSES (an older ledger may hold fewer)
+    prev_h: str
+    h: str
+    note: str | None = None  # only on an "invalid" record
+    excess_micro_usd: int | None = None  # only on a record billed above its reserved worst case
+
+    @property
+    def cost_usd(self) -> float:
+        return self.cost_micro_usd / 1e6
+
+    @property
+    def estimated(self) -> bool:
+        return self.cost_source == "estimated"
+
+    @classmethod
+    def from_json(cls, obj: Any, where: str = "ledger.jsonl") -> LedgerLine:
+        """The record of one parsed line; InputError (one line: `where`, the field, what is wrong)
+        when it is not a ledger record."""
+        if not isinstance(obj, dict):
+            raise InputError(f"{where}: a ledger record is not a JSON object; {_LEDGER_HINT}")
+        for k in FIELDS:
+            if k not in obj:
+                raise InputError(f"{where}: field {k} is missing; {_LEDGER_HINT}")
+        for k in obj:
+            if k not in FIELDS and k not in OPTIONAL_FIELDS:
+                raise InputError(f"{where}: field {k} is not part of a ledger record; {_LEDGER_HINT}")
+        for k in _INT_FIELDS:
+            v = obj[k]
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise InputError(f"{where}: field {k} is {v!r}, not a non-negative integer; {_LEDGER_HINT}")
+        for k in _STR_FIELDS:
+            if not isinstance(obj[k], str):
+                raise InputError(f"{where}: field {k} is {obj[k]!r}, not a string; {_LEDGER_HINT}")
+        note, ex = obj.get("note"), obj.get("excess_micro_usd")
+        if note is not None and not isinstance(note, str):
+            raise InputError(f"{where}: field note is {note!r}, not a string; {_LEDGER_HINT}")
+        if ex is not None and (not isinstance(ex, int) or isinstance(ex, bool) or ex <= 0):
+            raise InputError(f"{where}: field excess_micro_usd is {ex!r}, not a positive integer; {_LEDGER_HINT}")
+        return cls(**obj)
+
+
+def parse_ledger_line(obj: Any, where: str = "ledger.jsonl") -> LedgerLine:
+    return LedgerLine.from_json(obj, where)
+
+
+def try_ledger_line(obj: Any) -> LedgerLine | None:
+    """`parse_ledger_line` for tolerant readers (the app's live tail): None for a line it cannot type."""
+    try:
+        return LedgerLine.from_json(obj)
+    except InputError:
+        return None
+
+
+def read_ledger(path: str | os.PathLike[str], *, strict: bool = True) -> list[LedgerLine]:
+    """ledger.jsonl's records, in order. A torn final line (a write in progress) is skipped; any
+    other line that is not a record is an InputError naming it (`strict=False`: skipped)."""
+    out: list[LedgerLine] = []
+    for i, obj in iter_jsonl(path, strict=strict):
+        if strict:
+            out.append(LedgerLine.from_json(obj, f"{path}: line {i}"))
+        elif (rec := try_ledger_line(obj)) is not None:
+            out.append(rec)
+    return out
 
 
 class Ledger:

@@ -16,7 +16,8 @@ raw dict:
 | best_theta.npy, bundles    | the θ file names and layout constants (`trinity.layout`)        |
 
 The ledger and journal records are typed where they are written (`trinity.pool.ledger`,
-`trinity.pool.journal`).
+`trinity.pool.journal`) and read there too: `read_ledger` (`LedgerLine`) and `read_journal`
+(`JournalEntry`). A `generation` event's system sample is `SystemSample` (its GPUs `GpuReading`).
 
 **Versions.** run.json carries `format` (`RUN_FORMAT`); it versions every file of the run
 directory (events, history, traces, summary). A run.json without it is a format-1 run (every run
@@ -358,13 +359,47 @@ class GenerationRecord(_OpenRecord):
 
 EVENT_ONLY_FIELDS = ("type", "time", "system")  # in the event, never in history.json
 
+JsonNumber = int | float  # a number kept as written: an integer stays one (the line's bytes do not change)
+
+
+class GpuReading(_OpenRecord):
+    """One GPU in a system sample (`trinity.runs.system`); a figure NVML could not give is None."""
+
+    index: int | None = None
+    name: str | None = None
+    util: JsonNumber | None = None  # %
+    mem_used: JsonNumber | None = None  # bytes
+    mem_total: JsonNumber | None = None
+    temp: JsonNumber | None = None  # °C
+    power_w: JsonNumber | None = None
+
+
+class SystemSample(_OpenRecord):
+    """The box's state (`trinity.runs.system.SystemSampler.sample`), as a `generation` event
+    records it under "system": the GPUs, CPU %, memory and free disk (bytes); None: unknown."""
+
+    time: JsonNumber | None = None
+    gpus: list[GpuReading] = Field(default_factory=list)
+    gpu_note: str | None = None  # why there is no GPU list ("no GPU: …")
+    cpu: JsonNumber | None = None
+    ram_used: JsonNumber | None = None
+    ram_total: JsonNumber | None = None
+    rss: JsonNumber | None = None  # the engine process's resident memory
+    disk_free: JsonNumber | None = None
+
+    @property
+    def gpu_util(self) -> float | None:
+        """Mean utilisation % over the GPUs that report it (None: no GPU reading)."""
+        utils = [g.util for g in self.gpus if g.util is not None]
+        return float(sum(utils) / len(utils)) if utils else None
+
 
 class GenerationEvent(GenerationRecord):
     type: Literal["generation"]
     time: Num
     # the box's state beside the generation (GPU, CPU, memory, disk) when the engine samples it:
     # events only, never the checkpointed history (a resumed run stays bit-identical)
-    system: dict[str, Any] | None = None
+    system: SystemSample | None = None
 
     def record(self) -> GenerationRecord:
         """The history.json row of this event (without the event-only fields)."""

@@ -35,7 +35,8 @@ from trinity.competition.protocol import run_protocol
 from trinity.competition.text import HIDDEN
 from trinity.competition.text import SVF_PARAMS as N_SVF
 from trinity.errors import InputError, TrinityError
-from trinity.io import read_json, read_jsonl
+from trinity.io import read_json
+from trinity.pool.ledger import read_ledger
 from trinity.runs.records import read_run_meta
 from trinity.runs.rundir import RunDir
 from trinity.submission.bundle import (
@@ -627,7 +628,7 @@ def gate_receipt(c: _Ctx) -> GateResult:
 
 
 def ledger_hashes(path: Path) -> set[str]:
-    return {rec["h"] for rec in read_jsonl(path) if isinstance(rec, dict) and isinstance(rec.get("h"), str)}
+    return {rec.h for rec in read_ledger(path, strict=False)}
 
 
 def gate_ledger(c: _Ctx) -> GateResult:
@@ -935,7 +936,7 @@ def advisory_ledger_call_volume(c: _Ctx) -> str | None:
     r = c.b.receipt or {}
     if c.run is None or not c.run.ledger.exists():
         return None
-    recs = [x for x in read_jsonl(c.run.ledger) if isinstance(x, dict)]
+    recs = read_ledger(c.run.ledger, strict=False)
     if not recs:
         return "ledger_has_no_entries for the claimed training run"
     gens, pop = r.get("generations"), r.get("popsize")
@@ -945,7 +946,7 @@ def advisory_ledger_call_volume(c: _Ctx) -> str | None:
             f"ledger_call_volume_low: {len(recs)} ledger row(s) for a claimed {gens} x {pop} = {expected} "
             "evaluations (informational only)"
         )
-    models = {x.get("model") for x in recs}
+    models = {x.model for x in recs}
     if len(models) < 2:
         return f"ledger_single_model_traffic: only {sorted(map(str, models))} seen (informational only)"
     return None

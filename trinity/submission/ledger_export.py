@@ -20,8 +20,8 @@ from typing import Any
 
 from trinity.competition.profiles import Profile
 from trinity.errors import InputError
-from trinity.io import atomic_write_text, read_jsonl
-from trinity.pool.ledger import verify_ledger
+from trinity.io import atomic_write_text
+from trinity.pool.ledger import read_ledger, verify_ledger
 
 
 def _short(model: str) -> str:
@@ -75,14 +75,14 @@ def export_ledger(p: Profile, ledger: str | os.PathLike[str], out: str | os.Path
     if not rep.ok:
         raise InputError(f"ledger {ledger} does not verify ({rep.problem}); it cannot be exported")
     prev, lines, total, unpriced = "", [], 0.0, set()
-    for rec in read_jsonl(ledger):
-        payload = mpc_payload(rec["model"], rec["prompt_tokens"], rec["completion_tokens"])
+    for rec in read_ledger(ledger):  # every record verified above: none fails to type
+        payload = mpc_payload(rec.model, rec.prompt_tokens, rec.completion_tokens)
         prev = hashlib.sha256((prev + payload).encode()).hexdigest()
         lines.append(payload[:-1] + f',"h":"{prev}"}}')
-        cost, priced = their_price(p, rec["model"], int(rec["prompt_tokens"]), int(rec["completion_tokens"]))
+        cost, priced = their_price(p, rec.model, rec.prompt_tokens, rec.completion_tokens)
         total += cost
         if not priced:
-            unpriced.add(_short(rec["model"]))
+            unpriced.add(_short(rec.model))
     atomic_write_text(Path(out), "".join(ln + "\n" for ln in lines))
     return LedgerExport(Path(out), len(lines), prev, total, sorted(unpriced))
 
