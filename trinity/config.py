@@ -37,13 +37,12 @@ LabelTargets = Literal["group", "question", "best"]
 LABEL_TARGETS: tuple[str, ...] = get_args(LabelTargets)
 # best: measured closest to the per-topic ceiling from a few collected answers per topic (docs/perf/live-dollar.md)
 DEFAULT_LABEL_TARGETS: LabelTargets = "best"
-# the live recipe's collect (`trinity collect --per-group N --k 1 --max-k K`): training questions asked
-# per topic, then up to K answers a cell from the two best models of a topic whose labels do not yet
-# tell them apart. One answer a cell on 8 questions named the wrong specialist on 2 of 8 bench seeds;
-# 6 questions asked again where close name it as often as 4 answers a cell on 8, for about the $ of
-# one answer a cell on 8 (scripts/adaptive_collect_probe.py)
-RECIPE_PER_GROUP = 6
-RECIPE_MAX_K = 4
+# the live recipe's collect (`trinity collect --per-group N`): training questions asked per topic; with
+# best targets, 8 one-answer labels a topic named each topic's specialist on both bench seeds, 6 did not.
+# Asking close topics again (`--max-k 4` on 6 questions a topic) measured the same on the live bench's
+# 16 seeds (0.958 of the ceiling in expectation either way, pooled $ 0.115x vs 0.118x), so the recipe
+# keeps one answer a cell on 8
+RECIPE_PER_GROUP = 8
 WarmStart = Literal["auto", "labels", "roles", "none"]
 WARM_STARTS: tuple[str, ...] = get_args(WarmStart)
 

@@ -26,6 +26,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from trinity.data.questions import Question
+from trinity.errors import InputError, TrinityError
+from trinity.model import ROLES
+from trinity.optim.routing import load_trained
+from trinity.optim.runinputs import load_run_inputs
+
 PLAYGROUND_DIR = "playground"
 QUESTIONS_SHOWN = 50
 
@@ -37,8 +43,6 @@ def _say(obj: dict[str, Any]) -> None:
 
 class Host:
     def __init__(self, runs: list[str], runs_root: str) -> None:
-        from trinity.optim.routing import load_trained
-
         self.paths = [Path(r) for r in runs]
         self.root = Path(runs_root)
         self.trained = [load_trained(p) for p in self.paths]
@@ -49,8 +53,6 @@ class Host:
     def set_runs(self, runs: list[str]) -> None:
         """Host these runs from now on: a router already loaded is kept, a new one loaded (torch
         is imported once per host, so adding a run side by side costs its router only)."""
-        from trinity.optim.routing import load_trained
-
         have = {p: (tr, qs) for p, tr, qs in zip(self.paths, self.trained, self.questions)}
         paths = [Path(r) for r in runs]
         loaded = [have[p] if p in have else (load_trained(p), self._run_questions(p)) for p in paths]
@@ -62,8 +64,6 @@ class Host:
     def _run_questions(path: Path) -> dict[str, Any]:
         """The run's test-split questions (else its first ones), by id."""
         try:
-            from trinity.optim.runinputs import load_run_inputs
-
             inputs = load_run_inputs(path)
         except Exception:  # a run whose questions are gone still routes typed questions
             return {}
@@ -94,9 +94,6 @@ class Host:
         return {"runs": runs}
 
     def question(self, cmd: dict[str, Any], i: int):
-        from trinity.data.questions import Question
-        from trinity.errors import InputError
-
         qid = cmd.get("qid")
         if qid:
             for qs in [self.questions[i], *self.questions]:
@@ -113,8 +110,6 @@ class Host:
         return Question("playground", "playground", text, None if ref in (None, "") else str(ref), kind)
 
     def route(self, cmd: dict[str, Any]) -> dict[str, Any]:
-        from trinity.model import ROLES
-
         turns = [tuple(t) for t in (cmd.get("turns") or [])]
         out = []
         for i, tr in enumerate(self.trained):
@@ -132,7 +127,8 @@ class Host:
         return {"route": out}
 
     def live(self, cmd: dict[str, Any]) -> None:
-        from trinity.errors import InputError
+        # lazy: only a live question needs the serve engine (the session loop, the ledger, sqlite3:
+        # 38 modules, ~30 ms after the router's); a host that only routes never loads it
         from trinity.serve.engine import ServeEngine
 
         budget = cmd.get("budget_usd")
@@ -168,7 +164,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("runs", nargs="+")
     ap.add_argument("--runs-root", required=True)
     args = ap.parse_args(argv)
-    from trinity.errors import TrinityError
 
     try:
         host = Host(args.runs, args.runs_root)

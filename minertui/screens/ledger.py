@@ -16,6 +16,7 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 from textual.widgets.data_table import ColumnKey
 
+from minertui.calls import PLAYGROUND_DIR, SERVE_DIR, call_rows, load_calls
 from minertui.reader import Poll
 from minertui.runmodel import LedgerView, RunSnapshot
 from minertui.screens.common import ModeScreen
@@ -176,8 +177,6 @@ class LedgerScreen(ModeScreen):
 
     def source_dir(self, s: RunSnapshot | None, source: str | None = None) -> Path | None:
         """The folder of `source` (default: the shown one): the run, its serve/, the Playground's."""
-        from minertui.calls import PLAYGROUND_DIR, SERVE_DIR
-
         source = source or self.source
         if source == "playground":
             return Path(self.app.runs_root) / PLAYGROUND_DIR
@@ -237,8 +236,6 @@ class LedgerScreen(ModeScreen):
 
     def _update_calls(self, s: RunSnapshot | None) -> None:
         """The Playground's or the served run's calls: chain, totals, plot and every call."""
-        from minertui.calls import load_calls
-
         self._set_columns(SERVED_COLUMNS)
         folder = self.source_dir(s)
         view = load_calls(folder) if folder is not None else None
@@ -268,8 +265,6 @@ class LedgerScreen(ModeScreen):
         self._fill_calls(view)
 
     def _fill_calls(self, view) -> None:
-        from minertui.calls import call_rows
-
         text = self.query_one(FilterBar).value.strip()
         idx = call_rows(view.rows, text, self.sort_col)
         n = len(idx)
@@ -492,9 +487,6 @@ class LedgerScreen(ModeScreen):
         self.notify(f"{len(rows):,} calls exported: {csv_path} and {json_path.name}", timeout=8)
 
     def _export_calls(self, s: RunSnapshot | None) -> None:
-        from minertui.calls import call_rows, load_calls
-        from minertui.widgets.tables import export_table
-
         folder = self.source_dir(s)
         view = load_calls(folder) if folder is not None else None
         if view is None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from trinity.config import DEFAULT_LABEL_TARGETS, RECIPE_MAX_K, RECIPE_PER_GROUP
+from trinity.config import DEFAULT_LABEL_TARGETS, RECIPE_PER_GROUP
 from trinity.perf import learning
 from trinity.perf.learning_live import ledger_usd, print_text
 
@@ -48,6 +48,8 @@ def bench(tmp_path_factory):
             "1",
             "--collect-k",
             "1",
+            "--collect-max-k",
+            "3",
             "--keep",
             str(keep),
             "--json",
@@ -93,14 +95,14 @@ def test_live_bench_json_curves_and_ledgers(bench, capsys):
     # the val questions have no row: validation scored them by their topic's mean
     assert new_run["warm_start"]["n_val"] == len(splits["val"]) > 0 and "n_with_rows" not in new_run["warm_start"]
     assert recipes["new"]["collect_questions"] == len(read)
-    # once per model, then (`--collect-max-k`, the recipe's) the two best models of a topic whose
-    # labels were close again, up to K answers a question
+    # once per model, then (`--collect-max-k 3`) the two best models of a topic whose labels were
+    # close again, up to 3 answers a question
     from trinity.benchmarks.practice import practice_questions
     from trinity.data.questions import question_group
 
     group_of = {q.id: question_group(q) for q in practice_questions()}
     again = recipes["new"]["collect_asked_again"]
-    assert out["collect_max_k"] == RECIPE_MAX_K and all(2 <= upto <= RECIPE_MAX_K for _, upto in again.values())
+    assert out["collect_max_k"] == 3 and again and all(2 <= upto <= 3 for _, upto in again.values())
     extra = sum(2 * (upto - 1) * sum(group_of[i] == g for i in read) for g, (_, upto) in again.items())
     assert recipes["new"]["collect_calls"] == len(read) * len(recipes["new"]["server_by_model"]) + extra
     cells = [len(v) for t in matrix["tasks"] for v in t["per_model"].values()]

@@ -33,7 +33,15 @@ from typing import Any
 
 import numpy as np
 
-from trinity.config import DEFAULT_LABEL_TARGETS, LABEL_TARGETS, RECIPE_MAX_K, RECIPE_PER_GROUP
+from trinity.benchmarks.practice import practice_questions
+from trinity.config import DEFAULT_LABEL_TARGETS, LABEL_TARGETS, RECIPE_PER_GROUP, load_config
+from trinity.data.questions import pick_per_group
+from trinity.errors import InputError, TrinityError
+from trinity.io import read_jsonl
+from trinity.model import ROLES
+from trinity.optim.runinputs import inputs_from_config
+from trinity.pool.providers import Price, load_pool
+from trinity.runs.rundir import RunDir
 
 
 def register_args(p) -> None:
@@ -49,10 +57,10 @@ def register_args(p) -> None:
     g.add_argument(
         "--collect-max-k",
         type=int,
-        default=RECIPE_MAX_K,
+        default=None,
         metavar="K",
-        help=f"live: then up to K answers a cell from a topic's two best models while their labels are close "
-        f"(`trinity collect --max-k`; default {RECIPE_MAX_K}, the recipe's; --collect-k: no second round)",
+        help="live: then up to K answers a cell from a topic's two best models while their labels are close "
+        "(`trinity collect --max-k`, e.g. 4; default: --collect-k, no second round, as the recipe)",
     )
     g.add_argument(
         "--collect-per-group",
@@ -99,8 +107,6 @@ def register_args(p) -> None:
 
 
 def _questions(topics: list[str], per_topic: int | None = None):
-    from trinity.benchmarks.practice import practice_questions
-
     out = []
     for t in topics:
         out += [q for q in practice_questions() if q.kind == t][:per_topic]
@@ -113,16 +119,14 @@ def _stage_gens(total: int, every: int) -> list[int]:
 
 
 def _evaluate(run_dir: Path, base_url: str):
+    # lazy: live evaluation (the ledger, sqlite3, the code sandbox: 32 modules) kept off the CLI start
     from trinity.analysis.live import evaluate_live
-    from trinity.runs.rundir import RunDir
 
     return evaluate_live(RunDir(run_dir), split="test", samples=1, pool=None, base_url=base_url)
 
 
 def ledger_usd(path: Path, skip_eval: bool = True) -> float:
     """The $ a ledger file records (its training and collect calls; evaluation calls left out)."""
-    from trinity.io import read_jsonl
-
     if not path.exists():
         return 0.0
     micro = sum(
@@ -132,9 +136,10 @@ def ledger_usd(path: Path, skip_eval: bool = True) -> float:
 
 
 def run_recipe(name: str, args, qfile: Path, questions, work: Path) -> dict[str, Any]:
-    from trinity.config import load_config
-    from trinity.errors import TrinityError
+    # lazy: the trainer (the ledger, sqlite3, the code sandbox: 38 modules) kept off the CLI start
     from trinity.optim.engine import resume_run, start_run
+
+    # lazy: http.server + http.client (10 modules, ~8 ms) kept off the CLI start
     from trinity.perf.standin import pool_overrides, start_standin
 
     srv = start_standin(questions, seed=args.seed)
@@ -157,7 +162,7 @@ def run_recipe(name: str, args, qfile: Path, questions, work: Path) -> dict[str,
         asked_again: dict[str, Any] = {}
         t0 = time.monotonic()
         if name == "new":
-            from trinity.pool.providers import Price, load_pool
+            # lazy: the pool client (httpx: ~250 modules, ~0.13 s) kept off the CLI start
             from trinity.session.collect import collect
 
             ov = pool_overrides(srv)
@@ -169,9 +174,6 @@ def run_recipe(name: str, args, qfile: Path, questions, work: Path) -> dict[str,
             )
             # only the questions training reads (train + val, the run's own splits): the test split is
             # evaluated live, so its rows would be bought and never read
-            from trinity.data.questions import pick_per_group
-            from trinity.optim.runinputs import inputs_from_config
-
             splits = inputs_from_config(load_config(None, {**over, "generations": 1})).splits
             read = set(splits["train"]) | set(splits["val"])
             asked = [q for q in questions if q.id in read] if not args.collect_all else questions
@@ -269,8 +271,8 @@ def usd_to_reach(points: list[dict[str, Any]], target: float) -> float | None:
 
 
 def summarise(old: dict[str, Any], new: dict[str, Any], questions, bootstrap: int = 2000) -> dict[str, Any]:
+    # lazy: numpy.typing + the stats module kept off the CLI start (as trinity.analysis.cli keeps them)
     from trinity.analysis.stats import paired_bootstrap_ci
-    from trinity.model import ROLES
 
     eo, en = old["_eval"], new["_eval"]
     ids_o, ids_n = [q.id for q in eo.questions], [q.id for q in en.questions]
@@ -355,6 +357,7 @@ def ascii_plot(curves: dict[str, list[dict[str, Any]]], width: int = 60, height:
 
 
 def png_plot(path: str, curves: dict[str, list[dict[str, Any]]], summary: dict[str, Any]) -> None:
+    # lazy: numpy.typing + the plots and stats modules kept off the CLI start (as trinity.analysis.cli keeps them)
     from trinity.analysis.plots import check_plot_path, pyplot
 
     out = check_plot_path(path)
@@ -374,14 +377,12 @@ def png_plot(path: str, curves: dict[str, list[dict[str, Any]]], summary: dict[s
 
 
 def run_live(args) -> int:
-    from trinity.errors import InputError
-
     topics = [t.strip() for t in args.topics.split(",") if t.strip()]
     if not topics or any(t not in ("math", "mc", "code") for t in topics):
         raise InputError(f"--topics {args.topics!r}: use some of math,mc,code")
     if args.generations < 1 or args.popsize < 2 or args.m < 1 or args.eval_every < 1 or args.collect_k < 1:
         raise InputError("--generations >= 1, --popsize >= 2, --m >= 1, --eval-every >= 1, --collect-k >= 1")
-    if args.collect_max_k < args.collect_k:
+    if args.collect_max_k is not None and args.collect_max_k < args.collect_k:
         raise InputError("--collect-max-k >= --collect-k")
     if args.collect_per_group < 0:
         raise InputError("--collect-per-group >= 0 (0: every train + val question)")
@@ -397,6 +398,7 @@ def run_live(args) -> int:
         raise InputError(f"--splits {args.splits!r}: three shares >= 0 adding up to 1, train and test > 0")
     args.split_shares = {"train": tr, "val": va, "test": te}
     questions = _questions(topics, args.per_topic)
+    # lazy: http.server + http.client (10 modules, ~8 ms) kept off the CLI start
     from trinity.perf.standin import STANDIN_MODELS, Standin
 
     def go(work: Path) -> dict[str, Any]:
@@ -410,6 +412,7 @@ def run_live(args) -> int:
         test_q = new["_eval"].questions
         summary["expected_ceiling"] = Standin(questions, seed=args.seed).ceiling(test_q)
         # each recipe's chosen routes scored by the stand-in's own chances (no draw noise)
+        # lazy: the router fit (trinity.optim.fitness) and the stand-in's http.server kept off the CLI start
         from trinity.perf.live_routes import routes
 
         router = None

@@ -24,19 +24,19 @@ from typing import Any
 
 import numpy as np
 
+from trinity.analysis.stats import paired_bootstrap_ci
+from trinity.competition.text import router_text
+from trinity.config import TrainConfig
+from trinity.data.matrix import load_matrix
+from trinity.data.questions import load_questions, pick_per_group, question_group
+from trinity.optim.fitness import build_router
+from trinity.optim.warmstart import warm_start_theta
+from trinity.perf.standin import STANDIN_MODELS, Standin
+
 
 def routes(
     run_dir: Path, refit: str | None = None, router: Any = None, per_group: int = 0
 ) -> tuple[dict[str, Any], Any]:
-    from trinity.analysis.stats import paired_bootstrap_ci
-    from trinity.competition.text import router_text
-    from trinity.config import TrainConfig
-    from trinity.data.matrix import load_matrix
-    from trinity.data.questions import load_questions, pick_per_group, question_group
-    from trinity.optim.fitness import build_router
-    from trinity.optim.warmstart import warm_start_theta
-    from trinity.perf.standin import STANDIN_MODELS, Standin
-
     meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     cfg = meta["config"]
     qs = load_questions(cfg["questions"])

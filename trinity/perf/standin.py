@@ -35,7 +35,10 @@ from fractions import Fraction
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from trinity.benchmarks.prompts import render_question
+from trinity.competition.text import ROUTER_TEXTS, TINYROUTER
 from trinity.data.questions import Question
+from trinity.grading import grade_question
 
 TOPICS = ("math", "mc", "code")
 
@@ -134,9 +137,6 @@ class Standin:
     """The answering side (no HTTP): `reply(model, messages, seed)` -> (text, usage)."""
 
     def __init__(self, questions: list[Question], seed: int = 0, models: tuple[StandinModel, ...] = STANDIN_MODELS):
-        from trinity.benchmarks.prompts import render_question
-        from trinity.competition.text import ROUTER_TEXTS, TINYROUTER
-
         self.seed = seed
         self.models = {m.id: m for m in models}
         self.questions = [q for q in questions if q.kind in TOPICS]
@@ -238,8 +238,6 @@ class Standin:
         with self.lock:
             truth = self._truth.get(hashlib.sha256(answers[-1].encode()).hexdigest())
         if truth is None:  # not an answer it gave (trimmed, or another pool's): grade it
-            from trinity.grading import grade_question
-
             truth = bool(grade_question(q, answers[-1]).correct)
         honest = _u(self.seed, "v", model, q.id, seed, len(turns)) < self.models[model].verifier_accuracy
         accept = truth if honest else not truth

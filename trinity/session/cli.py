@@ -9,7 +9,7 @@ from pathlib import Path
 
 from trinity.benchmarks import BENCHMARK_NAMES, get_benchmark
 from trinity.competition.text import resolve_competition
-from trinity.config import RECIPE_MAX_K, RECIPE_PER_GROUP
+from trinity.config import RECIPE_PER_GROUP
 from trinity.errors import InputError
 
 
@@ -46,8 +46,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         dest="max_k",
         metavar="K",
         help="then ask a group's two best models again, one more answer a question a round, while their "
-        f"labels are within --separate-z standard errors, up to K answers a cell ({RECIPE_MAX_K}: the live "
-        "recipe's; default: --k, no second round); the matrix is then ragged",
+        "labels are within --separate-z standard errors, up to K answers a cell (e.g. 4; default: --k, no "
+        "second round); the matrix is then ragged, and a live run's labels average every answer",
     )
     p.add_argument(
         "--separate-z",
@@ -119,7 +119,7 @@ def run_collect(args: argparse.Namespace) -> int:
     # lazy: kept off the CLI start (adds PyYAML here)
     from trinity.pool.providers import load_pool, pool_prices, price_overrides
 
-    # lazy: kept off the CLI start (adds numpy here)
+    # lazy: kept off the CLI start (adds the pool client and httpx here)
     from trinity.session.collect import DEFAULT_SEPARATE_Z, collect, print_progress, select_questions
 
     if args.k < 1:

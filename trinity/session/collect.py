@@ -26,11 +26,16 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from trinity.benchmarks import split_questions
 from trinity.benchmarks.prompts import cached_messages
+from trinity.competition.protocol import get_protocol
 from trinity.data.matrix import OutcomeMatrix, save_matrix
 from trinity.data.questions import Question, question_group
 from trinity.errors import BudgetExceeded, InputError, OutOfCredit
+from trinity.grading import grade_question
 from trinity.io import append_jsonl, read_jsonl
+from trinity.pool.client import DEFAULT_FAIL_THRESHOLD, PoolClient
+from trinity.session.live import LiveRun
 
 if TYPE_CHECKING:
     from trinity.pool.providers import PoolConfig
@@ -73,8 +78,6 @@ def sibling(out: Path, suffix: str) -> Path:
 
 def select_questions(questions: list[Question], split: str, n: int | None, seed: int) -> list[Question]:
     if split != "all":
-        from trinity.benchmarks import split_questions
-
         ids = split_questions(questions, seed).get(split)  # the trainer's own splits
         if ids is None:
             raise InputError(f"unknown split {split!r}: use train, val, test or all")
@@ -176,10 +179,6 @@ def collect(
     `protocol`: the session protocol whose single Worker turn asks (trinity.competition.protocol;
     None: open): a competition's is how its cached answers were made (its prompt and decoding).
     `max_k` > k: ask close groups' two best models again, up to `max_k` answers a cell (see above)."""
-    from trinity.competition.protocol import get_protocol
-    from trinity.pool.client import DEFAULT_FAIL_THRESHOLD, PoolClient
-    from trinity.session.live import LiveRun
-
     proto = get_protocol(protocol)
     tag = "" if proto.is_open else f"/{proto.name}"  # answers under another protocol are not reused
 
@@ -233,8 +232,6 @@ def collect(
             )
 
     async def one(client: PoolClient, slots: asyncio.Semaphore, q: Question, model: str, s: int) -> None:
-        from trinity.grading import grade_question
-
         messages = cached_messages(proto, q)
         async with slots:  # as many waiting as the pool serves at once: a stop leaves the rest unasked
             if state.stop is not None:
