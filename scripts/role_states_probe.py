@@ -25,6 +25,7 @@ from trinity.benchmarks.practice import practice_questions
 from trinity.competition.text import router_text
 from trinity.config import load_config
 from trinity.model import ROLES
+from trinity.model.router import right_padded
 from trinity.optim import warmstart
 from trinity.optim.fitness import build_router
 
@@ -40,12 +41,7 @@ def svf_features(router, ids: list[list[int]], z: torch.Tensor) -> torch.Tensor:
         f"{name_of[f.module]}.weight": f.weight(zz).to(f.module.weight.dtype)
         for f, zz in zip(router.svf.factors, router.svf.split(z))
     }
-    T = max(len(i) for i in ids)
-    input_ids = torch.full((len(ids), T), router.encoder.eos_token_id, dtype=torch.long)
-    mask = torch.zeros((len(ids), T), dtype=torch.long)
-    for b, i in enumerate(ids):
-        input_ids[b, : len(i)] = torch.tensor(i)
-        mask[b, : len(i)] = 1
+    input_ids, mask = right_padded(ids, router.encoder.eos_token_id)
     hidden = torch.func.functional_call(
         dec, params, args=(), kwargs={"input_ids": input_ids, "attention_mask": mask, "use_cache": False}
     ).last_hidden_state

@@ -31,6 +31,17 @@ DEFAULT_MAX_BATCH_TOKENS = 8192
 DEFAULT_CACHE_MB = 1024
 
 
+def right_padded(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token id lists → `input_ids (B, T)` right-padded with `pad_id` and `attention_mask (B, T)`."""
+    T = max(len(s) for s in seqs)
+    input_ids = torch.full((len(seqs), T), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), T), dtype=torch.long)
+    for b, s in enumerate(seqs):
+        input_ids[b, : len(s)] = torch.tensor(s)
+        mask[b, : len(s)] = 1
+    return input_ids, mask
+
+
 class _StopForward(Exception):
     """Raised by the pre-hook on layer L: the layers after it are not needed for the cache."""
 
@@ -177,12 +188,7 @@ class Router:
     def _run_prefix(self, seqs: list[list[int]]) -> list[torch.Tensor]:
         """Layers 0..L-1 on right-padded `seqs`; returns the input of layer L per sequence."""
         dev = self.encoder.device
-        T = max(len(s) for s in seqs)
-        input_ids = torch.full((len(seqs), T), self.encoder.eos_token_id, dtype=torch.long)
-        mask = torch.zeros((len(seqs), T), dtype=torch.long)
-        for b, s in enumerate(seqs):
-            input_ids[b, : len(s)] = torch.tensor(s)
-            mask[b, : len(s)] = 1
+        input_ids, mask = right_padded(seqs, self.encoder.eos_token_id)
         captured: list[torch.Tensor] = []
 
         def grab(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -304,12 +310,7 @@ class Router:
         dev = self.encoder.device
         with self.svf.applied(svf):
             for batch in batches(order, lambda i: len(ids[i]), self.max_batch_tokens):
-                T = max(len(ids[i]) for i in batch)
-                input_ids = torch.full((len(batch), T), self.encoder.eos_token_id, dtype=torch.long)
-                mask = torch.zeros((len(batch), T), dtype=torch.long)
-                for b, i in enumerate(batch):
-                    input_ids[b, : len(ids[i])] = torch.tensor(ids[i])
-                    mask[b, : len(ids[i])] = 1
+                input_ids, mask = right_padded([ids[i] for i in batch], self.encoder.eos_token_id)
                 hidden = self.encoder.decoder(
                     input_ids=input_ids.to(dev), attention_mask=mask.to(dev), use_cache=False
                 ).last_hidden_state  # (B, T, hidden), after the final norm
